@@ -1,0 +1,95 @@
+/*
+ * A simulated RC HCA: the rules of InfiniBand/RoCE reliable connection (REFERENCE.md section 1)
+ * as a pure, deterministic state machine. It knows nothing about SimGrid: packets leave through
+ * a wire callback and arrive through simnic_on_packet(); timers are pulled with
+ * simnic_next_deadline() / simnic_on_timer(). The SimGrid driver (simrun.c) moves the packets with
+ * SimGrid communications; the unit tests move them with a tiny event queue.
+ *
+ * Model: one packet per message on the wire (its simulated size counts every MTU-sized packet and
+ * its headers), PSNs advance by the number of MTU packets, go-back-N retransmission at message
+ * granularity, coalesced ACKs, real bytes copied between the hosts' registered buffers.
+ */
+#ifndef PP_SIMNIC_H
+#define PP_SIMNIC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/nic.h"
+
+/* Timing and limits of a NIC model (models/nics/<name>.yaml). */
+struct pp_nic_profile {
+  char name[64];
+  uint32_t mtu;           /* largest path MTU the port supports, bytes */
+  uint32_t header_bytes;  /* wire overhead per MTU packet (RoCEv2: 58 + extension headers) */
+  uint64_t wqe_ns;        /* NIC time to process one send WQE (serialises transmissions) */
+  uint32_t ack_every;     /* responder ACKs at least every this many packets ... */
+  uint64_t ack_delay_ns;  /* ... or this long after the first unacknowledged one (0: at once) */
+  uint32_t max_qp;
+  uint32_t max_qp_wr;
+  uint32_t max_srq;
+  uint32_t max_mr;
+  uint32_t cq_depth;
+  uint32_t max_rd_atomic; /* the device's max_qp_rd_atom */
+};
+
+/* Faults the fabric injects, from its seeded PRNG. */
+struct pp_faults {
+  double loss; /* probability that any packet (request, response, ACK) is dropped */
+};
+
+/* Fills a profile with the values of the default ("cx6-100g") model. */
+void pp_nic_profile_default(struct pp_nic_profile *p);
+/* Checks a profile; on error writes a sentence into err. */
+enum pp_status pp_nic_profile_check(const struct pp_nic_profile *p, char *err, size_t errlen);
+
+struct simnic_pkt; /* opaque; owned by the fabric's pool */
+struct simnic;
+struct simnic_fabric;
+
+/* How a packet leaves a host: the driver must deliver it, in order per (source, destination)
+ * pair, by calling simnic_on_packet() on the destination NIC. wire_bytes is what it costs on
+ * the link. */
+struct simnic_wire {
+  void *ctx;
+  void (*send)(void *ctx, uint32_t src_host, uint32_t dst_host, struct simnic_pkt *pkt,
+               uint64_t wire_bytes);
+};
+
+/* The fabric owns every NIC and the packet pool; nhosts NICs share one profile. */
+enum pp_status simnic_fabric_create(uint32_t nhosts, const struct pp_nic_profile *profile,
+                                    const struct pp_faults *faults, uint64_t seed,
+                                    const struct simnic_wire *wire, struct simnic_fabric **out);
+void simnic_fabric_destroy(struct simnic_fabric *f);
+struct simnic *simnic_fabric_nic(struct simnic_fabric *f, uint32_t host);
+/* Packets handed to the wire and not yet delivered or dropped. */
+uint64_t simnic_fabric_in_flight(const struct simnic_fabric *f);
+
+/* The ops table the engine calls; its `void *nic` is a struct simnic *. */
+extern const struct pp_nic_ops simnic_ops;
+
+void simnic_on_packet(struct simnic *n, uint64_t now, struct simnic_pkt *pkt);
+/* Drops a packet the wire could not deliver (returns it to the pool). */
+void simnic_pkt_discard(struct simnic_fabric *f, struct simnic_pkt *pkt);
+uint64_t simnic_next_deadline(const struct simnic *n);
+void simnic_on_timer(struct simnic *n, uint64_t now);
+
+/* Operations that take time: post_send/post_recv through the ops table are stamped with the time
+ * of the last simnic_set_now() (the driver calls it before handing control to the engine). */
+void simnic_set_now(struct simnic *n, uint64_t now);
+
+int simnic_poll_cq(struct simnic *n, struct pp_wc *wc, int max);
+/* 1 and fills ev when an async event is queued, else 0. */
+int simnic_get_async_event(struct simnic *n, struct pp_async_event *ev);
+enum pp_qp_state simnic_qp_state(const struct simnic *n, uint32_t qp_num);
+void simnic_counters(const struct simnic *n, struct pp_nic_counters *out);
+
+/* Packet introspection for logs and traces. */
+struct simnic_pkt_info {
+  const char *kind; /* "REQ", "ACK", "RNR_NAK", "NAK", "READ_RESP" */
+  uint32_t src_host, dst_host, dst_qpn, psn, len;
+  enum pp_wr_opcode opcode;
+};
+void simnic_pkt_describe(const struct simnic_pkt *pkt, struct simnic_pkt_info *out);
+
+#endif

@@ -1,0 +1,65 @@
+/* Runs a scenario on SimGrid: one simulated host and one actor per rank, each actor driving a
+ * prepost engine against the simulated NIC of its host. One run per process (SimGrid limit). */
+#ifndef PP_SIMRUN_H
+#define PP_SIMRUN_H
+
+#include <stdio.h>
+
+#include "backends/simgrid/simnic.h"
+#include "engine/engine.h"
+
+#define PP_PATH_MAX 1024
+
+/* Where the hosts come from: a SimGrid XML platform file, or a generated cluster. */
+struct pp_platform {
+  char file[PP_PATH_MAX]; /* non-empty: load this XML file (ranks map to hosts sorted by name) */
+  /* else generate a cluster of `ranks` hosts behind one switch: */
+  double bandwidth_bps;   /* per host link, bits/s */
+  uint64_t latency_ns;    /* per host link */
+};
+
+struct pp_sim_config {
+  char name[128];
+  struct pp_platform platform;
+  struct pp_nic_profile nic;
+  struct pp_faults faults;
+  struct pp_engine_cfg engine; /* rank is set per actor */
+  uint64_t seed;
+  uint64_t max_sim_time_ns;    /* stop the run there (a bound, reported as a timeout) */
+};
+
+#define PP_OUTCOME_LIST(X)                                                     \
+  X(COMPLETED, "completed", "every operation completed successfully")          \
+  X(ERRORS, "errors", "the run ended with error completions")                  \
+  X(STALLED, "stalled", "nothing left to do but operations still pending")     \
+  X(TIMEOUT, "timeout", "max_sim_time reached with operations pending")
+
+enum pp_outcome {
+#define PP_X(id, name, desc) PP_OUTCOME_##id,
+  PP_OUTCOME_LIST(PP_X)
+#undef PP_X
+};
+const char *pp_outcome_name(enum pp_outcome o);
+
+struct pp_rank_result {
+  struct pp_rank_stats stats;
+  struct pp_nic_counters nic;
+  char host[64];
+};
+
+struct pp_run_result {
+  enum pp_outcome outcome;
+  uint64_t sim_time_ns;
+  uint32_t nranks;
+  struct pp_rank_result *ranks; /* nranks entries, malloc'd; free with pp_run_result_free() */
+  struct pp_latency latency;    /* over every rank's sends */
+};
+
+/* Runs the simulation. `log` (may be NULL) receives one line per NIC event, deterministic for a
+ * given configuration and seed. Errors (bad platform, too few hosts) come back as a status with
+ * a sentence in err. */
+enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_run_result *res,
+                          char *err, size_t errlen);
+void pp_run_result_free(struct pp_run_result *res);
+
+#endif

@@ -1,0 +1,147 @@
+/*
+ * The prepost engine: one instance per rank, sans-I/O.
+ *
+ * Inputs are calls with an explicit timestamp in integer nanoseconds: pp_engine_start(),
+ * pp_engine_on_wc() for each completion the driver polled, pp_engine_on_async() for async events,
+ * pp_engine_on_timer() when pp_engine_next_deadline() has passed. Outputs are calls into the
+ * backend's const pp_nic_ops table. The engine never reads a clock, never draws a random number
+ * except from the PRNG seeded by its configuration, never blocks, and allocates only in
+ * pp_engine_create() (bounded pools sized from the configuration).
+ */
+#ifndef PP_ENGINE_H
+#define PP_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nic.h"
+#include "status.h"
+
+#define PP_NO_DEADLINE UINT64_MAX
+#define PP_MAX_RANKS 1024
+
+#define PP_PROTOCOL_LIST(X)                                                    \
+  X(NAIVE, "naive", "SENDs posted with no regard for the receiver")
+
+enum pp_protocol {
+#define PP_X(id, name, desc) PP_PROTO_##id,
+  PP_PROTOCOL_LIST(PP_X)
+#undef PP_X
+  PP_PROTO_COUNT
+};
+
+#define PP_PATTERN_LIST(X)                                                     \
+  X(PAIR, "pair", "rank 2i sends to rank 2i+1")                                \
+  X(RING, "ring", "rank i sends to rank (i+1) mod n")
+
+enum pp_pattern {
+#define PP_X(id, name, desc) PP_PATTERN_##id,
+  PP_PATTERN_LIST(PP_X)
+#undef PP_X
+  PP_PATTERN_COUNT
+};
+
+const char *pp_protocol_name(enum pp_protocol p);
+int pp_protocol_from_name(const char *name); /* -1 when unknown */
+const char *pp_pattern_name(enum pp_pattern p);
+int pp_pattern_from_name(const char *name); /* -1 when unknown */
+
+/* QP attributes a scenario sets (IB encodings). */
+struct pp_qp_params {
+  uint8_t min_rnr_timer;
+  uint8_t rnr_retry;
+  uint8_t timeout;
+  uint8_t retry_cnt;
+  uint8_t max_rd_atomic;
+  uint32_t mtu;       /* bytes: 256..4096 */
+  uint32_t sq_depth;  /* send queue slots per QP */
+  uint32_t rq_depth;  /* receive buffers per QP */
+};
+
+/* What the application side of a rank does. */
+struct pp_workload {
+  enum pp_pattern pattern;
+  uint32_t messages;        /* per sending rank */
+  uint32_t size;            /* bytes per message, >= PP_MSG_HEADER */
+  uint64_t interval_ns;     /* gap between two posts of the application; 0 = back to back */
+  uint64_t consume_ns;      /* receiver holds each buffer this long before re-posting it */
+  uint64_t consume_ranks;   /* bitmask of slow ranks (first 64); 0 = every receiver */
+};
+
+struct pp_engine_cfg {
+  uint32_t rank;
+  uint32_t nranks;
+  enum pp_protocol protocol;
+  struct pp_qp_params qp;
+  struct pp_workload workload;
+  uint64_t seed;
+};
+
+/* Bytes of the header prepost puts at the start of every naive message (seq, source, check). */
+#define PP_MSG_HEADER 16u
+
+/* Upper bounds checked by pp_engine_cfg_check(). */
+#define PP_MAX_MESSAGES 10000000u
+#define PP_MAX_MSG_SIZE (1u << 30)
+#define PP_MAX_QUEUE_DEPTH 16384u
+
+/* Connection information a rank publishes for one peer (exchanged out of band). */
+struct pp_conn_info {
+  uint32_t qp_num;
+  uint32_t psn;
+  uint64_t buf_addr;
+  uint32_t buf_rkey;
+  uint32_t buf_len;
+};
+
+struct pp_latency {
+  uint64_t p50, p99, max;
+};
+
+struct pp_rank_stats {
+  uint64_t messages_sent;     /* send WRs completed successfully */
+  uint64_t messages_received; /* messages delivered to the application, intact */
+  uint64_t bytes_sent;
+  uint64_t bytes_received;
+  uint64_t corrupt;           /* messages whose bytes did not check */
+  uint64_t status_counts[PP_WC_STATUS_COUNT];
+  uint64_t async_events;
+  struct pp_latency latency;  /* post to send completion, successful sends */
+  bool done;
+};
+
+struct pp_engine;
+
+/* Validates the configuration; on error writes a sentence into err. */
+enum pp_status pp_engine_cfg_check(const struct pp_engine_cfg *cfg, char *err, size_t errlen);
+
+/* Allocates pools and buffers, registers memory, creates the QPs (taken to INIT) and pre-posts
+ * receives. */
+enum pp_status pp_engine_create(const struct pp_engine_cfg *cfg, const struct pp_nic_ops *ops,
+                                void *nic, struct pp_engine **out);
+void pp_engine_destroy(struct pp_engine *e);
+
+/* Does this rank talk to `peer`? Fills `out` with what the peer needs to connect. */
+bool pp_engine_local_info(const struct pp_engine *e, uint32_t peer, struct pp_conn_info *out);
+/* Takes the QP to `peer` through RTR and RTS with the configured attributes. */
+enum pp_status pp_engine_connect(struct pp_engine *e, uint64_t now, uint32_t peer,
+                                 const struct pp_conn_info *remote);
+/* Starts the workload once every connection is up. */
+enum pp_status pp_engine_start(struct pp_engine *e, uint64_t now);
+
+enum pp_status pp_engine_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc);
+enum pp_status pp_engine_on_async(struct pp_engine *e, uint64_t now,
+                                  const struct pp_async_event *ev);
+enum pp_status pp_engine_on_timer(struct pp_engine *e, uint64_t now);
+uint64_t pp_engine_next_deadline(const struct pp_engine *e);
+
+/* All of this rank's operations completed, successfully or not. */
+bool pp_engine_done(const struct pp_engine *e);
+/* Fills the rank's statistics (computes latency percentiles). */
+void pp_engine_stats(const struct pp_engine *e, struct pp_rank_stats *out);
+
+/* The peer rank sends go to / receives come from, or -1. */
+int pp_workload_dest(const struct pp_workload *w, uint32_t rank, uint32_t nranks);
+int pp_workload_source(const struct pp_workload *w, uint32_t rank, uint32_t nranks);
+
+#endif
