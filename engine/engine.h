@@ -12,6 +12,7 @@
 #define PP_ENGINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "nic.h"
@@ -139,6 +140,11 @@ uint64_t pp_engine_next_deadline(const struct pp_engine *e);
 bool pp_engine_done(const struct pp_engine *e);
 /* Fills the rank's statistics (computes latency percentiles). */
 void pp_engine_stats(const struct pp_engine *e, struct pp_rank_stats *out);
+
+/* The latency samples (ns) of this rank's successful sends, in completion order. */
+size_t pp_engine_latency_samples(const struct pp_engine *e, const uint64_t **samples);
+/* Nearest-rank p50/p99/max of n samples (copies and sorts them). */
+void pp_latency_of(const uint64_t *samples, uint64_t n, struct pp_latency *out);
 
 /* The peer rank sends go to / receives come from, or -1. */
 int pp_workload_dest(const struct pp_workload *w, uint32_t rank, uint32_t nranks);

@@ -1,0 +1,51 @@
+#include "prng.h"
+
+static uint64_t splitmix64(uint64_t *x)
+{
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void pp_prng_seed(struct pp_prng *r, uint64_t seed)
+{
+  for (int i = 0; i < 4; i++)
+    r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+  return (x << k) | (x >> (64 - k));
+}
+
+uint64_t pp_prng_next(struct pp_prng *r)
+{
+  uint64_t *s = r->s;
+  uint64_t result = rotl(s[1] * 5, 7) * 9;
+  uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return result;
+}
+
+uint64_t pp_prng_below(struct pp_prng *r, uint64_t bound)
+{
+  if (bound == 0)
+    return 0;
+  uint64_t threshold = -bound % bound;
+  for (;;) {
+    uint64_t x = pp_prng_next(r);
+    if (x >= threshold)
+      return x % bound;
+  }
+}
+
+double pp_prng_unit(struct pp_prng *r)
+{
+  return (double)(pp_prng_next(r) >> 11) * 0x1.0p-53;
+}
