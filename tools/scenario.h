@@ -1,5 +1,5 @@
 /*
- * Scenario files (models/scenarios/*.yaml): what to run, on which platform and NIC model, with
+ * Scenario files (models/scenarios/NAME.yaml): what to run, on which platform and NIC model, with
  * which protocol, workload, QP attributes, faults and seed. The format is documented in
  * models/scenarios/README.md. Parsing never crashes on bad input: every error names file:line
  * and what was expected.

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "engine/nic.h"
 
@@ -64,6 +65,9 @@ void simnic_fabric_destroy(struct simnic_fabric *f);
 struct simnic *simnic_fabric_nic(struct simnic_fabric *f, uint32_t host);
 /* Packets handed to the wire and not yet delivered or dropped. */
 uint64_t simnic_fabric_in_flight(const struct simnic_fabric *f);
+/* One line per NIC event (packets sent, received and dropped, completions, QP state changes),
+ * stamped with the simulated time; NULL turns logging off. */
+void simnic_fabric_set_log(struct simnic_fabric *f, FILE *log);
 
 /* The ops table the engine calls; its `void *nic` is a struct simnic *. */
 extern const struct pp_nic_ops simnic_ops;

@@ -1,0 +1,1340 @@
+#include "simnic.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/prng.h"
+
+#define QPN_BASE 0x100u
+#define ASYNC_DEPTH 64u
+#define EXT_RETH 16u /* RDMA extended transport header */
+#define EXT_AETH 4u  /* ACK extended transport header */
+#define EXT_IMM 4u
+
+enum pkt_kind { PKT_REQ, PKT_ACK, PKT_RNR_NAK, PKT_NAK, PKT_READ_RESP };
+static const char *const pkt_kind_names[] = {"REQ", "ACK", "RNR_NAK", "NAK", "READ_RESP"};
+
+/* NAK syndromes (AETH 0x60 | code) */
+enum nak_code { NAK_INV_REQ = 1, NAK_REM_ACCESS = 2, NAK_REM_OP = 3 };
+
+struct simnic_pkt {
+  struct simnic_pkt *next_free;
+  enum pkt_kind kind;
+  uint32_t src_host, dst_host;
+  uint32_t src_qpn, dst_qpn;
+  uint32_t psn;   /* REQ/READ_RESP: first PSN; NAKs: the PSN refused */
+  uint32_t npkts; /* MTU packets the message spans */
+  uint32_t ack_epsn; /* every PSN before this one is acknowledged (valid if has_ack) */
+  bool has_ack;
+  uint8_t syndrome; /* RNR_NAK: min_rnr_timer code; NAK: enum nak_code */
+  enum pp_wr_opcode opcode;
+  uint32_t len;
+  uint64_t remote_addr;
+  uint32_t rkey;
+  uint32_t imm;
+  uint32_t sq_index, sq_gen; /* identity of the requester's WQE */
+};
+
+struct sq_wqe {
+  struct pp_send_wr wr;
+  uint32_t len;
+  uint32_t psn;
+  uint32_t npkts;
+  uint32_t gen;
+  bool read_done;
+};
+
+struct ring {
+  struct pp_recv_wr *wr;
+  uint32_t cap, head, count;
+};
+
+struct qp {
+  bool used;
+  uint32_t qpn;
+  enum pp_qp_state state;
+  struct pp_qp_init_attr init;
+  struct pp_qp_attr attr;
+  struct sq_wqe *sq;
+  uint32_t sq_head, sq_next, sq_tail; /* free-running; slot = index % max_send_wr */
+  uint32_t next_psn;
+  uint8_t rnr_left, retry_left;
+  uint64_t rnr_until;    /* requester waits out an RNR NAK until then (0: not waiting) */
+  uint64_t ack_deadline; /* local ACK timeout (0: not armed) */
+  uint32_t reads_out;
+  struct ring rq;
+  /* responder */
+  uint32_t epsn;
+  uint32_t ack_unsent;
+  bool ack_pending;
+  uint64_t ack_due;
+};
+
+struct srq {
+  bool used;
+  struct ring rq;
+  uint32_t max_sge;
+  uint32_t limit;
+};
+
+struct mr {
+  bool used;
+  uint8_t gen;
+  struct pp_mr mr;
+};
+
+struct simnic {
+  struct simnic_fabric *f;
+  uint32_t host;
+  uint64_t now;
+  struct qp *qps;
+  uint32_t *live; /* indices of the QPs in use, in creation order */
+  uint32_t nlive;
+  struct srq *srqs;
+  struct mr *mrs;
+  struct pp_wc *cq;
+  uint32_t cq_head, cq_count;
+  struct pp_async_event async[ASYNC_DEPTH];
+  uint32_t async_head, async_count;
+  struct pp_nic_counters ctr;
+  uint64_t tx_free_at;
+  uint32_t tx_rr;
+  uint32_t gen;
+};
+
+#define SLAB_PKTS 256u
+struct pkt_slab {
+  struct pkt_slab *next;
+  struct simnic_pkt pkts[SLAB_PKTS];
+};
+
+struct simnic_fabric {
+  struct pp_nic_profile prof;
+  struct pp_faults faults;
+  struct simnic_wire wire;
+  struct pp_prng prng;
+  uint32_t nhosts;
+  struct simnic *nics;
+  struct simnic_pkt *free_pkts;
+  struct pkt_slab *slabs; /* every packet lives in a slab, freed with the fabric */
+  uint64_t in_flight;
+  FILE *log;
+};
+
+/* ---------------------------------------------------------------- profile */
+
+void pp_nic_profile_default(struct pp_nic_profile *p)
+{
+  *p = (struct pp_nic_profile){
+      .name = "cx6-roce-100g",
+      .mtu = 4096,
+      .header_bytes = 58,
+      .wqe_ns = 50,
+      .ack_every = 16,
+      .ack_delay_ns = 1000,
+      .max_qp = 4096,
+      .max_qp_wr = 16384,
+      .max_srq = 1024,
+      .max_mr = 65536,
+      .cq_depth = 65536,
+      .max_rd_atomic = 16,
+  };
+}
+
+enum pp_status pp_nic_profile_check(const struct pp_nic_profile *p, char *err, size_t errlen)
+{
+  const char *what = NULL;
+  if (pp_mtu_from_bytes(p->mtu) == 0)
+    what = "mtu must be 256, 512, 1024, 2048 or 4096";
+  else if (p->ack_every < 1)
+    what = "ack_every must be >= 1";
+  else if (p->max_qp < 1 || p->max_qp > 1u << 20)
+    what = "max_qp must be 1..1048576";
+  else if (p->max_qp_wr < 1 || p->max_qp_wr > 1u << 20)
+    what = "max_qp_wr must be 1..1048576";
+  else if (p->max_srq > 1u << 16)
+    what = "max_srq must be 0..65536";
+  else if (p->max_mr < 1 || p->max_mr > 1u << 16)
+    what = "max_mr must be 1..65536";
+  else if (p->cq_depth < 1 || p->cq_depth > 1u << 24)
+    what = "cq_depth must be 1..16777216";
+  else if (p->max_rd_atomic < 1 || p->max_rd_atomic > 255)
+    what = "max_rd_atomic must be 1..255";
+  else if (p->header_bytes > 4096)
+    what = "header_bytes must be 0..4096";
+  if (what) {
+    snprintf(err, errlen, "NIC profile '%s': %s", p->name, what);
+    return PP_INVALID;
+  }
+  return PP_OK;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static bool psn_before(uint32_t a, uint32_t b)
+{
+  return (int32_t)(a - b) < 0;
+}
+
+static uint32_t npkts_of(uint32_t len, uint32_t mtu)
+{
+  return len == 0 ? 1 : (len + mtu - 1) / mtu;
+}
+
+static void logf_(struct simnic *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(struct simnic *n, const char *fmt, ...)
+{
+  FILE *log = n->f->log;
+  if (!log)
+    return;
+  fprintf(log, "%" PRIu64 " host%u ", n->now, n->host);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(log, fmt, ap);
+  va_end(ap);
+  fputc('\n', log);
+}
+
+static struct qp *qp_get(struct simnic *n, uint32_t qpn)
+{
+  uint32_t i = qpn - QPN_BASE;
+  if (qpn < QPN_BASE || i >= n->f->prof.max_qp || !n->qps[i].used)
+    return NULL;
+  return &n->qps[i];
+}
+
+static struct srq *srq_get(struct simnic *n, uint32_t srq_num)
+{
+  if (srq_num == 0 || srq_num > n->f->prof.max_srq || !n->srqs[srq_num - 1].used)
+    return NULL;
+  return &n->srqs[srq_num - 1];
+}
+
+static uint32_t key_index(uint32_t key)
+{
+  return (key >> 8) & 0xffff;
+}
+
+/* The MR behind an lkey (remote = 0) or rkey (remote = 1), or NULL. */
+static const struct pp_mr *mr_by_key(const struct simnic *n, uint32_t key, int remote)
+{
+  uint32_t i = key_index(key);
+  if (i == 0 || i > n->f->prof.max_mr || !n->mrs[i - 1].used)
+    return NULL;
+  const struct pp_mr *m = &n->mrs[i - 1].mr;
+  return (remote ? m->rkey : m->lkey) == key ? m : NULL;
+}
+
+static bool mr_covers(const struct pp_mr *m, uint64_t addr, uint64_t len, unsigned access)
+{
+  return m && (m->access & access) == access && addr >= m->addr &&
+         len <= m->length && addr - m->addr <= m->length - len;
+}
+
+static bool sges_valid(const struct simnic *n, const struct pp_sge *sg, uint32_t num,
+                       unsigned access)
+{
+  for (uint32_t i = 0; i < num; i++)
+    if (sg[i].length && !mr_covers(mr_by_key(n, sg[i].lkey, 0), sg[i].addr, sg[i].length, access))
+      return false;
+  return true;
+}
+
+static uint64_t sges_len(const struct pp_sge *sg, uint32_t num)
+{
+  uint64_t len = 0;
+  for (uint32_t i = 0; i < num; i++)
+    len += sg[i].length;
+  return len;
+}
+
+/* Copies len bytes from a gather list to a scatter list (either may be a single buffer). */
+static void sg_copy(const struct pp_sge *dst, uint32_t ndst, const struct pp_sge *src,
+                    uint32_t nsrc, uint64_t len)
+{
+  uint32_t di = 0, si = 0;
+  uint64_t doff = 0, soff = 0;
+  while (len > 0 && di < ndst && si < nsrc) {
+    uint64_t dleft = dst[di].length - doff, sleft = src[si].length - soff;
+    uint64_t k = dleft < sleft ? dleft : sleft;
+    if (k > len)
+      k = len;
+    if (k)
+      memmove((void *)(uintptr_t)(dst[di].addr + doff), (const void *)(uintptr_t)(src[si].addr + soff),
+              (size_t)k);
+    len -= k;
+    doff += k;
+    soff += k;
+    if (doff == dst[di].length) {
+      di++;
+      doff = 0;
+    }
+    if (soff == src[si].length) {
+      si++;
+      soff = 0;
+    }
+  }
+}
+
+static void push_async(struct simnic *n, enum pp_event_type type, uint32_t qpn, uint32_t srq_num)
+{
+  if (n->async_count == ASYNC_DEPTH)
+    return; /* bounded: the oldest events are kept, later ones dropped */
+  n->async[(n->async_head + n->async_count++) % ASYNC_DEPTH] =
+      (struct pp_async_event){.type = type, .qp_num = qpn, .srq_num = srq_num};
+  logf_(n, "ASYNC %s qp %u srq %u", pp_event_name(type), qpn, srq_num);
+}
+
+static void push_wc(struct simnic *n, const struct pp_wc *wc)
+{
+  uint32_t cap = n->f->prof.cq_depth;
+  if (n->cq_count == cap) {
+    push_async(n, PP_EVENT_CQ_ERR, wc->qp_num, 0);
+    return;
+  }
+  n->cq[(n->cq_head + n->cq_count++) % cap] = *wc;
+  logf_(n, "WC qp %u wr_id 0x%" PRIx64 " %s %s len %u", wc->qp_num, wc->wr_id,
+        pp_wc_opcode_name(wc->opcode), pp_wc_status_name(wc->status), wc->byte_len);
+}
+
+/* ---------------------------------------------------------------- packets */
+
+void simnic_pkt_discard(struct simnic_fabric *f, struct simnic_pkt *p)
+{
+  p->next_free = f->free_pkts;
+  f->free_pkts = p;
+}
+
+static struct simnic_pkt *pkt_new(struct simnic *n, enum pkt_kind kind, const struct qp *qp)
+{
+  struct simnic_fabric *f = n->f;
+  if (!f->free_pkts) { /* the pool grows to the peak number of packets in flight */
+    struct pkt_slab *s = malloc(sizeof(*s));
+    if (!s)
+      abort();
+    s->next = f->slabs;
+    f->slabs = s;
+    for (uint32_t i = 0; i < SLAB_PKTS; i++)
+      simnic_pkt_discard(f, &s->pkts[i]);
+  }
+  struct simnic_pkt *p = f->free_pkts;
+  f->free_pkts = p->next_free;
+  *p = (struct simnic_pkt){
+      .kind = kind,
+      .src_host = n->host,
+      .dst_host = qp->init.peer,
+      .src_qpn = qp->qpn,
+      .dst_qpn = qp->attr.dest_qp_num,
+  };
+  return p;
+}
+
+static void wire_send(struct simnic *n, struct simnic_pkt *p, uint64_t wire_bytes)
+{
+  struct simnic_fabric *f = n->f;
+  n->ctr.packets_sent++;
+  logf_(n, "TX %s %s psn %u len %u -> host%u qp %u", pkt_kind_names[p->kind],
+        p->kind == PKT_REQ ? pp_wr_opcode_name(p->opcode) : "-", p->psn, p->len, p->dst_host,
+        p->dst_qpn);
+  if (f->faults.loss > 0 && pp_prng_unit(&f->prng) < f->faults.loss) {
+    n->ctr.packets_dropped++;
+    logf_(n, "DROP %s psn %u", pkt_kind_names[p->kind], p->psn);
+    simnic_pkt_discard(f, p);
+    return;
+  }
+  f->in_flight++;
+  f->wire.send(f->wire.ctx, n->host, p->dst_host, p, wire_bytes);
+}
+
+static uint64_t hdr(const struct simnic *n)
+{
+  return n->f->prof.header_bytes;
+}
+
+static void send_ack(struct simnic *n, struct qp *qp)
+{
+  struct simnic_pkt *p = pkt_new(n, PKT_ACK, qp);
+  p->has_ack = true;
+  p->ack_epsn = qp->epsn;
+  p->psn = qp->epsn - 1;
+  qp->ack_pending = false;
+  qp->ack_unsent = 0;
+  n->ctr.acks_sent++;
+  wire_send(n, p, hdr(n) + EXT_AETH);
+}
+
+static void send_nak(struct simnic *n, struct qp *qp, enum pkt_kind kind, uint8_t syndrome)
+{
+  struct simnic_pkt *p = pkt_new(n, kind, qp);
+  p->has_ack = true;
+  p->ack_epsn = qp->epsn; /* a NAK acknowledges everything before the PSN it refuses */
+  p->psn = qp->epsn;
+  p->syndrome = syndrome;
+  qp->ack_pending = false;
+  qp->ack_unsent = 0;
+  wire_send(n, p, hdr(n) + EXT_AETH);
+}
+
+/* ---------------------------------------------------------------- queue pairs */
+
+static enum pp_wc_opcode wc_opcode_of(enum pp_wr_opcode op)
+{
+  switch (op) {
+  case PP_WR_RDMA_WRITE:
+  case PP_WR_RDMA_WRITE_WITH_IMM:
+    return PP_WC_OP_RDMA_WRITE;
+  case PP_WR_RDMA_READ:
+    return PP_WC_OP_RDMA_READ;
+  default:
+    return PP_WC_OP_SEND;
+  }
+}
+
+static struct sq_wqe *sq_at(struct qp *qp, uint32_t index)
+{
+  return &qp->sq[index % qp->init.max_send_wr];
+}
+
+static void complete_send(struct simnic *n, struct qp *qp, struct sq_wqe *w,
+                          enum pp_wc_status status)
+{
+  if (status != PP_WC_SUCCESS || (w->wr.send_flags & PP_SEND_SIGNALED)) {
+    struct pp_wc wc = {
+        .wr_id = w->wr.wr_id,
+        .status = status,
+        .opcode = wc_opcode_of(w->wr.opcode),
+        .byte_len = w->len,
+        .qp_num = qp->qpn,
+        .src_qp = qp->attr.dest_qp_num,
+    };
+    push_wc(n, &wc);
+  }
+  w->gen = 0; /* the WQE is gone: in-flight packets that point at it become stale */
+}
+
+static void complete_recv(struct simnic *n, struct qp *qp, const struct pp_recv_wr *r,
+                          enum pp_wc_status status, enum pp_wc_opcode op, uint32_t len,
+                          const uint32_t *imm)
+{
+  struct pp_wc wc = {
+      .wr_id = r->wr_id,
+      .status = status,
+      .opcode = op,
+      .byte_len = len,
+      .qp_num = qp->qpn,
+      .src_qp = qp->attr.dest_qp_num,
+      .imm_data = imm ? *imm : 0,
+      .wc_flags = imm ? PP_WC_WITH_IMM : 0,
+  };
+  push_wc(n, &wc);
+}
+
+/* ERROR: every outstanding send WQE and every WQE of the QP's own receive queue completes with
+ * WR_FLUSH_ERR (SRQ WQEs belong to the SRQ and stay). */
+static void qp_to_error(struct simnic *n, struct qp *qp)
+{
+  if (qp->state == PP_QPS_ERR)
+    return;
+  logf_(n, "QP %u %s -> ERR", qp->qpn, pp_qp_state_name(qp->state));
+  qp->state = PP_QPS_ERR;
+  qp->rnr_until = qp->ack_deadline = 0;
+  qp->ack_pending = false;
+  for (; qp->sq_head != qp->sq_tail; qp->sq_head++)
+    complete_send(n, qp, sq_at(qp, qp->sq_head), PP_WC_WR_FLUSH_ERR);
+  qp->sq_next = qp->sq_tail;
+  for (; qp->rq.count > 0; qp->rq.count--, qp->rq.head = (qp->rq.head + 1) % qp->rq.cap)
+    complete_recv(n, qp, &qp->rq.wr[qp->rq.head], PP_WC_WR_FLUSH_ERR, PP_WC_OP_RECV, 0, NULL);
+}
+
+/* The WQE at the head of the send queue fails with `status` and the QP goes to ERROR. */
+static void fail_head(struct simnic *n, struct qp *qp, enum pp_wc_status status)
+{
+  assert(qp->sq_head != qp->sq_tail);
+  complete_send(n, qp, sq_at(qp, qp->sq_head), status);
+  qp->sq_head++;
+  qp_to_error(n, qp);
+}
+
+/* Go back N: retransmit from the WQE at `index`. */
+static void rewind_to(struct qp *qp, uint32_t index)
+{
+  qp->sq_next = index;
+  qp->next_psn = sq_at(qp, index)->psn;
+  qp->reads_out = 0;
+  qp->ack_deadline = 0;
+}
+
+static bool qp_can_transmit(struct qp *qp)
+{
+  if (qp->state != PP_QPS_RTS || qp->rnr_until || qp->sq_next == qp->sq_tail)
+    return false;
+  const struct sq_wqe *w = sq_at(qp, qp->sq_next);
+  return w->wr.opcode != PP_WR_RDMA_READ || qp->reads_out < qp->attr.max_rd_atomic;
+}
+
+static void transmit(struct simnic *n, struct qp *qp)
+{
+  struct sq_wqe *w = sq_at(qp, qp->sq_next);
+  unsigned access = w->wr.opcode == PP_WR_RDMA_READ ? PP_ACCESS_LOCAL_WRITE : 0;
+  if (!sges_valid(n, w->wr.sg_list, w->wr.num_sge, access)) {
+    /* only the head can fail in order; earlier WQEs are still in flight: fail when it is head */
+    qp->sq_next++;
+    w->read_done = false;
+    w->npkts = 0; /* marks "local protection error" */
+    if (qp->sq_head == qp->sq_next - 1)
+      fail_head(n, qp, PP_WC_LOC_PROT_ERR);
+    return;
+  }
+  w->psn = qp->next_psn;
+  w->npkts = npkts_of(w->len, pp_mtu_bytes(qp->attr.path_mtu));
+  qp->next_psn += w->npkts;
+  struct simnic_pkt *p = pkt_new(n, PKT_REQ, qp);
+  p->psn = w->psn;
+  p->npkts = w->npkts;
+  p->opcode = w->wr.opcode;
+  p->len = w->len;
+  p->remote_addr = w->wr.remote_addr;
+  p->rkey = w->wr.rkey;
+  p->imm = w->wr.imm_data;
+  p->sq_index = qp->sq_next;
+  p->sq_gen = w->gen;
+  if (qp->ack_pending) { /* piggy-back the responder's ACK on this request */
+    p->has_ack = true;
+    p->ack_epsn = qp->epsn;
+    qp->ack_pending = false;
+    qp->ack_unsent = 0;
+  }
+  bool rdma = w->wr.opcode == PP_WR_RDMA_WRITE || w->wr.opcode == PP_WR_RDMA_WRITE_WITH_IMM ||
+              w->wr.opcode == PP_WR_RDMA_READ;
+  uint64_t wire = (uint64_t)w->npkts * hdr(n) + (rdma ? EXT_RETH : 0);
+  if (w->wr.opcode == PP_WR_RDMA_READ)
+    qp->reads_out++;
+  else
+    wire += w->len + (w->wr.opcode == PP_WR_SEND_WITH_IMM || w->wr.opcode == PP_WR_RDMA_WRITE_WITH_IMM ? EXT_IMM : 0);
+  qp->sq_next++;
+  if (!qp->ack_deadline && qp->attr.timeout)
+    qp->ack_deadline = n->now + pp_ack_timeout_ns(qp->attr.timeout);
+  wire_send(n, p, wire);
+}
+
+/* Transmits what the send queues hold, one WQE per wqe_ns, round robin over QPs. */
+static void tx_kick(struct simnic *n)
+{
+  while (n->tx_free_at <= n->now) {
+    struct qp *qp = NULL;
+    for (uint32_t k = 0; k < n->nlive && !qp; k++) {
+      uint32_t at = (n->tx_rr + k) % n->nlive;
+      if (qp_can_transmit(&n->qps[n->live[at]])) {
+        qp = &n->qps[n->live[at]];
+        n->tx_rr = at + 1;
+      }
+    }
+    if (!qp)
+      return;
+    transmit(n, qp);
+    if (n->f->prof.wqe_ns)
+      n->tx_free_at = n->now + n->f->prof.wqe_ns;
+  }
+}
+
+static bool tx_has_work(const struct simnic *n)
+{
+  for (uint32_t k = 0; k < n->nlive; k++)
+    if (qp_can_transmit(&n->qps[n->live[k]]))
+      return true;
+  return false;
+}
+
+/* ---------------------------------------------------------------- requester */
+
+static void on_progress(struct simnic *n, struct qp *qp)
+{
+  qp->rnr_left = qp->attr.rnr_retry;
+  qp->retry_left = qp->attr.retry_cnt;
+  qp->ack_deadline = qp->sq_head != qp->sq_next && qp->attr.timeout
+                         ? n->now + pp_ack_timeout_ns(qp->attr.timeout)
+                         : 0;
+}
+
+/* Everything before ack_epsn is acknowledged: complete WQEs in order. */
+static void requester_ack(struct simnic *n, struct qp *qp, uint32_t ack_epsn)
+{
+  bool progress = false;
+  while (qp->state == PP_QPS_RTS && qp->sq_head != qp->sq_next) {
+    struct sq_wqe *w = sq_at(qp, qp->sq_head);
+    if (w->npkts == 0) { /* local protection error found at transmit time */
+      fail_head(n, qp, PP_WC_LOC_PROT_ERR);
+      return;
+    }
+    if (psn_before(ack_epsn, w->psn + w->npkts))
+      break;
+    if (w->wr.opcode == PP_WR_RDMA_READ && !w->read_done) {
+      rewind_to(qp, qp->sq_head); /* the read response was lost: ask again */
+      break;
+    }
+    complete_send(n, qp, w, PP_WC_SUCCESS);
+    qp->sq_head++;
+    progress = true;
+  }
+  if (progress)
+    on_progress(n, qp);
+}
+
+static struct sq_wqe *head_if_psn(struct qp *qp, uint32_t psn)
+{
+  if (qp->sq_head == qp->sq_next)
+    return NULL;
+  struct sq_wqe *w = sq_at(qp, qp->sq_head);
+  return w->psn == psn ? w : NULL;
+}
+
+static void requester_rnr_nak(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
+{
+  requester_ack(n, qp, p->psn);
+  n->ctr.rnr_naks_received++;
+  if (qp->state != PP_QPS_RTS || qp->rnr_until || !head_if_psn(qp, p->psn))
+    return; /* stale */
+  if (qp->attr.rnr_retry != PP_RNR_RETRY_INFINITE) {
+    if (qp->rnr_left == 0) {
+      fail_head(n, qp, PP_WC_RNR_RETRY_EXC_ERR);
+      return;
+    }
+    qp->rnr_left--;
+  }
+  n->ctr.rnr_retries++;
+  rewind_to(qp, qp->sq_head);
+  qp->rnr_until = n->now + pp_rnr_timer_ns(p->syndrome);
+}
+
+static void requester_nak(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
+{
+  requester_ack(n, qp, p->psn);
+  if (qp->state != PP_QPS_RTS || !head_if_psn(qp, p->psn))
+    return;
+  static const enum pp_wc_status status[] = {
+      [NAK_INV_REQ] = PP_WC_REM_INV_REQ_ERR,
+      [NAK_REM_ACCESS] = PP_WC_REM_ACCESS_ERR,
+      [NAK_REM_OP] = PP_WC_REM_OP_ERR,
+  };
+  fail_head(n, qp, status[p->syndrome]);
+}
+
+static void requester_read_resp(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
+{
+  for (uint32_t i = qp->sq_head; i != qp->sq_next; i++) {
+    struct sq_wqe *w = sq_at(qp, i);
+    if (w->psn == p->psn && w->wr.opcode == PP_WR_RDMA_READ && !w->read_done) {
+      w->read_done = true;
+      if (qp->reads_out)
+        qp->reads_out--;
+      break;
+    }
+  }
+  requester_ack(n, qp, p->ack_epsn);
+}
+
+/* ---------------------------------------------------------------- responder */
+
+/* The requester's WQE a request packet was made from, if it still exists. */
+static struct sq_wqe *origin_wqe(struct simnic_fabric *f, const struct simnic_pkt *p)
+{
+  struct simnic *src = &f->nics[p->src_host];
+  struct qp *qp = qp_get(src, p->src_qpn);
+  if (!qp || p->sq_gen == 0)
+    return NULL;
+  struct sq_wqe *w = sq_at(qp, p->sq_index);
+  return w->gen == p->sq_gen ? w : NULL;
+}
+
+static bool take_recv(struct simnic *n, struct qp *qp, struct pp_recv_wr *out, uint32_t *max_sge)
+{
+  struct srq *s = qp->init.srq_num ? srq_get(n, qp->init.srq_num) : NULL;
+  struct ring *r = s ? &s->rq : &qp->rq;
+  if (r->count == 0)
+    return false;
+  *out = r->wr[r->head];
+  r->head = (r->head + 1) % r->cap;
+  r->count--;
+  *max_sge = s ? s->max_sge : qp->init.max_recv_sge;
+  if (s && s->limit && r->count < s->limit) {
+    s->limit = 0; /* one shot: re-armed by modify_srq */
+    push_async(n, PP_EVENT_SRQ_LIMIT_REACHED, 0, qp->init.srq_num);
+  }
+  return true;
+}
+
+static void ack_later(struct simnic *n, struct qp *qp, uint32_t npkts)
+{
+  const struct pp_nic_profile *prof = &n->f->prof;
+  qp->ack_unsent += npkts;
+  if (prof->ack_delay_ns == 0 || qp->ack_unsent >= prof->ack_every) {
+    send_ack(n, qp);
+  } else if (!qp->ack_pending) {
+    qp->ack_pending = true;
+    qp->ack_due = n->now + prof->ack_delay_ns;
+  }
+}
+
+/* Responder-side error of class A/C: complete the consumed WQE (if any), NAK, QP to ERROR. */
+static void responder_error(struct simnic *n, struct qp *qp, const struct pp_recv_wr *r,
+                            enum pp_wc_status status, enum nak_code nak)
+{
+  if (r)
+    complete_recv(n, qp, r, status, PP_WC_OP_RECV, 0, NULL);
+  send_nak(n, qp, PKT_NAK, (uint8_t)nak);
+  qp_to_error(n, qp);
+}
+
+static bool remote_ok(const struct simnic *n, const struct simnic_pkt *p, unsigned access)
+{
+  return mr_covers(mr_by_key(n, p->rkey, 1), p->remote_addr, p->len, access);
+}
+
+static void execute_read(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
+{
+  struct sq_wqe *w = origin_wqe(n->f, p);
+  if (w) {
+    struct pp_sge src = {.addr = p->remote_addr, .length = p->len};
+    sg_copy(w->wr.sg_list, w->wr.num_sge, &src, 1, p->len);
+  }
+  struct simnic_pkt *r = pkt_new(n, PKT_READ_RESP, qp);
+  r->psn = p->psn;
+  r->npkts = p->npkts;
+  r->len = p->len;
+  r->has_ack = true;
+  r->ack_epsn = p->psn + p->npkts;
+  qp->ack_pending = false;
+  qp->ack_unsent = 0;
+  wire_send(n, r, (uint64_t)p->npkts * hdr(n) + EXT_AETH + p->len);
+}
+
+/* A request that arrives in sequence. Returns false when it was refused (nothing executed). */
+static void responder_execute(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
+{
+  struct sq_wqe *src = origin_wqe(n->f, p);
+  if (!src)
+    return; /* the requester's WQE is gone (flushed): as if lost on the wire */
+  struct pp_recv_wr r;
+  uint32_t max_sge = 0;
+  bool has_recv = false;
+  if (pp_wr_consumes_recv(p->opcode)) {
+    if (!take_recv(n, qp, &r, &max_sge)) {
+      n->ctr.rnr_naks_sent++;
+      send_nak(n, qp, PKT_RNR_NAK, qp->attr.min_rnr_timer);
+      return;
+    }
+    has_recv = true;
+  }
+  switch (p->opcode) {
+  case PP_WR_SEND:
+  case PP_WR_SEND_WITH_IMM:
+    if (p->len > sges_len(r.sg_list, r.num_sge)) {
+      responder_error(n, qp, &r, PP_WC_LOC_LEN_ERR, NAK_INV_REQ);
+      return;
+    }
+    if (r.num_sge > max_sge || !sges_valid(n, r.sg_list, r.num_sge, PP_ACCESS_LOCAL_WRITE)) {
+      responder_error(n, qp, &r, PP_WC_LOC_PROT_ERR, NAK_REM_OP);
+      return;
+    }
+    sg_copy(r.sg_list, r.num_sge, src->wr.sg_list, src->wr.num_sge, p->len);
+    complete_recv(n, qp, &r, PP_WC_SUCCESS, PP_WC_OP_RECV, p->len,
+                  p->opcode == PP_WR_SEND_WITH_IMM ? &p->imm : NULL);
+    break;
+  case PP_WR_RDMA_WRITE:
+  case PP_WR_RDMA_WRITE_WITH_IMM: {
+    if (!remote_ok(n, p, PP_ACCESS_REMOTE_WRITE)) {
+      responder_error(n, qp, has_recv ? &r : NULL, PP_WC_REM_ACCESS_ERR, NAK_REM_ACCESS);
+      return;
+    }
+    struct pp_sge dst = {.addr = p->remote_addr, .length = p->len};
+    sg_copy(&dst, 1, src->wr.sg_list, src->wr.num_sge, p->len);
+    if (has_recv)
+      complete_recv(n, qp, &r, PP_WC_SUCCESS, PP_WC_OP_RECV_RDMA_WITH_IMM, p->len, &p->imm);
+    break;
+  }
+  case PP_WR_RDMA_READ:
+    if (!remote_ok(n, p, PP_ACCESS_REMOTE_READ)) {
+      responder_error(n, qp, NULL, PP_WC_REM_ACCESS_ERR, NAK_REM_ACCESS);
+      return;
+    }
+    qp->epsn += p->npkts;
+    execute_read(n, qp, p);
+    return;
+  }
+  qp->epsn += p->npkts;
+  ack_later(n, qp, p->npkts);
+}
+
+static void responder_request(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
+{
+  if (qp->state != PP_QPS_RTR && qp->state != PP_QPS_RTS)
+    return;
+  if (p->psn == qp->epsn) {
+    responder_execute(n, qp, p);
+  } else if (psn_before(p->psn, qp->epsn)) {
+    /* a duplicate (our ACK was lost or the requester went back N): answer again */
+    if (p->opcode == PP_WR_RDMA_READ) {
+      if (remote_ok(n, p, PP_ACCESS_REMOTE_READ))
+        execute_read(n, qp, p);
+    } else {
+      send_ack(n, qp);
+    }
+  }
+  /* else: out of sequence after a lost packet or an RNR NAK: dropped silently */
+}
+
+/* ---------------------------------------------------------------- entry points */
+
+void simnic_on_packet(struct simnic *n, uint64_t now, struct simnic_pkt *p)
+{
+  struct simnic_fabric *f = n->f;
+  assert(f->in_flight > 0);
+  f->in_flight--;
+  n->now = now;
+  struct qp *qp = qp_get(n, p->dst_qpn);
+  logf_(n, "RX %s %s psn %u len %u <- host%u qp %u", pkt_kind_names[p->kind],
+        p->kind == PKT_REQ ? pp_wr_opcode_name(p->opcode) : "-", p->psn, p->len, p->src_host,
+        p->src_qpn);
+  if (qp && qp->init.peer == p->src_host && qp->attr.dest_qp_num == p->src_qpn &&
+      qp->state >= PP_QPS_RTR && qp->state <= PP_QPS_RTS) {
+    switch (p->kind) {
+    case PKT_REQ:
+      if (p->has_ack)
+        requester_ack(n, qp, p->ack_epsn);
+      responder_request(n, qp, p);
+      break;
+    case PKT_ACK:
+      requester_ack(n, qp, p->ack_epsn);
+      break;
+    case PKT_RNR_NAK:
+      requester_rnr_nak(n, qp, p);
+      break;
+    case PKT_NAK:
+      requester_nak(n, qp, p);
+      break;
+    case PKT_READ_RESP:
+      requester_read_resp(n, qp, p);
+      break;
+    }
+  }
+  simnic_pkt_discard(f, p);
+  tx_kick(n);
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+  return a < b ? a : b;
+}
+
+uint64_t simnic_next_deadline(const struct simnic *n)
+{
+  uint64_t d = UINT64_MAX;
+  for (uint32_t k = 0; k < n->nlive; k++) {
+    const struct qp *qp = &n->qps[n->live[k]];
+    if (qp->rnr_until)
+      d = min_u64(d, qp->rnr_until);
+    if (qp->ack_deadline)
+      d = min_u64(d, qp->ack_deadline);
+    if (qp->ack_pending)
+      d = min_u64(d, qp->ack_due);
+  }
+  if (n->tx_free_at > n->now && tx_has_work(n))
+    d = min_u64(d, n->tx_free_at);
+  return d;
+}
+
+static void qp_timers(struct simnic *n, struct qp *qp)
+{
+  if (qp->ack_pending && qp->ack_due <= n->now)
+    send_ack(n, qp);
+  if (qp->rnr_until && qp->rnr_until <= n->now)
+    qp->rnr_until = 0; /* tx_kick retransmits */
+  if (qp->ack_deadline && qp->ack_deadline <= n->now) {
+    qp->ack_deadline = 0;
+    if (qp->sq_head == qp->sq_next)
+      return;
+    if (qp->retry_left == 0) {
+      fail_head(n, qp, PP_WC_RETRY_EXC_ERR);
+      return;
+    }
+    qp->retry_left--;
+    n->ctr.timeout_retries++;
+    logf_(n, "TIMEOUT qp %u retransmit from psn %u", qp->qpn, sq_at(qp, qp->sq_head)->psn);
+    rewind_to(qp, qp->sq_head);
+  }
+}
+
+void simnic_on_timer(struct simnic *n, uint64_t now)
+{
+  n->now = now;
+  for (uint32_t k = 0; k < n->nlive; k++)
+    qp_timers(n, &n->qps[n->live[k]]);
+  tx_kick(n);
+}
+
+void simnic_set_now(struct simnic *n, uint64_t now)
+{
+  n->now = now;
+}
+
+int simnic_poll_cq(struct simnic *n, struct pp_wc *wc, int max)
+{
+  int k = 0;
+  uint32_t cap = n->f->prof.cq_depth;
+  for (; k < max && n->cq_count > 0; k++) {
+    wc[k] = n->cq[n->cq_head];
+    n->cq_head = (n->cq_head + 1) % cap;
+    n->cq_count--;
+  }
+  return k;
+}
+
+int simnic_get_async_event(struct simnic *n, struct pp_async_event *ev)
+{
+  if (n->async_count == 0)
+    return 0;
+  *ev = n->async[n->async_head];
+  n->async_head = (n->async_head + 1) % ASYNC_DEPTH;
+  n->async_count--;
+  return 1;
+}
+
+enum pp_qp_state simnic_qp_state(const struct simnic *n, uint32_t qpn)
+{
+  const struct qp *qp = qp_get((struct simnic *)n, qpn);
+  return qp ? qp->state : PP_QPS_RESET;
+}
+
+void simnic_counters(const struct simnic *n, struct pp_nic_counters *out)
+{
+  *out = n->ctr;
+}
+
+void simnic_pkt_describe(const struct simnic_pkt *p, struct simnic_pkt_info *out)
+{
+  *out = (struct simnic_pkt_info){
+      .kind = pkt_kind_names[p->kind],
+      .src_host = p->src_host,
+      .dst_host = p->dst_host,
+      .dst_qpn = p->dst_qpn,
+      .psn = p->psn,
+      .len = p->len,
+      .opcode = p->opcode,
+  };
+}
+
+/* ---------------------------------------------------------------- verbs */
+
+static int nic_reg_mr(void *nic, void *addr, size_t length, unsigned access, struct pp_mr *out)
+{
+  struct simnic *n = nic;
+  if ((!addr && length) || (access & ~7u))
+    return PP_INVALID;
+  if ((access & (PP_ACCESS_REMOTE_WRITE)) && !(access & PP_ACCESS_LOCAL_WRITE))
+    return PP_INVALID; /* ibverbs: remote write needs local write */
+  for (uint32_t i = 0; i < n->f->prof.max_mr; i++) {
+    struct mr *m = &n->mrs[i];
+    if (m->used)
+      continue;
+    m->used = true;
+    m->gen++;
+    uint32_t lkey = (i + 1) << 8 | m->gen;
+    m->mr = (struct pp_mr){
+        .addr = (uint64_t)(uintptr_t)addr,
+        .length = length,
+        .lkey = lkey,
+        .rkey = lkey | 0x40000000u,
+        .access = access,
+    };
+    *out = m->mr;
+    return PP_OK;
+  }
+  return PP_LIMIT;
+}
+
+static int nic_dereg_mr(void *nic, const struct pp_mr *mr)
+{
+  struct simnic *n = nic;
+  uint32_t i = key_index(mr->lkey);
+  if (!mr_by_key(n, mr->lkey, 0))
+    return PP_NOTFOUND;
+  n->mrs[i - 1].used = false;
+  return PP_OK;
+}
+
+static enum pp_status ring_init(struct ring *r, uint32_t cap)
+{
+  r->wr = calloc(cap ? cap : 1, sizeof(*r->wr));
+  r->cap = cap;
+  r->head = r->count = 0;
+  return r->wr ? PP_OK : PP_NOMEM;
+}
+
+static enum pp_status ring_push(struct ring *r, const struct pp_recv_wr *wr)
+{
+  if (r->count == r->cap)
+    return PP_AGAIN;
+  r->wr[(r->head + r->count++) % r->cap] = *wr;
+  return PP_OK;
+}
+
+static int nic_create_srq(void *nic, const struct pp_srq_init_attr *a, uint32_t *srq_num)
+{
+  struct simnic *n = nic;
+  if (a->max_wr < 1 || a->max_wr > n->f->prof.max_qp_wr || a->max_sge > PP_MAX_SGE)
+    return PP_INVALID;
+  for (uint32_t i = 0; i < n->f->prof.max_srq; i++) {
+    struct srq *s = &n->srqs[i];
+    if (s->used)
+      continue;
+    if (ring_init(&s->rq, a->max_wr) != PP_OK)
+      return PP_NOMEM;
+    s->used = true;
+    s->max_sge = a->max_sge;
+    s->limit = a->srq_limit;
+    *srq_num = i + 1;
+    return PP_OK;
+  }
+  return PP_LIMIT;
+}
+
+static int nic_modify_srq(void *nic, uint32_t srq_num, uint32_t limit)
+{
+  struct srq *s = srq_get(nic, srq_num);
+  if (!s)
+    return PP_NOTFOUND;
+  if (limit > s->rq.cap)
+    return PP_INVALID;
+  s->limit = limit;
+  return PP_OK;
+}
+
+static int nic_destroy_srq(void *nic, uint32_t srq_num)
+{
+  struct simnic *n = nic;
+  struct srq *s = srq_get(n, srq_num);
+  if (!s)
+    return PP_NOTFOUND;
+  for (uint32_t k = 0; k < n->nlive; k++)
+    if (n->qps[n->live[k]].init.srq_num == srq_num)
+      return PP_STATE; /* ibverbs: EBUSY while a QP uses it */
+  free(s->rq.wr);
+  *s = (struct srq){0};
+  return PP_OK;
+}
+
+static int nic_create_qp(void *nic, const struct pp_qp_init_attr *a, uint32_t *qp_num)
+{
+  struct simnic *n = nic;
+  const struct pp_nic_profile *prof = &n->f->prof;
+  if (a->max_send_wr < 1 || a->max_send_wr > prof->max_qp_wr || a->max_recv_wr > prof->max_qp_wr ||
+      a->max_send_sge > PP_MAX_SGE || a->max_recv_sge > PP_MAX_SGE || a->peer >= n->f->nhosts ||
+      (a->srq_num && !srq_get(n, a->srq_num)))
+    return PP_INVALID;
+  for (uint32_t i = 0; i < prof->max_qp; i++) {
+    struct qp *qp = &n->qps[i];
+    if (qp->used)
+      continue;
+    *qp = (struct qp){.init = *a, .qpn = QPN_BASE + i, .state = PP_QPS_RESET};
+    qp->sq = calloc(a->max_send_wr, sizeof(*qp->sq));
+    if (!qp->sq || ring_init(&qp->rq, a->srq_num ? 0 : a->max_recv_wr) != PP_OK) {
+      free(qp->sq);
+      free(qp->rq.wr);
+      *qp = (struct qp){0};
+      return PP_NOMEM;
+    }
+    qp->used = true;
+    n->live[n->nlive++] = i;
+    *qp_num = qp->qpn;
+    return PP_OK;
+  }
+  return PP_LIMIT;
+}
+
+static int nic_destroy_qp(void *nic, uint32_t qpn)
+{
+  struct simnic *n = nic;
+  struct qp *qp = qp_get(n, qpn);
+  if (!qp)
+    return PP_NOTFOUND;
+  uint32_t idx = (uint32_t)(qp - n->qps), k = 0;
+  while (n->live[k] != idx)
+    k++;
+  memmove(&n->live[k], &n->live[k + 1], (n->nlive - k - 1) * sizeof(*n->live));
+  n->nlive--;
+  for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++)
+    sq_at(qp, i)->gen = 0;
+  free(qp->sq);
+  free(qp->rq.wr);
+  *qp = (struct qp){0};
+  return PP_OK;
+}
+
+static void qp_reset(struct qp *qp)
+{
+  qp->sq_head = qp->sq_next = qp->sq_tail = 0;
+  qp->rq.head = qp->rq.count = 0;
+  qp->rnr_until = qp->ack_deadline = 0;
+  qp->ack_pending = false;
+  qp->ack_unsent = 0;
+  qp->reads_out = 0;
+  qp->attr = (struct pp_qp_attr){0};
+}
+
+/* Attributes ibverbs requires for each RC transition. */
+static unsigned required_mask(enum pp_qp_state from, enum pp_qp_state to)
+{
+  if (from == PP_QPS_INIT && to == PP_QPS_RTR)
+    return PP_QP_PATH_MTU | PP_QP_DEST_QPN | PP_QP_RQ_PSN | PP_QP_MAX_DEST_RD_ATOMIC |
+           PP_QP_MIN_RNR_TIMER;
+  if (from == PP_QPS_RTR && to == PP_QPS_RTS)
+    return PP_QP_SQ_PSN | PP_QP_TIMEOUT | PP_QP_RETRY_CNT | PP_QP_RNR_RETRY |
+           PP_QP_MAX_QP_RD_ATOMIC;
+  return 0;
+}
+
+static bool attrs_valid(const struct simnic *n, const struct pp_qp_attr *a, unsigned mask)
+{
+  const struct pp_nic_profile *prof = &n->f->prof;
+  if ((mask & PP_QP_PATH_MTU) &&
+      (pp_mtu_bytes(a->path_mtu) == 0 || pp_mtu_bytes(a->path_mtu) > prof->mtu))
+    return false;
+  if ((mask & PP_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+    return false;
+  if ((mask & PP_QP_TIMEOUT) && a->timeout > 31)
+    return false;
+  if ((mask & PP_QP_RETRY_CNT) && a->retry_cnt > 7)
+    return false;
+  if ((mask & PP_QP_RNR_RETRY) && a->rnr_retry > 7)
+    return false;
+  if ((mask & PP_QP_MAX_QP_RD_ATOMIC) && (a->max_rd_atomic > prof->max_rd_atomic))
+    return false;
+  if ((mask & PP_QP_MAX_DEST_RD_ATOMIC) && (a->max_dest_rd_atomic > prof->max_rd_atomic))
+    return false;
+  return true;
+}
+
+static void apply_attrs(struct qp *qp, const struct pp_qp_attr *a, unsigned mask)
+{
+#define SET(flag, field)                                                       \
+  if (mask & (flag))                                                           \
+  qp->attr.field = a->field
+  SET(PP_QP_ACCESS_FLAGS, qp_access_flags);
+  SET(PP_QP_PATH_MTU, path_mtu);
+  SET(PP_QP_TIMEOUT, timeout);
+  SET(PP_QP_RETRY_CNT, retry_cnt);
+  SET(PP_QP_RNR_RETRY, rnr_retry);
+  SET(PP_QP_RQ_PSN, rq_psn);
+  SET(PP_QP_MAX_QP_RD_ATOMIC, max_rd_atomic);
+  SET(PP_QP_MIN_RNR_TIMER, min_rnr_timer);
+  SET(PP_QP_SQ_PSN, sq_psn);
+  SET(PP_QP_MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+  SET(PP_QP_DEST_QPN, dest_qp_num);
+#undef SET
+}
+
+static int nic_modify_qp(void *nic, uint32_t qpn, const struct pp_qp_attr *a, unsigned mask)
+{
+  struct simnic *n = nic;
+  struct qp *qp = qp_get(n, qpn);
+  if (!qp)
+    return PP_NOTFOUND;
+  enum pp_qp_state from = qp->state, to = (mask & PP_QP_STATE) ? a->qp_state : from;
+  if ((mask & PP_QP_STATE) && !pp_qp_transition_ok(from, to))
+    return PP_STATE;
+  if ((mask & required_mask(from, to)) != required_mask(from, to) || !attrs_valid(n, a, mask))
+    return PP_INVALID;
+  if (to == PP_QPS_RESET) {
+    qp_reset(qp);
+    qp->state = PP_QPS_RESET;
+    return PP_OK;
+  }
+  if (to == PP_QPS_ERR) {
+    qp_to_error(n, qp);
+    return PP_OK;
+  }
+  apply_attrs(qp, a, mask);
+  if (from != to)
+    logf_(n, "QP %u %s -> %s", qp->qpn, pp_qp_state_name(from), pp_qp_state_name(to));
+  qp->state = to;
+  if (from == PP_QPS_INIT && to == PP_QPS_RTR)
+    qp->epsn = qp->attr.rq_psn;
+  if (from == PP_QPS_RTR && to == PP_QPS_RTS) {
+    qp->next_psn = qp->attr.sq_psn;
+    qp->rnr_left = qp->attr.rnr_retry;
+    qp->retry_left = qp->attr.retry_cnt;
+  }
+  return PP_OK;
+}
+
+static int nic_post_send(void *nic, uint32_t qpn, const struct pp_send_wr *wr)
+{
+  struct simnic *n = nic;
+  struct qp *qp = qp_get(n, qpn);
+  if (!qp)
+    return PP_NOTFOUND;
+  if (qp->state != PP_QPS_RTS && qp->state != PP_QPS_ERR)
+    return PP_STATE;
+  if (wr->num_sge > qp->init.max_send_sge || (unsigned)wr->opcode > PP_WR_RDMA_READ)
+    return PP_INVALID;
+  if (qp->sq_tail - qp->sq_head == qp->init.max_send_wr)
+    return PP_AGAIN;
+  uint64_t len = sges_len(wr->sg_list, wr->num_sge);
+  if (len > (1ull << 31)) /* the IB message size limit */
+    return PP_INVALID;
+  struct sq_wqe *w = sq_at(qp, qp->sq_tail++);
+  if (++n->gen == 0) /* 0 means "no WQE" */
+    n->gen = 1;
+  *w = (struct sq_wqe){.wr = *wr, .len = (uint32_t)len, .gen = n->gen};
+  if (qp->state == PP_QPS_ERR) {
+    complete_send(n, qp, w, PP_WC_WR_FLUSH_ERR);
+    qp->sq_head = qp->sq_next = qp->sq_tail;
+    return PP_OK;
+  }
+  tx_kick(n);
+  return PP_OK;
+}
+
+static int nic_post_recv(void *nic, uint32_t qpn, const struct pp_recv_wr *wr)
+{
+  struct simnic *n = nic;
+  struct qp *qp = qp_get(n, qpn);
+  if (!qp)
+    return PP_NOTFOUND;
+  if (qp->init.srq_num)
+    return PP_INVALID;
+  if (qp->state == PP_QPS_RESET)
+    return PP_STATE;
+  if (wr->num_sge > qp->init.max_recv_sge)
+    return PP_INVALID;
+  if (qp->state == PP_QPS_ERR) {
+    complete_recv(n, qp, wr, PP_WC_WR_FLUSH_ERR, PP_WC_OP_RECV, 0, NULL);
+    return PP_OK;
+  }
+  return ring_push(&qp->rq, wr);
+}
+
+static int nic_post_srq_recv(void *nic, uint32_t srq_num, const struct pp_recv_wr *wr)
+{
+  struct srq *s = srq_get(nic, srq_num);
+  if (!s)
+    return PP_NOTFOUND;
+  if (wr->num_sge > s->max_sge)
+    return PP_INVALID;
+  return ring_push(&s->rq, wr);
+}
+
+static int nic_query_counters(void *nic, struct pp_nic_counters *out)
+{
+  simnic_counters(nic, out);
+  return PP_OK;
+}
+
+const struct pp_nic_ops simnic_ops = {
+    .name = "simgrid",
+    .reg_mr = nic_reg_mr,
+    .dereg_mr = nic_dereg_mr,
+    .create_srq = nic_create_srq,
+    .modify_srq = nic_modify_srq,
+    .destroy_srq = nic_destroy_srq,
+    .create_qp = nic_create_qp,
+    .modify_qp = nic_modify_qp,
+    .destroy_qp = nic_destroy_qp,
+    .post_send = nic_post_send,
+    .post_recv = nic_post_recv,
+    .post_srq_recv = nic_post_srq_recv,
+    .query_counters = nic_query_counters,
+};
+
+/* ---------------------------------------------------------------- fabric */
+
+static void nic_fini(struct simnic *n)
+{
+  while (n->nlive > 0)
+    nic_destroy_qp(n, QPN_BASE + n->live[n->nlive - 1]);
+  if (n->srqs)
+    for (uint32_t i = 0; i < n->f->prof.max_srq; i++)
+      free(n->srqs[i].rq.wr);
+  free(n->qps);
+  free(n->live);
+  free(n->srqs);
+  free(n->mrs);
+  free(n->cq);
+}
+
+static enum pp_status nic_init(struct simnic_fabric *f, struct simnic *n, uint32_t host)
+{
+  const struct pp_nic_profile *p = &f->prof;
+  n->f = f;
+  n->host = host;
+  n->qps = calloc(p->max_qp, sizeof(*n->qps));
+  n->live = calloc(p->max_qp, sizeof(*n->live));
+  n->srqs = calloc(p->max_srq ? p->max_srq : 1, sizeof(*n->srqs));
+  n->mrs = calloc(p->max_mr, sizeof(*n->mrs));
+  n->cq = calloc(p->cq_depth, sizeof(*n->cq));
+  return n->qps && n->live && n->srqs && n->mrs && n->cq ? PP_OK : PP_NOMEM;
+}
+
+enum pp_status simnic_fabric_create(uint32_t nhosts, const struct pp_nic_profile *profile,
+                                    const struct pp_faults *faults, uint64_t seed,
+                                    const struct simnic_wire *wire, struct simnic_fabric **out)
+{
+  char err[128];
+  *out = NULL;
+  if (nhosts == 0 || !wire || !wire->send || pp_nic_profile_check(profile, err, sizeof(err)) ||
+      faults->loss < 0 || faults->loss >= 1)
+    return PP_INVALID;
+  struct simnic_fabric *f = calloc(1, sizeof(*f));
+  if (!f)
+    return PP_NOMEM;
+  f->prof = *profile;
+  f->faults = *faults;
+  f->wire = *wire;
+  f->nhosts = nhosts;
+  pp_prng_seed(&f->prng, seed ^ 0x51a7e5eedull);
+  f->nics = calloc(nhosts, sizeof(*f->nics));
+  enum pp_status s = f->nics ? PP_OK : PP_NOMEM;
+  for (uint32_t i = 0; s == PP_OK && i < nhosts; i++)
+    s = nic_init(f, &f->nics[i], i);
+  if (s != PP_OK) {
+    simnic_fabric_destroy(f);
+    return s;
+  }
+  *out = f;
+  return PP_OK;
+}
+
+void simnic_fabric_destroy(struct simnic_fabric *f)
+{
+  if (!f)
+    return;
+  for (uint32_t i = 0; f->nics && i < f->nhosts; i++)
+    if (f->nics[i].f)
+      nic_fini(&f->nics[i]);
+  free(f->nics);
+  while (f->slabs) {
+    struct pkt_slab *s = f->slabs;
+    f->slabs = s->next;
+    free(s);
+  }
+  free(f);
+}
+
+struct simnic *simnic_fabric_nic(struct simnic_fabric *f, uint32_t host)
+{
+  return host < f->nhosts ? &f->nics[host] : NULL;
+}
+
+uint64_t simnic_fabric_in_flight(const struct simnic_fabric *f)
+{
+  return f->in_flight;
+}
+
+void simnic_fabric_set_log(struct simnic_fabric *f, FILE *log)
+{
+  f->log = log;
+}

@@ -1,0 +1,426 @@
+/*
+ * The SimGrid driver: one host and one actor per rank. Each actor owns its rank's engine and
+ * simulated NIC and runs the progress loop: wait for a packet or the next deadline, hand the
+ * packet or the timer to the NIC, poll the CQ into the engine, fire the engine's timers.
+ * Packets travel as detached SimGrid communications whose simulated size is their wire size, so
+ * the network model (CM02, cross-traffic off) gives their timing.
+ *
+ * The run ends at global quiescence (every actor without a deadline and no packet in flight)
+ * or at max_sim_time; the actor that sees it sends a shutdown token to every mailbox.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "simrun.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <simgrid/actor.h>
+#include <simgrid/barrier.h>
+#include <simgrid/comm.h>
+#include <xbt/config.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/mailbox.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xbt/log.h>
+
+#include "sgshim.h"
+
+static const char *const outcome_names[] = {
+#define PP_X(id, name, desc) [PP_OUTCOME_##id] = name,
+    PP_OUTCOME_LIST(PP_X)
+#undef PP_X
+};
+
+const char *pp_outcome_name(enum pp_outcome o)
+{
+  return (unsigned)o <= PP_OUTCOME_TIMEOUT ? outcome_names[o] : "?";
+}
+
+struct rank_state {
+  struct pp_engine *engine;
+  struct simnic *nic;
+  sg_mailbox_t mbox;
+  sg_host_t host;
+  bool idle; /* waiting with no deadline of its own */
+};
+
+static struct sim {
+  const struct pp_sim_config *cfg;
+  FILE *log;
+  uint32_t nranks;
+  struct simnic_fabric *fabric;
+  struct rank_state *ranks;
+  sg_bar_t barrier;
+  uint32_t idle;
+  bool stopping;
+  bool timed_out;
+  enum pp_status error;
+  char err[256];
+  uint64_t end_ns;
+} S;
+
+static char shutdown_token;
+
+static uint64_t now_ns(void)
+{
+  return (uint64_t)llround(simgrid_get_clock() * 1e9);
+}
+
+static void fail(enum pp_status s, const char *what, uint32_t rank)
+{
+  if (S.error == PP_OK) {
+    S.error = s;
+    snprintf(S.err, sizeof(S.err), "rank %u: %s: %s", rank, what, pp_status_desc(s));
+  }
+}
+
+static void wire_send(void *ctx, uint32_t src, uint32_t dst, struct simnic_pkt *pkt,
+                      uint64_t wire_bytes)
+{
+  (void)ctx;
+  (void)src;
+  sg_comm_t c = sg_mailbox_put_init(S.ranks[dst].mbox, pkt, (long)wire_bytes);
+  sg_comm_detach(c, NULL);
+}
+
+static void stop_all(void)
+{
+  if (S.stopping)
+    return;
+  S.stopping = true;
+  S.end_ns = now_ns();
+  for (uint32_t i = 0; i < S.nranks; i++)
+    sg_comm_detach(sg_mailbox_put_init(S.ranks[i].mbox, &shutdown_token, 0), NULL);
+}
+
+/* Hands completions and async events to the engine until the NIC has none left. */
+static void drain(struct rank_state *r, uint32_t rank, uint64_t now)
+{
+  struct pp_wc wc[32];
+  struct pp_async_event ev;
+  simnic_set_now(r->nic, now);
+  for (;;) {
+    int n = simnic_poll_cq(r->nic, wc, 32);
+    for (int i = 0; i < n; i++) {
+      enum pp_status s = pp_engine_on_wc(r->engine, now, &wc[i]);
+      if (s != PP_OK)
+        fail(s, "engine rejected a completion", rank);
+    }
+    int a = 0;
+    while (simnic_get_async_event(r->nic, &ev)) {
+      pp_engine_on_async(r->engine, now, &ev);
+      a++;
+    }
+    if (n == 0 && a == 0)
+      return;
+  }
+}
+
+static uint64_t rank_deadline(const struct rank_state *r)
+{
+  uint64_t a = pp_engine_next_deadline(r->engine), b = simnic_next_deadline(r->nic);
+  return a < b ? a : b;
+}
+
+static void connect_rank(struct rank_state *r, uint32_t rank)
+{
+  for (uint32_t peer = 0; peer < S.nranks; peer++) {
+    struct pp_conn_info remote;
+    if (peer == rank || !pp_engine_local_info(S.ranks[peer].engine, rank, &remote))
+      continue;
+    enum pp_status s = pp_engine_connect(r->engine, now_ns(), peer, &remote);
+    if (s != PP_OK)
+      fail(s, "connecting the QP", rank);
+  }
+}
+
+static void progress_loop(struct rank_state *r, uint32_t rank)
+{
+  uint64_t max_ns = S.cfg->max_sim_time_ns;
+  void *data = NULL;
+  sg_comm_t get = sg_mailbox_get_async(r->mbox, &data);
+  for (;;) {
+    uint64_t now = now_ns();
+    uint64_t d = S.stopping ? UINT64_MAX : rank_deadline(r);
+    if (!S.stopping && d == UINT64_MAX && !r->idle) {
+      r->idle = true;
+      if (++S.idle == S.nranks && simnic_fabric_in_flight(S.fabric) == 0)
+        stop_all(); /* global quiescence */
+    }
+    if (!S.stopping && d > max_ns)
+      d = max_ns;
+    double timeout = d == UINT64_MAX ? -1.0 : (double)(d > now ? d - now : 0) / 1e9;
+    if (pp_sg_wait_for(get, timeout)) {
+      if (data == &shutdown_token)
+        return;
+      if (r->idle) {
+        r->idle = false;
+        S.idle--;
+      }
+      simnic_on_packet(r->nic, now_ns(), data);
+      get = sg_mailbox_get_async(r->mbox, &data);
+    } else if (d >= max_ns && now_ns() >= max_ns) {
+      S.timed_out = true;
+      stop_all();
+      continue;
+    }
+    now = now_ns();
+    if (d != UINT64_MAX && now < d && now + 1 >= d)
+      now = d; /* the double clock may land one nanosecond short of the deadline */
+    if (S.stopping)
+      continue;
+    if (simnic_next_deadline(r->nic) <= now)
+      simnic_on_timer(r->nic, now);
+    drain(r, rank, now);
+    if (pp_engine_next_deadline(r->engine) <= now) {
+      enum pp_status s = pp_engine_on_timer(r->engine, now);
+      if (s != PP_OK)
+        fail(s, "engine timer", rank);
+      drain(r, rank, now);
+    }
+  }
+}
+
+static void rank_actor(int argc, char **argv)
+{
+  (void)argc;
+  uint32_t rank = (uint32_t)atoi(argv[1]);
+  struct rank_state *r = &S.ranks[rank];
+  sg_mailbox_set_receiver(sg_mailbox_get_name(r->mbox));
+  struct pp_engine_cfg ecfg = S.cfg->engine;
+  ecfg.rank = rank;
+  enum pp_status s = pp_engine_create(&ecfg, &simnic_ops, r->nic, &r->engine);
+  if (s != PP_OK)
+    fail(s, "creating the engine", rank);
+  sg_barrier_wait(S.barrier);
+  if (S.error == PP_OK)
+    connect_rank(r, rank);
+  sg_barrier_wait(S.barrier);
+  if (S.error != PP_OK)
+    return;
+  uint64_t now = now_ns();
+  s = pp_engine_start(r->engine, now);
+  if (s != PP_OK)
+    fail(s, "starting the workload", rank);
+  drain(r, rank, now);
+  progress_loop(r, rank);
+}
+
+/* --------------------------------------------------------------- platform */
+
+static int natural_cmp(const void *pa, const void *pb)
+{
+  const char *a = sg_host_get_name(*(const sg_host_t *)pa);
+  const char *b = sg_host_get_name(*(const sg_host_t *)pb);
+  while (*a && *b) {
+    if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+      char *ea, *eb;
+      unsigned long x = strtoul(a, &ea, 10), y = strtoul(b, &eb, 10);
+      if (x != y)
+        return x < y ? -1 : 1;
+      a = ea;
+      b = eb;
+    } else if (*a != *b) {
+      return (unsigned char)*a - (unsigned char)*b;
+    } else {
+      a++;
+      b++;
+    }
+  }
+  return (unsigned char)*a - (unsigned char)*b;
+}
+
+/* Writes the generated cluster to a temporary file; returns its path in `path`. */
+static enum pp_status write_cluster(const struct pp_sim_config *cfg, uint32_t n, char *path,
+                                    size_t len, char *err, size_t errlen)
+{
+  snprintf(path, len, "/tmp/prepost-cluster-XXXXXX");
+  int fd = mkstemp(path);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    snprintf(err, errlen, "cannot write a temporary platform file: %s", strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return PP_IO;
+  }
+  /* a route crosses two host links and a fat-pipe backbone: each link gets half the latency */
+  fprintf(f,
+          "<?xml version='1.0'?>\n"
+          "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+          "<platform version=\"4.1\">\n"
+          "  <cluster id=\"cluster\" prefix=\"host\" suffix=\"\" radical=\"0-%u\" speed=\"1Gf\"\n"
+          "           bw=\"%.0fbps\" lat=\"%.3fns\" sharing_policy=\"SPLITDUPLEX\"\n"
+          "           bb_bw=\"%.0fbps\" bb_lat=\"0ns\" bb_sharing_policy=\"FATPIPE\"/>\n"
+          "</platform>\n",
+          n - 1, cfg->platform.bandwidth_bps, cfg->platform.latency_ns / 2.0,
+          cfg->platform.bandwidth_bps * 4);
+  fclose(f);
+  return PP_OK;
+}
+
+static enum pp_status load_platform(const struct pp_sim_config *cfg, char *err, size_t errlen)
+{
+  char tmp[64] = "";
+  const char *file = cfg->platform.file;
+  if (!file[0]) {
+    if (!(cfg->platform.bandwidth_bps > 0) || cfg->platform.latency_ns == 0) {
+      snprintf(err, errlen, "generated cluster needs bandwidth > 0 and latency > 0");
+      return PP_INVALID;
+    }
+    enum pp_status s = write_cluster(cfg, S.nranks, tmp, sizeof(tmp), err, errlen);
+    if (s != PP_OK)
+      return s;
+    file = tmp;
+  } else if (access(file, R_OK) != 0) {
+    snprintf(err, errlen, "platform file '%s': %s", file, strerror(errno));
+    return PP_IO;
+  }
+  simgrid_load_platform(file);
+  if (tmp[0])
+    unlink(tmp);
+  return PP_OK;
+}
+
+static enum pp_status map_hosts(char *err, size_t errlen)
+{
+  size_t n = sg_host_count();
+  if (n < S.nranks) {
+    snprintf(err, errlen, "platform has %zu hosts, the scenario needs %u", n, S.nranks);
+    return PP_INVALID;
+  }
+  sg_host_t *hosts = sg_host_list();
+  qsort(hosts, n, sizeof(*hosts), natural_cmp);
+  for (uint32_t i = 0; i < S.nranks; i++) {
+    S.ranks[i].host = hosts[i];
+    char name[64];
+    snprintf(name, sizeof(name), "nic-%u", i);
+    S.ranks[i].mbox = sg_mailbox_by_name(name);
+  }
+  free(hosts);
+  return PP_OK;
+}
+
+/* --------------------------------------------------------------- results */
+
+static void collect(struct pp_run_result *res)
+{
+  uint64_t total = 0, errors = 0;
+  bool all_done = true;
+  for (uint32_t i = 0; i < S.nranks; i++) {
+    struct pp_rank_result *rr = &res->ranks[i];
+    pp_engine_stats(S.ranks[i].engine, &rr->stats);
+    simnic_counters(S.ranks[i].nic, &rr->nic);
+    snprintf(rr->host, sizeof(rr->host), "%s", sg_host_get_name(S.ranks[i].host));
+    const uint64_t *s;
+    total += pp_engine_latency_samples(S.ranks[i].engine, &s);
+    for (int k = 1; k < PP_WC_STATUS_COUNT; k++)
+      errors += rr->stats.status_counts[k];
+    errors += rr->stats.corrupt;
+    all_done = all_done && rr->stats.done;
+  }
+  uint64_t *all = malloc((total ? total : 1) * sizeof(*all)), at = 0;
+  for (uint32_t i = 0; all && i < S.nranks; i++) {
+    const uint64_t *s;
+    size_t n = pp_engine_latency_samples(S.ranks[i].engine, &s);
+    memcpy(all + at, s, n * sizeof(*s));
+    at += n;
+  }
+  if (all)
+    pp_latency_of(all, at, &res->latency);
+  free(all);
+  res->sim_time_ns = S.end_ns;
+  if (errors)
+    res->outcome = PP_OUTCOME_ERRORS;
+  else if (all_done)
+    res->outcome = PP_OUTCOME_COMPLETED;
+  else
+    res->outcome = S.timed_out ? PP_OUTCOME_TIMEOUT : PP_OUTCOME_STALLED;
+}
+
+static void cleanup(void)
+{
+  for (uint32_t i = 0; S.ranks && i < S.nranks; i++)
+    pp_engine_destroy(S.ranks[i].engine);
+  simnic_fabric_destroy(S.fabric);
+  free(S.ranks);
+  if (S.barrier)
+    sg_barrier_destroy(S.barrier);
+  S.ranks = NULL;
+  S.fabric = NULL;
+}
+
+enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_run_result *res,
+                          char *err, size_t errlen)
+{
+  static bool used;
+  memset(res, 0, sizeof(*res));
+  if (used) {
+    snprintf(err, errlen, "one simulation per process (SimGrid cannot load a second platform)");
+    return PP_STATE;
+  }
+  used = true;
+  enum pp_status s = pp_engine_cfg_check(&cfg->engine, err, errlen);
+  if (s != PP_OK)
+    return s;
+  memset(&S, 0, sizeof(S));
+  S.cfg = cfg;
+  S.log = log;
+  S.nranks = cfg->engine.nranks;
+  int argc = 1;
+  char arg0[] = "prepost";
+  char *argv[] = {arg0, NULL};
+  xbt_log_control_set("root.thres:critical");
+  simgrid_init(&argc, argv);
+  sg_cfg_set_string("network/model", "CM02");
+  sg_cfg_set_boolean("network/crosstraffic", "no");
+  if ((s = load_platform(cfg, err, errlen)) != PP_OK)
+    return s;
+  S.ranks = calloc(S.nranks, sizeof(*S.ranks));
+  if (!S.ranks)
+    return PP_NOMEM;
+  if ((s = map_hosts(err, errlen)) != PP_OK)
+    goto out_cleanup;
+  struct simnic_wire wire = {.ctx = NULL, .send = wire_send};
+  s = simnic_fabric_create(S.nranks, &cfg->nic, &cfg->faults, cfg->seed, &wire, &S.fabric);
+  if (s != PP_OK) {
+    snprintf(err, errlen, "cannot create the simulated NICs: %s", pp_status_desc(s));
+    goto out_cleanup;
+  }
+  simnic_fabric_set_log(S.fabric, log);
+  for (uint32_t i = 0; i < S.nranks; i++)
+    S.ranks[i].nic = simnic_fabric_nic(S.fabric, i);
+  S.barrier = sg_barrier_init(S.nranks);
+  for (uint32_t i = 0; i < S.nranks; i++) {
+    char name[32], num[16];
+    snprintf(name, sizeof(name), "rank%u", i);
+    snprintf(num, sizeof(num), "%u", i);
+    const char *args[] = {name, num};
+    sg_actor_create_(name, S.ranks[i].host, rank_actor, 2, args);
+  }
+  simgrid_run();
+  if (S.error != PP_OK) {
+    snprintf(err, errlen, "%s", S.err);
+    s = S.error;
+    goto out_cleanup;
+  }
+  res->nranks = S.nranks;
+  res->ranks = calloc(S.nranks, sizeof(*res->ranks));
+  if (!res->ranks) {
+    s = PP_NOMEM;
+    goto out_cleanup;
+  }
+  collect(res);
+out_cleanup:
+  cleanup();
+  return s;
+}
+
+void pp_run_result_free(struct pp_run_result *res)
+{
+  free(res->ranks);
+  res->ranks = NULL;
+}

@@ -1,0 +1,184 @@
+/* prepost: the command line. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "scenario.h"
+
+enum { EXIT_OK = 0, EXIT_ERRORS = 1, EXIT_USAGE = 2, EXIT_STALLED = 3 };
+
+static const char *const main_usage =
+    "usage: prepost [--version] [--help] COMMAND [ARGS]\n"
+    "\n"
+    "Commands:\n"
+    "  run SCENARIO   run a scenario on the simulated backend and report the result\n"
+    "  help COMMAND   show the help of a command\n"
+    "\n"
+    "Exit codes: 0 every operation completed successfully, 1 the run ended with error\n"
+    "completions, 2 usage or input error, 3 the run stalled or hit max_sim_time with\n"
+    "operations pending.\n";
+
+static const char *const run_usage =
+    "usage: prepost run SCENARIO [--seed N] [--log FILE] [--json] [--models DIR]\n"
+    "\n"
+    "Runs SCENARIO (a YAML file, see models/scenarios/README.md) on the SimGrid backend.\n"
+    "\n"
+    "  --seed N      override the scenario's seed (drives every random choice)\n"
+    "  --log FILE    write the NIC event log (one line per packet, completion and QP state\n"
+    "                change, stamped with simulated nanoseconds; '-' for stderr)\n"
+    "  --json        print one JSON object on stdout instead of the table\n"
+    "  --models DIR  where relative platform and NIC paths resolve (default: $PREPOST_MODELS\n"
+    "                or the source tree's models/)\n"
+    "  -h, --help    this help\n"
+    "\n"
+    "Exit codes: 0 completed, 1 error completions, 2 usage or input error, 3 stalled/timeout.\n";
+
+static int usage_error(const char *usage, const char *fmt, const char *arg)
+{
+  fprintf(stderr, "prepost: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n\n%s", usage);
+  return EXIT_USAGE;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+  char *end;
+  if (!s || !*s || *s == '-')
+    return -1;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || *end)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static int exit_code_of(enum pp_outcome o)
+{
+  switch (o) {
+  case PP_OUTCOME_COMPLETED:
+    return EXIT_OK;
+  case PP_OUTCOME_ERRORS:
+    return EXIT_ERRORS;
+  default:
+    return EXIT_STALLED;
+  }
+}
+
+struct run_opts {
+  const char *scenario;
+  const char *log;
+  const char *models;
+  bool json;
+  bool has_seed;
+  uint64_t seed;
+};
+
+static int parse_run_args(int argc, char **argv, struct run_opts *o)
+{
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(run_usage, stdout);
+      return EXIT_OK + 100;
+    } else if (!strcmp(a, "--json")) {
+      o->json = true;
+    } else if (!strcmp(a, "--seed") || !strcmp(a, "--log") || !strcmp(a, "--models")) {
+      if (i + 1 >= argc)
+        return usage_error(run_usage, "%s needs a value", a);
+      const char *v = argv[++i];
+      if (!strcmp(a, "--seed")) {
+        if (parse_u64(v, &o->seed))
+          return usage_error(run_usage, "--seed wants a non-negative integer, got '%s'", v);
+        o->has_seed = true;
+      } else if (!strcmp(a, "--log")) {
+        o->log = v;
+      } else {
+        o->models = v;
+      }
+    } else if (a[0] == '-' && a[1]) {
+      return usage_error(run_usage, "unknown option '%s'", a);
+    } else if (o->scenario) {
+      return usage_error(run_usage, "one scenario at a time (extra argument '%s')", a);
+    } else {
+      o->scenario = a;
+    }
+  }
+  if (!o->scenario)
+    return usage_error(run_usage, "%s", "missing SCENARIO");
+  return -1;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+  struct run_opts o = {0};
+  int rc = parse_run_args(argc, argv, &o);
+  if (rc >= 0)
+    return rc == EXIT_OK + 100 ? EXIT_OK : rc;
+  if (!o.models)
+    o.models = getenv("PREPOST_MODELS");
+  if (!o.models)
+    o.models = PREPOST_MODELS_DIR;
+  static struct pp_scenario sc;
+  char err[1024];
+  if (pp_scenario_load(o.scenario, o.models, &sc, err, sizeof(err)) != PP_OK) {
+    fprintf(stderr, "prepost: %s\n", err);
+    return EXIT_USAGE;
+  }
+  if (o.has_seed)
+    sc.sim.seed = sc.sim.engine.seed = o.seed;
+  FILE *log = NULL;
+  if (o.log) {
+    log = strcmp(o.log, "-") ? fopen(o.log, "w") : stderr;
+    if (!log) {
+      fprintf(stderr, "prepost: cannot write log '%s': %s\n", o.log, strerror(errno));
+      return EXIT_USAGE;
+    }
+  }
+  struct pp_run_result res;
+  enum pp_status s = pp_sim_run(&sc.sim, log, &res, err, sizeof(err));
+  if (log && log != stderr)
+    fclose(log);
+  if (s != PP_OK) {
+    fprintf(stderr, "prepost: %s: %s\n", o.scenario, err);
+    return EXIT_USAGE;
+  }
+  if (o.json)
+    pp_report_json(stdout, &sc.sim, &res);
+  else
+    pp_report_table(stdout, &sc.sim, &res);
+  rc = exit_code_of(res.outcome);
+  pp_run_result_free(&res);
+  return rc;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 2)
+    return usage_error(main_usage, "%s", "missing COMMAND");
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+    fputs(main_usage, stdout);
+    return EXIT_OK;
+  }
+  if (!strcmp(cmd, "--version")) {
+    printf("prepost %s\n", PREPOST_VERSION);
+    return EXIT_OK;
+  }
+  if (!strcmp(cmd, "run"))
+    return cmd_run(argc - 2, argv + 2);
+  if (!strcmp(cmd, "help")) {
+    if (argc > 2 && !strcmp(argv[2], "run")) {
+      fputs(run_usage, stdout);
+      return EXIT_OK;
+    }
+    fputs(main_usage, stdout);
+    return argc > 2 ? EXIT_USAGE : EXIT_OK;
+  }
+  return usage_error(main_usage, "unknown command '%s'", cmd);
+}

@@ -1,0 +1,122 @@
+#include "report.h"
+
+#include <inttypes.h>
+
+struct totals {
+  uint64_t messages, bytes, rnr_naks, retries, status[PP_WC_STATUS_COUNT];
+};
+
+static void rank_totals(const struct pp_rank_result *r, struct totals *t)
+{
+  t->messages += r->stats.messages_received;
+  t->bytes += r->stats.bytes_received;
+  t->rnr_naks += r->nic.rnr_naks_received;
+  t->retries += r->nic.rnr_retries + r->nic.timeout_retries;
+  for (int k = 0; k < PP_WC_STATUS_COUNT; k++)
+    t->status[k] += r->stats.status_counts[k];
+}
+
+void pp_json_string(FILE *out, const char *s)
+{
+  fputc('"', out);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(out, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(out, "\\u%04x", c);
+    else
+      fputc(c, out);
+  }
+  fputc('"', out);
+}
+
+static void json_counts(FILE *out, const struct totals *t, const struct pp_latency *lat)
+{
+  fprintf(out,
+          "\"messages\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"rnr_naks\": %" PRIu64
+          ", \"retries\": %" PRIu64 ", \"status_counts\": {",
+          t->messages, t->bytes, t->rnr_naks, t->retries);
+  const char *sep = "";
+  for (int k = 0; k < PP_WC_STATUS_COUNT; k++) {
+    if (!t->status[k])
+      continue;
+    fprintf(out, "%s\"%s\": %" PRIu64, sep, pp_wc_status_name((enum pp_wc_status)k), t->status[k]);
+    sep = ", ";
+  }
+  fprintf(out,
+          "}, \"latency_ns\": {\"p50\": %" PRIu64 ", \"p99\": %" PRIu64 ", \"max\": %" PRIu64 "}",
+          lat->p50, lat->p99, lat->max);
+}
+
+void pp_report_json(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res)
+{
+  struct totals all = {0};
+  for (uint32_t i = 0; i < res->nranks; i++)
+    rank_totals(&res->ranks[i], &all);
+  fprintf(out, "{\"scenario\": ");
+  pp_json_string(out, cfg->name);
+  fprintf(out, ", \"backend\": \"simgrid\", \"protocol\": \"%s\", \"seed\": %" PRIu64
+               ", \"outcome\": \"%s\", \"sim_time_ns\": %" PRIu64 ", ",
+          pp_protocol_name(cfg->engine.protocol), cfg->seed, pp_outcome_name(res->outcome),
+          res->sim_time_ns);
+  json_counts(out, &all, &res->latency);
+  fprintf(out, ", \"ranks\": [");
+  for (uint32_t i = 0; i < res->nranks; i++) {
+    const struct pp_rank_result *r = &res->ranks[i];
+    struct totals t = {0};
+    rank_totals(r, &t);
+    fprintf(out, "%s{\"rank\": %u, \"host\": ", i ? ", " : "", i);
+    pp_json_string(out, r->host);
+    fprintf(out, ", \"done\": %s, \"messages_sent\": %" PRIu64 ", \"corrupt\": %" PRIu64 ", ",
+            r->stats.done ? "true" : "false", r->stats.messages_sent, r->stats.corrupt);
+    json_counts(out, &t, &r->stats.latency);
+    fprintf(out, ", \"rnr_naks_sent\": %" PRIu64 ", \"timeout_retries\": %" PRIu64
+                 ", \"packets_dropped\": %" PRIu64 "}",
+            r->nic.rnr_naks_sent, r->nic.timeout_retries, r->nic.packets_dropped);
+  }
+  fprintf(out, "]}\n");
+}
+
+static void status_list(FILE *out, const uint64_t *status)
+{
+  const char *sep = "";
+  for (int k = 0; k < PP_WC_STATUS_COUNT; k++) {
+    if (!status[k])
+      continue;
+    fprintf(out, "%s%s=%" PRIu64, sep, pp_wc_status_name((enum pp_wc_status)k), status[k]);
+    sep = " ";
+  }
+  if (!*sep)
+    fprintf(out, "-");
+}
+
+void pp_report_table(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res)
+{
+  struct totals all = {0};
+  for (uint32_t i = 0; i < res->nranks; i++)
+    rank_totals(&res->ranks[i], &all);
+  fprintf(out, "scenario %s (protocol %s, %u ranks, seed %" PRIu64 ")\n", cfg->name,
+          pp_protocol_name(cfg->engine.protocol), res->nranks, cfg->seed);
+  fprintf(out, "outcome  %s after %.3f us simulated\n\n", pp_outcome_name(res->outcome),
+          res->sim_time_ns / 1e3);
+  fprintf(out, "%-5s %-10s %5s %9s %9s %9s %8s %11s %11s %11s  %s\n", "rank", "host", "done",
+          "sent", "received", "rnr_naks", "retries", "p50_us", "p99_us", "max_us", "completions");
+  for (uint32_t i = 0; i < res->nranks; i++) {
+    const struct pp_rank_result *r = &res->ranks[i];
+    struct totals t = {0};
+    rank_totals(r, &t);
+    fprintf(out, "%-5u %-10s %5s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %8" PRIu64
+                 " %11.2f %11.2f %11.2f  ",
+            i, r->host, r->stats.done ? "yes" : "no", r->stats.messages_sent, t.messages,
+            t.rnr_naks, t.retries, r->stats.latency.p50 / 1e3, r->stats.latency.p99 / 1e3,
+            r->stats.latency.max / 1e3);
+    status_list(out, t.status);
+    fputc('\n', out);
+  }
+  fprintf(out, "%-5s %-10s %5s %9s %9" PRIu64 " %9" PRIu64 " %8" PRIu64 " %11.2f %11.2f %11.2f  ",
+          "all", "", "", "", all.messages, all.rnr_naks, all.retries, res->latency.p50 / 1e3,
+          res->latency.p99 / 1e3, res->latency.max / 1e3);
+  status_list(out, all.status);
+  fputc('\n', out);
+}

@@ -1,0 +1,14 @@
+/* Printing a run's result: one JSON object, or a readable table. */
+#ifndef PP_REPORT_H
+#define PP_REPORT_H
+
+#include <stdio.h>
+
+#include "backends/simgrid/simrun.h"
+
+void pp_report_json(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res);
+void pp_report_table(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res);
+/* Writes s as a JSON string literal (quotes and escapes included). */
+void pp_json_string(FILE *out, const char *s);
+
+#endif
