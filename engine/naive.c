@@ -89,6 +89,10 @@ static enum pp_status pump(struct pp_engine *e)
     enum pp_status s = (enum pp_status)e->ops->post_send(e->nic, c->qp_num, &wr);
     if (s != PP_OK) {
       c->sfree[c->nsfree++] = slot;
+      /* A full NIC send queue while sends are outstanding is not an error: the message stays
+       * submitted and the next send completion posts it. */
+      if (s == PP_AGAIN && e->posted > e->completed)
+        return PP_OK;
       return s;
     }
     e->posted++;
