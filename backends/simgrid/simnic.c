@@ -472,6 +472,8 @@ static bool qp_can_transmit(struct qp *qp)
 {
   if (qp->state != PP_QPS_RTS || qp->rnr_until || qp->sq_next == qp->sq_tail)
     return false;
+  if (qp->sq_next != qp->sq_head && sq_at(qp, qp->sq_next - 1)->npkts == 0)
+    return false; /* stopped at a local protection error: it fails when it reaches the head */
   const struct sq_wqe *w = sq_at(qp, qp->sq_next);
   return w->wr.opcode != PP_WR_RDMA_READ || qp->reads_out < qp->attr.max_rd_atomic;
 }
