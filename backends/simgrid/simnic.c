@@ -175,9 +175,17 @@ enum pp_status pp_nic_profile_check(const struct pp_nic_profile *p, char *err, s
 
 /* ---------------------------------------------------------------- helpers */
 
+/* PSNs are 24-bit and wrap: compare and advance them modulo 2^24. */
+#define PSN_MASK 0xffffffu
+
 static bool psn_before(uint32_t a, uint32_t b)
 {
-  return (int32_t)(a - b) < 0;
+  return ((a - b) & 0x800000u) != 0;
+}
+
+static uint32_t psn_add(uint32_t psn, uint32_t n)
+{
+  return (psn + n) & PSN_MASK;
 }
 
 static uint32_t npkts_of(uint32_t len, uint32_t mtu)
@@ -360,7 +368,7 @@ static void send_ack(struct simnic *n, struct qp *qp)
   struct simnic_pkt *p = pkt_new(n, PKT_ACK, qp);
   p->has_ack = true;
   p->ack_epsn = qp->epsn;
-  p->psn = qp->epsn - 1;
+  p->psn = psn_add(qp->epsn, PSN_MASK); /* epsn - 1 */
   qp->ack_pending = false;
   qp->ack_unsent = 0;
   n->ctr.acks_sent++;
@@ -493,7 +501,7 @@ static void transmit(struct simnic *n, struct qp *qp)
   }
   w->psn = qp->next_psn;
   w->npkts = npkts_of(w->len, pp_mtu_bytes(qp->attr.path_mtu));
-  qp->next_psn += w->npkts;
+  qp->next_psn = psn_add(qp->next_psn, w->npkts);
   struct simnic_pkt *p = pkt_new(n, PKT_REQ, qp);
   p->psn = w->psn;
   p->npkts = w->npkts;
@@ -708,7 +716,7 @@ static void execute_read(struct simnic *n, struct qp *qp, const struct simnic_pk
   r->npkts = p->npkts;
   r->len = p->len;
   r->has_ack = true;
-  r->ack_epsn = p->psn + p->npkts;
+  r->ack_epsn = psn_add(p->psn, p->npkts);
   qp->ack_pending = false;
   qp->ack_unsent = 0;
   wire_send(n, r, (uint64_t)p->npkts * hdr(n) + EXT_AETH + p->len);
@@ -763,11 +771,11 @@ static void responder_execute(struct simnic *n, struct qp *qp, const struct simn
       responder_error(n, qp, NULL, PP_WC_REM_ACCESS_ERR, NAK_REM_ACCESS);
       return;
     }
-    qp->epsn += p->npkts;
+    qp->epsn = psn_add(qp->epsn, p->npkts);
     execute_read(n, qp, p);
     return;
   }
-  qp->epsn += p->npkts;
+  qp->epsn = psn_add(qp->epsn, p->npkts);
   ack_later(n, qp, p->npkts);
 }
 
@@ -1164,9 +1172,9 @@ static int nic_modify_qp(void *nic, uint32_t qpn, const struct pp_qp_attr *a, un
     logf_(n, "QP %u %s -> %s", qp->qpn, pp_qp_state_name(from), pp_qp_state_name(to));
   qp->state = to;
   if (from == PP_QPS_INIT && to == PP_QPS_RTR)
-    qp->epsn = qp->attr.rq_psn;
+    qp->epsn = qp->attr.rq_psn & PSN_MASK;
   if (from == PP_QPS_RTR && to == PP_QPS_RTS) {
-    qp->next_psn = qp->attr.sq_psn;
+    qp->next_psn = qp->attr.sq_psn & PSN_MASK;
     qp->rnr_left = qp->attr.rnr_retry;
     qp->retry_left = qp->attr.retry_cnt;
   }
