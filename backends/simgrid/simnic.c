@@ -61,6 +61,8 @@ struct qp {
   struct pp_qp_attr attr;
   struct sq_wqe *sq;
   uint32_t sq_head, sq_next, sq_tail; /* free-running; slot = index % max_send_wr */
+  uint32_t sq_done; /* slots before it are free: a completion covered them (unsignalled WRs
+                       keep their slots until a later completion, as on real HCAs) */
   uint32_t next_psn;
   uint8_t rnr_left, retry_left;
   uint64_t rnr_until;    /* requester waits out an RNR NAK until then (0: not waiting) */
@@ -410,7 +412,9 @@ static struct sq_wqe *sq_at(struct qp *qp, uint32_t index)
 static void complete_send(struct simnic *n, struct qp *qp, struct sq_wqe *w,
                           enum pp_wc_status status)
 {
+  assert(w == sq_at(qp, qp->sq_head));
   if (status != PP_WC_SUCCESS || (w->wr.send_flags & PP_SEND_SIGNALED)) {
+    qp->sq_done = qp->sq_head + 1;
     struct pp_wc wc = {
         .wr_id = w->wr.wr_id,
         .status = status,
@@ -1086,7 +1090,7 @@ static int nic_destroy_qp(void *nic, uint32_t qpn)
 
 static void qp_reset(struct qp *qp)
 {
-  qp->sq_head = qp->sq_next = qp->sq_tail = 0;
+  qp->sq_head = qp->sq_next = qp->sq_tail = qp->sq_done = 0;
   qp->rq.head = qp->rq.count = 0;
   qp->rnr_until = qp->ack_deadline = 0;
   qp->ack_pending = false;
@@ -1191,7 +1195,7 @@ static int nic_post_send(void *nic, uint32_t qpn, const struct pp_send_wr *wr)
     return PP_STATE;
   if (wr->num_sge > qp->init.max_send_sge || (unsigned)wr->opcode > PP_WR_RDMA_READ)
     return PP_INVALID;
-  if (qp->sq_tail - qp->sq_head == qp->init.max_send_wr)
+  if (qp->sq_tail - qp->sq_done == qp->init.max_send_wr)
     return PP_AGAIN;
   uint64_t len = sges_len(wr->sg_list, wr->num_sge);
   if (len > (1ull << 31)) /* the IB message size limit */
