@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,7 @@ struct simnic {
   uint32_t async_head, async_count;
   struct pp_nic_counters ctr;
   uint64_t tx_free_at;
+  double ns_per_byte; /* line rate; 0 = not modelled */
   uint32_t tx_rr;
   uint32_t gen;
 };
@@ -319,6 +321,13 @@ void simnic_pkt_discard(struct simnic_fabric *f, struct simnic_pkt *p)
   f->free_pkts = p;
 }
 
+void simnic_pkt_lost(struct simnic_fabric *f, struct simnic_pkt *p)
+{
+  assert(f->in_flight > 0);
+  f->in_flight--;
+  simnic_pkt_discard(f, p);
+}
+
 static struct simnic_pkt *pkt_new(struct simnic *n, enum pkt_kind kind, const struct qp *qp)
 {
   struct simnic_fabric *f = n->f;
@@ -490,7 +499,7 @@ static bool qp_can_transmit(struct qp *qp)
   return w->wr.opcode != PP_WR_RDMA_READ || qp->reads_out < qp->attr.max_rd_atomic;
 }
 
-static void transmit(struct simnic *n, struct qp *qp)
+static uint64_t transmit(struct simnic *n, struct qp *qp)
 {
   struct sq_wqe *w = sq_at(qp, qp->sq_next);
   unsigned access = w->wr.opcode == PP_WR_RDMA_READ ? PP_ACCESS_LOCAL_WRITE : 0;
@@ -501,7 +510,7 @@ static void transmit(struct simnic *n, struct qp *qp)
     w->npkts = 0; /* marks "local protection error" */
     if (qp->sq_head == qp->sq_next - 1)
       fail_head(n, qp, PP_WC_LOC_PROT_ERR);
-    return;
+    return 0;
   }
   w->psn = qp->next_psn;
   w->npkts = npkts_of(w->len, pp_mtu_bytes(qp->attr.path_mtu));
@@ -533,6 +542,7 @@ static void transmit(struct simnic *n, struct qp *qp)
   if (!qp->ack_deadline && qp->attr.timeout)
     qp->ack_deadline = n->now + pp_ack_timeout_ns(qp->attr.timeout);
   wire_send(n, p, wire);
+  return wire;
 }
 
 /* Transmits what the send queues hold, one WQE per wqe_ns, round robin over QPs. */
@@ -549,9 +559,11 @@ static void tx_kick(struct simnic *n)
     }
     if (!qp)
       return;
-    transmit(n, qp);
-    if (n->f->prof.wqe_ns)
-      n->tx_free_at = n->now + n->f->prof.wqe_ns;
+    uint64_t wire = transmit(n, qp);
+    uint64_t busy = (uint64_t)ceil((double)wire * n->ns_per_byte);
+    if (busy < n->f->prof.wqe_ns)
+      busy = n->f->prof.wqe_ns;
+    n->tx_free_at = n->now + busy;
   }
 }
 
@@ -893,6 +905,11 @@ void simnic_on_timer(struct simnic *n, uint64_t now)
 void simnic_set_now(struct simnic *n, uint64_t now)
 {
   n->now = now;
+}
+
+void simnic_set_line_rate(struct simnic *n, double bits_per_second)
+{
+  n->ns_per_byte = bits_per_second > 0 ? 8e9 / bits_per_second : 0;
 }
 
 int simnic_poll_cq(struct simnic *n, struct pp_wc *wc, int max)

@@ -73,14 +73,19 @@ void simnic_fabric_set_log(struct simnic_fabric *f, FILE *log);
 extern const struct pp_nic_ops simnic_ops;
 
 void simnic_on_packet(struct simnic *n, uint64_t now, struct simnic_pkt *pkt);
-/* Drops a packet the wire could not deliver (returns it to the pool). */
+/* Returns a packet to the pool without delivering it (end of run). */
 void simnic_pkt_discard(struct simnic_fabric *f, struct simnic_pkt *pkt);
+/* The wire lost a packet it was handed: it no longer counts as in flight. */
+void simnic_pkt_lost(struct simnic_fabric *f, struct simnic_pkt *pkt);
 uint64_t simnic_next_deadline(const struct simnic *n);
 void simnic_on_timer(struct simnic *n, uint64_t now);
 
 /* Operations that take time: post_send/post_recv through the ops table are stamped with the time
  * of the last simnic_set_now() (the driver calls it before handing control to the engine). */
 void simnic_set_now(struct simnic *n, uint64_t now);
+/* The port's line rate: the NIC serialises what it transmits, one message after the other, each
+ * taking max(wqe_ns, wire bytes / rate). 0 (the default) only applies wqe_ns. */
+void simnic_set_line_rate(struct simnic *n, double bits_per_second);
 
 int simnic_poll_cq(struct simnic *n, struct pp_wc *wc, int max);
 /* 1 and fills ev when an async event is queued, else 0. */

@@ -391,8 +391,12 @@ enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_
     goto out_cleanup;
   }
   simnic_fabric_set_log(S.fabric, log);
-  for (uint32_t i = 0; i < S.nranks; i++)
+  for (uint32_t i = 0; i < S.nranks; i++) {
     S.ranks[i].nic = simnic_fabric_nic(S.fabric, i);
+    /* the NIC serialises at the rate of the path to its neighbour (its own port link) */
+    sg_host_t peer = S.ranks[(i + 1) % S.nranks].host;
+    simnic_set_line_rate(S.ranks[i].nic, sg_host_get_route_bandwidth(S.ranks[i].host, peer) * 8);
+  }
   S.barrier = sg_barrier_init(S.nranks);
   for (uint32_t i = 0; i < S.nranks; i++) {
     char name[32], num[16];
