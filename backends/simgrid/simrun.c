@@ -326,7 +326,8 @@ static void collect(struct pp_run_result *res)
   for (uint32_t i = 0; all && i < S.nranks; i++) {
     const uint64_t *s;
     size_t n = pp_engine_latency_samples(S.ranks[i].engine, &s);
-    memcpy(all + at, s, n * sizeof(*s));
+    if (n) /* a rank that sends nothing has no sample array (s is NULL) */
+      memcpy(all + at, s, n * sizeof(*s));
     at += n;
   }
   if (all)
