@@ -1,0 +1,1212 @@
+/*
+ * Scenario and NIC-profile parser (format: models/scenarios/README.md).
+ *
+ * libyaml's event parser runs over the memory buffer and builds a small tree of our own (scalars,
+ * mappings, sequences, each with its 1-based line). Aliases are refused, nesting is bounded, and
+ * every scalar keeps its length, so nothing below depends on NUL termination of the input. The
+ * tree is then walked with a fixed schema: each mapping's keys are checked first (unknown and
+ * duplicate keys are errors), then each known key is converted with a typed getter that reports
+ * "path:line: ..." on the first problem. Results go into a local copy that is handed back only on
+ * success.
+ */
+#include "tools/scenario.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include "backends/simgrid/simnic.h"
+#include "engine/engine.h"
+
+#define MAX_TEXT_BYTES (1u << 20) /* larger inputs are refused */
+#define MAX_NODES 100000          /* so are documents with more values (bounds memory) */
+#define MAX_DEPTH 64              /* and deeper nesting */
+#define SHOW_MAX 40                /* bytes of an offending value quoted in messages */
+
+#if defined(__GNUC__)
+#define PP_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define PP_PRINTF(a, b)
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* Tree                                                                                       */
+
+enum node_kind { NODE_SCALAR, NODE_MAP, NODE_SEQ };
+
+struct node {
+  enum node_kind kind;
+  unsigned long line;  /* 1-based */
+  char *str;           /* scalar text plus a NUL; may contain NULs itself, use len */
+  size_t len;
+  struct node **kids;  /* map: key, value, key, value, ...; sequence: items */
+  size_t nkids, cap;
+};
+
+struct ctx {
+  const char *path;       /* for messages */
+  const char *models_dir; /* may be NULL */
+  char *err;
+  size_t errlen;
+  char shown[SHOW_MAX + 16];
+};
+
+static enum pp_status fail(struct ctx *c, enum pp_status st, unsigned long line, const char *fmt,
+                           ...) PP_PRINTF(4, 5);
+
+static enum pp_status fail(struct ctx *c, enum pp_status st, unsigned long line, const char *fmt,
+                           ...)
+{
+  if (c->err && c->errlen > 0) {
+    int n = line ? snprintf(c->err, c->errlen, "%s:%lu: ", c->path, line)
+                 : snprintf(c->err, c->errlen, "%s: ", c->path);
+    if (n >= 0 && (size_t)n < c->errlen) {
+      va_list ap;
+      va_start(ap, fmt);
+      vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+      va_end(ap);
+    }
+  }
+  return st;
+}
+
+/* The value as it appears in messages: 'text' (bounded, control bytes as '?'), or its kind. */
+static const char *show(struct ctx *c, const struct node *n)
+{
+  if (!n)
+    return "nothing";
+  if (n->kind == NODE_MAP)
+    return "a mapping";
+  if (n->kind == NODE_SEQ)
+    return "a sequence";
+  size_t o = 0;
+  c->shown[o++] = '\'';
+  for (size_t i = 0; i < n->len && i < SHOW_MAX; i++) {
+    unsigned char ch = (unsigned char)n->str[i];
+    c->shown[o++] = (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
+  }
+  if (n->len > SHOW_MAX) {
+    memcpy(c->shown + o, "...", 3);
+    o += 3;
+  }
+  c->shown[o++] = '\'';
+  c->shown[o] = '\0';
+  return c->shown;
+}
+
+static void node_free(struct node *n)
+{
+  if (!n)
+    return;
+  for (size_t i = 0; i < n->nkids; i++)
+    node_free(n->kids[i]);
+  free(n->kids);
+  free(n->str);
+  free(n);
+}
+
+static bool node_add(struct node *parent, struct node *kid)
+{
+  if (parent->nkids == parent->cap) {
+    size_t cap = parent->cap ? parent->cap * 2 : 8;
+    if (cap > SIZE_MAX / sizeof *parent->kids)
+      return false;
+    struct node **k = realloc(parent->kids, cap * sizeof *k);
+    if (!k)
+      return false;
+    parent->kids = k;
+    parent->cap = cap;
+  }
+  parent->kids[parent->nkids++] = kid;
+  return true;
+}
+
+static enum pp_status yaml_fail(struct ctx *c, const yaml_parser_t *p, const char *text,
+                                size_t len)
+{
+  if (p->error == YAML_MEMORY_ERROR)
+    return fail(c, PP_NOMEM, 0, "out of memory while reading YAML");
+  const char *problem = p->problem ? p->problem : "malformed input";
+  if (p->error == YAML_READER_ERROR) {
+    /* Reader errors carry a byte offset, not a mark. */
+    unsigned long line = 1;
+    size_t end = p->problem_offset < len ? p->problem_offset : len;
+    for (size_t i = 0; i < end; i++)
+      line += text[i] == '\n';
+    if (p->problem_value >= 0)
+      return fail(c, PP_PARSE, line, "YAML syntax error: %s (byte #x%X)", problem,
+                  (unsigned)p->problem_value);
+    return fail(c, PP_PARSE, line, "YAML syntax error: %s", problem);
+  }
+  unsigned long line = (unsigned long)p->problem_mark.line + 1;
+  if (p->context)
+    return fail(c, PP_PARSE, line, "YAML syntax error: %s %s at line %lu", problem, p->context,
+                (unsigned long)p->context_mark.line + 1);
+  return fail(c, PP_PARSE, line, "YAML syntax error: %s", problem);
+}
+
+/* Parses text into a tree; *out is NULL for a stream with no document. */
+static enum pp_status load_tree(struct ctx *c, const char *text, size_t len, struct node **out)
+{
+  *out = NULL;
+  if (len > MAX_TEXT_BYTES)
+    return fail(c, PP_INVALID, 0, "input is larger than %u bytes", MAX_TEXT_BYTES);
+  if (!text) {
+    if (len)
+      return fail(c, PP_INVALID, 0, "no input text");
+    text = "";
+  }
+  yaml_parser_t p;
+  if (!yaml_parser_initialize(&p))
+    return fail(c, PP_NOMEM, 0, "out of memory");
+  yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+
+  struct node *root = NULL;
+  struct node *stack[MAX_DEPTH];
+  size_t depth = 0;
+  unsigned ndocs = 0;
+  size_t nnodes = 0;
+  enum pp_status st = PP_OK;
+  bool done = false;
+  while (!done && st == PP_OK) {
+    yaml_event_t ev;
+    if (!yaml_parser_parse(&p, &ev)) {
+      st = yaml_fail(c, &p, text, len);
+      break;
+    }
+    unsigned long line = (unsigned long)ev.start_mark.line + 1;
+    struct node *n;
+    switch (ev.type) {
+    case YAML_STREAM_END_EVENT:
+      done = true;
+      break;
+    case YAML_DOCUMENT_START_EVENT:
+      if (++ndocs > 1)
+        st = fail(c, PP_PARSE, line, "only one YAML document is allowed");
+      break;
+    case YAML_ALIAS_EVENT:
+      st = fail(c, PP_PARSE, line, "aliases (*name) are not supported: write the value out");
+      break;
+    case YAML_SCALAR_EVENT:
+    case YAML_SEQUENCE_START_EVENT:
+    case YAML_MAPPING_START_EVENT:
+      if (++nnodes > MAX_NODES) {
+        st = fail(c, PP_INVALID, line, "more than %d values in one document", MAX_NODES);
+        break;
+      }
+      n = calloc(1, sizeof *n);
+      if (!n) {
+        st = fail(c, PP_NOMEM, line, "out of memory");
+        break;
+      }
+      n->line = line;
+      if (ev.type == YAML_SCALAR_EVENT) {
+        n->kind = NODE_SCALAR;
+        n->len = ev.data.scalar.length;
+        n->str = malloc(n->len + 1);
+        if (!n->str) {
+          free(n);
+          st = fail(c, PP_NOMEM, line, "out of memory");
+          break;
+        }
+        if (n->len)
+          memcpy(n->str, ev.data.scalar.value, n->len);
+        n->str[n->len] = '\0';
+      } else {
+        n->kind = ev.type == YAML_MAPPING_START_EVENT ? NODE_MAP : NODE_SEQ;
+      }
+      if (depth == 0) {
+        if (root) { /* cannot happen with one document; be safe anyway */
+          node_free(n);
+          st = fail(c, PP_PARSE, line, "only one YAML document is allowed");
+          break;
+        }
+        root = n;
+      } else if (!node_add(stack[depth - 1], n)) {
+        node_free(n);
+        st = fail(c, PP_NOMEM, line, "out of memory");
+        break;
+      }
+      if (n->kind != NODE_SCALAR) {
+        if (depth == MAX_DEPTH) {
+          st = fail(c, PP_PARSE, line, "nesting deeper than %d levels", MAX_DEPTH);
+          break;
+        }
+        stack[depth++] = n;
+      }
+      break;
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+      if (depth > 0)
+        depth--;
+      break;
+    default:
+      break;
+    }
+    yaml_event_delete(&ev);
+  }
+  yaml_parser_delete(&p);
+  if (st != PP_OK) {
+    node_free(root);
+    return st;
+  }
+  *out = root;
+  return PP_OK;
+}
+
+static bool scalar_is(const struct node *n, const char *s)
+{
+  size_t l = strlen(s);
+  return n->kind == NODE_SCALAR && n->len == l && memcmp(n->str, s, l) == 0;
+}
+
+/* Checks that every key of map is a scalar named in names (NULL-terminated), given once. */
+static enum pp_status check_keys(struct ctx *c, const struct node *map, const char *const *names,
+                                 const char *where)
+{
+  for (size_t i = 0; i + 1 < map->nkids; i += 2) {
+    const struct node *k = map->kids[i];
+    if (k->kind != NODE_SCALAR)
+      return fail(c, PP_PARSE, k->line, "keys must be plain words, got %s %s", show(c, k), where);
+    size_t j = 0;
+    while (names[j] && !scalar_is(k, names[j]))
+      j++;
+    if (!names[j]) {
+      char list[512];
+      size_t o = 0;
+      list[0] = '\0';
+      for (j = 0; names[j]; j++) {
+        int w = snprintf(list + o, sizeof list - o, "%s%s", j ? ", " : "", names[j]);
+        if (w < 0 || (size_t)w >= sizeof list - o)
+          break;
+        o += (size_t)w;
+      }
+      return fail(c, PP_PARSE, k->line, "unknown key %s %s (expected one of: %s)", show(c, k),
+                  where, list);
+    }
+    for (size_t m = 0; m < i; m += 2)
+      if (map->kids[m]->kind == NODE_SCALAR && map->kids[m]->len == k->len &&
+          memcmp(map->kids[m]->str, k->str, k->len) == 0)
+        return fail(c, PP_PARSE, k->line, "duplicate key %s %s (first given at line %lu)",
+                    show(c, k), where, map->kids[m]->line);
+  }
+  return PP_OK;
+}
+
+/* The value of key in map, or NULL. */
+static const struct node *get(const struct node *map, const char *key)
+{
+  for (size_t i = 0; i + 1 < map->nkids; i += 2)
+    if (scalar_is(map->kids[i], key))
+      return map->kids[i + 1];
+  return NULL;
+}
+
+/* An empty plain value ("key:" with nothing after it). */
+static bool is_empty(const struct node *n)
+{
+  return n->kind == NODE_SCALAR && n->len == 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Typed values                                                                               */
+
+/* [+-]digits[.digits][ ]*[letters]: the shape shared by integers, durations and sizes. */
+struct num {
+  bool neg, ovf, dot;
+  uint64_t ip; /* integer part (valid unless ovf) */
+  const char *frac;
+  size_t nfrac;
+  const char *unit;
+  size_t nunit;
+};
+
+static bool is_digit(char ch)
+{
+  return ch >= '0' && ch <= '9';
+}
+
+static bool is_alpha(char ch)
+{
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+}
+
+static bool parse_num(const struct node *v, struct num *o)
+{
+  memset(o, 0, sizeof *o);
+  if (v->kind != NODE_SCALAR)
+    return false;
+  const char *s = v->str;
+  size_t len = v->len, i = 0;
+  while (i < len && s[i] == ' ')
+    i++;
+  while (len > i && s[len - 1] == ' ')
+    len--;
+  if (i < len && (s[i] == '+' || s[i] == '-')) {
+    o->neg = s[i] == '-';
+    i++;
+  }
+  size_t start = i;
+  for (; i < len && is_digit(s[i]); i++) {
+    unsigned d = (unsigned)(s[i] - '0');
+    if (o->ip > (UINT64_MAX - d) / 10)
+      o->ovf = true;
+    else
+      o->ip = o->ip * 10 + d;
+  }
+  if (i == start)
+    return false;
+  if (i < len && s[i] == '.') {
+    o->dot = true;
+    o->frac = s + ++i;
+    while (i < len && is_digit(s[i]))
+      i++;
+    o->nfrac = (size_t)(s + i - o->frac);
+    if (!o->nfrac)
+      return false;
+  }
+  while (i < len && s[i] == ' ')
+    i++;
+  o->unit = s + i;
+  o->nunit = len - i;
+  for (; i < len; i++)
+    if (!is_alpha(s[i]))
+      return false;
+  return true;
+}
+
+static bool unit_is(const struct num *n, const char *u)
+{
+  size_t l = strlen(u);
+  return n->nunit == l && memcmp(n->unit, u, l) == 0;
+}
+
+static bool frac_is_zero(const struct num *n)
+{
+  for (size_t i = 0; i < n->nfrac; i++)
+    if (n->frac[i] != '0')
+      return false;
+  return true;
+}
+
+static enum pp_status get_uint(struct ctx *c, const char *key, const struct node *v, uint64_t min,
+                               uint64_t max, uint64_t *out)
+{
+  struct num n;
+  if (!parse_num(v, &n) || n.dot || n.nunit)
+    return fail(c, PP_PARSE, v->line, "'%s' must be an integer %" PRIu64 "..%" PRIu64 ", got %s",
+                key, min, max, show(c, v));
+  if (n.ovf || (n.neg && n.ip) || n.ip < min || n.ip > max)
+    return fail(c, PP_INVALID, v->line,
+                "'%s' must be an integer %" PRIu64 "..%" PRIu64 ", got %s", key, min, max,
+                show(c, v));
+  *out = n.ip;
+  return PP_OK;
+}
+
+static enum pp_status get_u32(struct ctx *c, const char *key, const struct node *v, uint32_t min,
+                              uint32_t max, uint32_t *out)
+{
+  uint64_t x;
+  enum pp_status st = get_uint(c, key, v, min, max, &x);
+  if (st == PP_OK)
+    *out = (uint32_t)x;
+  return st;
+}
+
+static enum pp_status get_u8(struct ctx *c, const char *key, const struct node *v, uint8_t min,
+                             uint8_t max, uint8_t *out)
+{
+  uint64_t x;
+  enum pp_status st = get_uint(c, key, v, min, max, &x);
+  if (st == PP_OK)
+    *out = (uint8_t)x;
+  return st;
+}
+
+/* One of the IB path MTUs, in bytes. */
+static enum pp_status get_mtu(struct ctx *c, const char *key, const struct node *v, uint32_t *out)
+{
+  struct num n;
+  if (!parse_num(v, &n) || n.dot || n.nunit)
+    return fail(c, PP_PARSE, v->line, "'%s' must be one of 256, 512, 1024, 2048, 4096, got %s",
+                key, show(c, v));
+  if (n.ovf || n.neg || n.ip > UINT32_MAX || pp_mtu_from_bytes((uint32_t)n.ip) == 0)
+    return fail(c, PP_INVALID, v->line, "'%s' must be one of 256, 512, 1024, 2048, 4096, got %s",
+                key, show(c, v));
+  *out = (uint32_t)n.ip;
+  return PP_OK;
+}
+
+/* "250ns", "2us", "1.5ms", "10s", or a bare integer of nanoseconds; rounded to whole ns. */
+static enum pp_status get_duration(struct ctx *c, const char *key, const struct node *v,
+                                   uint64_t *out)
+{
+  static const struct {
+    const char *unit;
+    uint64_t mult;
+    unsigned digits; /* mult = 10^digits */
+  } units[] = {{"ns", 1, 0}, {"us", 1000, 3}, {"ms", 1000000, 6}, {"s", 1000000000, 9}};
+  struct num n;
+  uint64_t mult = 1;
+  unsigned digits = 0;
+  if (!parse_num(v, &n))
+    goto bad;
+  if (n.nunit) {
+    size_t i = 0;
+    while (i < sizeof units / sizeof units[0] && !unit_is(&n, units[i].unit))
+      i++;
+    if (i == sizeof units / sizeof units[0])
+      goto bad;
+    mult = units[i].mult;
+    digits = units[i].digits;
+  } else if (n.dot) {
+    goto bad; /* fractions need a unit */
+  }
+  /* Fraction: keep digits+1 decimals; the first dropped one decides half-up rounding. */
+  size_t k = n.nfrac < digits + 1 ? n.nfrac : digits + 1;
+  uint64_t f = 0;
+  for (size_t i = 0; i < k; i++)
+    f = f * 10 + (uint64_t)(n.frac[i] - '0');
+  uint64_t frac_ns;
+  if (k <= digits) {
+    frac_ns = f;
+    for (size_t i = k; i < digits; i++)
+      frac_ns *= 10;
+  } else {
+    frac_ns = (f + 5) / 10;
+  }
+  if (n.neg && (n.ip || !frac_is_zero(&n)))
+    return fail(c, PP_INVALID, v->line, "'%s' must not be negative, got %s", key, show(c, v));
+  if (n.ovf || n.ip > (UINT64_MAX - frac_ns) / mult)
+    return fail(c, PP_INVALID, v->line, "'%s' must be at most %" PRIu64 " ns, got %s", key,
+                UINT64_MAX, show(c, v));
+  *out = n.ip * mult + frac_ns;
+  return PP_OK;
+bad:
+  return fail(c, PP_PARSE, v->line,
+              "'%s' must be a duration such as 500ns, 2us, 1.5ms or 10s (a bare integer is ns), "
+              "got %s",
+              key, show(c, v));
+}
+
+/* "4096", "64B", "4KiB", "1MiB", "1GiB", "4KB" (10^3), "1MB", "1GB"; a whole number of bytes. */
+static enum pp_status get_size(struct ctx *c, const char *key, const struct node *v, uint64_t min,
+                               uint64_t max, uint64_t *out)
+{
+  static const struct {
+    const char *unit;
+    uint64_t mult;
+  } units[] = {{"B", 1},           {"KiB", 1u << 10},   {"MiB", 1u << 20},
+               {"GiB", 1u << 30},  {"KB", 1000},        {"MB", 1000000},
+               {"GB", 1000000000}};
+  struct num n;
+  uint64_t mult = 1;
+  if (!parse_num(v, &n) || n.nfrac > 9)
+    goto bad;
+  if (n.nunit) {
+    size_t i = 0;
+    while (i < sizeof units / sizeof units[0] && !unit_is(&n, units[i].unit))
+      i++;
+    if (i == sizeof units / sizeof units[0])
+      goto bad;
+    mult = units[i].mult;
+  }
+  uint64_t f = 0, p10 = 1;
+  for (size_t i = 0; i < n.nfrac; i++) {
+    f = f * 10 + (uint64_t)(n.frac[i] - '0');
+    p10 *= 10;
+  }
+  if ((f * mult) % p10)
+    return fail(c, PP_INVALID, v->line, "'%s' is not a whole number of bytes, got %s", key,
+                show(c, v));
+  uint64_t frac_b = f * mult / p10;
+  if (n.ovf || (n.neg && (n.ip || f)) || n.ip > (UINT64_MAX - frac_b) / mult ||
+      n.ip * mult + frac_b < min || n.ip * mult + frac_b > max)
+    return fail(c, PP_INVALID, v->line,
+                "'%s' must be a size %" PRIu64 "..%" PRIu64 " bytes, got %s", key, min, max,
+                show(c, v));
+  *out = n.ip * mult + frac_b;
+  return PP_OK;
+bad:
+  return fail(c, PP_PARSE, v->line,
+              "'%s' must be a size such as 4096, 64B, 4KiB, 1MiB or 1GB, got %s", key,
+              show(c, v));
+}
+
+/* [+-]digits[.digits][(e|E)[+-]digits][ ]*[letters] -> *val and the unit. */
+static bool parse_real(const struct node *v, double *val, const char **unit, size_t *nunit)
+{
+  if (v->kind != NODE_SCALAR)
+    return false;
+  const char *s = v->str;
+  size_t len = v->len, i = 0;
+  while (i < len && s[i] == ' ')
+    i++;
+  while (len > i && s[len - 1] == ' ')
+    len--;
+  size_t start = i;
+  if (i < len && (s[i] == '+' || s[i] == '-'))
+    i++;
+  size_t d0 = i;
+  while (i < len && is_digit(s[i]))
+    i++;
+  if (i == d0)
+    return false;
+  if (i < len && s[i] == '.') {
+    size_t f0 = ++i;
+    while (i < len && is_digit(s[i]))
+      i++;
+    if (i == f0)
+      return false;
+  }
+  if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+    size_t j = i + 1;
+    if (j < len && (s[j] == '+' || s[j] == '-'))
+      j++;
+    if (j < len && is_digit(s[j])) {
+      while (j < len && is_digit(s[j]))
+        j++;
+      i = j;
+    }
+  }
+  char buf[64];
+  if (i - start >= sizeof buf)
+    return false;
+  memcpy(buf, s + start, i - start);
+  buf[i - start] = '\0';
+  *val = strtod(buf, NULL);
+  while (i < len && s[i] == ' ')
+    i++;
+  *unit = s + i;
+  *nunit = len - i;
+  for (; i < len; i++)
+    if (!is_alpha(s[i]))
+      return false;
+  return true;
+}
+
+/* "100Gbps" (bits), "25GBps" (bytes), or a bare number of bits/s; returns bits/s. */
+static enum pp_status get_bandwidth(struct ctx *c, const char *key, const struct node *v,
+                                    double *out)
+{
+  static const struct {
+    const char *unit;
+    double mult;
+  } units[] = {{"bps", 1},     {"kbps", 1e3},  {"Kbps", 1e3},  {"Mbps", 1e6},  {"Gbps", 1e9},
+               {"Tbps", 1e12}, {"Bps", 8},     {"kBps", 8e3},  {"KBps", 8e3},  {"MBps", 8e6},
+               {"GBps", 8e9},  {"TBps", 8e12}};
+  double x;
+  const char *unit;
+  size_t nunit;
+  double mult = 1;
+  if (!parse_real(v, &x, &unit, &nunit))
+    goto bad;
+  if (nunit) {
+    size_t i = 0;
+    while (i < sizeof units / sizeof units[0] &&
+           !(strlen(units[i].unit) == nunit && memcmp(units[i].unit, unit, nunit) == 0))
+      i++;
+    if (i == sizeof units / sizeof units[0])
+      goto bad;
+    mult = units[i].mult;
+  }
+  x *= mult;
+  if (!isfinite(x) || !(x > 0))
+    return fail(c, PP_INVALID, v->line, "'%s' must be a finite bandwidth > 0, got %s", key,
+                show(c, v));
+  *out = x;
+  return PP_OK;
+bad:
+  return fail(c, PP_PARSE, v->line,
+              "'%s' must be a bandwidth such as 100Gbps, 25GBps (bytes/s) or a bare number of "
+              "bits/s, got %s",
+              key, show(c, v));
+}
+
+/* A probability 0 <= p < 1. */
+static enum pp_status get_probability(struct ctx *c, const char *key, const struct node *v,
+                                      double *out)
+{
+  double x;
+  const char *unit;
+  size_t nunit;
+  if (!parse_real(v, &x, &unit, &nunit) || nunit)
+    return fail(c, PP_PARSE, v->line, "'%s' must be a number 0 <= p < 1, got %s", key,
+                show(c, v));
+  if (!isfinite(x) || !(x >= 0 && x < 1))
+    return fail(c, PP_INVALID, v->line, "'%s' must be a number 0 <= p < 1, got %s", key,
+                show(c, v));
+  *out = x;
+  return PP_OK;
+}
+
+/* A non-empty string without control characters that fits in buf (size bytes with the NUL). */
+static enum pp_status get_string(struct ctx *c, const char *key, const struct node *v, char *buf,
+                                 size_t size)
+{
+  if (v->kind != NODE_SCALAR)
+    return fail(c, PP_PARSE, v->line, "'%s' must be a string, got %s", key, show(c, v));
+  if (v->len == 0)
+    return fail(c, PP_INVALID, v->line, "'%s' must not be empty", key);
+  for (size_t i = 0; i < v->len; i++)
+    if ((unsigned char)v->str[i] < 0x20 || v->str[i] == 0x7f)
+      return fail(c, PP_PARSE, v->line, "'%s' must not contain control characters, got %s", key,
+                  show(c, v));
+  if (v->len >= size)
+    return fail(c, PP_INVALID, v->line, "'%s' is too long (%zu bytes, at most %zu), got %s", key,
+                v->len, size - 1, show(c, v));
+  memcpy(buf, v->str, v->len);
+  buf[v->len] = '\0';
+  return PP_OK;
+}
+
+/* The expected-names list of an enum, for messages. */
+static void enum_list(char *buf, size_t size, int count, const char *(*name)(int))
+{
+  size_t o = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < count; i++) {
+    int w = snprintf(buf + o, size - o, "%s%s", i ? ", " : "", name(i));
+    if (w < 0 || (size_t)w >= size - o)
+      return;
+    o += (size_t)w;
+  }
+}
+
+static const char *protocol_name_i(int i)
+{
+  return pp_protocol_name((enum pp_protocol)i);
+}
+
+static const char *pattern_name_i(int i)
+{
+  return pp_pattern_name((enum pp_pattern)i);
+}
+
+static enum pp_status get_enum(struct ctx *c, const char *key, const struct node *v, int count,
+                               const char *(*name)(int), int (*from_name)(const char *),
+                               int *out)
+{
+  char list[256], word[64];
+  enum_list(list, sizeof list, count, name);
+  if (v->kind != NODE_SCALAR || v->len == 0)
+    return fail(c, PP_PARSE, v->line, "'%s' must be one of: %s, got %s", key, list, show(c, v));
+  int x = -1;
+  if (v->len < sizeof word && !memchr(v->str, '\0', v->len)) {
+    memcpy(word, v->str, v->len + 1);
+    x = from_name(word);
+  }
+  if (x < 0 || x >= count)
+    return fail(c, PP_INVALID, v->line, "unknown %s %s (expected one of: %s)", key, show(c, v),
+                list);
+  *out = x;
+  return PP_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Files                                                                                      */
+
+static enum pp_status read_file(struct ctx *c, const char *path, char **out, size_t *outlen)
+{
+  *out = NULL;
+  *outlen = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return fail(c, PP_IO, 0, "cannot open: %s", strerror(errno));
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  if (!buf) {
+    fclose(f);
+    return fail(c, PP_NOMEM, 0, "out of memory");
+  }
+  for (;;) {
+    if (len == cap) {
+      if (cap > MAX_TEXT_BYTES) {
+        free(buf);
+        fclose(f);
+        return fail(c, PP_INVALID, 0, "file is larger than %u bytes", MAX_TEXT_BYTES);
+      }
+      char *nb = realloc(buf, cap * 2);
+      if (!nb) {
+        free(buf);
+        fclose(f);
+        return fail(c, PP_NOMEM, 0, "out of memory");
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    size_t n = fread(buf + len, 1, cap - len, f);
+    len += n;
+    if (n == 0)
+      break;
+  }
+  if (ferror(f)) {
+    int e = errno;
+    free(buf);
+    fclose(f);
+    return fail(c, PP_IO, 0, "cannot read: %s", strerror(e));
+  }
+  fclose(f);
+  *out = buf;
+  *outlen = len;
+  return PP_OK;
+}
+
+/* "dir/name.yaml" -> "name" into buf (truncated to fit). */
+static void base_name(const char *path, char *buf, size_t size)
+{
+  const char *b = strrchr(path, '/');
+  b = b ? b + 1 : path;
+  size_t l = strlen(b);
+  if (l > 5 && strcmp(b + l - 5, ".yaml") == 0)
+    l -= 5;
+  else if (l > 4 && strcmp(b + l - 4, ".yml") == 0)
+    l -= 4;
+  if (l >= size)
+    l = size - 1;
+  memcpy(buf, b, l);
+  buf[l] = '\0';
+}
+
+/* A file named by a scenario key, relative to models_dir unless absolute; must be readable. */
+static enum pp_status resolve(struct ctx *c, const char *what, const struct node *v, char *out,
+                              size_t size)
+{
+  char rel[PP_PATH_MAX];
+  enum pp_status st = get_string(c, what, v, rel, sizeof rel);
+  if (st != PP_OK)
+    return st;
+  bool rooted = rel[0] == '/' || !c->models_dir || !c->models_dir[0];
+  int n = rooted ? snprintf(out, size, "%s", rel)
+                 : snprintf(out, size, "%s/%s", c->models_dir, rel);
+  if (n < 0 || (size_t)n >= size)
+    return fail(c, PP_INVALID, v->line, "%s file path is too long (at most %zu bytes), got %s",
+                what, size - 1, show(c, v));
+  FILE *f = fopen(out, "rb");
+  if (!f)
+    return fail(c, PP_IO, v->line, "%s file %s not found%s", what, show(c, v),
+                rooted ? "" : " under models dir");
+  fclose(f);
+  return PP_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* NIC profiles                                                                               */
+
+static const char *const nic_keys[] = {"name",   "mtu",       "header_bytes", "wqe",
+                                       "ack_every", "ack_delay", "max_qp",    "max_qp_wr",
+                                       "max_srq", "max_mr",    "cq_depth",  "max_rd_atomic",
+                                       NULL};
+
+static enum pp_status parse_profile(struct ctx *c, const struct node *map, const char *where,
+                                    struct pp_nic_profile *p)
+{
+  enum pp_status st = check_keys(c, map, nic_keys, where);
+  const struct node *v;
+  if (st == PP_OK && (v = get(map, "name")))
+    st = get_string(c, "name", v, p->name, sizeof p->name);
+  if (st == PP_OK && (v = get(map, "mtu")))
+    st = get_mtu(c, "mtu", v, &p->mtu);
+  if (st == PP_OK && (v = get(map, "header_bytes")))
+    st = get_u32(c, "header_bytes", v, 0, 4096, &p->header_bytes);
+  if (st == PP_OK && (v = get(map, "wqe")))
+    st = get_duration(c, "wqe", v, &p->wqe_ns);
+  if (st == PP_OK && (v = get(map, "ack_every")))
+    st = get_u32(c, "ack_every", v, 1, UINT32_MAX, &p->ack_every);
+  if (st == PP_OK && (v = get(map, "ack_delay")))
+    st = get_duration(c, "ack_delay", v, &p->ack_delay_ns);
+  if (st == PP_OK && (v = get(map, "max_qp")))
+    st = get_u32(c, "max_qp", v, 1, UINT32_MAX, &p->max_qp);
+  if (st == PP_OK && (v = get(map, "max_qp_wr")))
+    st = get_u32(c, "max_qp_wr", v, 1, UINT32_MAX, &p->max_qp_wr);
+  if (st == PP_OK && (v = get(map, "max_srq")))
+    st = get_u32(c, "max_srq", v, 0, UINT32_MAX, &p->max_srq);
+  if (st == PP_OK && (v = get(map, "max_mr")))
+    st = get_u32(c, "max_mr", v, 1, UINT32_MAX, &p->max_mr);
+  if (st == PP_OK && (v = get(map, "cq_depth")))
+    st = get_u32(c, "cq_depth", v, 1, UINT32_MAX, &p->cq_depth);
+  if (st == PP_OK && (v = get(map, "max_rd_atomic")))
+    st = get_u32(c, "max_rd_atomic", v, 1, 255, &p->max_rd_atomic);
+  return st;
+}
+
+static enum pp_status check_profile(struct ctx *c, const struct pp_nic_profile *p,
+                                    unsigned long line)
+{
+  char msg[256] = "";
+  enum pp_status st = pp_nic_profile_check(p, msg, sizeof msg);
+  if (st != PP_OK)
+    return fail(c, st, line, "%s", msg[0] ? msg : "invalid NIC profile");
+  return PP_OK;
+}
+
+static const char *top_kind(const struct node *root)
+{
+  return root->kind == NODE_SEQ ? "a sequence" : "a scalar";
+}
+
+enum pp_status pp_nic_profile_load(const char *path, struct pp_nic_profile *p, char *err,
+                                   size_t errlen)
+{
+  struct ctx c = {.path = path ? path : "<nic>", .err = err, .errlen = errlen};
+  if (err && errlen)
+    err[0] = '\0';
+  if (!path || !p)
+    return fail(&c, PP_INVALID, 0, "no path or profile given");
+  char *text;
+  size_t len;
+  enum pp_status st = read_file(&c, path, &text, &len);
+  if (st != PP_OK)
+    return st;
+  struct node *root;
+  st = load_tree(&c, text, len, &root);
+  if (st == PP_OK && !root)
+    st = fail(&c, PP_PARSE, 1, "empty NIC profile (expected a mapping of profile keys)");
+  else if (st == PP_OK && root->kind != NODE_MAP)
+    st = fail(&c, PP_PARSE, root->line, "expected a mapping at top level, got %s",
+              top_kind(root));
+  struct pp_nic_profile tmp;
+  pp_nic_profile_default(&tmp);
+  base_name(path, tmp.name, sizeof tmp.name);
+  if (st == PP_OK)
+    st = parse_profile(&c, root, "in the NIC profile", &tmp);
+  if (st == PP_OK)
+    st = check_profile(&c, &tmp, 1);
+  node_free(root);
+  free(text);
+  if (st == PP_OK)
+    *p = tmp;
+  return st;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Scenarios                                                                                  */
+
+void pp_scenario_defaults(struct pp_scenario *sc)
+{
+  memset(sc, 0, sizeof *sc);
+  struct pp_sim_config *s = &sc->sim;
+  snprintf(s->name, sizeof s->name, "%s", "scenario");
+  s->platform.file[0] = '\0';
+  s->platform.bandwidth_bps = 100e9;
+  s->platform.latency_ns = 1000;
+  pp_nic_profile_default(&s->nic);
+  s->faults.loss = 0.0;
+  s->engine.rank = 0;
+  s->engine.nranks = 2;
+  s->engine.protocol = PP_PROTO_NAIVE;
+  s->engine.qp = (struct pp_qp_params){.min_rnr_timer = 12,
+                                       .rnr_retry = 7,
+                                       .timeout = 14,
+                                       .retry_cnt = 7,
+                                       .max_rd_atomic = 16,
+                                       .mtu = 4096,
+                                       .sq_depth = 128,
+                                       .rq_depth = 64};
+  s->engine.workload = (struct pp_workload){.pattern = PP_PATTERN_PAIR,
+                                            .messages = 100,
+                                            .size = 4096,
+                                            .interval_ns = 0,
+                                            .consume_ns = 0,
+                                            .consume_ranks = 0};
+  s->engine.seed = 1;
+  s->seed = 1;
+  s->max_sim_time_ns = 60ull * 1000000000ull;
+}
+
+static const char *const top_keys[] = {"name", "seed", "ranks", "platform", "nic", "protocol",
+                                       "workload", "qp", "faults", "limits", NULL};
+static const char *const platform_keys[] = {"cluster", NULL};
+static const char *const cluster_keys[] = {"bandwidth", "latency", NULL};
+static const char *const workload_keys[] = {"pattern",  "messages", "size", "interval",
+                                            "consume", "slow_ranks", NULL};
+static const char *const qp_keys[] = {"min_rnr_timer", "rnr_retry", "timeout",  "retry_cnt",
+                                      "max_rd_atomic", "mtu",       "sq_depth", "rq_depth",
+                                      NULL};
+static const char *const faults_keys[] = {"loss", NULL};
+static const char *const limits_keys[] = {"max_sim_time", NULL};
+
+/* A section value that must be a mapping ("key:" alone counts as an empty one). */
+static enum pp_status section(struct ctx *c, const struct node *root, const char *key,
+                              const char *const *keys, const struct node **out)
+{
+  char where[64];
+  *out = NULL;
+  const struct node *v = get(root, key);
+  if (!v || is_empty(v))
+    return PP_OK;
+  if (v->kind != NODE_MAP)
+    return fail(c, PP_PARSE, v->line, "'%s' must be a mapping, got %s", key, show(c, v));
+  snprintf(where, sizeof where, "in '%s'", key);
+  *out = v;
+  return check_keys(c, v, keys, where);
+}
+
+static enum pp_status parse_platform(struct ctx *c, const struct node *v, struct pp_platform *pl)
+{
+  if (v->kind == NODE_SCALAR) {
+    if (v->len == 0)
+      return fail(c, PP_PARSE, v->line,
+                  "'platform' must be a file path or "
+                  "{ cluster: { bandwidth: ..., latency: ... } }");
+    return resolve(c, "platform", v, pl->file, sizeof pl->file);
+  }
+  if (v->kind != NODE_MAP)
+    return fail(c, PP_PARSE, v->line,
+                "'platform' must be a file path or { cluster: { bandwidth: ..., latency: ... } }, "
+                "got %s",
+                show(c, v));
+  enum pp_status st = check_keys(c, v, platform_keys, "in 'platform'");
+  if (st != PP_OK)
+    return st;
+  const struct node *cl = get(v, "cluster");
+  if (!cl)
+    return fail(c, PP_PARSE, v->line, "'platform' mapping needs the key 'cluster'");
+  pl->file[0] = '\0';
+  if (is_empty(cl))
+    return PP_OK; /* default cluster */
+  if (cl->kind != NODE_MAP)
+    return fail(c, PP_PARSE, cl->line, "'cluster' must be a mapping, got %s", show(c, cl));
+  st = check_keys(c, cl, cluster_keys, "in 'platform.cluster'");
+  const struct node *x;
+  if (st == PP_OK && (x = get(cl, "bandwidth")))
+    st = get_bandwidth(c, "bandwidth", x, &pl->bandwidth_bps);
+  if (st == PP_OK && (x = get(cl, "latency")))
+    st = get_duration(c, "latency", x, &pl->latency_ns);
+  return st;
+}
+
+static enum pp_status parse_nic(struct ctx *c, const struct node *v, struct pp_nic_profile *nic)
+{
+  if (v->kind == NODE_SCALAR && v->len > 0) {
+    char file[PP_PATH_MAX];
+    enum pp_status st = resolve(c, "nic", v, file, sizeof file);
+    if (st != PP_OK)
+      return st;
+    /* Errors inside the profile name the profile file and its line. */
+    return pp_nic_profile_load(file, nic, c->err, c->errlen);
+  }
+  if (v->kind != NODE_MAP)
+    return fail(c, PP_PARSE, v->line,
+                "'nic' must be a profile file path or a mapping of profile keys, got %s",
+                show(c, v));
+  pp_nic_profile_default(nic);
+  enum pp_status st = parse_profile(c, v, "in 'nic'", nic);
+  if (st == PP_OK)
+    st = check_profile(c, nic, v->line);
+  return st;
+}
+
+static enum pp_status parse_workload(struct ctx *c, const struct node *w, uint32_t ranks,
+                                     struct pp_workload *wl)
+{
+  const struct node *v;
+  enum pp_status st = PP_OK;
+  uint64_t x;
+  if ((v = get(w, "pattern"))) {
+    int pat;
+    st = get_enum(c, "pattern", v, PP_PATTERN_COUNT, pattern_name_i, pp_pattern_from_name, &pat);
+    if (st == PP_OK)
+      wl->pattern = (enum pp_pattern)pat;
+  }
+  if (st == PP_OK && (v = get(w, "messages")))
+    st = get_u32(c, "messages", v, 1, PP_MAX_MESSAGES, &wl->messages);
+  if (st == PP_OK && (v = get(w, "size")) &&
+      (st = get_size(c, "size", v, PP_MSG_HEADER, PP_MAX_MSG_SIZE, &x)) == PP_OK)
+    wl->size = (uint32_t)x;
+  if (st == PP_OK && (v = get(w, "interval")))
+    st = get_duration(c, "interval", v, &wl->interval_ns);
+  if (st == PP_OK && (v = get(w, "consume")))
+    st = get_duration(c, "consume", v, &wl->consume_ns);
+  if (st == PP_OK && (v = get(w, "slow_ranks"))) {
+    if (v->kind != NODE_SEQ)
+      return fail(c, PP_PARSE, v->line,
+                  "'slow_ranks' must be a list of ranks such as [1, 3], got %s", show(c, v));
+    if (v->nkids == 0)
+      return fail(c, PP_INVALID, v->line, "'slow_ranks' must list at least one rank");
+    uint64_t hi = (ranks < 64 ? ranks : 64) - 1, mask = 0;
+    for (size_t i = 0; i < v->nkids && st == PP_OK; i++)
+      if ((st = get_uint(c, "slow_ranks", v->kids[i], 0, hi, &x)) == PP_OK)
+        mask |= 1ull << x;
+    wl->consume_ranks = mask;
+  }
+  return st;
+}
+
+static enum pp_status parse_qp(struct ctx *c, const struct node *q,
+                               const struct pp_nic_profile *nic, struct pp_qp_params *qp)
+{
+  const struct node *v, *v_rd = NULL, *v_mtu = NULL, *v_sq = NULL, *v_rq = NULL;
+  enum pp_status st = PP_OK;
+  if (q) {
+    if ((v = get(q, "min_rnr_timer")))
+      st = get_u8(c, "min_rnr_timer", v, 0, 31, &qp->min_rnr_timer);
+    if (st == PP_OK && (v = get(q, "rnr_retry")))
+      st = get_u8(c, "rnr_retry", v, 0, 7, &qp->rnr_retry);
+    if (st == PP_OK && (v = get(q, "timeout")))
+      st = get_u8(c, "timeout", v, 0, 31, &qp->timeout);
+    if (st == PP_OK && (v = get(q, "retry_cnt")))
+      st = get_u8(c, "retry_cnt", v, 0, 7, &qp->retry_cnt);
+    if (st == PP_OK && (v_rd = get(q, "max_rd_atomic")))
+      st = get_u8(c, "max_rd_atomic", v_rd, 1, 255, &qp->max_rd_atomic);
+    if (st == PP_OK && (v_mtu = get(q, "mtu")))
+      st = get_mtu(c, "mtu", v_mtu, &qp->mtu);
+    if (st == PP_OK && (v_sq = get(q, "sq_depth")))
+      st = get_u32(c, "sq_depth", v_sq, 1, PP_MAX_QUEUE_DEPTH, &qp->sq_depth);
+    if (st == PP_OK && (v_rq = get(q, "rq_depth")))
+      st = get_u32(c, "rq_depth", v_rq, 1, PP_MAX_QUEUE_DEPTH, &qp->rq_depth);
+    if (st != PP_OK)
+      return st;
+  }
+  /* Against the NIC: explicit values must fit, defaults are lowered to fit. */
+  if (qp->max_rd_atomic > nic->max_rd_atomic) {
+    if (v_rd)
+      return fail(c, PP_INVALID, v_rd->line,
+                  "'max_rd_atomic' must be at most the NIC's max_rd_atomic (%" PRIu32 "), got %s",
+                  nic->max_rd_atomic, show(c, v_rd));
+    qp->max_rd_atomic = (uint8_t)nic->max_rd_atomic;
+  }
+  if (qp->mtu > nic->mtu) {
+    if (v_mtu)
+      return fail(c, PP_INVALID, v_mtu->line,
+                  "'mtu' must be at most the NIC's mtu (%" PRIu32 "), got %s", nic->mtu,
+                  show(c, v_mtu));
+    qp->mtu = nic->mtu;
+  }
+  if (qp->sq_depth > nic->max_qp_wr) {
+    if (v_sq)
+      return fail(c, PP_INVALID, v_sq->line,
+                  "'sq_depth' must be at most the NIC's max_qp_wr (%" PRIu32 "), got %s",
+                  nic->max_qp_wr, show(c, v_sq));
+    qp->sq_depth = nic->max_qp_wr;
+  }
+  if (qp->rq_depth > nic->max_qp_wr) {
+    if (v_rq)
+      return fail(c, PP_INVALID, v_rq->line,
+                  "'rq_depth' must be at most the NIC's max_qp_wr (%" PRIu32 "), got %s",
+                  nic->max_qp_wr, show(c, v_rq));
+    qp->rq_depth = nic->max_qp_wr;
+  }
+  return PP_OK;
+}
+
+static enum pp_status parse_scenario(struct ctx *c, const struct node *root, struct pp_scenario *s)
+{
+  struct pp_sim_config *sim = &s->sim;
+  enum pp_status st = check_keys(c, root, top_keys, "at top level");
+  const struct node *v, *workload, *qp, *faults, *limits;
+  if (st != PP_OK)
+    return st;
+  if ((v = get(root, "name")) && (st = get_string(c, "name", v, sim->name, sizeof sim->name)))
+    return st;
+  if ((v = get(root, "seed")) && (st = get_uint(c, "seed", v, 0, UINT64_MAX, &sim->seed)))
+    return st;
+  if (!(v = get(root, "ranks")))
+    return fail(c, PP_PARSE, root->line, "missing required key 'ranks'");
+  if ((st = get_u32(c, "ranks", v, 1, PP_MAX_RANKS, &sim->engine.nranks)))
+    return st;
+  if ((v = get(root, "platform")) && (st = parse_platform(c, v, &sim->platform)))
+    return st;
+  if ((v = get(root, "nic")) && (st = parse_nic(c, v, &sim->nic)))
+    return st;
+  if ((v = get(root, "protocol"))) {
+    int proto;
+    if ((st = get_enum(c, "protocol", v, PP_PROTO_COUNT, protocol_name_i, pp_protocol_from_name,
+                       &proto)))
+      return st;
+    sim->engine.protocol = (enum pp_protocol)proto;
+  }
+  if ((st = section(c, root, "workload", workload_keys, &workload)) ||
+      (st = section(c, root, "qp", qp_keys, &qp)) ||
+      (st = section(c, root, "faults", faults_keys, &faults)) ||
+      (st = section(c, root, "limits", limits_keys, &limits)))
+    return st;
+  if (workload && (st = parse_workload(c, workload, sim->engine.nranks, &sim->engine.workload)))
+    return st;
+  if ((st = parse_qp(c, qp, &sim->nic, &sim->engine.qp)))
+    return st;
+  if (faults && (v = get(faults, "loss")) &&
+      (st = get_probability(c, "loss", v, &sim->faults.loss)))
+    return st;
+  if (limits && (v = get(limits, "max_sim_time"))) {
+    if ((st = get_duration(c, "max_sim_time", v, &sim->max_sim_time_ns)))
+      return st;
+    if (sim->max_sim_time_ns == 0)
+      return fail(c, PP_INVALID, v->line, "'max_sim_time' must be > 0, got %s", show(c, v));
+  }
+  sim->engine.rank = 0;
+  sim->engine.seed = sim->seed;
+
+  char msg[256] = "";
+  if ((st = pp_engine_cfg_check(&sim->engine, msg, sizeof msg)))
+    return fail(c, st, 1, "invalid scenario: %s", msg[0] ? msg : pp_status_desc(st));
+  return check_profile(c, &sim->nic, 1);
+}
+
+enum pp_status pp_scenario_parse(const char *text, size_t len, const char *path,
+                                 const char *models_dir, struct pp_scenario *sc, char *err,
+                                 size_t errlen)
+{
+  struct ctx c = {.path = path ? path : "<scenario>",
+                  .models_dir = models_dir,
+                  .err = err,
+                  .errlen = errlen};
+  if (err && errlen)
+    err[0] = '\0';
+  if (!sc)
+    return fail(&c, PP_INVALID, 0, "no scenario to fill");
+  struct pp_scenario *s = malloc(sizeof *s);
+  if (!s)
+    return fail(&c, PP_NOMEM, 0, "out of memory");
+  pp_scenario_defaults(s);
+  enum pp_status st = PP_OK;
+  if (path) {
+    if (strlen(path) >= sizeof s->path)
+      st = fail(&c, PP_INVALID, 0, "path is too long (at most %zu bytes)", sizeof s->path - 1);
+    else
+      snprintf(s->path, sizeof s->path, "%s", path);
+    base_name(path, s->sim.name, sizeof s->sim.name);
+  }
+  struct node *root = NULL;
+  if (st == PP_OK)
+    st = load_tree(&c, text, len, &root);
+  if (st == PP_OK && !root)
+    st = fail(&c, PP_PARSE, 1, "empty scenario (expected a mapping with at least 'ranks')");
+  else if (st == PP_OK && root->kind != NODE_MAP)
+    st = fail(&c, PP_PARSE, root->line, "expected a mapping at top level, got %s",
+              top_kind(root));
+  if (st == PP_OK)
+    st = parse_scenario(&c, root, s);
+  node_free(root);
+  if (st == PP_OK)
+    *sc = *s;
+  free(s);
+  return st;
+}
+
+enum pp_status pp_scenario_load(const char *path, const char *models_dir, struct pp_scenario *sc,
+                                char *err, size_t errlen)
+{
+  struct ctx c = {.path = path ? path : "<scenario>", .err = err, .errlen = errlen};
+  if (err && errlen)
+    err[0] = '\0';
+  if (!path)
+    return fail(&c, PP_INVALID, 0, "no path given");
+  char *text;
+  size_t len;
+  enum pp_status st = read_file(&c, path, &text, &len);
+  if (st != PP_OK)
+    return st;
+  st = pp_scenario_parse(text, len, path, models_dir, sc, err, errlen);
+  free(text);
+  return st;
+}
