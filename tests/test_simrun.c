@@ -1,0 +1,438 @@
+/*
+ * backends/simgrid/simrun: the real SimGrid simulation of the shipped scenarios.
+ *
+ * SimGrid allows one simulation per process. Criterion runs every Test in its own process, so
+ * each Test below calls pp_sim_run() at most once; comparisons between two runs go through the
+ * CLI (PREPOST_CLI) in child processes.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backends/simgrid/simrun.h"
+
+/* scenario.h's opening comment trips -Wcomment (see tools/scenario.c) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wcomment"
+#include "tools/scenario.h"
+#pragma GCC diagnostic pop
+
+#define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"
+
+static struct pp_scenario sc;
+static struct pp_run_result res;
+
+static void load(const char *name)
+{
+  char path[PP_PATH_MAX], err[1024] = "";
+  snprintf(path, sizeof(path), SCENARIOS "%s.yaml", name);
+  cr_assert_eq(pp_scenario_load(path, PREPOST_MODELS_DIR, &sc, err, sizeof(err)), PP_OK,
+               "%s: %s", path, err);
+}
+
+static void parse(const char *text)
+{
+  char err[1024] = "";
+  cr_assert_eq(pp_scenario_parse(text, strlen(text), "inline.yaml", PREPOST_MODELS_DIR, &sc, err,
+                                 sizeof(err)),
+               PP_OK, "%s", err);
+}
+
+/* Runs sc in this process; `log` may be NULL. */
+static void run(FILE *log)
+{
+  char err[1024] = "";
+  enum pp_status s = pp_sim_run(&sc.sim, log, &res, err, sizeof(err));
+  cr_assert_eq(s, PP_OK, "pp_sim_run: %s: %s", pp_status_name(s), err);
+  cr_assert_eq(res.nranks, sc.sim.engine.nranks);
+  cr_assert_not_null(res.ranks);
+}
+
+static char tmpdir[64]; /* scratch directory of the test, removed by fini() */
+
+static void fini(void)
+{
+  pp_run_result_free(&res);
+  if (tmpdir[0]) {
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    cr_expect_eq(system(cmd), 0);
+  }
+}
+
+TestSuite(simrun, .fini = fini);
+
+static uint64_t total_status(enum pp_wc_status s)
+{
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < res.nranks; i++)
+    n += res.ranks[i].stats.status_counts[s];
+  return n;
+}
+
+/* ================================================================ the RNR scenarios */
+
+Test(simrun, rnr_slow_consumer_completes_through_rnr_naks)
+{
+  load("rnr-slow-consumer");
+  cr_assert_eq(sc.sim.engine.qp.rnr_retry, 7);
+  run(NULL);
+  const struct pp_rank_result *s = &res.ranks[0], *r = &res.ranks[1];
+  cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "outcome %s", pp_outcome_name(res.outcome));
+  cr_assert_gt(s->nic.rnr_naks_received, 0, "the slow consumer must cause RNR NAKs");
+  cr_assert_eq(r->nic.rnr_naks_sent, s->nic.rnr_naks_received, "every NAK sent is received");
+  cr_assert_gt(s->nic.rnr_retries, 0);
+  cr_assert_eq(s->stats.messages_sent, 200);
+  cr_assert_eq(r->stats.messages_received, 200);
+  cr_assert_eq(r->stats.bytes_received, 200 * 4096);
+  cr_assert_eq(r->stats.corrupt, 0);
+  cr_assert_eq(total_status(PP_WC_SUCCESS), 400);
+  for (int k = 1; k < PP_WC_STATUS_COUNT; k++)
+    cr_assert_eq(total_status((enum pp_wc_status)k), 0, "%s completions",
+                 pp_wc_status_name((enum pp_wc_status)k));
+  cr_assert(s->stats.done && r->stats.done);
+  /* the backlog grows: later messages wait much longer than early ones */
+  cr_assert_gt(res.latency.max, res.latency.p50);
+  cr_assert_gt(res.latency.max, 10 * 3337, "max latency %llu ns shows no backlog",
+               (unsigned long long)res.latency.max);
+  cr_assert_leq(res.latency.p50, res.latency.p99);
+  cr_assert_leq(res.latency.p99, res.latency.max);
+  /* 8 buffers, each held 100 us: the consumer paces the run at <= 8 messages per 100 us */
+  cr_assert_geq(res.sim_time_ns, (200 / 8 - 1) * 100000ull, "sim time %llu ns",
+                (unsigned long long)res.sim_time_ns);
+  cr_assert_lt(res.sim_time_ns, sc.sim.max_sim_time_ns);
+}
+
+Test(simrun, rnr_retry0_fails_on_the_first_rnr_nak)
+{
+  load("rnr-slow-consumer-retry0");
+  cr_assert_eq(sc.sim.engine.qp.rnr_retry, 0);
+  run(NULL);
+  const struct pp_rank_result *s = &res.ranks[0], *r = &res.ranks[1];
+  cr_assert_eq(res.outcome, PP_OUTCOME_ERRORS, "outcome %s", pp_outcome_name(res.outcome));
+  cr_assert_eq(total_status(PP_WC_RNR_RETRY_EXC_ERR), 1);
+  cr_assert_eq(s->stats.status_counts[PP_WC_RNR_RETRY_EXC_ERR], 1, "on the requester");
+  cr_assert_geq(total_status(PP_WC_WR_FLUSH_ERR), 1, "the WRs behind it are flushed");
+  cr_assert_eq(s->nic.rnr_naks_received, 1, "no retry: one NAK is fatal");
+  cr_assert_eq(s->nic.rnr_retries, 0);
+  /* exactly the 8 pre-posted buffers are filled before the first RNR */
+  cr_assert_eq(r->stats.messages_received, sc.sim.engine.qp.rq_depth);
+  cr_assert_eq(s->stats.messages_sent, sc.sim.engine.qp.rq_depth);
+  cr_assert_eq(r->stats.corrupt, 0);
+  cr_assert(s->stats.done, "the sender saw every posted WR complete");
+  cr_assert_lt(res.sim_time_ns, 1000000, "the failure comes within the first millisecond");
+}
+
+Test(simrun, rnr_retry3_fails_too)
+{
+  load("rnr-slow-consumer-retry3");
+  run(NULL);
+  const struct pp_rank_result *s = &res.ranks[0];
+  cr_assert_eq(res.outcome, PP_OUTCOME_ERRORS);
+  cr_assert_eq(total_status(PP_WC_RNR_RETRY_EXC_ERR), 1);
+  cr_assert_eq(s->nic.rnr_retries, 3, "three retries, then RNR_RETRY_EXC_ERR");
+  cr_assert_eq(s->nic.rnr_naks_received, 4);
+  cr_assert_geq(total_status(PP_WC_WR_FLUSH_ERR), 1);
+}
+
+Test(simrun, fast_consumer_has_no_rnr)
+{
+  load("fast-consumer");
+  run(NULL);
+  cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "outcome %s", pp_outcome_name(res.outcome));
+  for (uint32_t i = 0; i < 2; i++) {
+    cr_assert_eq(res.ranks[i].nic.rnr_naks_received, 0);
+    cr_assert_eq(res.ranks[i].nic.rnr_naks_sent, 0);
+    cr_assert_eq(res.ranks[i].nic.rnr_retries, 0);
+    cr_assert_eq(res.ranks[i].nic.timeout_retries, 0);
+    cr_assert(res.ranks[i].stats.done);
+  }
+  cr_assert_eq(res.ranks[1].stats.messages_received, 200);
+  cr_assert_eq(res.ranks[0].stats.messages_sent, 200);
+  cr_assert_eq(total_status(PP_WC_SUCCESS), 400);
+  /* no backlog: every message takes the same time */
+  cr_assert_eq(res.latency.p50, res.latency.max);
+  /* one SEND every 2 us */
+  cr_assert_geq(res.sim_time_ns, 199 * 2000);
+  cr_assert_lt(res.sim_time_ns, 199 * 2000 + 20000);
+}
+
+Test(simrun, lossy_recovers_every_message)
+{
+  load("lossy");
+  run(NULL);
+  uint64_t dropped = 0, retries = 0;
+  for (uint32_t i = 0; i < 2; i++) {
+    dropped += res.ranks[i].nic.packets_dropped;
+    retries += res.ranks[i].nic.timeout_retries;
+  }
+  cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "outcome %s", pp_outcome_name(res.outcome));
+  cr_assert_gt(dropped, 0, "1%% loss over hundreds of packets drops some");
+  cr_assert_gt(retries, 0, "losses are recovered by ACK timeouts");
+  cr_assert_eq(res.ranks[1].stats.messages_received, 200);
+  cr_assert_eq(res.ranks[1].stats.corrupt, 0);
+  /* a retransmission waits the 4.2 ms ACK timeout */
+  cr_assert_geq(res.latency.max, pp_ack_timeout_ns(sc.sim.engine.qp.timeout));
+}
+
+Test(simrun, hdr_pair_is_bandwidth_bound)
+{
+  load("hdr-pair");
+  run(NULL);
+  cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED);
+  cr_assert_eq(res.ranks[1].stats.messages_received, 1000);
+  /* 1000 x 16 x (4096 + 26) bytes at 200 Gb/s */
+  uint64_t wire_ns = 1000ull * 16 * (4096 + 26) * 8 / 200;
+  cr_assert_geq(res.sim_time_ns, wire_ns);
+  cr_assert_lt(res.sim_time_ns, wire_ns + wire_ns / 20, "sim time %llu ns, wire time %llu ns",
+               (unsigned long long)res.sim_time_ns, (unsigned long long)wire_ns);
+}
+
+/* ================================================================ scale */
+
+Test(simrun, ring_64_completes_with_64_ranks, .timeout = 300)
+{
+  load("ring-64");
+  run(NULL);
+  cr_assert_eq(res.nranks, 64);
+  cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "outcome %s", pp_outcome_name(res.outcome));
+  for (uint32_t i = 0; i < 64; i++) {
+    const struct pp_rank_result *r = &res.ranks[i];
+    cr_assert_eq(r->stats.messages_sent, 1000, "rank %u", i);
+    cr_assert_eq(r->stats.messages_received, 1000, "rank %u", i);
+    cr_assert_eq(r->stats.corrupt, 0, "rank %u", i);
+    cr_assert(r->stats.done, "rank %u", i);
+    cr_assert_eq(r->nic.rnr_naks_sent, 0, "rank %u", i);
+    char host[16];
+    snprintf(host, sizeof(host), "host%u", i);
+    cr_assert_str_eq(r->host, host, "rank %u runs on %s (hosts sort by number)", i, r->host);
+  }
+  cr_assert_eq(total_status(PP_WC_SUCCESS), 128000);
+}
+
+/* ================================================================ timing */
+
+Test(simrun, one_mib_on_a_generated_cluster_has_analytic_timing)
+{
+  parse("name: one-mib\n"
+        "ranks: 2\n"
+        "platform:\n"
+        "  cluster:\n"
+        "    bandwidth: 100Gbps\n"
+        "    latency: 1us\n"
+        "nic: nics/ideal.yaml\n"
+        "workload:\n"
+        "  pattern: pair\n"
+        "  messages: 1\n"
+        "  size: 1MiB\n"
+        "qp:\n"
+        "  mtu: 4096\n"
+        "  sq_depth: 1\n"
+        "  rq_depth: 1\n");
+  char *text = NULL;
+  size_t len = 0;
+  FILE *log = open_memstream(&text, &len);
+  cr_assert_not_null(log);
+  run(log);
+  fclose(log);
+  cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED);
+  /* 256 packets of 4096 + 58 bytes, then a 58-byte ACK, over 100 Gb/s and 1 us each way */
+  double data_ns = 1000 + 256.0 * (4096 + 58) * 8 / 100;
+  double ack_ns = 1000 + 58.0 * 8 / 100;
+  uint64_t want = (uint64_t)(data_ns + ack_ns + 0.5);
+  cr_assert(res.latency.max + 2 >= want && res.latency.max <= want + 2,
+            "1 MiB send latency %llu ns, analytic %llu ns", (unsigned long long)res.latency.max,
+            (unsigned long long)want);
+  /* the receive completion lands when the data has arrived */
+  char line[64];
+  snprintf(line, sizeof(line), "%llu host1 WC", (unsigned long long)(data_ns + 0.5));
+  cr_assert_not_null(strstr(text, line), "no '%s' in the log:\n%s", line, text);
+  free(text);
+}
+
+/* ================================================================ errors */
+
+static void make_tmpdir(void)
+{
+  snprintf(tmpdir, sizeof(tmpdir), "/tmp/prepost-test-XXXXXX");
+  cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+Test(simrun, too_few_hosts_is_an_error)
+{
+  make_tmpdir();
+  char platform[128];
+  snprintf(platform, sizeof(platform), "%s/one-host.xml", tmpdir);
+  FILE *f = fopen(platform, "w");
+  cr_assert_not_null(f);
+  fputs("<?xml version='1.0'?>\n"
+        "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+        "<platform version=\"4.1\">\n"
+        "  <zone id=\"z\" routing=\"Full\">\n"
+        "    <host id=\"solo\" speed=\"1Gf\"/>\n"
+        "  </zone>\n"
+        "</platform>\n",
+        f);
+  fclose(f);
+  char text[512];
+  snprintf(text, sizeof(text),
+           "name: too-few\nranks: 2\nplatform: %s\nworkload:\n  messages: 1\n  size: 64\n",
+           platform);
+  parse(text);
+  char err[1024] = "";
+  enum pp_status s = pp_sim_run(&sc.sim, NULL, &res, err, sizeof(err));
+  cr_assert_neq(s, PP_OK, "2 ranks on a 1-host platform must fail");
+  cr_assert_not_null(strstr(err, "1 hosts"), "message: %s", err);
+  cr_assert_not_null(strstr(err, "needs 2"), "message: %s", err);
+  cr_assert_null(res.ranks);
+}
+
+Test(simrun, second_run_in_a_process_is_refused)
+{
+  load("fast-consumer");
+  run(NULL);
+  pp_run_result_free(&res);
+  char err[256] = "";
+  cr_assert_eq(pp_sim_run(&sc.sim, NULL, &res, err, sizeof(err)), PP_STATE);
+  cr_assert(strlen(err) > 0);
+}
+
+Test(simrun, invalid_engine_config_is_refused_before_simgrid)
+{
+  load("fast-consumer");
+  sc.sim.engine.qp.rnr_retry = 8;
+  char err[256] = "";
+  cr_assert_eq(pp_sim_run(&sc.sim, NULL, &res, err, sizeof(err)), PP_INVALID);
+  cr_assert_not_null(strstr(err, "rnr_retry"), "%s", err);
+}
+
+Test(simrun, outcome_names)
+{
+  cr_assert_str_eq(pp_outcome_name(PP_OUTCOME_COMPLETED), "completed");
+  cr_assert_str_eq(pp_outcome_name(PP_OUTCOME_ERRORS), "errors");
+  cr_assert_str_eq(pp_outcome_name(PP_OUTCOME_STALLED), "stalled");
+  cr_assert_str_eq(pp_outcome_name(PP_OUTCOME_TIMEOUT), "timeout");
+  cr_assert_str_eq(pp_outcome_name((enum pp_outcome)99), "?");
+}
+
+Test(simrun, max_sim_time_gives_timeout)
+{
+  load("rnr-slow-consumer");
+  sc.sim.max_sim_time_ns = 200000; /* 200 us of a ~3 ms run */
+  run(NULL);
+  cr_assert_eq(res.outcome, PP_OUTCOME_TIMEOUT, "outcome %s", pp_outcome_name(res.outcome));
+  cr_assert_lt(res.ranks[1].stats.messages_received, 200);
+  cr_assert_not(res.ranks[0].stats.done);
+  cr_assert_geq(res.sim_time_ns, 200000);
+  cr_assert_lt(res.sim_time_ns, 200000 + 1000);
+}
+
+/* ================================================================ determinism (two processes) */
+
+static char *slurp(const char *path, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "cannot read %s", path);
+  char *buf = NULL;
+  size_t cap = 0, n = 0;
+  for (;;) {
+    if (n + 4096 > cap) {
+      cap = cap ? cap * 2 : 65536;
+      buf = realloc(buf, cap + 1);
+      cr_assert_not_null(buf);
+    }
+    size_t r = fread(buf + n, 1, cap - n, f);
+    n += r;
+    if (r == 0)
+      break;
+  }
+  fclose(f);
+  buf[n] = '\0';
+  *len = n;
+  return buf;
+}
+
+/* prepost run SCENARIO [extra] --log DIR/TAG.log --json > DIR/TAG.json; returns the exit code. */
+static int cli_run(const char *scenario, const char *extra, const char *tag)
+{
+  char cmd[2048];
+  snprintf(cmd, sizeof(cmd), "'%s' run '%s%s.yaml' %s --log '%s/%s.log' --json > '%s/%s.json'",
+           PREPOST_CLI, SCENARIOS, scenario, extra, tmpdir, tag, tmpdir, tag);
+  int st = system(cmd);
+  cr_assert(WIFEXITED(st), "%s: killed", cmd);
+  return WEXITSTATUS(st);
+}
+
+static void check_same(const char *a, const char *b, const char *ext)
+{
+  char pa[256], pb[256];
+  snprintf(pa, sizeof(pa), "%s/%s.%s", tmpdir, a, ext);
+  snprintf(pb, sizeof(pb), "%s/%s.%s", tmpdir, b, ext);
+  size_t la, lb;
+  char *xa = slurp(pa, &la), *xb = slurp(pb, &lb);
+  cr_assert_gt(la, 100, "%s is (nearly) empty", pa);
+  cr_assert_eq(la, lb, "%s and %s differ in length (%zu, %zu)", pa, pb, la, lb);
+  cr_assert_eq(memcmp(xa, xb, la), 0, "%s and %s differ", pa, pb);
+  free(xa);
+  free(xb);
+}
+
+static void check_deterministic(const char *scenario, int want_rc)
+{
+  make_tmpdir();
+  cr_assert_eq(cli_run(scenario, "", "a"), want_rc);
+  cr_assert_eq(cli_run(scenario, "", "b"), want_rc);
+  check_same("a", "b", "log");
+  check_same("a", "b", "json");
+}
+
+Test(simrun, lossy_is_deterministic, .timeout = 120)
+{
+  check_deterministic("lossy", 0);
+}
+
+Test(simrun, rnr_slow_consumer_is_deterministic, .timeout = 120)
+{
+  check_deterministic("rnr-slow-consumer", 0);
+}
+
+Test(simrun, retry0_is_deterministic, .timeout = 120)
+{
+  check_deterministic("rnr-slow-consumer-retry0", 1);
+}
+
+Test(simrun, seed_changes_the_lossy_run, .timeout = 120)
+{
+  make_tmpdir();
+  cr_assert_eq(cli_run("lossy", "--seed 1", "s1"), 0);
+  cr_assert_eq(cli_run("lossy", "", "def"), 0);
+  cr_assert_eq(cli_run("lossy", "--seed 2", "s2"), 0);
+  check_same("s1", "def", "log"); /* the scenario's own seed is 1 */
+  char p1[256], p2[256];
+  snprintf(p1, sizeof(p1), "%s/s1.log", tmpdir);
+  snprintf(p2, sizeof(p2), "%s/s2.log", tmpdir);
+  size_t l1, l2;
+  char *x1 = slurp(p1, &l1), *x2 = slurp(p2, &l2);
+  cr_assert(l1 != l2 || memcmp(x1, x2, l1) != 0, "seeds 1 and 2 give the same log");
+  /* the drops themselves move, not only the PSNs: compare the times of the first drop */
+  const char *d1 = strstr(x1, " DROP "), *d2 = strstr(x2, " DROP ");
+  cr_assert(d1 && d2, "1%% loss drops something with either seed");
+  while (d1 > x1 && d1[-1] != '\n')
+    d1--;
+  while (d2 > x2 && d2[-1] != '\n')
+    d2--;
+  cr_assert_neq(strtoull(d1, NULL, 10), strtoull(d2, NULL, 10),
+                "the first drop happens at the same time with seeds 1 and 2");
+  char j[256];
+  snprintf(j, sizeof(j), "%s/s2.json", tmpdir);
+  size_t lj;
+  char *xj = slurp(j, &lj);
+  cr_assert_not_null(strstr(xj, "\"seed\": 2"), "%s", xj);
+  free(x1);
+  free(x2);
+  free(xj);
+}
