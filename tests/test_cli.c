@@ -1,0 +1,491 @@
+/* tools/prepost: the command line, run as a child process (PREPOST_CLI): usage, exit codes, the
+ * JSON report (checked with a tiny JSON reader below, no python). */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"
+
+/* ================================================================ running the CLI */
+
+static char tmpdir[64];
+static char *out, *err; /* stdout and stderr of the last run */
+
+static void setup(void)
+{
+  snprintf(tmpdir, sizeof(tmpdir), "/tmp/prepost-cli-XXXXXX");
+  cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+  free(out);
+  free(err);
+  out = err = NULL;
+  char cmd[128];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+  cr_expect_eq(system(cmd), 0);
+}
+
+TestSuite(cli, .init = setup, .fini = teardown);
+
+static char *slurp(const char *path)
+{
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "cannot read %s", path);
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap + 1);
+  size_t r;
+  while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
+    n += r;
+    if (n == cap) {
+      cap *= 2;
+      buf = realloc(buf, cap + 1);
+    }
+  }
+  fclose(f);
+  buf[n] = '\0';
+  return buf;
+}
+
+/* Runs `prepost ARGS` (ARGS is shell text); returns the exit code, output in out/err. */
+static int cli(const char *args)
+{
+  free(out);
+  free(err);
+  char cmd[4096];
+  snprintf(cmd, sizeof(cmd), "'%s' %s > '%s/out' 2> '%s/err' < /dev/null", PREPOST_CLI, args,
+           tmpdir, tmpdir);
+  int st = system(cmd);
+  cr_assert(WIFEXITED(st), "prepost %s: did not exit normally (status %#x)", args, st);
+  char path[128];
+  snprintf(path, sizeof(path), "%s/out", tmpdir);
+  out = slurp(path);
+  snprintf(path, sizeof(path), "%s/err", tmpdir);
+  err = slurp(path);
+  return WEXITSTATUS(st);
+}
+
+static void write_file(const char *name, const char *text)
+{
+  char path[256];
+  snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+#define assert_has(hay, needle)                                                \
+  cr_assert_not_null(strstr((hay), (needle)), "'%s' not in:\n%s", (needle), (hay))
+
+static void assert_usage_error(int rc, const char *message)
+{
+  cr_assert_eq(rc, 2, "exit %d, want 2; stderr:\n%s", rc, err);
+  assert_has(err, "prepost: ");
+  assert_has(err, message);
+  assert_has(err, "usage: prepost");
+  cr_assert_eq(out[0], '\0', "usage errors print nothing on stdout:\n%s", out);
+}
+
+/* ================================================================ usage */
+
+Test(cli, help)
+{
+  cr_assert_eq(cli("--help"), 0);
+  assert_has(out, "usage: prepost");
+  assert_has(out, "run SCENARIO");
+  assert_has(out, "Exit codes");
+  cr_assert_eq(err[0], '\0', "stderr: %s", err);
+  cr_assert_eq(cli("-h"), 0);
+  assert_has(out, "usage: prepost");
+}
+
+Test(cli, run_help)
+{
+  cr_assert_eq(cli("run --help"), 0);
+  assert_has(out, "usage: prepost run SCENARIO");
+  assert_has(out, "--seed N");
+  assert_has(out, "--log FILE");
+  assert_has(out, "--json");
+  cr_assert_eq(err[0], '\0');
+  cr_assert_eq(cli("run -h"), 0);
+  assert_has(out, "usage: prepost run");
+  cr_assert_eq(cli("help run"), 0);
+  assert_has(out, "usage: prepost run");
+}
+
+Test(cli, version)
+{
+  cr_assert_eq(cli("--version"), 0);
+  cr_assert_eq(strncmp(out, "prepost ", 8), 0, "%s", out);
+  cr_assert(isdigit((unsigned char)out[8]), "%s", out);
+}
+
+Test(cli, no_arguments)
+{
+  assert_usage_error(cli(""), "missing COMMAND");
+}
+
+Test(cli, unknown_command)
+{
+  assert_usage_error(cli("frobnicate"), "unknown command 'frobnicate'");
+}
+
+Test(cli, unknown_option)
+{
+  assert_usage_error(cli("run '" SCENARIOS "fast-consumer.yaml' --frob"), "unknown option '--frob'");
+  assert_has(err, "usage: prepost run");
+}
+
+Test(cli, missing_scenario_argument)
+{
+  assert_usage_error(cli("run"), "missing SCENARIO");
+  assert_usage_error(cli("run --json"), "missing SCENARIO");
+}
+
+Test(cli, two_scenarios)
+{
+  assert_usage_error(cli("run a.yaml b.yaml"), "one scenario at a time");
+}
+
+Test(cli, missing_scenario_file)
+{
+  int rc = cli("run /nonexistent/nothing-here.yaml");
+  cr_assert_eq(rc, 2, "stderr: %s", err);
+  assert_has(err, "prepost: ");
+  assert_has(err, "nothing-here.yaml");
+  cr_assert_eq(out[0], '\0');
+}
+
+Test(cli, bad_seed)
+{
+  static const char *const bad[] = {"abc", "-1", "12x", "''", "99999999999999999999999"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    char args[512];
+    snprintf(args, sizeof(args), "run '" SCENARIOS "fast-consumer.yaml' --seed %s", bad[i]);
+    assert_usage_error(cli(args), "--seed");
+  }
+  assert_usage_error(cli("run '" SCENARIOS "fast-consumer.yaml' --seed"), "--seed needs a value");
+}
+
+Test(cli, bad_scenario_content)
+{
+  write_file("bad.yaml", "name: bad\nranks: 2\nqp:\n  rnr_retry: 9\n");
+  char args[256];
+  snprintf(args, sizeof(args), "run '%s/bad.yaml'", tmpdir);
+  int rc = cli(args);
+  cr_assert_eq(rc, 2, "stderr: %s", err);
+  assert_has(err, "bad.yaml");
+  assert_has(err, "rnr_retry");
+  cr_assert_eq(out[0], '\0');
+}
+
+Test(cli, unwritable_log)
+{
+  int rc = cli("run '" SCENARIOS "fast-consumer.yaml' --log /nonexistent/dir/x.log");
+  cr_assert_eq(rc, 2);
+  assert_has(err, "/nonexistent/dir/x.log");
+}
+
+Test(cli, too_few_hosts)
+{
+  char text[512];
+  snprintf(text, sizeof(text),
+           "name: few\nranks: 4\nplatform: %s/platforms/roce-100g-2host.xml\n"
+           "workload:\n  messages: 1\n  size: 64\n",
+           PREPOST_MODELS_DIR);
+  write_file("few.yaml", text);
+  char args[256];
+  snprintf(args, sizeof(args), "run '%s/few.yaml'", tmpdir);
+  cr_assert_eq(cli(args), 2, "stderr: %s", err);
+  assert_has(err, "platform has 2 hosts, the scenario needs 4");
+}
+
+/* ================================================================ exit codes of runs */
+
+Test(cli, retry0_exits_1)
+{
+  int rc = cli("run '" SCENARIOS "rnr-slow-consumer-retry0.yaml'");
+  cr_assert_eq(rc, 1, "exit %d; stderr:\n%s", rc, err);
+  assert_has(out, "outcome  errors");
+  assert_has(out, "RNR_RETRY_EXC_ERR=1");
+  assert_has(out, "WR_FLUSH_ERR=");
+}
+
+Test(cli, completed_run_exits_0_with_a_table)
+{
+  int rc = cli("run '" SCENARIOS "rnr-slow-consumer.yaml'");
+  cr_assert_eq(rc, 0, "exit %d; stderr:\n%s", rc, err);
+  assert_has(out, "scenario rnr-slow-consumer");
+  assert_has(out, "outcome  completed");
+  assert_has(out, "SUCCESS=400");
+  /* not "empty": under ASan, SimGrid's context switches print a warning there */
+  cr_assert_null(strstr(err, "prepost:"), "stderr: %s", err);
+}
+
+Test(cli, timeout_exits_3)
+{
+  char text[1024];
+  snprintf(text, sizeof(text),
+           "name: short\nranks: 2\nplatform: platforms/roce-100g-2host.xml\n"
+           "workload:\n  pattern: pair\n  messages: 200\n  size: 4KiB\n  interval: 2us\n"
+           "  consume: 100us\nqp:\n  rq_depth: 8\n  sq_depth: 256\nlimits:\n  max_sim_time: 100us\n");
+  write_file("short.yaml", text);
+  char args[256];
+  snprintf(args, sizeof(args), "run '%s/short.yaml' --models '%s'", tmpdir, PREPOST_MODELS_DIR);
+  int rc = cli(args);
+  cr_assert_eq(rc, 3, "exit %d; stdout:\n%s\nstderr:\n%s", rc, out, err);
+  assert_has(out, "outcome  timeout");
+}
+
+Test(cli, log_to_a_file)
+{
+  char args[512];
+  snprintf(args, sizeof(args), "run '" SCENARIOS "fast-consumer.yaml' --log '%s/run.log'", tmpdir);
+  cr_assert_eq(cli(args), 0);
+  char path[128];
+  snprintf(path, sizeof(path), "%s/run.log", tmpdir);
+  char *log = slurp(path);
+  assert_has(log, "RESET -> INIT");
+  assert_has(log, "RTR -> RTS");
+  assert_has(log, "SEND SUCCESS");
+  assert_has(log, "RECV SUCCESS");
+  free(log);
+}
+
+/* ================================================================ a tiny JSON reader */
+
+static const char *ws(const char *p)
+{
+  while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+    p++;
+  return p;
+}
+
+/* Returns the end of the JSON value at p, or NULL when it is malformed. */
+static const char *skip_value(const char *p, int depth)
+{
+  p = ws(p);
+  if (depth > 32)
+    return NULL;
+  if (*p == '"') {
+    for (p++; *p != '"'; p++) {
+      if (!*p || (unsigned char)*p < 0x20)
+        return NULL;
+      if (*p == '\\' && !*++p)
+        return NULL;
+    }
+    return p + 1;
+  }
+  if (*p == '{' || *p == '[') {
+    char close = *p == '{' ? '}' : ']';
+    bool obj = *p == '{';
+    p = ws(p + 1);
+    if (*p == close)
+      return p + 1;
+    for (;;) {
+      if (obj) {
+        if (*p != '"' || !(p = skip_value(p, depth + 1)))
+          return NULL;
+        p = ws(p);
+        if (*p++ != ':')
+          return NULL;
+      }
+      if (!(p = skip_value(p, depth + 1)))
+        return NULL;
+      p = ws(p);
+      if (*p == close)
+        return p + 1;
+      if (*p++ != ',')
+        return NULL;
+      p = ws(p);
+    }
+  }
+  if (*p == '-' || isdigit((unsigned char)*p)) {
+    char *end;
+    strtod(p, &end);
+    return end > p ? end : NULL;
+  }
+  for (const char *const *lit = (const char *const[]){"true", "false", "null", NULL}; *lit; lit++)
+    if (strncmp(p, *lit, strlen(*lit)) == 0)
+      return p + strlen(*lit);
+  return NULL;
+}
+
+/* The value of member `key` of the object at p (not recursive), or NULL. */
+static const char *member(const char *p, const char *key)
+{
+  p = ws(p);
+  if (*p != '{')
+    return NULL;
+  p = ws(p + 1);
+  size_t klen = strlen(key);
+  while (*p == '"') {
+    const char *k = p + 1;
+    const char *kend = skip_value(p, 0);
+    if (!kend)
+      return NULL;
+    p = ws(kend);
+    if (*p++ != ':')
+      return NULL;
+    p = ws(p);
+    if ((size_t)(kend - 1 - k) == klen && strncmp(k, key, klen) == 0)
+      return p;
+    if (!(p = skip_value(p, 0)))
+      return NULL;
+    p = ws(p);
+    if (*p == ',')
+      p = ws(p + 1);
+  }
+  return NULL;
+}
+
+/* Follows a dotted path ("latency_ns.p50") from the object at p. */
+static const char *path_of(const char *p, const char *path)
+{
+  char buf[128];
+  snprintf(buf, sizeof(buf), "%s", path);
+  for (char *tok = strtok(buf, "."); tok && p; tok = strtok(NULL, "."))
+    p = member(p, tok);
+  return p;
+}
+
+static unsigned long long num(const char *obj, const char *path)
+{
+  const char *v = path_of(obj, path);
+  cr_assert_not_null(v, "no key '%s' in %s", path, obj);
+  cr_assert(isdigit((unsigned char)*v), "'%s' is not a non-negative number: %.20s", path, v);
+  return strtoull(v, NULL, 10);
+}
+
+static bool str_is(const char *obj, const char *path, const char *want)
+{
+  const char *v = path_of(obj, path);
+  cr_assert_not_null(v, "no key '%s'", path);
+  size_t n = strlen(want);
+  return v[0] == '"' && strncmp(v + 1, want, n) == 0 && v[n + 1] == '"';
+}
+
+/* The i-th element of the array at p, or NULL past its end. */
+static const char *element(const char *p, unsigned i)
+{
+  p = ws(p);
+  if (*p != '[')
+    return NULL;
+  p = ws(p + 1);
+  if (*p == ']')
+    return NULL;
+  for (unsigned k = 0;; k++) {
+    if (k == i)
+      return p;
+    if (!(p = skip_value(p, 0)))
+      return NULL;
+    p = ws(p);
+    if (*p != ',')
+      return NULL;
+    p = ws(p + 1);
+  }
+}
+
+Test(cli, tiny_json_reader_works)
+{
+  const char *doc = "{\"a\": 1, \"b\": {\"c\": [1, {\"d\": \"x\\\"y\"}], \"e\": 22}, \"f\": true}";
+  const char *end = skip_value(doc, 0);
+  cr_assert_not_null(end);
+  cr_assert_eq(*ws(end), '\0');
+  cr_assert_eq(num(doc, "a"), 1);
+  cr_assert_eq(num(doc, "b.e"), 22);
+  cr_assert_null(path_of(doc, "b.x"));
+  cr_assert_null(path_of(doc, "c"), "members are looked up at one level only");
+  cr_assert_not_null(element(path_of(doc, "b.c"), 1));
+  cr_assert_null(element(path_of(doc, "b.c"), 2));
+  cr_assert_null(skip_value("{\"a\": 1,}", 0));
+  cr_assert_null(skip_value("{\"a\" 1}", 0));
+  cr_assert_null(skip_value("[1 2]", 0));
+}
+
+static const char *const count_keys[] = {"messages", "bytes", "rnr_naks", "retries",
+                                         "latency_ns.p50", "latency_ns.p99", "latency_ns.max"};
+
+Test(cli, json_report_has_every_key)
+{
+  int rc = cli("run '" SCENARIOS "rnr-slow-consumer.yaml' --json");
+  cr_assert_eq(rc, 0, "exit %d; stderr:\n%s", rc, err);
+  const char *end = skip_value(out, 0);
+  cr_assert_not_null(end, "stdout is not one JSON value:\n%s", out);
+  cr_assert_eq(*ws(end), '\0', "trailing text after the JSON object: %s", end);
+  cr_assert_eq(*ws(out), '{');
+
+  cr_assert(str_is(out, "scenario", "rnr-slow-consumer"));
+  cr_assert(str_is(out, "backend", "simgrid"));
+  cr_assert(str_is(out, "protocol", "naive"));
+  cr_assert(str_is(out, "outcome", "completed"));
+  cr_assert_eq(num(out, "seed"), 1);
+  cr_assert_gt(num(out, "sim_time_ns"), 0);
+  for (size_t k = 0; k < sizeof(count_keys) / sizeof(count_keys[0]); k++)
+    num(out, count_keys[k]);
+  cr_assert_eq(num(out, "messages"), 200);
+  cr_assert_eq(num(out, "bytes"), 200 * 4096);
+  cr_assert_gt(num(out, "rnr_naks"), 0);
+  cr_assert_geq(num(out, "retries"), num(out, "rnr_naks"), "each RNR NAK is retried (rnr_retry 7)");
+  cr_assert_eq(num(out, "status_counts.SUCCESS"), 400);
+  cr_assert_null(path_of(out, "status_counts.WR_FLUSH_ERR"), "only non-zero counts are listed");
+  unsigned long long p50 = num(out, "latency_ns.p50"), p99 = num(out, "latency_ns.p99"),
+                     max = num(out, "latency_ns.max");
+  cr_assert(p50 > 0 && p50 <= p99 && p99 <= max, "p50 %llu p99 %llu max %llu", p50, p99, max);
+
+  const char *ranks = path_of(out, "ranks");
+  cr_assert_not_null(ranks);
+  cr_assert_eq(*ranks, '[');
+  cr_assert_null(element(ranks, 2), "two ranks");
+  unsigned long long sum_messages = 0, sum_bytes = 0, sum_naks = 0, sum_success = 0;
+  for (unsigned i = 0; i < 2; i++) {
+    const char *r = element(ranks, i);
+    cr_assert_not_null(r, "rank %u", i);
+    cr_assert_eq(num(r, "rank"), i);
+    char host[16];
+    snprintf(host, sizeof(host), "host%u", i);
+    cr_assert(str_is(r, "host", host), "rank %u host", i);
+    const char *done = path_of(r, "done");
+    cr_assert(done && strncmp(done, "true", 4) == 0, "rank %u not done", i);
+    num(r, "messages_sent");
+    cr_assert_eq(num(r, "corrupt"), 0);
+    for (size_t k = 0; k < sizeof(count_keys) / sizeof(count_keys[0]); k++)
+      num(r, count_keys[k]);
+    cr_assert_not_null(path_of(r, "status_counts"));
+    num(r, "rnr_naks_sent");
+    num(r, "timeout_retries");
+    num(r, "packets_dropped");
+    sum_messages += num(r, "messages");
+    sum_bytes += num(r, "bytes");
+    sum_naks += num(r, "rnr_naks");
+    sum_success += num(r, "status_counts.SUCCESS");
+  }
+  cr_assert_eq(sum_messages, num(out, "messages"), "totals are the sum of the ranks");
+  cr_assert_eq(sum_bytes, num(out, "bytes"));
+  cr_assert_eq(sum_naks, num(out, "rnr_naks"));
+  cr_assert_eq(sum_success, 400);
+  const char *r0 = element(ranks, 0), *r1 = element(ranks, 1);
+  cr_assert_eq(num(r0, "messages_sent"), 200);
+  cr_assert_eq(num(r1, "messages"), 200);
+  cr_assert_eq(num(r1, "rnr_naks_sent"), num(r0, "rnr_naks"), "NAKs sent by 1 = received by 0");
+  cr_assert_eq(num(r0, "latency_ns.max"), max, "the sender's latency is the run's");
+}
+
+Test(cli, json_report_of_a_failed_run)
+{
+  int rc = cli("run '" SCENARIOS "rnr-slow-consumer-retry0.yaml' --json --seed 7");
+  cr_assert_eq(rc, 1, "exit %d; stderr:\n%s", rc, err);
+  cr_assert_not_null(skip_value(out, 0), "not JSON:\n%s", out);
+  cr_assert(str_is(out, "outcome", "errors"));
+  cr_assert_eq(num(out, "seed"), 7, "--seed overrides the scenario's seed");
+  cr_assert_eq(num(out, "status_counts.RNR_RETRY_EXC_ERR"), 1);
+  cr_assert_geq(num(out, "status_counts.WR_FLUSH_ERR"), 1);
+}
