@@ -376,6 +376,10 @@ enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_
   char *argv[] = {arg0, NULL};
   xbt_log_control_set("root.thres:critical");
   simgrid_init(&argc, argv);
+#if defined(__SANITIZE_ADDRESS__)
+  /* ASan cannot follow SimGrid's stack switching of ucontext/raw contexts */
+  sg_cfg_set_string("contexts/factory", "thread");
+#endif
   sg_cfg_set_string("network/model", "CM02");
   sg_cfg_set_boolean("network/crosstraffic", "no");
   if ((s = load_platform(cfg, err, errlen)) != PP_OK)
