@@ -93,6 +93,7 @@ enum pp_status pp_engine_cfg_check(const struct pp_engine_cfg *c, char *err, siz
         PP_MAX_RANKS, c->nranks);
   CHECK(c->rank < c->nranks, "rank %u out of 0..%u", c->rank, c->nranks - 1);
   CHECK((unsigned)c->protocol < PP_PROTO_COUNT, "unknown protocol %d", (int)c->protocol);
+  CHECK((unsigned)w->kind < PP_WORKLOAD_COUNT, "unknown workload %d", (int)w->kind);
   CHECK((unsigned)w->pattern < PP_PATTERN_COUNT, "unknown pattern %d", (int)w->pattern);
   CHECK(w->pattern != PP_PATTERN_PAIR || c->nranks % 2 == 0,
         "pattern 'pair' needs an even number of ranks, got %u", c->nranks);
@@ -118,118 +119,126 @@ enum pp_status pp_engine_cfg_check(const struct pp_engine_cfg *c, char *err, siz
   return PP_OK;
 }
 
-static void *zalloc(size_t n, size_t size)
+static const struct pp_proto_ops *const proto_table[PP_PROTO_COUNT] = {
+    [PP_PROTO_NAIVE] = &pp_naive_ops,
+};
+
+static const struct pp_app_ops *const app_table[PP_WORKLOAD_COUNT] = {
+    [PP_WORKLOAD_STREAM] = &pp_stream_ops,
+};
+
+static const char *const workload_names[] = {
+#define PP_X(id, name, desc) [PP_WORKLOAD_##id] = name,
+    PP_WORKLOAD_LIST(PP_X)
+#undef PP_X
+};
+
+const char *pp_workload_name(enum pp_workload_kind k)
 {
-  return calloc(n ? n : 1, size);
+  return (unsigned)k < PP_WORKLOAD_COUNT ? workload_names[k] : "?";
 }
 
-static enum pp_status conn_alloc(struct pp_engine *e, struct pp_conn *c)
+int pp_workload_from_name(const char *name)
 {
-  const struct pp_qp_params *q = &e->cfg.qp;
-  uint32_t size = e->cfg.workload.size;
-  if (c->sends) {
-    c->sbuf = zalloc(q->sq_depth, size);
-    c->sfree = zalloc(q->sq_depth, sizeof(*c->sfree));
-    c->slot_seq = zalloc(q->sq_depth, sizeof(*c->slot_seq));
-    if (!c->sbuf || !c->sfree || !c->slot_seq)
-      return PP_NOMEM;
-    for (uint32_t i = 0; i < q->sq_depth; i++)
-      c->sfree[i] = q->sq_depth - 1 - i;
-    c->nsfree = q->sq_depth;
-  }
-  if (c->recvs) {
-    c->rbuf = zalloc(q->rq_depth, size);
-    if (!c->rbuf)
-      return PP_NOMEM;
-  }
+  for (int i = 0; i < PP_WORKLOAD_COUNT; i++)
+    if (strcmp(workload_names[i], name) == 0)
+      return i;
+  return -1;
+}
+
+enum pp_status pp_engine_add_peer(struct pp_engine *e, uint32_t peer)
+{
+  for (uint32_t i = 0; i < e->npeers; i++)
+    if (e->peers[i] == peer)
+      return PP_OK;
+  if (e->npeers == PP_MAX_PEERS)
+    return PP_LIMIT;
+  e->peers[e->npeers++] = peer;
   return PP_OK;
 }
 
-static void conn_free(struct pp_engine *e, struct pp_conn *c)
+void pp_engine_latency(struct pp_engine *e, uint64_t ns)
 {
-  if (c->smr.lkey)
-    e->ops->dereg_mr(e->nic, &c->smr);
-  if (c->rmr.lkey)
-    e->ops->dereg_mr(e->nic, &c->rmr);
-  if (c->qp_num)
-    e->ops->destroy_qp(e->nic, c->qp_num);
-  free(c->sbuf);
-  free(c->sfree);
-  free(c->slot_seq);
-  free(c->rbuf);
+  if (e->nlat < e->lat_cap)
+    e->lat[e->nlat++] = ns;
 }
 
-enum pp_status pp_engine_post_recv(struct pp_engine *e, uint32_t ci, uint32_t slot)
+void pp_app_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie, enum pp_wc_status st)
 {
-  struct pp_conn *c = &e->conns[ci];
-  uint32_t size = e->cfg.workload.size;
-  struct pp_recv_wr wr = {
-      .wr_id = pp_wr_id(ci, PP_WRK_RECV, slot),
-      .num_sge = 1,
-      .sg_list = {{.addr = (uint64_t)(uintptr_t)(c->rbuf + (size_t)slot * size),
-                   .length = size,
-                   .lkey = c->rmr.lkey}},
-  };
-  return (enum pp_status)e->ops->post_recv(e->nic, c->qp_num, &wr);
+  e->appops->send_done(e, now, cookie, st);
 }
 
-static enum pp_status conn_setup(struct pp_engine *e, uint32_t ci)
+void pp_app_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie, enum pp_wc_status st,
+                      uint32_t src, uint64_t tag, uint32_t len)
 {
-  struct pp_conn *c = &e->conns[ci];
-  const struct pp_qp_params *q = &e->cfg.qp;
-  size_t size = e->cfg.workload.size;
-  enum pp_status s = conn_alloc(e, c);
-  if (s != PP_OK)
-    return s;
-  if (c->sends && (s = e->ops->reg_mr(e->nic, c->sbuf, (size_t)q->sq_depth * size,
-                                      PP_ACCESS_LOCAL_WRITE, &c->smr)) != PP_OK)
-    return s;
-  if (c->recvs && (s = e->ops->reg_mr(e->nic, c->rbuf, (size_t)q->rq_depth * size,
-                                      PP_ACCESS_LOCAL_WRITE, &c->rmr)) != PP_OK)
-    return s;
+  e->appops->recv_done(e, now, cookie, st, src, tag, len);
+}
+
+enum pp_status pp_engine_reg(struct pp_engine *e, void *buf, size_t len, unsigned access,
+                             struct pp_mr *mr)
+{
+  return (enum pp_status)e->ops->reg_mr(e->nic, buf, len, access, mr);
+}
+
+enum pp_status pp_engine_qp_open(struct pp_engine *e, uint32_t peer, uint32_t srq_num,
+                                 uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t *qpn,
+                                 uint32_t *psn)
+{
   struct pp_qp_init_attr ia = {
-      .max_send_wr = q->sq_depth,
-      .max_recv_wr = q->rq_depth,
+      .srq_num = srq_num,
+      .max_send_wr = max_send_wr,
+      .max_recv_wr = srq_num ? 0 : max_recv_wr,
       .max_send_sge = 1,
       .max_recv_sge = 1,
-      .peer = c->peer,
+      .peer = peer,
   };
-  if ((s = e->ops->create_qp(e->nic, &ia, &c->qp_num)) != PP_OK)
+  enum pp_status s = (enum pp_status)e->ops->create_qp(e->nic, &ia, qpn);
+  if (s != PP_OK)
     return s;
-  struct pp_qp_attr init = {.qp_state = PP_QPS_INIT, .qp_access_flags = PP_ACCESS_LOCAL_WRITE};
-  if ((s = e->ops->modify_qp(e->nic, c->qp_num, &init, PP_QP_STATE | PP_QP_ACCESS_FLAGS)) != PP_OK)
-    return s;
-  c->psn = (uint32_t)pp_prng_below(&e->prng, 1u << 24);
-  for (uint32_t i = 0; c->recvs && i < q->rq_depth; i++)
-    if ((s = pp_engine_post_recv(e, ci, i)) != PP_OK)
-      return s;
-  return PP_OK;
+  struct pp_qp_attr init = {
+      .qp_state = PP_QPS_INIT,
+      .qp_access_flags = PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ,
+  };
+  *psn = (uint32_t)pp_prng_below(&e->prng, 1u << 24);
+  return (enum pp_status)e->ops->modify_qp(e->nic, *qpn, &init, PP_QP_STATE | PP_QP_ACCESS_FLAGS);
 }
 
-static void add_conn(struct pp_engine *e, int peer, bool sends)
+enum pp_status pp_engine_qp_connect(struct pp_engine *e, uint32_t qpn, uint32_t psn,
+                                    uint32_t remote_qpn, uint32_t remote_psn)
 {
-  for (uint32_t i = 0; i < e->nconns; i++) {
-    if (e->conns[i].peer == (uint32_t)peer) {
-      if (sends)
-        e->conns[i].sends = true;
-      else
-        e->conns[i].recvs = true;
-      if (sends)
-        e->dest = (int)i;
-      else
-        e->source = (int)i;
-      return;
-    }
-  }
-  struct pp_conn *c = &e->conns[e->nconns];
-  c->peer = (uint32_t)peer;
-  c->sends = sends;
-  c->recvs = !sends;
-  if (sends)
-    e->dest = (int)e->nconns;
-  else
-    e->source = (int)e->nconns;
-  e->nconns++;
+  const struct pp_qp_params *q = &e->cfg.qp;
+  struct pp_qp_attr rtr = {
+      .qp_state = PP_QPS_RTR,
+      .path_mtu = pp_mtu_from_bytes(q->mtu),
+      .dest_qp_num = remote_qpn,
+      .rq_psn = remote_psn,
+      .max_dest_rd_atomic = q->max_rd_atomic,
+      .min_rnr_timer = q->min_rnr_timer,
+  };
+  enum pp_status s = (enum pp_status)e->ops->modify_qp(
+      e->nic, qpn, &rtr,
+      PP_QP_STATE | PP_QP_PATH_MTU | PP_QP_DEST_QPN | PP_QP_RQ_PSN | PP_QP_MAX_DEST_RD_ATOMIC |
+          PP_QP_MIN_RNR_TIMER);
+  if (s != PP_OK)
+    return s;
+  struct pp_qp_attr rts = {
+      .qp_state = PP_QPS_RTS,
+      .sq_psn = psn,
+      .timeout = q->timeout,
+      .retry_cnt = q->retry_cnt,
+      .rnr_retry = q->rnr_retry,
+      .max_rd_atomic = q->max_rd_atomic,
+  };
+  return (enum pp_status)e->ops->modify_qp(e->nic, qpn, &rts,
+                                           PP_QP_STATE | PP_QP_SQ_PSN | PP_QP_TIMEOUT |
+                                               PP_QP_RETRY_CNT | PP_QP_RNR_RETRY |
+                                               PP_QP_MAX_QP_RD_ATOMIC);
+}
+
+enum pp_status pp_engine_push_timer(struct pp_engine *e, uint64_t deadline,
+                                    enum pp_timer_owner owner, uint32_t arg)
+{
+  return pp_timerq_push(&e->timers, deadline, owner, arg);
 }
 
 enum pp_status pp_engine_create(const struct pp_engine_cfg *cfg, const struct pp_nic_ops *ops,
@@ -245,22 +254,18 @@ enum pp_status pp_engine_create(const struct pp_engine_cfg *cfg, const struct pp
   e->cfg = *cfg;
   e->ops = ops;
   e->nic = nic;
-  e->dest = e->source = -1;
+  e->proto = proto_table[cfg->protocol];
+  e->appops = app_table[cfg->workload.kind];
   pp_prng_seed(&e->prng, cfg->seed * 0x100000001b3ull + cfg->rank);
-  const struct pp_workload *w = &cfg->workload;
-  int dest = pp_workload_dest(w, cfg->rank, cfg->nranks);
-  int src = pp_workload_source(w, cfg->rank, cfg->nranks);
-  if (dest >= 0)
-    add_conn(e, dest, true);
-  if (src >= 0)
-    add_conn(e, src, false);
-  e->slow = w->consume_ns > 0 &&
-            (w->consume_ranks == 0 || (cfg->rank < 64 && (w->consume_ranks >> cfg->rank) & 1));
-  enum pp_status s = pp_timerq_init(&e->timers, cfg->qp.rq_depth * 2 + 4);
-  if (s == PP_OK && dest >= 0 && !(e->lat = zalloc(w->messages, sizeof(*e->lat))))
+  enum pp_status s = pp_timerq_init(&e->timers, cfg->qp.rq_depth * 2 + 64);
+  if (s == PP_OK)
+    s = e->appops->plan(e);
+  if (s == PP_OK && e->lat_cap && !(e->lat = calloc(e->lat_cap, sizeof(*e->lat))))
     s = PP_NOMEM;
-  for (uint32_t i = 0; s == PP_OK && i < e->nconns; i++)
-    s = conn_setup(e, i);
+  if (s == PP_OK)
+    s = e->proto->create(e);
+  if (s == PP_OK)
+    s = e->appops->create(e);
   if (s != PP_OK) {
     pp_engine_destroy(e);
     return s;
@@ -273,99 +278,57 @@ void pp_engine_destroy(struct pp_engine *e)
 {
   if (!e)
     return;
-  for (uint32_t i = 0; i < e->nconns; i++)
-    conn_free(e, &e->conns[i]);
+  if (e->appops)
+    e->appops->destroy(e);
+  if (e->proto)
+    e->proto->destroy(e);
   pp_timerq_fini(&e->timers);
   free(e->lat);
   free(e);
 }
 
-static struct pp_conn *conn_to(const struct pp_engine *e, uint32_t peer, uint32_t *index)
+static bool is_peer(const struct pp_engine *e, uint32_t peer)
 {
-  for (uint32_t i = 0; i < e->nconns; i++) {
-    if (e->conns[i].peer == peer) {
-      if (index)
-        *index = i;
-      return (struct pp_conn *)&e->conns[i];
-    }
-  }
-  return NULL;
+  for (uint32_t i = 0; i < e->npeers; i++)
+    if (e->peers[i] == peer)
+      return true;
+  return false;
 }
 
 bool pp_engine_local_info(const struct pp_engine *e, uint32_t peer, struct pp_conn_info *out)
 {
-  const struct pp_conn *c = conn_to(e, peer, NULL);
-  if (!c)
-    return false;
-  *out = (struct pp_conn_info){
-      .qp_num = c->qp_num,
-      .psn = c->psn,
-      .buf_addr = c->rmr.addr,
-      .buf_rkey = c->rmr.rkey,
-      .buf_len = (uint32_t)c->rmr.length,
-  };
-  return true;
+  return is_peer(e, peer) && e->proto->local_info(e, peer, out);
 }
 
 enum pp_status pp_engine_connect(struct pp_engine *e, uint64_t now, uint32_t peer,
                                  const struct pp_conn_info *remote)
 {
-  (void)now;
-  struct pp_conn *c = conn_to(e, peer, NULL);
-  if (!c)
+  if (!is_peer(e, peer))
     return PP_NOTFOUND;
-  if (c->connected)
+  if (e->started)
     return PP_STATE;
-  const struct pp_qp_params *q = &e->cfg.qp;
-  struct pp_qp_attr rtr = {
-      .qp_state = PP_QPS_RTR,
-      .path_mtu = pp_mtu_from_bytes(q->mtu),
-      .dest_qp_num = remote->qp_num,
-      .rq_psn = remote->psn,
-      .max_dest_rd_atomic = q->max_rd_atomic,
-      .min_rnr_timer = q->min_rnr_timer,
-  };
-  enum pp_status s = e->ops->modify_qp(e->nic, c->qp_num, &rtr,
-                                       PP_QP_STATE | PP_QP_PATH_MTU | PP_QP_DEST_QPN |
-                                           PP_QP_RQ_PSN | PP_QP_MAX_DEST_RD_ATOMIC |
-                                           PP_QP_MIN_RNR_TIMER);
-  if (s != PP_OK)
-    return s;
-  struct pp_qp_attr rts = {
-      .qp_state = PP_QPS_RTS,
-      .sq_psn = c->psn,
-      .timeout = q->timeout,
-      .retry_cnt = q->retry_cnt,
-      .rnr_retry = q->rnr_retry,
-      .max_rd_atomic = q->max_rd_atomic,
-  };
-  s = e->ops->modify_qp(e->nic, c->qp_num, &rts,
-                        PP_QP_STATE | PP_QP_SQ_PSN | PP_QP_TIMEOUT | PP_QP_RETRY_CNT |
-                            PP_QP_RNR_RETRY | PP_QP_MAX_QP_RD_ATOMIC);
-  if (s == PP_OK)
-    c->connected = true;
-  return s;
+  if (remote->nchannels < 1 || remote->nchannels > PP_MAX_CHANNELS)
+    return PP_INVALID;
+  return e->proto->connect(e, now, peer, remote);
 }
 
 enum pp_status pp_engine_start(struct pp_engine *e, uint64_t now)
 {
   if (e->started)
     return PP_STATE;
-  for (uint32_t i = 0; i < e->nconns; i++)
-    if (!e->conns[i].connected)
-      return PP_STATE;
   e->started = true;
   e->start_ns = now;
-  return pp_naive_start(e, now);
+  return e->appops->start(e, now);
 }
 
 enum pp_status pp_engine_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
 {
   if ((unsigned)wc->status < PP_WC_STATUS_COUNT)
     e->st.status_counts[wc->status]++;
-  if (pp_wr_id_conn(wc->wr_id) >= e->nconns)
-    return PP_INVALID;
-  return pp_naive_on_wc(e, now, wc);
+  enum pp_status s = e->proto->on_wc(e, now, wc);
+  if (s != PP_OK)
+    return s;
+  return e->appops->pump(e, now);
 }
 
 enum pp_status pp_engine_on_async(struct pp_engine *e, uint64_t now,
@@ -381,11 +344,13 @@ enum pp_status pp_engine_on_timer(struct pp_engine *e, uint64_t now)
 {
   struct pp_timer t;
   while (pp_timerq_pop_due(&e->timers, now, &t)) {
-    enum pp_status s = pp_naive_on_timer(e, now, &t);
+    enum pp_status s = t.kind == PP_TIMER_APP     ? e->appops->on_timer(e, now, t.arg)
+                       : t.kind == PP_TIMER_PROTO ? e->proto->on_timer(e, now, t.arg)
+                                                  : PP_INVALID;
     if (s != PP_OK)
       return s;
   }
-  return PP_OK;
+  return e->appops->pump(e, now);
 }
 
 uint64_t pp_engine_next_deadline(const struct pp_engine *e)
@@ -395,7 +360,7 @@ uint64_t pp_engine_next_deadline(const struct pp_engine *e)
 
 bool pp_engine_done(const struct pp_engine *e)
 {
-  return e->started && pp_naive_done(e);
+  return e->started && e->appops->done(e) && e->proto->quiet(e);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -432,10 +397,4 @@ size_t pp_engine_latency_samples(const struct pp_engine *e, const uint64_t **sam
 {
   *samples = e->lat;
   return e->nlat;
-}
-
-enum pp_status pp_engine_push_timer(struct pp_engine *e, uint64_t deadline, uint32_t kind,
-                                    uint32_t arg)
-{
-  return pp_timerq_push(&e->timers, deadline, kind, arg);
 }

@@ -59,8 +59,21 @@ struct pp_qp_params {
   uint32_t rq_depth;  /* receive buffers per QP */
 };
 
+#define PP_WORKLOAD_LIST(X)                                                    \
+  X(STREAM, "stream", "a stream of messages per pattern, checked byte by byte")
+
+enum pp_workload_kind {
+#define PP_X(id, name, desc) PP_WORKLOAD_##id,
+  PP_WORKLOAD_LIST(PP_X)
+#undef PP_X
+  PP_WORKLOAD_COUNT
+};
+const char *pp_workload_name(enum pp_workload_kind k);
+int pp_workload_from_name(const char *name); /* -1 when unknown */
+
 /* What the application side of a rank does. */
 struct pp_workload {
+  enum pp_workload_kind kind;
   enum pp_pattern pattern;
   uint32_t messages;        /* per sending rank */
   uint32_t size;            /* bytes per message, >= PP_MSG_HEADER */
@@ -86,13 +99,24 @@ struct pp_engine_cfg {
 #define PP_MAX_MSG_SIZE (1u << 30)
 #define PP_MAX_QUEUE_DEPTH 16384u
 
-/* Connection information a rank publishes for one peer (exchanged out of band). */
+/* Connection information a rank publishes for one peer, exchanged out of band (the simulator
+ * copies it, the verbs backend sends it as bytes: fixed size, fixed-width fields). A connection
+ * is one QP per channel plus a few remotely accessible memory regions whose meaning belongs to
+ * the protocol. */
+#define PP_MAX_CHANNELS 8
+#define PP_MAX_REGIONS 4
+
+struct pp_region {
+  uint64_t addr;
+  uint32_t rkey;
+  uint32_t len;
+};
+
 struct pp_conn_info {
-  uint32_t qp_num;
-  uint32_t psn;
-  uint64_t buf_addr;
-  uint32_t buf_rkey;
-  uint32_t buf_len;
+  uint32_t nchannels;
+  uint32_t qp_num[PP_MAX_CHANNELS];
+  uint32_t psn[PP_MAX_CHANNELS];
+  struct pp_region region[PP_MAX_REGIONS];
 };
 
 struct pp_latency {

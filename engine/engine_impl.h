@@ -1,4 +1,13 @@
-/* Engine internals shared by engine.c and the protocol modules; not a public header. */
+/*
+ * Engine internals shared by the core (engine.c), the workloads (stream.c) and the protocols
+ * (naive.c, ...); not a public header.
+ *
+ * Layering inside one rank:
+ *   workload (stream.c)  --pp_proto_ops.send/recv-->  protocol (naive.c, ...)  --pp_nic_ops-->  NIC
+ *   workload  <--pp_app_send_done/pp_app_recv_done--  protocol  <--pp_engine_on_wc---  driver
+ * A protocol moves messages between ranks; a workload decides what to send and receive and checks
+ * what arrives. Both own timers through the engine's bounded timer queue.
+ */
 #ifndef PP_ENGINE_IMPL_H
 #define PP_ENGINE_IMPL_H
 
@@ -6,71 +15,107 @@
 #include "prng.h"
 #include "timerq.h"
 
-/* wr_id = conn << 40 | kind << 32 | slot */
-enum pp_wr_kind { PP_WRK_SEND = 1, PP_WRK_RECV = 2 };
-
-static inline uint64_t pp_wr_id(uint32_t conn, enum pp_wr_kind kind, uint32_t slot)
-{
-  return (uint64_t)conn << 40 | (uint64_t)kind << 32 | slot;
-}
-static inline uint32_t pp_wr_id_conn(uint64_t id) { return (uint32_t)(id >> 40); }
-static inline enum pp_wr_kind pp_wr_id_kind(uint64_t id) { return (enum pp_wr_kind)((id >> 32) & 0xff); }
-static inline uint32_t pp_wr_id_slot(uint64_t id) { return (uint32_t)id; }
-
-enum pp_timer_kind { PP_TIMER_SUBMIT = 1, PP_TIMER_REPOST = 2 };
-
-/* One connection (one RC QP) to a peer rank. */
-struct pp_conn {
+/* A message handed to a protocol: send `len` bytes of `buf` to `peer`, or receive up to `len`
+ * bytes into `buf` from `peer`. `mr` covers `buf` (registered by the workload with local write,
+ * remote write and remote read access, so zero-copy protocols may expose it). The protocol owns
+ * the buffer until it reports completion with the same cookie. */
+struct pp_msg {
   uint32_t peer;
-  uint32_t qp_num;
-  uint32_t psn;
-  bool sends;      /* this rank sends to peer */
-  bool recvs;      /* this rank receives from peer */
-  bool connected;
-  bool failed;     /* an error completion was seen: the QP is in ERROR */
-  /* send side: sq_depth message buffers */
-  uint8_t *sbuf;
-  struct pp_mr smr;
-  uint32_t *sfree; /* stack of free send slots */
-  uint32_t nsfree;
-  uint64_t *slot_seq;
-  /* receive side: rq_depth message buffers */
-  uint8_t *rbuf;
-  struct pp_mr rmr;
-  uint64_t expected_seq;
-  uint64_t received;
-  uint64_t recv_failed; /* receive WQEs that completed in error */
+  uint64_t tag;
+  uint8_t *buf;
+  uint32_t len;
+  const struct pp_mr *mr;
+  uint64_t cookie;
 };
+
+struct pp_proto_ops {
+  const char *name;
+  /* Allocates state, registers memory, opens QPs to every peer of pp_engine_peers() */
+  enum pp_status (*create)(struct pp_engine *e);
+  void (*destroy)(struct pp_engine *e);
+  bool (*local_info)(const struct pp_engine *e, uint32_t peer, struct pp_conn_info *out);
+  enum pp_status (*connect)(struct pp_engine *e, uint64_t now, uint32_t peer,
+                            const struct pp_conn_info *remote);
+  /* PP_AGAIN: not now (no credit, slot or queue entry); the workload retries after the next
+   * event. Never a busy wait, never a send that can RNR (except the naive protocol's). */
+  enum pp_status (*send)(struct pp_engine *e, uint64_t now, const struct pp_msg *m);
+  enum pp_status (*recv)(struct pp_engine *e, uint64_t now, const struct pp_msg *m);
+  enum pp_status (*on_wc)(struct pp_engine *e, uint64_t now, const struct pp_wc *wc);
+  enum pp_status (*on_timer)(struct pp_engine *e, uint64_t now, uint32_t arg);
+  /* Nothing of the protocol's own is outstanding (for pp_engine_done). */
+  bool (*quiet)(const struct pp_engine *e);
+};
+
+extern const struct pp_proto_ops pp_naive_ops;
+
+/* A workload: what the application of a rank does with a protocol (engine.h's
+ * pp_engine_cfg.workload.kind selects it). */
+struct pp_app_ops {
+  const char *name;
+  /* Fills e->peers / e->npeers: the ranks this rank exchanges messages with. */
+  enum pp_status (*plan)(struct pp_engine *e);
+  /* Allocates and registers buffers, posts the first receives (the QPs are in INIT). */
+  enum pp_status (*create)(struct pp_engine *e);
+  void (*destroy)(struct pp_engine *e);
+  enum pp_status (*start)(struct pp_engine *e, uint64_t now);
+  /* Called after every event: retries what the protocol refused with PP_AGAIN. */
+  enum pp_status (*pump)(struct pp_engine *e, uint64_t now);
+  enum pp_status (*on_timer)(struct pp_engine *e, uint64_t now, uint32_t arg);
+  void (*send_done)(struct pp_engine *e, uint64_t now, uint64_t cookie, enum pp_wc_status st);
+  void (*recv_done)(struct pp_engine *e, uint64_t now, uint64_t cookie, enum pp_wc_status st,
+                    uint32_t src, uint64_t tag, uint32_t len);
+  bool (*done)(const struct pp_engine *e);
+};
+
+extern const struct pp_app_ops pp_stream_ops;
+
+/* Timer owners: the kind of a timer in the queue. */
+enum pp_timer_owner { PP_TIMER_APP = 1, PP_TIMER_PROTO = 2 };
+
+#define PP_MAX_PEERS 64
 
 struct pp_engine {
   struct pp_engine_cfg cfg;
   const struct pp_nic_ops *ops;
   void *nic;
-  struct pp_conn conns[2];
-  uint32_t nconns;
-  int dest;   /* index into conns of the connection we send on, or -1 */
-  int source; /* index into conns of the connection we receive on, or -1 */
-  bool slow;  /* this rank holds each received buffer consume_ns */
+  const struct pp_proto_ops *proto;
+  void *ps; /* the protocol's state */
+  const struct pp_app_ops *appops;
+  void *as; /* the workload's state */
+  uint32_t peers[PP_MAX_PEERS];
+  uint32_t npeers;
   bool started;
+  uint64_t start_ns;
   struct pp_timerq timers;
   struct pp_prng prng;
-  /* sending application */
-  uint64_t start_ns;
-  uint64_t submitted, posted, completed;
   uint64_t *lat;
-  uint64_t nlat;
+  uint64_t nlat, lat_cap;
   struct pp_rank_stats st;
 };
 
-enum pp_status pp_engine_post_recv(struct pp_engine *e, uint32_t ci, uint32_t slot);
-enum pp_status pp_engine_push_timer(struct pp_engine *e, uint64_t deadline, uint32_t kind,
-                                    uint32_t arg);
+/* --- for protocols --- */
+/* Registers memory with the backend. */
+enum pp_status pp_engine_reg(struct pp_engine *e, void *buf, size_t len, unsigned access,
+                             struct pp_mr *mr);
+/* Creates an RC QP to `peer` and takes it to INIT; srq_num 0 for its own receive queue. */
+enum pp_status pp_engine_qp_open(struct pp_engine *e, uint32_t peer, uint32_t srq_num,
+                                 uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t *qpn,
+                                 uint32_t *psn);
+/* Takes a QP through RTR and RTS with the configured attributes. */
+enum pp_status pp_engine_qp_connect(struct pp_engine *e, uint32_t qpn, uint32_t psn,
+                                    uint32_t remote_qpn, uint32_t remote_psn);
+enum pp_status pp_engine_push_timer(struct pp_engine *e, uint64_t deadline,
+                                    enum pp_timer_owner owner, uint32_t arg);
 
-/* The naive protocol (naive.c). */
-enum pp_status pp_naive_start(struct pp_engine *e, uint64_t now);
-enum pp_status pp_naive_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc);
-enum pp_status pp_naive_on_timer(struct pp_engine *e, uint64_t now, const struct pp_timer *t);
-bool pp_naive_done(const struct pp_engine *e);
+/* Adds a peer rank (once); PP_LIMIT past PP_MAX_PEERS. */
+enum pp_status pp_engine_add_peer(struct pp_engine *e, uint32_t peer);
+/* Records one latency sample (bounded by lat_cap). */
+void pp_engine_latency(struct pp_engine *e, uint64_t ns);
+
+/* --- protocol -> workload --- */
+void pp_app_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie, enum pp_wc_status st);
+void pp_app_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie, enum pp_wc_status st,
+                      uint32_t src, uint64_t tag, uint32_t len);
 
 /* Message contents: a header and a pattern derived from (source, seq), checked byte by byte. */
 void pp_msg_fill(uint8_t *buf, uint32_t size, uint32_t src, uint64_t seq);

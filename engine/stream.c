@@ -1,0 +1,320 @@
+/*
+ * The stream workload: each sending rank sends `messages` messages of `size` bytes to its
+ * destination (pattern pair or ring), one submitted every interval_ns; each receiving rank keeps
+ * rq_depth receive buffers posted and, on a slow rank, re-posts a buffer only consume_ns after its
+ * message arrived (the seed article's usleep(100) consumer). Every byte is checked, and the order.
+ * It drives whatever protocol the engine runs through pp_proto_ops.send/recv.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+
+#define SUBMIT_TIMER UINT32_MAX
+
+struct pp_stream {
+  int dest, source; /* peer ranks, -1 when none */
+  bool slow;        /* holds each received buffer consume_ns before re-posting it */
+  /* sender: `window` message buffers */
+  uint8_t *sbuf;
+  struct pp_mr smr;
+  uint32_t window;
+  uint32_t *sfree;
+  uint32_t nsfree;
+  uint64_t *slot_seq;
+  uint64_t submitted, posted, completed;
+  bool send_failed;
+  /* receiver: rq_depth buffers, each posted as a receive */
+  uint8_t *rbuf;
+  struct pp_mr rmr;
+  uint32_t nrbuf;
+  uint64_t expected_seq, received;
+  uint32_t recvs_out;
+  bool recv_failed;
+};
+
+static uint64_t pattern_word(uint32_t src, uint64_t seq, uint64_t i)
+{
+  uint64_t x = (seq + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)(src + 1) * 0xc2b2ae3d27d4eb4full;
+  x ^= i * 0x165667b19e3779f9ull;
+  return x ^ (x >> 29);
+}
+
+static uint32_t header_check(uint32_t src, uint64_t seq)
+{
+  return (uint32_t)(pattern_word(src, seq, UINT64_MAX) >> 32);
+}
+
+void pp_msg_fill(uint8_t *buf, uint32_t size, uint32_t src, uint64_t seq)
+{
+  uint32_t check = header_check(src, seq);
+  memcpy(buf, &seq, 8);
+  memcpy(buf + 8, &src, 4);
+  memcpy(buf + 12, &check, 4);
+  uint32_t i = PP_MSG_HEADER;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t w = pattern_word(src, seq, i);
+    memcpy(buf + i, &w, 8);
+  }
+  if (i < size) {
+    uint64_t w = pattern_word(src, seq, i);
+    memcpy(buf + i, &w, size - i);
+  }
+}
+
+int pp_msg_check(const uint8_t *buf, uint32_t size, uint32_t src, uint64_t seq)
+{
+  uint64_t hseq;
+  uint32_t hsrc, hcheck;
+  if (size < PP_MSG_HEADER)
+    return -1;
+  memcpy(&hseq, buf, 8);
+  memcpy(&hsrc, buf + 8, 4);
+  memcpy(&hcheck, buf + 12, 4);
+  if (hseq != seq || hsrc != src || hcheck != header_check(src, seq))
+    return -1;
+  uint32_t i = PP_MSG_HEADER;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t w = pattern_word(src, seq, i);
+    if (memcmp(buf + i, &w, 8) != 0)
+      return -1;
+  }
+  if (i < size) {
+    uint64_t w = pattern_word(src, seq, i);
+    if (memcmp(buf + i, &w, size - i) != 0)
+      return -1;
+  }
+  return 0;
+}
+
+static const unsigned app_access =
+    PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ;
+
+static uint64_t submit_time(const struct pp_engine *e, uint64_t seq)
+{
+  return e->start_ns + seq * e->cfg.workload.interval_ns;
+}
+
+static enum pp_status post_recv(struct pp_engine *e, uint64_t now, uint32_t slot)
+{
+  struct pp_stream *a = e->as;
+  uint32_t size = e->cfg.workload.size;
+  struct pp_msg m = {
+      .peer = (uint32_t)a->source,
+      .buf = a->rbuf + (size_t)slot * size,
+      .len = size,
+      .mr = &a->rmr,
+      .cookie = slot,
+  };
+  enum pp_status s = e->proto->recv(e, now, &m);
+  if (s == PP_AGAIN)
+    return PP_LIMIT; /* protocols accept rq_depth outstanding receives */
+  if (s == PP_OK)
+    a->recvs_out++;
+  return s;
+}
+
+static enum pp_status stream_plan(struct pp_engine *e)
+{
+  const struct pp_workload *w = &e->cfg.workload;
+  struct pp_stream *a = calloc(1, sizeof(*a));
+  if (!a)
+    return PP_NOMEM;
+  e->as = a;
+  a->dest = pp_workload_dest(w, e->cfg.rank, e->cfg.nranks);
+  a->source = pp_workload_source(w, e->cfg.rank, e->cfg.nranks);
+  a->slow = w->consume_ns > 0 &&
+            (w->consume_ranks == 0 || (e->cfg.rank < 64 && (w->consume_ranks >> e->cfg.rank) & 1));
+  if (a->dest >= 0)
+    pp_engine_add_peer(e, (uint32_t)a->dest);
+  if (a->source >= 0)
+    pp_engine_add_peer(e, (uint32_t)a->source);
+  e->lat_cap = a->dest >= 0 ? w->messages : 0;
+  return PP_OK;
+}
+
+static enum pp_status stream_create(struct pp_engine *e)
+{
+  struct pp_stream *a = e->as;
+  const struct pp_workload *w = &e->cfg.workload;
+  uint32_t size = w->size;
+  enum pp_status s = PP_OK;
+  if (a->dest >= 0) {
+    a->window = e->cfg.qp.sq_depth;
+    a->sbuf = calloc(a->window, size);
+    a->sfree = calloc(a->window, sizeof(*a->sfree));
+    a->slot_seq = calloc(a->window, sizeof(*a->slot_seq));
+    if (!a->sbuf || !a->sfree || !a->slot_seq)
+      return PP_NOMEM;
+    for (uint32_t i = 0; i < a->window; i++)
+      a->sfree[i] = a->window - 1 - i;
+    a->nsfree = a->window;
+    s = pp_engine_reg(e, a->sbuf, (size_t)a->window * size, app_access, &a->smr);
+  }
+  if (s == PP_OK && a->source >= 0) {
+    a->nrbuf = e->cfg.qp.rq_depth;
+    if (!(a->rbuf = calloc(a->nrbuf, size)))
+      return PP_NOMEM;
+    s = pp_engine_reg(e, a->rbuf, (size_t)a->nrbuf * size, app_access, &a->rmr);
+    /* receives are posted before anyone can send: the QPs are only in INIT */
+    for (uint32_t i = 0; s == PP_OK && i < a->nrbuf && i < w->messages; i++)
+      s = post_recv(e, 0, i);
+  }
+  return s;
+}
+
+static void stream_destroy(struct pp_engine *e)
+{
+  struct pp_stream *a = e->as;
+  if (!a)
+    return;
+  if (a->smr.lkey)
+    e->ops->dereg_mr(e->nic, &a->smr);
+  if (a->rmr.lkey)
+    e->ops->dereg_mr(e->nic, &a->rmr);
+  free(a->sbuf);
+  free(a->sfree);
+  free(a->slot_seq);
+  free(a->rbuf);
+  free(a);
+  e->as = NULL;
+}
+
+static enum pp_status stream_pump(struct pp_engine *e, uint64_t now)
+{
+  struct pp_stream *a = e->as;
+  uint32_t size = e->cfg.workload.size;
+  while (a->dest >= 0 && !a->send_failed && a->posted < a->submitted && a->nsfree > 0) {
+    uint32_t slot = a->sfree[a->nsfree - 1];
+    uint8_t *buf = a->sbuf + (size_t)slot * size;
+    uint64_t seq = a->posted;
+    pp_msg_fill(buf, size, e->cfg.rank, seq);
+    struct pp_msg m = {
+        .peer = (uint32_t)a->dest, .buf = buf, .len = size, .mr = &a->smr, .cookie = slot};
+    enum pp_status s = e->proto->send(e, now, &m);
+    if (s == PP_AGAIN)
+      return PP_OK; /* not now: retried after the next event */
+    if (s != PP_OK)
+      return s;
+    a->nsfree--;
+    a->slot_seq[slot] = seq;
+    a->posted++;
+  }
+  return PP_OK;
+}
+
+static enum pp_status stream_start(struct pp_engine *e, uint64_t now)
+{
+  struct pp_stream *a = e->as;
+  const struct pp_workload *w = &e->cfg.workload;
+  if (a->dest < 0)
+    return PP_OK;
+  if (w->interval_ns == 0) {
+    a->submitted = w->messages;
+  } else {
+    a->submitted = 1;
+    if (w->messages > 1) {
+      enum pp_status s = pp_engine_push_timer(e, submit_time(e, 1), PP_TIMER_APP, SUBMIT_TIMER);
+      if (s != PP_OK)
+        return s;
+    }
+  }
+  return stream_pump(e, now);
+}
+
+static void stream_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
+                             enum pp_wc_status st)
+{
+  struct pp_stream *a = e->as;
+  uint32_t slot = (uint32_t)cookie;
+  assert(slot < a->window && a->nsfree < a->window);
+  a->sfree[a->nsfree++] = slot;
+  a->completed++;
+  if (st != PP_WC_SUCCESS) {
+    a->send_failed = true;
+    return;
+  }
+  e->st.messages_sent++;
+  e->st.bytes_sent += e->cfg.workload.size;
+  pp_engine_latency(e, now - submit_time(e, a->slot_seq[slot]));
+}
+
+static void stream_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
+                             enum pp_wc_status st, uint32_t src, uint64_t tag, uint32_t len)
+{
+  struct pp_stream *a = e->as;
+  uint32_t slot = (uint32_t)cookie, size = e->cfg.workload.size;
+  (void)tag;
+  assert(slot < a->nrbuf && a->recvs_out > 0);
+  a->recvs_out--;
+  if (st != PP_WC_SUCCESS) {
+    a->recv_failed = true;
+    return;
+  }
+  const uint8_t *buf = a->rbuf + (size_t)slot * size;
+  if (len == size && src == (uint32_t)a->source &&
+      pp_msg_check(buf, size, src, a->expected_seq) == 0) {
+    e->st.messages_received++;
+    e->st.bytes_received += size;
+  } else {
+    e->st.corrupt++;
+  }
+  a->expected_seq++;
+  a->received++;
+  if (a->received + a->recvs_out >= e->cfg.workload.messages)
+    return; /* the receives still posted cover every message to come */
+  if (a->slow) {
+    if (pp_engine_push_timer(e, now + e->cfg.workload.consume_ns, PP_TIMER_APP, slot) != PP_OK)
+      e->st.corrupt++; /* cannot happen: the queue holds rq_depth re-posts */
+    return;
+  }
+  if (post_recv(e, now, slot) != PP_OK)
+    a->recv_failed = true;
+}
+
+static enum pp_status stream_on_timer(struct pp_engine *e, uint64_t now, uint32_t arg)
+{
+  struct pp_stream *a = e->as;
+  if (arg == SUBMIT_TIMER) {
+    if (a->send_failed)
+      return PP_OK;
+    a->submitted++;
+    if (a->submitted < e->cfg.workload.messages) {
+      enum pp_status s =
+          pp_engine_push_timer(e, submit_time(e, a->submitted), PP_TIMER_APP, SUBMIT_TIMER);
+      if (s != PP_OK)
+        return s;
+    }
+    return stream_pump(e, now);
+  }
+  if (arg >= a->nrbuf)
+    return PP_INVALID;
+  if (a->recv_failed)
+    return PP_OK;
+  return post_recv(e, now, arg);
+}
+
+static bool stream_done(const struct pp_engine *e)
+{
+  const struct pp_stream *a = e->as;
+  uint64_t n = e->cfg.workload.messages;
+  if (a->dest >= 0 && (a->posted != a->completed || (!a->send_failed && a->completed < n)))
+    return false;
+  if (a->source >= 0 && !a->recv_failed && a->received < n)
+    return false;
+  return true;
+}
+
+const struct pp_app_ops pp_stream_ops = {
+    .name = "stream",
+    .plan = stream_plan,
+    .create = stream_create,
+    .destroy = stream_destroy,
+    .start = stream_start,
+    .pump = stream_pump,
+    .on_timer = stream_on_timer,
+    .send_done = stream_send_done,
+    .recv_done = stream_recv_done,
+    .done = stream_done,
+};
