@@ -287,12 +287,17 @@ void pp_engine_destroy(struct pp_engine *e)
   free(e);
 }
 
-static bool is_peer(const struct pp_engine *e, uint32_t peer)
+static int peer_index(const struct pp_engine *e, uint32_t peer)
 {
   for (uint32_t i = 0; i < e->npeers; i++)
     if (e->peers[i] == peer)
-      return true;
-  return false;
+      return (int)i;
+  return -1;
+}
+
+static bool is_peer(const struct pp_engine *e, uint32_t peer)
+{
+  return peer_index(e, peer) >= 0;
 }
 
 bool pp_engine_local_info(const struct pp_engine *e, uint32_t peer, struct pp_conn_info *out)
@@ -303,19 +308,26 @@ bool pp_engine_local_info(const struct pp_engine *e, uint32_t peer, struct pp_co
 enum pp_status pp_engine_connect(struct pp_engine *e, uint64_t now, uint32_t peer,
                                  const struct pp_conn_info *remote)
 {
-  if (!is_peer(e, peer))
+  int i = peer_index(e, peer);
+  if (i < 0)
     return PP_NOTFOUND;
-  if (e->started)
+  if (e->started || e->connected[i])
     return PP_STATE;
   if (remote->nchannels < 1 || remote->nchannels > PP_MAX_CHANNELS)
     return PP_INVALID;
-  return e->proto->connect(e, now, peer, remote);
+  enum pp_status s = e->proto->connect(e, now, peer, remote);
+  if (s == PP_OK)
+    e->connected[i] = true;
+  return s;
 }
 
 enum pp_status pp_engine_start(struct pp_engine *e, uint64_t now)
 {
   if (e->started)
     return PP_STATE;
+  for (uint32_t i = 0; i < e->npeers; i++)
+    if (!e->connected[i])
+      return PP_STATE;
   e->started = true;
   e->start_ns = now;
   return e->appops->start(e, now);

@@ -84,6 +84,7 @@ struct pp_engine {
   void *as; /* the workload's state */
   uint32_t peers[PP_MAX_PEERS];
   uint32_t npeers;
+  bool connected[PP_MAX_PEERS]; /* connected[i]: pp_engine_connect to peers[i] succeeded */
   bool started;
   uint64_t start_ns;
   struct pp_timerq timers;
