@@ -163,15 +163,16 @@ void pp_engine_latency(struct pp_engine *e, uint64_t ns)
     e->lat[e->nlat++] = ns;
 }
 
-void pp_app_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie, enum pp_wc_status st)
+enum pp_status pp_app_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
+                                enum pp_wc_status st)
 {
-  e->appops->send_done(e, now, cookie, st);
+  return e->appops->send_done(e, now, cookie, st);
 }
 
-void pp_app_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie, enum pp_wc_status st,
-                      uint32_t src, uint64_t tag, uint32_t len)
+enum pp_status pp_app_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
+                                enum pp_wc_status st, uint32_t src, uint64_t tag, uint32_t len)
 {
-  e->appops->recv_done(e, now, cookie, st, src, tag, len);
+  return e->appops->recv_done(e, now, cookie, st, src, tag, len);
 }
 
 enum pp_status pp_engine_reg(struct pp_engine *e, void *buf, size_t len, unsigned access,

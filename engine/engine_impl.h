@@ -61,9 +61,12 @@ struct pp_app_ops {
   /* Called after every event: retries what the protocol refused with PP_AGAIN. */
   enum pp_status (*pump)(struct pp_engine *e, uint64_t now);
   enum pp_status (*on_timer)(struct pp_engine *e, uint64_t now, uint32_t arg);
-  void (*send_done)(struct pp_engine *e, uint64_t now, uint64_t cookie, enum pp_wc_status st);
-  void (*recv_done)(struct pp_engine *e, uint64_t now, uint64_t cookie, enum pp_wc_status st,
-                    uint32_t src, uint64_t tag, uint32_t len);
+  /* PP_INVALID for a cookie the workload has no send / receive outstanding under (a bogus
+   * completion): nothing changes. */
+  enum pp_status (*send_done)(struct pp_engine *e, uint64_t now, uint64_t cookie,
+                              enum pp_wc_status st);
+  enum pp_status (*recv_done)(struct pp_engine *e, uint64_t now, uint64_t cookie,
+                              enum pp_wc_status st, uint32_t src, uint64_t tag, uint32_t len);
   bool (*done)(const struct pp_engine *e);
 };
 
@@ -113,10 +116,12 @@ enum pp_status pp_engine_add_peer(struct pp_engine *e, uint32_t peer);
 /* Records one latency sample (bounded by lat_cap). */
 void pp_engine_latency(struct pp_engine *e, uint64_t ns);
 
-/* --- protocol -> workload --- */
-void pp_app_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie, enum pp_wc_status st);
-void pp_app_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie, enum pp_wc_status st,
-                      uint32_t src, uint64_t tag, uint32_t len);
+/* --- protocol -> workload --- (PP_INVALID: no such outstanding message; a protocol returns it
+ * from its on_wc) */
+enum pp_status pp_app_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
+                                enum pp_wc_status st);
+enum pp_status pp_app_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
+                                enum pp_wc_status st, uint32_t src, uint64_t tag, uint32_t len);
 
 /* Message contents: a header and a pattern derived from (source, seq), checked byte by byte. */
 void pp_msg_fill(uint8_t *buf, uint32_t size, uint32_t src, uint64_t seq);

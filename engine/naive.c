@@ -116,10 +116,8 @@ static enum pp_status naive_on_wc(struct pp_engine *e, uint64_t now, const struc
     return PP_INVALID;
   /* error completions only carry wr_id, status and qp_num: the kind lives in wr_id */
   if (wc->wr_id & SEND_BIT)
-    pp_app_send_done(e, now, wc->wr_id & ~SEND_BIT, wc->status);
-  else
-    pp_app_recv_done(e, now, wc->wr_id, wc->status, c->peer, 0, wc->byte_len);
-  return PP_OK;
+    return pp_app_send_done(e, now, wc->wr_id & ~SEND_BIT, wc->status);
+  return pp_app_recv_done(e, now, wc->wr_id, wc->status, c->peer, 0, wc->byte_len);
 }
 
 static enum pp_status naive_on_timer(struct pp_engine *e, uint64_t now, uint32_t arg)

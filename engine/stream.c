@@ -5,7 +5,6 @@
  * message arrived (the seed article's usleep(100) consumer). Every byte is checked, and the order.
  * It drives whatever protocol the engine runs through pp_proto_ops.send/recv.
  */
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -223,34 +222,38 @@ static enum pp_status stream_start(struct pp_engine *e, uint64_t now)
   return stream_pump(e, now);
 }
 
-static void stream_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
-                             enum pp_wc_status st)
+static enum pp_status stream_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
+                                       enum pp_wc_status st)
 {
   struct pp_stream *a = e->as;
+  if (cookie >= a->window || a->nsfree >= a->window)
+    return PP_INVALID; /* not a slot, or no send outstanding */
   uint32_t slot = (uint32_t)cookie;
-  assert(slot < a->window && a->nsfree < a->window);
   a->sfree[a->nsfree++] = slot;
   a->completed++;
   if (st != PP_WC_SUCCESS) {
     a->send_failed = true;
-    return;
+    return PP_OK;
   }
   e->st.messages_sent++;
   e->st.bytes_sent += e->cfg.workload.size;
   pp_engine_latency(e, now - submit_time(e, a->slot_seq[slot]));
+  return PP_OK;
 }
 
-static void stream_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
-                             enum pp_wc_status st, uint32_t src, uint64_t tag, uint32_t len)
+static enum pp_status stream_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
+                                       enum pp_wc_status st, uint32_t src, uint64_t tag,
+                                       uint32_t len)
 {
   struct pp_stream *a = e->as;
-  uint32_t slot = (uint32_t)cookie, size = e->cfg.workload.size;
   (void)tag;
-  assert(slot < a->nrbuf && a->recvs_out > 0);
+  if (cookie >= a->nrbuf || a->recvs_out == 0)
+    return PP_INVALID; /* not a slot, or no receive outstanding */
+  uint32_t slot = (uint32_t)cookie, size = e->cfg.workload.size;
   a->recvs_out--;
   if (st != PP_WC_SUCCESS) {
     a->recv_failed = true;
-    return;
+    return PP_OK;
   }
   const uint8_t *buf = a->rbuf + (size_t)slot * size;
   if (len == size && src == (uint32_t)a->source &&
@@ -263,14 +266,15 @@ static void stream_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
   a->expected_seq++;
   a->received++;
   if (a->received + a->recvs_out >= e->cfg.workload.messages)
-    return; /* the receives still posted cover every message to come */
+    return PP_OK; /* the receives still posted cover every message to come */
   if (a->slow) {
     if (pp_engine_push_timer(e, now + e->cfg.workload.consume_ns, PP_TIMER_APP, slot) != PP_OK)
       e->st.corrupt++; /* cannot happen: the queue holds rq_depth re-posts */
-    return;
+    return PP_OK;
   }
   if (post_recv(e, now, slot) != PP_OK)
     a->recv_failed = true;
+  return PP_OK;
 }
 
 static enum pp_status stream_on_timer(struct pp_engine *e, uint64_t now, uint32_t arg)
