@@ -290,7 +290,7 @@ static enum pp_status stream_on_timer(struct pp_engine *e, uint64_t now, uint32_
       if (s != PP_OK)
         return s;
     }
-    return stream_pump(e, now);
+    return PP_OK; /* the engine pumps once after the due timers */
   }
   if (arg >= a->nrbuf)
     return PP_INVALID;
