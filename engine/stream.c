@@ -192,8 +192,13 @@ static enum pp_status stream_pump(struct pp_engine *e, uint64_t now)
     struct pp_msg m = {
         .peer = (uint32_t)a->dest, .buf = buf, .len = size, .mr = &a->smr, .cookie = slot};
     enum pp_status s = e->proto->send(e, now, &m);
-    if (s == PP_AGAIN)
-      return PP_OK; /* not now: retried after the next event */
+    if (s == PP_AGAIN) {
+      /* not now: retried after the next event, when one can come (a completion of something
+       * outstanding or a timer); else nothing would ever retry it, so it is an error */
+      bool event_ahead = a->posted > a->completed || a->recvs_out > 0 || !e->proto->quiet(e) ||
+                         pp_engine_next_deadline(e) != PP_NO_DEADLINE;
+      return event_ahead ? PP_OK : PP_AGAIN;
+    }
     if (s != PP_OK)
       return s;
     a->nsfree--;
