@@ -1,7 +1,9 @@
 /*
- * engine/engine.c and engine/naive.c, sans-I/O: every test drives the engine against a fake
- * backend that records each call (reg_mr, create_qp, modify_qp, post_recv, post_send, ...) and
- * lets the test complete work requests by handing crafted pp_wc to pp_engine_on_wc().
+ * engine/engine.c, engine/stream.c and engine/naive.c, sans-I/O: the stream workload over the
+ * naive protocol over a fake backend. The fake records each call (reg_mr, create_qp, modify_qp,
+ * post_recv, post_send, ...), can refuse or fail some of them on request, and lets the test
+ * complete work requests by handing crafted pp_wc to pp_engine_on_wc(). Error completions carry
+ * only wr_id, status and qp_num (the other fields are garbage), as with ibverbs.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -10,6 +12,20 @@
 
 #include "engine/engine.h"
 #include "engine/engine_impl.h"
+
+/* Under ASan, each test that creates engines asks LeakSanitizer for leaks at its end (at exit it
+ * would be too late: the test has already been reported as passed, and a failure in a .fini is
+ * only a warning). */
+#if defined(__SANITIZE_ADDRESS__)
+#define HAVE_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HAVE_LSAN 1
+#endif
+#endif
+#ifdef HAVE_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
 
 /* scenario.h's opening comment trips -Wcomment (see tools/scenario.c) */
 #pragma GCC diagnostic push
@@ -41,12 +57,14 @@ struct fake_mr {
   size_t len;
   unsigned access;
   struct pp_mr mr;
+  unsigned deregs; /* dereg_mr calls naming this MR */
 };
 
 struct fake_qp {
   struct pp_qp_init_attr init;
   uint32_t qpn;
   enum pp_qp_state state;
+  unsigned destroys; /* destroy_qp calls naming this QP */
 };
 
 struct fake_modify {
@@ -84,6 +102,9 @@ struct fake {
   unsigned refused; /* post_send calls answered PP_AGAIN */
   unsigned outstanding, max_outstanding; /* sends posted and not yet completed by the test */
   unsigned send_head, recv_head;         /* next send / receive the test completes */
+  unsigned reg_calls, qp_calls, recv_calls; /* reg_mr / create_qp / post_recv calls so far */
+  unsigned fail_reg_at, fail_qp_at, fail_recv_at; /* that call (1-based) fails */
+  enum pp_status fail_status;            /* with this status */
 };
 
 static struct fake F0, F1;
@@ -112,14 +133,18 @@ static int fk_reg_mr(void *nic, void *addr, size_t length, unsigned access, stru
 {
   struct fake *f = nic;
   fake_log(f, C_REG_MR);
+  if (++f->reg_calls == f->fail_reg_at)
+    return f->fail_status;
   cr_assert_lt(f->nmr, 8);
   struct fake_mr *m = &f->mrs[f->nmr];
-  *m = (struct fake_mr){addr, length, access,
-                        {.addr = (uint64_t)(uintptr_t)addr,
-                         .length = length,
-                         .lkey = 0x1000 + f->id * 0x100 + f->nmr,
-                         .rkey = 0x2000 + f->id * 0x100 + f->nmr,
-                         .access = access}};
+  *m = (struct fake_mr){.addr = addr,
+                        .len = length,
+                        .access = access,
+                        .mr = {.addr = (uint64_t)(uintptr_t)addr,
+                               .length = length,
+                               .lkey = 0x1000 + f->id * 0x100 + f->nmr,
+                               .rkey = 0x2000 + f->id * 0x100 + f->nmr,
+                               .access = access}};
   f->nmr++;
   *mr = m->mr;
   return PP_OK;
@@ -128,10 +153,19 @@ static int fk_reg_mr(void *nic, void *addr, size_t length, unsigned access, stru
 static int fk_dereg_mr(void *nic, const struct pp_mr *mr)
 {
   struct fake *f = nic;
-  (void)mr;
   fake_log(f, C_DEREG_MR);
   f->ndereg++;
-  return PP_OK;
+  for (unsigned i = 0; i < f->nmr; i++) {
+    if (f->mrs[i].mr.lkey == mr->lkey) {
+      cr_assert_eq(f->mrs[i].deregs, 0, "MR lkey %#x deregistered twice", mr->lkey);
+      cr_assert_eq(mr->addr, f->mrs[i].mr.addr);
+      cr_assert_eq(mr->rkey, f->mrs[i].mr.rkey);
+      f->mrs[i].deregs++;
+      return PP_OK;
+    }
+  }
+  cr_assert_fail("dereg_mr of an MR never registered (lkey %#x)", mr->lkey);
+  return PP_NOTFOUND;
 }
 
 static int fk_create_srq(void *nic, const struct pp_srq_init_attr *a, uint32_t *srq)
@@ -159,6 +193,8 @@ static int fk_create_qp(void *nic, const struct pp_qp_init_attr *a, uint32_t *qp
 {
   struct fake *f = nic;
   fake_log(f, C_CREATE_QP);
+  if (++f->qp_calls == f->fail_qp_at)
+    return f->fail_status;
   cr_assert_lt(f->nqp, 8);
   struct fake_qp *q = &f->qps[f->nqp];
   q->init = *a;
@@ -189,9 +225,12 @@ static int fk_modify_qp(void *nic, uint32_t qpn, const struct pp_qp_attr *attr, 
 static int fk_destroy_qp(void *nic, uint32_t qpn)
 {
   struct fake *f = nic;
-  (void)qpn;
   fake_log(f, C_DESTROY_QP);
   f->ndestroy++;
+  struct fake_qp *q = fake_qp(f, qpn);
+  cr_assert_not_null(q, "destroy_qp of a QP never created (%#x)", qpn);
+  cr_assert_eq(q->destroys, 0, "QP %#x destroyed twice", qpn);
+  q->destroys++;
   return PP_OK;
 }
 
@@ -200,7 +239,7 @@ static int fk_post_send(void *nic, uint32_t qpn, const struct pp_send_wr *wr)
   struct fake *f = nic;
   fake_log(f, C_POST_SEND);
   struct fake_qp *q = fake_qp(f, qpn);
-  if (!q)
+  if (!q || q->destroys)
     return PP_NOTFOUND;
   if (q->state != PP_QPS_RTS)
     return PP_STATE;
@@ -225,10 +264,12 @@ static int fk_post_recv(void *nic, uint32_t qpn, const struct pp_recv_wr *wr)
   struct fake *f = nic;
   fake_log(f, C_POST_RECV);
   struct fake_qp *q = fake_qp(f, qpn);
-  if (!q)
+  if (!q || q->destroys)
     return PP_NOTFOUND;
   if (q->state == PP_QPS_RESET || q->state == PP_QPS_ERR)
     return PP_STATE;
+  if (++f->recv_calls == f->fail_recv_at)
+    return f->fail_status;
   cr_assert_lt(f->nrecv, MAXLOG);
   f->recvs[f->nrecv++] = (struct fake_recv){qpn, *wr};
   return PP_OK;
@@ -272,12 +313,36 @@ static unsigned count_calls(const struct fake *f, enum call_kind k)
   return n;
 }
 
+/* Every MR registered was deregistered once, every QP created destroyed once. */
+static void check_released(const struct fake *f)
+{
+  for (unsigned i = 0; i < f->nmr; i++)
+    cr_assert_eq(f->mrs[i].deregs, 1, "MR %u (lkey %#x) deregistered %u times", i,
+                 f->mrs[i].mr.lkey, f->mrs[i].deregs);
+  for (unsigned i = 0; i < f->nqp; i++)
+    cr_assert_eq(f->qps[i].destroys, 1, "QP %#x destroyed %u times", f->qps[i].qpn,
+                 f->qps[i].destroys);
+  cr_assert_eq(f->ndereg, f->nmr);
+  cr_assert_eq(f->ndestroy, f->nqp);
+}
+
 /* ================================================================ helpers */
+
+/* The naive protocol's wr_ids: the stream workload's buffer slot, with bit 63 set for a send. */
+#define SEND_WR (1ull << 63)
 
 static void setup(void)
 {
   fake_init(&F0, 0);
   fake_init(&F1, 1);
+}
+
+/* Nothing the engine allocated is left unreachable (checked only under ASan). */
+static void check_no_leaks(void)
+{
+#ifdef HAVE_LSAN
+  cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "LeakSanitizer found leaks (see above)");
+#endif
 }
 
 TestSuite(engine, .init = setup);
@@ -297,7 +362,8 @@ static struct pp_engine_cfg base_cfg(void)
              .mtu = 2048,
              .sq_depth = 4,
              .rq_depth = 8},
-      .workload = {.pattern = PP_PATTERN_PAIR,
+      .workload = {.kind = PP_WORKLOAD_STREAM,
+                   .pattern = PP_PATTERN_PAIR,
                    .messages = 10,
                    .size = 64,
                    .interval_ns = 0,
@@ -307,7 +373,7 @@ static struct pp_engine_cfg base_cfg(void)
   };
 }
 
-static const struct pp_conn_info fake_peer = {.qp_num = 0x777, .psn = 0x123456};
+static const struct pp_conn_info fake_peer = {.nchannels = 1, .qp_num = {0x777}, .psn = {0x123456}};
 
 static struct pp_engine *create(struct pp_engine_cfg cfg, struct fake *f)
 {
@@ -345,6 +411,18 @@ static uint64_t sent_seq(const struct fake_send *s)
   return q;
 }
 
+/* An error completion as ibverbs gives it: wr_id, status and qp_num are valid, the rest is
+ * garbage (here an opcode of neither kind and a huge byte_len). */
+static struct pp_wc error_wc(uint64_t wr_id, enum pp_wc_status status, uint32_t qpn)
+{
+  struct pp_wc wc;
+  memset(&wc, 0xa5, sizeof(wc));
+  wc.wr_id = wr_id;
+  wc.status = status;
+  wc.qp_num = qpn;
+  return wc;
+}
+
 /* Completes the oldest uncompleted send of f with `status`. */
 static enum pp_status complete_send(struct pp_engine *e, struct fake *f, enum pp_wc_status status,
                                     uint64_t now)
@@ -355,9 +433,11 @@ static enum pp_status complete_send(struct pp_engine *e, struct fake *f, enum pp
       .wr_id = s->wr.wr_id,
       .status = status,
       .opcode = PP_WC_OP_SEND,
-      .byte_len = status == PP_WC_SUCCESS ? s->wr.sg_list[0].length : 0,
+      .byte_len = s->wr.sg_list[0].length,
       .qp_num = s->qpn,
   };
+  if (status != PP_WC_SUCCESS)
+    wc = error_wc(s->wr.wr_id, status, s->qpn);
   f->outstanding--;
   return pp_engine_on_wc(e, now, &wc);
 }
@@ -376,10 +456,12 @@ static enum pp_status deliver(struct pp_engine *e, struct fake *f, const void *b
       .wr_id = r->wr.wr_id,
       .status = status,
       .opcode = PP_WC_OP_RECV,
-      .byte_len = status == PP_WC_SUCCESS ? len : 0,
+      .byte_len = len,
       .qp_num = r->qpn,
-      .src_qp = fake_peer.qp_num,
+      .src_qp = fake_peer.qp_num[0],
   };
+  if (status != PP_WC_SUCCESS)
+    wc = error_wc(r->wr.wr_id, status, r->qpn);
   return pp_engine_on_wc(e, now, &wc);
 }
 
@@ -432,6 +514,8 @@ BAD(ranks_big, c->nranks = PP_MAX_RANKS + 1, "ranks")
 BAD(rank_out, c->rank = 2, "rank")
 BAD(protocol, c->protocol = (enum pp_protocol)PP_PROTO_COUNT, "protocol")
 BAD(pattern, c->workload.pattern = (enum pp_pattern)PP_PATTERN_COUNT, "pattern")
+BAD(workload, c->workload.kind = (enum pp_workload_kind)PP_WORKLOAD_COUNT, "workload")
+BAD(workload_neg, c->workload.kind = (enum pp_workload_kind)-1, "workload")
 BAD(odd_pair, (c->nranks = 3, c->rank = 0), "even")
 BAD(one_rank, (c->nranks = 1, c->workload.pattern = PP_PATTERN_RING), "2 ranks")
 BAD(messages0, c->workload.messages = 0, "messages")
@@ -460,6 +544,8 @@ static const struct bad_cfg bad_cfgs[] = {
     B(rank_out, "rank"),
     B(protocol, "protocol"),
     B(pattern, "pattern"),
+    B(workload, "workload"),
+    B(workload_neg, "workload"),
     B(odd_pair, "even"),
     B(one_rank, "2 ranks"),
     B(messages0, "messages"),
@@ -528,6 +614,18 @@ Test(engine, names_and_patterns)
   cr_assert_eq(pp_pattern_from_name("ring"), PP_PATTERN_RING);
   cr_assert_eq(pp_pattern_from_name("star"), -1);
   cr_assert_str_eq(pp_pattern_name((enum pp_pattern)-1), "?");
+  cr_assert_str_eq(pp_workload_name(PP_WORKLOAD_STREAM), "stream");
+  cr_assert_eq(pp_workload_from_name("stream"), PP_WORKLOAD_STREAM);
+  cr_assert_eq(pp_workload_from_name("Stream"), -1);
+  cr_assert_eq(pp_workload_from_name("streams"), -1);
+  cr_assert_eq(pp_workload_from_name(""), -1);
+  cr_assert_eq(pp_workload_from_name("naive"), -1, "a protocol is no workload");
+  cr_assert_str_eq(pp_workload_name((enum pp_workload_kind)PP_WORKLOAD_COUNT), "?");
+  cr_assert_str_eq(pp_workload_name((enum pp_workload_kind)-1), "?");
+  for (int k = 0; k < PP_WORKLOAD_COUNT; k++)
+    cr_assert_eq(pp_workload_from_name(pp_workload_name((enum pp_workload_kind)k)), k);
+  for (int p = 0; p < PP_PROTO_COUNT; p++)
+    cr_assert_eq(pp_protocol_from_name(pp_protocol_name((enum pp_protocol)p)), p);
 
   struct pp_workload pair = {.pattern = PP_PATTERN_PAIR}, ring = {.pattern = PP_PATTERN_RING};
   cr_assert_eq(pp_workload_dest(&pair, 0, 4), 1);
@@ -566,12 +664,21 @@ Test(engine, create_sender_registers_and_creates_qp_in_init)
   cr_assert_not(pp_engine_done(e), "not done before start");
   struct pp_conn_info ci;
   cr_assert(pp_engine_local_info(e, 1, &ci));
-  cr_assert_eq(ci.qp_num, F0.qps[0].qpn);
-  cr_assert_lt(ci.psn, 1u << 24, "PSNs are 24 bits");
+  cr_assert_eq(ci.nchannels, 1);
+  cr_assert_eq(ci.qp_num[0], F0.qps[0].qpn);
+  cr_assert_lt(ci.psn[0], 1u << 24, "PSNs are 24 bits");
   cr_assert_not(pp_engine_local_info(e, 0, &ci), "no QP to itself");
+  cr_assert_eq(ci.nchannels, 1, "the naive protocol: one QP per peer");
+  for (unsigned i = 0; i < PP_MAX_REGIONS; i++)
+    cr_assert(ci.region[i].addr == 0 && ci.region[i].rkey == 0 && ci.region[i].len == 0,
+              "the naive protocol exposes no memory region (region %u)", i);
+  for (unsigned i = 1; i < PP_MAX_CHANNELS; i++)
+    cr_assert(ci.qp_num[i] == 0 && ci.psn[i] == 0, "channel %u of 1 is filled", i);
   pp_engine_destroy(e);
   cr_assert_eq(F0.ndestroy, 1, "destroy releases the QP");
   cr_assert_eq(F0.ndereg, 1, "destroy releases the MR");
+  check_released(&F0);
+  check_no_leaks();
 }
 
 Test(engine, create_receiver_posts_rq_depth_receives_in_init)
@@ -614,13 +721,21 @@ Test(engine, create_receiver_posts_rq_depth_receives_in_init)
                 i, j);
     }
   }
+  /* the naive protocol's receive wr_id is the workload's cookie, its buffer slot: bit 63 clear */
+  for (unsigned i = 0; i < F1.nrecv; i++) {
+    cr_assert_eq(F1.recvs[i].wr.wr_id, i, "receive %u: wr_id %#llx", i,
+                 (unsigned long long)F1.recvs[i].wr.wr_id);
+    cr_assert_eq(F1.recvs[i].wr.sg_list[0].addr, mr->mr.addr + (uint64_t)i * c.workload.size);
+  }
   struct pp_conn_info ci;
   cr_assert(pp_engine_local_info(e, 0, &ci));
-  cr_assert_eq(ci.qp_num, F1.qps[0].qpn);
-  cr_assert_eq(ci.buf_addr, mr->mr.addr);
-  cr_assert_eq(ci.buf_rkey, mr->mr.rkey);
-  cr_assert_eq(ci.buf_len, mr->len);
+  cr_assert_eq(ci.nchannels, 1);
+  cr_assert_eq(ci.qp_num[0], F1.qps[0].qpn);
+  cr_assert_eq(ci.region[0].addr, 0, "the naive protocol exposes no receive buffer");
+  cr_assert_eq(ci.region[0].rkey, 0);
   pp_engine_destroy(e);
+  check_released(&F1);
+  check_no_leaks();
 }
 
 /* Checks the RTR and RTS modify_qp calls of fake f against the QP parameters. */
@@ -636,8 +751,8 @@ static void check_connect(const struct fake *f, const struct pp_qp_params *q,
                       PP_QP_MIN_RNR_TIMER | PP_QP_MAX_DEST_RD_ATOMIC;
   cr_assert_eq(rtr->mask & rtr_need, rtr_need, "RTR mask %#x", rtr->mask);
   cr_assert_eq(pp_mtu_bytes(rtr->attr.path_mtu), q->mtu);
-  cr_assert_eq(rtr->attr.dest_qp_num, peer->qp_num);
-  cr_assert_eq(rtr->attr.rq_psn, peer->psn);
+  cr_assert_eq(rtr->attr.dest_qp_num, peer->qp_num[0]);
+  cr_assert_eq(rtr->attr.rq_psn, peer->psn[0]);
   cr_assert_eq(rtr->attr.min_rnr_timer, q->min_rnr_timer);
   cr_assert_eq(rtr->attr.max_dest_rd_atomic, q->max_rd_atomic);
 
@@ -645,7 +760,7 @@ static void check_connect(const struct fake *f, const struct pp_qp_params *q,
   unsigned rts_need = PP_QP_STATE | PP_QP_SQ_PSN | PP_QP_TIMEOUT | PP_QP_RETRY_CNT |
                       PP_QP_RNR_RETRY | PP_QP_MAX_QP_RD_ATOMIC;
   cr_assert_eq(rts->mask & rts_need, rts_need, "RTS mask %#x", rts->mask);
-  cr_assert_eq(rts->attr.sq_psn, mine->psn, "the SQ starts at the PSN we told the peer");
+  cr_assert_eq(rts->attr.sq_psn, mine->psn[0], "the SQ starts at the PSN we told the peer");
   cr_assert_eq(rts->attr.timeout, q->timeout);
   cr_assert_eq(rts->attr.retry_cnt, q->retry_cnt);
   cr_assert_eq(rts->attr.rnr_retry, q->rnr_retry);
@@ -676,6 +791,81 @@ Test(engine, connect_takes_both_qps_to_rts_with_the_configured_attributes)
   cr_assert_eq(pp_engine_start(s, 20), PP_STATE, "starting twice");
   pp_engine_destroy(s);
   pp_engine_destroy(r);
+  check_no_leaks();
+}
+
+Test(engine, connect_and_local_info_only_for_peers)
+{
+  struct pp_engine_cfg c = base_cfg();
+  c.nranks = 4; /* pairs (0, 1) and (2, 3): rank 0 talks to rank 1 only */
+  struct pp_engine *e = create(c, &F0);
+  static const uint32_t strangers[] = {0, 2, 3, 4, PP_MAX_RANKS, UINT32_MAX};
+  for (size_t i = 0; i < sizeof(strangers) / sizeof(strangers[0]); i++) {
+    struct pp_conn_info ci, untouched;
+    memset(&ci, 0x5a, sizeof(ci));
+    memcpy(&untouched, &ci, sizeof(ci));
+    cr_assert_not(pp_engine_local_info(e, strangers[i], &ci), "rank %u is no peer", strangers[i]);
+    cr_assert_eq(memcmp(&ci, &untouched, sizeof(ci)), 0, "rank %u: out written", strangers[i]);
+    cr_assert_eq(pp_engine_connect(e, 0, strangers[i], &fake_peer), PP_NOTFOUND, "rank %u",
+                 strangers[i]);
+  }
+  unsigned nmod = F0.nmod;
+  struct pp_conn_info bad = fake_peer;
+  bad.nchannels = 0;
+  cr_assert_eq(pp_engine_connect(e, 0, 1, &bad), PP_INVALID, "no channel");
+  bad.nchannels = PP_MAX_CHANNELS + 1;
+  cr_assert_eq(pp_engine_connect(e, 0, 1, &bad), PP_INVALID, "more than PP_MAX_CHANNELS");
+  bad.nchannels = UINT32_MAX;
+  cr_assert_eq(pp_engine_connect(e, 0, 1, &bad), PP_INVALID);
+  bad.nchannels = 2;
+  bad.qp_num[1] = 0x778;
+  cr_assert_eq(pp_engine_connect(e, 0, 1, &bad), PP_INVALID, "the naive protocol has 1 channel");
+  bad.nchannels = PP_MAX_CHANNELS;
+  cr_assert_eq(pp_engine_connect(e, 0, 1, &bad), PP_INVALID);
+  cr_assert_eq(F0.nmod, nmod, "refused connects reach no modify_qp");
+  cr_assert_eq(F0.qps[0].state, PP_QPS_INIT);
+  cr_assert_eq(pp_engine_start(e, 0), PP_STATE, "the refused connects connected nothing");
+  /* a connect the backend fails leaves the peer unconnected: it can be tried again */
+  F0.qps[0].state = PP_QPS_RESET; /* RESET -> RTR is no transition: the fake says PP_STATE */
+  cr_assert_eq(pp_engine_connect(e, 0, 1, &fake_peer), PP_STATE);
+  cr_assert_eq(pp_engine_start(e, 0), PP_STATE);
+  F0.qps[0].state = PP_QPS_INIT;
+  nmod = F0.nmod;
+  cr_assert_eq(pp_engine_connect(e, 0, 1, &fake_peer), PP_OK);
+  cr_assert_eq(F0.nmod, nmod + 2, "RTR and RTS");
+  cr_assert_eq(F0.mods[nmod].attr.dest_qp_num, fake_peer.qp_num[0]);
+  cr_assert_eq(pp_engine_connect(e, 0, 1, &fake_peer), PP_STATE, "connecting twice");
+  cr_assert_eq(F0.nsend, 0);
+  cr_assert_eq(pp_engine_start(e, 0), PP_OK);
+  cr_assert_eq(F0.nsend, c.qp.sq_depth);
+  /* after start: the peer is still refused as connected, a stranger still unknown */
+  nmod = F0.nmod;
+  cr_assert_eq(pp_engine_connect(e, 0, 1, &fake_peer), PP_STATE, "connect after start");
+  bad.nchannels = 0;
+  cr_assert_eq(pp_engine_connect(e, 0, 1, &bad), PP_STATE, "the state is checked first");
+  cr_assert_eq(pp_engine_connect(e, 0, 2, &fake_peer), PP_NOTFOUND);
+  cr_assert_eq(F0.nmod, nmod);
+  struct pp_conn_info ci;
+  cr_assert(pp_engine_local_info(e, 1, &ci), "local info stays available after start");
+  cr_assert_eq(ci.qp_num[0], F0.qps[0].qpn);
+  pp_engine_destroy(e);
+  check_released(&F0);
+  check_no_leaks();
+}
+
+Test(engine, receiver_does_not_start_before_connect)
+{
+  struct pp_engine_cfg c = base_cfg();
+  c.rank = 1;
+  struct pp_engine *e = create(c, &F1);
+  cr_assert_eq(pp_engine_start(e, 0), PP_STATE, "a pure receiver waits for its connection too");
+  cr_assert_not(pp_engine_done(e));
+  cr_assert_eq(pp_engine_connect(e, 0, 0, &fake_peer), PP_OK);
+  cr_assert_eq(pp_engine_start(e, 0), PP_OK);
+  cr_assert_eq(F1.nrecv, c.qp.rq_depth, "start posts nothing more");
+  cr_assert_eq(F1.nsend, 0);
+  pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, connect_uses_the_scenario_values)
@@ -710,6 +900,7 @@ Test(engine, connect_uses_the_scenario_values)
   cr_assert_eq(F0.mods[2].attr.retry_cnt, 7);
   pp_engine_destroy(s);
   pp_engine_destroy(r);
+  check_no_leaks();
 }
 
 Test(engine, psn_depends_on_seed_and_rank)
@@ -719,14 +910,15 @@ Test(engine, psn_depends_on_seed_and_rank)
   struct pp_engine *e1 = create(c, &F0), *e2 = create(c, &F1);
   pp_engine_local_info(e1, 1, &a);
   pp_engine_local_info(e2, 1, &b);
-  cr_assert_eq(a.psn, b.psn, "same seed and rank, same PSN");
+  cr_assert_eq(a.psn[0], b.psn[0], "same seed and rank, same PSN");
   pp_engine_destroy(e1);
   pp_engine_destroy(e2);
   c.seed = 2;
   e1 = create(c, &F0);
   pp_engine_local_info(e1, 1, &d);
-  cr_assert_neq(a.psn, d.psn, "another seed, another PSN");
+  cr_assert_neq(a.psn[0], d.psn[0], "another seed, another PSN");
   pp_engine_destroy(e1);
+  check_no_leaks();
 }
 
 Test(engine, ring_of_four_has_two_qps)
@@ -757,6 +949,8 @@ Test(engine, ring_of_four_has_two_qps)
   pp_engine_destroy(e);
   cr_assert_eq(F0.ndestroy, 2);
   cr_assert_eq(F0.ndereg, 2);
+  check_released(&F0);
+  check_no_leaks();
 }
 
 Test(engine, ring_of_two_shares_one_qp)
@@ -768,6 +962,60 @@ Test(engine, ring_of_two_shares_one_qp)
   cr_assert_eq(F0.nmr, 2);
   cr_assert_eq(F0.nrecv, c.qp.rq_depth);
   pp_engine_destroy(e);
+  check_no_leaks();
+}
+
+struct create_failure {
+  const char *what;
+  uint32_t nranks, rank;
+  enum pp_pattern pattern;
+  unsigned fail_reg_at, fail_qp_at, fail_recv_at;
+  enum pp_status status;
+  unsigned nqp, nmr, nrecv; /* created / registered / posted before the failure */
+};
+
+/* A create failing half-way releases what it had and leaves nothing for the caller to free;
+ * under ASan a leak or a double free fails the test too. */
+Test(engine, failed_create_releases_everything)
+{
+  static const struct create_failure cases[] = {
+      /* ring of 4, rank 0: 2 QPs (peers 1 and 3), then the send pool, then the receive pool */
+      {"2nd reg_mr", 4, 0, PP_PATTERN_RING, 2, 0, 0, PP_PROTECTION, 2, 1, 0},
+      {"1st reg_mr", 4, 0, PP_PATTERN_RING, 1, 0, 0, PP_NOMEM, 2, 0, 0},
+      {"2nd create_qp", 4, 0, PP_PATTERN_RING, 0, 2, 0, PP_LIMIT, 1, 0, 0},
+      {"1st create_qp", 4, 0, PP_PATTERN_RING, 0, 1, 0, PP_IO, 0, 0, 0},
+      {"3rd post_recv", 4, 0, PP_PATTERN_RING, 0, 0, 3, PP_IO, 2, 2, 2},
+      /* ring of 2: one QP, two pools */
+      {"ring of 2, 2nd reg_mr", 2, 0, PP_PATTERN_RING, 2, 0, 0, PP_PROTECTION, 1, 1, 0},
+      /* pair receiver: one QP, one pool */
+      {"receiver, 1st reg_mr", 2, 1, PP_PATTERN_PAIR, 1, 0, 0, PP_NOMEM, 1, 0, 0},
+      {"receiver, 1st post_recv", 2, 1, PP_PATTERN_PAIR, 0, 0, 1, PP_STATE, 1, 1, 0},
+      {"receiver, last post_recv", 2, 1, PP_PATTERN_PAIR, 0, 0, 8, PP_IO, 1, 1, 7},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const struct create_failure *k = &cases[i];
+    fake_init(&F0, 0);
+    F0.fail_reg_at = k->fail_reg_at;
+    F0.fail_qp_at = k->fail_qp_at;
+    F0.fail_recv_at = k->fail_recv_at;
+    F0.fail_status = k->status;
+    struct pp_engine_cfg c = base_cfg();
+    c.nranks = k->nranks;
+    c.rank = k->rank;
+    c.workload.pattern = k->pattern;
+    struct pp_engine *e = (struct pp_engine *)&c;
+    enum pp_status s = pp_engine_create(&c, &fake_ops, &F0, &e);
+    cr_assert_eq(s, k->status, "%s: create returned %s", k->what, pp_status_name(s));
+    cr_assert_null(e, "%s", k->what);
+    cr_assert_eq(F0.nqp, k->nqp, "%s: %u QPs", k->what, F0.nqp);
+    cr_assert_eq(F0.nmr, k->nmr, "%s: %u MRs", k->what, F0.nmr);
+    cr_assert_eq(F0.nrecv, k->nrecv, "%s: %u receives", k->what, F0.nrecv);
+    check_released(&F0);
+    cr_assert_eq(count_calls(&F0, C_POST_SEND), 0);
+    check_no_leaks();
+  }
+  pp_engine_destroy(NULL); /* a no-op */
+  check_no_leaks();
 }
 
 /* ================================================================ sending */
@@ -804,9 +1052,16 @@ Test(engine, start_back_to_back_fills_the_send_queue)
       cr_assert_neq(F0.sends[i].wr.sg_list[0].addr, F0.sends[j].wr.sg_list[0].addr,
                     "two outstanding sends share a buffer");
     }
+  /* the naive protocol's send wr_id: bit 63 | the workload's slot, slots taken 0, 1, 2, 3 */
+  for (unsigned i = 0; i < 4; i++) {
+    cr_assert_eq(F0.sends[i].wr.wr_id, SEND_WR | i, "send %u: wr_id %#llx", i,
+                 (unsigned long long)F0.sends[i].wr.wr_id);
+    cr_assert_eq(F0.sends[i].wr.sg_list[0].addr, F0.mrs[0].mr.addr + (uint64_t)i * c.workload.size);
+  }
   cr_assert_eq(pp_engine_next_deadline(e), PP_NO_DEADLINE, "nothing timed when back to back");
   cr_assert_not(pp_engine_done(e));
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, start_posts_all_messages_when_they_fit)
@@ -819,6 +1074,7 @@ Test(engine, start_posts_all_messages_when_they_fit)
   for (unsigned i = 0; i < 3; i++)
     check_send(&F0, i, &c, i);
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, receiver_of_a_pair_sends_nothing)
@@ -828,6 +1084,7 @@ Test(engine, receiver_of_a_pair_sends_nothing)
   cr_assert_eq(F1.nsend, 0);
   cr_assert_eq(count_calls(&F1, C_POST_SEND), 0);
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, completions_post_pending_messages_never_exceeding_sq_depth)
@@ -874,6 +1131,7 @@ Test(engine, completions_post_pending_messages_never_exceeding_sq_depth)
   cr_assert_eq(pp_engine_on_timer(e, UINT64_MAX - 1), PP_OK);
   cr_assert_eq(F0.ncalls, calls);
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, interval_posts_one_then_one_per_timer)
@@ -908,6 +1166,7 @@ Test(engine, interval_posts_one_then_one_per_timer)
   cr_assert_eq(lat[2], 7300 - 7000);
   cr_assert(pp_engine_done(e));
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, late_timer_catches_up)
@@ -923,6 +1182,7 @@ Test(engine, late_timer_catches_up)
     check_send(&F0, i, &c, i);
   cr_assert_eq(pp_engine_next_deadline(e), 5000);
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, interval_submissions_queue_when_the_send_queue_is_full)
@@ -947,6 +1207,7 @@ Test(engine, interval_submissions_queue_when_the_send_queue_is_full)
   pp_engine_latency_samples(e, &lat);
   cr_assert_eq(lat[2], 800 - 200, "queueing time counts: seq 2 submitted at 200");
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, error_completion_stops_posting_and_flushes_are_counted)
@@ -974,6 +1235,7 @@ Test(engine, error_completion_stops_posting_and_flushes_are_counted)
   cr_assert_eq(pp_engine_latency_samples(e, &lat), 0, "failed sends have no latency");
   cr_assert_eq(st.latency.max, 0);
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, error_after_successes_keeps_the_successes)
@@ -995,6 +1257,7 @@ Test(engine, error_after_successes_keeps_the_successes)
   cr_assert_eq(st.status_counts[PP_WC_RETRY_EXC_ERR], 1);
   cr_assert_eq(st.status_counts[PP_WC_WR_FLUSH_ERR], 3);
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, error_stops_the_submit_timer)
@@ -1009,6 +1272,77 @@ Test(engine, error_stops_the_submit_timer)
   cr_assert_eq(F0.nsend, 1, "a failed QP gets no more sends");
   cr_assert_eq(pp_engine_next_deadline(e), PP_NO_DEADLINE, "and the submit timer stops");
   pp_engine_destroy(e);
+  check_no_leaks();
+}
+
+/* Error completions carry no opcode: a receive flushed with an opcode that reads SEND (0, as
+ * ibverbs often leaves it) and a send failed with one that reads RECV are still told apart by
+ * bit 63 of their wr_id. */
+Test(engine, error_completions_are_routed_by_the_wr_id_bit)
+{
+  struct pp_engine_cfg c = base_cfg(); /* sq_depth 4, rq_depth 8, 10 messages */
+  c.workload.pattern = PP_PATTERN_RING; /* one QP, sends and receives */
+  struct pp_engine *e = sender(c, 0);
+  cr_assert_eq(F0.nsend, 4);
+  cr_assert_eq(F0.nrecv, 8);
+  uint32_t qpn = F0.qps[0].qpn;
+
+  /* a receive error is no send completion: no send slot is freed, nothing posted */
+  struct pp_wc wc = error_wc(F0.recvs[0].wr.wr_id, PP_WC_WR_FLUSH_ERR, qpn);
+  wc.opcode = PP_WC_OP_SEND;
+  wc.byte_len = 0;
+  cr_assert_eq(pp_engine_on_wc(e, 100, &wc), PP_OK);
+  F0.recv_head = 1;
+  cr_assert_eq(F0.nsend, 4, "a receive error freed a send slot");
+  cr_assert_eq(F0.nrecv, 8, "a failed receive is not re-posted");
+  struct pp_rank_stats st;
+  pp_engine_stats(e, &st);
+  cr_assert_eq(st.corrupt, 0);
+  cr_assert_eq(st.messages_received, 0);
+  /* the send side still works */
+  cr_assert_eq(complete_send(e, &F0, PP_WC_SUCCESS, 200), PP_OK);
+  cr_assert_eq(F0.nsend, 5);
+  check_send(&F0, 4, &c, 4);
+  pp_engine_destroy(e);
+
+  /* a send error is no receive completion: the receive side keeps going */
+  fake_init(&F0, 0);
+  e = sender(c, 0);
+  qpn = F0.qps[0].qpn;
+  wc = error_wc(F0.sends[0].wr.wr_id, PP_WC_RNR_RETRY_EXC_ERR, qpn);
+  wc.opcode = PP_WC_OP_RECV;
+  wc.byte_len = c.workload.size;
+  cr_assert_eq(pp_engine_on_wc(e, 100, &wc), PP_OK);
+  F0.send_head = 1;
+  F0.outstanding--;
+  cr_assert_eq(F0.nsend, 4, "no post after a send error");
+  cr_assert_eq(F0.nrecv, 8);
+  pp_engine_stats(e, &st);
+  cr_assert_eq(st.corrupt, 0, "a send error was taken for a received message");
+  cr_assert_eq(st.messages_sent, 0);
+  cr_assert_eq(deliver_msg(e, &F0, 64, 1, 0, 200), PP_OK);
+  cr_assert_eq(F0.nrecv, 9, "the receive side is intact: re-posted");
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(complete_send(e, &F0, PP_WC_WR_FLUSH_ERR, 300), PP_OK);
+  cr_assert_eq(F0.nsend, 4);
+  cr_assert_not(pp_engine_done(e), "the sends are over, 9 messages are still to come");
+  /* then the receives flush, whatever their garbage opcode says */
+  for (unsigned i = 1; i < F0.nrecv; i++) {
+    wc = error_wc(F0.recvs[i].wr.wr_id, PP_WC_WR_FLUSH_ERR, qpn);
+    wc.opcode = i % 2 ? PP_WC_OP_SEND : PP_WC_OP_RDMA_WRITE;
+    cr_assert_eq(pp_engine_on_wc(e, 400, &wc), PP_OK, "receive %u", i);
+    cr_assert(pp_engine_done(e), "a receive side that failed is done");
+  }
+  cr_assert_eq(F0.nrecv, 9);
+  pp_engine_stats(e, &st);
+  cr_assert_eq(st.messages_sent, 0);
+  cr_assert_eq(st.messages_received, 1);
+  cr_assert_eq(st.corrupt, 0);
+  cr_assert_eq(st.status_counts[PP_WC_SUCCESS], 1);
+  cr_assert_eq(st.status_counts[PP_WC_RNR_RETRY_EXC_ERR], 1);
+  cr_assert_eq(st.status_counts[PP_WC_WR_FLUSH_ERR], 3 + 8);
+  pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, post_send_again_keeps_the_message_pending)
@@ -1036,6 +1370,7 @@ Test(engine, post_send_again_keeps_the_message_pending)
   cr_assert_leq(F0.max_outstanding, 4);
   cr_assert(pp_engine_done(e));
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, post_send_again_on_timer_is_retried)
@@ -1048,7 +1383,8 @@ Test(engine, post_send_again_on_timer_is_retried)
   cr_assert_eq(F0.nsend, 1);
   F0.again = 1;
   enum pp_status s = pp_engine_on_timer(e, 1000);
-  cr_assert_eq(F0.nsend, 1);
+  cr_assert_eq(F0.refused, 1);
+  cr_assert_eq(F0.nsend, 1, "one attempt per event: no retry within the same timer call");
   cr_assert_eq(s, PP_OK, "seq 0 is outstanding: the refused post is retried (got %s)",
                pp_status_name(s));
   cr_assert_eq(complete_send(e, &F0, PP_WC_SUCCESS, 1500), PP_OK);
@@ -1059,6 +1395,96 @@ Test(engine, post_send_again_on_timer_is_retried)
   check_send(&F0, 2, &c, 2);
   check_send(&F0, 3, &c, 3);
   pp_engine_destroy(e);
+  check_no_leaks();
+}
+
+Test(engine, post_send_again_at_start_is_retried_at_the_next_submit)
+{
+  struct pp_engine_cfg c = base_cfg();
+  c.qp.sq_depth = 8;
+  c.workload.messages = 3;
+  c.workload.interval_ns = 1000;
+  struct pp_engine *e = create(c, &F0);
+  cr_assert_eq(pp_engine_connect(e, 0, 1, &fake_peer), PP_OK);
+  F0.again = 1;
+  cr_assert_eq(pp_engine_start(e, 0), PP_OK, "the submit timer at 1000 will retry");
+  cr_assert_eq(F0.refused, 1);
+  cr_assert_eq(F0.nsend, 0);
+  cr_assert_eq(pp_engine_next_deadline(e), 1000);
+  cr_assert_not(pp_engine_done(e));
+  cr_assert_eq(pp_engine_on_timer(e, 1000), PP_OK);
+  cr_assert_eq(F0.nsend, 2, "seq 0 retried, seq 1 submitted");
+  check_send(&F0, 0, &c, 0);
+  check_send(&F0, 1, &c, 1);
+  cr_assert_eq(F0.sends[0].wr.wr_id, SEND_WR | 0, "the refused slot is the one used");
+  cr_assert_eq(pp_engine_on_timer(e, 2000), PP_OK);
+  cr_assert_eq(F0.nsend, 3);
+  check_send(&F0, 2, &c, 2);
+  cr_assert_eq(complete_send(e, &F0, PP_WC_SUCCESS, 2100), PP_OK);
+  cr_assert_eq(complete_send(e, &F0, PP_WC_SUCCESS, 2200), PP_OK);
+  cr_assert_eq(complete_send(e, &F0, PP_WC_SUCCESS, 2300), PP_OK);
+  const uint64_t *lat;
+  cr_assert_eq(pp_engine_latency_samples(e, &lat), 3);
+  cr_assert_eq(lat[0], 2100, "seq 0 was submitted at 0: the wait counts");
+  cr_assert_eq(lat[1], 2200 - 1000);
+  cr_assert_eq(lat[2], 2300 - 2000);
+  cr_assert(pp_engine_done(e));
+  pp_engine_destroy(e);
+  check_no_leaks();
+}
+
+Test(engine, post_send_again_is_retried_after_a_receive_completion)
+{
+  struct pp_engine_cfg c = base_cfg(); /* sq_depth 4, rq_depth 8, 10 messages */
+  c.workload.pattern = PP_PATTERN_RING; /* rank 0 sends to and receives from rank 1 */
+  struct pp_engine *e = create(c, &F0);
+  cr_assert_eq(pp_engine_connect(e, 0, 1, &fake_peer), PP_OK);
+  F0.again = 1;
+  cr_assert_eq(pp_engine_start(e, 0), PP_OK, "8 receives outstanding: an event will come");
+  cr_assert_eq(F0.nsend, 0);
+  cr_assert_eq(F0.refused, 1);
+  cr_assert_eq(deliver_msg(e, &F0, 64, 1, 0, 100), PP_OK);
+  cr_assert_eq(F0.nsend, 4, "the receive completion retried the sends");
+  for (unsigned i = 0; i < 4; i++)
+    check_send(&F0, i, &c, i);
+  struct pp_rank_stats st;
+  pp_engine_stats(e, &st);
+  cr_assert_eq(st.messages_received, 1);
+  pp_engine_destroy(e);
+  check_no_leaks();
+}
+
+Test(engine, post_send_again_with_nothing_to_retry_it_is_an_error)
+{
+  /* back to back, nothing outstanding, no timer: no event would ever retry the send */
+  struct pp_engine_cfg c = base_cfg();
+  struct pp_engine *e = create(c, &F0);
+  cr_assert_eq(pp_engine_connect(e, 0, 1, &fake_peer), PP_OK);
+  F0.again = 1;
+  enum pp_status s = pp_engine_start(e, 0);
+  cr_assert_eq(s, PP_AGAIN, "got %s", pp_status_name(s));
+  cr_assert_eq(F0.refused, 1);
+  cr_assert_eq(F0.nsend, 0);
+  cr_assert_eq(pp_engine_next_deadline(e), PP_NO_DEADLINE);
+  pp_engine_destroy(e);
+
+  /* the last outstanding send completes and the next post is refused */
+  fake_init(&F0, 0);
+  c.qp.sq_depth = 1;
+  c.workload.messages = 2;
+  e = sender(c, 0);
+  cr_assert_eq(F0.nsend, 1);
+  F0.again = 1;
+  s = complete_send(e, &F0, PP_WC_SUCCESS, 100);
+  cr_assert_eq(s, PP_AGAIN, "got %s", pp_status_name(s));
+  cr_assert_eq(F0.refused, 1);
+  cr_assert_eq(F0.nsend, 1);
+  struct pp_rank_stats st;
+  pp_engine_stats(e, &st);
+  cr_assert_eq(st.messages_sent, 1, "the completion itself was taken");
+  cr_assert_not(st.done);
+  pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 /* ================================================================ receiving */
@@ -1081,6 +1507,7 @@ Test(engine, receive_counts_intact_messages_and_reposts_at_once)
   cr_assert_eq(F1.recvs[8].wr.sg_list[0].length, c.workload.size);
   cr_assert_eq(pp_engine_next_deadline(e), PP_NO_DEADLINE);
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, receive_detects_a_corrupted_byte)
@@ -1102,6 +1529,7 @@ Test(engine, receive_detects_a_corrupted_byte)
   cr_assert_eq(st.messages_received, 1);
   cr_assert_eq(st.corrupt, 1);
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, receive_detects_wrong_seq_source_and_length)
@@ -1121,24 +1549,50 @@ Test(engine, receive_detects_wrong_seq_source_and_length)
   pp_engine_stats(e, &st);
   cr_assert_eq(st.messages_received, 1);
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
-Test(engine, receiver_done_after_the_last_message_without_repost)
+Test(engine, receiver_posts_no_more_receives_than_messages)
 {
-  struct pp_engine_cfg c = base_cfg();
+  struct pp_engine_cfg c = base_cfg(); /* rq_depth 8 */
   c.workload.messages = 3;
   struct pp_engine *e = receiver(c, 0);
+  cr_assert_eq(F1.nrecv, 3, "3 messages to come: 3 receives, not rq_depth");
   for (uint64_t seq = 0; seq < 3; seq++) {
     cr_assert_not(pp_engine_done(e));
     cr_assert_eq(deliver_msg(e, &F1, 64, 0, seq, 100 * (seq + 1)), PP_OK);
+    cr_assert_eq(F1.nrecv, 3, "no repost: the receives posted cover every message to come");
   }
   cr_assert(pp_engine_done(e));
-  cr_assert_eq(F1.nrecv, 8 + 2, "no repost after the last expected message");
   struct pp_rank_stats st;
   pp_engine_stats(e, &st);
   cr_assert_eq(st.messages_received, 3);
   cr_assert(st.done);
   pp_engine_destroy(e);
+  check_no_leaks();
+}
+
+Test(engine, receiver_done_after_the_last_message_without_repost)
+{
+  struct pp_engine_cfg c = base_cfg(); /* rq_depth 8, 10 messages */
+  struct pp_engine *e = receiver(c, 0);
+  cr_assert_eq(F1.nrecv, 8);
+  for (uint64_t seq = 0; seq < 10; seq++) {
+    cr_assert_not(pp_engine_done(e));
+    cr_assert_eq(deliver_msg(e, &F1, 64, 0, seq, 100 * (seq + 1)), PP_OK);
+    /* reposts after messages 0 and 1 only: then 8 receives cover the 8 messages to come */
+    cr_assert_eq(F1.nrecv, seq < 2 ? 9 + seq : 10, "after seq %llu: %u receives",
+                 (unsigned long long)seq, F1.nrecv);
+  }
+  cr_assert(pp_engine_done(e));
+  cr_assert_eq(F1.recv_head, F1.nrecv, "every receive posted was consumed");
+  struct pp_rank_stats st;
+  pp_engine_stats(e, &st);
+  cr_assert_eq(st.messages_received, 10);
+  cr_assert_eq(st.corrupt, 0);
+  cr_assert(st.done);
+  pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, receive_flush_ends_the_receiver)
@@ -1158,6 +1612,7 @@ Test(engine, receive_flush_ends_the_receiver)
   cr_assert_eq(st.status_counts[PP_WC_WR_FLUSH_ERR], 1);
   cr_assert_eq(st.messages_received, 1);
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, slow_consumer_reposts_after_consume_ns)
@@ -1186,6 +1641,7 @@ Test(engine, slow_consumer_reposts_after_consume_ns)
   pp_engine_stats(e, &st);
   cr_assert_eq(st.messages_received, 2);
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, consume_ranks_selects_the_slow_receivers)
@@ -1206,27 +1662,86 @@ Test(engine, consume_ranks_selects_the_slow_receivers)
   cr_assert_eq(F1.nrecv, 8, "rank 1 is in the mask: held");
   cr_assert_eq(pp_engine_next_deadline(e), 51000);
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, bogus_completions_are_rejected)
 {
-  struct pp_engine_cfg c = base_cfg();
+  struct pp_engine_cfg c = base_cfg(); /* sq_depth 4, 10 messages: slots 0..3 outstanding */
   struct pp_engine *e = sender(c, 0);
-  unsigned n = F0.nsend;
-  struct pp_wc wc = {.status = PP_WC_SUCCESS, .qp_num = F0.qps[0].qpn};
-  wc.wr_id = pp_wr_id(5, PP_WRK_SEND, 0);
-  cr_assert_eq(pp_engine_on_wc(e, 0, &wc), PP_INVALID, "unknown connection");
-  wc.wr_id = pp_wr_id(0, PP_WRK_SEND, c.qp.sq_depth);
-  cr_assert_eq(pp_engine_on_wc(e, 0, &wc), PP_INVALID, "slot out of range");
-  wc.wr_id = pp_wr_id(0, (enum pp_wr_kind)7, 0);
-  cr_assert_eq(pp_engine_on_wc(e, 0, &wc), PP_INVALID, "unknown kind");
-  wc.wr_id = pp_wr_id(0, PP_WRK_RECV, 0);
+  cr_assert_eq(F0.nsend, 4);
+  unsigned calls = F0.ncalls;
+  struct pp_wc wc = {.status = PP_WC_SUCCESS, .opcode = PP_WC_OP_SEND, .qp_num = F0.qps[0].qpn};
+  wc.wr_id = SEND_WR | c.qp.sq_depth;
+  cr_assert_eq(pp_engine_on_wc(e, 0, &wc), PP_INVALID, "send slot out of range");
+  wc.wr_id = SEND_WR | 1ull << 32;
+  cr_assert_eq(pp_engine_on_wc(e, 0, &wc), PP_INVALID, "a cookie is not truncated to a slot");
+  wc.wr_id = SEND_WR | UINT32_MAX;
+  cr_assert_eq(pp_engine_on_wc(e, 0, &wc), PP_INVALID, "the submit timer's number is no slot");
+  wc.wr_id = 0;
+  wc.opcode = PP_WC_OP_RECV;
   cr_assert_eq(pp_engine_on_wc(e, 0, &wc), PP_INVALID, "a sender has no receive side");
-  cr_assert_eq(F0.nsend, n);
+  wc.wr_id = SEND_WR | 0;
+  wc.opcode = PP_WC_OP_SEND;
+  wc.qp_num = F0.qps[0].qpn + 1;
+  cr_assert_eq(pp_engine_on_wc(e, 0, &wc), PP_INVALID, "no such QP");
+  wc.qp_num = 0;
+  cr_assert_eq(pp_engine_on_wc(e, 0, &wc), PP_INVALID, "QP number 0");
+  cr_assert_eq(F0.ncalls, calls, "a rejected completion reaches no backend call");
   struct pp_rank_stats st;
   pp_engine_stats(e, &st);
   cr_assert_eq(st.messages_sent, 0);
+  cr_assert_eq(st.bytes_sent, 0);
+  cr_assert_not(st.done);
+  /* the engine is intact: the real completions still work, each slot reused once */
+  uint64_t now = 100;
+  while (F0.send_head < F0.nsend)
+    cr_assert_eq(complete_send(e, &F0, PP_WC_SUCCESS, now += 100), PP_OK);
+  cr_assert_eq(F0.nsend, 10);
+  for (unsigned i = 0; i < 10; i++)
+    check_send(&F0, i, &c, i);
+  cr_assert(pp_engine_done(e));
+  /* a second completion of the last send: every slot is already free */
+  wc.wr_id = F0.sends[9].wr.wr_id;
+  wc.qp_num = F0.qps[0].qpn;
+  cr_assert_eq(pp_engine_on_wc(e, now, &wc), PP_INVALID, "completed twice");
+  pp_engine_stats(e, &st);
+  cr_assert_eq(st.messages_sent, 10);
+  cr_assert_eq(F0.nsend, 10);
   pp_engine_destroy(e);
+  check_no_leaks();
+}
+
+Test(engine, bogus_receive_completions_are_rejected)
+{
+  struct pp_engine_cfg c = base_cfg(); /* rq_depth 8, 10 messages */
+  struct pp_engine *e = receiver(c, 0);
+  cr_assert_eq(F1.nrecv, 8);
+  unsigned calls = F1.ncalls;
+  struct pp_wc wc = {.status = PP_WC_SUCCESS,
+                     .opcode = PP_WC_OP_RECV,
+                     .byte_len = c.workload.size,
+                     .qp_num = F1.qps[0].qpn};
+  wc.wr_id = c.qp.rq_depth;
+  cr_assert_eq(pp_engine_on_wc(e, 0, &wc), PP_INVALID, "receive slot out of range");
+  wc.wr_id = 1ull << 32;
+  cr_assert_eq(pp_engine_on_wc(e, 0, &wc), PP_INVALID, "a cookie is not truncated to a slot");
+  wc.wr_id = SEND_WR | 0;
+  wc.opcode = PP_WC_OP_SEND;
+  cr_assert_eq(pp_engine_on_wc(e, 0, &wc), PP_INVALID, "a receiver has no send side");
+  cr_assert_eq(F1.ncalls, calls);
+  struct pp_rank_stats st;
+  pp_engine_stats(e, &st);
+  cr_assert_eq(st.messages_received, 0);
+  cr_assert_eq(st.corrupt, 0);
+  /* still expecting seq 0, with its 8 receives posted */
+  cr_assert_eq(deliver_msg(e, &F1, 64, 0, 0, 100), PP_OK);
+  pp_engine_stats(e, &st);
+  cr_assert_eq(st.messages_received, 1);
+  cr_assert_eq(st.corrupt, 0);
+  cr_assert_eq(F1.nrecv, 9);
+  pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 Test(engine, async_events_are_counted)
@@ -1242,6 +1757,7 @@ Test(engine, async_events_are_counted)
   cr_assert_eq(st.async_events, 2);
   cr_assert_eq(F0.ncalls, calls);
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 /* ================================================================ no hidden work */
@@ -1276,6 +1792,7 @@ Test(engine, no_events_no_calls)
   cr_assert_eq(F0.ncalls, calls, "%u backend calls without an event", F0.ncalls - calls);
   cr_assert_eq(pp_engine_next_deadline(e), d);
   pp_engine_destroy(e);
+  check_no_leaks();
 }
 
 /* ================================================================ statistics */
@@ -1449,4 +1966,5 @@ Test(engine, loopback_slow_consumer_delivers_everything_intact)
   cr_assert_gt(ss.latency.max, ss.latency.p50, "a backlog builds up behind the slow consumer");
   pp_engine_destroy(s);
   pp_engine_destroy(r);
+  check_no_leaks();
 }
