@@ -554,7 +554,7 @@ Test(errors, unknown_keys)
   expect_error("ranks: 2\nnic:\n  mtu: 1024\n  speed: 5\n", PP_PARSE,
                "t.yaml:4: unknown key 'speed' in 'nic' (expected one of: name, mtu, header_bytes, "
                "wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, cq_depth, "
-               "max_rd_atomic)");
+               "max_rd_atomic, train)");
   expect_error("ranks: 2\nfaults: {loss: 0, jitter: 1}\n", PP_PARSE,
                "t.yaml:2: unknown key 'jitter' in 'faults' (expected one of: loss)");
   expect_error("ranks: 2\nlimits:\n  max_time: 1s\n", PP_PARSE,
@@ -753,7 +753,7 @@ Test(errors, nic_file_errors_name_the_nic_file)
   snprintf(want, sizeof want,
            "%s:3: unknown key 'acks' in the NIC profile (expected one of: name, mtu, "
            "header_bytes, wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, "
-           "cq_depth, max_rd_atomic)",
+           "cq_depth, max_rd_atomic, train)",
            nic);
   cr_assert_str_eq(err, want);
 

@@ -805,7 +805,7 @@ static enum pp_status resolve(struct ctx *c, const char *what, const struct node
 static const char *const nic_keys[] = {"name",   "mtu",       "header_bytes", "wqe",
                                        "ack_every", "ack_delay", "max_qp",    "max_qp_wr",
                                        "max_srq", "max_mr",    "cq_depth",  "max_rd_atomic",
-                                       NULL};
+                                       "train",   NULL};
 
 static enum pp_status parse_profile(struct ctx *c, const struct node *map, const char *where,
                                     struct pp_nic_profile *p)
@@ -836,6 +836,8 @@ static enum pp_status parse_profile(struct ctx *c, const struct node *map, const
     st = get_u32(c, "cq_depth", v, 1, UINT32_MAX, &p->cq_depth);
   if (st == PP_OK && (v = get(map, "max_rd_atomic")))
     st = get_u32(c, "max_rd_atomic", v, 1, 255, &p->max_rd_atomic);
+  if (st == PP_OK && (v = get(map, "train")))
+    st = get_u32(c, "train", v, 1, 256, &p->train_max);
   return st;
 }
 

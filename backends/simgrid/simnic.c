@@ -15,6 +15,7 @@
 #define EXT_RETH 16u /* RDMA extended transport header */
 #define EXT_AETH 4u  /* ACK extended transport header */
 #define EXT_IMM 4u
+#define TRAIN_BYTES 65536u /* a train carries at most this many wire bytes */
 
 enum pkt_kind { PKT_REQ, PKT_ACK, PKT_RNR_NAK, PKT_NAK, PKT_READ_RESP };
 static const char *const pkt_kind_names[] = {"REQ", "ACK", "RNR_NAK", "NAK", "READ_RESP"};
@@ -24,6 +25,7 @@ enum nak_code { NAK_INV_REQ = 1, NAK_REM_ACCESS = 2, NAK_REM_OP = 3 };
 
 struct simnic_pkt {
   struct simnic_pkt *next_free;
+  struct simnic_pkt *train; /* the next packet of the same train, or NULL */
   enum pkt_kind kind;
   uint32_t src_host, dst_host;
   uint32_t src_qpn, dst_qpn;
@@ -106,6 +108,9 @@ struct simnic {
   struct pp_nic_counters ctr;
   uint64_t tx_free_at;
   double ns_per_byte; /* line rate; 0 = not modelled */
+  bool train_open; /* tx_kick is filling a train: requests join it instead of leaving alone */
+  struct simnic_pkt *train_head, *train_tail;
+  uint64_t train_bytes;
   uint32_t tx_rr;
   uint32_t gen;
 };
@@ -146,6 +151,7 @@ void pp_nic_profile_default(struct pp_nic_profile *p)
       .max_mr = 65536,
       .cq_depth = 65536,
       .max_rd_atomic = 16,
+      .train_max = 1,
   };
 }
 
@@ -170,6 +176,8 @@ enum pp_status pp_nic_profile_check(const struct pp_nic_profile *p, char *err, s
     what = "max_rd_atomic must be 1..255";
   else if (p->header_bytes > 4096)
     what = "header_bytes must be 0..4096";
+  else if (p->train_max < 1 || p->train_max > 256)
+    what = "train must be 1..256";
   if (what) {
     snprintf(err, errlen, "NIC profile '%s': %s", p->name, what);
     return PP_INVALID;
@@ -323,9 +331,18 @@ void simnic_pkt_discard(struct simnic_fabric *f, struct simnic_pkt *p)
 
 void simnic_pkt_lost(struct simnic_fabric *f, struct simnic_pkt *p)
 {
-  assert(f->in_flight > 0);
-  f->in_flight--;
-  simnic_pkt_discard(f, p);
+  while (p) {
+    struct simnic_pkt *next = p->train;
+    assert(f->in_flight > 0);
+    f->in_flight--;
+    simnic_pkt_discard(f, p);
+    p = next;
+  }
+}
+
+const struct simnic_pkt *simnic_pkt_next(const struct simnic_pkt *p)
+{
+  return p->train;
 }
 
 static struct simnic_pkt *pkt_new(struct simnic *n, enum pkt_kind kind, const struct qp *qp)
@@ -366,7 +383,33 @@ static void wire_send(struct simnic *n, struct simnic_pkt *p, uint64_t wire_byte
     return;
   }
   f->in_flight++;
+  if (n->train_open) { /* rides the train tx_kick is filling (one QP: one destination) */
+    if (n->train_head)
+      n->train_tail->train = p;
+    else
+      n->train_head = p;
+    n->train_tail = p;
+    n->train_bytes += wire_bytes;
+    return;
+  }
   f->wire.send(f->wire.ctx, n->host, p->dst_host, p, wire_bytes);
+}
+
+/* Opens a train: the requests transmitted until train_close() travel as one wire transfer. */
+static void train_open(struct simnic *n)
+{
+  n->train_head = n->train_tail = NULL;
+  n->train_open = true;
+  n->train_bytes = 0;
+}
+
+static void train_close(struct simnic *n)
+{
+  struct simnic_pkt *head = n->train_head;
+  n->train_head = n->train_tail = NULL;
+  n->train_open = false;
+  if (head)
+    n->f->wire.send(n->f->wire.ctx, n->host, head->dst_host, head, n->train_bytes);
 }
 
 static uint64_t hdr(const struct simnic *n)
@@ -559,10 +602,17 @@ static void tx_kick(struct simnic *n)
     }
     if (!qp)
       return;
-    uint64_t wire = transmit(n, qp);
+    /* up to train_max WQEs of this QP leave as one train (doorbell batching) */
+    uint64_t wire = 0, wqes = 0;
+    train_open(n);
+    do {
+      wire += transmit(n, qp);
+      wqes++;
+    } while (wqes < n->f->prof.train_max && wire < TRAIN_BYTES && qp_can_transmit(qp));
+    train_close(n);
     uint64_t busy = (uint64_t)ceil((double)wire * n->ns_per_byte);
-    if (busy < n->f->prof.wqe_ns)
-      busy = n->f->prof.wqe_ns;
+    if (busy < wqes * n->f->prof.wqe_ns)
+      busy = wqes * n->f->prof.wqe_ns;
     n->tx_free_at = n->now + busy;
   }
 }
@@ -815,12 +865,11 @@ static void responder_request(struct simnic *n, struct qp *qp, const struct simn
 
 /* ---------------------------------------------------------------- entry points */
 
-void simnic_on_packet(struct simnic *n, uint64_t now, struct simnic_pkt *p)
+static void on_one_packet(struct simnic *n, struct simnic_pkt *p)
 {
   struct simnic_fabric *f = n->f;
   assert(f->in_flight > 0);
   f->in_flight--;
-  n->now = now;
   struct qp *qp = qp_get(n, p->dst_qpn);
   logf_(n, "RX %s %s psn %u len %u <- host%u qp %u", pkt_kind_names[p->kind],
         p->kind == PKT_REQ ? pp_wr_opcode_name(p->opcode) : "-", p->psn, p->len, p->src_host,
@@ -848,6 +897,16 @@ void simnic_on_packet(struct simnic *n, uint64_t now, struct simnic_pkt *p)
     }
   }
   simnic_pkt_discard(f, p);
+}
+
+void simnic_on_packet(struct simnic *n, uint64_t now, struct simnic_pkt *p)
+{
+  n->now = now;
+  while (p) {
+    struct simnic_pkt *next = p->train;
+    on_one_packet(n, p);
+    p = next;
+  }
   tx_kick(n);
 }
 

@@ -32,6 +32,8 @@ struct pp_nic_profile {
   uint32_t max_mr;
   uint32_t cq_depth;
   uint32_t max_rd_atomic; /* the device's max_qp_rd_atom */
+  uint32_t train_max;     /* WQEs of one QP that may leave as one wire transfer (doorbell
+                             batching; 1 = every message on its own) */
 };
 
 /* Faults the fabric injects, from its seeded PRNG. */
@@ -75,8 +77,11 @@ extern const struct pp_nic_ops simnic_ops;
 void simnic_on_packet(struct simnic *n, uint64_t now, struct simnic_pkt *pkt);
 /* Returns a packet to the pool without delivering it (end of run). */
 void simnic_pkt_discard(struct simnic_fabric *f, struct simnic_pkt *pkt);
-/* The wire lost a packet it was handed: it no longer counts as in flight. */
+/* The wire lost a packet (a whole train) it was handed: it no longer counts as in flight. */
 void simnic_pkt_lost(struct simnic_fabric *f, struct simnic_pkt *pkt);
+/* The packet after pkt in its train (NULL at the end): a wire send may carry several packets,
+ * all for the same destination, delivered together by one simnic_on_packet(). */
+const struct simnic_pkt *simnic_pkt_next(const struct simnic_pkt *pkt);
 uint64_t simnic_next_deadline(const struct simnic *n);
 void simnic_on_timer(struct simnic *n, uint64_t now);
 
