@@ -1,0 +1,1744 @@
+/*
+ * The p2p protocols "eager" and "rndv": tag matching, eager with credit flow control, rendezvous
+ * RGET and pipelined RPUT. See p2p.h for the semantics; this comment is about how.
+ *
+ * Per peer there are `channels` RC QPs. Every QP posts nrx = D + R + C receive buffers of
+ * HDR + eager_limit bytes at creation and re-posts each one as soon as its message is consumed:
+ *
+ * - D = credits: the sender's data credits. An EAGER message or an RTS costs one credit (an RPUT
+ *   RTS costs `charged` = its pipeline depth, the extra ones cover the FINs of its fragments).
+ *   The receiver counts `inuse` (credits it holds: buffers with unconsumed messages, charges of
+ *   running RPUTs) and `owed` (freed, not yet handed back). Every message it sends on the QP
+ *   carries `owed` back; if nothing goes that way it sends an explicit CREDIT message once
+ *   owed >= T (credit_threshold), or as soon as owed > 0 when the sender must have run dry
+ *   (inuse + owed == D: nothing is in flight and the sender holds no credit).
+ * - R = reply_slots: replies are prepaid by their requester. A sender reserves one slot for the
+ *   ACK of an issend, one for the FIN of an RGET and `charged` for the CTSs of an RPUT before it
+ *   sends the request, and gets them back when the transfer is over; CTS, FIN and ACK therefore
+ *   never need credits and can never be refused, so no dependency cycle exists between peers.
+ * - C = 1 + (D - 1) / T: explicit CREDIT messages. Each one carries >= T credits, or is the single
+ *   "dry" one (when the sender holds no credit, no other return can be in flight), and the
+ *   credits in flight never exceed D, so at most C of them are ever unconsumed.
+ *
+ * Nothing is sent into a QP without a posted buffer behind it: no RNR, whatever rnr_retry says.
+ *
+ * Matching messages (EAGER, RTS) carry a per-peer sequence number; one that arrives before its
+ * predecessor (another channel was faster) is held in its buffer until the gap closes, so the
+ * matching queues see every peer's messages in send order. Unexpected messages also stay in
+ * their buffers; the credits they hold are what bounds unexpected memory.
+ *
+ * Completions reach the workload at the end of the event that caused them (a done list), never
+ * from inside an API call the workload is making.
+ */
+#include "p2p.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+#include "match.h"
+
+#define HDR 64u
+#define PIPE_MAX 8u
+#define FLUSH_TIMER 1u
+
+enum msg_type { M_EAGER = 1, M_RTS, M_CTS, M_FIN, M_ACK, M_CREDIT };
+enum { F_SYNC = 1, F_RGET = 2 };
+
+/* The wire header at the start of every SEND (fixed-width fields, host order: both ends are
+ * the same build). */
+struct hdr {
+  uint8_t type, flags;
+  uint16_t credits; /* data credits handed back to the receiver of this message */
+  uint32_t ctx;
+  uint32_t seq;     /* EAGER, RTS: per-peer sequence number; CTS, FIN: fragment index */
+  uint32_t tag;
+  uint32_t len;     /* EAGER, RTS: message length; CTS: bytes the receiver takes in all */
+  uint32_t charged; /* RTS: credits it costs; CTS: number of fragments */
+  uint64_t sreq;    /* the sender's request */
+  uint64_t rreq;    /* the receiver's request */
+  uint64_t addr;    /* RTS (RGET): source; CTS: destination fragment */
+  uint32_t rkey;
+  uint32_t flen;    /* CTS, FIN: fragment length */
+  uint32_t off;     /* CTS, FIN: fragment offset */
+  uint32_t pad;
+};
+_Static_assert(sizeof(struct hdr) == HDR, "the header is 64 bytes");
+
+/* wr_id: kind (4 bits) | generation (28 bits) | index (32 bits) */
+enum { W_RECV = 1, W_TX = 2, W_WRITE = 3, W_READ = 4 };
+#define WRID(kind, gen, idx)                                                                       \
+  ((uint64_t)(kind) << 60 | ((uint64_t)(gen) & 0xfffffffull) << 32 | (uint32_t)(idx))
+#define WR_KIND(w) ((unsigned)((w) >> 60))
+#define WR_GEN(w) ((uint32_t)(((w) >> 32) & 0xfffffff))
+#define WR_IDX(w) ((uint32_t)(w))
+
+enum rx_state { RX_POSTED, RX_HELD };
+
+struct rx {
+  struct pp_mentry me; /* the unexpected queue */
+  struct rx *ooo_next; /* held out of order, sorted by seq */
+  uint32_t ch;
+  uint8_t state;
+};
+
+#define NO_TX UINT32_MAX
+
+struct tx {
+  uint32_t next; /* free list or control queue */
+  uint32_t ch;
+  uint64_t req;  /* request handle, or 0 */
+  uint16_t nwr;  /* send-queue slots this signalled WR frees */
+  uint8_t type;
+  uint8_t slot;  /* RPUT sender FIN: the registration slot it releases */
+};
+
+struct chan {
+  uint32_t peer; /* peer index */
+  uint32_t qpn, psn;
+  uint32_t rx0;
+  /* receiving side */
+  uint32_t inuse, owed;
+  bool credit_queued;
+  /* sending side */
+  uint32_t credits, replies, sq_used;
+  uint32_t cq_head, cq_tail; /* control messages waiting for a send-queue slot */
+  bool failed;
+};
+
+struct peer {
+  uint32_t rank, ch0, next_ch;
+  uint32_t send_seq, recv_seq;
+  struct rx *ooo;
+  struct req *pend_head, *pend_tail;
+  bool failed;
+  uint8_t fail_wc;
+};
+
+enum { K_FREE, K_SEND, K_RECV };
+enum { RS_PENDING = 1, RS_ACTIVE, RS_DONE };
+enum {
+  R_SYNC = 1,
+  R_AUTO = 2,     /* made by pp_proto_ops send/recv: freed after its callback */
+  R_POSTED = 4,   /* in the posted-receive queue */
+  R_WORK = 8,     /* on the work list */
+  R_DONEQ = 16,   /* on the done list */
+  R_RELEASED = 32, /* tested while on the done list: freed there */
+  R_PARKED = 64,  /* counted once as parked */
+  R_READ = 128,   /* RGET receiver: READ posted */
+};
+
+struct frag {
+  uint64_t addr;
+  uint32_t rkey, off, len, idx;
+};
+
+struct req {
+  struct pp_mentry me;
+  uint32_t gen;
+  uint8_t kind, state, flags, proto, err, wc;
+  uint32_t peer;          /* peer index; UINT32_MAX before a receive matched */
+  uint32_t rank, tag, ctx; /* send: destination; receive: the pattern */
+  uint8_t *buf;
+  uint32_t len;
+  uint64_t cookie;
+  uint64_t done_ns;
+  uint32_t src, mtag, msg_len, got; /* receive: the message matched */
+  uint32_t seq, ch, charged, rneed;
+  uint32_t wrs;           /* signalled work requests outstanding */
+  bool await;             /* sender: waiting for the ACK / the last FIN */
+  uint64_t peer_req;
+  uint64_t raddr;
+  uint32_t rkey;
+  uint32_t nfrag, fnext, fdone, fq_n, fq_head;
+  struct frag fq[PIPE_MAX];                 /* sender: CTSs received, not written yet */
+  struct pp_mr xmr[PIPE_MAX];               /* exposed to the peer for this transfer only */
+  struct pp_rcache_entry *rce[PIPE_MAX * 2]; /* local registrations in use */
+  struct req *next;
+};
+
+struct txpool {
+  uint8_t *buf;
+  struct pp_mr mr;
+  uint32_t first, n, size, free;
+};
+
+struct p2p {
+  struct pp_p2p_params prm;
+  uint32_t D, R, C, T, P, nrx, bsize;
+  uint32_t npeer, nch;
+  struct peer peer[PP_MAX_PEERS];
+  int32_t *peer_of; /* rank -> peer index or -1 */
+  struct chan *ch;
+  struct rx *rx;
+  uint8_t *rxbuf;
+  struct pp_mr rxmr;
+  uint32_t ntotal_rx;
+  struct tx *tx;
+  struct txpool big, small;
+  struct req *req;
+  struct req *freereq;
+  struct pp_match match;
+  bool match_ok;
+  struct pp_rcache rc;
+  bool rc_ok;
+  struct req *work;
+  struct req *done_head, *done_tail;
+  uint32_t depth;
+  bool flushing, flush_armed;
+  uint32_t npending; /* sends waiting to start */
+  uint32_t nactive;  /* requests started and not complete */
+  uint32_t nheld;    /* unexpected messages held */
+  struct pp_recv_record *rec;
+  uint32_t nrec, rec_cap;
+  uint64_t rec_dropped;
+  struct pp_p2p_stats st;
+};
+
+static const char *const proto_names[] = {
+#define PP_X(id, name) [PP_P2P_##id] = name,
+    PP_P2P_PROTO_LIST(PP_X)
+#undef PP_X
+};
+
+static const char *const err_names[] = {
+#define PP_X(id, name, desc) [PP_P2P_E_##id] = name,
+    PP_P2P_ERR_LIST(PP_X)
+#undef PP_X
+};
+
+const char *pp_p2p_proto_name(enum pp_p2p_proto p)
+{
+  return (unsigned)p < PP_P2P_PROTO_COUNT ? proto_names[p] : "?";
+}
+
+const char *pp_p2p_err_name(enum pp_p2p_err e)
+{
+  return (unsigned)e < PP_P2P_ERR_COUNT ? err_names[e] : "?";
+}
+
+uint64_t pp_p2p_checksum(const void *buf, size_t len)
+{
+  const uint8_t *b = buf;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < len; i++) {
+    h ^= b[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+/* ------------------------------------------------------------------ configuration */
+
+static uint32_t def(uint32_t v, uint32_t d)
+{
+  return v ? v : d;
+}
+
+void pp_p2p_params_default(struct pp_p2p_params *p)
+{
+  *p = (struct pp_p2p_params){.eager_limit = 12u << 10, .rget_limit = 1u << 20, .record = 4096};
+}
+
+void pp_p2p_params_resolve(const struct pp_engine_cfg *c, struct pp_p2p_params *o)
+{
+  *o = c->p2p;
+  if (c->protocol == PP_PROTO_RNDV)
+    o->eager_limit = 0;
+  o->frag_size = def(o->frag_size, 512u << 10);
+  o->pipeline = def(o->pipeline, 4);
+  o->channels = def(o->channels, 1);
+  o->credits = def(o->credits, c->qp.rq_depth);
+  o->credit_threshold = def(o->credit_threshold, (o->credits + 1) / 2);
+  o->reply_slots = def(o->reply_slots, o->pipeline > 8 ? o->pipeline : 8);
+  o->send_buffers = def(o->send_buffers, 64);
+  uint32_t reqs = 2 * (c->qp.sq_depth + c->qp.rq_depth);
+  o->max_requests = def(o->max_requests, reqs > 1024 ? reqs : 1024);
+  o->rcache_entries = def(o->rcache_entries, 256);
+  if (!o->rcache_bytes)
+    o->rcache_bytes = 1ull << 30;
+}
+
+int pp_p2p_proto(int protocol)
+{
+  return protocol == PP_PROTO_EAGER || protocol == PP_PROTO_RNDV;
+}
+
+int pp_p2p_app(int kind)
+{
+  return kind == PP_WORKLOAD_SCRIPT || kind == PP_WORKLOAD_TRAFFIC || kind == PP_WORKLOAD_API;
+}
+
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      snprintf(err, errlen, __VA_ARGS__);                                                          \
+      return PP_INVALID;                                                                           \
+    }                                                                                              \
+  } while (0)
+
+int pp_script_cfg_check(const struct pp_engine_cfg *c, char *err, size_t errlen);
+int pp_traffic_cfg_check(const struct pp_engine_cfg *c, char *err, size_t errlen);
+
+int pp_p2p_cfg_check(const struct pp_engine_cfg *c, char *err, size_t errlen)
+{
+  const struct pp_workload *w = &c->workload;
+  CHECK(!pp_p2p_app(w->kind) || pp_p2p_proto(c->protocol),
+        "workload '%s' needs protocol eager or rndv, got '%s'", pp_workload_name(w->kind),
+        pp_protocol_name(c->protocol));
+  CHECK(w->pattern != PP_PATTERN_ALLTOALL || w->kind == PP_WORKLOAD_TRAFFIC,
+        "pattern 'alltoall' is only for workload 'traffic'");
+  if (pp_p2p_proto(c->protocol)) {
+    struct pp_p2p_params p;
+    pp_p2p_params_resolve(c, &p);
+    CHECK(p.eager_limit <= PP_P2P_MAX_EAGER, "eager_limit must be at most %u bytes, got %u",
+          PP_P2P_MAX_EAGER, p.eager_limit);
+    CHECK(p.frag_size >= 4096, "frag_size must be at least 4096 bytes, got %u", p.frag_size);
+    CHECK(p.pipeline <= PIPE_MAX, "pipeline must be 1..%u, got %u", PIPE_MAX, p.pipeline);
+    CHECK(p.channels <= PP_P2P_MAX_CHANNELS, "channels must be 1..%u, got %u",
+          PP_P2P_MAX_CHANNELS, p.channels);
+    CHECK(p.credits <= PP_P2P_MAX_CREDITS, "credits must be 1..%u, got %u", PP_P2P_MAX_CREDITS,
+          p.credits);
+    CHECK(p.credit_threshold <= p.credits, "credit_threshold must be 1..credits (%u), got %u",
+          p.credits, p.credit_threshold);
+    CHECK(p.reply_slots >= p.pipeline && p.reply_slots <= PP_P2P_MAX_CREDITS,
+          "reply_slots must be pipeline (%u)..%u, got %u", p.pipeline, PP_P2P_MAX_CREDITS,
+          p.reply_slots);
+    CHECK(p.send_buffers <= 65536, "send_buffers must be 1..65536, got %u", p.send_buffers);
+    CHECK(p.max_requests <= PP_P2P_MAX_REQUESTS, "max_requests must be 1..%u, got %u",
+          PP_P2P_MAX_REQUESTS, p.max_requests);
+    CHECK(p.rcache_entries <= 65536, "rcache_entries must be 1..65536, got %u",
+          p.rcache_entries);
+    CHECK(p.rcache_bytes >= (uint64_t)p.frag_size + 2 * PP_RCACHE_PAGE &&
+              p.rcache_bytes >= (uint64_t)p.rget_limit + 2 * PP_RCACHE_PAGE,
+          "rcache_bytes must hold a fragment and an RGET message (%llu), got %llu",
+          (unsigned long long)(p.frag_size > p.rget_limit ? p.frag_size : p.rget_limit) +
+              2 * PP_RCACHE_PAGE,
+          (unsigned long long)p.rcache_bytes);
+    CHECK(p.record <= PP_P2P_MAX_RECORD, "record must be at most %u, got %u", PP_P2P_MAX_RECORD,
+          p.record);
+    uint32_t C = 1 + (p.credits - 1) / p.credit_threshold;
+    uint64_t nrx = (uint64_t)p.credits + p.reply_slots + C;
+    CHECK(nrx <= PP_MAX_QUEUE_DEPTH,
+          "credits + reply_slots + credit messages = %llu receive buffers per QP exceed %u",
+          (unsigned long long)nrx, PP_MAX_QUEUE_DEPTH);
+  }
+  if (w->kind == PP_WORKLOAD_SCRIPT)
+    return pp_script_cfg_check(c, err, errlen);
+  if (w->kind == PP_WORKLOAD_TRAFFIC)
+    return pp_traffic_cfg_check(c, err, errlen);
+  CHECK(w->kind != PP_WORKLOAD_API || c->nranks - 1 <= PP_MAX_PEERS,
+        "workload 'api' connects every pair of ranks: at most %u ranks, got %u",
+        PP_MAX_PEERS + 1, c->nranks);
+  return PP_OK;
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+static struct p2p *P2P(const struct pp_engine *e)
+{
+  return e->ps;
+}
+
+static struct hdr *rx_hdr(const struct p2p *p, const struct rx *r)
+{
+  return (struct hdr *)(void *)(p->rxbuf + (size_t)(r - p->rx) * p->bsize);
+}
+
+static uint8_t *tx_buf(const struct p2p *p, uint32_t t)
+{
+  const struct txpool *tp = t < p->big.first + p->big.n && t >= p->big.first ? &p->big : &p->small;
+  return tp->buf + (size_t)(t - tp->first) * tp->size;
+}
+
+static const struct pp_mr *tx_mr(const struct p2p *p, uint32_t t)
+{
+  return t >= p->big.first && t < p->big.first + p->big.n ? &p->big.mr : &p->small.mr;
+}
+
+static uint32_t tx_alloc(struct p2p *p, struct txpool *tp)
+{
+  uint32_t t = tp->free;
+  if (t != NO_TX) {
+    tp->free = p->tx[t].next;
+    p->tx[t].next = NO_TX;
+  }
+  return t;
+}
+
+static void tx_free(struct p2p *p, uint32_t t)
+{
+  struct txpool *tp = t >= p->big.first && t < p->big.first + p->big.n ? &p->big : &p->small;
+  p->tx[t] = (struct tx){.next = tp->free};
+  tp->free = t;
+}
+
+static uint64_t handle_of(const struct p2p *p, const struct req *r)
+{
+  return (uint64_t)r->gen << 32 | (uint64_t)(r - p->req + 1);
+}
+
+static struct req *req_of(const struct p2p *p, uint64_t h)
+{
+  uint32_t i = (uint32_t)h;
+  if (i == 0 || i > p->prm.max_requests)
+    return NULL;
+  struct req *r = &p->req[i - 1];
+  return r->kind != K_FREE && r->gen == (uint32_t)(h >> 32) ? r : NULL;
+}
+
+static struct req *req_alloc(struct p2p *p)
+{
+  struct req *r = p->freereq;
+  if (!r)
+    return NULL;
+  p->freereq = r->next;
+  uint32_t gen = r->gen;
+  memset(r, 0, sizeof(*r));
+  r->gen = gen;
+  r->peer = UINT32_MAX;
+  return r;
+}
+
+static void req_free(struct p2p *p, struct req *r)
+{
+  r->kind = K_FREE;
+  r->gen = (r->gen + 1) & 0xfffffff;
+  r->next = p->freereq;
+  p->freereq = r;
+}
+
+static void add_work(struct p2p *p, struct req *r)
+{
+  if (r->flags & R_WORK)
+    return;
+  r->flags |= R_WORK;
+  r->next = p->work;
+  p->work = r;
+}
+
+static void remove_work(struct p2p *p, struct req *r)
+{
+  if (!(r->flags & R_WORK))
+    return;
+  struct req **pp = &p->work;
+  while (*pp != r)
+    pp = &(*pp)->next;
+  *pp = r->next;
+  r->flags &= ~R_WORK;
+}
+
+static void arm_flush(struct pp_engine *e, uint64_t now)
+{
+  struct p2p *p = P2P(e);
+  if (p->depth == 0 && !p->flushing && !p->flush_armed && p->done_head &&
+      pp_engine_push_timer(e, now, PP_TIMER_PROTO, FLUSH_TIMER) == PP_OK)
+    p->flush_armed = true;
+}
+
+static void record(struct pp_engine *e, const struct req *r)
+{
+  struct p2p *p = P2P(e);
+  if (p->nrec == p->rec_cap) {
+    p->rec_dropped++;
+    return;
+  }
+  bool ok = r->err == PP_P2P_E_OK || r->err == PP_P2P_E_TRUNCATED;
+  p->rec[p->nrec++] = (struct pp_recv_record){
+      .rank = e->cfg.rank,
+      .source = ok ? r->src : r->rank,
+      .tag = ok ? r->mtag : r->tag,
+      .ctx = r->ctx,
+      .size = ok ? r->got : 0,
+      .msg_len = ok ? r->msg_len : 0,
+      .error = r->err,
+      .proto = r->proto,
+      .wc_status = r->wc,
+      .checksum = ok ? pp_p2p_checksum(r->buf, r->got) : 0,
+  };
+}
+
+/* The request is over: it goes to the done list, the workload hears of it at the end of the
+ * event. */
+static void complete(struct pp_engine *e, uint64_t now, struct req *r)
+{
+  struct p2p *p = P2P(e);
+  remove_work(p, r);
+  if (r->state == RS_ACTIVE)
+    p->nactive--;
+  r->state = RS_DONE;
+  r->done_ns = now;
+  if (r->kind == K_RECV) {
+    if (r->err == PP_P2P_E_OK || r->err == PP_P2P_E_TRUNCATED)
+      p->st.received[r->proto]++;
+    if (p->rec_cap)
+      record(e, r);
+  }
+  if (r->err == PP_P2P_E_TRUNCATED)
+    p->st.truncated++;
+  else if (r->err == PP_P2P_E_CANCELLED)
+    p->st.cancelled++;
+  else if (r->err == PP_P2P_E_FAILED)
+    p->st.failed++;
+  r->flags |= R_DONEQ;
+  r->next = NULL;
+  if (p->done_tail)
+    p->done_tail->next = r;
+  else
+    p->done_head = r;
+  p->done_tail = r;
+  arm_flush(e, now);
+}
+
+static enum pp_wc_status wc_of(const struct req *r)
+{
+  switch (r->err) {
+  case PP_P2P_E_OK:
+    return PP_WC_SUCCESS;
+  case PP_P2P_E_TRUNCATED:
+    return PP_WC_LOC_LEN_ERR;
+  case PP_P2P_E_CANCELLED:
+    return PP_WC_WR_FLUSH_ERR;
+  default:
+    return (enum pp_wc_status)r->wc;
+  }
+}
+
+static enum pp_status flush_done(struct pp_engine *e, uint64_t now)
+{
+  struct p2p *p = P2P(e);
+  enum pp_status st = PP_OK;
+  if (p->flushing)
+    return PP_OK;
+  p->flushing = true;
+  while (p->done_head) {
+    struct req *r = p->done_head;
+    p->done_head = r->next;
+    if (!p->done_head)
+      p->done_tail = NULL;
+    r->flags &= ~R_DONEQ;
+    if (r->flags & R_RELEASED) {
+      r->kind = K_FREE; /* its handle already went stale in pp_p2p_test */
+      r->next = p->freereq;
+      p->freereq = r;
+      continue;
+    }
+    enum pp_status s = r->kind == K_SEND
+                           ? pp_app_send_done(e, now, r->cookie, wc_of(r))
+                           : pp_app_recv_done(e, now, r->cookie, wc_of(r), r->src, r->mtag, r->got);
+    if (s != PP_OK && st == PP_OK)
+      st = s;
+    if (r->flags & R_AUTO)
+      req_free(p, r);
+  }
+  p->flushing = false;
+  return st;
+}
+
+/* ------------------------------------------------------------------ posting */
+
+static enum pp_status post_rx(struct pp_engine *e, struct rx *r)
+{
+  struct p2p *p = P2P(e);
+  uint32_t i = (uint32_t)(r - p->rx);
+  struct pp_recv_wr wr = {
+      .wr_id = WRID(W_RECV, 0, i),
+      .num_sge = 1,
+      .sg_list = {{.addr = (uint64_t)(uintptr_t)(p->rxbuf + (size_t)i * p->bsize),
+                   .length = p->bsize,
+                   .lkey = p->rxmr.lkey}},
+  };
+  r->state = RX_POSTED;
+  if (p->ch[r->ch].failed)
+    return PP_OK;
+  return (enum pp_status)e->ops->post_recv(e->nic, p->ch[r->ch].qpn, &wr);
+}
+
+/* Posts tx slot t (its header already filled) with `len` bytes; hands back the owed credits. */
+static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
+{
+  struct p2p *p = P2P(e);
+  struct tx *x = &p->tx[t];
+  struct chan *c = &p->ch[x->ch];
+  struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
+  h->credits = (uint16_t)c->owed;
+  if (h->type != M_CREDIT)
+    p->st.credits_piggybacked += c->owed;
+  c->owed = 0;
+  struct pp_send_wr wr = {
+      .wr_id = WRID(W_TX, 0, t),
+      .opcode = PP_WR_SEND,
+      .send_flags = PP_SEND_SIGNALED,
+      .num_sge = 1,
+      .sg_list = {{.addr = (uint64_t)(uintptr_t)h, .length = len, .lkey = tx_mr(p, t)->lkey}},
+  };
+  c->sq_used++;
+  return (enum pp_status)e->ops->post_send(e->nic, c->qpn, &wr);
+}
+
+static bool credit_due(const struct p2p *p, const struct chan *c)
+{
+  return c->owed > 0 && (c->owed >= p->T || c->inuse + c->owed == p->D);
+}
+
+/* Posts the queued control messages of channel c while its send queue has room. */
+static enum pp_status flush_ctrl(struct pp_engine *e, struct chan *c)
+{
+  struct p2p *p = P2P(e);
+  while (c->cq_head != NO_TX && c->sq_used < e->cfg.qp.sq_depth && !c->failed) {
+    uint32_t t = c->cq_head;
+    c->cq_head = p->tx[t].next;
+    if (c->cq_head == NO_TX)
+      c->cq_tail = NO_TX;
+    p->tx[t].next = NO_TX;
+    if (p->tx[t].type == M_CREDIT) {
+      c->credit_queued = false;
+      if (!credit_due(p, c)) { /* piggy-backed meanwhile */
+        tx_free(p, t);
+        continue;
+      }
+      p->st.credit_msgs++;
+    }
+    enum pp_status s = post_tx(e, t, HDR);
+    if (s != PP_OK)
+      return s;
+  }
+  return PP_OK;
+}
+
+/* Queues a header-only control message on channel ch; h is copied. */
+static enum pp_status send_ctrl(struct pp_engine *e, uint32_t ch, const struct hdr *h,
+                                uint64_t req, uint8_t slot, uint16_t nwr)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[ch];
+  if (c->failed)
+    return PP_OK;
+  uint32_t t = tx_alloc(p, &p->small);
+  if (t == NO_TX)
+    return PP_LIMIT; /* cannot happen: the pool covers every reply that can be owed */
+  memcpy(tx_buf(p, t), h, HDR);
+  p->tx[t] = (struct tx){.next = NO_TX, .ch = ch, .req = req, .nwr = nwr, .type = h->type,
+                         .slot = slot};
+  if (c->cq_tail == NO_TX)
+    c->cq_head = t;
+  else
+    p->tx[c->cq_tail].next = t;
+  c->cq_tail = t;
+  return flush_ctrl(e, c);
+}
+
+static enum pp_status credit_check(struct pp_engine *e, uint32_t ch)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[ch];
+  if (c->credit_queued || !credit_due(p, c))
+    return PP_OK;
+  c->credit_queued = true;
+  struct hdr h = {.type = M_CREDIT};
+  return send_ctrl(e, ch, &h, 0, 0, 1);
+}
+
+/* A consumed buffer goes back to the NIC; `credits` of the sender's credits become owed. */
+static enum pp_status release_rx(struct pp_engine *e, struct rx *r, uint32_t credits)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[r->ch];
+  enum pp_status s = post_rx(e, r);
+  if (s != PP_OK)
+    return s;
+  c->inuse -= credits;
+  c->owed += credits;
+  return credit_check(e, r->ch);
+}
+
+/* ------------------------------------------------------------------ failures */
+
+static void release_regs(struct pp_engine *e, struct req *r)
+{
+  struct p2p *p = P2P(e);
+  for (uint32_t i = 0; i < PIPE_MAX; i++)
+    if (r->xmr[i].lkey) {
+      e->ops->dereg_mr(e->nic, &r->xmr[i]);
+      r->xmr[i] = (struct pp_mr){0};
+    }
+  for (uint32_t i = 0; i < 2 * PIPE_MAX; i++)
+    if (r->rce[i]) {
+      pp_rcache_put(&p->rc, r->rce[i]);
+      r->rce[i] = NULL;
+    }
+}
+
+static void fail_req(struct pp_engine *e, uint64_t now, struct req *r, uint8_t wc)
+{
+  if (r->state == RS_DONE)
+    return;
+  release_regs(e, r);
+  r->err = PP_P2P_E_FAILED;
+  r->wc = wc;
+  if (r->flags & R_POSTED) {
+    pp_match_remove_posted(&P2P(e)->match, &r->me);
+    r->flags &= ~R_POSTED;
+  }
+  complete(e, now, r);
+}
+
+/* A completion failed on channel ch: the peer is gone. Everything that involves it fails. */
+static void fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint8_t wc)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[ch];
+  struct peer *pe = &p->peer[c->peer];
+  if (c->failed)
+    return;
+  c->failed = true;
+  while (c->cq_head != NO_TX) { /* queued control messages will never go */
+    uint32_t t = c->cq_head;
+    c->cq_head = p->tx[t].next;
+    tx_free(p, t);
+  }
+  c->cq_tail = NO_TX;
+  if (pe->failed)
+    return;
+  pe->failed = true;
+  pe->fail_wc = wc;
+  while (pe->pend_head) {
+    struct req *r = pe->pend_head;
+    pe->pend_head = r->next;
+    p->npending--;
+    fail_req(e, now, r, wc);
+  }
+  pe->pend_tail = NULL;
+  for (uint32_t i = 0; i < p->prm.max_requests; i++) {
+    struct req *r = &p->req[i];
+    if (r->kind == K_FREE || r->state == RS_DONE)
+      continue;
+    if (r->peer == c->peer || (r->kind == K_RECV && (r->flags & R_POSTED) && r->rank == pe->rank))
+      fail_req(e, now, r, wc);
+  }
+}
+
+/* ------------------------------------------------------------------ sending */
+
+static uint32_t msg_proto(const struct p2p *p, uint32_t len)
+{
+  if (len <= p->prm.eager_limit)
+    return PP_P2P_EAGER;
+  return len <= p->prm.rget_limit ? PP_P2P_RNDV_GET : PP_P2P_RNDV_PUT;
+}
+
+/* Starts the sends parked at peer pe, in order, while credits, reply slots, send-queue slots
+ * and buffers allow. */
+static enum pp_status start_sends(struct pp_engine *e, uint32_t pi)
+{
+  struct p2p *p = P2P(e);
+  struct peer *pe = &p->peer[pi];
+  while (pe->pend_head) {
+    struct req *r = pe->pend_head;
+    uint32_t need = r->proto == PP_P2P_RNDV_PUT ? p->P : 1;
+    uint32_t rneed = r->proto == PP_P2P_EAGER ? ((r->flags & R_SYNC) ? 1 : 0) : need;
+    uint32_t ch = UINT32_MAX;
+    for (uint32_t k = 0; k < p->prm.channels && ch == UINT32_MAX; k++) {
+      uint32_t i = pe->ch0 + (pe->next_ch + k) % p->prm.channels;
+      const struct chan *c = &p->ch[i];
+      if (c->credits >= need && c->replies >= rneed && c->sq_used < e->cfg.qp.sq_depth)
+        ch = i;
+    }
+    bool big = r->proto == PP_P2P_EAGER && r->len > 0;
+    uint32_t t = ch == UINT32_MAX ? NO_TX : tx_alloc(p, big ? &p->big : &p->small);
+    struct pp_mr xmr = {0};
+    if (t != NO_TX && r->proto == PP_P2P_RNDV_GET &&
+        e->ops->reg_mr(e->nic, r->buf, r->len, PP_ACCESS_REMOTE_READ, &xmr) != PP_OK) {
+      tx_free(p, t);
+      t = NO_TX;
+    }
+    if (t == NO_TX) {
+      if (!(r->flags & R_PARKED)) {
+        r->flags |= R_PARKED;
+        p->st.parked++;
+      }
+      return PP_OK;
+    }
+    pe->pend_head = r->next;
+    if (!pe->pend_head)
+      pe->pend_tail = NULL;
+    p->npending--;
+    struct chan *c = &p->ch[ch];
+    c->credits -= need;
+    c->replies -= rneed;
+    pe->next_ch = (ch - pe->ch0 + 1) % p->prm.channels;
+    r->ch = ch;
+    r->charged = need;
+    r->rneed = rneed;
+    r->state = RS_ACTIVE;
+    p->nactive++;
+    r->wrs = 1;
+    r->await = r->proto != PP_P2P_EAGER || (r->flags & R_SYNC);
+    r->xmr[0] = xmr;
+    p->st.sent[r->proto]++;
+    struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
+    *h = (struct hdr){
+        .type = r->proto == PP_P2P_EAGER ? M_EAGER : M_RTS,
+        .flags = (uint8_t)(((r->flags & R_SYNC) ? F_SYNC : 0) |
+                           (r->proto == PP_P2P_RNDV_GET ? F_RGET : 0)),
+        .ctx = r->ctx,
+        .seq = r->seq,
+        .tag = r->tag,
+        .len = r->len,
+        .charged = need,
+        .sreq = handle_of(p, r),
+        .addr = (uint64_t)(uintptr_t)r->buf,
+        .rkey = xmr.rkey,
+    };
+    uint32_t len = HDR;
+    if (r->proto == PP_P2P_EAGER && r->len) {
+      memcpy((uint8_t *)h + HDR, r->buf, r->len);
+      len += r->len;
+    }
+    p->tx[t] = (struct tx){.next = NO_TX, .ch = ch, .req = handle_of(p, r), .nwr = 1,
+                           .type = h->type};
+    enum pp_status s = post_tx(e, t, len);
+    if (s != PP_OK)
+      return s;
+  }
+  return PP_OK;
+}
+
+static enum pp_status start_all(struct pp_engine *e)
+{
+  struct p2p *p = P2P(e);
+  for (uint32_t i = 0; i < p->npeer && p->npending; i++) {
+    enum pp_status s = start_sends(e, i);
+    if (s != PP_OK)
+      return s;
+  }
+  return PP_OK;
+}
+
+static void maybe_complete_send(struct pp_engine *e, uint64_t now, struct req *r)
+{
+  struct p2p *p = P2P(e);
+  if (r->wrs || r->await || r->fq_n || r->state == RS_DONE)
+    return;
+  p->ch[r->ch].replies += r->rneed;
+  release_regs(e, r);
+  complete(e, now, r);
+}
+
+/* ------------------------------------------------------------------ the work list */
+
+static int free_slot(struct req *r, uint32_t n)
+{
+  for (uint32_t i = 0; i < n; i++)
+    if (!r->rce[i])
+      return (int)i;
+  return -1;
+}
+
+/* Sender of an RPUT: writes the fragments whose CTS arrived. true while some remain. */
+static bool work_rput_send(struct pp_engine *e, struct req *r)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[r->ch];
+  while (r->fq_n && !c->failed) {
+    struct frag *f = &r->fq[r->fq_head];
+    int slot = free_slot(r, 2 * PIPE_MAX);
+    if (c->sq_used + 2 > e->cfg.qp.sq_depth || slot < 0)
+      return true;
+    uint32_t t = tx_alloc(p, &p->small);
+    if (t == NO_TX)
+      return true;
+    if (f->len) {
+      struct pp_rcache_entry *rce;
+      enum pp_status s = pp_rcache_get(&p->rc, r->buf + f->off, f->len, &rce);
+      if (s != PP_OK) {
+        tx_free(p, t);
+        return true; /* PP_AGAIN: every cached registration is in use; retried later */
+      }
+      r->rce[slot] = rce;
+      struct pp_send_wr wr = {
+          .wr_id = WRID(W_WRITE, r->gen, r - p->req),
+          .opcode = PP_WR_RDMA_WRITE,
+          .num_sge = 1,
+          .sg_list = {{.addr = (uint64_t)(uintptr_t)(r->buf + f->off),
+                       .length = f->len,
+                       .lkey = rce->mr.lkey}},
+          .remote_addr = f->addr,
+          .rkey = f->rkey,
+      };
+      c->sq_used++;
+      if (e->ops->post_send(e->nic, c->qpn, &wr) != PP_OK) {
+        tx_free(p, t);
+        return false;
+      }
+      p->st.fragments++;
+    }
+    struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
+    *h = (struct hdr){.type = M_FIN, .seq = f->idx, .rreq = r->peer_req, .sreq = handle_of(p, r),
+                      .flen = f->len, .off = f->off};
+    p->tx[t] = (struct tx){.next = NO_TX, .ch = r->ch, .req = handle_of(p, r),
+                           .nwr = (uint16_t)(f->len ? 2 : 1), .type = M_FIN,
+                           .slot = (uint8_t)(f->len ? slot : 0xff)};
+    if (!f->len)
+      r->rce[slot] = NULL;
+    r->wrs++;
+    r->fq_head = (r->fq_head + 1) % PIPE_MAX;
+    r->fq_n--;
+    r->fnext++;
+    if (post_tx(e, t, HDR) != PP_OK)
+      return false;
+  }
+  return false;
+}
+
+/* Receiver of an RPUT: exposes the next fragments (a registration with remote write for this
+ * fragment only) and sends their CTS, at most `charged` at a time. */
+static bool work_rput_recv(struct pp_engine *e, struct req *r)
+{
+  struct p2p *p = P2P(e);
+  uint32_t window = r->charged < PIPE_MAX ? r->charged : PIPE_MAX;
+  while (r->fnext < r->nfrag && r->fnext - r->fdone < window) {
+    uint32_t i = r->fnext, slot = i % window;
+    uint32_t off = (uint32_t)((uint64_t)i * p->prm.frag_size);
+    uint32_t flen = r->got - off < p->prm.frag_size ? r->got - off : p->prm.frag_size;
+    struct pp_mr mr = {0};
+    if (flen && e->ops->reg_mr(e->nic, r->buf + off, flen,
+                               PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE, &mr) != PP_OK)
+      return true; /* out of MRs: retried after the next event */
+    r->xmr[slot] = mr;
+    struct hdr h = {.type = M_CTS,
+                    .seq = i,
+                    .len = r->got,
+                    .charged = r->nfrag,
+                    .sreq = r->peer_req,
+                    .rreq = handle_of(p, r),
+                    .addr = (uint64_t)(uintptr_t)(r->buf + off),
+                    .rkey = mr.rkey,
+                    .flen = flen,
+                    .off = off};
+    r->fnext++;
+    if (send_ctrl(e, r->ch, &h, 0, 0, 1) != PP_OK)
+      return false;
+  }
+  return false;
+}
+
+/* Receiver of an RGET: reads the message. */
+static bool work_rget_recv(struct pp_engine *e, struct req *r)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[r->ch];
+  if ((r->flags & R_READ) || c->failed)
+    return false;
+  if (c->sq_used >= e->cfg.qp.sq_depth)
+    return true;
+  if (!r->rce[0] && pp_rcache_get(&p->rc, r->buf, r->got, &r->rce[0]) != PP_OK)
+    return true;
+  struct pp_send_wr wr = {
+      .wr_id = WRID(W_READ, r->gen, r - p->req),
+      .opcode = PP_WR_RDMA_READ,
+      .send_flags = PP_SEND_SIGNALED,
+      .num_sge = 1,
+      .sg_list = {{.addr = (uint64_t)(uintptr_t)r->buf, .length = r->got,
+                   .lkey = r->rce[0]->mr.lkey}},
+      .remote_addr = r->raddr,
+      .rkey = r->rkey,
+  };
+  c->sq_used++;
+  r->flags |= R_READ;
+  r->wrs++;
+  e->ops->post_send(e->nic, c->qpn, &wr);
+  return false;
+}
+
+static enum pp_status run_work(struct pp_engine *e)
+{
+  struct p2p *p = P2P(e);
+  struct req *list = p->work;
+  p->work = NULL;
+  while (list) {
+    struct req *r = list;
+    list = r->next;
+    r->flags &= ~R_WORK;
+    if (r->state == RS_DONE)
+      continue;
+    bool more;
+    if (r->kind == K_SEND)
+      more = work_rput_send(e, r);
+    else if (r->proto == PP_P2P_RNDV_GET)
+      more = work_rget_recv(e, r);
+    else
+      more = work_rput_recv(e, r);
+    if (more)
+      add_work(p, r);
+  }
+  return PP_OK;
+}
+
+/* Everything that may have become possible: control messages, parked sends, transfers. */
+static enum pp_status progress(struct pp_engine *e)
+{
+  struct p2p *p = P2P(e);
+  for (uint32_t i = 0; i < p->nch; i++)
+    if (p->ch[i].cq_head != NO_TX) {
+      enum pp_status s = flush_ctrl(e, &p->ch[i]);
+      if (s != PP_OK)
+        return s;
+    }
+  enum pp_status s = run_work(e);
+  if (s == PP_OK)
+    s = start_all(e);
+  return s;
+}
+
+/* ------------------------------------------------------------------ receiving */
+
+static enum pp_status start_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x)
+{
+  struct p2p *p = P2P(e);
+  const struct hdr *h = rx_hdr(p, x);
+  struct chan *c = &p->ch[x->ch];
+  r->peer = c->peer;
+  r->ch = x->ch;
+  r->src = p->peer[c->peer].rank;
+  r->mtag = h->tag;
+  r->ctx = h->ctx;
+  r->msg_len = h->len;
+  r->got = h->len < r->len ? h->len : r->len;
+  r->err = h->len > r->len ? PP_P2P_E_TRUNCATED : PP_P2P_E_OK;
+  r->peer_req = h->sreq;
+  r->state = RS_ACTIVE;
+  p->nactive++;
+  if (h->type == M_EAGER) {
+    r->proto = PP_P2P_EAGER;
+    if (r->got)
+      memcpy(r->buf, (const uint8_t *)h + HDR, r->got);
+    if (h->flags & F_SYNC) {
+      struct hdr a = {.type = M_ACK, .sreq = h->sreq};
+      p->st.sync_acks++;
+      enum pp_status s = send_ctrl(e, x->ch, &a, 0, 0, 1);
+      if (s != PP_OK)
+        return s;
+    }
+    complete(e, now, r);
+    return release_rx(e, x, 1);
+  }
+  if (h->flags & F_RGET) {
+    r->proto = PP_P2P_RNDV_GET;
+    r->raddr = h->addr;
+    r->rkey = h->rkey;
+    enum pp_status s = release_rx(e, x, h->charged);
+    if (s != PP_OK)
+      return s;
+    if (r->got == 0) {
+      struct hdr f = {.type = M_FIN, .flags = F_RGET, .sreq = r->peer_req};
+      complete(e, now, r);
+      return send_ctrl(e, r->ch, &f, 0, 0, 1);
+    }
+    add_work(p, r);
+    return PP_OK;
+  }
+  r->proto = PP_P2P_RNDV_PUT;
+  r->charged = h->charged;
+  r->nfrag = r->got ? (uint32_t)(((uint64_t)r->got + p->prm.frag_size - 1) / p->prm.frag_size) : 1;
+  add_work(p, r);
+  return post_rx(e, x); /* the charge stays in use until the last FIN */
+}
+
+/* A matching message, in sequence: to its receive, or into the unexpected queue. */
+static enum pp_status deliver(struct pp_engine *e, uint64_t now, struct rx *x)
+{
+  struct p2p *p = P2P(e);
+  const struct hdr *h = rx_hdr(p, x);
+  uint32_t rank = p->peer[p->ch[x->ch].peer].rank;
+  struct pp_mentry *m = pp_match_arrive(&p->match, h->ctx, rank, h->tag);
+  if (m) {
+    struct req *r = (struct req *)(void *)m;
+    r->flags &= ~R_POSTED;
+    return start_recv(e, now, r, x);
+  }
+  x->state = RX_HELD;
+  p->st.unexpected++;
+  if (++p->nheld > p->st.unexpected_max)
+    p->st.unexpected_max = p->nheld;
+  return pp_match_add_unexpected(&p->match, &x->me, h->ctx, rank, h->tag);
+}
+
+static enum pp_status on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x)
+{
+  struct p2p *p = P2P(e);
+  const struct hdr *h = rx_hdr(p, x);
+  struct chan *c = &p->ch[x->ch];
+  struct peer *pe = &p->peer[c->peer];
+  c->inuse += h->charged;
+  x->state = RX_HELD;
+  if (h->seq != pe->recv_seq) { /* an earlier message is still on its way on another channel */
+    p->st.out_of_order++;
+    struct rx **pp = &pe->ooo;
+    while (*pp && (int32_t)(rx_hdr(p, *pp)->seq - h->seq) < 0)
+      pp = &(*pp)->ooo_next;
+    x->ooo_next = *pp;
+    *pp = x;
+    return PP_OK;
+  }
+  enum pp_status s = deliver(e, now, x);
+  pe->recv_seq++;
+  while (s == PP_OK && pe->ooo && rx_hdr(p, pe->ooo)->seq == pe->recv_seq) {
+    struct rx *n = pe->ooo;
+    pe->ooo = n->ooo_next;
+    s = deliver(e, now, n);
+    pe->recv_seq++;
+  }
+  return s;
+}
+
+static struct req *reply_req(struct p2p *p, uint64_t h, uint8_t kind)
+{
+  struct req *r = req_of(p, h);
+  return r && r->kind == kind && r->state == RS_ACTIVE ? r : NULL;
+}
+
+static enum pp_status on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
+                              const struct pp_wc *wc)
+{
+  struct p2p *p = P2P(e);
+  const struct hdr *h = rx_hdr(p, x);
+  struct chan *c = &p->ch[x->ch];
+  if (wc->byte_len < HDR)
+    return PP_INVALID;
+  c->credits += h->credits;
+  struct req *r;
+  switch (h->type) {
+  case M_EAGER:
+  case M_RTS:
+    return on_match_msg(e, now, x);
+  case M_CTS:
+    if ((r = reply_req(p, h->sreq, K_SEND)) && r->fq_n < PIPE_MAX) {
+      r->fq[(r->fq_head + r->fq_n) % PIPE_MAX] = (struct frag){
+          .addr = h->addr, .rkey = h->rkey, .off = h->off, .len = h->flen, .idx = h->seq};
+      r->fq_n++;
+      r->nfrag = h->charged;
+      r->peer_req = h->rreq;
+      add_work(p, r);
+    }
+    return post_rx(e, x);
+  case M_FIN:
+    if (h->flags & F_RGET) { /* the receiver read our buffer */
+      if ((r = reply_req(p, h->sreq, K_SEND))) {
+        r->await = false;
+        maybe_complete_send(e, now, r);
+      }
+      return post_rx(e, x);
+    }
+    if ((r = reply_req(p, h->rreq, K_RECV))) { /* a fragment of ours was written */
+      uint32_t window = r->charged < PIPE_MAX ? r->charged : PIPE_MAX;
+      struct pp_mr *mr = &r->xmr[h->seq % window];
+      if (mr->lkey) {
+        e->ops->dereg_mr(e->nic, mr);
+        *mr = (struct pp_mr){0};
+      }
+      if (++r->fdone == r->nfrag) {
+        enum pp_status s = post_rx(e, x);
+        c->inuse -= r->charged;
+        c->owed += r->charged;
+        complete(e, now, r);
+        return s == PP_OK ? credit_check(e, x->ch) : s;
+      }
+      add_work(p, r);
+    }
+    return post_rx(e, x);
+  case M_ACK:
+    if ((r = reply_req(p, h->sreq, K_SEND))) {
+      r->await = false;
+      maybe_complete_send(e, now, r);
+    }
+    return post_rx(e, x);
+  case M_CREDIT:
+    return post_rx(e, x);
+  default:
+    return PP_INVALID;
+  }
+}
+
+static enum pp_status on_send_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
+{
+  struct p2p *p = P2P(e);
+  uint32_t kind = WR_KIND(wc->wr_id), idx = WR_IDX(wc->wr_id);
+  if (kind == W_TX) {
+    if (idx >= p->big.n + p->small.n)
+      return PP_INVALID;
+    struct tx x = p->tx[idx];
+    struct chan *c = &p->ch[x.ch];
+    c->sq_used -= x.nwr;
+    tx_free(p, idx);
+    struct req *r = x.req ? req_of(p, x.req) : NULL;
+    if (wc->status != PP_WC_SUCCESS) {
+      fail_channel(e, now, x.ch, (uint8_t)wc->status);
+      return PP_OK;
+    }
+    if (!r || r->kind != K_SEND || r->state != RS_ACTIVE)
+      return PP_OK;
+    r->wrs--;
+    if (x.type == M_FIN && x.slot != 0xff && r->rce[x.slot]) {
+      pp_rcache_put(&p->rc, r->rce[x.slot]);
+      r->rce[x.slot] = NULL;
+    }
+    if (x.type == M_FIN && r->fnext == r->nfrag && r->fq_n == 0)
+      r->await = false;
+    maybe_complete_send(e, now, r);
+    return PP_OK;
+  }
+  if (idx >= p->prm.max_requests)
+    return PP_INVALID;
+  struct req *r = &p->req[idx];
+  bool mine = r->kind != K_FREE && r->gen == WR_GEN(wc->wr_id) && r->state == RS_ACTIVE;
+  if (kind == W_READ) {
+    if (mine)
+      p->ch[r->ch].sq_used--;
+    if (wc->status != PP_WC_SUCCESS) {
+      if (mine)
+        fail_channel(e, now, r->ch, (uint8_t)wc->status);
+      return PP_OK;
+    }
+    if (!mine)
+      return PP_INVALID;
+    r->wrs--;
+    pp_rcache_put(&p->rc, r->rce[0]);
+    r->rce[0] = NULL;
+    struct hdr f = {.type = M_FIN, .flags = F_RGET, .sreq = r->peer_req};
+    complete(e, now, r);
+    return send_ctrl(e, r->ch, &f, 0, 0, 1);
+  }
+  if (kind == W_WRITE) { /* unsignalled: only errors get here */
+    if (mine)
+      fail_channel(e, now, r->ch, (uint8_t)wc->status);
+    return PP_OK;
+  }
+  return PP_INVALID;
+}
+
+/* ------------------------------------------------------------------ pp_proto_ops */
+
+static enum pp_status p2p_create(struct pp_engine *e)
+{
+  struct p2p *p = calloc(1, sizeof(*p));
+  if (!p)
+    return PP_NOMEM;
+  e->ps = p;
+  pp_p2p_params_resolve(&e->cfg, &p->prm);
+  const struct pp_p2p_params *m = &p->prm;
+  p->D = m->credits;
+  p->T = m->credit_threshold;
+  p->R = m->reply_slots;
+  p->C = 1 + (p->D - 1) / p->T;
+  p->P = m->pipeline;
+  if (p->P > p->D)
+    p->P = p->D;
+  p->nrx = p->D + p->R + p->C;
+  p->bsize = (HDR + m->eager_limit + 63) & ~63u;
+  p->npeer = e->npeers;
+  p->nch = p->npeer * m->channels;
+  p->ntotal_rx = p->nch * p->nrx;
+  p->peer_of = malloc(e->cfg.nranks * sizeof(*p->peer_of));
+  p->ch = calloc(p->nch ? p->nch : 1, sizeof(*p->ch));
+  p->rx = calloc(p->ntotal_rx ? p->ntotal_rx : 1, sizeof(*p->rx));
+  p->rxbuf = calloc(p->ntotal_rx ? p->ntotal_rx : 1, p->bsize);
+  p->big = (struct txpool){.first = 0, .n = m->send_buffers, .size = p->bsize};
+  p->small = (struct txpool){.first = m->send_buffers, .n = p->nch * (2 * p->nrx + 4) + 1,
+                             .size = HDR};
+  p->tx = calloc(p->big.n + p->small.n, sizeof(*p->tx));
+  p->big.buf = calloc(p->big.n, p->bsize);
+  p->small.buf = calloc(p->small.n, HDR);
+  p->req = calloc(m->max_requests, sizeof(*p->req));
+  p->rec_cap = m->record;
+  p->rec = calloc(p->rec_cap ? p->rec_cap : 1, sizeof(*p->rec));
+  if (!p->peer_of || !p->ch || !p->rx || !p->rxbuf || !p->tx || !p->big.buf || !p->small.buf ||
+      !p->req || !p->rec)
+    return PP_NOMEM;
+  for (uint32_t i = 0; i < e->cfg.nranks; i++)
+    p->peer_of[i] = -1;
+  for (uint32_t i = m->max_requests; i-- > 0;) {
+    p->req[i].next = p->freereq;
+    p->freereq = &p->req[i];
+  }
+  p->big.free = p->small.free = NO_TX;
+  for (uint32_t t = p->big.n + p->small.n; t-- > 0;)
+    tx_free(p, t);
+  enum pp_status s = pp_match_init(&p->match, m->max_requests, p->ntotal_rx);
+  if (s != PP_OK)
+    return s;
+  p->match_ok = true;
+  s = pp_rcache_init(&p->rc, e->ops, e->nic, m->rcache_entries, m->rcache_bytes,
+                     PP_ACCESS_LOCAL_WRITE);
+  if (s != PP_OK)
+    return s;
+  p->rc_ok = true;
+  if ((s = pp_engine_reg(e, p->rxbuf, (size_t)p->ntotal_rx * p->bsize, PP_ACCESS_LOCAL_WRITE,
+                         &p->rxmr)) != PP_OK ||
+      (s = pp_engine_reg(e, p->big.buf, (size_t)p->big.n * p->bsize, PP_ACCESS_LOCAL_WRITE,
+                         &p->big.mr)) != PP_OK ||
+      (s = pp_engine_reg(e, p->small.buf, (size_t)p->small.n * HDR, PP_ACCESS_LOCAL_WRITE,
+                         &p->small.mr)) != PP_OK)
+    return s;
+  for (uint32_t i = 0; i < p->npeer; i++) {
+    struct peer *pe = &p->peer[i];
+    pe->rank = e->peers[i];
+    pe->ch0 = i * m->channels;
+    p->peer_of[pe->rank] = (int32_t)i;
+    for (uint32_t k = 0; k < m->channels; k++) {
+      uint32_t ci = pe->ch0 + k;
+      struct chan *c = &p->ch[ci];
+      *c = (struct chan){.peer = i, .rx0 = ci * p->nrx, .credits = p->D, .replies = p->R,
+                         .cq_head = NO_TX, .cq_tail = NO_TX};
+      s = pp_engine_qp_open(e, pe->rank, 0, e->cfg.qp.sq_depth, p->nrx, &c->qpn, &c->psn);
+      for (uint32_t j = 0; s == PP_OK && j < p->nrx; j++) {
+        p->rx[c->rx0 + j].ch = ci;
+        s = post_rx(e, &p->rx[c->rx0 + j]);
+      }
+      if (s != PP_OK)
+        return s;
+    }
+  }
+  return PP_OK;
+}
+
+static void p2p_destroy(struct pp_engine *e)
+{
+  struct p2p *p = e->ps;
+  if (!p)
+    return;
+  for (uint32_t i = 0; p->req && i < p->prm.max_requests; i++)
+    if (p->req[i].kind != K_FREE)
+      release_regs(e, &p->req[i]);
+  for (uint32_t i = 0; p->ch && i < p->nch; i++)
+    if (p->ch[i].qpn)
+      e->ops->destroy_qp(e->nic, p->ch[i].qpn);
+  if (p->rxmr.lkey)
+    e->ops->dereg_mr(e->nic, &p->rxmr);
+  if (p->big.mr.lkey)
+    e->ops->dereg_mr(e->nic, &p->big.mr);
+  if (p->small.mr.lkey)
+    e->ops->dereg_mr(e->nic, &p->small.mr);
+  if (p->rc_ok)
+    pp_rcache_fini(&p->rc);
+  if (p->match_ok)
+    pp_match_fini(&p->match);
+  free(p->peer_of);
+  free(p->ch);
+  free(p->rx);
+  free(p->rxbuf);
+  free(p->tx);
+  free(p->big.buf);
+  free(p->small.buf);
+  free(p->req);
+  free(p->rec);
+  free(p);
+  e->ps = NULL;
+}
+
+static int peer_idx(const struct p2p *p, const struct pp_engine *e, uint32_t rank)
+{
+  return rank < e->cfg.nranks ? p->peer_of[rank] : -1;
+}
+
+static bool p2p_local_info(const struct pp_engine *e, uint32_t rank, struct pp_conn_info *out)
+{
+  const struct p2p *p = P2P(e);
+  int i = peer_idx(p, e, rank);
+  if (i < 0)
+    return false;
+  *out = (struct pp_conn_info){.nchannels = p->prm.channels};
+  for (uint32_t k = 0; k < p->prm.channels; k++) {
+    out->qp_num[k] = p->ch[p->peer[i].ch0 + k].qpn;
+    out->psn[k] = p->ch[p->peer[i].ch0 + k].psn;
+  }
+  return true;
+}
+
+static enum pp_status p2p_connect(struct pp_engine *e, uint64_t now, uint32_t rank,
+                                  const struct pp_conn_info *remote)
+{
+  (void)now;
+  struct p2p *p = P2P(e);
+  int i = peer_idx(p, e, rank);
+  if (i < 0)
+    return PP_NOTFOUND;
+  if (remote->nchannels != p->prm.channels)
+    return PP_INVALID;
+  for (uint32_t k = 0; k < p->prm.channels; k++) {
+    const struct chan *c = &p->ch[p->peer[i].ch0 + k];
+    enum pp_status s =
+        pp_engine_qp_connect(e, c->qpn, c->psn, remote->qp_num[k], remote->psn[k]);
+    if (s != PP_OK)
+      return s;
+  }
+  return PP_OK;
+}
+
+static enum pp_status finish(struct pp_engine *e, uint64_t now, enum pp_status s)
+{
+  struct p2p *p = P2P(e);
+  if (s == PP_OK)
+    s = progress(e);
+  if (--p->depth == 0) {
+    enum pp_status f = flush_done(e, now);
+    if (s == PP_OK)
+      s = f;
+    if (s == PP_OK)
+      s = progress(e); /* the workload may have started new work from its callbacks */
+  }
+  return s;
+}
+
+static enum pp_status p2p_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
+{
+  struct p2p *p = P2P(e);
+  p->depth++;
+  enum pp_status s;
+  if (WR_KIND(wc->wr_id) == W_RECV) {
+    uint32_t i = WR_IDX(wc->wr_id);
+    if (i >= p->ntotal_rx || p->rx[i].state != RX_POSTED) {
+      s = PP_INVALID;
+    } else if (wc->status != PP_WC_SUCCESS) {
+      p->rx[i].state = RX_HELD; /* flushed: never re-posted */
+      fail_channel(e, now, p->rx[i].ch, (uint8_t)wc->status);
+      s = PP_OK;
+    } else {
+      s = on_recv(e, now, &p->rx[i], wc);
+    }
+  } else {
+    s = on_send_wc(e, now, wc);
+  }
+  return finish(e, now, s);
+}
+
+static enum pp_status p2p_on_timer(struct pp_engine *e, uint64_t now, uint32_t arg)
+{
+  struct p2p *p = P2P(e);
+  if (arg != FLUSH_TIMER)
+    return PP_INVALID;
+  p->flush_armed = false;
+  p->depth++;
+  return finish(e, now, PP_OK);
+}
+
+static bool p2p_quiet(const struct pp_engine *e)
+{
+  const struct p2p *p = P2P(e);
+  if (p->npending || p->nactive || p->work || p->done_head)
+    return false;
+  for (uint32_t i = 0; i < p->nch; i++)
+    if (p->ch[i].sq_used || p->ch[i].cq_head != NO_TX)
+      return false;
+  return true;
+}
+
+/* pp_proto_ops send/recv: a pp_msg becomes an auto-freed request on context 0. */
+static enum pp_status p2p_send(struct pp_engine *e, uint64_t now, const struct pp_msg *m)
+{
+  pp_req r;
+  if (m->tag >= PP_ANY_TAG)
+    return PP_INVALID;
+  enum pp_status s =
+      pp_p2p_isend(e, now, m->buf, m->len, m->peer, (uint32_t)m->tag, 0, m->cookie, &r);
+  if (s == PP_OK)
+    req_of(P2P(e), r)->flags |= R_AUTO;
+  return s;
+}
+
+static enum pp_status p2p_recv(struct pp_engine *e, uint64_t now, const struct pp_msg *m)
+{
+  pp_req r;
+  if (m->tag >= PP_ANY_TAG)
+    return PP_INVALID;
+  enum pp_status s =
+      pp_p2p_irecv(e, now, m->buf, m->len, m->peer, (uint32_t)m->tag, 0, m->cookie, &r);
+  if (s == PP_OK)
+    req_of(P2P(e), r)->flags |= R_AUTO;
+  return s;
+}
+
+const struct pp_proto_ops pp_p2p_eager_ops = {
+    .name = "eager",
+    .create = p2p_create,
+    .destroy = p2p_destroy,
+    .local_info = p2p_local_info,
+    .connect = p2p_connect,
+    .send = p2p_send,
+    .recv = p2p_recv,
+    .on_wc = p2p_on_wc,
+    .on_timer = p2p_on_timer,
+    .quiet = p2p_quiet,
+};
+
+const struct pp_proto_ops pp_p2p_rndv_ops = {
+    .name = "rndv",
+    .create = p2p_create,
+    .destroy = p2p_destroy,
+    .local_info = p2p_local_info,
+    .connect = p2p_connect,
+    .send = p2p_send,
+    .recv = p2p_recv,
+    .on_wc = p2p_on_wc,
+    .on_timer = p2p_on_timer,
+    .quiet = p2p_quiet,
+};
+
+/* ------------------------------------------------------------------ the API */
+
+static struct p2p *api(const struct pp_engine *e)
+{
+  return e && pp_p2p_proto(e->cfg.protocol) ? e->ps : NULL;
+}
+
+/* After an API call: the work it made possible, and the completions it caused reach the
+ * workload through a timer at `now` unless an event is being processed. */
+static enum pp_status api_done(struct pp_engine *e, uint64_t now, enum pp_status s)
+{
+  struct p2p *p = P2P(e);
+  if (s == PP_OK && e->started && p->depth == 0)
+    s = progress(e);
+  arm_flush(e, now);
+  return s;
+}
+
+static enum pp_status send_common(struct pp_engine *e, uint64_t now, const void *buf,
+                                  uint32_t len, uint32_t dest, uint32_t tag, uint32_t ctx,
+                                  uint64_t cookie, pp_req *out, bool sync)
+{
+  struct p2p *p = api(e);
+  if (out)
+    *out = PP_REQ_NULL;
+  if (!p || (!buf && len))
+    return PP_INVALID;
+  int pi = peer_idx(p, e, dest);
+  if (pi < 0 || tag == PP_ANY_TAG || len > PP_MAX_MSG_SIZE)
+    return PP_INVALID;
+  if (!e->started)
+    return PP_STATE;
+  struct req *r = req_alloc(p);
+  if (!r)
+    return PP_AGAIN;
+  struct peer *pe = &p->peer[pi];
+  r->kind = K_SEND;
+  r->state = RS_PENDING;
+  r->flags = sync ? R_SYNC : 0;
+  r->peer = (uint32_t)pi;
+  r->rank = dest;
+  r->tag = tag;
+  r->ctx = ctx;
+  r->buf = (uint8_t *)(uintptr_t)buf;
+  r->len = len;
+  r->cookie = cookie;
+  r->proto = (uint8_t)msg_proto(p, len);
+  r->src = dest;
+  r->mtag = tag;
+  r->got = r->msg_len = len;
+  if (out)
+    *out = handle_of(p, r);
+  if (pe->failed) {
+    r->err = PP_P2P_E_FAILED;
+    r->wc = pe->fail_wc;
+    complete(e, now, r);
+    return api_done(e, now, PP_OK);
+  }
+  r->seq = pe->send_seq++;
+  r->next = NULL;
+  if (pe->pend_tail)
+    pe->pend_tail->next = r;
+  else
+    pe->pend_head = r;
+  pe->pend_tail = r;
+  p->npending++;
+  return api_done(e, now, PP_OK);
+}
+
+enum pp_status pp_p2p_isend(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len,
+                            uint32_t dest, uint32_t tag, uint32_t ctx, uint64_t cookie,
+                            pp_req *req)
+{
+  return send_common(e, now, buf, len, dest, tag, ctx, cookie, req, false);
+}
+
+enum pp_status pp_p2p_issend(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len,
+                             uint32_t dest, uint32_t tag, uint32_t ctx, uint64_t cookie,
+                             pp_req *req)
+{
+  return send_common(e, now, buf, len, dest, tag, ctx, cookie, req, true);
+}
+
+enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32_t len,
+                            uint32_t source, uint32_t tag, uint32_t ctx, uint64_t cookie,
+                            pp_req *out)
+{
+  struct p2p *p = api(e);
+  if (out)
+    *out = PP_REQ_NULL;
+  if (!p || (!buf && len) || len > PP_MAX_MSG_SIZE)
+    return PP_INVALID;
+  if (source != PP_ANY_SOURCE && peer_idx(p, e, source) < 0)
+    return PP_INVALID;
+  struct req *r = req_alloc(p);
+  if (!r)
+    return PP_AGAIN;
+  r->kind = K_RECV;
+  r->state = RS_PENDING;
+  r->rank = source;
+  r->tag = tag;
+  r->ctx = ctx;
+  r->buf = buf;
+  r->len = len;
+  r->cookie = cookie;
+  if (out)
+    *out = handle_of(p, r);
+  if (source != PP_ANY_SOURCE && p->peer[peer_idx(p, e, source)].failed) {
+    r->err = PP_P2P_E_FAILED;
+    r->wc = p->peer[peer_idx(p, e, source)].fail_wc;
+    complete(e, now, r);
+    return api_done(e, now, PP_OK);
+  }
+  struct pp_mentry *m = pp_match_find_unexpected(&p->match, ctx, source, tag);
+  enum pp_status s;
+  if (m) {
+    struct rx *x = (struct rx *)(void *)m;
+    pp_match_remove_unexpected(&p->match, m);
+    p->nheld--;
+    p->depth++; /* start_recv may complete it: the workload hears of it after this call */
+    s = start_recv(e, now, r, x);
+    p->depth--;
+  } else {
+    s = pp_match_post(&p->match, &r->me, ctx, source, tag);
+    if (s == PP_OK)
+      r->flags |= R_POSTED;
+    else
+      req_free(p, r);
+  }
+  return api_done(e, now, s);
+}
+
+static void fill_status(const struct p2p *p, const struct req *r, struct pp_p2p_status *st)
+{
+  (void)p;
+  *st = (struct pp_p2p_status){
+      .source = r->src,
+      .tag = r->mtag,
+      .ctx = r->ctx,
+      .len = r->got,
+      .msg_len = r->msg_len,
+      .error = r->err,
+      .proto = r->proto,
+      .wc_status = r->wc,
+      .done_ns = r->done_ns,
+  };
+  if (r->kind == K_RECV && r->err != PP_P2P_E_OK && r->err != PP_P2P_E_TRUNCATED) {
+    st->source = r->rank;
+    st->tag = r->tag;
+    st->len = st->msg_len = 0;
+  }
+}
+
+bool pp_p2p_test(struct pp_engine *e, pp_req *req, struct pp_p2p_status *st)
+{
+  struct p2p *p = api(e);
+  if (*req == PP_REQ_NULL) {
+    if (st)
+      *st = (struct pp_p2p_status){0};
+    return true;
+  }
+  struct req *r = p ? req_of(p, *req) : NULL;
+  if (!r || r->state != RS_DONE || (r->flags & R_AUTO))
+    return false;
+  if (st)
+    fill_status(p, r, st);
+  *req = PP_REQ_NULL;
+  if (r->flags & R_DONEQ) { /* still on the done list: freed when the list gets there */
+    r->flags |= R_RELEASED;
+    r->gen = (r->gen + 1) & 0xfffffff;
+  } else {
+    req_free(p, r);
+  }
+  return true;
+}
+
+bool pp_p2p_testall(struct pp_engine *e, uint32_t n, pp_req *reqs, struct pp_p2p_status *st)
+{
+  struct p2p *p = api(e);
+  for (uint32_t i = 0; i < n; i++) {
+    if (reqs[i] == PP_REQ_NULL)
+      continue;
+    const struct req *r = p ? req_of(p, reqs[i]) : NULL;
+    if (!r || r->state != RS_DONE || (r->flags & R_AUTO))
+      return false;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    pp_p2p_test(e, &reqs[i], st ? &st[i] : NULL);
+  return true;
+}
+
+bool pp_p2p_iprobe(struct pp_engine *e, uint32_t source, uint32_t tag, uint32_t ctx,
+                   struct pp_p2p_status *st)
+{
+  struct p2p *p = api(e);
+  if (!p)
+    return false;
+  const struct pp_mentry *m = pp_match_find_unexpected(&p->match, ctx, source, tag);
+  if (!m)
+    return false;
+  if (st) {
+    const struct rx *x = (const struct rx *)(const void *)m;
+    const struct hdr *h = rx_hdr(p, x);
+    *st = (struct pp_p2p_status){
+        .source = m->src,
+        .tag = h->tag,
+        .ctx = h->ctx,
+        .len = h->len,
+        .msg_len = h->len,
+        .proto = (uint8_t)(h->type == M_EAGER          ? PP_P2P_EAGER
+                           : (h->flags & F_RGET) != 0 ? PP_P2P_RNDV_GET
+                                                      : PP_P2P_RNDV_PUT),
+    };
+  }
+  return true;
+}
+
+enum pp_status pp_p2p_cancel(struct pp_engine *e, uint64_t now, pp_req req)
+{
+  struct p2p *p = api(e);
+  struct req *r = p ? req_of(p, req) : NULL;
+  if (!r)
+    return PP_NOTFOUND;
+  if (r->kind != K_RECV)
+    return PP_UNSUPPORTED;
+  if (!(r->flags & R_POSTED))
+    return PP_STATE;
+  pp_match_remove_posted(&p->match, &r->me);
+  r->flags &= ~R_POSTED;
+  r->err = PP_P2P_E_CANCELLED;
+  complete(e, now, r);
+  return api_done(e, now, PP_OK);
+}
+
+uint32_t pp_p2p_mem_free(struct pp_engine *e, const void *buf, size_t len)
+{
+  struct p2p *p = api(e);
+  return p ? pp_rcache_invalidate(&p->rc, buf, len) : 0;
+}
+
+void pp_p2p_stats(const struct pp_engine *e, struct pp_p2p_stats *out)
+{
+  const struct p2p *p = api(e);
+  *out = p ? p->st : (struct pp_p2p_stats){0};
+  if (p)
+    out->rcache = p->rc.st, out->rcache.entries = p->rc.n;
+}
+
+size_t pp_p2p_receives(const struct pp_engine *e, const struct pp_recv_record **out,
+                       uint64_t *dropped)
+{
+  const struct p2p *p = api(e);
+  *out = p ? p->rec : NULL;
+  if (dropped)
+    *dropped = p ? p->rec_dropped : 0;
+  return p ? p->nrec : 0;
+}

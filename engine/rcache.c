@@ -1,0 +1,150 @@
+/* The registration cache; see rcache.h. */
+#include "rcache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum pp_status pp_rcache_init(struct pp_rcache *rc, const struct pp_nic_ops *ops, void *nic,
+                              uint32_t max_entries, uint64_t max_bytes, unsigned access)
+{
+  memset(rc, 0, sizeof(*rc));
+  if (max_entries == 0 || max_bytes < PP_RCACHE_PAGE)
+    return PP_INVALID;
+  rc->ops = ops;
+  rc->nic = nic;
+  rc->access = access;
+  rc->max_entries = max_entries;
+  rc->max_bytes = max_bytes;
+  rc->pool = calloc(max_entries, sizeof(*rc->pool));
+  if (!rc->pool)
+    return PP_NOMEM;
+  for (uint32_t i = max_entries; i-- > 0;) {
+    rc->pool[i].next = rc->free;
+    rc->free = &rc->pool[i];
+  }
+  return PP_OK;
+}
+
+static void list_remove(struct pp_rcache *rc, struct pp_rcache_entry *e)
+{
+  if (e->prev)
+    e->prev->next = e->next;
+  else
+    rc->head = e->next;
+  if (e->next)
+    e->next->prev = e->prev;
+  else
+    rc->tail = e->prev;
+  e->prev = e->next = NULL;
+}
+
+static void list_push_front(struct pp_rcache *rc, struct pp_rcache_entry *e)
+{
+  e->prev = NULL;
+  e->next = rc->head;
+  if (rc->head)
+    rc->head->prev = e;
+  else
+    rc->tail = e;
+  rc->head = e;
+}
+
+/* Deregisters and frees an unused entry. */
+static void drop(struct pp_rcache *rc, struct pp_rcache_entry *e)
+{
+  list_remove(rc, e);
+  rc->ops->dereg_mr(rc->nic, &e->mr);
+  rc->bytes -= e->len;
+  rc->n--;
+  e->next = rc->free;
+  rc->free = e;
+}
+
+void pp_rcache_fini(struct pp_rcache *rc)
+{
+  while (rc->head)
+    drop(rc, rc->head);
+  free(rc->pool);
+  memset(rc, 0, sizeof(*rc));
+}
+
+/* Evicts unused entries, least recently used first, until a registration of len bytes fits. */
+static bool make_room(struct pp_rcache *rc, uint64_t len)
+{
+  struct pp_rcache_entry *e = rc->tail;
+  while ((rc->n == rc->max_entries || rc->bytes + len > rc->max_bytes) && e) {
+    struct pp_rcache_entry *prev = e->prev;
+    if (e->refs == 0) {
+      drop(rc, e);
+      rc->st.evictions++;
+    }
+    e = prev;
+  }
+  return rc->n < rc->max_entries && rc->bytes + len <= rc->max_bytes;
+}
+
+enum pp_status pp_rcache_get(struct pp_rcache *rc, const void *addr, size_t len,
+                             struct pp_rcache_entry **out)
+{
+  uint64_t a = (uint64_t)(uintptr_t)addr;
+  uint64_t lo = a & ~(uint64_t)(PP_RCACHE_PAGE - 1);
+  uint64_t hi = (a + len + PP_RCACHE_PAGE - 1) & ~(uint64_t)(PP_RCACHE_PAGE - 1);
+  if (hi == lo)
+    hi = lo + PP_RCACHE_PAGE;
+  *out = NULL;
+  for (struct pp_rcache_entry *e = rc->head; e; e = e->next) {
+    if (!e->invalid && e->addr <= lo && hi <= e->addr + e->len) {
+      list_remove(rc, e);
+      list_push_front(rc, e);
+      e->refs++;
+      rc->st.hits++;
+      *out = e;
+      return PP_OK;
+    }
+  }
+  if (hi - lo > rc->max_bytes)
+    return PP_LIMIT;
+  if (!make_room(rc, hi - lo))
+    return PP_AGAIN;
+  struct pp_rcache_entry *e = rc->free;
+  struct pp_mr mr;
+  enum pp_status s = (enum pp_status)rc->ops->reg_mr(rc->nic, (void *)(uintptr_t)lo,
+                                                     (size_t)(hi - lo), rc->access, &mr);
+  if (s != PP_OK)
+    return s;
+  rc->free = e->next;
+  *e = (struct pp_rcache_entry){.addr = lo, .len = hi - lo, .mr = mr, .refs = 1};
+  list_push_front(rc, e);
+  rc->n++;
+  rc->bytes += e->len;
+  rc->st.misses++;
+  rc->st.registered_bytes += e->len;
+  *out = e;
+  return PP_OK;
+}
+
+void pp_rcache_put(struct pp_rcache *rc, struct pp_rcache_entry *e)
+{
+  if (--e->refs == 0 && e->invalid)
+    drop(rc, e);
+}
+
+uint32_t pp_rcache_invalidate(struct pp_rcache *rc, const void *addr, size_t len)
+{
+  uint64_t a = (uint64_t)(uintptr_t)addr, end = a + len;
+  uint32_t n = 0;
+  struct pp_rcache_entry *e = rc->head;
+  while (e) {
+    struct pp_rcache_entry *next = e->next;
+    if (!e->invalid && e->addr < end && a < e->addr + e->len) {
+      n++;
+      rc->st.invalidations++;
+      if (e->refs == 0)
+        drop(rc, e);
+      else
+        e->invalid = true;
+    }
+    e = next;
+  }
+  return n;
+}
