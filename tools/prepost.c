@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_verbs.h"
 #include "report.h"
 #include "scenario.h"
 
@@ -16,11 +17,14 @@ static const char *const main_usage =
     "\n"
     "Commands:\n"
     "  run SCENARIO   run a scenario on the simulated backend and report the result\n"
+    "                 (--backend verbs: on an RDMA device, one process per rank)\n"
+    "  doctor         can this machine run the verbs backend? devices, ports, GIDs, memlock\n"
+    "  bench          engine vs raw verbs latency and bandwidth on an RDMA device\n"
     "  help COMMAND   show the help of a command\n"
     "\n"
     "Exit codes: 0 every operation completed successfully, 1 the run ended with error\n"
     "completions, 2 usage or input error, 3 the run stalled or hit max_sim_time with\n"
-    "operations pending.\n";
+    "operations pending, 4 (verbs) the backend could not start.\n";
 
 static const char *const run_usage =
     "usage: prepost run SCENARIO [--seed N] [--log FILE] [--json] [--models DIR]\n"
@@ -31,6 +35,7 @@ static const char *const run_usage =
     "  --log FILE    write the NIC event log (one line per packet, completion and QP state\n"
     "                change, stamped with simulated nanoseconds; '-' for stderr)\n"
     "  --json        print one JSON object on stdout instead of the table\n"
+    "  --backend B   simgrid (default) or verbs (see `prepost run --backend verbs --help`)\n"
     "  --models DIR  where relative platform and NIC paths resolve (default: $PREPOST_MODELS\n"
     "                or the source tree's models/)\n"
     "  -h, --help    this help\n"
@@ -88,6 +93,8 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
       return EXIT_OK + 100;
     } else if (!strcmp(a, "--json")) {
       o->json = true;
+    } else if (!strcmp(a, "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "simgrid")) {
+      i++;
     } else if (!strcmp(a, "--seed") || !strcmp(a, "--log") || !strcmp(a, "--models")) {
       if (i + 1 >= argc)
         return usage_error(run_usage, "%s needs a value", a);
@@ -116,6 +123,9 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
 
 static int cmd_run(int argc, char **argv)
 {
+  for (int i = 0; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--backend") && strcmp(argv[i + 1], "simgrid"))
+      return pp_cli_run_verbs(argc, argv);
   struct run_opts o = {0};
   int rc = parse_run_args(argc, argv, &o);
   if (rc >= 0)
@@ -172,6 +182,10 @@ int main(int argc, char **argv)
   }
   if (!strcmp(cmd, "run"))
     return cmd_run(argc - 2, argv + 2);
+  if (!strcmp(cmd, "doctor"))
+    return pp_cli_doctor(argc - 2, argv + 2);
+  if (!strcmp(cmd, "bench"))
+    return pp_cli_bench(argc - 2, argv + 2);
   if (!strcmp(cmd, "help")) {
     if (argc > 2 && !strcmp(argv[2], "run")) {
       fputs(run_usage, stdout);

@@ -1,6 +1,7 @@
 #include "report.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 struct totals {
   uint64_t messages, bytes, rnr_naks, retries, status[PP_WC_STATUS_COUNT];
@@ -51,14 +52,20 @@ static void json_counts(FILE *out, const struct totals *t, const struct pp_laten
 
 void pp_report_json(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res)
 {
+  pp_report_json_on(out, cfg, res, "simgrid");
+}
+
+void pp_report_json_on(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res,
+                       const char *backend)
+{
   struct totals all = {0};
   for (uint32_t i = 0; i < res->nranks; i++)
     rank_totals(&res->ranks[i], &all);
   fprintf(out, "{\"scenario\": ");
   pp_json_string(out, cfg->name);
-  fprintf(out, ", \"backend\": \"simgrid\", \"protocol\": \"%s\", \"seed\": %" PRIu64
+  fprintf(out, ", \"backend\": \"%s\", \"protocol\": \"%s\", \"seed\": %" PRIu64
                ", \"outcome\": \"%s\", \"sim_time_ns\": %" PRIu64 ", ",
-          pp_protocol_name(cfg->engine.protocol), cfg->seed, pp_outcome_name(res->outcome),
+          backend, pp_protocol_name(cfg->engine.protocol), cfg->seed, pp_outcome_name(res->outcome),
           res->sim_time_ns);
   json_counts(out, &all, &res->latency);
   fprintf(out, ", \"ranks\": [");
@@ -93,13 +100,19 @@ static void status_list(FILE *out, const uint64_t *status)
 
 void pp_report_table(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res)
 {
+  pp_report_table_on(out, cfg, res, "simgrid");
+}
+
+void pp_report_table_on(FILE *out, const struct pp_sim_config *cfg,
+                        const struct pp_run_result *res, const char *backend)
+{
   struct totals all = {0};
   for (uint32_t i = 0; i < res->nranks; i++)
     rank_totals(&res->ranks[i], &all);
   fprintf(out, "scenario %s (protocol %s, %u ranks, seed %" PRIu64 ")\n", cfg->name,
           pp_protocol_name(cfg->engine.protocol), res->nranks, cfg->seed);
-  fprintf(out, "outcome  %s after %.3f us simulated\n\n", pp_outcome_name(res->outcome),
-          res->sim_time_ns / 1e3);
+  fprintf(out, "outcome  %s after %.3f us %s\n\n", pp_outcome_name(res->outcome),
+          res->sim_time_ns / 1e3, strcmp(backend, "simgrid") ? "wall clock" : "simulated");
   fprintf(out, "%-5s %-10s %5s %9s %9s %9s %8s %11s %11s %11s  %s\n", "rank", "host", "done",
           "sent", "received", "rnr_naks", "retries", "p50_us", "p99_us", "max_us", "completions");
   for (uint32_t i = 0; i < res->nranks; i++) {

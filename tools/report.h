@@ -8,6 +8,11 @@
 
 void pp_report_json(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res);
 void pp_report_table(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res);
+/* The same for another backend ("verbs"): its name in the JSON, wall-clock time in the table. */
+void pp_report_json_on(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res,
+                       const char *backend);
+void pp_report_table_on(FILE *out, const struct pp_sim_config *cfg,
+                        const struct pp_run_result *res, const char *backend);
 /* Writes s as a JSON string literal (quotes and escapes included). */
 void pp_json_string(FILE *out, const char *s);
 

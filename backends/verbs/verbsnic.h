@@ -1,0 +1,108 @@
+/*
+ * The verbs NIC: engine/nic.h's pp_nic_ops table implemented on libibverbs (rdma-core).
+ *
+ * One `struct vnic` per rank: one device context, one protection domain, one send CQ and one
+ * receive CQ (both on one completion channel, polled by the driver's progress loop), the QPs and
+ * SRQs the engine creates, and the addresses of the peer ranks (filled at bootstrap) from which
+ * modify_qp builds the address vector at RTR. Numbers cross the interface unchanged: every value
+ * in engine/nic.h equals its ibverbs counterpart.
+ *
+ * Nothing here talks to other ranks; backends/verbs/boot.c exchanges addresses and connection
+ * information, backends/verbs/verbsrun.c is the driver.
+ */
+#ifndef PP_VERBSNIC_H
+#define PP_VERBSNIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/nic.h"
+
+#define VNIC_NAME_MAX 64
+
+struct vnic_config {
+  char device[VNIC_NAME_MAX]; /* "" = the first device with an ACTIVE port */
+  int port;                   /* 0 = the first ACTIVE port of the device */
+  int gid_index;              /* -1 = automatic (see vnic_pick_gid) */
+};
+
+/* What a peer needs to address this NIC; exchanged at bootstrap (fixed layout, see boot.c). */
+struct vnic_addr {
+  uint8_t gid[16];
+  uint16_t lid;
+  uint8_t link_layer; /* IBV_LINK_LAYER_INFINIBAND (1) or IBV_LINK_LAYER_ETHERNET (2) */
+  uint8_t port;
+};
+
+/* hw_counters of a port (rxe names); `have` is false when the device exposes none of them. */
+struct vnic_hw_counters {
+  bool have;
+  uint64_t rcvd_rnr_err;           /* RNR NAKs received (requester) */
+  uint64_t send_rnr_err;           /* RNR NAKs sent (responder) */
+  uint64_t retry_rnr_exceeded_err; /* RNR retry budget exhausted */
+  uint64_t retry_exceeded_err;     /* transport retry budget exhausted */
+  uint64_t completer_retry_err;    /* retransmissions (timeout or NAK sequence error) */
+  uint64_t sent_pkts;
+  uint64_t rcvd_pkts;
+};
+
+struct vnic;
+
+/* The table the engine drives (designated initializers, no NULL slot). */
+extern const struct pp_nic_ops vnic_ops;
+
+/*
+ * Opens the device and port of cfg (or the first ACTIVE port), allocates the PD, the completion
+ * channel and the CQs, picks the GID. nranks bounds the peer table. On error returns PP_NOTFOUND
+ * (no device / no such device), PP_STATE (port not ACTIVE), PP_IO (a verbs call failed) or
+ * PP_NOMEM and writes a sentence naming what failed into err.
+ */
+enum pp_status vnic_open(const struct vnic_config *cfg, uint32_t nranks, struct vnic **out,
+                         char *err, size_t errlen);
+/* Destroys what the engine left (QPs, SRQs, MRs), then the CQs, channel, PD and context. */
+void vnic_close(struct vnic *n);
+
+const char *vnic_device_name(const struct vnic *n);
+int vnic_port(const struct vnic *n);
+int vnic_gid_index(const struct vnic *n);
+/* The active MTU of the port in bytes (path MTUs above it are clamped to it). */
+uint32_t vnic_active_mtu(const struct vnic *n);
+void vnic_local_addr(const struct vnic *n, struct vnic_addr *out);
+/* Where `rank` is: used by modify_qp to RTR for the QPs created with attr->peer == rank. */
+enum pp_status vnic_set_peer_addr(struct vnic *n, uint32_t rank, const struct vnic_addr *a);
+
+/* Polls both CQs: up to max completions into wc (send CQ first). Returns the count, or -1 when
+ * polling failed (the CQ is in error). */
+int vnic_poll_cq(struct vnic *n, struct pp_wc *wc, int max);
+/* One pending async event, without blocking; false when none. Events of types outside
+ * engine/nic.h's list keep their ibverbs number. */
+bool vnic_get_async_event(struct vnic *n, struct pp_async_event *ev);
+/* Arms both CQs for the next completion event; 0 or an errno. */
+int vnic_arm_cq(struct vnic *n);
+/* After the completion channel's fd polled readable: reads and acknowledges the events. */
+void vnic_consume_cq_events(struct vnic *n);
+int vnic_comp_fd(const struct vnic *n);
+int vnic_async_fd(const struct vnic *n);
+/* Signalled send WRs posted and not completed yet (0 when the send side is quiet). */
+uint64_t vnic_sends_outstanding(const struct vnic *n);
+/* Takes the current hw_counters as the zero of query_counters. */
+void vnic_counters_mark(struct vnic *n);
+/* Raw hw_counters of a device port (absolute values). */
+void vnic_read_hw_counters(const char *device, int port, struct vnic_hw_counters *out);
+
+/* A GID table entry as doctor and the GID choice see it. */
+struct vnic_gid {
+  uint32_t index;
+  uint8_t gid[16];
+  int type; /* 0 IB, 1 RoCE v1, 2 RoCE v2 (enum ibv_gid_type) */
+  char netdev[32];
+};
+/* The GID to use among n entries of an Ethernet port: the RoCE v2 IPv4-mapped one
+ * (::ffff:a.b.c.d), else the first RoCE v2, else the first RoCE v1, else index 0. -1 when n == 0. */
+int vnic_pick_gid(const struct vnic_gid *g, int n);
+/* "::ffff:169.254.77.1" / "fe80::...": writes the printable GID. */
+void vnic_gid_str(const uint8_t gid[16], char *buf, size_t len);
+const char *vnic_gid_type_name(int type);
+
+#endif

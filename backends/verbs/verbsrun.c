@@ -1,0 +1,785 @@
+/*
+ * The verbs driver: one process per rank, each owning its engine and its verbs NIC, time from
+ * CLOCK_MONOTONIC in nanoseconds. The progress loop polls the CQs into the engine, fires the
+ * engine's timers when due and otherwise sleeps on the completion channel, the async event fd and
+ * the control socket until the next deadline. See verbsrun.h and boot.h.
+ */
+#define _GNU_SOURCE
+#include "verbsrun.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "boot.h"
+
+#define EXIT_RANK_FAILED 4
+
+static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void errf(char *err, size_t len, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  if (err && len)
+    vsnprintf(err, len, fmt, ap);
+  va_end(ap);
+}
+
+void pp_verbs_opts_default(struct pp_verbs_opts *o)
+{
+  *o = (struct pp_verbs_opts){.rank = -1, .log_fd = -1};
+  o->nic.gid_index = -1;
+  snprintf(o->coord_host, sizeof(o->coord_host), "127.0.0.1");
+}
+
+/* ---------------------------------------------------------------- rank table */
+
+static int add_entry(struct pp_verbs_rank_entry **t, uint32_t *n, const char *hostport,
+                     const char *dev, const char *where, char *err, size_t errlen)
+{
+  if (*n >= PP_MAX_RANKS) {
+    errf(err, errlen, "%s: more than %u ranks", where, PP_MAX_RANKS);
+    return -1;
+  }
+  struct pp_verbs_rank_entry *x = realloc(*t, (*n + 1) * sizeof(**t));
+  if (!x) {
+    errf(err, errlen, "out of memory");
+    return -1;
+  }
+  *t = x;
+  struct pp_verbs_rank_entry *e = &x[*n];
+  memset(e, 0, sizeof(*e));
+  char e2[256];
+  if (boot_parse_hostport(hostport, PP_VERBS_DEFAULT_PORT, e->host, sizeof(e->host), &e->port, e2,
+                          sizeof(e2))) {
+    errf(err, errlen, "%s: %s", where, e2);
+    return -1;
+  }
+  if (dev && strlen(dev) >= sizeof(e->device)) {
+    errf(err, errlen, "%s: device name too long", where);
+    return -1;
+  }
+  snprintf(e->device, sizeof(e->device), "%s", dev ? dev : "");
+  (*n)++;
+  return 0;
+}
+
+int pp_verbs_parse_table(const char *spec, struct pp_verbs_rank_entry **out, uint32_t *n,
+                         char *err, size_t errlen)
+{
+  *out = NULL;
+  *n = 0;
+  FILE *f = strchr(spec, ',') ? NULL : fopen(spec, "r");
+  if (f) {
+    char line[1024], where[1100];
+    int lineno = 0;
+    while (fgets(line, sizeof(line), f)) {
+      lineno++;
+      char *hash = strchr(line, '#');
+      if (hash)
+        *hash = '\0';
+      char *save, *a = strtok_r(line, " \t\r\n", &save), *b = strtok_r(NULL, " \t\r\n", &save);
+      char *c = strtok_r(NULL, " \t\r\n", &save);
+      if (!a)
+        continue;
+      snprintf(where, sizeof(where), "%s:%d", spec, lineno);
+      if (c) {
+        errf(err, errlen, "%s: expected 'HOST[:PORT] [DEVICE]', got a third field '%s'", where, c);
+        fclose(f);
+        goto fail;
+      }
+      if (add_entry(out, n, a, b, where, err, errlen)) {
+        fclose(f);
+        goto fail;
+      }
+    }
+    fclose(f);
+    if (*n == 0) {
+      errf(err, errlen, "%s: no rank in the table", spec);
+      goto fail;
+    }
+    return 0;
+  }
+  if (!strchr(spec, ',') && !strchr(spec, ':') && access(spec, F_OK) != 0 &&
+      strchr(spec, '/')) {
+    errf(err, errlen, "rank table '%s': %s", spec, strerror(errno));
+    return -1;
+  }
+  char *copy = strdup(spec), *save = NULL;
+  if (!copy) {
+    errf(err, errlen, "out of memory");
+    return -1;
+  }
+  int i = 0;
+  for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save), i++) {
+    char where[64];
+    snprintf(where, sizeof(where), "--ranks entry %d", i);
+    if (add_entry(out, n, tok, NULL, where, err, errlen)) {
+      free(copy);
+      goto fail;
+    }
+  }
+  free(copy);
+  if (*n == 0) {
+    errf(err, errlen, "--ranks: empty rank table");
+    goto fail;
+  }
+  return 0;
+fail:
+  free(*out);
+  *out = NULL;
+  *n = 0;
+  return -1;
+}
+
+/* ---------------------------------------------------------------- one rank */
+
+struct rank {
+  const struct pp_sim_config *cfg;
+  const struct pp_verbs_opts *o;
+  uint32_t id;
+  struct vnic *nic;
+  struct pp_engine *e;
+  int fd; /* control socket */
+  uint64_t gen; /* activity: completions, events and timers processed */
+  uint64_t t0;
+  char host[BOOT_HOST_MAX];
+  char *err;
+  size_t errlen;
+};
+
+static void logline(struct rank *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logline(struct rank *r, const char *fmt, ...)
+{
+  if (r->o->log_fd < 0)
+    return;
+  char buf[512];
+  uint64_t t = boot_now_ns() - r->t0;
+  int k = snprintf(buf, sizeof(buf), "%" PRIu64 ".%09" PRIu64 " rank %u ", t / 1000000000u,
+                   t % 1000000000u, r->id);
+  va_list ap;
+  va_start(ap, fmt);
+  k += vsnprintf(buf + k, sizeof(buf) - (size_t)k - 1, fmt, ap);
+  va_end(ap);
+  if (k > (int)sizeof(buf) - 2)
+    k = (int)sizeof(buf) - 2;
+  buf[k++] = '\n';
+  /* one write per line: lines of several rank processes interleave but never mix */
+  ssize_t w = write(r->o->log_fd, buf, (size_t)k);
+  (void)w;
+}
+
+/* Hands completions and async events to the engine until there are none; -1 on a CQ error or an
+ * engine refusal (err set). */
+static int drain(struct rank *r)
+{
+  struct pp_wc wc[32];
+  struct pp_async_event ev;
+  for (;;) {
+    uint64_t now = boot_now_ns();
+    int n = vnic_poll_cq(r->nic, wc, 32);
+    if (n < 0) {
+      errf(r->err, r->errlen, "rank %u: polling the CQ of %s failed", r->id,
+           vnic_device_name(r->nic));
+      return -1;
+    }
+    for (int i = 0; i < n; i++) {
+      logline(r, "wc qp %u wr_id %#" PRIx64 " %s %s len %u%s", wc[i].qp_num, wc[i].wr_id,
+              pp_wc_opcode_name(wc[i].opcode), pp_wc_status_name(wc[i].status), wc[i].byte_len,
+              wc[i].status == PP_WC_RNR_RETRY_EXC_ERR ? " (RNR retries exhausted)" : "");
+      enum pp_status s = pp_engine_on_wc(r->e, now, &wc[i]);
+      if (s != PP_OK) {
+        errf(r->err, r->errlen, "rank %u: the engine rejected a completion (qp %u, %s): %s",
+             r->id, wc[i].qp_num, pp_wc_status_name(wc[i].status), pp_status_desc(s));
+        return -1;
+      }
+    }
+    int a = 0;
+    while (vnic_get_async_event(r->nic, &ev)) {
+      logline(r, "async %s qp %u srq %u", pp_event_name(ev.type), ev.qp_num, ev.srq_num);
+      pp_engine_on_async(r->e, now, &ev);
+      a++;
+    }
+    r->gen += (uint64_t)(n + a);
+    if (n == 0 && a == 0)
+      return 0;
+  }
+}
+
+static int send_state(struct rank *r, bool idle, bool done)
+{
+  struct boot_buf b = {0};
+  boot_put8(&b, idle);
+  boot_put8(&b, done);
+  boot_put64(&b, r->gen);
+  int rc = boot_send(r->fd, BOOT_STATE, &b, boot_now_ns() + 10000000000ull);
+  boot_buf_free(&b);
+  return rc;
+}
+
+static bool is_idle(struct rank *r)
+{
+  return pp_engine_next_deadline(r->e) == PP_NO_DEADLINE && vnic_sends_outstanding(r->nic) == 0;
+}
+
+/* A control message during the run: 1 STOP, 0 handled, -1 failure (err set). */
+static int control(struct rank *r, struct boot_buf *b)
+{
+  uint32_t type;
+  char e2[128];
+  int rc = boot_recv(r->fd, &type, b, boot_now_ns() + 10000000000ull, e2, sizeof(e2));
+  if (rc != 1) {
+    errf(r->err, r->errlen, "rank %u: lost the coordinator: %s", r->id, rc ? e2 : "timeout");
+    return -1;
+  }
+  if (type == BOOT_STOP)
+    return 1;
+  if (type == BOOT_ABORT) {
+    errf(r->err, r->errlen, "rank %u: the run was aborted: %.*s", r->id, (int)b->len,
+         (const char *)b->p);
+    return -1;
+  }
+  if (type != BOOT_PROBE) {
+    errf(r->err, r->errlen, "rank %u: unexpected control message %u", r->id, type);
+    return -1;
+  }
+  uint64_t id = boot_get64(b);
+  if (drain(r))
+    return -1;
+  struct boot_buf o = {0};
+  boot_put64(&o, id);
+  boot_put8(&o, is_idle(r));
+  boot_put64(&o, r->gen);
+  rc = boot_send(r->fd, BOOT_PROBE_REPLY, &o, boot_now_ns() + 10000000000ull);
+  boot_buf_free(&o);
+  if (rc) {
+    errf(r->err, r->errlen, "rank %u: lost the coordinator", r->id);
+    return -1;
+  }
+  return 0;
+}
+
+static int progress(struct rank *r)
+{
+  struct boot_buf b = {0};
+  bool sent_idle = false, sent_done = false;
+  uint64_t sent_gen = UINT64_MAX;
+  unsigned spins = 0;
+  int ret = 0;
+  for (;;) {
+    if (drain(r)) {
+      ret = -1;
+      break;
+    }
+    uint64_t now = boot_now_ns();
+    uint64_t d = pp_engine_next_deadline(r->e);
+    if (d <= now) {
+      logline(r, "timer due %+.1f us", ((double)now - (double)d) / 1e3);
+      enum pp_status s = pp_engine_on_timer(r->e, now);
+      r->gen++;
+      if (s != PP_OK) {
+        errf(r->err, r->errlen, "rank %u: engine timer: %s", r->id, pp_status_desc(s));
+        ret = -1;
+        break;
+      }
+      continue;
+    }
+    bool idle = is_idle(r), done = pp_engine_done(r->e);
+    if (idle != sent_idle || done != sent_done || (idle && r->gen != sent_gen)) {
+      if (send_state(r, idle, done)) {
+        errf(r->err, r->errlen, "rank %u: lost the coordinator", r->id);
+        ret = -1;
+        break;
+      }
+      sent_idle = idle;
+      sent_done = done;
+      sent_gen = r->gen;
+    }
+    struct pollfd pf[3] = {{.fd = vnic_comp_fd(r->nic), .events = POLLIN},
+                           {.fd = vnic_async_fd(r->nic), .events = POLLIN},
+                           {.fd = r->fd, .events = POLLIN}};
+    struct timespec ts = {0, 0}, *tsp = &ts;
+    if (r->o->busy_poll) {
+      if (++spins % 256 != 0)
+        continue; /* spin on the CQ; look at the control socket now and then */
+    } else {
+      if (vnic_arm_cq(r->nic)) {
+        errf(r->err, r->errlen, "rank %u: ibv_req_notify_cq failed", r->id);
+        ret = -1;
+        break;
+      }
+      /* a completion that arrived before the arm raises no event: look once more */
+      int before = (int)r->gen;
+      if (drain(r)) {
+        ret = -1;
+        break;
+      }
+      if ((int)r->gen != before)
+        continue;
+      uint64_t wait = d == PP_NO_DEADLINE ? 1000000000ull : d - now;
+      if (wait > 1000000000ull)
+        wait = 1000000000ull;
+      ts.tv_sec = (time_t)(wait / 1000000000ull);
+      ts.tv_nsec = (long)(wait % 1000000000ull);
+    }
+    int k = ppoll(pf, 3, tsp, NULL);
+    if (k < 0 && errno != EINTR) {
+      errf(r->err, r->errlen, "rank %u: ppoll: %s", r->id, strerror(errno));
+      ret = -1;
+      break;
+    }
+    if (k > 0 && pf[0].revents)
+      vnic_consume_cq_events(r->nic);
+    if (k > 0 && pf[2].revents) {
+      int c = control(r, &b);
+      if (c) {
+        ret = c > 0 ? 0 : -1;
+        break;
+      }
+    }
+  }
+  boot_buf_free(&b);
+  return ret;
+}
+
+/* Waits for one message of `want` type; -1 with err on anything else. */
+static int expect(struct rank *r, uint32_t want, const char *what, struct boot_buf *b,
+                  uint64_t deadline)
+{
+  uint32_t type;
+  char e2[128];
+  int rc = boot_recv(r->fd, &type, b, deadline, e2, sizeof(e2));
+  if (rc == 0) {
+    errf(r->err, r->errlen, "rank %u: no %s from the coordinator within %.0f s", r->id, what,
+         (deadline - boot_now_ns() + r->o->boot_timeout_ns) / 1e9);
+    return -1;
+  }
+  if (rc < 0) {
+    errf(r->err, r->errlen, "rank %u: lost the coordinator while waiting for %s: %s", r->id,
+         what, e2);
+    return -1;
+  }
+  if (type == BOOT_ABORT) {
+    errf(r->err, r->errlen, "rank %u: the coordinator aborted the run: %.*s", r->id,
+         (int)b->len, (const char *)b->p);
+    return -1;
+  }
+  if (type != want) {
+    errf(r->err, r->errlen, "rank %u: expected %s from the coordinator, got message %u", r->id,
+         what, type);
+    return -1;
+  }
+  return 0;
+}
+
+static int send_hello(struct rank *r)
+{
+  uint32_t n = r->cfg->engine.nranks;
+  struct boot_buf b = {0};
+  struct vnic_addr a;
+  vnic_local_addr(r->nic, &a);
+  boot_put32(&b, 0x31425050u); /* "PPB1" */
+  boot_put32(&b, r->id);
+  boot_put32(&b, n);
+  boot_put64(&b, boot_cfg_hash(&r->cfg->engine));
+  boot_put_addr(&b, &a);
+  char host[BOOT_HOST_MAX] = {0}, dev[VNIC_NAME_MAX] = {0};
+  snprintf(host, sizeof(host), "%s", r->host);
+  snprintf(dev, sizeof(dev), "%s", vnic_device_name(r->nic));
+  boot_put_bytes(&b, host, sizeof(host));
+  boot_put_bytes(&b, dev, sizeof(dev));
+  for (uint32_t j = 0; j < n; j++) {
+    struct pp_conn_info ci = {0};
+    bool has = j != r->id && pp_engine_local_info(r->e, j, &ci);
+    boot_put8(&b, has);
+    boot_put_conn_info(&b, &ci);
+  }
+  int rc = b.bad ? -1 : boot_send(r->fd, BOOT_HELLO, &b, boot_now_ns() + r->o->boot_timeout_ns);
+  boot_buf_free(&b);
+  if (rc)
+    errf(r->err, r->errlen, "rank %u: cannot send HELLO to the coordinator", r->id);
+  return rc;
+}
+
+static int connect_peers(struct rank *r, struct boot_buf *b)
+{
+  uint32_t n = r->cfg->engine.nranks;
+  for (uint32_t j = 0; j < n; j++) {
+    struct vnic_addr a;
+    boot_get_addr(b, &a);
+    vnic_set_peer_addr(r->nic, j, &a);
+  }
+  for (uint32_t j = 0; j < n; j++) {
+    bool has = boot_get8(b) != 0;
+    struct pp_conn_info ci;
+    boot_get_conn_info(b, &ci);
+    if (b->bad)
+      break;
+    if (!has || j == r->id)
+      continue;
+    enum pp_status s = pp_engine_connect(r->e, boot_now_ns(), j, &ci);
+    if (s == PP_NOTFOUND)
+      continue; /* the peer talks to us, we do not talk to it: cannot happen with symmetric plans */
+    if (s != PP_OK) {
+      errf(r->err, r->errlen,
+           "rank %u: connecting the QP(s) to rank %u on %s failed (modify_qp to RTR/RTS): %s",
+           r->id, j, vnic_device_name(r->nic), pp_status_desc(s));
+      return -1;
+    }
+    logline(r, "connected to rank %u (qp %u -> %u)", j, 0u, ci.qp_num[0]);
+  }
+  if (b->bad) {
+    errf(r->err, r->errlen, "rank %u: truncated table from the coordinator", r->id);
+    return -1;
+  }
+  return 0;
+}
+
+static int send_result(struct rank *r)
+{
+  struct pp_rank_result rr = {0};
+  pp_engine_stats(r->e, &rr.stats);
+  vnic_ops.query_counters(r->nic, &rr.nic);
+  snprintf(rr.host, sizeof(rr.host), "%.31s/%.31s", r->host, vnic_device_name(r->nic));
+  const uint64_t *s;
+  size_t ns = pp_engine_latency_samples(r->e, &s);
+  struct boot_buf b = {0};
+  boot_put_result(&b, &rr, s, ns);
+  int rc = b.bad ? -1 : boot_send(r->fd, BOOT_RESULT, &b, boot_now_ns() + 30000000000ull);
+  boot_buf_free(&b);
+  if (rc)
+    errf(r->err, r->errlen, "rank %u: cannot send the results to the coordinator", r->id);
+  return rc;
+}
+
+/* Tells the coordinator why this rank cannot run (so that it aborts at once instead of waiting
+ * for the bootstrap timeout). Best effort, bounded. */
+static void report_failure(struct rank *r, const char *chost, uint16_t cport)
+{
+  char e2[256];
+  int fd = r->fd >= 0 ? r->fd
+                      : boot_connect(chost, cport, boot_now_ns() + 2000000000ull, e2, sizeof(e2));
+  if (fd < 0)
+    return;
+  boot_send_text(fd, BOOT_ERROR, r->err, boot_now_ns() + 1000000000ull);
+  if (fd != r->fd)
+    close(fd);
+}
+
+/* Runs rank `id` to the end; fills *outcome from the coordinator's BYE. */
+static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+                                uint32_t id, const char *chost, uint16_t cport,
+                                const char *device, enum pp_outcome *outcome, char *err,
+                                size_t errlen)
+{
+  struct rank r = {.cfg = cfg, .o = o, .id = id, .fd = -1, .err = err, .errlen = errlen};
+  struct boot_buf b = {0};
+  enum pp_status s = PP_IO;
+  gethostname(r.host, sizeof(r.host) - 1);
+  r.t0 = boot_now_ns();
+  struct vnic_config nc = o->nic;
+  if (device && device[0])
+    snprintf(nc.device, sizeof(nc.device), "%s", device);
+  char e2[700];
+  s = vnic_open(&nc, cfg->engine.nranks, &r.nic, e2, sizeof(e2));
+  if (s != PP_OK) {
+    errf(err, errlen, "rank %u: %s", id, e2);
+    report_failure(&r, chost, cport);
+    return s;
+  }
+  struct pp_engine_cfg ecfg = cfg->engine;
+  ecfg.rank = id;
+  s = pp_engine_create(&ecfg, &vnic_ops, r.nic, &r.e);
+  if (s != PP_OK) {
+    errf(err, errlen, "rank %u: creating the engine on %s failed: %s%s", id,
+         vnic_device_name(r.nic), pp_status_desc(s),
+         s == PP_NOMEM || s == PP_PROTECTION
+             ? " (memory registration: check `ulimit -l`, see `prepost doctor`)"
+             : "");
+    report_failure(&r, chost, cport);
+    goto out;
+  }
+  s = PP_IO;
+  uint64_t bt = o->boot_timeout_ns;
+  r.fd = boot_connect(chost, cport, boot_now_ns() + bt, e2, sizeof(e2));
+  if (r.fd < 0) {
+    errf(err, errlen, "rank %u: bootstrap: %s", id, e2);
+    goto out;
+  }
+  /* the coordinator waits up to bt for everyone's HELLO, then bt for everyone's READY */
+  if (send_hello(&r) || expect(&r, BOOT_TABLE, "the address table", &b, boot_now_ns() + 2 * bt + 5000000000ull))
+    goto out;
+  if (connect_peers(&r, &b)) {
+    report_failure(&r, chost, cport);
+    goto out;
+  }
+  if (boot_send(r.fd, BOOT_READY, NULL, boot_now_ns() + bt)) {
+    errf(err, errlen, "rank %u: lost the coordinator before READY", id);
+    goto out;
+  }
+  if (expect(&r, BOOT_GO, "GO", &b, boot_now_ns() + bt + 5000000000ull))
+    goto out;
+  vnic_counters_mark(r.nic);
+  r.t0 = boot_now_ns();
+  logline(&r, "start on %s port %d gid index %d", vnic_device_name(r.nic), vnic_port(r.nic),
+          vnic_gid_index(r.nic));
+  s = pp_engine_start(r.e, r.t0);
+  if (s != PP_OK) {
+    errf(err, errlen, "rank %u: starting the workload: %s", id, pp_status_desc(s));
+    report_failure(&r, chost, cport);
+    goto out;
+  }
+  s = PP_IO;
+  if (progress(&r)) {
+    report_failure(&r, chost, cport);
+    goto out;
+  }
+  if (send_result(&r))
+    goto out;
+  if (expect(&r, BOOT_BYE, "the outcome", &b, boot_now_ns() + 60000000000ull))
+    goto out;
+  *outcome = (enum pp_outcome)boot_get8(&b);
+  s = PP_OK;
+out:
+  boot_buf_free(&b);
+  if (r.fd >= 0)
+    close(r.fd);
+  pp_engine_destroy(r.e);
+  vnic_close(r.nic);
+  return s;
+}
+
+/* ---------------------------------------------------------------- launcher */
+
+struct children {
+  pid_t *pid;
+  uint32_t n;
+  bool *reaped;
+};
+
+static int check_children(void *ctx, char *err, size_t errlen)
+{
+  struct children *ch = ctx;
+  for (uint32_t i = 0; i < ch->n; i++) {
+    if (ch->reaped[i])
+      continue;
+    int st;
+    pid_t p = waitpid(ch->pid[i], &st, WNOHANG);
+    if (p != ch->pid[i])
+      continue;
+    ch->reaped[i] = true;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+      continue;
+    if (WIFEXITED(st))
+      errf(err, errlen, "the process of rank %u exited with status %d (its message is above)", i,
+           WEXITSTATUS(st));
+    else
+      errf(err, errlen, "the process of rank %u was killed by signal %d", i,
+           WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    return -1;
+  }
+  return 0;
+}
+
+static void reap(struct children *ch, uint64_t grace_ns)
+{
+  uint64_t dl = boot_now_ns() + grace_ns;
+  for (;;) {
+    bool left = false;
+    for (uint32_t i = 0; i < ch->n; i++) {
+      if (ch->reaped[i])
+        continue;
+      int st;
+      if (waitpid(ch->pid[i], &st, WNOHANG) == ch->pid[i])
+        ch->reaped[i] = true;
+      else
+        left = true;
+    }
+    if (!left)
+      return;
+    if (boot_now_ns() >= dl)
+      break;
+    struct timespec ts = {0, 20 * 1000000};
+    nanosleep(&ts, NULL);
+  }
+  for (uint32_t i = 0; i < ch->n; i++)
+    if (!ch->reaped[i]) {
+      kill(ch->pid[i], SIGKILL);
+      waitpid(ch->pid[i], NULL, 0);
+      ch->reaped[i] = true;
+    }
+}
+
+static enum pp_status launch(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+                             struct pp_run_result *res, char *err, size_t errlen)
+{
+  uint32_t n = cfg->engine.nranks;
+  /* one clear message for the whole run when the device is missing or down */
+  struct vnic *probe;
+  enum pp_status s = vnic_open(&o->nic, n, &probe, err, errlen);
+  if (s != PP_OK)
+    return s;
+  vnic_close(probe);
+  uint16_t port = o->coord_port;
+  int lfd = boot_listen(o->coord_host, &port, err, errlen);
+  if (lfd < 0)
+    return PP_IO;
+  struct children ch = {.pid = calloc(n, sizeof(pid_t)), .reaped = calloc(n, sizeof(bool))};
+  if (!ch.pid || !ch.reaped) {
+    free(ch.pid);
+    free(ch.reaped);
+    close(lfd);
+    errf(err, errlen, "out of memory");
+    return PP_NOMEM;
+  }
+  fflush(NULL);
+  pid_t parent = getpid();
+  for (uint32_t i = 0; i < n; i++) {
+    pid_t p = fork();
+    if (p < 0) {
+      errf(err, errlen, "fork for rank %u: %s", i, strerror(errno));
+      ch.n = i;
+      reap(&ch, 0);
+      free(ch.pid);
+      free(ch.reaped);
+      close(lfd);
+      return PP_IO;
+    }
+    if (p == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent)
+        _exit(EXIT_RANK_FAILED);
+      close(lfd);
+      char e2[1024];
+      enum pp_outcome oc = PP_OUTCOME_COMPLETED;
+      enum pp_status rs = rank_main(cfg, o, i, o->coord_host, port, NULL, &oc, e2, sizeof(e2));
+      if (rs != PP_OK) {
+        fprintf(stderr, "prepost: %s\n", e2);
+        fflush(stderr);
+      }
+      _exit(rs == PP_OK ? 0 : EXIT_RANK_FAILED);
+    }
+    ch.pid[i] = p;
+  }
+  ch.n = n;
+  struct boot_coord_args a = {
+      .listen_fd = lfd,
+      .cfg = &cfg->engine,
+      .boot_timeout_ns = o->boot_timeout_ns,
+      .run_timeout_ns = o->run_timeout_ns,
+      .check = check_children,
+      .check_ctx = &ch,
+  };
+  snprintf(a.where, sizeof(a.where), "%s:%u", o->coord_host, port);
+  s = boot_coordinate(&a, res, err, errlen);
+  close(lfd);
+  reap(&ch, s == PP_OK ? 10000000000ull : 3000000000ull);
+  free(ch.pid);
+  free(ch.reaped);
+  return s;
+}
+
+/* ---------------------------------------------------------------- rank table mode */
+
+struct coord_thread {
+  struct boot_coord_args a;
+  struct pp_run_result *res;
+  enum pp_status s;
+  char err[1024];
+};
+
+static void *coord_main(void *p)
+{
+  struct coord_thread *t = p;
+  t->s = boot_coordinate(&t->a, t->res, t->err, sizeof(t->err));
+  return NULL;
+}
+
+static enum pp_status one_rank(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+                               struct pp_run_result *res, bool *reporter, char *err,
+                               size_t errlen)
+{
+  uint32_t n = cfg->engine.nranks, id = (uint32_t)o->rank;
+  if (o->ntable != n) {
+    errf(err, errlen, "the rank table has %u entries, the scenario has %u ranks", o->ntable, n);
+    return PP_INVALID;
+  }
+  if (id >= n) {
+    errf(err, errlen, "--rank %u: the scenario has ranks 0..%u", id, n - 1);
+    return PP_INVALID;
+  }
+  const struct pp_verbs_rank_entry *c = &o->table[0];
+  enum pp_outcome oc = PP_OUTCOME_COMPLETED;
+  if (id != 0) {
+    enum pp_status s = rank_main(cfg, o, id, c->host, c->port, o->table[id].device, &oc, err,
+                                 errlen);
+    res->outcome = oc;
+    return s;
+  }
+  uint16_t port = c->port;
+  int lfd = boot_listen(c->host, &port, err, errlen);
+  if (lfd < 0)
+    return PP_IO;
+  struct coord_thread t = {.res = res};
+  t.a = (struct boot_coord_args){.listen_fd = lfd,
+                                 .cfg = &cfg->engine,
+                                 .boot_timeout_ns = o->boot_timeout_ns,
+                                 .run_timeout_ns = o->run_timeout_ns};
+  snprintf(t.a.where, sizeof(t.a.where), "%s:%u", c->host, port);
+  pthread_t th;
+  if (pthread_create(&th, NULL, coord_main, &t)) {
+    close(lfd);
+    errf(err, errlen, "cannot start the coordinator thread");
+    return PP_IO;
+  }
+  char e2[1024];
+  enum pp_status s = rank_main(cfg, o, 0, c->host, port, c->device, &oc, e2, sizeof(e2));
+  pthread_join(th, NULL);
+  close(lfd);
+  if (t.s != PP_OK) {
+    /* the coordinator's view names the failing rank; add rank 0's own failure if any */
+    if (s != PP_OK && !strstr(t.err, "rank 0"))
+      errf(err, errlen, "%s; %s", t.err, e2);
+    else
+      errf(err, errlen, "%s", t.err);
+    return t.s;
+  }
+  if (s != PP_OK) {
+    errf(err, errlen, "%s", e2);
+    pp_run_result_free(res);
+    return s;
+  }
+  *reporter = true;
+  return PP_OK;
+}
+
+enum pp_status pp_verbs_run(const struct pp_sim_config *cfg, const struct pp_verbs_opts *opts,
+                            struct pp_run_result *res, bool *reporter, char *err, size_t errlen)
+{
+  memset(res, 0, sizeof(*res));
+  *reporter = false;
+  enum pp_status s = pp_engine_cfg_check(&cfg->engine, err, errlen);
+  if (s != PP_OK)
+    return s;
+  struct pp_verbs_opts o = *opts;
+  if (!o.boot_timeout_ns)
+    o.boot_timeout_ns = 20000000000ull;
+  if (!o.run_timeout_ns)
+    o.run_timeout_ns = 120000000000ull;
+  signal(SIGPIPE, SIG_IGN);
+  if (o.rank < 0) {
+    s = launch(cfg, &o, res, err, errlen);
+    *reporter = s == PP_OK;
+    return s;
+  }
+  return one_rank(cfg, &o, res, reporter, err, errlen);
+}

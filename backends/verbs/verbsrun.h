@@ -1,0 +1,60 @@
+/*
+ * The verbs driver (the counterpart of backends/simgrid/simrun.c): runs a scenario's engines on a
+ * real ibverbs device, one process per rank, time from CLOCK_MONOTONIC in nanoseconds.
+ *
+ * Two ways to start:
+ *  - launcher (rank < 0): this process is the coordinator and forks one process per rank, all on
+ *    this machine and (by default) on one device;
+ *  - rank table (rank >= 0): this process runs one rank; rank 0 also runs the coordinator (a
+ *    thread) on the table's first address. Start one process per rank, on any hosts.
+ * The coordinator (or rank 0) gets the whole run's result; other ranks get the outcome only.
+ */
+#ifndef PP_VERBSRUN_H
+#define PP_VERBSRUN_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "backends/simgrid/simrun.h"
+#include "backends/verbs/verbsnic.h"
+
+#define PP_VERBS_DEFAULT_PORT 18515
+
+struct pp_verbs_rank_entry {
+  char host[256];
+  uint16_t port;
+  char device[VNIC_NAME_MAX]; /* "" = the --device option, else the first active port */
+};
+
+struct pp_verbs_opts {
+  struct vnic_config nic;
+  int rank;                            /* -1: launcher mode */
+  struct pp_verbs_rank_entry *table;   /* rank table (nranks entries) or NULL in launcher mode */
+  uint32_t ntable;
+  char coord_host[256];                /* launcher mode: where the coordinator listens */
+  uint16_t coord_port;                 /* launcher mode: 0 = any free port */
+  uint64_t boot_timeout_ns;            /* each bootstrap step (0: 20 s) */
+  uint64_t run_timeout_ns;             /* the data phase (0: 120 s) */
+  bool busy_poll;                      /* spin on the CQ instead of sleeping on its channel */
+  int log_fd;                          /* -1: no event log; else one line per completion/event */
+  bool quiet;                          /* no progress lines on stderr */
+};
+
+void pp_verbs_opts_default(struct pp_verbs_opts *o);
+
+/* Parses a rank table: a file with one "HOST[:PORT] [DEVICE]" line per rank ('#' comments), or
+ * a comma-separated "HOST[:PORT],HOST[:PORT],..." list. Only rank 0's port is used (the
+ * coordinator listens there; default 18515). 0, or -1 with file:line in err. */
+int pp_verbs_parse_table(const char *spec, struct pp_verbs_rank_entry **out, uint32_t *n,
+                         char *err, size_t errlen);
+
+/*
+ * Runs the scenario. *reporter is set when this process holds the whole result (launcher or
+ * rank 0): res is then filled as pp_sim_run fills it (free with pp_run_result_free); on other
+ * ranks only res->outcome is set. Returns PP_OK when the run happened (whatever its outcome);
+ * otherwise the backend could not start or the bootstrap failed, and err names what failed.
+ */
+enum pp_status pp_verbs_run(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+                            struct pp_run_result *res, bool *reporter, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,250 @@
+/* prepost: the verbs side of the command line (`run --backend verbs`, `doctor`, `bench`). */
+#define _POSIX_C_SOURCE 200809L
+#include "cli_verbs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/verbs/doctor.h"
+#include "backends/verbs/verbsrun.h"
+#include "report.h"
+#include "scenario.h"
+
+enum { EXIT_OK = 0, EXIT_ERRORS = 1, EXIT_USAGE = 2, EXIT_STALLED = 3 };
+
+const char *const pp_cli_verbs_run_usage =
+    "usage: prepost run SCENARIO --backend verbs [--device NAME] [--ib-port N] [--gid-index N]\n"
+    "                   [--rank R --ranks TABLE] [--port P] [--timeout S] [--boot-timeout S]\n"
+    "                   [--busy-poll] [--seed N] [--log FILE] [--json] [--models DIR]\n"
+    "\n"
+    "Runs SCENARIO on an RDMA device through libibverbs, one process per rank, with the same\n"
+    "report as the simulator (counts from real completions; RNR NAKs from the device's\n"
+    "hw_counters where it has them, e.g. rxe). Platform and NIC model of the scenario are ignored.\n"
+    "\n"
+    "Without --rank, every rank runs on this machine (forked processes on one device) and this\n"
+    "process coordinates. With --rank R --ranks TABLE, this process is rank R only; start one per\n"
+    "rank. TABLE is a file with one 'HOST[:PORT] [DEVICE]' line per rank, or 'HOST:PORT,HOST,...';\n"
+    "rank 0 listens on its entry (port 18515 by default) and prints the report.\n"
+    "\n"
+    "  --device NAME      RDMA device (default: the first with an ACTIVE port)\n"
+    "  --ib-port N        port of the device (default: its first ACTIVE port)\n"
+    "  --gid-index N      GID index for RoCE (default: the RoCE v2 IPv4-mapped GID, else the\n"
+    "                     first RoCE v2 one)\n"
+    "  --port P           launcher: the TCP port of the coordinator on 127.0.0.1 (default: any)\n"
+    "  --timeout S        bound of the data phase in wall-clock seconds (default 120)\n"
+    "  --boot-timeout S   bound of each bootstrap step (default 20)\n"
+    "  --busy-poll        spin on the CQ instead of sleeping on the completion channel\n"
+    "  --seed N, --log FILE, --json, --models DIR: as for the simulator (the log has one line\n"
+    "                     per completion and async event, stamped with wall-clock time)\n"
+    "\n"
+    "Exit codes: 0 completed, 1 error completions, 2 usage or input error, 3 stalled/timeout,\n"
+    "4 the backend could not start (no device, port down, bootstrap failed: the message says).\n";
+
+const char *const pp_cli_doctor_usage =
+    "usage: prepost doctor [--device NAME]\n"
+    "\n"
+    "Checks whether this machine can run the verbs backend: RDMA kernel modules, devices, each\n"
+    "port's state, physical state, link layer and active MTU, the GID table with RoCE versions\n"
+    "(and the GID prepost picks), hw_counters, a 1 MiB memory registration, and the memlock\n"
+    "limit. Ends with a verdict line.\n"
+    "\n"
+    "Exit codes: 0 ready (possibly with a warning), 1 not ready (no device, port down, ...),\n"
+    "2 usage error.\n";
+
+static int usage_error(const char *usage, const char *fmt, const char *arg)
+{
+  fprintf(stderr, "prepost: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n\n%s", usage);
+  return EXIT_USAGE;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+  char *end;
+  if (!s || !*s || *s == '-')
+    return -1;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || *end)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_seconds(const char *s, uint64_t *ns)
+{
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || *end || end == s || !(v > 0) || v > 1e6)
+    return -1;
+  *ns = (uint64_t)llround(v * 1e9);
+  return 0;
+}
+
+static int exit_code_of(enum pp_outcome o)
+{
+  return o == PP_OUTCOME_COMPLETED ? EXIT_OK : o == PP_OUTCOME_ERRORS ? EXIT_ERRORS : EXIT_STALLED;
+}
+
+int pp_cli_run_verbs(int argc, char **argv)
+{
+  const char *scenario = NULL, *log = NULL, *models = NULL, *ranks = NULL;
+  bool json = false, has_seed = false;
+  uint64_t seed = 0, v;
+  struct pp_verbs_opts o;
+  pp_verbs_opts_default(&o);
+  const char *const U = pp_cli_verbs_run_usage;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(U, stdout);
+      return EXIT_OK;
+    }
+    if (!strcmp(a, "--json")) {
+      json = true;
+      continue;
+    }
+    if (!strcmp(a, "--busy-poll")) {
+      o.busy_poll = true;
+      continue;
+    }
+    if (a[0] == '-' && a[1]) {
+      static const char *const valued[] = {"--backend", "--device", "--ib-port", "--gid-index",
+                                           "--rank",    "--ranks",  "--port",    "--timeout",
+                                           "--boot-timeout", "--seed", "--log",  "--models"};
+      bool known = false;
+      for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
+        known = known || !strcmp(a, valued[k]);
+      if (!known)
+        return usage_error(U, "unknown option '%s'", a);
+      if (i + 1 >= argc)
+        return usage_error(U, "%s needs a value", a);
+      const char *val = argv[++i];
+      if (!strcmp(a, "--backend")) {
+        if (strcmp(val, "verbs"))
+          return usage_error(U, "--backend: 'simgrid' or 'verbs', got '%s'", val);
+      } else if (!strcmp(a, "--device")) {
+        if (strlen(val) >= sizeof(o.nic.device))
+          return usage_error(U, "--device: name too long: '%s'", val);
+        snprintf(o.nic.device, sizeof(o.nic.device), "%s", val);
+      } else if (!strcmp(a, "--ib-port")) {
+        if (parse_u64(val, &v) || v < 1 || v > 255)
+          return usage_error(U, "--ib-port wants 1..255, got '%s'", val);
+        o.nic.port = (int)v;
+      } else if (!strcmp(a, "--gid-index")) {
+        if (parse_u64(val, &v) || v > 255)
+          return usage_error(U, "--gid-index wants 0..255, got '%s'", val);
+        o.nic.gid_index = (int)v;
+      } else if (!strcmp(a, "--rank")) {
+        if (parse_u64(val, &v) || v >= PP_MAX_RANKS)
+          return usage_error(U, "--rank wants a rank number, got '%s'", val);
+        o.rank = (int)v;
+      } else if (!strcmp(a, "--ranks")) {
+        ranks = val;
+      } else if (!strcmp(a, "--port")) {
+        if (parse_u64(val, &v) || v > 65535)
+          return usage_error(U, "--port wants 0..65535, got '%s'", val);
+        o.coord_port = (uint16_t)v;
+      } else if (!strcmp(a, "--timeout")) {
+        if (parse_seconds(val, &o.run_timeout_ns))
+          return usage_error(U, "--timeout wants seconds > 0, got '%s'", val);
+      } else if (!strcmp(a, "--boot-timeout")) {
+        if (parse_seconds(val, &o.boot_timeout_ns))
+          return usage_error(U, "--boot-timeout wants seconds > 0, got '%s'", val);
+      } else if (!strcmp(a, "--seed")) {
+        if (parse_u64(val, &seed))
+          return usage_error(U, "--seed wants a non-negative integer, got '%s'", val);
+        has_seed = true;
+      } else if (!strcmp(a, "--log")) {
+        log = val;
+      } else {
+        models = val;
+      }
+      continue;
+    }
+    if (scenario)
+      return usage_error(U, "one scenario at a time (extra argument '%s')", a);
+    scenario = a;
+  }
+  if (!scenario)
+    return usage_error(U, "%s", "missing SCENARIO");
+  if ((o.rank >= 0) != (ranks != NULL))
+    return usage_error(U, "%s", "--rank and --ranks go together");
+  if (!models)
+    models = getenv("PREPOST_MODELS");
+  if (!models)
+    models = PREPOST_MODELS_DIR;
+  static struct pp_scenario sc;
+  char err[2048];
+  if (pp_scenario_load(scenario, models, &sc, err, sizeof(err)) != PP_OK) {
+    fprintf(stderr, "prepost: %s\n", err);
+    return EXIT_USAGE;
+  }
+  if (has_seed)
+    sc.sim.seed = sc.sim.engine.seed = seed;
+  if (ranks && pp_verbs_parse_table(ranks, &o.table, &o.ntable, err, sizeof(err))) {
+    fprintf(stderr, "prepost: %s\n", err);
+    return EXIT_USAGE;
+  }
+  if (log) {
+    o.log_fd = strcmp(log, "-") ? open(log, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644)
+                                : dup(2);
+    if (o.log_fd < 0) {
+      fprintf(stderr, "prepost: cannot write log '%s': %s\n", log, strerror(errno));
+      free(o.table);
+      return EXIT_USAGE;
+    }
+  }
+  struct pp_run_result res;
+  bool reporter = false;
+  enum pp_status s = pp_verbs_run(&sc.sim, &o, &res, &reporter, err, sizeof(err));
+  if (o.log_fd >= 0)
+    close(o.log_fd);
+  free(o.table);
+  if (s != PP_OK) {
+    fprintf(stderr, "prepost: %s: verbs backend: %s\n", scenario, err);
+    return s == PP_INVALID ? EXIT_USAGE : PP_EXIT_BACKEND;
+  }
+  int rc = exit_code_of(res.outcome);
+  if (reporter) {
+    if (json)
+      pp_report_json_on(stdout, &sc.sim, &res, "verbs");
+    else
+      pp_report_table_on(stdout, &sc.sim, &res, "verbs");
+    pp_run_result_free(&res);
+  } else if (!json) {
+    fprintf(stderr, "prepost: rank %d finished; outcome %s (rank 0 prints the report)\n", o.rank,
+            pp_outcome_name(res.outcome));
+  }
+  return rc;
+}
+
+int pp_cli_doctor(int argc, char **argv)
+{
+  const char *device = NULL;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      fputs(pp_cli_doctor_usage, stdout);
+      return EXIT_OK;
+    }
+    if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+      device = argv[++i];
+      continue;
+    }
+    return usage_error(pp_cli_doctor_usage, "unexpected argument '%s'", argv[i]);
+  }
+  return pp_verbs_doctor(stdout, device);
+}
+
+int pp_cli_bench(int argc, char **argv)
+{
+  return pp_verbs_bench_main(argc, argv);
+}
