@@ -9,6 +9,7 @@
 #include "cli_verbs.h"
 #include "report.h"
 #include "scenario.h"
+#include "trace_cli.h"
 
 enum { EXIT_OK = 0, EXIT_ERRORS = 1, EXIT_USAGE = 2, EXIT_STALLED = 3 };
 
@@ -20,6 +21,8 @@ static const char *const main_usage =
     "                 (--backend verbs: on an RDMA device, one process per rank)\n"
     "  doctor         can this machine run the verbs backend? devices, ports, GIDs, memlock\n"
     "  bench          engine vs raw verbs latency and bandwidth on an RDMA device\n"
+    "  trace          dump, summarise or export (pcap, perfetto, svg) a trace\n"
+    "  replay TRACE   re-drive the engines with a trace's inputs and check their outputs\n"
     "  help COMMAND   show the help of a command\n"
     "\n"
     "Exit codes: 0 every operation completed successfully, 1 the run ended with error\n"
@@ -35,6 +38,7 @@ static const char *const run_usage =
     "  --log FILE    write the NIC event log (one line per packet, completion and QP state\n"
     "                change, stamped with simulated nanoseconds; '-' for stderr)\n"
     "  --json        print one JSON object on stdout instead of the table\n"
+    "  --trace FILE  record every rank's inputs, outputs and packets (traces/FORMAT.md)\n"
     "  --backend B   simgrid (default) or verbs (see `prepost run --backend verbs --help`)\n"
     "  --models DIR  where relative platform and NIC paths resolve (default: $PREPOST_MODELS\n"
     "                or the source tree's models/)\n"
@@ -78,6 +82,7 @@ static int exit_code_of(enum pp_outcome o)
 struct run_opts {
   const char *scenario;
   const char *log;
+  const char *trace;
   const char *models;
   bool json;
   bool has_seed;
@@ -95,7 +100,8 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
       o->json = true;
     } else if (!strcmp(a, "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "simgrid")) {
       i++;
-    } else if (!strcmp(a, "--seed") || !strcmp(a, "--log") || !strcmp(a, "--models")) {
+    } else if (!strcmp(a, "--seed") || !strcmp(a, "--log") || !strcmp(a, "--models") ||
+               !strcmp(a, "--trace")) {
       if (i + 1 >= argc)
         return usage_error(run_usage, "%s needs a value", a);
       const char *v = argv[++i];
@@ -105,6 +111,8 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
         o->has_seed = true;
       } else if (!strcmp(a, "--log")) {
         o->log = v;
+      } else if (!strcmp(a, "--trace")) {
+        o->trace = v;
       } else {
         o->models = v;
       }
@@ -150,8 +158,19 @@ static int cmd_run(int argc, char **argv)
       return EXIT_USAGE;
     }
   }
+  struct pp_cli_trace *tr = NULL;
+  if (o.trace && !(tr = pp_cli_trace_start(o.trace, &sc.sim, PREPOST_VERSION, err, sizeof(err)))) {
+    fprintf(stderr, "prepost: %s\n", err);
+    return EXIT_USAGE;
+  }
   struct pp_run_result res;
   enum pp_status s = pp_sim_run(&sc.sim, log, &res, err, sizeof(err));
+  char terr[512];
+  if (tr && pp_cli_trace_end(tr, terr, sizeof(terr)) && s == PP_OK) {
+    fprintf(stderr, "prepost: %s\n", terr);
+    pp_run_result_free(&res);
+    return EXIT_USAGE;
+  }
   if (log && log != stderr)
     fclose(log);
   if (s != PP_OK) {
@@ -186,9 +205,17 @@ int main(int argc, char **argv)
     return pp_cli_doctor(argc - 2, argv + 2);
   if (!strcmp(cmd, "bench"))
     return pp_cli_bench(argc - 2, argv + 2);
+  if (!strcmp(cmd, "trace"))
+    return pp_cli_trace(argc - 2, argv + 2);
+  if (!strcmp(cmd, "replay"))
+    return pp_cli_replay(argc - 2, argv + 2);
   if (!strcmp(cmd, "help")) {
     if (argc > 2 && !strcmp(argv[2], "run")) {
       fputs(run_usage, stdout);
+      return EXIT_OK;
+    }
+    if (argc > 2 && (!strcmp(argv[2], "trace") || !strcmp(argv[2], "replay"))) {
+      fputs(strcmp(argv[2], "trace") ? pp_replay_usage : pp_trace_usage, stdout);
       return EXIT_OK;
     }
     fputs(main_usage, stdout);

@@ -1014,6 +1014,14 @@ void simnic_pkt_describe(const struct simnic_pkt *p, struct simnic_pkt_info *out
       .psn = p->psn,
       .len = p->len,
       .opcode = p->opcode,
+      .src_qpn = p->src_qpn,
+      .npkts = p->npkts,
+      .syndrome = p->syndrome,
+      .has_ack = p->has_ack,
+      .ack_epsn = p->ack_epsn,
+      .remote_addr = p->remote_addr,
+      .rkey = p->rkey,
+      .imm = p->imm,
   };
 }
 

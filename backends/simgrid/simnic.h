@@ -103,6 +103,14 @@ struct simnic_pkt_info {
   const char *kind; /* "REQ", "ACK", "RNR_NAK", "NAK", "READ_RESP" */
   uint32_t src_host, dst_host, dst_qpn, psn, len;
   enum pp_wr_opcode opcode;
+  /* for traces and packet captures */
+  uint32_t src_qpn, npkts;
+  uint32_t syndrome;        /* RNR_NAK: min_rnr_timer code; NAK: 1 invalid request, 2 remote
+                               access, 3 remote operational */
+  bool has_ack;
+  uint32_t ack_epsn;        /* every PSN before this one is acknowledged (when has_ack) */
+  uint64_t remote_addr;
+  uint32_t rkey, imm;
 };
 void simnic_pkt_describe(const struct simnic_pkt *pkt, struct simnic_pkt_info *out);
 

@@ -28,6 +28,7 @@
 #include <xbt/log.h>
 
 #include "sgshim.h"
+#include "simtrace.h"
 
 static const char *const outcome_names[] = {
 #define PP_X(id, name, desc) [PP_OUTCOME_##id] = name,
@@ -42,6 +43,7 @@ const char *pp_outcome_name(enum pp_outcome o)
 
 struct rank_state {
   struct pp_engine *engine;
+  struct pp_trace_rank *tr; /* NULL unless tracing */
   struct simnic *nic;
   sg_mailbox_t mbox;
   sg_host_t host;
@@ -64,6 +66,12 @@ static struct sim {
 } S;
 
 static char shutdown_token;
+static struct pp_trace_writer *trace_writer;
+
+void pp_sim_set_trace(struct pp_trace_writer *w)
+{
+  trace_writer = w;
+}
 
 static uint64_t now_ns(void)
 {
@@ -83,6 +91,7 @@ static void wire_send(void *ctx, uint32_t src, uint32_t dst, struct simnic_pkt *
 {
   (void)ctx;
   (void)src;
+  pp_simtrace_tx(trace_writer, now_ns(), pkt, wire_bytes);
   sg_comm_t c = sg_mailbox_put_init(S.ranks[dst].mbox, pkt, (long)wire_bytes);
   sg_comm_detach(c, NULL);
 }
@@ -106,13 +115,13 @@ static void drain(struct rank_state *r, uint32_t rank, uint64_t now)
   for (;;) {
     int n = simnic_poll_cq(r->nic, wc, 32);
     for (int i = 0; i < n; i++) {
-      enum pp_status s = pp_engine_on_wc(r->engine, now, &wc[i]);
+      enum pp_status s = pp_tr_on_wc(r->tr, r->engine, now, &wc[i]);
       if (s != PP_OK)
         fail(s, "engine rejected a completion", rank);
     }
     int a = 0;
     while (simnic_get_async_event(r->nic, &ev)) {
-      pp_engine_on_async(r->engine, now, &ev);
+      pp_tr_on_async(r->tr, r->engine, now, &ev);
       a++;
     }
     if (n == 0 && a == 0)
@@ -130,9 +139,9 @@ static void connect_rank(struct rank_state *r, uint32_t rank)
 {
   for (uint32_t peer = 0; peer < S.nranks; peer++) {
     struct pp_conn_info remote;
-    if (peer == rank || !pp_engine_local_info(S.ranks[peer].engine, rank, &remote))
+    if (peer == rank || !pp_tr_local_info(S.ranks[peer].tr, S.ranks[peer].engine, rank, &remote))
       continue;
-    enum pp_status s = pp_engine_connect(r->engine, now_ns(), peer, &remote);
+    enum pp_status s = pp_tr_connect(r->tr, r->engine, now_ns(), peer, &remote);
     if (s != PP_OK)
       fail(s, "connecting the QP", rank);
   }
@@ -161,6 +170,7 @@ static void progress_loop(struct rank_state *r, uint32_t rank)
         r->idle = false;
         S.idle--;
       }
+      pp_simtrace_rx(trace_writer, now_ns(), rank, data);
       simnic_on_packet(r->nic, now_ns(), data);
       get = sg_mailbox_get_async(r->mbox, &data);
     } else if (d >= max_ns && now_ns() >= max_ns) {
@@ -177,7 +187,7 @@ static void progress_loop(struct rank_state *r, uint32_t rank)
       simnic_on_timer(r->nic, now);
     drain(r, rank, now);
     if (pp_engine_next_deadline(r->engine) <= now) {
-      enum pp_status s = pp_engine_on_timer(r->engine, now);
+      enum pp_status s = pp_tr_on_timer(r->tr, r->engine, now);
       if (s != PP_OK)
         fail(s, "engine timer", rank);
       drain(r, rank, now);
@@ -193,7 +203,8 @@ static void rank_actor(int argc, char **argv)
   sg_mailbox_set_receiver(sg_mailbox_get_name(r->mbox));
   struct pp_engine_cfg ecfg = S.cfg->engine;
   ecfg.rank = rank;
-  enum pp_status s = pp_engine_create(&ecfg, &simnic_ops, r->nic, &r->engine);
+  r->tr = pp_trace_rank_create(trace_writer, rank);
+  enum pp_status s = pp_tr_engine_create(r->tr, now_ns(), &ecfg, &simnic_ops, r->nic, &r->engine);
   if (s != PP_OK)
     fail(s, "creating the engine", rank);
   sg_barrier_wait(S.barrier);
@@ -203,7 +214,7 @@ static void rank_actor(int argc, char **argv)
   if (S.error != PP_OK)
     return;
   uint64_t now = now_ns();
-  s = pp_engine_start(r->engine, now);
+  s = pp_tr_start(r->tr, r->engine, now);
   if (s != PP_OK)
     fail(s, "starting the workload", rank);
   drain(r, rank, now);
@@ -344,8 +355,11 @@ static void collect(struct pp_run_result *res)
 
 static void cleanup(void)
 {
-  for (uint32_t i = 0; S.ranks && i < S.nranks; i++)
-    pp_engine_destroy(S.ranks[i].engine);
+  for (uint32_t i = 0; S.ranks && i < S.nranks; i++) {
+    pp_tr_rank_end(S.ranks[i].tr, S.ranks[i].engine, S.end_ns);
+    pp_tr_engine_destroy(S.ranks[i].tr, S.ranks[i].engine, S.end_ns);
+    pp_trace_rank_destroy(S.ranks[i].tr);
+  }
   simnic_fabric_destroy(S.fabric);
   free(S.ranks);
   if (S.barrier)

@@ -62,4 +62,10 @@ enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_
                           char *err, size_t errlen);
 void pp_run_result_free(struct pp_run_result *res);
 
+/* Records the next pp_sim_run() into w (engine/trace.h): every rank's inputs and outputs and the
+ * packets; NULL (the default) records nothing. The caller writes the header before and calls
+ * pp_trace_finish() after. */
+struct pp_trace_writer;
+void pp_sim_set_trace(struct pp_trace_writer *w);
+
 #endif

@@ -1,0 +1,1092 @@
+/*
+ * Trace writer and per-rank recorder (see trace.h and traces/FORMAT.md). No I/O: finished chunks
+ * go to the caller's sink.
+ */
+#include "trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_codec.h"
+
+#define CHUNK_TARGET (64u * 1024u) /* a chunk is written once its records pass this size */
+#define REC_MAX 600u               /* the largest record but MEM, with its header */
+#define REC_HEAD_MAX 21u           /* type 1 + rank 5 + dt 10 + len 5 */
+
+/* ---------------------------------------------------------------- names, CRC */
+
+static const struct {
+  unsigned type;
+  const char *name;
+  enum pp_trace_rec_class cls;
+} rec_types[] = {
+#define PP_X(id, value, name, cls) {value, name, PP_TCLASS_##cls},
+    PP_TRACE_REC_LIST(PP_X)
+#undef PP_X
+};
+
+const char *pp_trace_rec_name(unsigned type)
+{
+  for (size_t i = 0; i < sizeof(rec_types) / sizeof(rec_types[0]); i++)
+    if (rec_types[i].type == type)
+      return rec_types[i].name;
+  return "?";
+}
+
+static const uint8_t rec_classes[256] = {
+#define PP_X(id, value, name, cls) [value] = PP_TCLASS_##cls,
+    PP_TRACE_REC_LIST(PP_X)
+#undef PP_X
+};
+
+enum pp_trace_rec_class pp_trace_rec_class(unsigned type)
+{
+  return type < 256 ? (enum pp_trace_rec_class)rec_classes[type] : PP_TCLASS_UNKNOWN;
+}
+
+static const char *const pkt_kind_names[] = {
+#define PP_X(id, value, name) [value] = name,
+    PP_TRACE_PKT_LIST(PP_X)
+#undef PP_X
+};
+
+const char *pp_trace_pkt_kind_name(unsigned kind)
+{
+  return kind < PP_TPKT_COUNT ? pkt_kind_names[kind] : "?";
+}
+
+int pp_trace_pkt_kind_from_name(const char *name)
+{
+  for (int i = 0; i < PP_TPKT_COUNT; i++)
+    if (!strcmp(pkt_kind_names[i], name))
+      return i;
+  return -1;
+}
+
+/* slicing-by-8: eight bytes per step (the writer checksums every chunk it writes) */
+static uint32_t crc_table[8][256];
+
+static void crc_init(void)
+{
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; k++)
+      c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+    crc_table[0][i] = c;
+  }
+  for (uint32_t i = 0; i < 256; i++)
+    for (int t = 1; t < 8; t++)
+      crc_table[t][i] = crc_table[0][crc_table[t - 1][i] & 0xff] ^ (crc_table[t - 1][i] >> 8);
+}
+
+uint32_t pp_crc32(uint32_t crc, const void *buf, size_t len)
+{
+  if (!crc_table[0][1])
+    crc_init();
+  const uint8_t *p = buf;
+  crc = ~crc;
+  while (len >= 8) {
+    uint32_t lo = crc ^ pp_get_le32(p), hi = pp_get_le32(p + 4);
+    crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
+          crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xff] ^
+          crc_table[2][(hi >> 8) & 0xff] ^ crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+    p += 8;
+    len -= 8;
+  }
+  while (len--)
+    crc = crc_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+/* ---------------------------------------------------------------- writer */
+
+struct pkt_slot {
+  const void *key;
+  uint64_t id;
+};
+
+struct pp_trace_writer {
+  pp_trace_sink sink;
+  void *ctx;
+  enum pp_status err;
+  bool begun, finished;
+  uint8_t *hdr; /* HDR chunk (header included) */
+  size_t hdr_len, hdr_cap;
+  uint32_t nkv;
+  uint8_t *buf; /* REC chunk being filled; its 16-byte header is written at flush */
+  size_t len, cap;
+  uint32_t chunk_recs;
+  uint64_t nrecs, nchunks, bytes;
+  uint32_t nranks;
+  uint64_t *last_ts;
+  uint32_t capture_bytes, snapshot_max;
+  struct pkt_slot *pk; /* packets in flight: open addressing, key NULL = empty */
+  size_t pk_cap, pk_n;
+  uint64_t next_pkt;
+};
+
+static void fail(struct pp_trace_writer *w, enum pp_status s)
+{
+  if (w->err == PP_OK)
+    w->err = s;
+}
+
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+  if (need <= *cap)
+    return 0;
+  size_t n = *cap ? *cap : 256;
+  while (n < need)
+    n *= 2;
+  uint8_t *b = realloc(*buf, n);
+  if (!b)
+    return -1;
+  *buf = b;
+  *cap = n;
+  return 0;
+}
+
+static void sink_out(struct pp_trace_writer *w, const void *buf, size_t len)
+{
+  if (w->err != PP_OK)
+    return;
+  if (w->sink(w->ctx, buf, len) != 0)
+    fail(w, PP_IO);
+  else
+    w->bytes += len;
+}
+
+static void chunk_header(uint8_t *h, uint32_t type, uint32_t len, uint32_t count, uint32_t crc)
+{
+  pp_put_le32(h, type);
+  pp_put_le32(h + 4, len);
+  pp_put_le32(h + 8, count);
+  pp_put_le32(h + 12, crc);
+}
+
+enum pp_status pp_trace_writer_create(pp_trace_sink sink, void *ctx,
+                                      const struct pp_trace_info *info,
+                                      struct pp_trace_writer **out)
+{
+  *out = NULL;
+  if (!sink || !info || info->nranks == 0 || info->nranks > PP_MAX_RANKS)
+    return PP_INVALID;
+  struct pp_trace_writer *w = calloc(1, sizeof(*w));
+  if (!w)
+    return PP_NOMEM;
+  w->sink = sink;
+  w->ctx = ctx;
+  w->nranks = info->nranks;
+  w->capture_bytes = info->capture_bytes;
+  w->snapshot_max = info->snapshot_max;
+  w->last_ts = calloc(info->nranks, sizeof(*w->last_ts));
+  w->cap = CHUNK_TARGET + PP_TRACE_CHUNK_HEADER + REC_MAX;
+  w->buf = malloc(w->cap);
+  if (!w->last_ts || !w->buf || grow(&w->hdr, &w->hdr_cap, 1024)) {
+    pp_trace_writer_destroy(w);
+    return PP_NOMEM;
+  }
+  w->len = PP_TRACE_CHUNK_HEADER;
+  w->hdr_len = PP_TRACE_CHUNK_HEADER;
+  uint8_t fh[PP_TRACE_FILE_HEADER];
+  memcpy(fh, PP_TRACE_MAGIC, 8);
+  pp_put_le16(fh + 8, PP_TRACE_MAJOR);
+  pp_put_le16(fh + 10, PP_TRACE_MINOR);
+  pp_put_le32(fh + 12, 0);
+  sink_out(w, fh, sizeof(fh));
+  pp_trace_kv_str(w, "prepost.version", info->version ? info->version : "?");
+  pp_trace_kv_str(w, "trace.backend", info->backend ? info->backend : "?");
+  pp_trace_kv_str(w, "scenario.name", info->scenario ? info->scenario : "");
+  pp_trace_kv_u64(w, "seed", info->seed);
+  pp_trace_kv_u64(w, "nranks", info->nranks);
+  pp_trace_kv_u64(w, "trace.capture_bytes", info->capture_bytes);
+  pp_trace_kv_u64(w, "trace.snapshot_max", info->snapshot_max);
+  *out = w;
+  return w->err;
+}
+
+static uint8_t *kv_begin(struct pp_trace_writer *w, const char *key, unsigned type, size_t extra)
+{
+  if (w->begun || w->err != PP_OK)
+    return NULL;
+  size_t kl = strlen(key);
+  if (grow(&w->hdr, &w->hdr_cap, w->hdr_len + kl + extra + 32)) {
+    fail(w, PP_NOMEM);
+    return NULL;
+  }
+  uint8_t *p = pp_put_uv(w->hdr + w->hdr_len, kl);
+  memcpy(p, key, kl);
+  p += kl;
+  *p++ = (uint8_t)type;
+  w->nkv++;
+  return p;
+}
+
+enum pp_status pp_trace_kv_u64(struct pp_trace_writer *w, const char *key, uint64_t v)
+{
+  uint8_t *p = kv_begin(w, key, PP_TKV_U64, 10);
+  if (p)
+    w->hdr_len = (size_t)(pp_put_uv(p, v) - w->hdr);
+  return w->begun ? PP_STATE : w->err;
+}
+
+enum pp_status pp_trace_kv_f64(struct pp_trace_writer *w, const char *key, double v)
+{
+  uint8_t *p = kv_begin(w, key, PP_TKV_F64, 8);
+  if (p) {
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    pp_put_le64(p, bits);
+    w->hdr_len = (size_t)(p + 8 - w->hdr);
+  }
+  return w->begun ? PP_STATE : w->err;
+}
+
+enum pp_status pp_trace_kv_str(struct pp_trace_writer *w, const char *key, const char *v)
+{
+  size_t n = strlen(v);
+  uint8_t *p = kv_begin(w, key, PP_TKV_STR, n + 10);
+  if (p) {
+    p = pp_put_uv(p, n);
+    memcpy(p, v, n);
+    w->hdr_len = (size_t)(p + n - w->hdr);
+  }
+  return w->begun ? PP_STATE : w->err;
+}
+
+enum pp_status pp_trace_kv_bytes(struct pp_trace_writer *w, const char *key, const void *v,
+                                 size_t n)
+{
+  uint8_t *p = kv_begin(w, key, PP_TKV_BYTES, n + 10);
+  if (p) {
+    p = pp_put_uv(p, n);
+    memcpy(p, v, n);
+    w->hdr_len = (size_t)(p + n - w->hdr);
+  }
+  return w->begun ? PP_STATE : w->err;
+}
+
+enum pp_status pp_trace_begin(struct pp_trace_writer *w)
+{
+  if (w->begun) {
+    fail(w, PP_STATE);
+    return w->err;
+  }
+  w->begun = true;
+  size_t n = w->hdr_len - PP_TRACE_CHUNK_HEADER;
+  chunk_header(w->hdr, PP_TRACE_CHUNK_HDR, (uint32_t)n, w->nkv,
+               pp_crc32(0, w->hdr + PP_TRACE_CHUNK_HEADER, n));
+  sink_out(w, w->hdr, w->hdr_len);
+  return w->err;
+}
+
+enum pp_status pp_trace_flush(struct pp_trace_writer *w)
+{
+  if (!w->begun || w->finished) {
+    fail(w, PP_STATE);
+    return w->err;
+  }
+  if (w->chunk_recs == 0)
+    return w->err;
+  size_t n = w->len - PP_TRACE_CHUNK_HEADER;
+  chunk_header(w->buf, PP_TRACE_CHUNK_REC, (uint32_t)n, w->chunk_recs,
+               pp_crc32(0, w->buf + PP_TRACE_CHUNK_HEADER, n));
+  sink_out(w, w->buf, w->len);
+  w->nchunks++;
+  w->len = PP_TRACE_CHUNK_HEADER;
+  w->chunk_recs = 0;
+  return w->err;
+}
+
+enum pp_status pp_trace_finish(struct pp_trace_writer *w)
+{
+  if (w->finished || pp_trace_flush(w) != PP_OK)
+    return w->err ? w->err : PP_STATE;
+  w->finished = true;
+  uint8_t c[PP_TRACE_CHUNK_HEADER + 30], *p = c + PP_TRACE_CHUNK_HEADER;
+  p = pp_put_uv(p, w->nrecs);
+  p = pp_put_uv(p, w->nchunks);
+  size_t n = (size_t)(p - c) - PP_TRACE_CHUNK_HEADER;
+  chunk_header(c, PP_TRACE_CHUNK_END, (uint32_t)n, 0, pp_crc32(0, c + PP_TRACE_CHUNK_HEADER, n));
+  sink_out(w, c, (size_t)(p - c));
+  return w->err;
+}
+
+enum pp_status pp_trace_writer_status(const struct pp_trace_writer *w)
+{
+  return w->err;
+}
+
+uint64_t pp_trace_writer_records(const struct pp_trace_writer *w)
+{
+  return w->nrecs;
+}
+
+uint64_t pp_trace_writer_bytes(const struct pp_trace_writer *w)
+{
+  return w->bytes;
+}
+
+void pp_trace_writer_destroy(struct pp_trace_writer *w)
+{
+  if (!w)
+    return;
+  free(w->hdr);
+  free(w->buf);
+  free(w->last_ts);
+  free(w->pk);
+  free(w);
+}
+
+/*
+ * Appends one record: the payload [pl, pl + n) was encoded by the caller. Inputs and notes carry
+ * the time (a zigzag delta from the rank's previous time stamp); outputs do not.
+ */
+static void emit(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64_t ts,
+                 const uint8_t *pl, size_t n)
+{
+  if (w->err != PP_OK)
+    return;
+  if (!w->begun || w->finished || rank >= w->nranks) {
+    fail(w, PP_STATE);
+    return;
+  }
+  if (grow(&w->buf, &w->cap, w->len + REC_HEAD_MAX + n)) {
+    fail(w, PP_NOMEM);
+    return;
+  }
+  uint8_t *p = w->buf + w->len;
+  *p++ = (uint8_t)type;
+  p = pp_put_uv(p, rank);
+  if (type < 0x20 || type > 0x3f) { /* every type but the outputs carries a time stamp */
+    p = pp_put_sv(p, (int64_t)(ts - w->last_ts[rank]));
+    w->last_ts[rank] = ts;
+  }
+  p = pp_put_uv(p, n);
+  if (n)
+    memcpy(p, pl, n);
+  w->len = (size_t)(p + n - w->buf);
+  w->chunk_recs++;
+  w->nrecs++;
+  if (w->len - PP_TRACE_CHUNK_HEADER >= CHUNK_TARGET)
+    pp_trace_flush(w);
+}
+
+/* ---------------------------------------------------------------- packets */
+
+static size_t pk_hash(const void *key, size_t cap)
+{
+  uint64_t x = (uint64_t)(uintptr_t)key * 0x9e3779b97f4a7c15ull;
+  return (size_t)(x >> 32) & (cap - 1);
+}
+
+static int pk_grow(struct pp_trace_writer *w)
+{
+  size_t cap = w->pk_cap ? w->pk_cap * 2 : 256;
+  struct pkt_slot *n = calloc(cap, sizeof(*n));
+  if (!n)
+    return -1;
+  for (size_t i = 0; i < w->pk_cap; i++) {
+    if (!w->pk[i].key)
+      continue;
+    size_t h = pk_hash(w->pk[i].key, cap);
+    while (n[h].key)
+      h = (h + 1) & (cap - 1);
+    n[h] = w->pk[i];
+  }
+  free(w->pk);
+  w->pk = n;
+  w->pk_cap = cap;
+  return 0;
+}
+
+/* Removes slot i keeping every probe chain intact (backward-shift deletion). */
+static void pk_remove(struct pp_trace_writer *w, size_t i)
+{
+  size_t mask = w->pk_cap - 1, j = i;
+  w->pk[i].key = NULL;
+  for (;;) {
+    j = (j + 1) & mask;
+    if (!w->pk[j].key)
+      break;
+    size_t h = pk_hash(w->pk[j].key, w->pk_cap);
+    /* can the entry at j move to the hole at i? (its home h is not in (i, j]) */
+    if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
+      w->pk[i] = w->pk[j];
+      w->pk[j].key = NULL;
+      i = j;
+    }
+  }
+  w->pk_n--;
+}
+
+void pp_trace_pkt_tx(struct pp_trace_writer *w, uint64_t now, const void *key,
+                     const struct pp_trace_pkt *k)
+{
+  if (!w || w->err != PP_OK)
+    return;
+  if ((w->pk_n + 1) * 2 > w->pk_cap && pk_grow(w)) {
+    fail(w, PP_NOMEM);
+    return;
+  }
+  uint64_t id = w->next_pkt++;
+  size_t h = pk_hash(key, w->pk_cap);
+  while (w->pk[h].key && w->pk[h].key != key)
+    h = (h + 1) & (w->pk_cap - 1);
+  if (!w->pk[h].key)
+    w->pk_n++;
+  w->pk[h] = (struct pkt_slot){key, id};
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, id);
+  p = pp_put_uv(p, k->kind);
+  p = pp_put_uv(p, k->opcode);
+  p = pp_put_uv(p, k->dst_rank);
+  p = pp_put_uv(p, k->src_qpn);
+  p = pp_put_uv(p, k->dst_qpn);
+  p = pp_put_uv(p, k->psn);
+  p = pp_put_uv(p, k->npkts);
+  p = pp_put_uv(p, k->len);
+  p = pp_put_uv(p, k->syndrome);
+  p = pp_put_uv(p, k->has_ack);
+  p = pp_put_uv(p, k->ack_psn);
+  p = pp_put_uv(p, k->remote_addr);
+  p = pp_put_uv(p, k->rkey);
+  p = pp_put_uv(p, k->imm);
+  p = pp_put_uv(p, k->wire_bytes);
+  emit(w, PP_TREC_PKT_TX, k->src_rank, now, pl, (size_t)(p - pl));
+}
+
+void pp_trace_pkt_rx(struct pp_trace_writer *w, uint64_t now, uint32_t rank, const void *key)
+{
+  if (!w || w->err != PP_OK || !w->pk_cap)
+    return;
+  size_t h = pk_hash(key, w->pk_cap);
+  while (w->pk[h].key && w->pk[h].key != key)
+    h = (h + 1) & (w->pk_cap - 1);
+  if (!w->pk[h].key)
+    return; /* not seen leaving: nothing to name */
+  uint64_t id = w->pk[h].id;
+  pk_remove(w, h);
+  uint8_t pl[16], *p = pp_put_uv(pl, id);
+  emit(w, PP_TREC_PKT_RX, rank, now, pl, (size_t)(p - pl));
+}
+
+/* ---------------------------------------------------------------- rank recorder */
+
+struct tr_mr {
+  uint64_t addr, len;
+  uint32_t lkey, rkey;
+  unsigned access;
+  uint8_t *shadow; /* remote-writable and small: the bytes as of the last input */
+};
+
+struct tr_qp {
+  uint32_t qpn, srq;
+};
+
+struct tr_recv { /* a posted receive whose head is captured when it completes */
+  uint64_t wr_id;
+  uint32_t queue; /* qp_num, or srq_num | 1u << 31 */
+  uint32_t lkey, len;
+  uint64_t addr;
+  uint8_t used;
+};
+
+struct pp_trace_rank {
+  struct pp_trace_writer *w;
+  uint32_t rank;
+  const struct pp_nic_ops *ops;
+  void *nic;
+  uint64_t now;
+  struct tr_mr *mrs;
+  size_t nmr, mr_cap;
+  struct tr_qp *qps;
+  size_t nqp, qp_cap;
+  struct tr_recv *rv; /* open addressing on (queue, wr_id) */
+  size_t rv_cap, rv_n;
+};
+
+#define SRQ_BIT (1u << 31)
+
+struct pp_trace_rank *pp_trace_rank_create(struct pp_trace_writer *w, uint32_t rank)
+{
+  if (!w || rank >= w->nranks)
+    return NULL;
+  struct pp_trace_rank *t = calloc(1, sizeof(*t));
+  if (!t) {
+    fail(w, PP_NOMEM);
+    return NULL;
+  }
+  t->w = w;
+  t->rank = rank;
+  return t;
+}
+
+void pp_trace_rank_destroy(struct pp_trace_rank *t)
+{
+  if (!t)
+    return;
+  for (size_t i = 0; i < t->nmr; i++)
+    free(t->mrs[i].shadow);
+  free(t->mrs);
+  free(t->qps);
+  free(t->rv);
+  free(t);
+}
+
+/* wr_ids are mostly small indices, maybe with flag bits on top: consecutive ids land in
+ * consecutive slots (cache friendly), the high bits and the queue still spread them. */
+static size_t rv_hash(uint32_t queue, uint64_t wr_id, size_t cap)
+{
+  uint64_t x = wr_id ^ (wr_id >> 32) ^ (wr_id >> 48) ^ (uint64_t)queue * 0x9e3779b9u;
+  return (size_t)x & (cap - 1);
+}
+
+static struct tr_recv *rv_find(struct pp_trace_rank *t, uint32_t queue, uint64_t wr_id)
+{
+  if (!t->rv_cap)
+    return NULL;
+  size_t h = rv_hash(queue, wr_id, t->rv_cap);
+  while (t->rv[h].used) {
+    if (t->rv[h].queue == queue && t->rv[h].wr_id == wr_id)
+      return &t->rv[h];
+    h = (h + 1) & (t->rv_cap - 1);
+  }
+  return NULL;
+}
+
+static void rv_put(struct pp_trace_rank *t, uint32_t queue, const struct pp_recv_wr *wr)
+{
+  if (wr->num_sge == 0 || wr->sg_list[0].length == 0)
+    return;
+  struct tr_recv *e = rv_find(t, queue, wr->wr_id);
+  if (!e) {
+    if ((t->rv_n + 1) * 2 > t->rv_cap) { /* entries are never removed: only grow */
+      size_t cap = t->rv_cap ? t->rv_cap * 2 : 64;
+      struct tr_recv *n = calloc(cap, sizeof(*n));
+      if (!n) {
+        fail(t->w, PP_NOMEM);
+        return;
+      }
+      for (size_t i = 0; i < t->rv_cap; i++) {
+        if (!t->rv[i].used)
+          continue;
+        size_t h = rv_hash(t->rv[i].queue, t->rv[i].wr_id, cap);
+        while (n[h].used)
+          h = (h + 1) & (cap - 1);
+        n[h] = t->rv[i];
+      }
+      free(t->rv);
+      t->rv = n;
+      t->rv_cap = cap;
+    }
+    size_t h = rv_hash(queue, wr->wr_id, t->rv_cap);
+    while (t->rv[h].used)
+      h = (h + 1) & (t->rv_cap - 1);
+    e = &t->rv[h];
+    t->rv_n++;
+  }
+  *e = (struct tr_recv){.wr_id = wr->wr_id,
+                        .queue = queue,
+                        .lkey = wr->sg_list[0].lkey,
+                        .len = wr->sg_list[0].length,
+                        .addr = wr->sg_list[0].addr,
+                        .used = 1};
+}
+
+static struct tr_mr *mr_by_lkey(struct pp_trace_rank *t, uint32_t lkey)
+{
+  for (size_t i = 0; i < t->nmr; i++)
+    if (t->mrs[i].lkey == lkey)
+      return &t->mrs[i];
+  return NULL;
+}
+
+static void emit_mem(struct pp_trace_rank *t, uint32_t key, uint64_t off, uint32_t total,
+                     const uint8_t *data, uint32_t len)
+{
+  size_t cap = 48 + (size_t)len;
+  uint8_t small[REC_MAX], *pl = cap <= sizeof(small) ? small : malloc(cap);
+  if (!pl) {
+    fail(t->w, PP_NOMEM);
+    return;
+  }
+  uint8_t *p = pl;
+  p = pp_put_uv(p, key);
+  p = pp_put_uv(p, off);
+  p = pp_put_uv(p, total);
+  p = pp_put_uv(p, len);
+  memcpy(p, data, len);
+  emit(t->w, PP_TREC_MEM, t->rank, t->now, pl, (size_t)(p + len - pl));
+  if (pl != small)
+    free(pl);
+}
+
+/* Before every input: what the NIC wrote into small remote-writable regions since the last one. */
+static void input_prologue(struct pp_trace_rank *t, uint64_t now)
+{
+  t->now = now;
+  for (size_t i = 0; i < t->nmr; i++) {
+    struct tr_mr *m = &t->mrs[i];
+    if (!m->shadow)
+      continue;
+    const uint8_t *cur = (const uint8_t *)(uintptr_t)m->addr;
+    if (memcmp(cur, m->shadow, m->len) == 0)
+      continue;
+    uint64_t a = 0, b = m->len;
+    while (cur[a] == m->shadow[a])
+      a++;
+    while (cur[b - 1] == m->shadow[b - 1])
+      b--;
+    emit_mem(t, m->lkey, a, (uint32_t)(b - a), cur + a, (uint32_t)(b - a));
+    memcpy(m->shadow + a, cur + a, b - a);
+  }
+}
+
+static void emit_simple(struct pp_trace_rank *t, unsigned type)
+{
+  emit(t->w, type, t->rank, t->now, NULL, 0);
+}
+
+static void emit_ret(struct pp_trace_rank *t, enum pp_status s)
+{
+  if (s == PP_OK)
+    return;
+  uint8_t pl[12], *p = pp_put_sv(pl, s);
+  emit(t->w, PP_TREC_RET, t->rank, t->now, pl, (size_t)(p - pl));
+}
+
+static uint8_t *put_conn(uint8_t *p, const struct pp_conn_info *c)
+{
+  uint32_t n = c->nchannels <= PP_MAX_CHANNELS ? c->nchannels : PP_MAX_CHANNELS;
+  p = pp_put_uv(p, n);
+  for (uint32_t i = 0; i < n; i++) {
+    p = pp_put_uv(p, c->qp_num[i]);
+    p = pp_put_uv(p, c->psn[i]);
+  }
+  p = pp_put_uv(p, PP_MAX_REGIONS);
+  for (uint32_t i = 0; i < PP_MAX_REGIONS; i++) {
+    p = pp_put_uv(p, c->region[i].addr);
+    p = pp_put_uv(p, c->region[i].rkey);
+    p = pp_put_uv(p, c->region[i].len);
+  }
+  return p;
+}
+
+static uint8_t *put_sges(uint8_t *p, uint32_t num, const struct pp_sge *sg)
+{
+  uint32_t n = num <= PP_MAX_SGE ? num : PP_MAX_SGE;
+  p = pp_put_uv(p, n);
+  for (uint32_t i = 0; i < n; i++) {
+    p = pp_put_uv(p, sg[i].addr);
+    p = pp_put_uv(p, sg[i].length);
+    p = pp_put_uv(p, sg[i].lkey);
+  }
+  return p;
+}
+
+/* ---- the recording ops table: call, then log arguments, out-parameters and result */
+
+static int tr_reg_mr(void *nic, void *addr, size_t length, unsigned access, struct pp_mr *mr)
+{
+  struct pp_trace_rank *t = nic;
+  int r = t->ops->reg_mr(t->nic, addr, length, access, mr);
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, (uint64_t)(uintptr_t)addr);
+  p = pp_put_uv(p, length);
+  p = pp_put_uv(p, access);
+  p = pp_put_sv(p, r);
+  p = pp_put_uv(p, r == PP_OK ? mr->lkey : 0);
+  p = pp_put_uv(p, r == PP_OK ? mr->rkey : 0);
+  emit(t->w, PP_TREC_REG_MR, t->rank, 0, pl, (size_t)(p - pl));
+  if (r == PP_OK) {
+    if (t->nmr == t->mr_cap) {
+      size_t cap = t->mr_cap ? t->mr_cap * 2 : 8;
+      struct tr_mr *n = realloc(t->mrs, cap * sizeof(*n));
+      if (!n) {
+        fail(t->w, PP_NOMEM);
+        return r;
+      }
+      t->mrs = n;
+      t->mr_cap = cap;
+    }
+    struct tr_mr *m = &t->mrs[t->nmr++];
+    *m = (struct tr_mr){.addr = (uint64_t)(uintptr_t)addr,
+                        .len = length,
+                        .lkey = mr->lkey,
+                        .rkey = mr->rkey,
+                        .access = access};
+    if ((access & PP_ACCESS_REMOTE_WRITE) && length > 0 && length <= t->w->snapshot_max && addr) {
+      if ((m->shadow = malloc(length)))
+        memcpy(m->shadow, addr, length);
+      else
+        fail(t->w, PP_NOMEM);
+    }
+  }
+  return r;
+}
+
+static int tr_dereg_mr(void *nic, const struct pp_mr *mr)
+{
+  struct pp_trace_rank *t = nic;
+  struct pp_mr copy = *mr;
+  int r = t->ops->dereg_mr(t->nic, mr);
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, copy.addr);
+  p = pp_put_uv(p, copy.length);
+  p = pp_put_uv(p, copy.lkey);
+  p = pp_put_uv(p, copy.rkey);
+  p = pp_put_sv(p, r);
+  emit(t->w, PP_TREC_DEREG_MR, t->rank, 0, pl, (size_t)(p - pl));
+  struct tr_mr *m = mr_by_lkey(t, copy.lkey);
+  if (r == PP_OK && m) {
+    free(m->shadow);
+    *m = t->mrs[--t->nmr];
+  }
+  return r;
+}
+
+static int tr_create_srq(void *nic, const struct pp_srq_init_attr *attr, uint32_t *srq_num)
+{
+  struct pp_trace_rank *t = nic;
+  int r = t->ops->create_srq(t->nic, attr, srq_num);
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, attr->max_wr);
+  p = pp_put_uv(p, attr->max_sge);
+  p = pp_put_uv(p, attr->srq_limit);
+  p = pp_put_sv(p, r);
+  p = pp_put_uv(p, r == PP_OK ? *srq_num : 0);
+  emit(t->w, PP_TREC_CREATE_SRQ, t->rank, 0, pl, (size_t)(p - pl));
+  return r;
+}
+
+static int tr_modify_srq(void *nic, uint32_t srq_num, uint32_t srq_limit)
+{
+  struct pp_trace_rank *t = nic;
+  int r = t->ops->modify_srq(t->nic, srq_num, srq_limit);
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, srq_num);
+  p = pp_put_uv(p, srq_limit);
+  p = pp_put_sv(p, r);
+  emit(t->w, PP_TREC_MODIFY_SRQ, t->rank, 0, pl, (size_t)(p - pl));
+  return r;
+}
+
+static int tr_destroy_srq(void *nic, uint32_t srq_num)
+{
+  struct pp_trace_rank *t = nic;
+  int r = t->ops->destroy_srq(t->nic, srq_num);
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, srq_num);
+  p = pp_put_sv(p, r);
+  emit(t->w, PP_TREC_DESTROY_SRQ, t->rank, 0, pl, (size_t)(p - pl));
+  return r;
+}
+
+static int tr_create_qp(void *nic, const struct pp_qp_init_attr *a, uint32_t *qp_num)
+{
+  struct pp_trace_rank *t = nic;
+  int r = t->ops->create_qp(t->nic, a, qp_num);
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, a->srq_num);
+  p = pp_put_uv(p, a->max_send_wr);
+  p = pp_put_uv(p, a->max_recv_wr);
+  p = pp_put_uv(p, a->max_send_sge);
+  p = pp_put_uv(p, a->max_recv_sge);
+  p = pp_put_uv(p, a->peer);
+  p = pp_put_sv(p, r);
+  p = pp_put_uv(p, r == PP_OK ? *qp_num : 0);
+  emit(t->w, PP_TREC_CREATE_QP, t->rank, 0, pl, (size_t)(p - pl));
+  if (r == PP_OK) {
+    if (t->nqp == t->qp_cap) {
+      size_t cap = t->qp_cap ? t->qp_cap * 2 : 8;
+      struct tr_qp *n = realloc(t->qps, cap * sizeof(*n));
+      if (!n) {
+        fail(t->w, PP_NOMEM);
+        return r;
+      }
+      t->qps = n;
+      t->qp_cap = cap;
+    }
+    t->qps[t->nqp++] = (struct tr_qp){*qp_num, a->srq_num};
+  }
+  return r;
+}
+
+static int tr_modify_qp(void *nic, uint32_t qp_num, const struct pp_qp_attr *a, unsigned mask)
+{
+  struct pp_trace_rank *t = nic;
+  int r = t->ops->modify_qp(t->nic, qp_num, a, mask);
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, qp_num);
+  p = pp_put_uv(p, mask);
+  p = pp_put_uv(p, (unsigned)a->qp_state);
+  p = pp_put_uv(p, (unsigned)a->path_mtu);
+  p = pp_put_uv(p, a->dest_qp_num);
+  p = pp_put_uv(p, a->rq_psn);
+  p = pp_put_uv(p, a->sq_psn);
+  p = pp_put_uv(p, a->qp_access_flags);
+  p = pp_put_uv(p, a->min_rnr_timer);
+  p = pp_put_uv(p, a->rnr_retry);
+  p = pp_put_uv(p, a->timeout);
+  p = pp_put_uv(p, a->retry_cnt);
+  p = pp_put_uv(p, a->max_rd_atomic);
+  p = pp_put_uv(p, a->max_dest_rd_atomic);
+  p = pp_put_sv(p, r);
+  emit(t->w, PP_TREC_MODIFY_QP, t->rank, 0, pl, (size_t)(p - pl));
+  return r;
+}
+
+static int tr_destroy_qp(void *nic, uint32_t qp_num)
+{
+  struct pp_trace_rank *t = nic;
+  int r = t->ops->destroy_qp(t->nic, qp_num);
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, qp_num);
+  p = pp_put_sv(p, r);
+  emit(t->w, PP_TREC_DESTROY_QP, t->rank, 0, pl, (size_t)(p - pl));
+  return r;
+}
+
+static int tr_post_send(void *nic, uint32_t qp_num, const struct pp_send_wr *wr)
+{
+  struct pp_trace_rank *t = nic;
+  int r = t->ops->post_send(t->nic, qp_num, wr);
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, qp_num);
+  p = pp_put_uv(p, wr->wr_id);
+  p = pp_put_uv(p, (unsigned)wr->opcode);
+  p = pp_put_uv(p, wr->send_flags);
+  p = put_sges(p, wr->num_sge, wr->sg_list);
+  p = pp_put_uv(p, wr->remote_addr);
+  p = pp_put_uv(p, wr->rkey);
+  p = pp_put_uv(p, wr->imm_data);
+  p = pp_put_sv(p, r);
+  emit(t->w, PP_TREC_POST_SEND, t->rank, 0, pl, (size_t)(p - pl));
+  return r;
+}
+
+static void log_recv(struct pp_trace_rank *t, unsigned type, uint32_t q,
+                     const struct pp_recv_wr *wr, int r)
+{
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, q);
+  p = pp_put_uv(p, wr->wr_id);
+  p = put_sges(p, wr->num_sge, wr->sg_list);
+  p = pp_put_sv(p, r);
+  emit(t->w, type, t->rank, 0, pl, (size_t)(p - pl));
+  if (r == PP_OK && t->w->capture_bytes)
+    rv_put(t, type == PP_TREC_POST_SRQ_RECV ? q | SRQ_BIT : q, wr);
+}
+
+static int tr_post_recv(void *nic, uint32_t qp_num, const struct pp_recv_wr *wr)
+{
+  struct pp_trace_rank *t = nic;
+  int r = t->ops->post_recv(t->nic, qp_num, wr);
+  log_recv(t, PP_TREC_POST_RECV, qp_num, wr, r);
+  return r;
+}
+
+static int tr_post_srq_recv(void *nic, uint32_t srq_num, const struct pp_recv_wr *wr)
+{
+  struct pp_trace_rank *t = nic;
+  int r = t->ops->post_srq_recv(t->nic, srq_num, wr);
+  log_recv(t, PP_TREC_POST_SRQ_RECV, srq_num, wr, r);
+  return r;
+}
+
+static int tr_query_counters(void *nic, struct pp_nic_counters *c)
+{
+  struct pp_trace_rank *t = nic;
+  int r = t->ops->query_counters(t->nic, c);
+  struct pp_nic_counters z = {0};
+  const struct pp_nic_counters *v = r == PP_OK ? c : &z;
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_sv(p, r);
+  p = pp_put_uv(p, v->rnr_naks_sent);
+  p = pp_put_uv(p, v->rnr_naks_received);
+  p = pp_put_uv(p, v->rnr_retries);
+  p = pp_put_uv(p, v->timeout_retries);
+  p = pp_put_uv(p, v->packets_sent);
+  p = pp_put_uv(p, v->packets_dropped);
+  p = pp_put_uv(p, v->acks_sent);
+  emit(t->w, PP_TREC_QUERY_COUNTERS, t->rank, 0, pl, (size_t)(p - pl));
+  return r;
+}
+
+const struct pp_nic_ops pp_trace_nic_ops = {
+    .name = "trace",
+    .reg_mr = tr_reg_mr,
+    .dereg_mr = tr_dereg_mr,
+    .create_srq = tr_create_srq,
+    .modify_srq = tr_modify_srq,
+    .destroy_srq = tr_destroy_srq,
+    .create_qp = tr_create_qp,
+    .modify_qp = tr_modify_qp,
+    .destroy_qp = tr_destroy_qp,
+    .post_send = tr_post_send,
+    .post_recv = tr_post_recv,
+    .post_srq_recv = tr_post_srq_recv,
+    .query_counters = tr_query_counters,
+};
+
+/* ---- the engine's entry points */
+
+enum pp_status pp_tr_engine_create(struct pp_trace_rank *t, uint64_t now,
+                                   const struct pp_engine_cfg *cfg, const struct pp_nic_ops *ops,
+                                   void *nic, struct pp_engine **out)
+{
+  if (!t)
+    return pp_engine_create(cfg, ops, nic, out);
+  t->ops = ops;
+  t->nic = nic;
+  input_prologue(t, now);
+  emit_simple(t, PP_TREC_CREATE);
+  enum pp_status s = pp_engine_create(cfg, &pp_trace_nic_ops, t, out);
+  emit_ret(t, s);
+  return s;
+}
+
+bool pp_tr_local_info(struct pp_trace_rank *t, const struct pp_engine *e, uint32_t peer,
+                      struct pp_conn_info *out)
+{
+  bool ok = pp_engine_local_info(e, peer, out);
+  if (!t)
+    return ok;
+  struct pp_conn_info z = {0};
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, peer);
+  p = pp_put_uv(p, ok);
+  p = put_conn(p, ok ? out : &z);
+  emit(t->w, PP_TREC_LOCAL_INFO, t->rank, t->now, pl, (size_t)(p - pl));
+  return ok;
+}
+
+enum pp_status pp_tr_connect(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                             uint32_t peer, const struct pp_conn_info *remote)
+{
+  if (!t)
+    return pp_engine_connect(e, now, peer, remote);
+  input_prologue(t, now);
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, peer);
+  p = put_conn(p, remote);
+  emit(t->w, PP_TREC_CONNECT, t->rank, now, pl, (size_t)(p - pl));
+  enum pp_status s = pp_engine_connect(e, now, peer, remote);
+  emit_ret(t, s);
+  return s;
+}
+
+enum pp_status pp_tr_start(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now)
+{
+  if (!t)
+    return pp_engine_start(e, now);
+  input_prologue(t, now);
+  emit_simple(t, PP_TREC_START);
+  enum pp_status s = pp_engine_start(e, now);
+  emit_ret(t, s);
+  return s;
+}
+
+/* The head of a received message, where the engine will read it. */
+static void capture_recv(struct pp_trace_rank *t, const struct pp_wc *wc)
+{
+  if (wc->status != PP_WC_SUCCESS || wc->opcode != PP_WC_OP_RECV || wc->byte_len == 0)
+    return;
+  uint32_t queue = wc->qp_num;
+  for (size_t i = 0; i < t->nqp; i++)
+    if (t->qps[i].qpn == wc->qp_num && t->qps[i].srq)
+      queue = t->qps[i].srq | SRQ_BIT;
+  const struct tr_recv *rv = rv_find(t, queue, wc->wr_id);
+  const struct tr_mr *m = rv ? mr_by_lkey(t, rv->lkey) : NULL;
+  if (!m || rv->addr < m->addr || rv->addr - m->addr > m->len)
+    return;
+  uint32_t n = wc->byte_len < rv->len ? wc->byte_len : rv->len;
+  if ((uint64_t)n > m->len - (rv->addr - m->addr))
+    return;
+  uint32_t total = n;
+  if (n > t->w->capture_bytes)
+    n = t->w->capture_bytes;
+  emit_mem(t, m->lkey, rv->addr - m->addr, total, (const uint8_t *)(uintptr_t)rv->addr, n);
+}
+
+enum pp_status pp_tr_on_wc(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                           const struct pp_wc *wc)
+{
+  if (!t)
+    return pp_engine_on_wc(e, now, wc);
+  input_prologue(t, now);
+  if (t->w->capture_bytes)
+    capture_recv(t, wc);
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, wc->wr_id);
+  p = pp_put_uv(p, (unsigned)wc->status);
+  p = pp_put_uv(p, (unsigned)wc->opcode);
+  p = pp_put_uv(p, wc->vendor_err);
+  p = pp_put_uv(p, wc->byte_len);
+  p = pp_put_uv(p, wc->imm_data);
+  p = pp_put_uv(p, wc->qp_num);
+  p = pp_put_uv(p, wc->src_qp);
+  p = pp_put_uv(p, wc->wc_flags);
+  emit(t->w, PP_TREC_WC, t->rank, now, pl, (size_t)(p - pl));
+  enum pp_status s = pp_engine_on_wc(e, now, wc);
+  emit_ret(t, s);
+  return s;
+}
+
+enum pp_status pp_tr_on_async(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                              const struct pp_async_event *ev)
+{
+  if (!t)
+    return pp_engine_on_async(e, now, ev);
+  input_prologue(t, now);
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, (unsigned)ev->type);
+  p = pp_put_uv(p, ev->qp_num);
+  p = pp_put_uv(p, ev->srq_num);
+  emit(t->w, PP_TREC_ASYNC, t->rank, now, pl, (size_t)(p - pl));
+  enum pp_status s = pp_engine_on_async(e, now, ev);
+  emit_ret(t, s);
+  return s;
+}
+
+enum pp_status pp_tr_on_timer(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now)
+{
+  if (!t)
+    return pp_engine_on_timer(e, now);
+  input_prologue(t, now);
+  emit_simple(t, PP_TREC_TIMER);
+  enum pp_status s = pp_engine_on_timer(e, now);
+  emit_ret(t, s);
+  return s;
+}
+
+void pp_tr_rank_end(struct pp_trace_rank *t, const struct pp_engine *e, uint64_t now)
+{
+  if (!t || !e)
+    return;
+  struct pp_rank_stats st;
+  pp_engine_stats(e, &st);
+  t->now = now;
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv(p, st.done);
+  p = pp_put_uv(p, st.messages_sent);
+  p = pp_put_uv(p, st.messages_received);
+  p = pp_put_uv(p, st.bytes_sent);
+  p = pp_put_uv(p, st.bytes_received);
+  p = pp_put_uv(p, st.corrupt);
+  p = pp_put_uv(p, st.async_events);
+  p = pp_put_uv(p, pp_engine_next_deadline(e));
+  emit(t->w, PP_TREC_RANK_END, t->rank, now, pl, (size_t)(p - pl));
+}
+
+void pp_tr_engine_destroy(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now)
+{
+  if (!t || !e) {
+    pp_engine_destroy(e);
+    return;
+  }
+  input_prologue(t, now);
+  emit_simple(t, PP_TREC_DESTROY);
+  pp_engine_destroy(e);
+}

@@ -1,0 +1,343 @@
+/*
+ * Traces: record what one engine per rank consumed and produced, read it back.
+ *
+ * The engine is sans-I/O, so a trace is, per rank, every input it consumed (creation, connection
+ * info, start, completions with all their fields, async events, timer expiries, each with its
+ * nanosecond timestamp), every output it produced (each pp_nic_ops call with its arguments, its
+ * out-parameters and its return value), the bytes the NIC placed in memory the engine reads, and
+ * (simulated backend) the packets on the wire. The byte format is specified in traces/FORMAT.md.
+ *
+ * Recording never touches engine internals and does no I/O:
+ *  - a pp_trace_writer encodes records into 64 KiB chunks and hands each finished chunk to a
+ *    sink callback (the CLI's sink is fwrite; a test's sink appends to memory);
+ *  - a pp_trace_rank is one rank's recorder. Its ops table pp_trace_nic_ops logs every call and
+ *    forwards it to the backend's real table (the rank recorder is the `void *nic` the engine
+ *    sees);
+ *  - the driver calls the pp_tr_*() wrappers instead of pp_engine_*(): each logs the input, then
+ *    calls the engine. With a NULL recorder they only call the engine.
+ *
+ * Hook for a backend (the simulated driver backends/simgrid/simrun.c does exactly this):
+ *
+ *   struct pp_trace_rank *tr = writer ? pp_trace_rank_create(writer, rank) : NULL;
+ *   pp_tr_engine_create(tr, now, &cfg, &my_ops, my_nic, &engine);   // instead of pp_engine_create
+ *   pp_tr_local_info(tr, engine, peer, &info);                       // ... pp_engine_local_info
+ *   pp_tr_connect(tr, engine, now, peer, &remote);                   // ... pp_engine_connect
+ *   pp_tr_start / pp_tr_on_wc / pp_tr_on_async / pp_tr_on_timer      // same arguments + tr
+ *   pp_tr_rank_end(tr, engine, now);  pp_tr_engine_destroy(tr, engine, now);
+ *   pp_trace_rank_destroy(tr);
+ *
+ * A writer is not thread-safe: a backend that runs ranks on several threads gives each thread
+ * its own writer (and file); the records carry their rank, so the files can be merged.
+ */
+#ifndef PP_TRACE_H
+#define PP_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "nic.h"
+#include "status.h"
+
+#define PP_TRACE_MAJOR 1 /* incompatible changes */
+#define PP_TRACE_MINOR 0 /* compatible additions (new keys, new record types, fields appended) */
+
+#define PP_TRACE_MAGIC "PPTRACE\x1a"
+#define PP_TRACE_FILE_HEADER 16u
+#define PP_TRACE_CHUNK_HEADER 16u
+#define PP_TRACE_CHUNK_MAX (1u << 20) /* a reader refuses larger chunks */
+
+/* Chunk types (the first 4 bytes of a chunk header). */
+#define PP_TRACE_CHUNK_HDR 0x31524448u /* "HDR1": configuration key/values */
+#define PP_TRACE_CHUNK_REC 0x31434552u /* "REC1": records */
+#define PP_TRACE_CHUNK_END 0x31444e45u /* "END1": totals, marks a complete trace */
+
+/* Record types: X(id, value, name, class). Classes: IN an input the engine consumed (carries
+ * a time stamp), OUT a pp_nic_ops call the engine made (time of the enclosing input), NOTE
+ * information that is neither (packets, bytes placed, statistics). */
+#define PP_TRACE_REC_LIST(X)                                                   \
+  X(CREATE, 0x01, "create", IN)                                                \
+  X(LOCAL_INFO, 0x02, "local_info", IN)                                        \
+  X(CONNECT, 0x03, "connect", IN)                                              \
+  X(START, 0x04, "start", IN)                                                  \
+  X(WC, 0x05, "wc", IN)                                                        \
+  X(ASYNC, 0x06, "async", IN)                                                  \
+  X(TIMER, 0x07, "timer", IN)                                                  \
+  X(DESTROY, 0x08, "destroy", IN)                                              \
+  X(RET, 0x09, "ret", IN)                                                      \
+  X(MEM, 0x0a, "mem", IN)                                                      \
+  X(REG_MR, 0x20, "reg_mr", OUT)                                               \
+  X(DEREG_MR, 0x21, "dereg_mr", OUT)                                           \
+  X(CREATE_SRQ, 0x22, "create_srq", OUT)                                       \
+  X(MODIFY_SRQ, 0x23, "modify_srq", OUT)                                       \
+  X(DESTROY_SRQ, 0x24, "destroy_srq", OUT)                                     \
+  X(CREATE_QP, 0x25, "create_qp", OUT)                                         \
+  X(MODIFY_QP, 0x26, "modify_qp", OUT)                                         \
+  X(DESTROY_QP, 0x27, "destroy_qp", OUT)                                       \
+  X(POST_SEND, 0x28, "post_send", OUT)                                         \
+  X(POST_RECV, 0x29, "post_recv", OUT)                                         \
+  X(POST_SRQ_RECV, 0x2a, "post_srq_recv", OUT)                                 \
+  X(QUERY_COUNTERS, 0x2b, "query_counters", OUT)                               \
+  X(PKT_TX, 0x40, "pkt_tx", NOTE)                                              \
+  X(PKT_RX, 0x41, "pkt_rx", NOTE)                                              \
+  X(RANK_END, 0x42, "rank_end", NOTE)
+
+enum pp_trace_rec_type {
+#define PP_X(id, value, name, cls) PP_TREC_##id = value,
+  PP_TRACE_REC_LIST(PP_X)
+#undef PP_X
+};
+
+enum pp_trace_rec_class { PP_TCLASS_UNKNOWN, PP_TCLASS_IN, PP_TCLASS_OUT, PP_TCLASS_NOTE };
+
+const char *pp_trace_rec_name(unsigned type); /* "?" when unknown */
+enum pp_trace_rec_class pp_trace_rec_class(unsigned type);
+
+/* Packet kinds of PKT_TX records (the simulated NIC's; a real NIC does not report packets). */
+#define PP_TRACE_PKT_LIST(X)                                                   \
+  X(REQ, 0, "REQ")                                                             \
+  X(ACK, 1, "ACK")                                                             \
+  X(RNR_NAK, 2, "RNR_NAK")                                                     \
+  X(NAK, 3, "NAK")                                                             \
+  X(READ_RESP, 4, "READ_RESP")
+
+enum pp_trace_pkt_kind {
+#define PP_X(id, value, name) PP_TPKT_##id = value,
+  PP_TRACE_PKT_LIST(PP_X)
+#undef PP_X
+  PP_TPKT_COUNT
+};
+const char *pp_trace_pkt_kind_name(unsigned kind);
+int pp_trace_pkt_kind_from_name(const char *name); /* -1 when unknown */
+
+/* One packet (one message's worth of MTU packets, as the simulated NIC models it). */
+struct pp_trace_pkt {
+  uint64_t id;          /* unique per trace, assigned by the writer; PKT_RX names it */
+  uint32_t kind;        /* enum pp_trace_pkt_kind */
+  uint32_t opcode;      /* enum pp_wr_opcode of a REQ (READ_RESP: RDMA_READ) */
+  uint32_t src_rank, dst_rank, src_qpn, dst_qpn;
+  uint32_t psn;         /* first PSN (NAKs: the PSN refused; ACK: the last PSN acknowledged) */
+  uint32_t npkts;       /* MTU packets it spans */
+  uint32_t len;         /* payload bytes */
+  uint32_t syndrome;    /* RNR_NAK: min_rnr_timer code; NAK: AETH NAK code (1, 2, 3) */
+  uint32_t has_ack;     /* carries an acknowledgement (ACK, NAKs, piggy-backed) */
+  uint32_t ack_psn;     /* every PSN before this one is acknowledged (when has_ack) */
+  uint64_t remote_addr; /* RDMA opcodes */
+  uint32_t rkey, imm;
+  uint64_t wire_bytes;  /* what it costs on the link (headers of every MTU packet included) */
+};
+
+/* Statistics of a rank at the end of the run (RANK_END). */
+struct pp_trace_end {
+  uint32_t done;
+  uint64_t messages_sent, messages_received, bytes_sent, bytes_received, corrupt, async_events;
+  uint64_t next_deadline;
+};
+
+/* ================================================================ writing */
+
+/* Receives each finished chunk; returns 0 on success. */
+typedef int (*pp_trace_sink)(void *ctx, const void *buf, size_t len);
+
+struct pp_trace_info {
+  const char *version;  /* prepost version */
+  const char *backend;  /* "simgrid", "verbs" */
+  const char *scenario; /* scenario name */
+  uint64_t seed;
+  uint32_t nranks;
+  uint32_t capture_bytes; /* bytes of each received message's head recorded (MEM), 0 = none */
+  uint32_t snapshot_max;  /* remote-writable MRs up to this size are diffed before each input */
+};
+#define PP_TRACE_CAPTURE_DEFAULT 64u
+#define PP_TRACE_SNAPSHOT_DEFAULT 4096u
+
+struct pp_trace_writer;
+
+/* Writes the file header and the info keys (prepost.version, trace.backend, scenario.name, seed,
+ * nranks, trace.capture_bytes, trace.snapshot_max). Add more keys, then pp_trace_begin(). */
+enum pp_status pp_trace_writer_create(pp_trace_sink sink, void *ctx,
+                                      const struct pp_trace_info *info,
+                                      struct pp_trace_writer **out);
+enum pp_status pp_trace_kv_u64(struct pp_trace_writer *w, const char *key, uint64_t v);
+enum pp_status pp_trace_kv_f64(struct pp_trace_writer *w, const char *key, double v);
+enum pp_status pp_trace_kv_str(struct pp_trace_writer *w, const char *key, const char *v);
+enum pp_status pp_trace_kv_bytes(struct pp_trace_writer *w, const char *key, const void *v,
+                                 size_t n);
+/* The engine configuration: engine.cfg (its bytes: the struct is plain values), engine.cfg_size,
+ * and readable engine.* keys for the fields engine/trace_cfg.c knows. */
+enum pp_status pp_trace_kv_engine_cfg(struct pp_trace_writer *w, const struct pp_engine_cfg *c);
+/* Ends the header: writes the HDR chunk. Records may follow. */
+enum pp_status pp_trace_begin(struct pp_trace_writer *w);
+/* Hands the records so far to the sink (a chunk is also written whenever 64 KiB fill up). A
+ * backend that may be killed flushes now and then: a reader can load the complete chunks. */
+enum pp_status pp_trace_flush(struct pp_trace_writer *w);
+/* Flushes and writes the END chunk. */
+enum pp_status pp_trace_finish(struct pp_trace_writer *w);
+/* The first error (sink failure, out of memory, misuse); PP_OK when none. */
+enum pp_status pp_trace_writer_status(const struct pp_trace_writer *w);
+uint64_t pp_trace_writer_records(const struct pp_trace_writer *w);
+uint64_t pp_trace_writer_bytes(const struct pp_trace_writer *w);
+void pp_trace_writer_destroy(struct pp_trace_writer *w);
+
+/* Packets (a driver with a wire: the simulated backend). `key` identifies the packet in flight
+ * (any pointer unique while it is in flight) so that its arrival names the same id. */
+void pp_trace_pkt_tx(struct pp_trace_writer *w, uint64_t now, const void *key,
+                     const struct pp_trace_pkt *p);
+void pp_trace_pkt_rx(struct pp_trace_writer *w, uint64_t now, uint32_t rank, const void *key);
+
+/* ---------------------------------------------------------------- one rank */
+
+struct pp_trace_rank;
+
+struct pp_trace_rank *pp_trace_rank_create(struct pp_trace_writer *w, uint32_t rank);
+void pp_trace_rank_destroy(struct pp_trace_rank *t);
+
+/* Logs each call with its result and forwards it to the real table; `nic` is the recorder. */
+extern const struct pp_nic_ops pp_trace_nic_ops;
+
+/* Drop-in wrappers of the engine's entry points; t may be NULL (no tracing). */
+enum pp_status pp_tr_engine_create(struct pp_trace_rank *t, uint64_t now,
+                                   const struct pp_engine_cfg *cfg, const struct pp_nic_ops *ops,
+                                   void *nic, struct pp_engine **out);
+bool pp_tr_local_info(struct pp_trace_rank *t, const struct pp_engine *e, uint32_t peer,
+                      struct pp_conn_info *out);
+enum pp_status pp_tr_connect(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                             uint32_t peer, const struct pp_conn_info *remote);
+enum pp_status pp_tr_start(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now);
+enum pp_status pp_tr_on_wc(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                           const struct pp_wc *wc);
+enum pp_status pp_tr_on_async(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                              const struct pp_async_event *ev);
+enum pp_status pp_tr_on_timer(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now);
+/* Records the rank's statistics (RANK_END); call before destroying the engine. */
+void pp_tr_rank_end(struct pp_trace_rank *t, const struct pp_engine *e, uint64_t now);
+void pp_tr_engine_destroy(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now);
+
+/* ================================================================ reading */
+
+enum pp_trace_kv_type { PP_TKV_U64 = 1, PP_TKV_STR = 2, PP_TKV_F64 = 3, PP_TKV_BYTES = 4 };
+
+struct pp_trace_kv {
+  const char *key;
+  unsigned type;
+  uint64_t u;
+  double f;
+  const char *s;    /* STR ("" otherwise) */
+  const uint8_t *b; /* BYTES: n bytes inside the file's data */
+  size_t n;
+};
+
+/* A record, decoded. */
+struct pp_trace_conn {
+  uint32_t peer;
+  uint32_t ok; /* LOCAL_INFO: what pp_engine_local_info returned */
+  struct pp_conn_info info;
+};
+
+struct pp_trace_mem {
+  uint32_t key;    /* lkey of the MR the bytes are in */
+  uint64_t offset; /* from the MR's start */
+  uint32_t total;  /* bytes the NIC placed there */
+  uint32_t len;    /* bytes recorded (a head of `total`) */
+  const uint8_t *data;
+};
+
+struct pp_trace_rec {
+  unsigned type;
+  uint32_t rank;
+  uint64_t ts;     /* ns: inputs, packets, notes; outputs carry their input's */
+  uint64_t index;  /* record number in the file (0-based) */
+  uint64_t offset; /* byte offset of the record in the file */
+  int32_t ret;     /* outputs and RET: the pp_status returned */
+  union {
+    struct pp_trace_conn conn; /* LOCAL_INFO, CONNECT */
+    struct pp_wc wc;
+    struct pp_async_event ev;
+    struct pp_mr mr; /* REG_MR (addr, length, access in; lkey, rkey out), DEREG_MR */
+    struct {
+      struct pp_srq_init_attr attr;
+      uint32_t srq_num;
+    } srq; /* CREATE_SRQ; MODIFY_SRQ (attr.srq_limit), DESTROY_SRQ */
+    struct {
+      struct pp_qp_init_attr attr;
+      uint32_t qp_num;
+    } cqp; /* CREATE_QP, DESTROY_QP (qp_num) */
+    struct {
+      uint32_t qp_num;
+      unsigned mask;
+      struct pp_qp_attr attr;
+    } mqp;
+    struct {
+      uint32_t qp_num;
+      struct pp_send_wr wr;
+    } send;
+    struct {
+      uint32_t qp_num; /* POST_SRQ_RECV: the srq_num */
+      struct pp_recv_wr wr;
+    } recv;
+    struct pp_nic_counters ctr;
+    struct pp_trace_mem mem;
+    struct pp_trace_pkt pkt; /* PKT_TX; PKT_RX fills id only */
+    struct pp_trace_end end;
+  } u;
+};
+
+struct pp_trace_idx {
+  uint64_t offset;
+  uint64_t ts;
+  uint32_t rank;
+  uint32_t type;
+};
+
+struct pp_trace {
+  const uint8_t *data; /* the file's bytes (not owned) */
+  size_t size;
+  unsigned major, minor;
+  struct pp_trace_kv *kv;
+  size_t nkv;
+  uint32_t nranks;
+  struct pp_trace_idx *idx; /* every record in file order */
+  size_t nrecs;
+  uint32_t **rank_recs;     /* rank_recs[r]: indices into idx of rank r's records */
+  size_t *rank_nrecs;
+  bool complete;            /* the END chunk was there and its totals matched */
+  char *strings;
+};
+
+enum { PP_TRACE_PARTIAL = 1 }; /* accept a trace cut short after its last complete chunk */
+
+/*
+ * Checks the whole file (header, every chunk's length and CRC, every record's framing and
+ * fields, the END totals) and indexes it. Never reads outside data[0..size). On error returns
+ * PP_PARSE (PP_UNSUPPORTED for a newer major version, PP_NOMEM) and writes "offset N: what was
+ * expected" into err. The trace borrows `data`: keep it alive until pp_trace_close().
+ */
+enum pp_status pp_trace_open(const uint8_t *data, size_t size, unsigned flags,
+                             struct pp_trace *t, char *err, size_t errlen);
+void pp_trace_close(struct pp_trace *t);
+/* Decodes record i (cannot fail on an opened trace, but checks anyway). */
+enum pp_status pp_trace_get(const struct pp_trace *t, size_t i, struct pp_trace_rec *rec);
+const struct pp_trace_kv *pp_trace_kv_find(const struct pp_trace *t, const char *key);
+/* The engine configuration (rank 0): engine.cfg when its size matches this build's struct,
+ * else the readable engine.* keys over cfg's values, with a warning sentence in `note` (empty
+ * when exact). PP_PARSE when a key has a bad value (a sentence in note). */
+enum pp_status pp_trace_engine_cfg(const struct pp_trace *t, struct pp_engine_cfg *cfg, char *note,
+                                   size_t notelen);
+/* Sets one engine.* key from text ("engine.qp.rnr_retry", "7"); PP_NOTFOUND for another key. */
+enum pp_status pp_trace_engine_cfg_set(struct pp_engine_cfg *cfg, const char *key,
+                                       const char *value, char *err, size_t errlen);
+/* Calls fn for each engine.* key of cfg with its value as text (for dumps). */
+void pp_trace_engine_cfg_each(const struct pp_engine_cfg *cfg,
+                              void (*fn)(void *ctx, const char *key, const char *value),
+                              void *ctx);
+
+/* One line describing a record (no newline), like `trace dump` prints it. Returns the length
+ * snprintf would have written. */
+int pp_trace_rec_format(const struct pp_trace_rec *r, char *buf, size_t len);
+
+/* CRC-32 (IEEE 802.3, the one of zlib and of the RoCE ICRC): crc = pp_crc32(0, buf, n), and
+ * pp_crc32(crc, more, m) continues it. */
+uint32_t pp_crc32(uint32_t crc, const void *buf, size_t len);
+
+#endif

@@ -1,0 +1,408 @@
+/* prepost run --trace, prepost trace dump|stats|export. */
+#define _POSIX_C_SOURCE 200809L
+#include "trace_cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_sim.h"
+
+enum { EXIT_OK = 0, EXIT_ERRORS = 1, EXIT_USAGE = 2 };
+
+/* ---------------------------------------------------------------- recording */
+
+struct pp_cli_trace {
+  FILE *f;
+  char path[1024];
+  struct pp_trace_writer *w;
+};
+
+static int file_sink(void *ctx, const void *buf, size_t len)
+{
+  return fwrite(buf, 1, len, ctx) == len ? 0 : -1;
+}
+
+struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_config *cfg,
+                                        const char *version, char *err, size_t errlen)
+{
+  struct pp_cli_trace *t = calloc(1, sizeof(*t));
+  if (!t) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  snprintf(t->path, sizeof(t->path), "%s", path);
+  if (!(t->f = fopen(path, "wb"))) {
+    snprintf(err, errlen, "cannot write trace '%s': %s", path, strerror(errno));
+    free(t);
+    return NULL;
+  }
+  struct pp_trace_info info = {
+      .version = version,
+      .backend = "simgrid",
+      .scenario = cfg->name,
+      .seed = cfg->seed,
+      .nranks = cfg->engine.nranks,
+      .capture_bytes = PP_TRACE_CAPTURE_DEFAULT,
+      .snapshot_max = PP_TRACE_SNAPSHOT_DEFAULT,
+  };
+  enum pp_status s = pp_trace_writer_create(file_sink, t->f, &info, &t->w);
+  if (s == PP_OK)
+    s = pp_trace_kv_sim_cfg(t->w, cfg);
+  if (s == PP_OK)
+    s = pp_trace_begin(t->w);
+  if (s != PP_OK) {
+    snprintf(err, errlen, "cannot start trace '%s': %s", path, pp_status_desc(s));
+    pp_trace_writer_destroy(t->w);
+    fclose(t->f);
+    free(t);
+    return NULL;
+  }
+  pp_sim_set_trace(t->w);
+  return t;
+}
+
+int pp_cli_trace_end(struct pp_cli_trace *t, char *err, size_t errlen)
+{
+  pp_sim_set_trace(NULL);
+  enum pp_status s = pp_trace_finish(t->w);
+  int rc = 0;
+  if (s != PP_OK) {
+    snprintf(err, errlen, "writing trace '%s' failed: %s", t->path, pp_status_desc(s));
+    rc = -1;
+  }
+  if (fclose(t->f) != 0 && rc == 0) {
+    snprintf(err, errlen, "writing trace '%s' failed: %s", t->path, strerror(errno));
+    rc = -1;
+  }
+  pp_trace_writer_destroy(t->w);
+  free(t);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- loading */
+
+int pp_trace_file_load(const char *path, unsigned flags, struct pp_trace_file *f, char *err,
+                       size_t errlen)
+{
+  memset(f, 0, sizeof(*f));
+  FILE *in = fopen(path, "rb");
+  if (!in) {
+    snprintf(err, errlen, "cannot read trace '%s': %s", path, strerror(errno));
+    return -1;
+  }
+  size_t cap = 1 << 16, n = 0;
+  uint8_t *buf = malloc(cap);
+  for (;;) {
+    if (!buf) {
+      fclose(in);
+      snprintf(err, errlen, "%s: out of memory", path);
+      return -1;
+    }
+    size_t r = fread(buf + n, 1, cap - n, in);
+    n += r;
+    if (r == 0)
+      break;
+    if (n == cap) {
+      uint8_t *nb = realloc(buf, cap * 2);
+      if (!nb)
+        free(buf);
+      buf = nb;
+      cap *= 2;
+    }
+  }
+  int bad = ferror(in);
+  fclose(in);
+  if (bad) {
+    free(buf);
+    snprintf(err, errlen, "cannot read trace '%s'", path);
+    return -1;
+  }
+  f->data = buf;
+  f->size = n;
+  char e[512];
+  if (pp_trace_open(buf, n, flags, &f->t, e, sizeof(e)) != PP_OK) {
+    snprintf(err, errlen, "%s: %s", path, e);
+    free(buf);
+    f->data = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+void pp_trace_file_free(struct pp_trace_file *f)
+{
+  pp_trace_close(&f->t);
+  free(f->data);
+  f->data = NULL;
+}
+
+/* ---------------------------------------------------------------- commands */
+
+const char *const pp_trace_usage =
+    "usage: prepost trace dump TRACE [--rank R] [--type NAME[,NAME...]] [--from N] [--count N]\n"
+    "                             [--header] [--partial]\n"
+    "       prepost trace stats TRACE [--partial]\n"
+    "       prepost trace export (--pcap|--perfetto|--svg) TRACE [-o FILE] [--snaplen N]\n"
+    "                             [--max-events N] [--partial]\n"
+    "\n"
+    "Traces are written by `prepost run SCENARIO --trace FILE` (format: traces/FORMAT.md).\n"
+    "\n"
+    "  dump      the header, then one line per record: #index rRANK TIME_NS type fields\n"
+    "            --rank R      only rank R's records\n"
+    "            --type LIST   only these record types (wc,post_send,pkt_tx,...)\n"
+    "            --from N      start at record N;  --count N  print at most N records\n"
+    "            --header      the header only\n"
+    "  stats     records per type and per rank, bytes per record\n"
+    "  export    --pcap      the simulated packets as RoCEv2 (Wireshark/tshark decode them)\n"
+    "            --perfetto  Chrome/Perfetto trace JSON (ui.perfetto.dev)\n"
+    "            --svg       a message sequence chart (ranks as lanes)\n"
+    "            -o FILE     output file (default: stdout)\n"
+    "            --snaplen N pcap: capture at most N bytes per packet (default: whole packet)\n"
+    "            --max-events N  svg: draw at most N messages (default 400)\n"
+    "  --partial  read a trace cut short (no END chunk) up to its last complete chunk\n"
+    "\n"
+    "Exit codes: 0 success, 2 usage error or unreadable/corrupt trace (the message names the\n"
+    "byte offset and what was expected there).\n";
+
+static int usage(const char *fmt, const char *arg)
+{
+  fprintf(stderr, "prepost: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n\n%s", pp_trace_usage);
+  return EXIT_USAGE;
+}
+
+static int parse_num(const char *s, uint64_t *out)
+{
+  char *end;
+  if (!s || !*s || *s == '-')
+    return -1;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || *end)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static void print_header(FILE *out, const struct pp_trace *t)
+{
+  fprintf(out, "# prepost trace, format %u.%u, %zu records, %zu bytes%s\n", t->major, t->minor,
+          t->nrecs, t->size, t->complete ? "" : " (partial: no END chunk)");
+  for (size_t i = 0; i < t->nkv; i++) {
+    const struct pp_trace_kv *kv = &t->kv[i];
+    switch (kv->type) {
+    case PP_TKV_U64:
+      fprintf(out, "# %s = %" PRIu64 "\n", kv->key, kv->u);
+      break;
+    case PP_TKV_F64:
+      fprintf(out, "# %s = %.17g\n", kv->key, kv->f);
+      break;
+    case PP_TKV_BYTES:
+      fprintf(out, "# %s = (%zu bytes)\n", kv->key, kv->n);
+      break;
+    default:
+      if (strchr(kv->s, '\n'))
+        fprintf(out, "# %s = (%zu bytes of text)\n", kv->key, strlen(kv->s));
+      else
+        fprintf(out, "# %s = %s\n", kv->key, kv->s);
+    }
+  }
+}
+
+static int type_from_name(const char *name)
+{
+  for (unsigned v = 0; v < 256; v++)
+    if (pp_trace_rec_class(v) != PP_TCLASS_UNKNOWN && !strcmp(pp_trace_rec_name(v), name))
+      return (int)v;
+  return -1;
+}
+
+static int cmd_dump(int argc, char **argv, bool stats)
+{
+  const char *path = NULL, *types = NULL;
+  uint64_t rank = UINT64_MAX, from = 0, count = UINT64_MAX;
+  bool header_only = false;
+  unsigned flags = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--partial")) {
+      flags |= PP_TRACE_PARTIAL;
+    } else if (!strcmp(a, "--header") && !stats) {
+      header_only = true;
+    } else if (!stats && (!strcmp(a, "--rank") || !strcmp(a, "--type") || !strcmp(a, "--from") ||
+                          !strcmp(a, "--count"))) {
+      if (i + 1 >= argc)
+        return usage("%s needs a value", a);
+      const char *v = argv[++i];
+      if (!strcmp(a, "--type"))
+        types = v;
+      else if (parse_num(v, !strcmp(a, "--rank")   ? &rank
+                            : !strcmp(a, "--from") ? &from
+                                                   : &count))
+        return usage("expected a non-negative integer, got '%s'", v);
+    } else if (a[0] == '-' && a[1]) {
+      return usage("unknown option '%s'", a);
+    } else if (path) {
+      return usage("one trace at a time (extra argument '%s')", a);
+    } else {
+      path = a;
+    }
+  }
+  if (!path)
+    return usage("%s", "missing TRACE");
+  bool want[256] = {false};
+  if (types) {
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", types);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+      int v = type_from_name(tok);
+      if (v < 0)
+        return usage("unknown record type '%s'", tok);
+      want[v] = true;
+    }
+  }
+  struct pp_trace_file f;
+  char err[1024];
+  if (pp_trace_file_load(path, flags, &f, err, sizeof(err))) {
+    fprintf(stderr, "prepost: %s\n", err);
+    return EXIT_USAGE;
+  }
+  const struct pp_trace *t = &f.t;
+  if (stats) {
+    uint64_t per_type[256] = {0}, bytes_type[256] = {0};
+    for (size_t i = 0; i < t->nrecs; i++) {
+      size_t end = i + 1 < t->nrecs ? t->idx[i + 1].offset : t->size;
+      per_type[t->idx[i].type]++;
+      if (end > t->idx[i].offset && end - t->idx[i].offset < (1u << 21))
+        bytes_type[t->idx[i].type] += end - t->idx[i].offset;
+    }
+    printf("trace %s: format %u.%u, %zu bytes, %zu records, %u ranks%s\n", path, t->major,
+           t->minor, t->size, t->nrecs, t->nranks, t->complete ? "" : " (partial)");
+    printf("%-16s %12s %10s\n", "type", "records", "bytes/rec");
+    for (unsigned v = 0; v < 256; v++)
+      if (per_type[v])
+        printf("%-16s %12" PRIu64 " %10.1f\n", pp_trace_rec_name(v), per_type[v],
+               (double)bytes_type[v] / (double)per_type[v]);
+    printf("%-6s %12s %14s\n", "rank", "records", "last_ns");
+    for (uint32_t r = 0; r < t->nranks; r++) {
+      size_t n = t->rank_nrecs[r];
+      printf("%-6u %12zu %14" PRIu64 "\n", r, n, n ? t->idx[t->rank_recs[r][n - 1]].ts : 0);
+    }
+    pp_trace_file_free(&f);
+    return EXIT_OK;
+  }
+  print_header(stdout, t);
+  if (!header_only) {
+    char line[2048];
+    uint64_t printed = 0;
+    for (size_t i = from; i < t->nrecs && printed < count; i++) {
+      if (rank != UINT64_MAX && t->idx[i].rank != rank)
+        continue;
+      if (types && !want[t->idx[i].type])
+        continue;
+      struct pp_trace_rec r;
+      if (pp_trace_get(t, i, &r) != PP_OK) {
+        fprintf(stderr, "prepost: %s: record %zu does not decode\n", path, i);
+        pp_trace_file_free(&f);
+        return EXIT_USAGE;
+      }
+      pp_trace_rec_format(&r, line, sizeof(line));
+      puts(line);
+      printed++;
+    }
+  }
+  pp_trace_file_free(&f);
+  return EXIT_OK;
+}
+
+static int cmd_export(int argc, char **argv)
+{
+  const char *path = NULL, *out_path = NULL, *kind = NULL;
+  struct pp_export_opts o = {.snaplen = 0, .max_events = 400};
+  unsigned flags = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--pcap") || !strcmp(a, "--perfetto") || !strcmp(a, "--svg")) {
+      if (kind)
+        return usage("one export at a time (%s)", a);
+      kind = a + 2;
+    } else if (!strcmp(a, "--partial")) {
+      flags |= PP_TRACE_PARTIAL;
+    } else if (!strcmp(a, "-o") || !strcmp(a, "--snaplen") || !strcmp(a, "--max-events")) {
+      if (i + 1 >= argc)
+        return usage("%s needs a value", a);
+      const char *v = argv[++i];
+      uint64_t n;
+      if (!strcmp(a, "-o")) {
+        out_path = v;
+      } else if (parse_num(v, &n) || (!strcmp(a, "--snaplen") && n > 65535)) {
+        return usage("expected a non-negative integer (snaplen <= 65535), got '%s'", v);
+      } else if (!strcmp(a, "--snaplen")) {
+        o.snaplen = (uint32_t)n;
+      } else {
+        o.max_events = n;
+      }
+    } else if (a[0] == '-' && a[1]) {
+      return usage("unknown option '%s'", a);
+    } else if (path) {
+      return usage("one trace at a time (extra argument '%s')", a);
+    } else {
+      path = a;
+    }
+  }
+  if (!kind)
+    return usage("%s", "export needs --pcap, --perfetto or --svg");
+  if (!path)
+    return usage("%s", "missing TRACE");
+  struct pp_trace_file f;
+  char err[1024];
+  if (pp_trace_file_load(path, flags, &f, err, sizeof(err))) {
+    fprintf(stderr, "prepost: %s\n", err);
+    return EXIT_USAGE;
+  }
+  FILE *out = stdout;
+  if (out_path && strcmp(out_path, "-") && !(out = fopen(out_path, "wb"))) {
+    fprintf(stderr, "prepost: cannot write '%s': %s\n", out_path, strerror(errno));
+    pp_trace_file_free(&f);
+    return EXIT_USAGE;
+  }
+  int rc = !strcmp(kind, "pcap")       ? pp_export_pcap(&f.t, out, &o, err, sizeof(err))
+           : !strcmp(kind, "perfetto") ? pp_export_perfetto(&f.t, out, &o, err, sizeof(err))
+                                       : pp_export_svg(&f.t, out, &o, err, sizeof(err));
+  if (out != stdout && fclose(out) != 0 && rc == 0) {
+    snprintf(err, sizeof(err), "writing '%s' failed: %s", out_path, strerror(errno));
+    rc = -1;
+  }
+  pp_trace_file_free(&f);
+  if (rc) {
+    fprintf(stderr, "prepost: %s: %s\n", path, err);
+    return EXIT_USAGE;
+  }
+  return EXIT_OK;
+}
+
+int pp_cli_trace(int argc, char **argv)
+{
+  if (argc < 1)
+    return usage("%s", "trace needs a subcommand: dump, stats or export");
+  const char *sub = argv[0];
+  if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+    fputs(pp_trace_usage, stdout);
+    return EXIT_OK;
+  }
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      fputs(pp_trace_usage, stdout);
+      return EXIT_OK;
+    }
+  if (!strcmp(sub, "dump"))
+    return cmd_dump(argc - 1, argv + 1, false);
+  if (!strcmp(sub, "stats"))
+    return cmd_dump(argc - 1, argv + 1, true);
+  if (!strcmp(sub, "export"))
+    return cmd_export(argc - 1, argv + 1);
+  return usage("unknown trace subcommand '%s'", sub);
+}

@@ -1,0 +1,48 @@
+/* The trace commands of the prepost CLI: `run --trace`, `trace dump|export|stats`, `replay`. */
+#ifndef PP_TRACE_CLI_H
+#define PP_TRACE_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backends/simgrid/simrun.h"
+#include "engine/trace.h"
+
+/* `prepost run --trace FILE`: opens FILE, writes the header for cfg and hands the writer to the
+ * simulator (pp_sim_set_trace). NULL with a sentence in err on failure. */
+struct pp_cli_trace;
+struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_config *cfg,
+                                        const char *version, char *err, size_t errlen);
+/* Finishes the trace after pp_sim_run(); 0, or -1 with a sentence in err. Frees t. */
+int pp_cli_trace_end(struct pp_cli_trace *t, char *err, size_t errlen);
+
+int pp_cli_trace(int argc, char **argv);  /* prepost trace ... */
+int pp_cli_replay(int argc, char **argv); /* prepost replay ... */
+extern const char *const pp_trace_usage;
+extern const char *const pp_replay_usage;
+
+/* A trace file read into memory and opened. */
+struct pp_trace_file {
+  uint8_t *data;
+  size_t size;
+  struct pp_trace t;
+};
+/* 0, or -1 with "FILE: offset N: ..." in err. */
+int pp_trace_file_load(const char *path, unsigned flags, struct pp_trace_file *f, char *err,
+                       size_t errlen);
+void pp_trace_file_free(struct pp_trace_file *f);
+
+/* Exports (tools/export_*.c): 0, or -1 with a sentence in err. */
+struct pp_export_opts {
+  uint32_t snaplen;     /* pcap: bytes captured per packet, 0 = whole packet */
+  uint64_t max_events;  /* svg: messages drawn at most */
+};
+int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_opts *o, char *err,
+                   size_t errlen);
+int pp_export_perfetto(const struct pp_trace *t, FILE *out, const struct pp_export_opts *o,
+                       char *err, size_t errlen);
+int pp_export_svg(const struct pp_trace *t, FILE *out, const struct pp_export_opts *o, char *err,
+                  size_t errlen);
+
+#endif
