@@ -116,15 +116,23 @@ enum pp_status pp_engine_cfg_check(const struct pp_engine_cfg *c, char *err, siz
   uint64_t pool = ((uint64_t)q->sq_depth + q->rq_depth) * w->size;
   CHECK(pool <= (1ull << 32), "buffer pools (sq_depth + rq_depth) * size = %llu bytes exceed 4 GiB",
         (unsigned long long)pool);
+  if ((c->protocol == PP_PROTO_RING_CREDITS || c->protocol == PP_PROTO_RING_CTS) &&
+      pp_ring_params_check(&c->ring, err, errlen) != PP_OK)
+    return PP_INVALID;
+  if (w->kind == PP_WORKLOAD_COLLECTIVE)
+    return pp_coll_params_check(&c->coll, c->nranks, err, errlen);
   return PP_OK;
 }
 
 static const struct pp_proto_ops *const proto_table[PP_PROTO_COUNT] = {
     [PP_PROTO_NAIVE] = &pp_naive_ops,
+    [PP_PROTO_RING_CREDITS] = &pp_ring_credits_ops,
+    [PP_PROTO_RING_CTS] = &pp_ring_cts_ops,
 };
 
 static const struct pp_app_ops *const app_table[PP_WORKLOAD_COUNT] = {
     [PP_WORKLOAD_STREAM] = &pp_stream_ops,
+    [PP_WORKLOAD_COLLECTIVE] = &pp_collective_ops,
 };
 
 static const char *const workload_names[] = {

@@ -15,14 +15,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collective.h"
 #include "nic.h"
+#include "ring.h"
 #include "status.h"
 
 #define PP_NO_DEADLINE UINT64_MAX
 #define PP_MAX_RANKS 1024
 
 #define PP_PROTOCOL_LIST(X)                                                    \
-  X(NAIVE, "naive", "SENDs posted with no regard for the receiver")
+  X(NAIVE, "naive", "SENDs posted with no regard for the receiver")            \
+  X(RING_CREDITS, "ring-credits", "slot FIFO, head credits written back")      \
+  X(RING_CTS, "ring-cts", "slot FIFO, receiver-posted CTS entries")
 
 enum pp_protocol {
 #define PP_X(id, name, desc) PP_PROTO_##id,
@@ -60,7 +64,8 @@ struct pp_qp_params {
 };
 
 #define PP_WORKLOAD_LIST(X)                                                    \
-  X(STREAM, "stream", "a stream of messages per pattern, checked byte by byte")
+  X(STREAM, "stream", "a stream of messages per pattern, checked byte by byte") \
+  X(COLLECTIVE, "collective", "ring allreduce/allgather/broadcast, checked")
 
 enum pp_workload_kind {
 #define PP_X(id, name, desc) PP_WORKLOAD_##id,
@@ -89,6 +94,8 @@ struct pp_engine_cfg {
   struct pp_qp_params qp;
   struct pp_workload workload;
   uint64_t seed;
+  struct pp_ring_params ring; /* protocols ring-credits and ring-cts */
+  struct pp_coll_params coll; /* workload collective */
 };
 
 /* Bytes of the header prepost puts at the start of every naive message (seq, source, check). */
@@ -133,6 +140,8 @@ struct pp_rank_stats {
   uint64_t async_events;
   struct pp_latency latency;  /* post to send completion, successful sends */
   bool done;
+  struct pp_ring_stats ring;  /* ring protocols */
+  struct pp_coll_stats coll;  /* collective workload */
 };
 
 struct pp_engine;

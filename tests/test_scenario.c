@@ -542,10 +542,10 @@ Test(errors, unknown_keys)
                "timeout, retry_cnt, max_rd_atomic, mtu, sq_depth, rq_depth)");
   expect_error("ranks: 2\n\nbogus: 1\n", PP_PARSE,
                "t.yaml:3: unknown key 'bogus' at top level (expected one of: name, seed, ranks, "
-               "platform, nic, protocol, workload, qp, faults, limits)");
+               "platform, nic, protocol, workload, qp, faults, limits, ring, collective)");
   expect_error("ranks: 2\nworkload:\n  pattern: ring\n  count: 3\n", PP_PARSE,
                "t.yaml:4: unknown key 'count' in 'workload' (expected one of: pattern, messages, "
-               "size, interval, consume, slow_ranks)");
+               "size, interval, consume, slow_ranks, kind)");
   expect_error("ranks: 2\nplatform:\n  cluster:\n    latency: 1us\n    speed: 1Gf\n", PP_PARSE,
                "t.yaml:5: unknown key 'speed' in 'platform.cluster' (expected one of: bandwidth, "
                "latency)");
@@ -616,7 +616,8 @@ Test(errors, out_of_range)
   expect_error("ranks: 2\nworkload: {messages: 10000001}\n", PP_INVALID,
                "t.yaml:2: 'messages' must be an integer 1..10000000, got '10000001'");
   expect_error("ranks: 2\nprotocol: smart\n", PP_INVALID,
-               "t.yaml:2: unknown protocol 'smart' (expected one of: naive)");
+               "t.yaml:2: unknown protocol 'smart' (expected one of: naive, ring-credits, "
+               "ring-cts)");
   expect_error("ranks: 2\nworkload: {pattern: star}\n", PP_INVALID,
                "t.yaml:2: unknown pattern 'star' (expected one of: pair, ring)");
   expect_error("ranks: 2\nworkload: {slow_ranks: [2]}\n", PP_INVALID,
@@ -1002,4 +1003,181 @@ Test(hostile, deep_nesting_and_big_inputs)
     cr_assert_str_eq(err, "t.yaml:4: duplicate key 'rq_depth' in 'qp' (first given at line 3)");
   }
   free(many);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The ring protocols and the collective workload: workload.kind, sections ring and collective */
+
+Test(ring_keys, defaults)
+{
+  struct pp_scenario sc;
+  expect_ok("ranks: 2\n", &sc);
+  const struct pp_engine_cfg *e = &sc.sim.engine;
+  cr_assert_eq(e->workload.kind, PP_WORKLOAD_STREAM);
+  cr_assert_eq(e->ring.slots, 8);
+  cr_assert_eq(e->ring.slot_size, 128 * 1024);
+  cr_assert_eq(e->ring.channels, 1);
+  cr_assert_eq(e->ring.credit_batch, 1);
+  cr_assert_eq(e->ring.credit_idle_ns, 0);
+  cr_assert_eq(e->coll.op, PP_COLL_ALLREDUCE);
+  cr_assert_eq(e->coll.dtype, PP_DTYPE_F32);
+  cr_assert_eq(e->coll.bytes, 1 << 20);
+  cr_assert_eq(e->coll.iterations, 1);
+  cr_assert_eq(e->coll.warmup, 0);
+  cr_assert_eq(e->coll.chunk, 128 * 1024);
+  cr_assert_eq(e->coll.window, 4);
+  cr_assert_eq(e->coll.slow_ranks, 0);
+  cr_assert(e->coll.check);
+}
+
+Test(ring_keys, every_key)
+{
+  struct pp_scenario sc;
+  expect_ok("ranks: 5\n"
+            "protocol: ring-cts\n"
+            "workload:\n"
+            "  kind: collective\n"
+            "ring:\n"
+            "  slots: 16\n"
+            "  slot_size: 64KiB\n"
+            "  channels: 3\n"
+            "  credit_batch: 4\n"
+            "  credit_idle: 2us\n"
+            "collective:\n"
+            "  op: allgather\n"
+            "  datatype: int64\n"
+            "  size: 40KiB\n"
+            "  iterations: 9\n"
+            "  warmup: 2\n"
+            "  root: 4\n"
+            "  chunk: 8KiB\n"
+            "  window: 6\n"
+            "  compute: 1.5us\n"
+            "  slow_ranks: [1, 3]\n"
+            "  slow_compute: 30us\n"
+            "  slow_from: 3\n"
+            "  slow_until: 6\n"
+            "  check: false\n",
+            &sc);
+  const struct pp_engine_cfg *e = &sc.sim.engine;
+  cr_assert_eq(e->protocol, PP_PROTO_RING_CTS);
+  cr_assert_eq(e->workload.kind, PP_WORKLOAD_COLLECTIVE);
+  cr_assert_eq(e->workload.pattern, PP_PATTERN_RING, "a collective runs on a ring");
+  cr_assert_eq(e->ring.slots, 16);
+  cr_assert_eq(e->ring.slot_size, 64 * 1024);
+  cr_assert_eq(e->ring.channels, 3);
+  cr_assert_eq(e->ring.credit_batch, 4);
+  cr_assert_eq(e->ring.credit_idle_ns, 2000);
+  cr_assert_eq(e->coll.op, PP_COLL_ALLGATHER);
+  cr_assert_eq(e->coll.dtype, PP_DTYPE_I64);
+  cr_assert_eq(e->coll.bytes, 40 * 1024);
+  cr_assert_eq(e->coll.iterations, 9);
+  cr_assert_eq(e->coll.warmup, 2);
+  cr_assert_eq(e->coll.root, 4);
+  cr_assert_eq(e->coll.chunk, 8 * 1024);
+  cr_assert_eq(e->coll.window, 6);
+  cr_assert_eq(e->coll.compute_ns, 1500);
+  cr_assert_eq(e->coll.slow_ranks, (1u << 1) | (1u << 3));
+  cr_assert_eq(e->coll.slow_compute_ns, 30000);
+  cr_assert_eq(e->coll.slow_from, 3);
+  cr_assert_eq(e->coll.slow_until, 6);
+  cr_assert_not(e->coll.check);
+  /* slow ranks without a window are slow throughout */
+  expect_ok("ranks: 3\nworkload: {kind: collective}\n"
+            "collective: {slow_ranks: [2], slow_compute: 1us, check: true}\n",
+            &sc);
+  cr_assert_eq(sc.sim.engine.coll.slow_from, 0);
+  cr_assert_eq(sc.sim.engine.coll.slow_until, PP_COLL_MAX_ITERATIONS);
+  cr_assert(sc.sim.engine.coll.check);
+  /* an explicit pattern stays; the stream workload keeps its default pattern */
+  expect_ok("ranks: 2\nworkload: {kind: collective, pattern: pair}\n", &sc);
+  cr_assert_eq(sc.sim.engine.workload.pattern, PP_PATTERN_PAIR);
+  expect_ok("ranks: 2\nprotocol: ring-credits\nworkload: {kind: stream}\nring:\n", &sc);
+  cr_assert_eq(sc.sim.engine.workload.kind, PP_WORKLOAD_STREAM);
+  cr_assert_eq(sc.sim.engine.workload.pattern, PP_PATTERN_PAIR);
+  cr_assert_eq(sc.sim.engine.protocol, PP_PROTO_RING_CREDITS);
+}
+
+Test(ring_keys, errors)
+{
+  expect_error("ranks: 2\nring:\n  slot: 4\n", PP_PARSE,
+               "t.yaml:3: unknown key 'slot' in 'ring' (expected one of: slots, slot_size, "
+               "channels, credit_batch, credit_idle)");
+  expect_error("ranks: 2\nring: 8\n", PP_PARSE, "t.yaml:2: 'ring' must be a mapping, got '8'");
+  expect_error("ranks: 2\nring:\n  slots: 0\n", PP_INVALID,
+               "t.yaml:3: 'slots' must be an integer 1..4096, got '0'");
+  expect_error("ranks: 2\nring:\n  channels: 9\n", PP_INVALID,
+               "t.yaml:3: 'channels' must be an integer 1..8, got '9'");
+  expect_error("ranks: 2\nring:\n  slot_size: 2GiB\n", PP_INVALID,
+               "t.yaml:3: 'slot_size' must be a size 1..1073741824 bytes, got '2GiB'");
+  expect_error("ranks: 2\nring:\n  credit_idle: soon\n", PP_PARSE,
+               "t.yaml:3: 'credit_idle' must be a duration such as 500ns, 2us, 1.5ms or 10s (a "
+               "bare integer is ns), got 'soon'");
+  expect_error("ranks: 2\nring:\n  slots: 4\n  credit_batch: 5\n", PP_INVALID,
+               "t.yaml:3: ring credit_batch must be 1..slots (4), got 5");
+  expect_error("ranks: 2\nring: {slots: 4096, slot_size: 1MiB}\n", PP_INVALID,
+               "t.yaml:2: ring channels * slots * slot_size = 4294967296 bytes exceeds "
+               "2147483648");
+  expect_prefix("ranks: 2\nworkload:\n  kind: batch\n", PP_INVALID,
+                "t.yaml:3: unknown kind 'batch' (expected one of: stream, ");
+  expect_error("ranks: 2\ncollective:\n  op: alltoall\n", PP_INVALID,
+               "t.yaml:3: unknown op 'alltoall' (expected one of: allreduce, allgather, "
+               "broadcast)");
+  expect_error("ranks: 2\ncollective:\n  datatype: float16\n", PP_INVALID,
+               "t.yaml:3: unknown datatype 'float16' (expected one of: float32, float64, int32, "
+               "int64)");
+  expect_error("ranks: 2\ncollective:\n  check: maybe\n", PP_PARSE,
+               "t.yaml:3: 'check' must be true or false, got 'maybe'");
+  expect_error("ranks: 2\ncollective:\n  slow_ranks: 1\n", PP_PARSE,
+               "t.yaml:3: 'slow_ranks' must be a list of ranks such as [1, 3], got '1'");
+  expect_error("ranks: 2\ncollective:\n  slow_ranks: []\n", PP_INVALID,
+               "t.yaml:3: 'slow_ranks' must list at least one rank");
+  expect_error("ranks: 2\ncollective:\n  slow_ranks: [2]\n", PP_INVALID,
+               "t.yaml:3: 'slow_ranks' must be an integer 0..1, got '2'");
+  expect_error("ranks: 2\ncollective:\n  root: 2\n", PP_INVALID,
+               "t.yaml:3: 'root' must be an integer 0..1, got '2'");
+  expect_error("ranks: 3\ncollective:\n  op: allgather\n  size: 4KiB\n", PP_INVALID,
+               "t.yaml:3: allgather size must split into 3 equal blocks of whole elements, got "
+               "4096 bytes");
+  expect_error("ranks: 2\ncollective:\n  datatype: float64\n  size: 100\n", PP_INVALID,
+               "t.yaml:3: collective size must be a multiple of the float64 size (8 bytes) in "
+               "8..1073741824, got 100");
+  expect_error("ranks: 2\ncollective:\n  chunk: 6\n", PP_INVALID,
+               "t.yaml:3: collective chunk must be a multiple of the float32 size (4 bytes) in "
+               "4..1073741824, got 6");
+  expect_error("ranks: 2\ncollective:\n  iterations: 3\n  warmup: 3\n", PP_INVALID,
+               "t.yaml:3: collective warmup must be below iterations (3), got 3");
+  expect_error("ranks: 2\ncollective:\n  slow_from: 5\n  slow_until: 4\n", PP_INVALID,
+               "t.yaml:3: collective slow_from (5) must not be after slow_until (4)");
+  expect_error("ranks: 2\ncollective:\n  iterations: 0\n", PP_INVALID,
+               "t.yaml:3: 'iterations' must be an integer 1..1000000, got '0'");
+  expect_error("ranks: 3\nworkload: {kind: collective, pattern: pair}\n", PP_INVALID,
+               "t.yaml:1: invalid scenario: pattern 'pair' needs an even number of ranks, got 3");
+}
+
+Test(ring_keys, shipped_ring_scenarios)
+{
+  struct pp_scenario sc;
+  load_scenario("rnr-slow-consumer-ring", &sc);
+  cr_assert_eq(sc.sim.engine.protocol, PP_PROTO_RING_CREDITS);
+  cr_assert_eq(sc.sim.engine.qp.rnr_retry, 0, "any RNR would be fatal");
+  cr_assert_eq(sc.sim.engine.workload.consume_ns, 100000, "the same consumer as the naive run");
+  cr_assert_eq(sc.sim.engine.qp.rq_depth, 8);
+  cr_assert_eq(sc.sim.engine.workload.messages, 200);
+  load_scenario("ring-allreduce-2-64m", &sc);
+  cr_assert_eq(sc.sim.engine.nranks, 2);
+  cr_assert_eq(sc.sim.engine.coll.bytes, 64u << 20);
+  cr_assert_eq(sc.sim.engine.workload.kind, PP_WORKLOAD_COLLECTIVE);
+  load_scenario("ring-allreduce-8-1m", &sc);
+  cr_assert_eq(sc.sim.engine.nranks, 8);
+  cr_assert_eq(sc.sim.engine.coll.bytes, 1u << 20);
+  load_scenario("ring-allreduce-64-4k", &sc);
+  cr_assert_eq(sc.sim.engine.nranks, 64);
+  cr_assert_eq(sc.sim.engine.coll.bytes, 4096);
+  load_scenario("ring-slow-rank", &sc);
+  cr_assert_eq(sc.sim.engine.nranks, 8);
+  cr_assert_eq(sc.sim.engine.coll.slow_ranks, 1u << 3);
+  cr_assert_lt(sc.sim.engine.coll.slow_from, sc.sim.engine.coll.slow_until);
+  cr_assert_gt(sc.sim.engine.coll.iterations, sc.sim.engine.coll.slow_until, "it recovers");
+  cr_assert_eq(sc.sim.engine.qp.rnr_retry, 0);
 }

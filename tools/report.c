@@ -1,4 +1,5 @@
 #include "report.h"
+#include "report_ring.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -68,6 +69,7 @@ void pp_report_json_on(FILE *out, const struct pp_sim_config *cfg, const struct 
           backend, pp_protocol_name(cfg->engine.protocol), cfg->seed, pp_outcome_name(res->outcome),
           res->sim_time_ns);
   json_counts(out, &all, &res->latency);
+  pp_report_ring_json(out, cfg, res);
   fprintf(out, ", \"ranks\": [");
   for (uint32_t i = 0; i < res->nranks; i++) {
     const struct pp_rank_result *r = &res->ranks[i];
@@ -132,4 +134,5 @@ void pp_report_table_on(FILE *out, const struct pp_sim_config *cfg,
           res->latency.p99 / 1e3, res->latency.max / 1e3);
   status_list(out, all.status);
   fputc('\n', out);
+  pp_report_ring_table(out, cfg, res);
 }

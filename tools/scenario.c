@@ -923,14 +923,17 @@ void pp_scenario_defaults(struct pp_scenario *sc)
   s->engine.seed = 1;
   s->seed = 1;
   s->max_sim_time_ns = 60ull * 1000000000ull;
+  pp_ring_params_default(&s->engine.ring);
+  pp_coll_params_default(&s->engine.coll);
 }
 
 static const char *const top_keys[] = {"name", "seed", "ranks", "platform", "nic", "protocol",
-                                       "workload", "qp", "faults", "limits", NULL};
+                                       "workload", "qp", "faults", "limits", "ring", "collective",
+                                       NULL};
 static const char *const platform_keys[] = {"cluster", NULL};
 static const char *const cluster_keys[] = {"bandwidth", "latency", NULL};
 static const char *const workload_keys[] = {"pattern",  "messages", "size", "interval",
-                                            "consume", "slow_ranks", NULL};
+                                            "consume", "slow_ranks", "kind", NULL};
 static const char *const qp_keys[] = {"min_rnr_timer", "rnr_retry", "timeout",  "retry_cnt",
                                       "max_rd_atomic", "mtu",       "sq_depth", "rq_depth",
                                       NULL};
@@ -1101,6 +1104,156 @@ static enum pp_status parse_qp(struct ctx *c, const struct node *q,
   return PP_OK;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* The ring protocols and the collective workload: workload.kind, sections ring and collective */
+
+static const char *const ring_keys[] = {"slots",        "slot_size",   "channels",
+                                        "credit_batch", "credit_idle", NULL};
+static const char *const collective_keys[] = {
+    "op",     "datatype", "size",       "iterations",   "warmup",    "root",       "chunk",
+    "window", "compute",  "slow_ranks", "slow_compute", "slow_from", "slow_until", "check",
+    NULL};
+
+static const char *workload_name_i(int i)
+{
+  return pp_workload_name((enum pp_workload_kind)i);
+}
+
+static const char *coll_op_name_i(int i)
+{
+  return pp_coll_op_name((enum pp_coll_op)i);
+}
+
+static const char *dtype_name_i(int i)
+{
+  return pp_dtype_name((enum pp_dtype)i);
+}
+
+static enum pp_status get_bool(struct ctx *c, const char *key, const struct node *v, bool *out)
+{
+  if (scalar_is(v, "true") || scalar_is(v, "false")) {
+    *out = scalar_is(v, "true");
+    return PP_OK;
+  }
+  return fail(c, PP_PARSE, v->line, "'%s' must be true or false, got %s", key, show(c, v));
+}
+
+/* A list of ranks such as [1, 3] (each 0..min(63, ranks-1)) as a bitmask. */
+static enum pp_status get_rank_mask(struct ctx *c, const char *key, const struct node *v,
+                                    uint32_t ranks, uint64_t *mask)
+{
+  if (v->kind != NODE_SEQ)
+    return fail(c, PP_PARSE, v->line, "'%s' must be a list of ranks such as [1, 3], got %s", key,
+                show(c, v));
+  if (v->nkids == 0)
+    return fail(c, PP_INVALID, v->line, "'%s' must list at least one rank", key);
+  uint64_t hi = (ranks < 64 ? ranks : 64) - 1, x, m = 0;
+  for (size_t i = 0; i < v->nkids; i++) {
+    enum pp_status st = get_uint(c, key, v->kids[i], 0, hi, &x);
+    if (st != PP_OK)
+      return st;
+    m |= 1ull << x;
+  }
+  *mask = m;
+  return PP_OK;
+}
+
+static enum pp_status parse_ring(struct ctx *c, const struct node *r, struct pp_ring_params *p)
+{
+  const struct node *v;
+  enum pp_status st = PP_OK;
+  uint64_t x;
+  if ((v = get(r, "slots")))
+    st = get_u32(c, "slots", v, 1, PP_RING_MAX_SLOTS, &p->slots);
+  if (st == PP_OK && (v = get(r, "slot_size")) &&
+      (st = get_size(c, "slot_size", v, 1, PP_RING_MAX_SLOT_SIZE, &x)) == PP_OK)
+    p->slot_size = (uint32_t)x;
+  if (st == PP_OK && (v = get(r, "channels")))
+    st = get_u32(c, "channels", v, 1, PP_MAX_CHANNELS, &p->channels);
+  if (st == PP_OK && (v = get(r, "credit_batch")))
+    st = get_u32(c, "credit_batch", v, 1, PP_RING_MAX_SLOTS, &p->credit_batch);
+  if (st == PP_OK && (v = get(r, "credit_idle")))
+    st = get_duration(c, "credit_idle", v, &p->credit_idle_ns);
+  char msg[256] = "";
+  if (st == PP_OK && pp_ring_params_check(p, msg, sizeof msg) != PP_OK)
+    st = fail(c, PP_INVALID, r->line, "%s", msg);
+  return st;
+}
+
+static enum pp_status parse_collective(struct ctx *c, const struct node *m, uint32_t ranks,
+                                       struct pp_coll_params *p)
+{
+  const struct node *v;
+  enum pp_status st = PP_OK;
+  uint64_t x;
+  int k;
+  if ((v = get(m, "op")) &&
+      (st = get_enum(c, "op", v, PP_COLL_OP_COUNT, coll_op_name_i, pp_coll_op_from_name, &k)) ==
+          PP_OK)
+    p->op = (enum pp_coll_op)k;
+  if (st == PP_OK && (v = get(m, "datatype")) &&
+      (st = get_enum(c, "datatype", v, PP_DTYPE_COUNT, dtype_name_i, pp_dtype_from_name, &k)) ==
+          PP_OK)
+    p->dtype = (enum pp_dtype)k;
+  if (st == PP_OK && (v = get(m, "size")))
+    st = get_size(c, "size", v, 1, PP_MAX_MSG_SIZE, &p->bytes);
+  if (st == PP_OK && (v = get(m, "iterations")))
+    st = get_u32(c, "iterations", v, 1, PP_COLL_MAX_ITERATIONS, &p->iterations);
+  if (st == PP_OK && (v = get(m, "warmup")))
+    st = get_u32(c, "warmup", v, 0, PP_COLL_MAX_ITERATIONS, &p->warmup);
+  if (st == PP_OK && (v = get(m, "root")))
+    st = get_u32(c, "root", v, 0, ranks - 1, &p->root);
+  if (st == PP_OK && (v = get(m, "chunk")) &&
+      (st = get_size(c, "chunk", v, 1, PP_MAX_MSG_SIZE, &x)) == PP_OK)
+    p->chunk = (uint32_t)x;
+  if (st == PP_OK && (v = get(m, "window")))
+    st = get_u32(c, "window", v, 1, PP_MAX_QUEUE_DEPTH, &p->window);
+  if (st == PP_OK && (v = get(m, "compute")))
+    st = get_duration(c, "compute", v, &p->compute_ns);
+  if (st == PP_OK && (v = get(m, "slow_ranks")))
+    st = get_rank_mask(c, "slow_ranks", v, ranks, &p->slow_ranks);
+  if (st == PP_OK && (v = get(m, "slow_compute")))
+    st = get_duration(c, "slow_compute", v, &p->slow_compute_ns);
+  if (st == PP_OK && (v = get(m, "slow_from")))
+    st = get_u32(c, "slow_from", v, 0, PP_COLL_MAX_ITERATIONS, &p->slow_from);
+  if (st == PP_OK && (v = get(m, "slow_until")))
+    st = get_u32(c, "slow_until", v, 0, PP_COLL_MAX_ITERATIONS, &p->slow_until);
+  else if (st == PP_OK && get(m, "slow_ranks"))
+    p->slow_until = PP_COLL_MAX_ITERATIONS; /* slow throughout unless a window is given */
+  if (st == PP_OK && (v = get(m, "check")))
+    st = get_bool(c, "check", v, &p->check);
+  char msg[256] = "";
+  if (st == PP_OK && pp_coll_params_check(p, ranks, msg, sizeof msg) != PP_OK)
+    st = fail(c, PP_INVALID, m->line, "%s", msg);
+  return st;
+}
+
+/* workload.kind, then the sections `ring` and `collective` (each used only by its protocols or
+ * workload, checked whenever given). A collective runs on a ring: its pattern defaults to ring. */
+static enum pp_status parse_ring_keys(struct ctx *c, const struct node *root,
+                                      const struct node *workload, struct pp_engine_cfg *e)
+{
+  const struct node *v, *ring, *coll;
+  enum pp_status st;
+  int k;
+  if (workload && (v = get(workload, "kind"))) {
+    if ((st = get_enum(c, "kind", v, PP_WORKLOAD_COUNT, workload_name_i, pp_workload_from_name,
+                       &k)))
+      return st;
+    e->workload.kind = (enum pp_workload_kind)k;
+    if (e->workload.kind == PP_WORKLOAD_COLLECTIVE && !get(workload, "pattern"))
+      e->workload.pattern = PP_PATTERN_RING;
+  }
+  if ((st = section(c, root, "ring", ring_keys, &ring)) ||
+      (st = section(c, root, "collective", collective_keys, &coll)))
+    return st;
+  if (ring && (st = parse_ring(c, ring, &e->ring)))
+    return st;
+  if (coll && (st = parse_collective(c, coll, e->nranks, &e->coll)))
+    return st;
+  return PP_OK;
+}
+
 static enum pp_status parse_scenario(struct ctx *c, const struct node *root, struct pp_scenario *s)
 {
   struct pp_sim_config *sim = &s->sim;
@@ -1133,6 +1286,8 @@ static enum pp_status parse_scenario(struct ctx *c, const struct node *root, str
       (st = section(c, root, "limits", limits_keys, &limits)))
     return st;
   if (workload && (st = parse_workload(c, workload, sim->engine.nranks, &sim->engine.workload)))
+    return st;
+  if ((st = parse_ring_keys(c, root, workload, &sim->engine)))
     return st;
   if ((st = parse_qp(c, qp, &sim->nic, &sim->engine.qp)))
     return st;

@@ -1,0 +1,179 @@
+#include "report_ring.h"
+
+#include <inttypes.h>
+
+static bool is_ring(const struct pp_sim_config *cfg)
+{
+  return cfg->engine.protocol == PP_PROTO_RING_CREDITS || cfg->engine.protocol == PP_PROTO_RING_CTS;
+}
+
+static bool is_collective(const struct pp_sim_config *cfg)
+{
+  return cfg->engine.workload.kind == PP_WORKLOAD_COLLECTIVE;
+}
+
+/* The end of iteration k as the latest rank saw it (k < PP_COLL_ITER_LOG), or 0. */
+static uint64_t iter_end(const struct pp_run_result *res, uint32_t k)
+{
+  uint64_t t = 0;
+  for (uint32_t i = 0; i < res->nranks; i++) {
+    const struct pp_coll_stats *c = &res->ranks[i].stats.coll;
+    if (c->active && c->iterations_done > k && c->iter_end_ns[k] > t)
+      t = c->iter_end_ns[k];
+  }
+  return t;
+}
+
+int pp_coll_figures(const struct pp_sim_config *cfg, const struct pp_run_result *res,
+                    struct pp_coll_figures *out)
+{
+  *out = (struct pp_coll_figures){0};
+  if (!is_collective(cfg) || res->nranks == 0)
+    return 0;
+  const struct pp_coll_params *p = &cfg->engine.coll;
+  uint32_t done = UINT32_MAX;
+  uint64_t start = UINT64_MAX, end = 0;
+  for (uint32_t i = 0; i < res->nranks; i++) {
+    const struct pp_coll_stats *c = &res->ranks[i].stats.coll;
+    if (c->iterations_done < done)
+      done = c->iterations_done;
+    if (c->start_ns < start)
+      start = c->start_ns;
+    if (c->end_ns > end)
+      end = c->end_ns;
+    out->elements_checked += c->elements_checked;
+    out->elements_wrong += c->elements_wrong;
+  }
+  out->factor = pp_coll_bus_factor(p->op, res->nranks);
+  if (done <= p->warmup || done != p->iterations)
+    return 0; /* no complete measurement */
+  if (p->warmup > 0)
+    start = p->warmup <= PP_COLL_ITER_LOG ? iter_end(res, p->warmup - 1) : start;
+  if (end <= start)
+    return 0;
+  out->iterations = done - (p->warmup <= PP_COLL_ITER_LOG ? p->warmup : 0);
+  out->time_ns = end - start;
+  out->algbw_gbps = (double)p->bytes * 8 * out->iterations / (double)out->time_ns;
+  out->busbw_gbps = out->algbw_gbps * out->factor;
+  return 1;
+}
+
+static void json_collective(FILE *out, const struct pp_sim_config *cfg,
+                            const struct pp_run_result *res)
+{
+  const struct pp_coll_params *p = &cfg->engine.coll;
+  struct pp_coll_figures f;
+  pp_coll_figures(cfg, res, &f);
+  fprintf(out,
+          ", \"collective\": {\"op\": \"%s\", \"datatype\": \"%s\", \"bytes\": %" PRIu64
+          ", \"iterations\": %u, \"warmup\": %u, \"chunk\": %u, \"measured_iterations\": %u"
+          ", \"time_ns\": %" PRIu64 ", \"bus_factor\": %.6f, \"elements_checked\": %" PRIu64
+          ", \"elements_wrong\": %" PRIu64 ", \"iteration_ns\": [",
+          pp_coll_op_name(p->op), pp_dtype_name(p->dtype), p->bytes, p->iterations, p->warmup,
+          p->chunk, f.iterations, f.time_ns, f.factor, f.elements_checked, f.elements_wrong);
+  /* per iteration (the first PP_COLL_ITER_LOG): from the previous iteration's end to this one's,
+   * both the latest rank's; its bus bandwidth shows a slow rank and the recovery */
+  uint64_t prev = UINT64_MAX;
+  for (uint32_t i = 0; i < res->nranks; i++)
+    if (res->ranks[i].stats.coll.start_ns < prev)
+      prev = res->ranks[i].stats.coll.start_ns;
+  char bus[PP_COLL_ITER_LOG * 24];
+  size_t o = 0;
+  bus[0] = '\0';
+  for (uint32_t k = 0; k < PP_COLL_ITER_LOG && k < p->iterations; k++) {
+    uint64_t t = iter_end(res, k);
+    if (t == 0 || t <= prev)
+      break;
+    double gbps = (double)p->bytes * 8 / (double)(t - prev) * f.factor;
+    fprintf(out, "%s%" PRIu64, k ? ", " : "", t - prev);
+    int w = snprintf(bus + o, sizeof bus - o, "%s%.3f", k ? ", " : "", gbps);
+    if (w > 0 && (size_t)w < sizeof bus - o)
+      o += (size_t)w;
+    prev = t;
+  }
+  fprintf(out, "], \"iteration_busbw_gbps\": [%s], \"algbw_gbps\": %.3f, \"busbw_gbps\": %.3f}",
+          bus, f.algbw_gbps, f.busbw_gbps);
+  fprintf(out, ", \"algbw_gbps\": %.3f, \"busbw_gbps\": %.3f", f.algbw_gbps, f.busbw_gbps);
+}
+
+static void json_ring(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res)
+{
+  const struct pp_ring_params *p = &cfg->engine.ring;
+  uint64_t stall = 0, violations = 0;
+  for (uint32_t i = 0; i < res->nranks; i++) {
+    const struct pp_ring_stats *r = &res->ranks[i].stats.ring;
+    violations += r->violations;
+    for (uint32_t k = 0; k < r->nconns && k < PP_RING_STATS_CONNS; k++)
+      stall += r->conn[k].credit_stall_ns;
+  }
+  fprintf(out,
+          ", \"ring\": {\"slots\": %u, \"slot_size\": %u, \"channels\": %u, \"credit_batch\": %u"
+          ", \"credit_idle_ns\": %" PRIu64 ", \"violations\": %" PRIu64
+          ", \"credit_stall_ns\": %" PRIu64 ", \"connections\": [",
+          p->slots, p->slot_size, p->channels, p->credit_batch, p->credit_idle_ns, violations,
+          stall);
+  const char *sep = "";
+  for (uint32_t i = 0; i < res->nranks; i++) {
+    const struct pp_ring_stats *r = &res->ranks[i].stats.ring;
+    for (uint32_t k = 0; k < r->nconns && k < PP_RING_STATS_CONNS; k++) {
+      const struct pp_ring_conn_stats *c = &r->conn[k];
+      fprintf(out,
+              "%s{\"rank\": %u, \"peer\": %u, \"credit_stall_ns\": %" PRIu64
+              ", \"credit_stalls\": %" PRIu64 ", \"chunks_sent\": %" PRIu64
+              ", \"chunks_received\": %" PRIu64 ", \"credit_updates_sent\": %" PRIu64
+              ", \"credit_updates_received\": %" PRIu64 "}",
+              sep, i, c->peer, c->credit_stall_ns, c->credit_stalls, c->chunks_sent,
+              c->chunks_received, c->credit_updates_sent, c->credit_updates_received);
+      sep = ", ";
+    }
+  }
+  fprintf(out, "]}");
+}
+
+void pp_report_ring_json(FILE *out, const struct pp_sim_config *cfg,
+                         const struct pp_run_result *res)
+{
+  if (is_collective(cfg))
+    json_collective(out, cfg, res);
+  if (is_ring(cfg))
+    json_ring(out, cfg, res);
+}
+
+void pp_report_ring_table(FILE *out, const struct pp_sim_config *cfg,
+                          const struct pp_run_result *res)
+{
+  if (is_collective(cfg)) {
+    const struct pp_coll_params *p = &cfg->engine.coll;
+    struct pp_coll_figures f;
+    if (pp_coll_figures(cfg, res, &f))
+      fprintf(out,
+              "\n%s %s of %" PRIu64 " bytes, %u iterations measured: algbw %.2f Gb/s, busbw "
+              "%.2f Gb/s (x%.3f)\n",
+              pp_coll_op_name(p->op), pp_dtype_name(p->dtype), p->bytes, f.iterations,
+              f.algbw_gbps, f.busbw_gbps, f.factor);
+    else
+      fprintf(out, "\n%s %s of %" PRIu64 " bytes: no complete measurement\n",
+              pp_coll_op_name(p->op), pp_dtype_name(p->dtype), p->bytes);
+    fprintf(out, "elements checked %" PRIu64 ", wrong %" PRIu64 "\n", f.elements_checked,
+            f.elements_wrong);
+  }
+  if (!is_ring(cfg))
+    return;
+  const struct pp_ring_params *p = &cfg->engine.ring;
+  fprintf(out, "\n%s: %u slots x %u bytes, %u channel%s, credit every %u slot%s; credit stalls:",
+          pp_protocol_name(cfg->engine.protocol), p->slots, p->slot_size, p->channels,
+          p->channels == 1 ? "" : "s", p->credit_batch, p->credit_batch == 1 ? "" : "s");
+  int shown = 0;
+  for (uint32_t i = 0; i < res->nranks && shown < 16; i++) {
+    const struct pp_ring_stats *r = &res->ranks[i].stats.ring;
+    for (uint32_t k = 0; k < r->nconns && k < PP_RING_STATS_CONNS && shown < 16; k++) {
+      const struct pp_ring_conn_stats *c = &r->conn[k];
+      if (!c->chunks_sent)
+        continue;
+      fprintf(out, "%s %u->%u %.2f us (%" PRIu64 ")", shown ? "," : "", i, c->peer,
+              c->credit_stall_ns / 1e3, c->credit_stalls);
+      shown++;
+    }
+  }
+  fprintf(out, "%s\n", shown ? "" : " none");
+}
