@@ -44,6 +44,10 @@ struct pp_proto_ops {
   enum pp_status (*on_timer)(struct pp_engine *e, uint64_t now, uint32_t arg);
   /* Nothing of the protocol's own is outstanding (for pp_engine_done). */
   bool (*quiet)(const struct pp_engine *e);
+  /* Optional (NULL: nothing to say): the protocol's state for pp_engine_dump() (engine/dump.h):
+   * per connection its queues, pending requests, credits, head/tail. snprintf-like: writes at
+   * most len bytes (NUL included), returns the length it wanted. */
+  size_t (*dump)(const struct pp_engine *e, char *buf, size_t len);
 };
 
 extern const struct pp_proto_ops pp_naive_ops;
@@ -69,6 +73,8 @@ struct pp_app_ops {
   enum pp_status (*recv_done)(struct pp_engine *e, uint64_t now, uint64_t cookie,
                               enum pp_wc_status st, uint32_t src, uint64_t tag, uint32_t len);
   bool (*done)(const struct pp_engine *e);
+  /* Optional (NULL: nothing to say): the workload's state for pp_engine_dump(), as above. */
+  size_t (*dump)(const struct pp_engine *e, char *buf, size_t len);
 };
 
 extern const struct pp_app_ops pp_stream_ops;

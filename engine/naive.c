@@ -3,6 +3,7 @@
  * regard for the receiver, a receive is one receive WQE. Nothing prevents RNR: that is the point.
  * It is the positive control for the flow-controlled protocols.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "engine_impl.h"
@@ -134,6 +135,19 @@ static bool naive_quiet(const struct pp_engine *e)
   return true;
 }
 
+static size_t naive_dump(const struct pp_engine *e, char *buf, size_t len)
+{
+  const struct naive *p = e->ps;
+  size_t n = 0;
+  for (uint32_t i = 0; p && i < p->n; i++) {
+    int k = snprintf(buf + (n < len ? n : len), n < len ? len - n : 0,
+                     "  naive: peer %u on qp 0x%x (sq_psn 0x%x); no flow control\n", p->c[i].peer,
+                     p->c[i].qpn, p->c[i].psn);
+    n += k > 0 ? (size_t)k : 0;
+  }
+  return n;
+}
+
 const struct pp_proto_ops pp_naive_ops = {
     .name = "naive",
     .create = naive_create,
@@ -145,4 +159,5 @@ const struct pp_proto_ops pp_naive_ops = {
     .on_wc = naive_on_wc,
     .on_timer = naive_on_timer,
     .quiet = naive_quiet,
+    .dump = naive_dump,
 };

@@ -5,6 +5,7 @@
  * message arrived (the seed article's usleep(100) consumer). Every byte is checked, and the order.
  * It drives whatever protocol the engine runs through pp_proto_ops.send/recv.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -315,6 +316,29 @@ static bool stream_done(const struct pp_engine *e)
   return true;
 }
 
+static size_t stream_dump(const struct pp_engine *e, char *buf, size_t len)
+{
+  const struct pp_stream *a = e->as;
+  int n = 0;
+  if (a && a->dest >= 0)
+    n = snprintf(buf, len,
+                 "  stream: sending to rank %d: %llu of %u submitted, %llu posted, %llu completed, "
+                 "%u of %u send buffers free%s\n",
+                 a->dest, (unsigned long long)a->submitted, e->cfg.workload.messages,
+                 (unsigned long long)a->posted, (unsigned long long)a->completed, a->nsfree,
+                 a->window, a->send_failed ? ", a send failed" : "");
+  int m = 0;
+  size_t at = n > 0 ? (size_t)n : 0;
+  if (a && a->source >= 0)
+    m = snprintf(buf + (at < len ? at : len), at < len ? len - at : 0,
+                 "  stream: receiving from rank %d: %llu of %u received (next seq %llu), %u "
+                 "receives posted of %u buffers%s%s\n",
+                 a->source, (unsigned long long)a->received, e->cfg.workload.messages,
+                 (unsigned long long)a->expected_seq, a->recvs_out, a->nrbuf,
+                 a->slow ? ", slow consumer" : "", a->recv_failed ? ", a receive failed" : "");
+  return at + (m > 0 ? (size_t)m : 0);
+}
+
 const struct pp_app_ops pp_stream_ops = {
     .name = "stream",
     .plan = stream_plan,
@@ -326,4 +350,5 @@ const struct pp_app_ops pp_stream_ops = {
     .send_done = stream_send_done,
     .recv_done = stream_recv_done,
     .done = stream_done,
+    .dump = stream_dump,
 };

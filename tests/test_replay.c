@@ -1,0 +1,272 @@
+/*
+ * prepost replay: exact replay of recorded simulated runs matches; a trace whose outputs differ
+ * from what the engine does is reported at the first divergence (rank, record, expected vs
+ * produced); --until/--at stop and dump the engines' state; --sim re-runs with what-ifs.
+ * Everything through the CLI (one simulation per process).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "engine/trace.h"
+
+static char dir[64];
+static char *out; /* stdout of the last cli() */
+
+static void setup(void)
+{
+  snprintf(dir, sizeof(dir), "/tmp/prepost-replay-XXXXXX");
+  cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+  free(out);
+  out = NULL;
+  char cmd[128];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+}
+
+TestSuite(replay, .init = setup, .fini = teardown);
+
+static char *slurp(const char *path)
+{
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "cannot read %s", path);
+  size_t cap = 4096, n = 0, r;
+  char *buf = malloc(cap + 1);
+  while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
+    n += r;
+    if (n == cap)
+      buf = realloc(buf, (cap *= 2) + 1);
+  }
+  fclose(f);
+  buf[n] = '\0';
+  return buf;
+}
+
+/* Runs `prepost ARGS` in the scratch directory; returns its exit code, stdout in `out`. */
+static int cli(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int cli(const char *fmt, ...)
+{
+  char args[2048], cmd[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof(args), fmt, ap);
+  va_end(ap);
+  snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s > out.txt 2> err.txt < /dev/null", dir,
+           PREPOST_CLI, args);
+  int st = system(cmd);
+  cr_assert(WIFEXITED(st), "%s", cmd);
+  free(out);
+  char path[128];
+  snprintf(path, sizeof(path), "%s/out.txt", dir);
+  out = slurp(path);
+  return WEXITSTATUS(st);
+}
+
+static void record(const char *scenario, const char *trace)
+{
+  int rc = cli("run " PREPOST_MODELS_DIR "/scenarios/%s.yaml --trace %s", scenario, trace);
+  cr_assert(rc == 0 || rc == 1, "run %s: exit %d", scenario, rc);
+}
+
+Test(replay, recorded_runs_replay_exactly, .timeout = 120)
+{
+  const char *scenarios[] = {"rnr-slow-consumer", "rnr-slow-consumer-retry0", "lossy",
+                             "fast-consumer"};
+  for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+    record(scenarios[i], "t.trace");
+    cr_assert_eq(cli("replay t.trace"), 0, "%s: %s", scenarios[i], out);
+    cr_assert(strstr(out, "replay matched: 2 ranks"), "%s: %s", scenarios[i], out);
+  }
+}
+
+Test(replay, until_dumps_the_state, .timeout = 60)
+{
+  record("rnr-slow-consumer", "t.trace");
+  cr_assert_eq(cli("replay t.trace --at 1000000"), 0, "%s", out);
+  cr_assert(strstr(out, "replay stopped before record"), "%s", out);
+  cr_assert(strstr(out, "rank 0: "), "%s", out);
+  cr_assert(strstr(out, "qp 0x100 -> rank 1: RTS"), "QP state: %s", out);
+  cr_assert(strstr(out, " sends outstanding"), "%s", out);
+  cr_assert(strstr(out, "    send wr_id 0x8000"), "the oldest pending sends: %s", out);
+  cr_assert(strstr(out, "stream: sending to rank 1"), "the workload's state: %s", out);
+  cr_assert(strstr(out, "stream: receiving from rank 0"), "%s", out);
+  cr_assert(strstr(out, "slow consumer"), "%s", out);
+  cr_assert(strstr(out, "timers: 8 pending"), "the slow consumer holds 8 buffers: %s", out);
+  cr_assert_eq(cli("replay t.trace --until 30 --rank 1"), 0);
+  cr_assert(strstr(out, "\nrank 1: "), "%s", out);
+  cr_assert_null(strstr(out, "\nrank 0: "), "--rank 1 dumps rank 1 only: %s", out);
+  cr_assert_eq(cli("replay t.trace --rank 5"), 2, "no rank 5");
+}
+
+Test(replay, qp_error_shows_in_the_state, .timeout = 60)
+{
+  record("rnr-slow-consumer-retry0", "t.trace");
+  cr_assert_eq(cli("replay t.trace --at 999999999"), 0);
+  cr_assert(strstr(out, "qp 0x100 -> rank 1: ERR"), "the sender's QP died: %s", out);
+  cr_assert(strstr(out, "RNR_RETRY_EXC_ERR=1"), "%s", out);
+}
+
+/* A trace whose header says 8 messages while the recorded engines ran with 3: the receiver
+ * pre-posts min(rq_depth, messages) receives, so the replayed one posts a fourth receive the
+ * trace does not have. */
+static int file_sink(void *ctx, const void *buf, size_t len)
+{
+  return fwrite(buf, 1, len, ctx) == len ? 0 : -1;
+}
+
+static int f_ok(void)
+{
+  return PP_OK;
+}
+static uint32_t keys, qps;
+static int f_reg_mr(void *nic, void *addr, size_t length, unsigned access, struct pp_mr *mr)
+{
+  (void)nic;
+  keys++;
+  *mr = (struct pp_mr){(uint64_t)(uintptr_t)addr, length, 0x100 + keys, 0x200 + keys, access};
+  return f_ok();
+}
+static int f_dereg_mr(void *n, const struct pp_mr *m)
+{
+  (void)n;
+  (void)m;
+  return f_ok();
+}
+static int f_create_srq(void *n, const struct pp_srq_init_attr *a, uint32_t *s)
+{
+  (void)n;
+  (void)a;
+  *s = 1;
+  return f_ok();
+}
+static int f_modify_srq(void *n, uint32_t s, uint32_t l)
+{
+  (void)n;
+  (void)s;
+  (void)l;
+  return f_ok();
+}
+static int f_destroy(void *n, uint32_t q)
+{
+  (void)n;
+  (void)q;
+  return f_ok();
+}
+static int f_create_qp(void *n, const struct pp_qp_init_attr *a, uint32_t *q)
+{
+  (void)n;
+  (void)a;
+  *q = 0x100 + qps++;
+  return f_ok();
+}
+static int f_modify_qp(void *n, uint32_t q, const struct pp_qp_attr *a, unsigned m)
+{
+  (void)n;
+  (void)q;
+  (void)a;
+  (void)m;
+  return f_ok();
+}
+static int f_post_send(void *n, uint32_t q, const struct pp_send_wr *w)
+{
+  (void)n;
+  (void)q;
+  (void)w;
+  return f_ok();
+}
+static int f_post_recv(void *n, uint32_t q, const struct pp_recv_wr *w)
+{
+  (void)n;
+  (void)q;
+  (void)w;
+  return f_ok();
+}
+static int f_query(void *n, struct pp_nic_counters *c)
+{
+  (void)n;
+  *c = (struct pp_nic_counters){0};
+  return f_ok();
+}
+static const struct pp_nic_ops fake_ops = {
+    .name = "fake", .reg_mr = f_reg_mr, .dereg_mr = f_dereg_mr, .create_srq = f_create_srq,
+    .modify_srq = f_modify_srq, .destroy_srq = f_destroy, .create_qp = f_create_qp,
+    .modify_qp = f_modify_qp, .destroy_qp = f_destroy, .post_send = f_post_send,
+    .post_recv = f_post_recv, .post_srq_recv = f_post_recv, .query_counters = f_query,
+};
+
+Test(replay, first_divergence_is_named)
+{
+  char path[128];
+  snprintf(path, sizeof(path), "%s/bad.trace", dir);
+  FILE *f = fopen(path, "wb");
+  cr_assert_not_null(f);
+  struct pp_engine_cfg cfg = {
+      .nranks = 2, .protocol = PP_PROTO_NAIVE,
+      .qp = {.min_rnr_timer = 1, .rnr_retry = 7, .timeout = 14, .retry_cnt = 7,
+             .max_rd_atomic = 1, .mtu = 1024, .sq_depth = 4, .rq_depth = 4},
+      .workload = {.kind = PP_WORKLOAD_STREAM, .pattern = PP_PATTERN_PAIR, .messages = 8,
+                   .size = 32},
+      .seed = 5};
+  struct pp_trace_info info = {.version = "t", .backend = "fake", .scenario = "bad",
+                               .nranks = 2, .capture_bytes = 64, .snapshot_max = 4096};
+  struct pp_trace_writer *w;
+  cr_assert_eq(pp_trace_writer_create(file_sink, f, &info, &w), PP_OK);
+  cr_assert_eq(pp_trace_kv_engine_cfg(w, &cfg), PP_OK);
+  cr_assert_eq(pp_trace_begin(w), PP_OK);
+  struct pp_engine_cfg ran = cfg;
+  ran.workload.messages = 3; /* what the recorded engines really used */
+  struct pp_trace_rank *t[2];
+  struct pp_engine *e[2];
+  for (uint32_t r = 0; r < 2; r++) {
+    t[r] = pp_trace_rank_create(w, r);
+    ran.rank = r;
+    cr_assert_eq(pp_tr_engine_create(t[r], 0, &ran, &fake_ops, NULL, &e[r]), PP_OK);
+  }
+  for (uint32_t r = 0; r < 2; r++) {
+    pp_tr_engine_destroy(t[r], e[r], 10);
+    pp_trace_rank_destroy(t[r]);
+  }
+  cr_assert_eq(pp_trace_finish(w), PP_OK);
+  pp_trace_writer_destroy(w);
+  fclose(f);
+  cr_assert_eq(cli("replay bad.trace"), 1, "%s", out);
+  cr_assert(strstr(out, "replay diverged at rank 1, record "), "%s", out);
+  cr_assert(strstr(out, "while replaying record "), "%s", out);
+  cr_assert(strstr(out, "(create at 0 ns)"), "%s", out);
+  cr_assert(strstr(out, "  expected: #"), "%s", out);
+  cr_assert(strstr(out, "  produced: post_recv qp 0x"), "%s", out);
+  cr_assert(strstr(out, " wr_id 0x3 "), "the fourth receive: %s", out);
+  cr_assert(strstr(out, "rank 1: "), "the state at the divergence: %s", out);
+}
+
+Test(replay, sim_what_if, .timeout = 120)
+{
+  record("rnr-slow-consumer-retry0", "t.trace");
+  cr_assert_eq(cli("replay t.trace --sim"), 1, "the recorded failure again: %s", out);
+  cr_assert(strstr(out, "RNR_RETRY_EXC_ERR=1"), "%s", out);
+  cr_assert_eq(cli("replay t.trace --sim --set rnr_retry=7 --json"), 0,
+               "rnr_retry 7 makes it complete: %s", out);
+  cr_assert(strstr(out, "\"outcome\": \"completed\""), "%s", out);
+  cr_assert_eq(cli("replay t.trace --sim --set engine.qp.rq_depth=256 --set messages=50"), 0,
+               "enough receive buffers: no RNR at all: %s", out);
+  cr_assert_eq(cli("replay t.trace --sim --list-keys"), 0);
+  cr_assert(strstr(out, "engine.qp.rnr_retry=0\n"), "%s", out);
+  cr_assert(strstr(out, "sim.faults.loss="), "%s", out);
+  cr_assert_eq(cli("replay t.trace --sim --set nonsense=1"), 2);
+  cr_assert_eq(cli("replay t.trace --set rnr_retry=7"), 2, "--set needs --sim");
+  cr_assert_eq(cli("replay t.trace --sim --until 3"), 2);
+  cr_assert_eq(cli("replay"), 2);
+  cr_assert_eq(cli("replay --help"), 0);
+  cr_assert(strstr(out, "--until N"), "%s", out);
+  /* the what-if run can itself be recorded, and replays exactly */
+  cr_assert_eq(cli("replay t.trace --sim --set rnr_retry=7 --trace w.trace"), 0);
+  cr_assert_eq(cli("replay w.trace"), 0, "%s", out);
+}
