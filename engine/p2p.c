@@ -5,20 +5,21 @@
  * Per peer there are `channels` RC QPs. Every QP posts nrx = D + R + C receive buffers of
  * HDR + eager_limit bytes at creation and re-posts each one as soon as its message is consumed:
  *
- * - D = credits: the sender's data credits. An EAGER message or an RTS costs one credit (an RPUT
- *   RTS costs `charged` = its pipeline depth, the extra ones cover the FINs of its fragments).
- *   The receiver counts `inuse` (credits it holds: buffers with unconsumed messages, charges of
- *   running RPUTs) and `owed` (freed, not yet handed back). Every message it sends on the QP
- *   carries `owed` back; if nothing goes that way it sends an explicit CREDIT message once
- *   owed >= T (credit_threshold), or as soon as owed > 0 when the sender must have run dry
- *   (inuse + owed == D: nothing is in flight and the sender holds no credit).
- * - R = reply_slots: replies are prepaid by their requester. A sender reserves one slot for the
- *   ACK of an issend, one for the FIN of an RGET and `charged` for the CTSs of an RPUT before it
- *   sends the request, and gets them back when the transfer is over; CTS, FIN and ACK therefore
- *   never need credits and can never be refused, so no dependency cycle exists between peers.
- * - C = 1 + (D - 1) / T: explicit CREDIT messages. Each one carries >= T credits, or is the single
- *   "dry" one (when the sender holds no credit, no other return can be in flight), and the
- *   credits in flight never exceed D, so at most C of them are ever unconsumed.
+ * - D = credits: data credits for requests. An EAGER message or an RTS costs one. The receiver
+ *   counts `inuse` (buffers holding messages not consumed yet: unexpected, out of order) and
+ *   `owed` (consumed, not yet handed back). Every message it sends on the QP carries `owed` back;
+ *   if nothing goes that way it sends an explicit CREDIT message once owed >= T
+ *   (credit_threshold), or as soon as owed > 0 when the sender must have run dry (inuse + owed
+ *   == D: then nothing is in flight and the sender holds no credit).
+ * - R = reply_slots: reply credits for CTS, FIN and ACK. A reply is consumed the moment it
+ *   arrives, so its buffer is re-posted at once and `rowed` counts what to hand back, by the same
+ *   rules (piggy-backed, or a CREDIT message once rowed >= ceil(R/2) or rowed == R). Replies
+ *   never depend on the application, so a reply waiting for a reply credit always gets one, and
+ *   requests and replies drawing from separate credits cannot block each other.
+ * - C = 2 + (D - 1) / T + (R - 1) / ceil(R/2): explicit CREDIT messages, which need no credit.
+ *   Each one carries >= T data or >= ceil(R/2) reply credits, or is a "dry" one (sent when the
+ *   peer holds no credit of that kind, so no other return of that kind is in flight), and the
+ *   credits in flight never exceed D and R: at most C of them are ever unconsumed.
  *
  * Nothing is sent into a QP without a posted buffer behind it: no RNR, whatever rnr_retry says.
  *
@@ -55,14 +56,15 @@ struct hdr {
   uint32_t seq;     /* EAGER, RTS: per-peer sequence number; CTS, FIN: fragment index */
   uint32_t tag;
   uint32_t len;     /* EAGER, RTS: message length; CTS: bytes the receiver takes in all */
-  uint32_t charged; /* RTS: credits it costs; CTS: number of fragments */
+  uint32_t charged; /* CTS: number of fragments */
   uint64_t sreq;    /* the sender's request */
   uint64_t rreq;    /* the receiver's request */
   uint64_t addr;    /* RTS (RGET): source; CTS: destination fragment */
   uint32_t rkey;
   uint32_t flen;    /* CTS, FIN: fragment length */
   uint32_t off;     /* CTS, FIN: fragment offset */
-  uint32_t pad;
+  uint16_t rcredits; /* reply credits handed back */
+  uint16_t pad;
 };
 _Static_assert(sizeof(struct hdr) == HDR, "the header is 64 bytes");
 
@@ -99,11 +101,11 @@ struct chan {
   uint32_t qpn, psn;
   uint32_t rx0;
   /* receiving side */
-  uint32_t inuse, owed;
-  bool credit_queued;
+  uint32_t inuse, owed, rowed;
+  bool credit_pending; /* an explicit CREDIT message is due */
   /* sending side */
-  uint32_t credits, replies, sq_used;
-  uint32_t cq_head, cq_tail; /* control messages waiting for a send-queue slot */
+  uint32_t credits, rcredits, sq_used;
+  uint32_t cq_head, cq_tail; /* replies waiting for a reply credit or a send-queue slot */
   bool failed;
 };
 
@@ -145,7 +147,7 @@ struct req {
   uint64_t cookie;
   uint64_t done_ns;
   uint32_t src, mtag, msg_len, got; /* receive: the message matched */
-  uint32_t seq, ch, charged, rneed;
+  uint32_t seq, ch;
   uint32_t wrs;           /* signalled work requests outstanding */
   bool await;             /* sender: waiting for the ACK / the last FIN */
   uint64_t peer_req;
@@ -166,7 +168,7 @@ struct txpool {
 
 struct p2p {
   struct pp_p2p_params prm;
-  uint32_t D, R, C, T, P, nrx, bsize;
+  uint32_t D, R, C, T, TR, P, nrx, bsize;
   uint32_t npeer, nch;
   struct peer peer[PP_MAX_PEERS];
   int32_t *peer_of; /* rank -> peer index or -1 */
@@ -302,9 +304,8 @@ int pp_p2p_cfg_check(const struct pp_engine_cfg *c, char *err, size_t errlen)
           p.credits);
     CHECK(p.credit_threshold <= p.credits, "credit_threshold must be 1..credits (%u), got %u",
           p.credits, p.credit_threshold);
-    CHECK(p.reply_slots >= p.pipeline && p.reply_slots <= PP_P2P_MAX_CREDITS,
-          "reply_slots must be pipeline (%u)..%u, got %u", p.pipeline, PP_P2P_MAX_CREDITS,
-          p.reply_slots);
+    CHECK(p.reply_slots <= PP_P2P_MAX_CREDITS, "reply_slots must be 1..%u, got %u",
+          PP_P2P_MAX_CREDITS, p.reply_slots);
     CHECK(p.send_buffers <= 65536, "send_buffers must be 1..65536, got %u", p.send_buffers);
     CHECK(p.max_requests <= PP_P2P_MAX_REQUESTS, "max_requests must be 1..%u, got %u",
           PP_P2P_MAX_REQUESTS, p.max_requests);
@@ -318,11 +319,7 @@ int pp_p2p_cfg_check(const struct pp_engine_cfg *c, char *err, size_t errlen)
           (unsigned long long)p.rcache_bytes);
     CHECK(p.record <= PP_P2P_MAX_RECORD, "record must be at most %u, got %u", PP_P2P_MAX_RECORD,
           p.record);
-    uint32_t C = 1 + (p.credits - 1) / p.credit_threshold;
-    uint64_t nrx = (uint64_t)p.credits + p.reply_slots + C;
-    CHECK(nrx <= PP_MAX_QUEUE_DEPTH,
-          "credits + reply_slots + credit messages = %llu receive buffers per QP exceed %u",
-          (unsigned long long)nrx, PP_MAX_QUEUE_DEPTH);
+    /* credits + reply_slots + credit messages <= 3 * 4096 receive buffers per QP */
   }
   if (w->kind == PP_WORKLOAD_SCRIPT)
     return pp_script_cfg_check(c, err, errlen);
@@ -563,9 +560,10 @@ static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
   struct chan *c = &p->ch[x->ch];
   struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
   h->credits = (uint16_t)c->owed;
+  h->rcredits = (uint16_t)c->rowed;
   if (h->type != M_CREDIT)
-    p->st.credits_piggybacked += c->owed;
-  c->owed = 0;
+    p->st.credits_piggybacked += c->owed + c->rowed;
+  c->owed = c->rowed = 0;
   struct pp_send_wr wr = {
       .wr_id = WRID(W_TX, 0, t),
       .opcode = PP_WR_SEND,
@@ -579,27 +577,42 @@ static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
 
 static bool credit_due(const struct p2p *p, const struct chan *c)
 {
-  return c->owed > 0 && (c->owed >= p->T || c->inuse + c->owed == p->D);
+  return (c->owed > 0 && (c->owed >= p->T || c->inuse + c->owed == p->D)) ||
+         (c->rowed > 0 && (c->rowed >= p->TR || c->rowed == p->R));
 }
 
-/* Posts the queued control messages of channel c while its send queue has room. */
+/* Posts what channel c may: a due CREDIT message first (it needs no credit), then the queued
+ * replies while reply credits and send-queue slots last. */
 static enum pp_status flush_ctrl(struct pp_engine *e, struct chan *c)
 {
   struct p2p *p = P2P(e);
-  while (c->cq_head != NO_TX && c->sq_used < e->cfg.qp.sq_depth && !c->failed) {
+  if (c->failed)
+    return PP_OK;
+  if (c->credit_pending && c->sq_used < e->cfg.qp.sq_depth) {
+    c->credit_pending = false;
+    if (credit_due(p, c)) { /* else piggy-backed meanwhile */
+      uint32_t t = tx_alloc(p, &p->small);
+      if (t == NO_TX) {
+        c->credit_pending = true;
+        return PP_OK;
+      }
+      struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
+      *h = (struct hdr){.type = M_CREDIT};
+      p->tx[t] = (struct tx){.next = NO_TX, .ch = (uint32_t)(c - p->ch), .nwr = 1,
+                             .type = M_CREDIT};
+      p->st.credit_msgs++;
+      enum pp_status s = post_tx(e, t, HDR);
+      if (s != PP_OK)
+        return s;
+    }
+  }
+  while (c->cq_head != NO_TX && c->sq_used < e->cfg.qp.sq_depth && c->rcredits > 0) {
     uint32_t t = c->cq_head;
     c->cq_head = p->tx[t].next;
     if (c->cq_head == NO_TX)
       c->cq_tail = NO_TX;
     p->tx[t].next = NO_TX;
-    if (p->tx[t].type == M_CREDIT) {
-      c->credit_queued = false;
-      if (!credit_due(p, c)) { /* piggy-backed meanwhile */
-        tx_free(p, t);
-        continue;
-      }
-      p->st.credit_msgs++;
-    }
+    c->rcredits--;
     enum pp_status s = post_tx(e, t, HDR);
     if (s != PP_OK)
       return s;
@@ -607,9 +620,9 @@ static enum pp_status flush_ctrl(struct pp_engine *e, struct chan *c)
   return PP_OK;
 }
 
-/* Queues a header-only control message on channel ch; h is copied. */
-static enum pp_status send_ctrl(struct pp_engine *e, uint32_t ch, const struct hdr *h,
-                                uint64_t req, uint8_t slot, uint16_t nwr)
+/* Queues a reply (CTS, FIN, ACK) on channel ch; h is copied. It leaves with a reply credit. */
+static enum pp_status send_reply(struct pp_engine *e, uint32_t ch, const struct hdr *h,
+                                 uint64_t req, uint8_t slot, uint16_t nwr)
 {
   struct p2p *p = P2P(e);
   struct chan *c = &p->ch[ch];
@@ -633,23 +646,31 @@ static enum pp_status credit_check(struct pp_engine *e, uint32_t ch)
 {
   struct p2p *p = P2P(e);
   struct chan *c = &p->ch[ch];
-  if (c->credit_queued || !credit_due(p, c))
+  if (c->credit_pending || !credit_due(p, c))
     return PP_OK;
-  c->credit_queued = true;
-  struct hdr h = {.type = M_CREDIT};
-  return send_ctrl(e, ch, &h, 0, 0, 1);
+  c->credit_pending = true;
+  return flush_ctrl(e, c);
+}
+
+/* A reply was consumed: its buffer goes back at once, a reply credit is owed. */
+static enum pp_status reply_consumed(struct pp_engine *e, struct rx *r)
+{
+  struct p2p *p = P2P(e);
+  enum pp_status s = post_rx(e, r);
+  p->ch[r->ch].rowed++;
+  return s == PP_OK ? credit_check(e, r->ch) : s;
 }
 
 /* A consumed buffer goes back to the NIC; `credits` of the sender's credits become owed. */
-static enum pp_status release_rx(struct pp_engine *e, struct rx *r, uint32_t credits)
+static enum pp_status release_rx(struct pp_engine *e, struct rx *r)
 {
   struct p2p *p = P2P(e);
   struct chan *c = &p->ch[r->ch];
   enum pp_status s = post_rx(e, r);
   if (s != PP_OK)
     return s;
-  c->inuse -= credits;
-  c->owed += credits;
+  c->inuse--;
+  c->owed++;
   return credit_check(e, r->ch);
 }
 
@@ -736,13 +757,11 @@ static enum pp_status start_sends(struct pp_engine *e, uint32_t pi)
   struct peer *pe = &p->peer[pi];
   while (pe->pend_head) {
     struct req *r = pe->pend_head;
-    uint32_t need = r->proto == PP_P2P_RNDV_PUT ? p->P : 1;
-    uint32_t rneed = r->proto == PP_P2P_EAGER ? ((r->flags & R_SYNC) ? 1 : 0) : need;
     uint32_t ch = UINT32_MAX;
     for (uint32_t k = 0; k < p->prm.channels && ch == UINT32_MAX; k++) {
       uint32_t i = pe->ch0 + (pe->next_ch + k) % p->prm.channels;
       const struct chan *c = &p->ch[i];
-      if (c->credits >= need && c->replies >= rneed && c->sq_used < e->cfg.qp.sq_depth)
+      if (c->credits && c->sq_used < e->cfg.qp.sq_depth)
         ch = i;
     }
     bool big = r->proto == PP_P2P_EAGER && r->len > 0;
@@ -765,12 +784,9 @@ static enum pp_status start_sends(struct pp_engine *e, uint32_t pi)
       pe->pend_tail = NULL;
     p->npending--;
     struct chan *c = &p->ch[ch];
-    c->credits -= need;
-    c->replies -= rneed;
+    c->credits--;
     pe->next_ch = (ch - pe->ch0 + 1) % p->prm.channels;
     r->ch = ch;
-    r->charged = need;
-    r->rneed = rneed;
     r->state = RS_ACTIVE;
     p->nactive++;
     r->wrs = 1;
@@ -786,7 +802,6 @@ static enum pp_status start_sends(struct pp_engine *e, uint32_t pi)
         .seq = r->seq,
         .tag = r->tag,
         .len = r->len,
-        .charged = need,
         .sreq = handle_of(p, r),
         .addr = (uint64_t)(uintptr_t)r->buf,
         .rkey = xmr.rkey,
@@ -821,7 +836,7 @@ static void maybe_complete_send(struct pp_engine *e, uint64_t now, struct req *r
   struct p2p *p = P2P(e);
   if (r->wrs || r->await || r->fq_n || r->state == RS_DONE)
     return;
-  p->ch[r->ch].replies += r->rneed;
+  (void)p;
   release_regs(e, r);
   complete(e, now, r);
 }
@@ -844,18 +859,13 @@ static bool work_rput_send(struct pp_engine *e, struct req *r)
   while (r->fq_n && !c->failed) {
     struct frag *f = &r->fq[r->fq_head];
     int slot = free_slot(r, 2 * PIPE_MAX);
-    if (c->sq_used + 2 > e->cfg.qp.sq_depth || slot < 0)
-      return true;
-    uint32_t t = tx_alloc(p, &p->small);
-    if (t == NO_TX)
+    if (c->sq_used >= e->cfg.qp.sq_depth || slot < 0)
       return true;
     if (f->len) {
       struct pp_rcache_entry *rce;
       enum pp_status s = pp_rcache_get(&p->rc, r->buf + f->off, f->len, &rce);
-      if (s != PP_OK) {
-        tx_free(p, t);
+      if (s != PP_OK)
         return true; /* PP_AGAIN: every cached registration is in use; retried later */
-      }
       r->rce[slot] = rce;
       struct pp_send_wr wr = {
           .wr_id = WRID(W_WRITE, r->gen, r - p->req),
@@ -867,37 +877,31 @@ static bool work_rput_send(struct pp_engine *e, struct req *r)
           .remote_addr = f->addr,
           .rkey = f->rkey,
       };
-      c->sq_used++;
-      if (e->ops->post_send(e->nic, c->qpn, &wr) != PP_OK) {
-        tx_free(p, t);
+      c->sq_used++; /* unsignalled: its slot comes back with the FIN's completion */
+      if (e->ops->post_send(e->nic, c->qpn, &wr) != PP_OK)
         return false;
-      }
       p->st.fragments++;
     }
-    struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
-    *h = (struct hdr){.type = M_FIN, .seq = f->idx, .rreq = r->peer_req, .sreq = handle_of(p, r),
-                      .flen = f->len, .off = f->off};
-    p->tx[t] = (struct tx){.next = NO_TX, .ch = r->ch, .req = handle_of(p, r),
-                           .nwr = (uint16_t)(f->len ? 2 : 1), .type = M_FIN,
-                           .slot = (uint8_t)(f->len ? slot : 0xff)};
-    if (!f->len)
-      r->rce[slot] = NULL;
+    /* the FIN follows the WRITE on the same QP: when it arrives, the data is in place */
+    struct hdr h = {.type = M_FIN, .seq = f->idx, .rreq = r->peer_req, .sreq = handle_of(p, r),
+                    .flen = f->len, .off = f->off};
     r->wrs++;
     r->fq_head = (r->fq_head + 1) % PIPE_MAX;
     r->fq_n--;
     r->fnext++;
-    if (post_tx(e, t, HDR) != PP_OK)
+    if (send_reply(e, r->ch, &h, handle_of(p, r), (uint8_t)(f->len ? slot : 0xff),
+                   (uint16_t)(f->len ? 2 : 1)) != PP_OK)
       return false;
   }
   return false;
 }
 
 /* Receiver of an RPUT: exposes the next fragments (a registration with remote write for this
- * fragment only) and sends their CTS, at most `charged` at a time. */
+ * fragment only) and sends their CTS, at most `pipeline` at a time. */
 static bool work_rput_recv(struct pp_engine *e, struct req *r)
 {
   struct p2p *p = P2P(e);
-  uint32_t window = r->charged < PIPE_MAX ? r->charged : PIPE_MAX;
+  uint32_t window = p->P;
   while (r->fnext < r->nfrag && r->fnext - r->fdone < window) {
     uint32_t i = r->fnext, slot = i % window;
     uint32_t off = (uint32_t)((uint64_t)i * p->prm.frag_size);
@@ -918,7 +922,7 @@ static bool work_rput_recv(struct pp_engine *e, struct req *r)
                     .flen = flen,
                     .off = off};
     r->fnext++;
-    if (send_ctrl(e, r->ch, &h, 0, 0, 1) != PP_OK)
+    if (send_reply(e, r->ch, &h, 0, 0, 1) != PP_OK)
       return false;
   }
   return false;
@@ -981,7 +985,7 @@ static enum pp_status progress(struct pp_engine *e)
 {
   struct p2p *p = P2P(e);
   for (uint32_t i = 0; i < p->nch; i++)
-    if (p->ch[i].cq_head != NO_TX) {
+    if (p->ch[i].cq_head != NO_TX || p->ch[i].credit_pending) {
       enum pp_status s = flush_ctrl(e, &p->ch[i]);
       if (s != PP_OK)
         return s;
@@ -1017,33 +1021,32 @@ static enum pp_status start_recv(struct pp_engine *e, uint64_t now, struct req *
     if (h->flags & F_SYNC) {
       struct hdr a = {.type = M_ACK, .sreq = h->sreq};
       p->st.sync_acks++;
-      enum pp_status s = send_ctrl(e, x->ch, &a, 0, 0, 1);
+      enum pp_status s = send_reply(e, x->ch, &a, 0, 0, 1);
       if (s != PP_OK)
         return s;
     }
     complete(e, now, r);
-    return release_rx(e, x, 1);
+    return release_rx(e, x);
   }
   if (h->flags & F_RGET) {
     r->proto = PP_P2P_RNDV_GET;
     r->raddr = h->addr;
     r->rkey = h->rkey;
-    enum pp_status s = release_rx(e, x, h->charged);
+    enum pp_status s = release_rx(e, x);
     if (s != PP_OK)
       return s;
     if (r->got == 0) {
       struct hdr f = {.type = M_FIN, .flags = F_RGET, .sreq = r->peer_req};
       complete(e, now, r);
-      return send_ctrl(e, r->ch, &f, 0, 0, 1);
+      return send_reply(e, r->ch, &f, 0, 0, 1);
     }
     add_work(p, r);
     return PP_OK;
   }
   r->proto = PP_P2P_RNDV_PUT;
-  r->charged = h->charged;
   r->nfrag = r->got ? (uint32_t)(((uint64_t)r->got + p->prm.frag_size - 1) / p->prm.frag_size) : 1;
   add_work(p, r);
-  return post_rx(e, x); /* the charge stays in use until the last FIN */
+  return release_rx(e, x);
 }
 
 /* A matching message, in sequence: to its receive, or into the unexpected queue. */
@@ -1071,7 +1074,7 @@ static enum pp_status on_match_msg(struct pp_engine *e, uint64_t now, struct rx 
   const struct hdr *h = rx_hdr(p, x);
   struct chan *c = &p->ch[x->ch];
   struct peer *pe = &p->peer[c->peer];
-  c->inuse += h->charged;
+  c->inuse++;
   x->state = RX_HELD;
   if (h->seq != pe->recv_seq) { /* an earlier message is still on its way on another channel */
     p->st.out_of_order++;
@@ -1108,6 +1111,7 @@ static enum pp_status on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
   if (wc->byte_len < HDR)
     return PP_INVALID;
   c->credits += h->credits;
+  c->rcredits += h->rcredits;
   struct req *r;
   switch (h->type) {
   case M_EAGER:
@@ -1122,38 +1126,33 @@ static enum pp_status on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
       r->peer_req = h->rreq;
       add_work(p, r);
     }
-    return post_rx(e, x);
+    return reply_consumed(e, x);
   case M_FIN:
     if (h->flags & F_RGET) { /* the receiver read our buffer */
       if ((r = reply_req(p, h->sreq, K_SEND))) {
         r->await = false;
         maybe_complete_send(e, now, r);
       }
-      return post_rx(e, x);
+      return reply_consumed(e, x);
     }
     if ((r = reply_req(p, h->rreq, K_RECV))) { /* a fragment of ours was written */
-      uint32_t window = r->charged < PIPE_MAX ? r->charged : PIPE_MAX;
-      struct pp_mr *mr = &r->xmr[h->seq % window];
+      struct pp_mr *mr = &r->xmr[h->seq % p->P];
       if (mr->lkey) {
         e->ops->dereg_mr(e->nic, mr);
         *mr = (struct pp_mr){0};
       }
-      if (++r->fdone == r->nfrag) {
-        enum pp_status s = post_rx(e, x);
-        c->inuse -= r->charged;
-        c->owed += r->charged;
+      if (++r->fdone == r->nfrag)
         complete(e, now, r);
-        return s == PP_OK ? credit_check(e, x->ch) : s;
-      }
-      add_work(p, r);
+      else
+        add_work(p, r);
     }
-    return post_rx(e, x);
+    return reply_consumed(e, x);
   case M_ACK:
     if ((r = reply_req(p, h->sreq, K_SEND))) {
       r->await = false;
       maybe_complete_send(e, now, r);
     }
-    return post_rx(e, x);
+    return reply_consumed(e, x);
   case M_CREDIT:
     return post_rx(e, x);
   default:
@@ -1208,7 +1207,7 @@ static enum pp_status on_send_wc(struct pp_engine *e, uint64_t now, const struct
     r->rce[0] = NULL;
     struct hdr f = {.type = M_FIN, .flags = F_RGET, .sreq = r->peer_req};
     complete(e, now, r);
-    return send_ctrl(e, r->ch, &f, 0, 0, 1);
+    return send_reply(e, r->ch, &f, 0, 0, 1);
   }
   if (kind == W_WRITE) { /* unsignalled: only errors get here */
     if (mine)
@@ -1231,10 +1230,9 @@ static enum pp_status p2p_create(struct pp_engine *e)
   p->D = m->credits;
   p->T = m->credit_threshold;
   p->R = m->reply_slots;
-  p->C = 1 + (p->D - 1) / p->T;
+  p->TR = (p->R + 1) / 2;
+  p->C = 2 + (p->D - 1) / p->T + (p->R - 1) / p->TR;
   p->P = m->pipeline;
-  if (p->P > p->D)
-    p->P = p->D;
   p->nrx = p->D + p->R + p->C;
   p->bsize = (HDR + m->eager_limit + 63) & ~63u;
   p->npeer = e->npeers;
@@ -1245,7 +1243,9 @@ static enum pp_status p2p_create(struct pp_engine *e)
   p->rx = calloc(p->ntotal_rx ? p->ntotal_rx : 1, sizeof(*p->rx));
   p->rxbuf = calloc(p->ntotal_rx ? p->ntotal_rx : 1, p->bsize);
   p->big = (struct txpool){.first = 0, .n = m->send_buffers, .size = p->bsize};
-  p->small = (struct txpool){.first = m->send_buffers, .n = p->nch * (2 * p->nrx + 4) + 1,
+  /* replies queue per request (at most `pipeline` CTS or FIN, and an ACK) and per channel */
+  p->small = (struct txpool){.first = m->send_buffers,
+                             .n = p->nch * (p->nrx + 4) + m->max_requests * (p->P + 1) + 1,
                              .size = HDR};
   p->tx = calloc(p->big.n + p->small.n, sizeof(*p->tx));
   p->big.buf = calloc(p->big.n, p->bsize);
@@ -1289,7 +1289,7 @@ static enum pp_status p2p_create(struct pp_engine *e)
     for (uint32_t k = 0; k < m->channels; k++) {
       uint32_t ci = pe->ch0 + k;
       struct chan *c = &p->ch[ci];
-      *c = (struct chan){.peer = i, .rx0 = ci * p->nrx, .credits = p->D, .replies = p->R,
+      *c = (struct chan){.peer = i, .rx0 = ci * p->nrx, .credits = p->D, .rcredits = p->R,
                          .cq_head = NO_TX, .cq_tail = NO_TX};
       s = pp_engine_qp_open(e, pe->rank, 0, e->cfg.qp.sq_depth, p->nrx, &c->qpn, &c->psn);
       for (uint32_t j = 0; s == PP_OK && j < p->nrx; j++) {
@@ -1741,4 +1741,16 @@ size_t pp_p2p_receives(const struct pp_engine *e, const struct pp_recv_record **
   if (dropped)
     *dropped = p ? p->rec_dropped : 0;
   return p ? p->nrec : 0;
+}
+
+size_t pp_p2p_receives_copy(const struct pp_engine *e, struct pp_recv_record **out,
+                            uint64_t *dropped)
+{
+  const struct pp_recv_record *rec;
+  size_t n = pp_p2p_receives(e, &rec, dropped);
+  *out = n ? malloc(n * sizeof(*rec)) : NULL;
+  if (!*out)
+    return 0;
+  memcpy(*out, rec, n * sizeof(*rec));
+  return n;
 }

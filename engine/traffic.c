@@ -11,8 +11,9 @@
  *
  * Every receive is checked: for specific / any-tag / mixed receives, the k-th receive for source
  * s must be message k of s (source, tag, size, bytes); for wildcard sources, the message must be
- * intact and, per (source, tag) (any-source) or per source (any), the next one in send order:
- * MPI's non-overtaking rule.
+ * intact, and of two messages of one source (and one tag, for any-source receives) the earlier
+ * one must have matched the receive posted earlier: MPI's non-overtaking rule (checked between
+ * neighbours in send order once both have arrived, whatever order they complete in).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,7 @@ struct rslot {
   uint32_t src; /* rank the receive was planned for */
   uint32_t tag; /* tag it was posted with (PP_ANY_TAG for wildcards) */
   uint64_t k;   /* planned message index */
+  uint64_t g;   /* posting order of the receive */
   uint32_t next;
 };
 
@@ -97,7 +99,8 @@ struct traffic {
   uint64_t *hold_until;
   uint32_t hold_head, hold_n;
   bool consume_armed;
-  uint64_t *next_k; /* wildcard checks: next message index per (source rank, tag) */
+  uint32_t *matched; /* wildcard checks: [source index][k] = 1 + the receive that got it */
+  int32_t src_index[1024];
 };
 
 static uint64_t mix(uint64_t x)
@@ -196,6 +199,11 @@ int pp_traffic_cfg_check(const struct pp_engine_cfg *c, char *err, size_t errlen
   CHECK(w->pattern != PP_PATTERN_ALLTOALL || c->nranks <= PP_MAX_PEERS + 1,
         "pattern 'alltoall' connects every pair of ranks: at most %u ranks, got %u",
         PP_MAX_PEERS + 1, c->nranks);
+  uint64_t nsrc = w->pattern == PP_PATTERN_ALLTOALL ? c->nranks - 1 : 1;
+  CHECK(t->recv_mode < PP_RECV_ANY_SOURCE || nsrc * w->messages <= (1u << 24),
+        "wildcard-source receives check order with 4 bytes per message: at most %u messages "
+        "per receiver, got %llu",
+        1u << 24, (unsigned long long)(nsrc * w->messages));
   CHECK(2ull * window * smax <= (1ull << 32),
         "buffers 2 * window * size_max = %llu bytes exceed 4 GiB",
         2ull * window * (unsigned long long)smax);
@@ -238,9 +246,15 @@ static enum pp_status traffic_create(struct pp_engine *e)
   a->rs = calloc(W, sizeof(*a->rs));
   a->hold = calloc(W, sizeof(*a->hold));
   a->hold_until = calloc(W, sizeof(*a->hold_until));
-  a->next_k = calloc((size_t)e->cfg.nranks * MAX_TAGS, sizeof(*a->next_k));
-  if (!a->sbuf || !a->rbuf || !a->ss || !a->rs || !a->hold || !a->hold_until || !a->next_k)
+  bool wild = e->cfg.traffic.recv_mode == PP_RECV_ANY_SOURCE ||
+              e->cfg.traffic.recv_mode == PP_RECV_ANY;
+  a->matched = calloc(wild ? (size_t)a->nsrc * e->cfg.workload.messages : 1, sizeof(*a->matched));
+  if (!a->sbuf || !a->rbuf || !a->ss || !a->rs || !a->hold || !a->hold_until || !a->matched)
     return PP_NOMEM;
+  for (uint32_t i = 0; i < 1024; i++)
+    a->src_index[i] = -1;
+  for (uint32_t i = 0; i < a->nsrc; i++)
+    a->src_index[a->src[i]] = (int32_t)i;
   a->sfree = a->rfree = NONE;
   for (uint32_t i = W; i-- > 0;) {
     a->ss[i].next = a->sfree;
@@ -262,7 +276,7 @@ static void traffic_destroy(struct pp_engine *e)
   free(a->rs);
   free(a->hold);
   free(a->hold_until);
-  free(a->next_k);
+  free(a->matched);
   free(a);
   e->as = NULL;
 }
@@ -310,6 +324,7 @@ static enum pp_status post_recvs(struct pp_engine *e, uint64_t now)
     r->src = src;
     r->tag = ptag;
     r->k = k;
+    r->g = a->r_issued;
     a->r_issued++;
   }
   return PP_OK;
@@ -438,20 +453,27 @@ static bool check(struct pp_engine *e, const struct rslot *r, const struct pp_p2
       pp_msg_check(buf, st->len, hsrc, k) != 0)
     return false;
   switch (c->traffic.recv_mode) {
-  case PP_RECV_ANY_SOURCE: { /* the next message with this tag from that source */
-    uint64_t *n = &a->next_k[(size_t)hsrc * MAX_TAGS + st->tag];
-    while (*n < c->workload.messages && msg_tag(c, hsrc, me, *n) != st->tag)
-      (*n)++;
-    if (k != *n || st->tag != r->tag)
+  case PP_RECV_ANY_SOURCE:
+  case PP_RECV_ANY: {
+    /* non-overtaking: against the neighbours in send order (same tag for any-source) */
+    bool by_tag = c->traffic.recv_mode == PP_RECV_ANY_SOURCE;
+    int32_t si = a->src_index[hsrc];
+    uint32_t *m = a->matched + (size_t)(si < 0 ? 0 : si) * c->workload.messages;
+    if (si < 0 || m[k] || (by_tag && st->tag != r->tag))
       return false;
-    *n = k + 1;
-    return true;
-  }
-  case PP_RECV_ANY: { /* the next message from that source */
-    uint64_t *n = &a->next_k[(size_t)hsrc * MAX_TAGS];
-    if (k != *n)
-      return false;
-    (*n)++;
+    m[k] = (uint32_t)r->g + 1;
+    for (uint64_t j = k; j-- > 0;)
+      if (!by_tag || msg_tag(c, hsrc, me, j) == st->tag) {
+        if (m[j] && m[j] > m[k])
+          return false;
+        break;
+      }
+    for (uint64_t j = k + 1; j < c->workload.messages; j++)
+      if (!by_tag || msg_tag(c, hsrc, me, j) == st->tag) {
+        if (m[j] && m[j] < m[k])
+          return false;
+        break;
+      }
     return true;
   }
   default: /* exactly the message planned */

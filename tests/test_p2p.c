@@ -1,0 +1,906 @@
+/*
+ * engine/p2p.c: MPI point-to-point semantics and the eager / rendezvous protocols, with two to
+ * four engines on simulated NICs driven by the SimGrid-free harness (tests/simnic_harness.c), so
+ * every RC rule holds (an RNR NAK is counted, rnr_retry 0 kills the QP) and every test is fast
+ * and deterministic. The application is the test itself (workload "api"); a recording wrapper
+ * around the NIC ops counts registrations and what they expose.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "engine/p2p.h"
+#include "simnic_harness.h"
+
+#define MAXR 4
+#define ANYS PP_ANY_SOURCE
+#define ANYT PP_ANY_TAG
+
+/* ================================================================ NIC ops with a registry */
+
+static struct {
+  unsigned remote_live[MAXR]; /* MRs with remote access registered now */
+  unsigned remote_max[MAXR];
+  unsigned regs[MAXR];
+  uint32_t remote_lkeys[MAXR][64];
+  struct simnic *nic[MAXR];
+} REG;
+
+static int host_of(void *nic)
+{
+  for (int i = 0; i < MAXR; i++)
+    if (REG.nic[i] == nic)
+      return i;
+  cr_assert_fail("unknown NIC");
+  return 0;
+}
+
+static int w_reg_mr(void *nic, void *addr, size_t len, unsigned access, struct pp_mr *mr)
+{
+  int h = host_of(nic), s = simnic_ops.reg_mr(nic, addr, len, access, mr);
+  if (s == PP_OK) {
+    REG.regs[h]++;
+    if (access & (PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ)) {
+      for (int i = 0; i < 64; i++)
+        if (!REG.remote_lkeys[h][i]) {
+          REG.remote_lkeys[h][i] = mr->lkey;
+          break;
+        }
+      if (++REG.remote_live[h] > REG.remote_max[h])
+        REG.remote_max[h] = REG.remote_live[h];
+    }
+  }
+  return s;
+}
+
+static int w_dereg_mr(void *nic, const struct pp_mr *mr)
+{
+  int h = host_of(nic);
+  for (int i = 0; i < 64; i++)
+    if (REG.remote_lkeys[h][i] == mr->lkey) {
+      REG.remote_lkeys[h][i] = 0;
+      REG.remote_live[h]--;
+    }
+  return simnic_ops.dereg_mr(nic, mr);
+}
+
+static struct pp_nic_ops wops;
+
+/* ================================================================ the cluster */
+
+static struct {
+  struct harness *h;
+  struct pp_engine *e[MAXR];
+  uint32_t n;
+} C;
+
+static struct pp_engine_cfg base(uint32_t n)
+{
+  struct pp_engine_cfg c = {0};
+  c.nranks = n;
+  c.protocol = PP_PROTO_EAGER;
+  c.qp = (struct pp_qp_params){.min_rnr_timer = 1,
+                               .rnr_retry = 0, /* any RNR NAK would kill the QP */
+                               .timeout = 14,
+                               .retry_cnt = 7,
+                               .max_rd_atomic = 4,
+                               .mtu = 4096,
+                               .sq_depth = 64,
+                               .rq_depth = 8};
+  c.workload = (struct pp_workload){.kind = PP_WORKLOAD_API, .pattern = PP_PATTERN_RING,
+                                    .messages = 1, .size = 4096};
+  pp_p2p_params_default(&c.p2p);
+  c.seed = 1;
+  return c;
+}
+
+static void up(const struct pp_engine_cfg *cfg, double loss)
+{
+  struct pp_nic_profile prof;
+  pp_nic_profile_default(&prof);
+  prof.max_mr = 4096;
+  prof.max_qp = 64;
+  prof.cq_depth = 1 << 16;
+  wops = simnic_ops;
+  wops.reg_mr = w_reg_mr;
+  wops.dereg_mr = w_dereg_mr;
+  C.n = cfg->nranks;
+  C.h = h_create(C.n, &prof, loss, cfg->seed);
+  char err[256] = "";
+  cr_assert_eq(pp_engine_cfg_check(cfg, err, sizeof(err)), PP_OK, "%s", err);
+  for (uint32_t r = 0; r < C.n; r++) {
+    struct pp_engine_cfg c = *cfg;
+    c.rank = r;
+    REG.nic[r] = h_nic(C.h, r);
+    cr_assert_eq(pp_engine_create(&c, &wops, h_nic(C.h, r), &C.e[r]), PP_OK);
+  }
+  for (uint32_t r = 0; r < C.n; r++)
+    for (uint32_t p = 0; p < C.n; p++) {
+      struct pp_conn_info ci;
+      if (p != r && pp_engine_local_info(C.e[p], r, &ci))
+        cr_assert_eq(pp_engine_connect(C.e[r], 0, p, &ci), PP_OK);
+    }
+  for (uint32_t r = 0; r < C.n; r++)
+    cr_assert_eq(pp_engine_start(C.e[r], 0), PP_OK);
+}
+
+static void down(void)
+{
+  for (uint32_t r = 0; r < C.n; r++)
+    pp_engine_destroy(C.e[r]);
+  if (C.h)
+    h_destroy(C.h);
+  memset(&C, 0, sizeof(C));
+  memset(&REG, 0, sizeof(REG));
+}
+
+TestSuite(p2p, .fini = down);
+
+static uint64_t now(void)
+{
+  return C.h->now;
+}
+
+/* Hands every completion and due timer of every rank to its engine at the current time. */
+static void settle(void)
+{
+  for (bool busy = true; busy;) {
+    busy = false;
+    for (uint32_t r = 0; r < C.n; r++) {
+      struct pp_wc wc[16];
+      simnic_set_now(h_nic(C.h, r), now());
+      int k = h_poll(C.h, r, wc, 16);
+      for (int i = 0; i < k; i++)
+        cr_assert_eq(pp_engine_on_wc(C.e[r], now(), &wc[i]), PP_OK, "rank %u wc %s", r,
+                     pp_wc_status_name(wc[i].status));
+      if (pp_engine_next_deadline(C.e[r]) <= now()) {
+        cr_assert_eq(pp_engine_on_timer(C.e[r], now()), PP_OK);
+        busy = true;
+      }
+      busy = busy || k > 0;
+    }
+  }
+}
+
+/* Runs the simulation until nothing is left to do or `until`. */
+static void run_until(uint64_t until)
+{
+  for (;;) {
+    settle();
+    uint64_t t = h_next_time(C.h);
+    for (uint32_t r = 0; r < C.n; r++) {
+      uint64_t d = pp_engine_next_deadline(C.e[r]);
+      t = d < t ? d : t;
+    }
+    if (t == UINT64_MAX || t > until) {
+      if (until != UINT64_MAX && until > C.h->now)
+        C.h->now = until;
+      return;
+    }
+    h_run(C.h, t);
+    if (t > C.h->now)
+      C.h->now = t;
+  }
+}
+
+static void run(void)
+{
+  run_until(UINT64_MAX);
+}
+
+static struct pp_nic_counters counters(uint32_t r)
+{
+  struct pp_nic_counters c;
+  simnic_counters(h_nic(C.h, r), &c);
+  return c;
+}
+
+static uint64_t rnr_total(void)
+{
+  uint64_t n = 0;
+  for (uint32_t r = 0; r < C.n; r++)
+    n += counters(r).rnr_naks_sent + counters(r).rnr_naks_received;
+  return n;
+}
+
+static struct pp_p2p_stats pstats(uint32_t r)
+{
+  struct pp_p2p_stats s;
+  pp_p2p_stats(C.e[r], &s);
+  return s;
+}
+
+static uint8_t *pattern(uint32_t len, uint32_t seed)
+{
+  uint8_t *b = malloc(len ? len : 1);
+  cr_assert_not_null(b);
+  for (uint32_t i = 0; i < len; i++)
+    b[i] = (uint8_t)(i * 131 + seed * 7 + (i >> 8));
+  return b;
+}
+
+/* Tests request r of rank `rank`, which must be complete. */
+static struct pp_p2p_status done(uint32_t rank, pp_req *r)
+{
+  struct pp_p2p_status st;
+  cr_assert(pp_p2p_test(C.e[rank], r, &st), "request of rank %u not complete", rank);
+  cr_assert_eq(*r, PP_REQ_NULL, "a completed request's handle is cleared");
+  return st;
+}
+
+static void not_done(uint32_t rank, pp_req *r)
+{
+  pp_req copy = *r;
+  cr_assert_not(pp_p2p_test(C.e[rank], r, NULL), "request of rank %u already complete", rank);
+  cr_assert_eq(*r, copy);
+}
+
+/* ================================================================ delivery and protocols */
+
+Test(p2p, eager_rget_and_rput_chosen_by_size_and_delivered_intact)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.p2p.eager_limit = 8192;
+  cfg.p2p.rget_limit = 256 << 10;
+  cfg.p2p.frag_size = 64 << 10;
+  up(&cfg, 0);
+  const uint32_t len[] = {0, 1, 8192, 8193, 256 << 10, (256 << 10) + 1, 1000000};
+  const uint8_t want[] = {PP_P2P_EAGER,    PP_P2P_EAGER,    PP_P2P_EAGER,   PP_P2P_RNDV_GET,
+                          PP_P2P_RNDV_GET, PP_P2P_RNDV_PUT, PP_P2P_RNDV_PUT};
+  enum { N = sizeof(len) / sizeof(len[0]) };
+  uint8_t *src[N], *dst[N];
+  pp_req s[N], r[N];
+  for (int i = 0; i < N; i++) {
+    src[i] = pattern(len[i], (uint32_t)i);
+    dst[i] = calloc(len[i] + 1, 1);
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], len[i], 0, 10 + i, 0, 0, &r[i]), PP_OK);
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src[i], len[i], 1, 10 + i, 0, 0, &s[i]), PP_OK);
+  }
+  run();
+  for (int i = 0; i < N; i++) {
+    struct pp_p2p_status a = done(0, &s[i]), b = done(1, &r[i]);
+    cr_assert_eq(a.error, PP_P2P_E_OK);
+    cr_assert_eq(b.error, PP_P2P_E_OK, "len %u: %s", len[i], pp_p2p_err_name(b.error));
+    cr_assert_eq(b.source, 0);
+    cr_assert_eq(b.tag, 10u + i);
+    cr_assert_eq(b.len, len[i]);
+    cr_assert_eq(b.proto, want[i], "len %u went %s", len[i], pp_p2p_proto_name(b.proto));
+    cr_assert_eq(a.proto, want[i]);
+    cr_assert_eq(memcmp(src[i], dst[i], len[i]), 0, "len %u: bytes differ", len[i]);
+    free(src[i]);
+    free(dst[i]);
+  }
+  struct pp_p2p_stats st = pstats(0);
+  cr_assert_eq(st.sent[PP_P2P_EAGER], 3);
+  cr_assert_eq(st.sent[PP_P2P_RNDV_GET], 2);
+  cr_assert_eq(st.sent[PP_P2P_RNDV_PUT], 2);
+  cr_assert_eq(st.fragments, 5 + 16, "(256K+1) -> 5 fragments of 64K, 1000000 -> 16");
+  cr_assert_eq(pstats(1).received[PP_P2P_RNDV_PUT], 2);
+  cr_assert_eq(rnr_total(), 0);
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+}
+
+Test(p2p, protocol_rndv_sends_everything_by_rendezvous)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.protocol = PP_PROTO_RNDV;
+  cfg.p2p.rget_limit = 0; /* and every rendezvous by RPUT */
+  up(&cfg, 0);
+  uint8_t *a = pattern(100, 1), b[100];
+  pp_req s, r;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b, 100, 0, 1, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 100, 1, 1, 0, 0, &s), PP_OK);
+  run();
+  cr_assert_eq(done(1, &r).proto, PP_P2P_RNDV_PUT);
+  cr_assert_eq(done(0, &s).error, PP_P2P_E_OK);
+  cr_assert_eq(memcmp(a, b, 100), 0);
+  free(a);
+}
+
+Test(p2p, remote_access_is_granted_only_for_the_transfer)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.p2p.eager_limit = 1024;
+  cfg.p2p.rget_limit = 64 << 10;
+  cfg.p2p.frag_size = 64 << 10;
+  cfg.p2p.pipeline = 2;
+  up(&cfg, 0);
+  unsigned base0 = REG.remote_live[0], base1 = REG.remote_live[1];
+  cr_assert_eq(base0, 0, "nothing is remotely accessible at rest");
+  cr_assert_eq(base1, 0);
+  uint8_t *big = pattern(1 << 20, 3), *dst = calloc(1, 1 << 20), *mid = pattern(60000, 4),
+          *mdst = calloc(1, 60000);
+  pp_req s[2], r[2];
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, 1 << 20, 0, 1, 0, 0, &r[0]), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), mdst, 60000, 0, 2, 0, 0, &r[1]), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), big, 1 << 20, 1, 1, 0, 0, &s[0]), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), mid, 60000, 1, 2, 0, 0, &s[1]), PP_OK);
+  run();
+  cr_assert(pp_p2p_testall(C.e[0], 2, s, NULL));
+  cr_assert(pp_p2p_testall(C.e[1], 2, r, NULL));
+  cr_assert_eq(memcmp(big, dst, 1 << 20), 0);
+  cr_assert_eq(memcmp(mid, mdst, 60000), 0);
+  cr_assert_eq(REG.remote_live[0], 0, "the RGET source is closed again");
+  cr_assert_eq(REG.remote_live[1], 0, "every RPUT fragment window is closed again");
+  cr_assert_eq(REG.remote_max[0], 1, "the RGET source was open during its transfer");
+  cr_assert_eq(REG.remote_max[1], 2, "at most `pipeline` fragments open at once");
+  free(big), free(dst), free(mid), free(mdst);
+}
+
+Test(p2p, registration_cache_reuses_and_forgets_freed_memory)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.p2p.eager_limit = 1024;
+  cfg.p2p.rget_limit = 0;
+  cfg.p2p.frag_size = 64 << 10;
+  up(&cfg, 0);
+  uint8_t *a = pattern(256 << 10, 5), *b = calloc(1, 256 << 10);
+  for (int round = 0; round < 3; round++) {
+    pp_req s, r;
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b, 256 << 10, 0, 1, 0, 0, &r), PP_OK);
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 256 << 10, 1, 1, 0, 0, &s), PP_OK);
+    run();
+    done(0, &s), done(1, &r);
+  }
+  struct pp_p2p_stats st = pstats(0);
+  cr_assert_eq(st.rcache.misses, 4, "4 fragments registered once");
+  cr_assert_eq(st.rcache.hits, 8, "and found again in rounds 2 and 3");
+  cr_assert_eq(pp_p2p_mem_free(C.e[0], a, 256 << 10), 4);
+  pp_req s, r;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b, 256 << 10, 0, 1, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 256 << 10, 1, 1, 0, 0, &s), PP_OK);
+  run();
+  done(0, &s), done(1, &r);
+  cr_assert_eq(pstats(0).rcache.misses, 8, "freed memory is registered anew");
+  cr_assert_eq(memcmp(a, b, 256 << 10), 0);
+  free(a), free(b);
+}
+
+/* ================================================================ matching */
+
+Test(p2p, unexpected_message_probe_then_receive)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint8_t *a = pattern(300, 1), b[300];
+  pp_req s, r;
+  struct pp_p2p_status st;
+  cr_assert_not(pp_p2p_iprobe(C.e[1], ANYS, ANYT, 0, &st), "nothing yet");
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 300, 1, 42, 0, 0, &s), PP_OK);
+  run();
+  cr_assert_eq(done(0, &s).error, PP_P2P_E_OK, "a standard eager send completes unmatched");
+  for (int i = 0; i < 2; i++) { /* probing does not take the message */
+    cr_assert(pp_p2p_iprobe(C.e[1], ANYS, ANYT, 0, &st));
+    cr_assert_eq(st.source, 0);
+    cr_assert_eq(st.tag, 42);
+    cr_assert_eq(st.msg_len, 300);
+    cr_assert_eq(st.proto, PP_P2P_EAGER);
+  }
+  cr_assert(pp_p2p_iprobe(C.e[1], 0, 42, 0, NULL));
+  cr_assert_not(pp_p2p_iprobe(C.e[1], 0, 41, 0, NULL), "another tag");
+  cr_assert_not(pp_p2p_iprobe(C.e[1], ANYS, ANYT, 1, NULL), "another communicator");
+  cr_assert_eq(pstats(1).unexpected, 1);
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b, 300, ANYS, 42, 0, 0, &r), PP_OK);
+  run();
+  st = done(1, &r);
+  cr_assert_eq(st.len, 300);
+  cr_assert_eq(memcmp(a, b, 300), 0);
+  cr_assert_not(pp_p2p_iprobe(C.e[1], ANYS, ANYT, 0, NULL), "taken now");
+  free(a);
+}
+
+Test(p2p, probe_sees_rendezvous_messages_too)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint8_t *a = pattern(100000, 2), *b = calloc(1, 100000);
+  pp_req s, r;
+  struct pp_p2p_status st;
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 100000, 1, 3, 7, 0, &s), PP_OK);
+  run();
+  not_done(0, &s); /* a rendezvous send waits for its receive */
+  cr_assert(pp_p2p_iprobe(C.e[1], 0, ANYT, 7, &st));
+  cr_assert_eq(st.msg_len, 100000);
+  cr_assert_eq(st.ctx, 7);
+  cr_assert_eq(st.proto, PP_P2P_RNDV_GET);
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b, 100000, 0, 3, 7, 0, &r), PP_OK);
+  run();
+  done(0, &s), done(1, &r);
+  cr_assert_eq(memcmp(a, b, 100000), 0);
+  free(a), free(b);
+}
+
+Test(p2p, wildcards_and_communicators)
+{
+  struct pp_engine_cfg cfg = base(3);
+  up(&cfg, 0);
+  uint32_t v1 = 1, v2 = 2, v3 = 3, got[4] = {0};
+  pp_req s[3], r[4];
+  /* rank 0: a receive on context 1, then ANY_SOURCE tag 5, then source 2 ANY_TAG, then any */
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), &got[0], 4, ANYS, ANYT, 1, 0, &r[0]), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), &got[1], 4, ANYS, 5, 0, 0, &r[1]), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), &got[2], 4, 2, ANYT, 0, 0, &r[2]), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[1], now(), &v1, 4, 0, 5, 0, 0, &s[0]), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[2], now(), &v2, 4, 0, 9, 0, 0, &s[1]), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[2], now(), &v3, 4, 0, 6, 1, 0, &s[2]), PP_OK);
+  run();
+  struct pp_p2p_status a = done(0, &r[0]), b = done(0, &r[1]), c = done(0, &r[2]);
+  cr_assert_eq(got[0], 3, "context 1 gets only the context-1 message");
+  cr_assert_eq(a.source, 2); cr_assert_eq(a.tag, 6); cr_assert_eq(a.ctx, 1);
+  cr_assert_eq(got[1], 1); cr_assert_eq(b.source, 1); cr_assert_eq(b.tag, 5);
+  cr_assert_eq(got[2], 2); cr_assert_eq(c.source, 2); cr_assert_eq(c.tag, 9);
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), &got[3], 4, 1, ANYT, 0, 0, &r[3]), PP_OK);
+  run();
+  not_done(0, &r[3]);
+  pp_p2p_cancel(C.e[0], now(), r[3]);
+  run();
+  cr_assert_eq(done(0, &r[3]).error, PP_P2P_E_CANCELLED);
+}
+
+Test(p2p, wildcard_posted_before_specific_matches_first)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint32_t x[2] = {0}, v[2] = {10, 20};
+  pp_req r[2], s[2];
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), &x[0], 4, ANYS, ANYT, 0, 0, &r[0]), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), &x[1], 4, 0, 5, 0, 0, &r[1]), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), &v[0], 4, 1, 5, 0, 0, &s[0]), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), &v[1], 4, 1, 5, 0, 0, &s[1]), PP_OK);
+  run();
+  cr_assert(pp_p2p_testall(C.e[1], 2, r, NULL));
+  cr_assert_eq(x[0], 10, "the wildcard was posted first: it gets the first message");
+  cr_assert_eq(x[1], 20);
+  /* and the other way round */
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), &x[0], 4, 0, 5, 0, 0, &r[0]), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), &x[1], 4, ANYS, ANYT, 0, 0, &r[1]), PP_OK);
+  v[0] = 30, v[1] = 40;
+  cr_assert(pp_p2p_testall(C.e[0], 2, s, NULL));
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), &v[0], 4, 1, 5, 0, 0, &s[0]), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), &v[1], 4, 1, 5, 0, 0, &s[1]), PP_OK);
+  run();
+  cr_assert(pp_p2p_testall(C.e[1], 2, r, NULL));
+  cr_assert_eq(x[0], 30); cr_assert_eq(x[1], 40);
+}
+
+/* Mixed sizes on one (source, tag): later small eager messages must not overtake earlier large
+ * rendezvous ones in matching, even though they complete first. */
+Test(p2p, non_overtaking_across_protocols)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.p2p.eager_limit = 2048;
+  cfg.p2p.rget_limit = 32768;
+  cfg.p2p.frag_size = 16384;
+  up(&cfg, 0);
+  enum { N = 40 };
+  static uint8_t src[N][70000], dst[N][70000];
+  uint32_t len[N];
+  pp_req s[N], r[N];
+  for (int i = 0; i < N; i++) {
+    len[i] = (uint32_t[]){100, 5000, 60000, 7}[i % 4] + (uint32_t)i;
+    memset(src[i], i + 1, len[i]);
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src[i], len[i], 1, 3, 0, 0, &s[i]), PP_OK);
+  }
+  run_until(now() + 20000);
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], sizeof(dst[i]), i % 3 ? 0u : ANYS,
+                              i % 2 ? 3u : ANYT, 0, 0, &r[i]),
+                 PP_OK);
+  run();
+  for (int i = 0; i < N; i++) {
+    struct pp_p2p_status st = done(1, &r[i]);
+    cr_assert_eq(st.len, len[i], "receive %d got a message of %u bytes, not %u", i, st.len,
+                 len[i]);
+    cr_assert_eq(dst[i][0], i + 1);
+    cr_assert_eq(dst[i][len[i] - 1], i + 1);
+    done(0, &s[i]);
+  }
+}
+
+/* Two channels (QPs) per peer; the first message's packet is lost once, so the second message
+ * arrives first over the other QP. The receiver holds it back until the first is there. */
+static int dropped;
+static bool drop_first_request(void *ctx, const struct simnic_pkt_info *in)
+{
+  (void)ctx;
+  if (!dropped && !strcmp(in->kind, "REQ") && in->src_host == 0) {
+    dropped = 1;
+    return true;
+  }
+  return false;
+}
+
+Test(p2p, non_overtaking_across_channels)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.p2p.channels = 2;
+  cfg.qp.timeout = 6; /* 262 us: the lost packet is retransmitted soon */
+  up(&cfg, 0);
+  dropped = 0;
+  C.h->drop = drop_first_request;
+  uint32_t v[6] = {1, 2, 3, 4, 5, 6}, x[6] = {0};
+  pp_req s[6], r[6];
+  for (int i = 0; i < 6; i++)
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), &x[i], 4, 0, 8, 0, 0, &r[i]), PP_OK);
+  for (int i = 0; i < 6; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), &v[i], 4, 1, 8, 0, 0, &s[i]), PP_OK);
+  run();
+  cr_assert_eq(dropped, 1);
+  cr_assert_geq(pstats(1).out_of_order, 1, "a later message arrived first");
+  for (int i = 0; i < 6; i++) {
+    done(1, &r[i]);
+    cr_assert_eq(x[i], (uint32_t)i + 1, "receive %d got message %u", i, x[i]);
+  }
+  cr_assert_geq(counters(0).timeout_retries, 1);
+  cr_assert_eq(rnr_total(), 0);
+}
+
+/* ================================================================ truncation, sync, cancel */
+
+Test(p2p, truncation_is_an_error_of_that_receive_only)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.p2p.eager_limit = 1024;
+  cfg.p2p.rget_limit = 8192;
+  cfg.p2p.frag_size = 4096;
+  up(&cfg, 0);
+  const uint32_t len[] = {500, 5000, 20000}; /* eager, RGET, RPUT */
+  for (int i = 0; i < 3; i++) {
+    uint8_t *a = pattern(len[i], (uint32_t)i), *b = calloc(1, len[i]);
+    pp_req s, r, s2, r2;
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b, len[i] / 2 + 1, 0, 1, 0, 0, &r), PP_OK);
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, len[i], 1, 1, 0, 0, &s), PP_OK);
+    run();
+    struct pp_p2p_status st = done(1, &r);
+    cr_assert_eq(st.error, PP_P2P_E_TRUNCATED, "%u bytes into %u", len[i], len[i] / 2 + 1);
+    cr_assert_eq(st.len, len[i] / 2 + 1);
+    cr_assert_eq(st.msg_len, len[i]);
+    cr_assert_eq(memcmp(a, b, len[i] / 2 + 1), 0, "what fits is delivered");
+    cr_assert_eq(b[len[i] / 2 + 1], 0, "nothing beyond the buffer");
+    cr_assert_eq(done(0, &s).error, PP_P2P_E_OK, "the sender does not see an error");
+    /* the run goes on */
+    memset(b, 0, len[i]);
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b, len[i], 0, 2, 0, 0, &r2), PP_OK);
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, len[i], 1, 2, 0, 0, &s2), PP_OK);
+    run();
+    cr_assert_eq(done(1, &r2).error, PP_P2P_E_OK);
+    cr_assert_eq(memcmp(a, b, len[i]), 0);
+    done(0, &s2);
+    free(a), free(b);
+  }
+  cr_assert_eq(pstats(1).truncated, 3);
+}
+
+Test(p2p, zero_byte_receive_of_a_rendezvous_message)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.p2p.eager_limit = 64;
+  up(&cfg, 0);
+  const uint32_t len[] = {5000, 3 << 20}; /* RGET, RPUT */
+  for (int i = 0; i < 2; i++) {
+    uint8_t *a = pattern(len[i], 1);
+    pp_req s, r;
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), NULL, 0, 0, 1, 0, 0, &r), PP_OK);
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, len[i], 1, 1, 0, 0, &s), PP_OK);
+    run();
+    struct pp_p2p_status st = done(1, &r);
+    cr_assert_eq(st.error, PP_P2P_E_TRUNCATED);
+    cr_assert_eq(st.proto, i ? PP_P2P_RNDV_PUT : PP_P2P_RNDV_GET);
+    cr_assert_eq(done(0, &s).error, PP_P2P_E_OK);
+    free(a);
+  }
+}
+
+Test(p2p, issend_completes_only_after_the_receive_started)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint8_t a[64] = {1}, b[64], c[64] = {2}, d[64];
+  pp_req ss, s, r1, r2;
+  cr_assert_eq(pp_p2p_issend(C.e[0], now(), a, 64, 1, 1, 0, 0, &ss), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), c, 64, 1, 2, 0, 0, &s), PP_OK);
+  run_until(now() + 500000);
+  not_done(0, &ss);
+  struct pp_p2p_status st = done(0, &s);
+  cr_assert_eq(st.error, PP_P2P_E_OK, "the standard send did not wait for a receive");
+  uint64_t posted = now();
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b, 64, 0, 1, 0, 0, &r1), PP_OK);
+  run();
+  st = done(0, &ss);
+  cr_assert_gt(st.done_ns, posted, "the synchronous send completed after the receive was posted");
+  cr_assert_eq(done(1, &r1).len, 64);
+  cr_assert_eq(pstats(1).sync_acks, 1);
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), d, 64, 0, 2, 0, 0, &r2), PP_OK);
+  run();
+  done(1, &r2);
+  /* a synchronous rendezvous send: the handshake itself says the receive started */
+  uint8_t *big = pattern(200000, 1), *bd = calloc(1, 200000);
+  cr_assert_eq(pp_p2p_issend(C.e[0], now(), big, 200000, 1, 3, 0, 0, &ss), PP_OK);
+  run_until(now() + 500000);
+  not_done(0, &ss);
+  posted = now();
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), bd, 200000, 0, 3, 0, 0, &r1), PP_OK);
+  run();
+  cr_assert_gt(done(0, &ss).done_ns, posted);
+  done(1, &r1);
+  free(big), free(bd);
+}
+
+Test(p2p, cancel_a_pending_receive)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint32_t x = 0, y = 0, v = 7;
+  pp_req r, r2, s;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), &x, 4, 0, 1, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_cancel(C.e[1], now(), r), PP_OK);
+  cr_assert_eq(pp_p2p_cancel(C.e[1], now(), r), PP_STATE, "already cancelled");
+  run();
+  struct pp_p2p_status st = done(1, &r);
+  cr_assert_eq(st.error, PP_P2P_E_CANCELLED);
+  cr_assert_eq(st.len, 0);
+  cr_assert_eq(pp_p2p_cancel(C.e[1], now(), r), PP_NOTFOUND, "a cleared handle");
+  /* the message goes to the next receive instead */
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), &v, 4, 1, 1, 0, 0, &s), PP_OK);
+  cr_assert_eq(pp_p2p_cancel(C.e[0], now(), s), PP_UNSUPPORTED, "sends are not cancelled");
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), &y, 4, 0, 1, 0, 0, &r2), PP_OK);
+  run();
+  cr_assert_eq(pp_p2p_cancel(C.e[1], now(), r2), PP_STATE, "matched: too late");
+  cr_assert_eq(done(1, &r2).error, PP_P2P_E_OK);
+  cr_assert_eq(x, 0);
+  cr_assert_eq(y, 7);
+  cr_assert_eq(pstats(1).cancelled, 1);
+  done(0, &s);
+}
+
+/* ================================================================ credits */
+
+Test(p2p, late_receiver_with_rnr_retry_0_no_rnr_senders_parked)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.p2p.credits = 4;
+  cfg.p2p.credit_threshold = 2;
+  up(&cfg, 0);
+  enum { N = 100 };
+  static uint8_t src[N][512], dst[N][512];
+  pp_req s[N], r[N];
+  for (int i = 0; i < N; i++) {
+    memset(src[i], i, 512);
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src[i], 512, 1, 1, 0, 0, &s[i]), PP_OK);
+  }
+  run_until(now() + 1000000); /* the receiver posts nothing for 1 ms */
+  int completed = 0;
+  for (int i = 0; i < N; i++)
+    completed += pp_p2p_test(C.e[0], &s[i], NULL);
+  cr_assert_eq(completed, 4, "exactly one message per receiver buffer went out");
+  struct pp_p2p_stats st0 = pstats(0), st1 = pstats(1);
+  cr_assert_eq(st0.parked, 1, "the rest waits, parked");
+  cr_assert_eq(st1.unexpected_max, 4, "unexpected memory is bounded by the credits");
+  cr_assert_eq(rnr_total(), 0);
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 512, 0, 1, 0, 0, &r[i]), PP_OK);
+  run();
+  for (int i = 0; i < N; i++) {
+    done(1, &r[i]);
+    cr_assert_eq(memcmp(src[i], dst[i], 512), 0, "message %d", i);
+    if (i >= 4)
+      done(0, &s[i]);
+  }
+  cr_assert_eq(rnr_total(), 0);
+  cr_assert_eq(counters(0).rnr_retries, 0);
+  cr_assert_gt(pstats(1).credit_msgs, 0, "one-way traffic: credits came back by credit message");
+}
+
+Test(p2p, credits_ride_on_reverse_traffic)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.p2p.credits = 4;
+  up(&cfg, 0);
+  uint8_t a[128] = {0}, b[128];
+  for (int i = 0; i < 50; i++) { /* ping-pong */
+    pp_req s, r;
+    uint32_t from = (uint32_t)i % 2, to = 1 - from;
+    cr_assert_eq(pp_p2p_irecv(C.e[to], now(), b, 128, from, 0, 0, 0, &r), PP_OK);
+    cr_assert_eq(pp_p2p_isend(C.e[from], now(), a, 128, to, 0, 0, 0, &s), PP_OK);
+    run();
+    done(to, &r), done(from, &s);
+  }
+  struct pp_p2p_stats s0 = pstats(0), s1 = pstats(1);
+  cr_assert_eq(s0.credit_msgs + s1.credit_msgs, 0, "no credit message needed");
+  cr_assert_geq(s0.credits_piggybacked + s1.credits_piggybacked, 48);
+  cr_assert_eq(s0.parked + s1.parked, 0);
+}
+
+/* A receiver that never takes its messages: the sender stops at its credits, nothing is lost,
+ * nothing fails, and the run simply has work left. */
+Test(p2p, receiver_that_never_receives_holds_the_sender_back)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.p2p.credits = 3;
+  up(&cfg, 0);
+  uint8_t a[64] = {0};
+  pp_req s[10];
+  for (int i = 0; i < 10; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 64, 1, 1, 0, 0, &s[i]), PP_OK);
+  run();
+  for (int i = 0; i < 10; i++)
+    cr_assert_eq(pp_p2p_test(C.e[0], &s[i], NULL), i < 3, "send %d", i);
+  cr_assert_not(pp_engine_done(C.e[0]), "sends still pending");
+  cr_assert_eq(pstats(1).unexpected_max, 3);
+  cr_assert_eq(pstats(0).failed, 0);
+  cr_assert_eq(rnr_total(), 0);
+}
+
+/* ================================================================ API edges */
+
+Test(p2p, api_bounds_and_errors)
+{
+  struct pp_engine_cfg cfg = base(3);
+  cfg.p2p.max_requests = 4;
+  up(&cfg, 0);
+  uint8_t a[8];
+  pp_req r[5];
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 8, 0, 1, 0, 0, &r[0]), PP_INVALID, "to itself");
+  cr_assert_eq(r[0], PP_REQ_NULL);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 8, 7, 1, 0, 0, &r[0]), PP_INVALID, "no rank 7");
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 8, 1, ANYT, 0, 0, &r[0]), PP_INVALID);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), NULL, 8, 1, 1, 0, 0, &r[0]), PP_INVALID);
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), a, 8, 9, 1, 0, 0, &r[0]), PP_INVALID);
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(pp_p2p_irecv(C.e[0], now(), a, 8, ANYS, ANYT, 0, 0, &r[i]), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), a, 8, ANYS, ANYT, 0, 0, &r[4]), PP_AGAIN,
+               "every request in use");
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 8, 1, 1, 0, 0, &r[4]), PP_AGAIN);
+  cr_assert_not(pp_p2p_testall(C.e[0], 4, r, NULL));
+  pp_req stale = r[0];
+  pp_p2p_cancel(C.e[0], now(), r[0]);
+  run();
+  done(0, &r[0]);
+  cr_assert_not(pp_p2p_test(C.e[0], &stale, NULL), "a stale handle is never complete");
+  cr_assert_eq(pp_p2p_cancel(C.e[0], now(), stale), PP_NOTFOUND);
+  pp_req null = PP_REQ_NULL;
+  cr_assert(pp_p2p_test(C.e[0], &null, NULL), "the null request is complete");
+  for (int i = 1; i < 4; i++)
+    pp_p2p_cancel(C.e[0], now(), r[i]);
+  run();
+  struct pp_p2p_status st[3];
+  cr_assert(pp_p2p_testall(C.e[0], 3, &r[1], st));
+  cr_assert_eq(st[2].error, PP_P2P_E_CANCELLED);
+  cr_assert_eq(pp_p2p_mem_free(NULL, a, 8), 0);
+  cr_assert_not(pp_p2p_iprobe(NULL, ANYS, ANYT, 0, NULL));
+}
+
+Test(p2p, sends_need_a_started_engine)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.rank = 0;
+  struct pp_nic_profile prof;
+  pp_nic_profile_default(&prof);
+  C.h = h_create(2, &prof, 0, 1);
+  C.n = 1;
+  cr_assert_eq(pp_engine_create(&cfg, &simnic_ops, h_nic(C.h, 0), &C.e[0]), PP_OK);
+  uint8_t a[8];
+  pp_req r;
+  cr_assert_eq(pp_p2p_isend(C.e[0], 0, a, 8, 1, 1, 0, 0, &r), PP_STATE);
+  cr_assert_eq(pp_p2p_irecv(C.e[0], 0, a, 8, 1, 1, 0, 0, &r), PP_OK,
+               "receives may be posted before the start");
+}
+
+Test(p2p, configuration_checks)
+{
+  struct pp_engine_cfg c = base(2);
+  char err[256];
+  c.p2p.pipeline = 9;
+  cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
+  cr_assert(strstr(err, "pipeline"), "%s", err);
+  c = base(2);
+  c.p2p.credits = 4;
+  c.p2p.credit_threshold = 5;
+  cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
+  cr_assert(strstr(err, "credit_threshold"), "%s", err);
+  c = base(2);
+  c.p2p.channels = 5;
+  cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
+  c = base(2);
+  c.protocol = PP_PROTO_NAIVE;
+  cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
+  cr_assert(strstr(err, "needs protocol eager or rndv"), "%s", err);
+  c = base(2);
+  c.p2p.rget_limit = 4 << 20;
+  c.p2p.rcache_bytes = 1 << 20;
+  cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
+  cr_assert(strstr(err, "rcache_bytes"), "%s", err);
+  c = base(2);
+  c.p2p.credits = 4097;
+  cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
+  cr_assert(strstr(err, "credits"), "%s", err);
+  c = base(70);
+  cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID, "api: every pair");
+  struct pp_p2p_params p;
+  c = base(2);
+  pp_p2p_params_resolve(&c, &p);
+  cr_assert_eq(p.credits, c.qp.rq_depth, "credits default to rq_depth");
+  cr_assert_eq(p.credit_threshold, 4);
+  cr_assert_eq(p.eager_limit, 12288);
+  c.protocol = PP_PROTO_RNDV;
+  pp_p2p_params_resolve(&c, &p);
+  cr_assert_eq(p.eager_limit, 0);
+  cr_assert_str_eq(pp_p2p_proto_name(PP_P2P_RNDV_GET), "rndv-get");
+  cr_assert_str_eq(pp_p2p_proto_name(PP_P2P_PROTO_COUNT), "?");
+  cr_assert_str_eq(pp_p2p_err_name(PP_P2P_E_TRUNCATED), "truncated");
+  cr_assert_str_eq(pp_p2p_err_name(PP_P2P_ERR_COUNT), "?");
+  cr_assert_eq(pp_p2p_checksum("", 0), 0xcbf29ce484222325ull, "FNV-1a offset basis");
+  cr_assert_eq(pp_p2p_checksum("a", 1), 0xaf63dc4c8601ec8cull, "FNV-1a of 'a'");
+}
+
+Test(p2p, receives_are_recorded_in_completion_order)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.p2p.record = 2;
+  up(&cfg, 0);
+  uint8_t a[3][40], b[3][40];
+  pp_req s[3], r[3];
+  for (int i = 0; i < 3; i++) {
+    memset(a[i], 'a' + i, 40);
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b[i], i == 1 ? 20 : 40, 0, (uint32_t)i, 0, 0, &r[i]),
+                 PP_OK);
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), a[i], 40, 1, (uint32_t)i, 0, 0, &s[i]), PP_OK);
+  }
+  run();
+  const struct pp_recv_record *rec;
+  uint64_t dropped;
+  cr_assert_eq(pp_p2p_receives(C.e[1], &rec, &dropped), 2);
+  cr_assert_eq(dropped, 1, "the third went beyond the bound");
+  cr_assert_eq(rec[0].tag, 0);
+  cr_assert_eq(rec[0].rank, 1);
+  cr_assert_eq(rec[0].size, 40);
+  cr_assert_eq(rec[0].checksum, pp_p2p_checksum(a[0], 40));
+  cr_assert_eq(rec[1].error, PP_P2P_E_TRUNCATED);
+  cr_assert_eq(rec[1].size, 20);
+  cr_assert_eq(rec[1].msg_len, 40);
+  cr_assert_eq(rec[1].checksum, pp_p2p_checksum(a[1], 20));
+  struct pp_recv_record *copy;
+  cr_assert_eq(pp_p2p_receives_copy(C.e[1], &copy, NULL), 2);
+  cr_assert_eq(memcmp(copy, rec, 2 * sizeof(*rec)), 0);
+  free(copy);
+  cr_assert_eq(pp_p2p_receives(C.e[0], &rec, NULL), 0);
+}
+
+/* ================================================================ failures */
+
+static bool drop_everything(void *ctx, const struct simnic_pkt_info *in)
+{
+  (void)ctx, (void)in;
+  return true;
+}
+
+Test(p2p, a_dead_peer_fails_its_requests_and_nothing_else_hangs)
+{
+  struct pp_engine_cfg cfg = base(3);
+  cfg.qp.timeout = 4;
+  cfg.qp.retry_cnt = 1;
+  up(&cfg, 0);
+  uint8_t a[100] = {0}, b[100], big[50000] = {0}, x[4];
+  pp_req s[3], r[3];
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b, 100, 0, 1, 0, 0, &r[0]), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), x, 4, 1, 1, 0, 0, &r[1]), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), x, 4, ANYS, 9, 0, 0, &r[2]), PP_OK);
+  C.h->drop = drop_everything;
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 100, 1, 1, 0, 0, &s[0]), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), big, 50000, 1, 1, 0, 0, &s[1]), PP_OK);
+  run();
+  struct pp_p2p_status st = done(0, &s[0]);
+  cr_assert_eq(st.error, PP_P2P_E_FAILED);
+  cr_assert_eq(st.wc_status, PP_WC_RETRY_EXC_ERR);
+  cr_assert_eq(done(0, &s[1]).error, PP_P2P_E_FAILED);
+  cr_assert_eq(done(0, &r[1]).error, PP_P2P_E_FAILED, "a receive from the dead peer fails");
+  not_done(0, &r[2]); /* ANY_SOURCE: another rank may still send */
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 100, 1, 1, 0, 0, &s[2]), PP_OK);
+  run();
+  cr_assert_eq(done(0, &s[2]).error, PP_P2P_E_FAILED, "new sends to it fail at once");
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), x, 4, 1, 1, 0, 0, &r[1]), PP_OK);
+  run();
+  cr_assert_eq(done(0, &r[1]).error, PP_P2P_E_FAILED);
+  cr_assert_geq(pstats(0).failed, 4);
+}
