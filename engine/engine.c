@@ -95,7 +95,7 @@ enum pp_status pp_engine_cfg_check(const struct pp_engine_cfg *c, char *err, siz
   CHECK((unsigned)c->protocol < PP_PROTO_COUNT, "unknown protocol %d", (int)c->protocol);
   CHECK((unsigned)w->kind < PP_WORKLOAD_COUNT, "unknown workload %d", (int)w->kind);
   CHECK((unsigned)w->pattern < PP_PATTERN_COUNT, "unknown pattern %d", (int)w->pattern);
-  CHECK(w->pattern != PP_PATTERN_PAIR || c->nranks % 2 == 0,
+  CHECK(w->pattern != PP_PATTERN_PAIR || c->nranks % 2 == 0 || pp_p2p_app(w->kind),
         "pattern 'pair' needs an even number of ranks, got %u", c->nranks);
   CHECK(c->nranks >= 2, "a workload needs at least 2 ranks, got %u", c->nranks);
   CHECK(w->messages >= 1 && w->messages <= PP_MAX_MESSAGES, "messages must be 1..%u, got %u",
@@ -119,6 +119,9 @@ enum pp_status pp_engine_cfg_check(const struct pp_engine_cfg *c, char *err, siz
   if ((c->protocol == PP_PROTO_RING_CREDITS || c->protocol == PP_PROTO_RING_CTS) &&
       pp_ring_params_check(&c->ring, err, errlen) != PP_OK)
     return PP_INVALID;
+  if ((pp_p2p_proto(c->protocol) || pp_p2p_app(w->kind) || w->pattern == PP_PATTERN_ALLTOALL) &&
+      pp_p2p_cfg_check(c, err, errlen) != PP_OK)
+    return PP_INVALID;
   if (w->kind == PP_WORKLOAD_COLLECTIVE)
     return pp_coll_params_check(&c->coll, c->nranks, err, errlen);
   return PP_OK;
@@ -126,12 +129,17 @@ enum pp_status pp_engine_cfg_check(const struct pp_engine_cfg *c, char *err, siz
 
 static const struct pp_proto_ops *const proto_table[PP_PROTO_COUNT] = {
     [PP_PROTO_NAIVE] = &pp_naive_ops,
+    [PP_PROTO_EAGER] = &pp_p2p_eager_ops,
+    [PP_PROTO_RNDV] = &pp_p2p_rndv_ops,
     [PP_PROTO_RING_CREDITS] = &pp_ring_credits_ops,
     [PP_PROTO_RING_CTS] = &pp_ring_cts_ops,
 };
 
 static const struct pp_app_ops *const app_table[PP_WORKLOAD_COUNT] = {
     [PP_WORKLOAD_STREAM] = &pp_stream_ops,
+    [PP_WORKLOAD_SCRIPT] = &pp_script_ops,
+    [PP_WORKLOAD_TRAFFIC] = &pp_traffic_ops,
+    [PP_WORKLOAD_API] = &pp_script_ops,
     [PP_WORKLOAD_COLLECTIVE] = &pp_collective_ops,
 };
 

@@ -17,6 +17,7 @@
 
 #include "collective.h"
 #include "nic.h"
+#include "p2p_cfg.h"
 #include "ring.h"
 #include "status.h"
 
@@ -25,6 +26,8 @@
 
 #define PP_PROTOCOL_LIST(X)                                                    \
   X(NAIVE, "naive", "SENDs posted with no regard for the receiver")            \
+  X(EAGER, "eager", "tag matching, eager + credits, rendezvous above a limit") \
+  X(RNDV, "rndv", "tag matching, every message by rendezvous")                 \
   X(RING_CREDITS, "ring-credits", "slot FIFO, head credits written back")      \
   X(RING_CTS, "ring-cts", "slot FIFO, receiver-posted CTS entries")
 
@@ -37,7 +40,8 @@ enum pp_protocol {
 
 #define PP_PATTERN_LIST(X)                                                     \
   X(PAIR, "pair", "rank 2i sends to rank 2i+1")                                \
-  X(RING, "ring", "rank i sends to rank (i+1) mod n")
+  X(RING, "ring", "rank i sends to rank (i+1) mod n")                          \
+  X(ALLTOALL, "alltoall", "every rank sends to every other rank (traffic)")
 
 enum pp_pattern {
 #define PP_X(id, name, desc) PP_PATTERN_##id,
@@ -65,6 +69,9 @@ struct pp_qp_params {
 
 #define PP_WORKLOAD_LIST(X)                                                    \
   X(STREAM, "stream", "a stream of messages per pattern, checked byte by byte") \
+  X(SCRIPT, "script", "per-rank MPI-style operation lists")                    \
+  X(TRAFFIC, "traffic", "generated p2p messages, checked")                     \
+  X(API, "api", "the embedding program calls pp_p2p_*")                        \
   X(COLLECTIVE, "collective", "ring allreduce/allgather/broadcast, checked")
 
 enum pp_workload_kind {
@@ -94,6 +101,9 @@ struct pp_engine_cfg {
   struct pp_qp_params qp;
   struct pp_workload workload;
   uint64_t seed;
+  struct pp_p2p_params p2p;   /* protocols eager and rndv */
+  struct pp_traffic traffic;  /* workload traffic */
+  struct pp_script script;    /* workload script */
   struct pp_ring_params ring; /* protocols ring-credits and ring-cts */
   struct pp_coll_params coll; /* workload collective */
 };

@@ -52,6 +52,7 @@ struct pp_proto_ops {
 
 extern const struct pp_proto_ops pp_naive_ops;
 extern const struct pp_proto_ops pp_ring_credits_ops, pp_ring_cts_ops; /* ring.c */
+extern const struct pp_proto_ops pp_p2p_eager_ops, pp_p2p_rndv_ops;    /* p2p.c */
 
 /* A workload: what the application of a rank does with a protocol (engine.h's
  * pp_engine_cfg.workload.kind selects it). */
@@ -79,6 +80,8 @@ struct pp_app_ops {
 
 extern const struct pp_app_ops pp_stream_ops;
 extern const struct pp_app_ops pp_collective_ops; /* collective.c */
+extern const struct pp_app_ops pp_script_ops;     /* script.c: script and api */
+extern const struct pp_app_ops pp_traffic_ops;    /* traffic.c */
 
 /* Timer owners: the kind of a timer in the queue. */
 enum pp_timer_owner { PP_TIMER_APP = 1, PP_TIMER_PROTO = 2 };

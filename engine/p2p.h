@@ -155,6 +155,9 @@ struct pp_recv_record {
  * tells how many more completed). 0 for an engine that is not p2p. */
 size_t pp_p2p_receives(const struct pp_engine *e, const struct pp_recv_record **out,
                        uint64_t *dropped);
+/* The same in a malloc'd copy (*out NULL when there is none). */
+size_t pp_p2p_receives_copy(const struct pp_engine *e, struct pp_recv_record **out,
+                            uint64_t *dropped);
 /* 64-bit FNV-1a of the bytes. */
 uint64_t pp_p2p_checksum(const void *buf, size_t len);
 

@@ -9,9 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/simgrid/simrun.h"
 #include "engine/engine.h"
 #include "engine/p2p.h"
 #include "simnic_harness.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wcomment"
+#include "tools/scenario.h"
+#pragma GCC diagnostic pop
 
 #define MAXR 4
 #define ANYS PP_ANY_SOURCE
@@ -125,8 +131,12 @@ static void up(const struct pp_engine_cfg *cfg, double loss)
     cr_assert_eq(pp_engine_start(C.e[r], 0), PP_OK);
 }
 
+static struct pp_scenario sc;
+static struct pp_run_result res;
+
 static void down(void)
 {
+  pp_run_result_free(&res);
   for (uint32_t r = 0; r < C.n; r++)
     pp_engine_destroy(C.e[r]);
   if (C.h)
@@ -903,4 +913,41 @@ Test(p2p, a_dead_peer_fails_its_requests_and_nothing_else_hangs)
   run();
   cr_assert_eq(done(0, &r[1]).error, PP_P2P_E_FAILED);
   cr_assert_geq(pstats(0).failed, 4);
+}
+
+/* ================================================================ the seed's slow consumer, on SimGrid */
+
+/* The stream workload of the naive RNR experiment, unchanged, over the p2p protocols. */
+static void slow_consumer(const char *name, enum pp_p2p_proto proto)
+{
+  char path[PP_PATH_MAX], err[1024] = "";
+  snprintf(path, sizeof(path), "%s/scenarios/%s.yaml", PREPOST_MODELS_DIR, name);
+  cr_assert_eq(pp_scenario_load(path, PREPOST_MODELS_DIR, &sc, err, sizeof(err)), PP_OK, "%s", err);
+  cr_assert_eq(sc.sim.engine.qp.rnr_retry, 0, "the first RNR NAK would be fatal");
+  cr_assert_eq(sc.sim.engine.workload.kind, PP_WORKLOAD_STREAM);
+  cr_assert_eq(pp_sim_run(&sc.sim, NULL, &res, err, sizeof(err)), PP_OK, "%s", err);
+  const struct pp_rank_result *s = &res.ranks[0], *r = &res.ranks[1];
+  cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "outcome %s", pp_outcome_name(res.outcome));
+  cr_assert_eq(s->nic.rnr_naks_received + r->nic.rnr_naks_sent, 0, "zero RNR NAKs");
+  cr_assert_eq(s->stats.messages_sent, 200);
+  cr_assert_eq(r->stats.messages_received, 200, "every message, checked byte by byte, in order");
+  cr_assert_eq(r->stats.corrupt, 0);
+  cr_assert_eq(s->p2p.sent[proto], 200);
+  cr_assert_gt(s->p2p.parked, 0, "out of credits, the sender waited");
+  cr_assert_gt(r->p2p.credit_msgs, 0, "one-way traffic: credits came back by credit message");
+  cr_assert_leq(r->p2p.unexpected_max, sc.sim.engine.p2p.credits);
+  cr_assert_eq(r->nreceives, 200);
+  /* paced by the consumer: 8 buffers, each held 100 us */
+  cr_assert_geq(res.sim_time_ns, (200 / 8 - 1) * 100000ull);
+}
+
+Test(p2p, seed_slow_consumer_eager_with_credits_no_rnr)
+{
+  slow_consumer("rnr-slow-consumer-eager", PP_P2P_EAGER);
+}
+
+Test(p2p, seed_slow_consumer_rendezvous_no_rnr)
+{
+  slow_consumer("rnr-slow-consumer-rndv", PP_P2P_RNDV_GET);
+  cr_assert_eq(res.ranks[1].receives[0].proto, PP_P2P_RNDV_GET);
 }

@@ -542,10 +542,12 @@ Test(errors, unknown_keys)
                "timeout, retry_cnt, max_rd_atomic, mtu, sq_depth, rq_depth)");
   expect_error("ranks: 2\n\nbogus: 1\n", PP_PARSE,
                "t.yaml:3: unknown key 'bogus' at top level (expected one of: name, seed, ranks, "
-               "platform, nic, protocol, workload, qp, faults, limits, ring, collective)");
+               "platform, nic, protocol, workload, qp, faults, limits, ring, collective, p2p, "
+               "script)");
   expect_error("ranks: 2\nworkload:\n  pattern: ring\n  count: 3\n", PP_PARSE,
                "t.yaml:4: unknown key 'count' in 'workload' (expected one of: pattern, messages, "
-               "size, interval, consume, slow_ranks, kind)");
+               "size, interval, consume, slow_ranks, kind, size_max, size_dist, tags, receives, "
+               "window)");
   expect_error("ranks: 2\nplatform:\n  cluster:\n    latency: 1us\n    speed: 1Gf\n", PP_PARSE,
                "t.yaml:5: unknown key 'speed' in 'platform.cluster' (expected one of: bandwidth, "
                "latency)");
@@ -586,7 +588,7 @@ Test(errors, wrong_types)
   expect_error("ranks: 2\nworkload: {slow_ranks: 1}\n", PP_PARSE,
                "t.yaml:2: 'slow_ranks' must be a list of ranks such as [1, 3], got '1'");
   expect_error("ranks: 2\nworkload: {pattern: [pair]}\n", PP_PARSE,
-               "t.yaml:2: 'pattern' must be one of: pair, ring, got a sequence");
+               "t.yaml:2: 'pattern' must be one of: pair, ring, alltoall, got a sequence");
   expect_error("ranks: 2\nname: \"a\\0b\"\n", PP_PARSE,
                "t.yaml:2: 'name' must not contain control characters, got 'a?b'");
   expect_error("ranks: 2\nname: |\n  two\n  lines\n", PP_PARSE,
@@ -616,10 +618,10 @@ Test(errors, out_of_range)
   expect_error("ranks: 2\nworkload: {messages: 10000001}\n", PP_INVALID,
                "t.yaml:2: 'messages' must be an integer 1..10000000, got '10000001'");
   expect_error("ranks: 2\nprotocol: smart\n", PP_INVALID,
-               "t.yaml:2: unknown protocol 'smart' (expected one of: naive, ring-credits, "
-               "ring-cts)");
+               "t.yaml:2: unknown protocol 'smart' (expected one of: naive, eager, rndv, "
+               "ring-credits, ring-cts)");
   expect_error("ranks: 2\nworkload: {pattern: star}\n", PP_INVALID,
-               "t.yaml:2: unknown pattern 'star' (expected one of: pair, ring)");
+               "t.yaml:2: unknown pattern 'star' (expected one of: pair, ring, alltoall)");
   expect_error("ranks: 2\nworkload: {slow_ranks: [2]}\n", PP_INVALID,
                "t.yaml:2: 'slow_ranks' must be an integer 0..1, got '2'");
   expect_error("ranks: 128\nworkload: {pattern: ring, slow_ranks: [3, 64]}\n", PP_INVALID,

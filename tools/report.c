@@ -1,4 +1,5 @@
 #include "report.h"
+#include "report_p2p.h"
 #include "report_ring.h"
 
 #include <inttypes.h>
@@ -70,6 +71,7 @@ void pp_report_json_on(FILE *out, const struct pp_sim_config *cfg, const struct 
           res->sim_time_ns);
   json_counts(out, &all, &res->latency);
   pp_report_ring_json(out, cfg, res);
+  pp_report_p2p_json(out, cfg, res);
   fprintf(out, ", \"ranks\": [");
   for (uint32_t i = 0; i < res->nranks; i++) {
     const struct pp_rank_result *r = &res->ranks[i];
@@ -135,4 +137,5 @@ void pp_report_table_on(FILE *out, const struct pp_sim_config *cfg,
   status_list(out, all.status);
   fputc('\n', out);
   pp_report_ring_table(out, cfg, res);
+  pp_report_p2p_table(out, cfg, res);
 }

@@ -925,15 +925,19 @@ void pp_scenario_defaults(struct pp_scenario *sc)
   s->max_sim_time_ns = 60ull * 1000000000ull;
   pp_ring_params_default(&s->engine.ring);
   pp_coll_params_default(&s->engine.coll);
+  pp_p2p_params_default(&s->engine.p2p);
 }
 
 static const char *const top_keys[] = {"name", "seed", "ranks", "platform", "nic", "protocol",
                                        "workload", "qp", "faults", "limits", "ring", "collective",
+                                       "p2p", "script",
                                        NULL};
 static const char *const platform_keys[] = {"cluster", NULL};
 static const char *const cluster_keys[] = {"bandwidth", "latency", NULL};
 static const char *const workload_keys[] = {"pattern",  "messages", "size", "interval",
-                                            "consume", "slow_ranks", "kind", NULL};
+                                            "consume", "slow_ranks", "kind",
+                                            "size_max", "size_dist", "tags", "receives",
+                                            "window", NULL};
 static const char *const qp_keys[] = {"min_rnr_timer", "rnr_retry", "timeout",  "retry_cnt",
                                       "max_rd_atomic", "mtu",       "sq_depth", "rq_depth",
                                       NULL};
@@ -1254,6 +1258,8 @@ static enum pp_status parse_ring_keys(struct ctx *c, const struct node *root,
   return PP_OK;
 }
 
+#include "tools/scenario_p2p.inc"
+
 static enum pp_status parse_scenario(struct ctx *c, const struct node *root, struct pp_scenario *s)
 {
   struct pp_sim_config *sim = &s->sim;
@@ -1288,6 +1294,8 @@ static enum pp_status parse_scenario(struct ctx *c, const struct node *root, str
   if (workload && (st = parse_workload(c, workload, sim->engine.nranks, &sim->engine.workload)))
     return st;
   if ((st = parse_ring_keys(c, root, workload, &sim->engine)))
+    return st;
+  if ((st = parse_p2p_keys(c, root, workload, &sim->engine)))
     return st;
   if ((st = parse_qp(c, qp, &sim->nic, &sim->engine.qp)))
     return st;

@@ -325,6 +325,8 @@ static void collect(struct pp_run_result *res)
     struct pp_rank_result *rr = &res->ranks[i];
     pp_engine_stats(S.ranks[i].engine, &rr->stats);
     simnic_counters(S.ranks[i].nic, &rr->nic);
+    pp_p2p_stats(S.ranks[i].engine, &rr->p2p);
+    rr->nreceives = pp_p2p_receives_copy(S.ranks[i].engine, &rr->receives, &rr->receives_dropped);
     snprintf(rr->host, sizeof(rr->host), "%s", sg_host_get_name(S.ranks[i].host));
     const uint64_t *s;
     total += pp_engine_latency_samples(S.ranks[i].engine, &s);
@@ -444,6 +446,8 @@ out_cleanup:
 
 void pp_run_result_free(struct pp_run_result *res)
 {
+  for (uint32_t i = 0; res->ranks && i < res->nranks; i++)
+    free(res->ranks[i].receives);
   free(res->ranks);
   res->ranks = NULL;
 }

@@ -7,6 +7,7 @@
 
 #include "backends/simgrid/simnic.h"
 #include "engine/engine.h"
+#include "engine/p2p.h"
 
 #define PP_PATH_MAX 1024
 
@@ -45,6 +46,10 @@ struct pp_rank_result {
   struct pp_rank_stats stats;
   struct pp_nic_counters nic;
   char host[64];
+  struct pp_p2p_stats p2p;         /* protocols eager and rndv */
+  struct pp_recv_record *receives; /* their completed receives, in order (freed with the result) */
+  size_t nreceives;
+  uint64_t receives_dropped;       /* completed beyond p2p.record */
 };
 
 struct pp_run_result {
