@@ -616,7 +616,7 @@ enum pp_status pp_trace_open(const uint8_t *data, size_t size, unsigned flags,
           break;
         }
         uint64_t ts = last_ts[h.rank] + (uint64_t)h.dt;
-        if (h.dt < 0 && (uint64_t)-h.dt > last_ts[h.rank]) {
+        if (h.dt < 0 && (uint64_t)0 - (uint64_t)h.dt > last_ts[h.rank]) {
           errf(err, errlen, "offset %zu: record %zu: time delta %" PRId64 " goes below 0", at,
                t->nrecs, h.dt);
           rc = PP_PARSE;

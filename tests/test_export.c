@@ -1,0 +1,203 @@
+/*
+ * prepost trace export: the three pictures open in their tools. The pcap is decoded by tshark
+ * (Debian's tshark dissects UDP 4791 as RoCEv2) and its opcodes, PSNs and RNR NAKs checked
+ * against the trace; the Perfetto JSON is loaded by Python's json module and its events checked;
+ * the SVG is parsed by Python's XML parser. Through the CLI, in a scratch directory.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static char dir[64];
+
+static void setup(void)
+{
+  snprintf(dir, sizeof(dir), "/tmp/prepost-export-XXXXXX");
+  cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+  char cmd[128];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+}
+
+TestSuite(export, .init = setup, .fini = teardown);
+
+/* Runs a shell command in the scratch directory ($P is the CLI); returns its exit code. */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+  char body[4096], cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(body, sizeof(body), fmt, ap);
+  va_end(ap);
+  snprintf(cmd, sizeof(cmd), "cd '%s' && P='%s' && M='%s/scenarios' && %s", dir, PREPOST_CLI,
+           PREPOST_MODELS_DIR, body);
+  int st = system(cmd);
+  cr_assert(WIFEXITED(st), "%s", body);
+  return WEXITSTATUS(st);
+}
+
+/* The number printed by a command. */
+static long num(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static long num(const char *fmt, ...)
+{
+  char body[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(body, sizeof(body), fmt, ap);
+  va_end(ap);
+  cr_assert_eq(sh("%s > num.txt", body), 0, "%s", body);
+  char path[128];
+  snprintf(path, sizeof(path), "%s/num.txt", dir);
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f);
+  long v = -1;
+  cr_assert_eq(fscanf(f, "%ld", &v), 1, "no number from: %s", body);
+  fclose(f);
+  return v;
+}
+
+static bool have_tshark(void)
+{
+  return system("command -v tshark > /dev/null 2>&1") == 0;
+}
+
+#define TSHARK "tshark -n -r cap.pcap 2>/dev/null"
+
+Test(export, pcap_decodes_as_rocev2_with_rnr_naks, .timeout = 120)
+{
+  if (!have_tshark())
+    cr_skip_test("tshark is not installed (tools/lib.sh installs it)");
+  cr_assert_eq(sh("$P run $M/rnr-slow-consumer.yaml --trace t.trace > /dev/null"), 0);
+  cr_assert_eq(sh("$P trace export --pcap t.trace -o full.pcap"), 0);
+  cr_assert_eq(sh("$P trace export --pcap t.trace -o cap.pcap --snaplen 96"), 0);
+  long sends = num("$P trace dump t.trace --type pkt_tx | grep -c ' REQ SEND '");
+  long rnr = num("$P trace dump t.trace --type pkt_tx | grep -c ' RNR_NAK '");
+  cr_assert_gt(rnr, 100, "the slow consumer RNR-NAKs most messages");
+  /* whole frames (payload, pad, ICRC): none malformed */
+  cr_assert_eq(num("tshark -n -r full.pcap -c 300 -Y '_ws.malformed || _ws.expert.severity >= "
+                   "error' 2>/dev/null | wc -l"), 0);
+  cr_assert_eq(num("tshark -n -r full.pcap -c 300 -Y 'infiniband.invariant.crc' 2>/dev/null | "
+                   "wc -l"), 300, "every frame ends in an ICRC");
+  /* one decoding pass over the headers: frame, UDP port, opcode, PSN, AETH syndrome and timer */
+  cr_assert_eq(sh(TSHARK " -T fields -E separator=, -e udp.dstport -e infiniband.bth.opcode "
+                  "-e infiniband.bth.psn -e infiniband.aeth.syndrome "
+                  "-e infiniband.aeth.syndrome.timer > f.txt"), 0);
+  long frames = num("wc -l < f.txt");
+  cr_assert_eq(num("grep -c '^4791,' f.txt"), frames, "every frame is RoCEv2 on UDP 4791");
+  cr_assert_eq(num(TSHARK " -Y '_ws.malformed' | wc -l"), 0);
+  /* opcodes: SEND Only (4) per recorded SEND, Acknowledge (17) for ACKs and NAKs */
+  cr_assert_eq(num("awk -F, '$2 == 4' f.txt | wc -l"), sends);
+  cr_assert_eq(num("awk -F, '$2 == 17' f.txt | wc -l"), frames - sends);
+  /* RNR NAKs: AETH syndrome 001 + timer (0x21: min_rnr_timer 1 of the scenario) */
+  cr_assert_eq(num("awk -F, '$4 == 33' f.txt | wc -l"), rnr);
+  cr_assert_eq(num("awk -F, '$4 == 33 && $5 != 1' f.txt | wc -l"), 0, "tshark reads timer 1");
+  /* PSNs: the first SENDs carry the requester's PSNs as recorded, going up by one */
+  cr_assert_eq(sh("$P trace dump t.trace --type pkt_tx | grep ' REQ SEND ' | head -3 | "
+                  "sed 's/.* psn 0x\\([0-9a-f]*\\) .*/\\1/' | while read h; do printf '%%d\\n' "
+                  "0x$h; done > want.txt && awk -F, '$2 == 4 {print $3}' f.txt | head -3 > got.txt "
+                  "&& cmp -s want.txt got.txt && "
+                  "test $(sed -n 2p got.txt) -eq $(( $(sed -n 1p got.txt) + 1 ))"),
+               0, "PSNs as recorded");
+  /* the PSN an RNR NAK refuses is sent again (go-back-N from it) */
+  cr_assert_eq(sh("p=$(awk -F, '$4 == 33 {print $3; exit}' f.txt) && "
+                  "test $(awk -F, -v p=$p '$2 == 4 && $3 == p' f.txt | wc -l) -ge 2"),
+               0, "the refused PSN is retransmitted");
+}
+
+Test(export, pcap_multi_packet_messages_and_rdma_writes, .timeout = 120)
+{
+  if (!have_tshark())
+    cr_skip_test("tshark is not installed (tools/lib.sh installs it)");
+  /* 64 KiB messages over a 4 KiB MTU: FIRST, 14 MIDDLE, LAST with consecutive PSNs */
+  cr_assert_eq(sh("$P run $M/hdr-pair.yaml --trace t.trace > /dev/null"), 0);
+  cr_assert_eq(sh("$P trace export --pcap t.trace -o cap.pcap --snaplen 128"), 0);
+  long first = num(TSHARK " -Y 'infiniband.bth.opcode == 0' | wc -l");
+  cr_assert_gt(first, 0);
+  cr_assert_eq(num(TSHARK " -Y 'infiniband.bth.opcode == 2' | wc -l"), first);
+  cr_assert_eq(num(TSHARK " -Y 'infiniband.bth.opcode == 1' | wc -l"), 14 * first);
+  cr_assert_eq(sh(TSHARK " -Y 'infiniband.bth.opcode <= 2' -T fields -e infiniband.bth.psn | "
+                  "head -16 | awk 'NR > 1 && $1 != p + 1 {exit 1} {p = $1}'"),
+               0, "consecutive PSNs inside a message");
+  /* the NCCL-style ring writes with RDMA WRITE (RETH) and WRITE_WITH_IMM */
+  cr_assert_eq(sh("$P run $M/rnr-slow-consumer-ring.yaml --trace r.trace > /dev/null"), 0);
+  cr_assert_eq(sh("$P trace export --pcap r.trace -o cap.pcap"), 0);
+  long writes = num(TSHARK " -Y 'infiniband.bth.opcode >= 6 && infiniband.bth.opcode <= 11' | "
+                    "wc -l");
+  cr_assert_gt(writes, 0, "RDMA WRITE opcodes");
+  cr_assert_eq(num(TSHARK " -Y 'infiniband.reth && infiniband.reth.r_key == 0' | wc -l"), 0,
+               "every RETH names an rkey");
+  cr_assert_gt(num(TSHARK " -Y 'infiniband.reth' | wc -l"), 0);
+  cr_assert_eq(num(TSHARK " -Y '_ws.malformed' | wc -l"), 0);
+  cr_assert_eq(sh("$P trace export --pcap nonexistent.trace -o x.pcap 2> /dev/null"), 2);
+}
+
+#define PY "/usr/bin/python3 -c "
+
+Test(export, perfetto_json_loads_with_the_expected_events, .timeout = 120)
+{
+  cr_assert_eq(sh("$P run $M/rnr-slow-consumer-retry0.yaml --trace t.trace > /dev/null"), 1);
+  cr_assert_eq(sh("$P trace export --perfetto t.trace -o t.json"), 0);
+  int rc = sh(PY "'\n"
+                 "import json, collections\n"
+                 "d = json.load(open(\"t.json\"))\n"
+                 "ev = d[\"traceEvents\"]\n"
+                 "ph = collections.Counter(e[\"ph\"] for e in ev)\n"
+                 "names = {e[\"args\"][\"name\"] for e in ev if e[\"ph\"] == \"M\" and "
+                 "e[\"name\"] == \"process_name\"}\n"
+                 "assert names == {\"rank 0\", \"rank 1\"}, names\n"
+                 "assert any(e[\"ph\"] == \"M\" and e[\"name\"] == \"thread_name\" for e in ev)\n"
+                 "b = collections.Counter(e[\"id\"] for e in ev if e[\"ph\"] == \"b\")\n"
+                 "e_ = collections.Counter(e[\"id\"] for e in ev if e[\"ph\"] == \"e\")\n"
+                 "assert b and b == e_, \"every async slice ends\"\n"
+                 "s = sorted(e[\"id\"] for e in ev if e[\"ph\"] == \"s\")\n"
+                 "f = sorted(e[\"id\"] for e in ev if e[\"ph\"] == \"f\")\n"
+                 "assert s and s == f, \"flow arrows pair up\"\n"
+                 "assert any(e[\"ph\"] == \"s\" and e[\"name\"] == \"RNR NAK\" for e in ev)\n"
+                 "assert any(e[\"ph\"] == \"s\" and e[\"name\"] == \"SEND\" for e in ev)\n"
+                 "assert any(e[\"ph\"] == \"C\" and \"sends outstanding\" in e[\"args\"] for e "
+                 "in ev)\n"
+                 "assert any(e[\"ph\"] == \"C\" and e[\"name\"] == \"RNR NAKs received\" for e "
+                 "in ev)\n"
+                 "assert any(e[\"ph\"] == \"i\" and e[\"name\"] == \"RNR_RETRY_EXC_ERR\" for e "
+                 "in ev)\n"
+                 "assert all(isinstance(e.get(\"ts\", 0), (int, float)) for e in ev)\n"
+                 "assert ph[\"X\"] >= 2 * ph[\"s\"]\n"
+                 "'");
+  cr_assert_eq(rc, 0, "the Perfetto JSON checks failed (see stderr)");
+}
+
+Test(export, svg_is_well_formed, .timeout = 120)
+{
+  cr_assert_eq(sh("$P run $M/rnr-slow-consumer-retry0.yaml --trace t.trace > /dev/null"), 1);
+  cr_assert_eq(sh("$P trace export --svg t.trace -o t.svg"), 0);
+  int rc = sh(PY "'\n"
+                 "import xml.etree.ElementTree as ET\n"
+                 "ns = {\"s\": \"http://www.w3.org/2000/svg\"}\n"
+                 "root = ET.parse(\"t.svg\").getroot()\n"
+                 "assert root.tag == \"{http://www.w3.org/2000/svg}svg\"\n"
+                 "g = root.findall(\"s:g\", ns)\n"
+                 "msgs = [x for x in g if x.get(\"class\", \"\").startswith(\"msg\")]\n"
+                 "assert len(msgs) > 10, len(msgs)\n"
+                 "assert any(\"rnr\" in x.get(\"class\") for x in msgs), \"an RNR NAK arrow\"\n"
+                 "errs = [x for x in g if x.get(\"class\") == \"error\"]\n"
+                 "texts = [t.text for x in errs for t in x.findall(\"s:text\", ns)]\n"
+                 "assert \"RNR_RETRY_EXC_ERR\" in texts, texts\n"
+                 "lanes = [x for x in root.findall(\"s:line\", ns) if x.get(\"class\") == "
+                 "\"lane\"]\n"
+                 "assert len(lanes) == 2\n"
+                 "'");
+  cr_assert_eq(rc, 0, "the SVG checks failed (see stderr)");
+  cr_assert_eq(sh("$P trace export --svg t.trace --max-events 5 -o small.svg && "
+                  "grep -q ': 5 of ' small.svg"), 0);
+  cr_assert_eq(sh("$P trace export t.trace 2> /dev/null"), 2, "export needs a format");
+  cr_assert_eq(sh("$P trace export --svg --pcap t.trace 2> /dev/null"), 2);
+}

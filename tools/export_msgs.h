@@ -1,0 +1,30 @@
+/* The messages of a trace, for the pictures (tools/export_perfetto.c, tools/export_svg.c): with
+ * packets (simulated backend) every packet from its transmission to its arrival; without (a
+ * verbs trace) every send that consumes a receive, from its post to the matching receive
+ * completion (RC delivers in order per QP, so the k-th consuming send of a QP meets the k-th
+ * receive completion of its peer QP). */
+#ifndef PP_EXPORT_MSGS_H
+#define PP_EXPORT_MSGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/trace.h"
+
+enum pp_msg_kind { PP_MK_DATA, PP_MK_ACK, PP_MK_RNR_NAK, PP_MK_NAK, PP_MK_READ_RESP };
+
+struct pp_xmsg {
+  uint32_t src, dst;      /* ranks */
+  uint32_t src_qpn, dst_qpn;
+  uint64_t t0, t1;        /* sent, arrived (t1 = UINT64_MAX: never arrived) */
+  enum pp_msg_kind kind;
+  uint32_t opcode;        /* enum pp_wr_opcode of data */
+  uint32_t psn, len;
+  uint32_t syndrome;
+};
+
+/* Fills *out (malloc'd, free it) with the messages in the order they were sent. */
+int pp_trace_messages(const struct pp_trace *t, struct pp_xmsg **out, size_t *n, char *err,
+                      size_t errlen);
+
+#endif
