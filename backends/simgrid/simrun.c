@@ -396,6 +396,10 @@ enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_
   /* ASan cannot follow SimGrid's stack switching of ucontext/raw contexts */
   sg_cfg_set_string("contexts/factory", "thread");
 #endif
+  /* valgrind cannot follow them either: PREPOST_SG_CONTEXTS=thread (any SimGrid factory name) */
+  const char *contexts = getenv("PREPOST_SG_CONTEXTS");
+  if (contexts && *contexts)
+    sg_cfg_set_string("contexts/factory", contexts);
   sg_cfg_set_string("network/model", "CM02");
   sg_cfg_set_boolean("network/crosstraffic", "no");
   if ((s = load_platform(cfg, err, errlen)) != PP_OK)
