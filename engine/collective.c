@@ -336,8 +336,8 @@ static uint64_t check_range(const struct pp_engine *e, uint64_t lo, uint64_t hi)
       keys[nsrc++] = data_key(e, c->iter, q);
   }
   for (uint64_t i = lo; i < hi; i++) {
-    uint32_t src = p->op == PP_COLL_BROADCAST ? p->root : (uint32_t)(i / (c->count / c->n));
-    if (p->op != PP_COLL_ALLREDUCE) {
+    if (p->op != PP_COLL_ALLREDUCE) { /* allgather: count is a multiple of n */
+      uint32_t src = p->op == PP_COLL_BROADCAST ? p->root : (uint32_t)(i / (c->count / c->n));
       uint8_t want[8];
       store(want, p->dtype, 0, elem_hash(data_key(e, c->iter, src), i));
       wrong += memcmp(want, c->buf + i * c->esz, c->esz) != 0;
@@ -669,8 +669,8 @@ static enum pp_status coll_recv_done(struct pp_engine *e, uint64_t now, uint64_t
 static bool coll_done(const struct pp_engine *e)
 {
   const struct pp_coll *c = e->as;
-  if (c->failed)
-    return c->sends_out == 0 && c->recvs_out == 0;
+  if (c->failed) /* done once the sends came back; receives still posted are abandoned */
+    return c->sends_out == 0;
   return e->st.coll.iterations_done == e->cfg.coll.iterations;
 }
 

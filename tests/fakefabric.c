@@ -293,6 +293,8 @@ bool ff_exec(struct ff *f, uint32_t rank, uint32_t qpn)
       f->access_errors++;
     } else if (w->len) {
       gather(w, (uint8_t *)(uintptr_t)w->wr.remote_addr);
+      if (!(w->wr.imm_data >> 31) && ++f->data_writes == f->flip_at)
+        ((uint8_t *)(uintptr_t)w->wr.remote_addr)[w->len / 2] ^= 0x10;
     }
     if (consumes)
       push_wc(rn, &(struct pp_wc){.wr_id = r.wr_id,
@@ -310,8 +312,11 @@ bool ff_exec(struct ff *f, uint32_t rank, uint32_t qpn)
     for (uint32_t i = 0; i < r.num_sge; i++)
       cap += r.sg_list[i].length;
     cr_assert_leq(w->len, cap, "SEND larger than the receive buffer");
-    if (w->len)
+    if (w->len) {
       gather(w, (uint8_t *)(uintptr_t)r.sg_list[0].addr); /* single-SGE receives */
+      if (++f->data_writes == f->flip_at)
+        ((uint8_t *)(uintptr_t)r.sg_list[0].addr)[w->len / 2] ^= 0x10;
+    }
     push_wc(rn, &(struct pp_wc){.wr_id = r.wr_id,
                                 .status = PP_WC_SUCCESS,
                                 .opcode = PP_WC_OP_RECV,

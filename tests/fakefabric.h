@@ -72,6 +72,8 @@ struct ff {
   unsigned exec_weight, ack_weight, cq_weight; /* relative odds of each kind of step */
   uint64_t max_step_ns;                        /* time advance per step: 0..max_step_ns */
   bool hold_acks; /* never acknowledge (tests of send-queue limits) */
+  uint64_t flip_at; /* flip a byte of the flip_at-th data write or SEND (1-based; 0 = never) */
+  uint64_t data_writes;
 };
 
 extern const struct pp_nic_ops ff_ops;
