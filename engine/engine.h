@@ -92,6 +92,10 @@ struct pp_workload {
   uint64_t interval_ns;     /* gap between two posts of the application; 0 = back to back */
   uint64_t consume_ns;      /* receiver holds each buffer this long before re-posting it */
   uint64_t consume_ranks;   /* bitmask of slow ranks (first 64); 0 = every receiver */
+  uint64_t consume_jitter_ns; /* stream: each hold lasts consume_ns + U[0, this] (re-posts come
+                               late and out of order); the slow ranks apply it */
+  uint64_t post_delay_ns;   /* stream: receivers post their first buffers this long after start
+                               (+ U[0, consume_jitter_ns] each) instead of before connecting */
 };
 
 struct pp_engine_cfg {
@@ -106,6 +110,7 @@ struct pp_engine_cfg {
   struct pp_script script;    /* workload script */
   struct pp_ring_params ring; /* protocols ring-credits and ring-cts */
   struct pp_coll_params coll; /* workload collective */
+  uint32_t test_bugs;         /* test-only injected bugs (engine/bugs.h); 0 in real use */
 };
 
 /* Bytes of the header prepost puts at the start of every naive message (seq, source, check). */
@@ -146,6 +151,8 @@ struct pp_rank_stats {
   uint64_t bytes_sent;
   uint64_t bytes_received;
   uint64_t corrupt;           /* messages whose bytes did not check */
+  uint64_t early_reuse;       /* buffers the network changed while the application held them
+                                 (used before release) */
   uint64_t status_counts[PP_WC_STATUS_COUNT];
   uint64_t async_events;
   struct pp_latency latency;  /* post to send completion, successful sends */

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bugs.h"
 #include "engine_impl.h"
 
 /* wr_id: kind | connection | channel | message sequence */
@@ -79,6 +80,7 @@ struct chan {
   struct slot_meta *meta;       /* receive side: S entries */
   uint64_t arrived, consumed, published;
   bool publish_blocked; /* no send queue room: publish on the next completion */
+  uint32_t repost_owed; /* test bug early-credit (engine/bugs.h): WQEs re-posted late */
   bool idle_timer;      /* a credit_idle timer is armed */
 };
 
@@ -544,11 +546,13 @@ static enum pp_status publish(struct pp_engine *e, struct conn *c, uint32_t k)
     h->publish_blocked = true; /* credit is cumulative: the next completion publishes it all */
     return PP_OK;
   }
-  for (uint64_t i = 0; i < n; i++) {
+  for (uint64_t i = 0; i < n && !PP_BUG(&e->cfg, EARLY_CREDIT); i++) {
     enum pp_status s = post_recv_wqe(e, c, k);
     if (s != PP_OK)
       return s;
   }
+  if (PP_BUG(&e->cfg, EARLY_CREDIT)) /* re-posted when the credit write completes: too late */
+    h->repost_owed += (uint32_t)n;
   struct pp_send_wr wr = {
       .wr_id = wr_id(WR_CREDIT, c->idx, k, 0),
       .opcode = PP_WR_RDMA_WRITE_WITH_IMM,
@@ -789,6 +793,11 @@ static enum pp_status ring_on_wc(struct pp_engine *e, uint64_t now, const struct
     if (h->sq_credit == 0)
       return PP_INVALID;
     h->sq_credit--;
+    for (; h->repost_owed && wc->status == PP_WC_SUCCESS; h->repost_owed--) {
+      enum pp_status s = post_recv_wqe(e, c, k);
+      if (s != PP_OK)
+        return s;
+    }
   } else {
     if (h->rq_posted == 0)
       return PP_INVALID;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bugs.h"
 #include "engine_impl.h"
 
 #define SUBMIT_TIMER UINT32_MAX
@@ -32,6 +33,8 @@ struct pp_stream {
   uint64_t expected_seq, received;
   uint32_t recvs_out;
   bool recv_failed;
+  uint64_t *held;  /* slow consumer: 1 + seq of the message a held buffer holds, 0 if not held */
+  bool bug_fired;  /* test bugs (engine/bugs.h) that act once */
 };
 
 static uint64_t pattern_word(uint32_t src, uint64_t seq, uint64_t i)
@@ -124,7 +127,7 @@ static enum pp_status stream_plan(struct pp_engine *e)
   e->as = a;
   a->dest = pp_workload_dest(w, e->cfg.rank, e->cfg.nranks);
   a->source = pp_workload_source(w, e->cfg.rank, e->cfg.nranks);
-  a->slow = w->consume_ns > 0 &&
+  a->slow = (w->consume_ns > 0 || w->consume_jitter_ns > 0) &&
             (w->consume_ranks == 0 || (e->cfg.rank < 64 && (w->consume_ranks >> e->cfg.rank) & 1));
   if (a->dest >= 0)
     pp_engine_add_peer(e, (uint32_t)a->dest);
@@ -154,11 +157,12 @@ static enum pp_status stream_create(struct pp_engine *e)
   }
   if (s == PP_OK && a->source >= 0) {
     a->nrbuf = e->cfg.qp.rq_depth;
-    if (!(a->rbuf = calloc(a->nrbuf, size)))
+    if (!(a->rbuf = calloc(a->nrbuf, size)) || !(a->held = calloc(a->nrbuf, sizeof(*a->held))))
       return PP_NOMEM;
     s = pp_engine_reg(e, a->rbuf, (size_t)a->nrbuf * size, app_access, &a->rmr);
-    /* receives are posted before anyone can send: the QPs are only in INIT */
-    for (uint32_t i = 0; s == PP_OK && i < a->nrbuf && i < w->messages; i++)
+    /* receives are posted before anyone can send: the QPs are only in INIT (unless
+     * post_delay_ns, a fault: then stream_start posts them late) */
+    for (uint32_t i = 0; s == PP_OK && !w->post_delay_ns && i < a->nrbuf && i < w->messages; i++)
       s = post_recv(e, 0, i);
   }
   return s;
@@ -177,8 +181,16 @@ static void stream_destroy(struct pp_engine *e)
   free(a->sfree);
   free(a->slot_seq);
   free(a->rbuf);
+  free(a->held);
   free(a);
   e->as = NULL;
+}
+
+/* consume_ns + U[0, consume_jitter_ns] */
+static uint64_t hold_ns(struct pp_engine *e)
+{
+  const struct pp_workload *w = &e->cfg.workload;
+  return w->consume_ns + (w->consume_jitter_ns ? pp_prng_below(&e->prng, w->consume_jitter_ns + 1) : 0);
 }
 
 static enum pp_status stream_pump(struct pp_engine *e, uint64_t now)
@@ -188,6 +200,8 @@ static enum pp_status stream_pump(struct pp_engine *e, uint64_t now)
   while (a->dest >= 0 && !a->send_failed && a->posted < a->submitted && a->nsfree > 0) {
     uint32_t slot = a->sfree[a->nsfree - 1];
     uint8_t *buf = a->sbuf + (size_t)slot * size;
+    if (PP_BUG(&e->cfg, SEND_REUSE) && a->posted % 2 == 1 && a->nsfree < a->window)
+      buf = a->sbuf + (size_t)a->sfree[a->nsfree] * size; /* the buffer of the previous send */
     uint64_t seq = a->posted;
     pp_msg_fill(buf, size, e->cfg.rank, seq);
     struct pp_msg m = {
@@ -213,6 +227,13 @@ static enum pp_status stream_start(struct pp_engine *e, uint64_t now)
 {
   struct pp_stream *a = e->as;
   const struct pp_workload *w = &e->cfg.workload;
+  for (uint32_t i = 0; a->source >= 0 && w->post_delay_ns && i < a->nrbuf && i < w->messages; i++) {
+    uint64_t at = now + w->post_delay_ns +
+                  (w->consume_jitter_ns ? pp_prng_below(&e->prng, w->consume_jitter_ns + 1) : 0);
+    enum pp_status s = pp_engine_push_timer(e, at, PP_TIMER_APP, i);
+    if (s != PP_OK)
+      return s;
+  }
   if (a->dest < 0)
     return PP_OK;
   if (w->interval_ns == 0) {
@@ -273,9 +294,21 @@ static enum pp_status stream_recv_done(struct pp_engine *e, uint64_t now, uint64
   a->received++;
   if (a->received + a->recvs_out >= e->cfg.workload.messages)
     return PP_OK; /* the receives still posted cover every message to come */
+  if (PP_BUG(&e->cfg, LOST_REPOST) && !a->bug_fired) {
+    a->bug_fired = true;
+    return PP_OK;
+  }
   if (a->slow) {
-    if (pp_engine_push_timer(e, now + e->cfg.workload.consume_ns, PP_TIMER_APP, slot) != PP_OK)
+    /* the application reads the buffer until the timer; it checks then that the network left
+     * it alone (a re-post before the release would let the next message in) */
+    bool pending = a->held[slot] != 0;
+    if (pending) /* a message landed in a buffer the application still holds */
+      e->st.early_reuse++;
+    a->held[slot] = a->expected_seq; /* 1 + this message's seq */
+    if (!pending && pp_engine_push_timer(e, now + hold_ns(e), PP_TIMER_APP, slot) != PP_OK)
       e->st.corrupt++; /* cannot happen: the queue holds rq_depth re-posts */
+    if (PP_BUG(&e->cfg, EARLY_REPOST) && post_recv(e, now, slot) != PP_OK)
+      a->recv_failed = true;
     return PP_OK;
   }
   if (post_recv(e, now, slot) != PP_OK)
@@ -300,6 +333,14 @@ static enum pp_status stream_on_timer(struct pp_engine *e, uint64_t now, uint32_
   }
   if (arg >= a->nrbuf)
     return PP_INVALID;
+  uint32_t size = e->cfg.workload.size;
+  if (a->held[arg]) { /* the end of a hold: the bytes must be those the application got */
+    if (pp_msg_check(a->rbuf + (size_t)arg * size, size, (uint32_t)a->source, a->held[arg] - 1))
+      e->st.early_reuse++;
+    a->held[arg] = 0;
+    if (PP_BUG(&e->cfg, EARLY_REPOST))
+      return PP_OK; /* re-posted at arrival already */
+  }
   if (a->recv_failed)
     return PP_OK;
   return post_recv(e, now, arg);

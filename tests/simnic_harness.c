@@ -38,12 +38,19 @@ struct h_qp_opts h_qp_defaults(void)
 struct harness *h_create(uint32_t nhosts, const struct pp_nic_profile *prof, double loss,
                          uint64_t seed)
 {
+  struct pp_faults faults = {.loss = loss};
+  return h_create_faults(nhosts, prof, &faults, seed);
+}
+
+struct harness *h_create_faults(uint32_t nhosts, const struct pp_nic_profile *prof,
+                                const struct pp_faults *fl, uint64_t seed)
+{
   struct harness *h = calloc(1, sizeof(*h));
   cr_assert_not_null(h);
   h->nhosts = nhosts;
   h->latency_ns = 1000;
   h->bytes_per_ns = 12.5; /* 100 Gb/s */
-  struct pp_faults faults = {.loss = loss};
+  struct pp_faults faults = *fl;
   struct simnic_wire wire = {.ctx = h, .send = h_send};
   struct pp_nic_profile p;
   if (prof) {

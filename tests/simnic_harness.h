@@ -43,6 +43,9 @@ struct h_qp_opts h_qp_defaults(void);
 
 struct harness *h_create(uint32_t nhosts, const struct pp_nic_profile *prof, double loss,
                          uint64_t seed);
+/* The same with any faults (struct pp_faults). */
+struct harness *h_create_faults(uint32_t nhosts, const struct pp_nic_profile *prof,
+                                const struct pp_faults *faults, uint64_t seed);
 void h_destroy(struct harness *h);
 struct simnic *h_nic(struct harness *h, uint32_t host);
 /* Creates a QP on each host and takes both to RTS; *qa on host a, *qb on host b. */

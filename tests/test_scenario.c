@@ -543,11 +543,11 @@ Test(errors, unknown_keys)
   expect_error("ranks: 2\n\nbogus: 1\n", PP_PARSE,
                "t.yaml:3: unknown key 'bogus' at top level (expected one of: name, seed, ranks, "
                "platform, nic, protocol, workload, qp, faults, limits, ring, collective, p2p, "
-               "script)");
+               "script, test_bugs)");
   expect_error("ranks: 2\nworkload:\n  pattern: ring\n  count: 3\n", PP_PARSE,
                "t.yaml:4: unknown key 'count' in 'workload' (expected one of: pattern, messages, "
-               "size, interval, consume, slow_ranks, kind, size_max, size_dist, tags, receives, "
-               "window)");
+               "size, interval, consume, slow_ranks, kind, consume_jitter, post_delay, size_max, "
+               "size_dist, tags, receives, window)");
   expect_error("ranks: 2\nplatform:\n  cluster:\n    latency: 1us\n    speed: 1Gf\n", PP_PARSE,
                "t.yaml:5: unknown key 'speed' in 'platform.cluster' (expected one of: bandwidth, "
                "latency)");
@@ -557,8 +557,11 @@ Test(errors, unknown_keys)
                "t.yaml:4: unknown key 'speed' in 'nic' (expected one of: name, mtu, header_bytes, "
                "wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, cq_depth, "
                "max_rd_atomic, train)");
-  expect_error("ranks: 2\nfaults: {loss: 0, jitter: 1}\n", PP_PARSE,
-               "t.yaml:2: unknown key 'jitter' in 'faults' (expected one of: loss)");
+  expect_error("ranks: 2\nfaults: {loss: 0, bogus: 1}\n", PP_PARSE,
+               "t.yaml:2: unknown key 'bogus' in 'faults' (expected one of: loss, until, jitter, "
+               "scramble, scramble_delay, srq_delay, qp_error_at, qp_error_host, qp_error_qp, "
+               "rkey_invalidate_at, rkey_host, cq_delay, pause_ranks, pause_at, pause, order_bits, "
+               "order_mask, order_window)");
   expect_error("ranks: 2\nlimits:\n  max_time: 1s\n", PP_PARSE,
                "t.yaml:3: unknown key 'max_time' in 'limits' (expected one of: max_sim_time)");
   /* Merge keys are not special: they are unknown keys. */

@@ -11,9 +11,10 @@
 # another way).
 
 # What a fresh Debian 12 machine needs to build and test prepost. python3 parses the JSON that
-# tools/run and tools/bench-sim read.
+# tools/run and tools/bench-sim read. libibverbs-dev builds the verbs backend (no RDMA hardware
+# needed); ibverbs-providers holds the drivers it loads at run time (rxe in the test guest).
 PP_PACKAGES=(cmake ninja-build pkg-config gcc g++ libsimgrid-dev libcriterion-dev libyaml-dev
-             gcovr python3)
+             gcovr python3 libibverbs-dev ibverbs-providers)
 
 # tshark decodes the pcap export in tests/test_export.c (noninteractive: no setuid dumpcap).
 PP_PACKAGES+=(tshark)

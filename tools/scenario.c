@@ -930,18 +930,23 @@ void pp_scenario_defaults(struct pp_scenario *sc)
 
 static const char *const top_keys[] = {"name", "seed", "ranks", "platform", "nic", "protocol",
                                        "workload", "qp", "faults", "limits", "ring", "collective",
-                                       "p2p", "script",
+                                       "p2p", "script", "test_bugs",
                                        NULL};
 static const char *const platform_keys[] = {"cluster", NULL};
 static const char *const cluster_keys[] = {"bandwidth", "latency", NULL};
 static const char *const workload_keys[] = {"pattern",  "messages", "size", "interval",
                                             "consume", "slow_ranks", "kind",
+                                            "consume_jitter", "post_delay",
                                             "size_max", "size_dist", "tags", "receives",
                                             "window", NULL};
 static const char *const qp_keys[] = {"min_rnr_timer", "rnr_retry", "timeout",  "retry_cnt",
                                       "max_rd_atomic", "mtu",       "sq_depth", "rq_depth",
                                       NULL};
-static const char *const faults_keys[] = {"loss", NULL};
+static const char *const faults_keys[] = {
+    "loss",     "until",       "jitter",      "scramble",  "scramble_delay", "srq_delay",
+    "qp_error_at", "qp_error_host", "qp_error_qp", "rkey_invalidate_at", "rkey_host", "cq_delay",
+    "pause_ranks", "pause_at",   "pause",       "order_bits", "order_mask",  "order_window",
+    NULL};
 static const char *const limits_keys[] = {"max_sim_time", NULL};
 
 /* A section value that must be a mapping ("key:" alone counts as an empty one). */
@@ -1259,6 +1264,7 @@ static enum pp_status parse_ring_keys(struct ctx *c, const struct node *root,
 }
 
 #include "tools/scenario_p2p.inc"
+#include "tools/scenario_explore.inc"
 
 static enum pp_status parse_scenario(struct ctx *c, const struct node *root, struct pp_scenario *s)
 {
@@ -1299,8 +1305,7 @@ static enum pp_status parse_scenario(struct ctx *c, const struct node *root, str
     return st;
   if ((st = parse_qp(c, qp, &sim->nic, &sim->engine.qp)))
     return st;
-  if (faults && (v = get(faults, "loss")) &&
-      (st = get_probability(c, "loss", v, &sim->faults.loss)))
+  if ((st = parse_explore_keys(c, root, workload, faults, sim)))
     return st;
   if (limits && (v = get(limits, "max_sim_time"))) {
     if ((st = get_duration(c, "max_sim_time", v, &sim->max_sim_time_ns)))

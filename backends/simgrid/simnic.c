@@ -40,7 +40,19 @@ struct simnic_pkt {
   uint32_t rkey;
   uint32_t imm;
   uint32_t sq_index, sq_gen; /* identity of the requester's WQE */
+  struct simnic_pkt *delay_next; /* faults: held by its NIC until release_at */
+  uint64_t release_at, wire_bytes;
 };
+
+/* faults.scramble: an RDMA WRITE whose bytes are partly placed (struct pp_faults) */
+struct placement {
+  uint8_t *data; /* the WRITE's bytes, taken at arrival; then one "placed" flag per chunk */
+  uint64_t addr, due;
+  uint32_t len, npkts, imm;
+  bool has_recv;
+  struct pp_recv_wr r;
+};
+#define CHUNK 64u
 
 struct sq_wqe {
   struct pp_send_wr wr;
@@ -54,6 +66,7 @@ struct sq_wqe {
 struct ring {
   struct pp_recv_wr *wr;
   uint32_t cap, head, count;
+  uint64_t *ready; /* faults.srq_delay_ns: when each WQE becomes usable (SRQs only) */
 };
 
 struct qp {
@@ -77,6 +90,7 @@ struct qp {
   uint32_t ack_unsent;
   bool ack_pending;
   uint64_t ack_due;
+  struct placement *pend; /* faults.scramble: a WRITE not wholly placed yet */
 };
 
 struct srq {
@@ -113,6 +127,10 @@ struct simnic {
   uint64_t train_bytes;
   uint32_t tx_rr;
   uint32_t gen;
+  /* faults */
+  struct simnic_pkt *delay_head, *delay_tail; /* transfers held back, release_at ascending */
+  bool qp_error_done, rkey_done;
+  struct pp_fault_counts fc;
 };
 
 #define SLAB_PKTS 256u
@@ -132,6 +150,8 @@ struct simnic_fabric {
   struct pkt_slab *slabs; /* every packet lives in a slab, freed with the fabric */
   uint64_t in_flight;
   FILE *log;
+  struct pp_prng fprng; /* draws of the faults other than loss (loss keeps its own sequence) */
+  uint64_t transfers;   /* wire transfers so far (faults.order_mask numbers them) */
 };
 
 /* ---------------------------------------------------------------- profile */
@@ -369,6 +389,57 @@ static struct simnic_pkt *pkt_new(struct simnic *n, enum pkt_kind kind, const st
   return p;
 }
 
+/* Faults are injected until faults.until_ns (0: for ever). */
+static bool faults_on(const struct simnic *n)
+{
+  return n->f->faults.until_ns == 0 || n->now < n->f->faults.until_ns;
+}
+
+/* Hands a transfer (a packet or a train) to the wire, or holds it back (jitter, order mask):
+ * a held transfer keeps every later one of this NIC behind it, so order per source holds. */
+static void emit(struct simnic *n, struct simnic_pkt *head, uint64_t wire_bytes)
+{
+  struct simnic_fabric *f = n->f;
+  uint64_t i = f->transfers++, delay = 0;
+  if (i < f->faults.order_bits && i < 64 && (f->faults.order_mask >> i) & 1) {
+    delay += f->faults.order_window_ns;
+    n->fc.ordered++;
+  }
+  if (f->faults.jitter_ns && faults_on(n)) {
+    uint64_t j = pp_prng_below(&f->fprng, f->faults.jitter_ns + 1);
+    delay += j;
+    n->fc.jittered += j > 0;
+  }
+  if (delay == 0 && !n->delay_head) {
+    f->wire.send(f->wire.ctx, n->host, head->dst_host, head, wire_bytes);
+    return;
+  }
+  head->release_at = n->now + delay;
+  head->wire_bytes = wire_bytes;
+  head->delay_next = NULL;
+  if (n->delay_head) {
+    if (head->release_at < n->delay_tail->release_at)
+      head->release_at = n->delay_tail->release_at;
+    n->delay_tail->delay_next = head;
+  } else {
+    n->delay_head = head;
+  }
+  n->delay_tail = head;
+  logf_(n, "HOLD %s psn %u until %" PRIu64, pkt_kind_names[head->kind], head->psn,
+        head->release_at);
+}
+
+static void release_held(struct simnic *n)
+{
+  while (n->delay_head && n->delay_head->release_at <= n->now) {
+    struct simnic_pkt *p = n->delay_head;
+    n->delay_head = p->delay_next;
+    if (!n->delay_head)
+      n->delay_tail = NULL;
+    n->f->wire.send(n->f->wire.ctx, n->host, p->dst_host, p, p->wire_bytes);
+  }
+}
+
 static void wire_send(struct simnic *n, struct simnic_pkt *p, uint64_t wire_bytes)
 {
   struct simnic_fabric *f = n->f;
@@ -376,7 +447,7 @@ static void wire_send(struct simnic *n, struct simnic_pkt *p, uint64_t wire_byte
   logf_(n, "TX %s %s psn %u len %u -> host%u qp %u", pkt_kind_names[p->kind],
         p->kind == PKT_REQ ? pp_wr_opcode_name(p->opcode) : "-", p->psn, p->len, p->dst_host,
         p->dst_qpn);
-  if (f->faults.loss > 0 && pp_prng_unit(&f->prng) < f->faults.loss) {
+  if (f->faults.loss > 0 && faults_on(n) && pp_prng_unit(&f->prng) < f->faults.loss) {
     n->ctr.packets_dropped++;
     logf_(n, "DROP %s psn %u", pkt_kind_names[p->kind], p->psn);
     simnic_pkt_discard(f, p);
@@ -392,7 +463,7 @@ static void wire_send(struct simnic *n, struct simnic_pkt *p, uint64_t wire_byte
     n->train_bytes += wire_bytes;
     return;
   }
-  f->wire.send(f->wire.ctx, n->host, p->dst_host, p, wire_bytes);
+  emit(n, p, wire_bytes);
 }
 
 /* Opens a train: the requests transmitted until train_close() travel as one wire transfer. */
@@ -409,7 +480,7 @@ static void train_close(struct simnic *n)
   n->train_head = n->train_tail = NULL;
   n->train_open = false;
   if (head)
-    n->f->wire.send(n->f->wire.ctx, n->host, head->dst_host, head, n->train_bytes);
+    emit(n, head, n->train_bytes);
 }
 
 static uint64_t hdr(const struct simnic *n)
@@ -497,6 +568,8 @@ static void complete_recv(struct simnic *n, struct qp *qp, const struct pp_recv_
   push_wc(n, &wc);
 }
 
+static void drop_placement(struct simnic *n, struct qp *qp, bool flush);
+
 /* ERROR: every outstanding send WQE and every WQE of the QP's own receive queue completes with
  * WR_FLUSH_ERR (SRQ WQEs belong to the SRQ and stay). */
 static void qp_to_error(struct simnic *n, struct qp *qp)
@@ -507,6 +580,7 @@ static void qp_to_error(struct simnic *n, struct qp *qp)
   qp->state = PP_QPS_ERR;
   qp->rnr_until = qp->ack_deadline = 0;
   qp->ack_pending = false;
+  drop_placement(n, qp, true);
   for (; qp->sq_head != qp->sq_tail; qp->sq_head++)
     complete_send(n, qp, sq_at(qp, qp->sq_head), PP_WC_WR_FLUSH_ERR);
   qp->sq_next = qp->sq_tail;
@@ -732,6 +806,10 @@ static bool take_recv(struct simnic *n, struct qp *qp, struct pp_recv_wr *out, u
   struct ring *r = s ? &s->rq : &qp->rq;
   if (r->count == 0)
     return false;
+  if (r->ready && r->ready[r->head] > n->now) { /* faults.srq_delay_ns: not usable yet */
+    n->fc.srq_starved++;
+    return false;
+  }
   *out = r->wr[r->head];
   r->head = (r->head + 1) % r->cap;
   r->count--;
@@ -788,6 +866,94 @@ static void execute_read(struct simnic *n, struct qp *qp, const struct simnic_pk
   wire_send(n, r, (uint64_t)p->npkts * hdr(n) + EXT_AETH + p->len);
 }
 
+/* faults.scramble: the rest of a WRITE's bytes land, then its completion and ACK. */
+static void finish_placement(struct simnic *n, struct qp *qp)
+{
+  struct placement *pl = qp->pend;
+  qp->pend = NULL;
+  uint8_t *placed = pl->data + pl->len;
+  for (uint32_t c = 0; c * CHUNK < pl->len; c++) {
+    uint32_t off = c * CHUNK, k = pl->len - off < CHUNK ? pl->len - off : CHUNK;
+    if (!placed[c])
+      memcpy((void *)(uintptr_t)(pl->addr + off), pl->data + off, k);
+  }
+  logf_(n, "PLACED qp %u len %u", qp->qpn, pl->len);
+  if (pl->has_recv)
+    complete_recv(n, qp, &pl->r, PP_WC_SUCCESS, PP_WC_OP_RECV_RDMA_WITH_IMM, pl->len, &pl->imm);
+  ack_later(n, qp, pl->npkts);
+  free(pl->data);
+  free(pl);
+}
+
+/* The QP goes to ERROR or away with a WRITE half placed: its bytes stay as they are. */
+static void drop_placement(struct simnic *n, struct qp *qp, bool flush)
+{
+  struct placement *pl = qp->pend;
+  if (!pl)
+    return;
+  qp->pend = NULL;
+  if (flush && pl->has_recv)
+    complete_recv(n, qp, &pl->r, PP_WC_WR_FLUSH_ERR, PP_WC_OP_RECV, 0, NULL);
+  free(pl->data);
+  free(pl);
+}
+
+/* faults.scramble: places the last 64-byte chunk of a WRITE, then a random subset of the others
+ * in a random order; the rest, the receive completion and the ACK follow later. Returns false
+ * (nothing done) when the fault does not fire for this WRITE. */
+static bool scramble_write(struct simnic *n, struct qp *qp, const struct simnic_pkt *p,
+                           const struct sq_wqe *src, const struct pp_recv_wr *r)
+{
+  struct simnic_fabric *f = n->f;
+  if (!(f->faults.scramble > 0) || !faults_on(n) || p->len <= CHUNK || qp->pend ||
+      !(pp_prng_unit(&f->fprng) < f->faults.scramble))
+    return false;
+  uint32_t nch = (p->len + CHUNK - 1) / CHUNK;
+  struct placement *pl = calloc(1, sizeof(*pl));
+  uint8_t *data = malloc((size_t)p->len + nch);
+  uint32_t *order = malloc(nch * sizeof(*order));
+  if (!pl || !data || !order) {
+    free(pl);
+    free(data);
+    free(order);
+    return false;
+  }
+  struct pp_sge tmp = {.addr = (uint64_t)(uintptr_t)data, .length = p->len};
+  sg_copy(&tmp, 1, src->wr.sg_list, src->wr.num_sge, p->len);
+  uint8_t *placed = data + p->len;
+  memset(placed, 0, nch);
+  /* order: the last chunk, then the others shuffled; the first `now` of them land at once */
+  order[0] = nch - 1;
+  for (uint32_t c = 1; c < nch; c++)
+    order[c] = c - 1;
+  for (uint32_t c = nch - 1; c > 1; c--) {
+    uint32_t k = 1 + (uint32_t)pp_prng_below(&f->fprng, c);
+    uint32_t t = order[c];
+    order[c] = order[k];
+    order[k] = t;
+  }
+  uint32_t now = 1 + (uint32_t)pp_prng_below(&f->fprng, nch - 1);
+  for (uint32_t i = 0; i < now; i++) {
+    uint32_t c = order[i], off = c * CHUNK, k = p->len - off < CHUNK ? p->len - off : CHUNK;
+    memcpy((void *)(uintptr_t)(p->remote_addr + off), data + off, k);
+    placed[c] = 1;
+  }
+  free(order);
+  *pl = (struct placement){.data = data,
+                           .addr = p->remote_addr,
+                           .due = n->now + f->faults.scramble_ns,
+                           .len = p->len,
+                           .npkts = p->npkts,
+                           .imm = p->imm,
+                           .has_recv = r != NULL};
+  if (r)
+    pl->r = *r;
+  qp->pend = pl;
+  n->fc.scrambled++;
+  logf_(n, "SCRAMBLE qp %u psn %u: %u of %u chunks placed", qp->qpn, p->psn, now, nch);
+  return true;
+}
+
 /* A request that arrives in sequence. Returns false when it was refused (nothing executed). */
 static void responder_execute(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
 {
@@ -824,6 +990,10 @@ static void responder_execute(struct simnic *n, struct qp *qp, const struct simn
   case PP_WR_RDMA_WRITE_WITH_IMM: {
     if (!remote_ok(n, p, PP_ACCESS_REMOTE_WRITE)) {
       responder_error(n, qp, has_recv ? &r : NULL, PP_WC_REM_ACCESS_ERR, NAK_REM_ACCESS);
+      return;
+    }
+    if (scramble_write(n, qp, p, src, has_recv ? &r : NULL)) {
+      qp->epsn = psn_add(qp->epsn, p->npkts); /* completion and ACK: finish_placement() */
       return;
     }
     struct pp_sge dst = {.addr = p->remote_addr, .length = p->len};
@@ -865,12 +1035,68 @@ static void responder_request(struct simnic *n, struct qp *qp, const struct simn
 
 /* ---------------------------------------------------------------- entry points */
 
+/* faults.qp_error_ns / rkey_ns: due on this host? */
+static bool qp_error_due(const struct simnic *n)
+{
+  const struct pp_faults *fl = &n->f->faults;
+  return fl->qp_error_ns && !n->qp_error_done && n->host == fl->qp_error_host;
+}
+
+static bool rkey_due(const struct simnic *n)
+{
+  const struct pp_faults *fl = &n->f->faults;
+  return fl->rkey_ns && !n->rkey_done && n->host == fl->rkey_host;
+}
+
+/* Some QP of the NIC has send WQEs outstanding. */
+static bool nic_busy(const struct simnic *n)
+{
+  for (uint32_t k = 0; k < n->nlive; k++) {
+    const struct qp *qp = &n->qps[n->live[k]];
+    if (qp->sq_head != qp->sq_tail)
+      return true;
+  }
+  return false;
+}
+
+/* The one-shot faults: a QP forced to ERROR, rkeys invalidated. */
+static void fault_events(struct simnic *n)
+{
+  const struct pp_faults *fl = &n->f->faults;
+  if (qp_error_due(n) && n->now >= fl->qp_error_ns) {
+    n->qp_error_done = true;
+    if (n->nlive) {
+      struct qp *qp = &n->qps[n->live[fl->qp_error_qp % n->nlive]];
+      if (qp->state != PP_QPS_ERR && qp->state != PP_QPS_RESET) {
+        n->fc.qp_errors++;
+        logf_(n, "FAULT qp %u forced to ERROR", qp->qpn);
+        qp_to_error(n, qp);
+        push_async(n, PP_EVENT_QP_FATAL, qp->qpn, 0);
+      }
+    }
+  }
+  if (rkey_due(n) && n->now >= fl->rkey_ns) {
+    n->rkey_done = true;
+    for (uint32_t i = 0; i < n->f->prof.max_mr; i++) {
+      struct mr *m = &n->mrs[i];
+      if (m->used && (m->mr.access & (PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ))) {
+        m->mr.rkey ^= 0x20000000u; /* same MR slot, a key no peer holds */
+        n->fc.rkeys++;
+        logf_(n, "FAULT mr lkey 0x%x: rkey now 0x%x", m->mr.lkey, m->mr.rkey);
+      }
+    }
+  }
+}
+
+
 static void on_one_packet(struct simnic *n, struct simnic_pkt *p)
 {
   struct simnic_fabric *f = n->f;
   assert(f->in_flight > 0);
   f->in_flight--;
   struct qp *qp = qp_get(n, p->dst_qpn);
+  if (qp && qp->pend) /* a half-placed WRITE lands wholly before anything after it */
+    finish_placement(n, qp);
   logf_(n, "RX %s %s psn %u len %u <- host%u qp %u", pkt_kind_names[p->kind],
         p->kind == PKT_REQ ? pp_wr_opcode_name(p->opcode) : "-", p->psn, p->len, p->src_host,
         p->src_qpn);
@@ -902,6 +1128,7 @@ static void on_one_packet(struct simnic *n, struct simnic_pkt *p)
 void simnic_on_packet(struct simnic *n, uint64_t now, struct simnic_pkt *p)
 {
   n->now = now;
+  fault_events(n);
   while (p) {
     struct simnic_pkt *next = p->train;
     on_one_packet(n, p);
@@ -926,9 +1153,19 @@ uint64_t simnic_next_deadline(const struct simnic *n)
       d = min_u64(d, qp->ack_deadline);
     if (qp->ack_pending)
       d = min_u64(d, qp->ack_due);
+    if (qp->pend)
+      d = min_u64(d, qp->pend->due);
   }
   if (n->tx_free_at > n->now && tx_has_work(n))
     d = min_u64(d, n->tx_free_at);
+  if (n->delay_head)
+    d = min_u64(d, n->delay_head->release_at);
+  /* a one-shot fault wakes the NIC only while it has sends outstanding (else it fires at the
+   * next packet): it must not keep a finished run alive */
+  if (qp_error_due(n) && nic_busy(n))
+    d = min_u64(d, n->f->faults.qp_error_ns);
+  if (rkey_due(n) && nic_busy(n))
+    d = min_u64(d, n->f->faults.rkey_ns);
   return d;
 }
 
@@ -956,8 +1193,14 @@ static void qp_timers(struct simnic *n, struct qp *qp)
 void simnic_on_timer(struct simnic *n, uint64_t now)
 {
   n->now = now;
-  for (uint32_t k = 0; k < n->nlive; k++)
-    qp_timers(n, &n->qps[n->live[k]]);
+  fault_events(n);
+  for (uint32_t k = 0; k < n->nlive; k++) {
+    struct qp *qp = &n->qps[n->live[k]];
+    if (qp->pend && qp->pend->due <= now)
+      finish_placement(n, qp);
+    qp_timers(n, qp);
+  }
+  release_held(n);
   tx_kick(n);
 }
 
@@ -1002,6 +1245,16 @@ enum pp_qp_state simnic_qp_state(const struct simnic *n, uint32_t qpn)
 void simnic_counters(const struct simnic *n, struct pp_nic_counters *out)
 {
   *out = n->ctr;
+}
+
+void simnic_fault_counts(const struct simnic *n, struct pp_fault_counts *out)
+{
+  *out = n->fc;
+}
+
+bool simnic_has_events(const struct simnic *n)
+{
+  return n->cq_count > 0 || n->async_count > 0;
 }
 
 void simnic_pkt_describe(const struct simnic_pkt *p, struct simnic_pkt_info *out)
@@ -1091,6 +1344,10 @@ static int nic_create_srq(void *nic, const struct pp_srq_init_attr *a, uint32_t 
       continue;
     if (ring_init(&s->rq, a->max_wr) != PP_OK)
       return PP_NOMEM;
+    if (n->f->faults.srq_delay_ns && !(s->rq.ready = calloc(a->max_wr, sizeof(*s->rq.ready)))) {
+      free(s->rq.wr);
+      return PP_NOMEM;
+    }
     s->used = true;
     s->max_sge = a->max_sge;
     s->limit = a->srq_limit;
@@ -1121,6 +1378,7 @@ static int nic_destroy_srq(void *nic, uint32_t srq_num)
     if (n->qps[n->live[k]].init.srq_num == srq_num)
       return PP_STATE; /* ibverbs: EBUSY while a QP uses it */
   free(s->rq.wr);
+  free(s->rq.ready);
   *s = (struct srq){0};
   return PP_OK;
 }
@@ -1166,6 +1424,7 @@ static int nic_destroy_qp(void *nic, uint32_t qpn)
   n->nlive--;
   for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++)
     sq_at(qp, i)->gen = 0;
+  drop_placement(n, qp, false);
   free(qp->sq);
   free(qp->rq.wr);
   *qp = (struct qp){0};
@@ -1247,6 +1506,7 @@ static int nic_modify_qp(void *nic, uint32_t qpn, const struct pp_qp_attr *a, un
   if ((mask & required_mask(from, to)) != required_mask(from, to) || !attrs_valid(n, a, mask))
     return PP_INVALID;
   if (to == PP_QPS_RESET) {
+    drop_placement(n, qp, false);
     qp_reset(qp);
     qp->state = PP_QPS_RESET;
     return PP_OK;
@@ -1323,6 +1583,11 @@ static int nic_post_srq_recv(void *nic, uint32_t srq_num, const struct pp_recv_w
     return PP_NOTFOUND;
   if (wr->num_sge > s->max_sge)
     return PP_INVALID;
+  if (s->rq.ready && s->rq.count < s->rq.cap) {
+    struct simnic *n = nic;
+    s->rq.ready[(s->rq.head + s->rq.count) % s->rq.cap] =
+        faults_on(n) ? n->now + n->f->faults.srq_delay_ns : 0;
+  }
   return ring_push(&s->rq, wr);
 }
 
@@ -1355,8 +1620,10 @@ static void nic_fini(struct simnic *n)
   while (n->nlive > 0)
     nic_destroy_qp(n, QPN_BASE + n->live[n->nlive - 1]);
   if (n->srqs)
-    for (uint32_t i = 0; i < n->f->prof.max_srq; i++)
+    for (uint32_t i = 0; i < n->f->prof.max_srq; i++) {
       free(n->srqs[i].rq.wr);
+      free(n->srqs[i].rq.ready);
+    }
   free(n->qps);
   free(n->live);
   free(n->srqs);
@@ -1384,7 +1651,7 @@ enum pp_status simnic_fabric_create(uint32_t nhosts, const struct pp_nic_profile
   char err[128];
   *out = NULL;
   if (nhosts == 0 || !wire || !wire->send || pp_nic_profile_check(profile, err, sizeof(err)) ||
-      faults->loss < 0 || faults->loss >= 1)
+      faults->loss < 0 || faults->loss >= 1 || !(faults->scramble >= 0 && faults->scramble <= 1))
     return PP_INVALID;
   struct simnic_fabric *f = calloc(1, sizeof(*f));
   if (!f)
@@ -1394,6 +1661,7 @@ enum pp_status simnic_fabric_create(uint32_t nhosts, const struct pp_nic_profile
   f->wire = *wire;
   f->nhosts = nhosts;
   pp_prng_seed(&f->prng, seed ^ 0x51a7e5eedull);
+  pp_prng_seed(&f->fprng, seed ^ 0xfa017ca7a1ull);
   f->nics = calloc(nhosts, sizeof(*f->nics));
   enum pp_status s = f->nics ? PP_OK : PP_NOMEM;
   for (uint32_t i = 0; s == PP_OK && i < nhosts; i++)

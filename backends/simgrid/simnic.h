@@ -36,9 +36,48 @@ struct pp_nic_profile {
                              batching; 1 = every message on its own) */
 };
 
-/* Faults the fabric injects, from its seeded PRNG. */
+/* Faults the fabric injects, from its seeded PRNG (the fault catalogue of `prepost explore`,
+ * tools/explore.h). Zero everywhere: no fault. Every fault stops at until_ns (0: never), which
+ * leaves a quiet phase in which liveness is judged. */
 struct pp_faults {
   double loss; /* probability that any packet (request, response, ACK) is dropped */
+  uint64_t until_ns;        /* faults stop at this simulated time; 0 = never */
+  uint64_t jitter_ns;       /* each wire transfer leaves its NIC U[0, jitter_ns] late (order
+                               per source kept: a transfer never overtakes an earlier one) */
+  double scramble;          /* probability that an RDMA WRITE (> 64 B) is placed out of order:
+                               its last 64-byte chunk first, then a random part of the others in
+                               a random order, the rest (and its ACK and completion) scramble_ns
+                               later or when the next packet for that QP arrives */
+  uint64_t scramble_ns;
+  uint64_t srq_delay_ns;    /* a WQE posted to an SRQ becomes usable only this much later */
+  uint64_t qp_error_ns;     /* 0 = off; at this time QP number qp_error_qp (mod the live QPs) of
+                               host qp_error_host is forced to ERROR (async QP_FATAL) */
+  uint32_t qp_error_host, qp_error_qp;
+  uint64_t rkey_ns;         /* 0 = off; at this time every remotely accessible MR of host
+                               rkey_host gets a new rkey: peers holding the old one fail */
+  uint32_t rkey_host;
+  /* the SimGrid driver's (simrun.c) */
+  uint64_t cq_delay_ns;     /* a rank polls a completion U[0, cq_delay_ns] after it is queued */
+  uint64_t pause_ranks;     /* bitmask (first 64): these ranks' processes freeze (no polling, no
+                               timers; the NIC keeps going) ... */
+  uint64_t pause_at_ns, pause_ns; /* ... during [pause_at_ns, pause_at_ns + pause_ns) */
+  /* exhaustive mode: wire transfer number i < order_bits (of the whole fabric, in the order
+   * they are handed to the wire) leaves order_window_ns late when bit i of order_mask is set */
+  uint32_t order_bits;
+  uint64_t order_mask;
+  uint64_t order_window_ns;
+};
+
+/* How often each fault fired on a host. */
+struct pp_fault_counts {
+  uint64_t jittered;    /* wire transfers delayed by jitter */
+  uint64_t ordered;     /* wire transfers delayed by order_mask */
+  uint64_t scrambled;   /* RDMA WRITEs placed out of order */
+  uint64_t srq_starved; /* requests refused (RNR) while an SRQ held only unusable WQEs */
+  uint64_t qp_errors;   /* QPs forced to ERROR */
+  uint64_t rkeys;       /* rkeys invalidated */
+  uint64_t cq_delays;   /* (driver) completion polls postponed */
+  uint64_t pauses;      /* (driver) process pauses */
 };
 
 /* Fills a profile with the values of the default ("cx6-100g") model. */
@@ -97,6 +136,9 @@ int simnic_poll_cq(struct simnic *n, struct pp_wc *wc, int max);
 int simnic_get_async_event(struct simnic *n, struct pp_async_event *ev);
 enum pp_qp_state simnic_qp_state(const struct simnic *n, uint32_t qp_num);
 void simnic_counters(const struct simnic *n, struct pp_nic_counters *out);
+void simnic_fault_counts(const struct simnic *n, struct pp_fault_counts *out);
+/* Completions or async events are queued (the driver may poll them later). */
+bool simnic_has_events(const struct simnic *n);
 
 /* Packet introspection for logs and traces. */
 struct simnic_pkt_info {

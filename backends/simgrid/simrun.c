@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <xbt/log.h>
 
+#include "engine/prng.h"
 #include "sgshim.h"
 #include "simtrace.h"
 
@@ -48,6 +49,11 @@ struct rank_state {
   sg_mailbox_t mbox;
   sg_host_t host;
   bool idle; /* waiting with no deadline of its own */
+  /* faults (pp_faults): CQ polling delay and process pause */
+  struct pp_prng prng;
+  uint64_t poll_at, frozen_until;
+  bool poll_armed, paused_once;
+  uint64_t cq_delays;
 };
 
 static struct sim {
@@ -132,7 +138,45 @@ static void drain(struct rank_state *r, uint32_t rank, uint64_t now)
 static uint64_t rank_deadline(const struct rank_state *r)
 {
   uint64_t a = pp_engine_next_deadline(r->engine), b = simnic_next_deadline(r->nic);
+  if (r->frozen_until) /* paused: the process wakes at the end of the pause, the NIC runs on */
+    a = r->frozen_until;
+  else if (r->poll_armed && r->poll_at < a)
+    a = r->poll_at;
   return a < b ? a : b;
+}
+
+/* faults.pause_*: the end of the pause `rank` is in at `now`, else 0. */
+static uint64_t frozen_until(uint32_t rank, uint64_t now)
+{
+  const struct pp_faults *f = &S.cfg->faults;
+  if (!f->pause_ns || rank >= 64 || !((f->pause_ranks >> rank) & 1) || now < f->pause_at_ns ||
+      now - f->pause_at_ns >= f->pause_ns)
+    return 0;
+  return f->pause_at_ns + f->pause_ns;
+}
+
+/* faults.cq_delay_ns: may the rank poll its CQ now? A completion queued at t is polled at
+ * t + U[0, cq_delay_ns] (with whatever queued meanwhile). */
+static bool poll_due(struct rank_state *r, uint64_t now)
+{
+  const struct pp_faults *f = &S.cfg->faults;
+  if (!f->cq_delay_ns || (f->until_ns && now >= f->until_ns)) {
+    r->poll_armed = false;
+    return true;
+  }
+  if (!r->poll_armed) {
+    uint64_t d = simnic_has_events(r->nic) ? pp_prng_below(&r->prng, f->cq_delay_ns + 1) : 0;
+    if (d == 0)
+      return true;
+    r->poll_armed = true;
+    r->poll_at = now + d;
+    r->cq_delays++;
+    return false;
+  }
+  if (now < r->poll_at)
+    return false;
+  r->poll_armed = false;
+  return true;
 }
 
 static void connect_rank(struct rank_state *r, uint32_t rank)
@@ -185,12 +229,19 @@ static void progress_loop(struct rank_state *r, uint32_t rank)
       continue;
     if (simnic_next_deadline(r->nic) <= now)
       simnic_on_timer(r->nic, now);
-    drain(r, rank, now);
+    if ((r->frozen_until = frozen_until(rank, now))) {
+      r->paused_once = true;
+      continue;
+    }
+    simnic_set_now(r->nic, now);
+    if (poll_due(r, now))
+      drain(r, rank, now);
     if (pp_engine_next_deadline(r->engine) <= now) {
       enum pp_status s = pp_tr_on_timer(r->tr, r->engine, now);
       if (s != PP_OK)
         fail(s, "engine timer", rank);
-      drain(r, rank, now);
+      if (poll_due(r, now))
+        drain(r, rank, now);
     }
   }
 }
@@ -200,6 +251,7 @@ static void rank_actor(int argc, char **argv)
   (void)argc;
   uint32_t rank = (uint32_t)atoi(argv[1]);
   struct rank_state *r = &S.ranks[rank];
+  pp_prng_seed(&r->prng, S.cfg->seed ^ 0xc0ffee5eedull ^ ((uint64_t)rank << 32));
   sg_mailbox_set_receiver(sg_mailbox_get_name(r->mbox));
   struct pp_engine_cfg ecfg = S.cfg->engine;
   ecfg.rank = rank;
@@ -325,6 +377,9 @@ static void collect(struct pp_run_result *res)
     struct pp_rank_result *rr = &res->ranks[i];
     pp_engine_stats(S.ranks[i].engine, &rr->stats);
     simnic_counters(S.ranks[i].nic, &rr->nic);
+    simnic_fault_counts(S.ranks[i].nic, &rr->faults);
+    rr->faults.cq_delays = S.ranks[i].cq_delays;
+    rr->faults.pauses = S.ranks[i].paused_once;
     pp_p2p_stats(S.ranks[i].engine, &rr->p2p);
     rr->nreceives = pp_p2p_receives_copy(S.ranks[i].engine, &rr->receives, &rr->receives_dropped);
     snprintf(rr->host, sizeof(rr->host), "%s", sg_host_get_name(S.ranks[i].host));

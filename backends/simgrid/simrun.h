@@ -46,6 +46,7 @@ struct pp_rank_result {
   struct pp_rank_stats stats;
   struct pp_nic_counters nic;
   char host[64];
+  struct pp_fault_counts faults;   /* how often each injected fault fired (pp_faults) */
   struct pp_p2p_stats p2p;         /* protocols eager and rndv */
   struct pp_recv_record *receives; /* their completed receives, in order (freed with the result) */
   size_t nreceives;

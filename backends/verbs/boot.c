@@ -245,6 +245,37 @@ void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, uint64_t **sa
   }
 }
 
+void boot_put_hello(struct boot_buf *b, uint32_t rank, const struct pp_engine_cfg *cfg,
+                    const struct vnic_addr *addr, const char *host, const char *dev,
+                    const bool *has, const struct pp_conn_info *info)
+{
+  char h[BOOT_HOST_MAX] = {0}, d[VNIC_NAME_MAX] = {0};
+  snprintf(h, sizeof(h), "%s", host);
+  snprintf(d, sizeof(d), "%s", dev);
+  boot_put32(b, BOOT_MAGIC);
+  boot_put32(b, rank);
+  boot_put32(b, cfg->nranks);
+  boot_put64(b, boot_cfg_hash(cfg));
+  boot_put_addr(b, addr);
+  boot_put_bytes(b, h, sizeof(h));
+  boot_put_bytes(b, d, sizeof(d));
+  for (uint32_t j = 0; j < cfg->nranks; j++) {
+    boot_put8(b, has[j]);
+    boot_put_conn_info(b, &info[j]);
+  }
+}
+
+void boot_get_table(struct boot_buf *b, uint32_t nranks, struct vnic_addr *addr, bool *has,
+                    struct pp_conn_info *info)
+{
+  for (uint32_t j = 0; j < nranks; j++)
+    boot_get_addr(b, &addr[j]);
+  for (uint32_t j = 0; j < nranks; j++) {
+    has[j] = boot_get8(b) != 0;
+    boot_get_conn_info(b, &info[j]);
+  }
+}
+
 static uint64_t fnv(uint64_t h, uint64_t v)
 {
   for (int i = 0; i < 8; i++) {
@@ -607,7 +638,7 @@ static enum pp_status handle_hello(struct coord *c, int fd, struct boot_buf *b)
 {
   uint32_t magic = boot_get32(b), rank = boot_get32(b), nranks = boot_get32(b);
   uint64_t hash = boot_get64(b);
-  if (b->bad || magic != 0x31425050u) {
+  if (b->bad || magic != BOOT_MAGIC) {
     errf(c->err, c->errlen, "bootstrap: a connection to %s sent garbage (not a prepost rank?)",
          c->a->where);
     return PP_PARSE;
@@ -1067,7 +1098,8 @@ enum pp_status boot_coordinate(const struct boot_coord_args *a, struct pp_run_re
     close_all(&c);
   } else {
     abort_all(&c, err);
-    pp_run_result_free(res);
+    free(res->ranks); /* pp_run_result_free without linking the simulator */
+    res->ranks = NULL;
   }
   for (uint32_t i = 0; c.r && i < c.n; i++) {
     free(c.r[i].has);

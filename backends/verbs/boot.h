@@ -79,6 +79,17 @@ void boot_put_result(struct boot_buf *b, const struct pp_rank_result *r, const u
 void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, uint64_t **samples,
                      uint64_t *nsamples);
 
+/* HELLO (rank -> coordinator): who I am, my address, and for every rank j whether I talk to it
+ * and my pp_conn_info for it (has and info are nranks long). */
+#define BOOT_MAGIC 0x31425050u /* "PPB1" */
+void boot_put_hello(struct boot_buf *b, uint32_t rank, const struct pp_engine_cfg *cfg,
+                    const struct vnic_addr *addr, const char *host, const char *dev,
+                    const bool *has, const struct pp_conn_info *info);
+/* TABLE (coordinator -> rank): every rank's address, then whether rank j talks to me and its
+ * pp_conn_info for me. Arrays are nranks long. */
+void boot_get_table(struct boot_buf *b, uint32_t nranks, struct vnic_addr *addr, bool *has,
+                    struct pp_conn_info *info);
+
 /* A hash of what every rank must agree on (ranks, protocol, workload, QP attributes, seed). */
 uint64_t boot_cfg_hash(const struct pp_engine_cfg *cfg);
 

@@ -26,6 +26,12 @@ static const char *phys_state(uint8_t s)
   return s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
+static const char *port_state(enum ibv_port_state s)
+{
+  static const char *const names[] = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"};
+  return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
 static const char *link_layer(uint8_t l)
 {
   return l == IBV_LINK_LAYER_ETHERNET ? "Ethernet (RoCE)" : l == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand" : "unknown";
@@ -142,7 +148,7 @@ static void one_device(FILE *out, struct ibv_device *d, struct verdict *v)
     fprintf(out,
             "  port %d    state %s (%d), physical state %s (%d), link layer %s,\n"
             "            active MTU %u (max %u), lid %u, %d GID slot(s)\n",
-            p, ibv_port_state_str(pa.state), pa.state, phys_state(pa.phys_state), pa.phys_state,
+            p, port_state(pa.state), pa.state, phys_state(pa.phys_state), pa.phys_state,
             link_layer(pa.link_layer), pp_mtu_bytes((enum pp_mtu)pa.active_mtu),
             pp_mtu_bytes((enum pp_mtu)pa.max_mtu), pa.lid, pa.gid_tbl_len);
     struct vnic_gid *g = calloc(pa.gid_tbl_len > 0 ? (size_t)pa.gid_tbl_len : 1, sizeof(*g));
@@ -190,7 +196,7 @@ static void one_device(FILE *out, struct ibv_device *d, struct verdict *v)
     } else if (pa.state != IBV_PORT_ACTIVE) {
       note_problem(v, "%s port %d is %s", name, p,
                    pa.state == IBV_PORT_DOWN ? "DOWN (no link: cable, switch, or the netdev is down)"
-                                             : ibv_port_state_str(pa.state));
+                                             : port_state(pa.state));
     } else if (k == 0) {
       note_problem(v, "%s port %d has no GID (no IP address on its netdev)", name, p);
     }

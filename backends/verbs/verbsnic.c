@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* engine/nic.h promises ibverbs' numbers; hold it to that at compile time. */
 _Static_assert((int)PP_WC_RNR_RETRY_EXC_ERR == (int)IBV_WC_RNR_RETRY_EXC_ERR, "wc status");
@@ -83,7 +84,8 @@ static int set_err(char *err, size_t len, enum pp_status s, const char *fmt, ...
 
 static const char *port_state_name(enum ibv_port_state s)
 {
-  return ibv_port_state_str(s);
+  static const char *const names[] = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"};
+  return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
 static const char *phys_state_name(uint8_t s)
@@ -199,6 +201,20 @@ static uint64_t read_counter(const char *device, int port, const char *name, boo
     *ok = true;
   fclose(f);
   return v;
+}
+
+/* The kernel caches hw_counters for `lifespan` ms (10 by default) after each read: wait that long
+ * (plus a tick) so that what follows is read fresh. */
+static void wait_lifespan(const char *device, int port)
+{
+  bool ok = false;
+  uint64_t ms = read_counter(device, port, "lifespan", &ok);
+  if (!ok)
+    return;
+  if (ms > 1000)
+    ms = 1000;
+  struct timespec t = {0, (long)(ms + 5) * 1000000};
+  nanosleep(&t, NULL);
 }
 
 void vnic_read_hw_counters(const char *device, int port, struct vnic_hw_counters *c)
@@ -785,6 +801,7 @@ static int op_query_counters(void *nic, struct pp_nic_counters *out)
 {
   struct vnic *n = nic;
   struct vnic_hw_counters c;
+  wait_lifespan(n->device, n->port);
   vnic_read_hw_counters(n->device, n->port, &c);
   *out = (struct pp_nic_counters){0};
   if (!c.have)
@@ -916,5 +933,6 @@ uint64_t vnic_sends_outstanding(const struct vnic *n)
 
 void vnic_counters_mark(struct vnic *n)
 {
+  wait_lifespan(n->device, n->port);
   vnic_read_hw_counters(n->device, n->port, &n->mark);
 }

@@ -384,27 +384,21 @@ static int expect(struct rank *r, uint32_t want, const char *what, struct boot_b
 static int send_hello(struct rank *r)
 {
   uint32_t n = r->cfg->engine.nranks;
+  bool *has = calloc(n, sizeof(*has));
+  struct pp_conn_info *info = calloc(n, sizeof(*info));
   struct boot_buf b = {0};
-  struct vnic_addr a;
-  vnic_local_addr(r->nic, &a);
-  boot_put32(&b, 0x31425050u); /* "PPB1" */
-  boot_put32(&b, r->id);
-  boot_put32(&b, n);
-  boot_put64(&b, boot_cfg_hash(&r->cfg->engine));
-  boot_put_addr(&b, &a);
-  char host[BOOT_HOST_MAX] = {0}, dev[VNIC_NAME_MAX] = {0};
-  snprintf(host, sizeof(host), "%s", r->host);
-  snprintf(dev, sizeof(dev), "%s", vnic_device_name(r->nic));
-  boot_put_bytes(&b, host, sizeof(host));
-  boot_put_bytes(&b, dev, sizeof(dev));
-  for (uint32_t j = 0; j < n; j++) {
-    struct pp_conn_info ci = {0};
-    bool has = j != r->id && pp_engine_local_info(r->e, j, &ci);
-    boot_put8(&b, has);
-    boot_put_conn_info(&b, &ci);
+  int rc = -1;
+  if (has && info) {
+    struct vnic_addr a;
+    vnic_local_addr(r->nic, &a);
+    for (uint32_t j = 0; j < n; j++)
+      has[j] = j != r->id && pp_engine_local_info(r->e, j, &info[j]);
+    boot_put_hello(&b, r->id, &r->cfg->engine, &a, r->host, vnic_device_name(r->nic), has, info);
+    rc = b.bad ? -1 : boot_send(r->fd, BOOT_HELLO, &b, boot_now_ns() + r->o->boot_timeout_ns);
   }
-  int rc = b.bad ? -1 : boot_send(r->fd, BOOT_HELLO, &b, boot_now_ns() + r->o->boot_timeout_ns);
   boot_buf_free(&b);
+  free(has);
+  free(info);
   if (rc)
     errf(r->err, r->errlen, "rank %u: cannot send HELLO to the coordinator", r->id);
   return rc;
@@ -413,35 +407,42 @@ static int send_hello(struct rank *r)
 static int connect_peers(struct rank *r, struct boot_buf *b)
 {
   uint32_t n = r->cfg->engine.nranks;
-  for (uint32_t j = 0; j < n; j++) {
-    struct vnic_addr a;
-    boot_get_addr(b, &a);
-    vnic_set_peer_addr(r->nic, j, &a);
+  struct vnic_addr *addr = calloc(n, sizeof(*addr));
+  bool *has = calloc(n, sizeof(*has));
+  struct pp_conn_info *info = calloc(n, sizeof(*info));
+  int rc = -1;
+  if (!addr || !has || !info) {
+    errf(r->err, r->errlen, "rank %u: out of memory", r->id);
+    goto out;
   }
+  boot_get_table(b, n, addr, has, info);
+  if (b->bad) {
+    errf(r->err, r->errlen, "rank %u: truncated table from the coordinator", r->id);
+    goto out;
+  }
+  for (uint32_t j = 0; j < n; j++)
+    vnic_set_peer_addr(r->nic, j, &addr[j]);
   for (uint32_t j = 0; j < n; j++) {
-    bool has = boot_get8(b) != 0;
-    struct pp_conn_info ci;
-    boot_get_conn_info(b, &ci);
-    if (b->bad)
-      break;
-    if (!has || j == r->id)
+    if (!has[j] || j == r->id)
       continue;
-    enum pp_status s = pp_engine_connect(r->e, boot_now_ns(), j, &ci);
+    enum pp_status s = pp_engine_connect(r->e, boot_now_ns(), j, &info[j]);
     if (s == PP_NOTFOUND)
-      continue; /* the peer talks to us, we do not talk to it: cannot happen with symmetric plans */
+      continue; /* the peer talks to us, we do not talk to it (asymmetric plans) */
     if (s != PP_OK) {
       errf(r->err, r->errlen,
            "rank %u: connecting the QP(s) to rank %u on %s failed (modify_qp to RTR/RTS): %s",
            r->id, j, vnic_device_name(r->nic), pp_status_desc(s));
-      return -1;
+      goto out;
     }
-    logline(r, "connected to rank %u (qp %u -> %u)", j, 0u, ci.qp_num[0]);
+    logline(r, "connected to rank %u (%u channel(s), remote qp %u)", j, info[j].nchannels,
+            info[j].qp_num[0]);
   }
-  if (b->bad) {
-    errf(r->err, r->errlen, "rank %u: truncated table from the coordinator", r->id);
-    return -1;
-  }
-  return 0;
+  rc = 0;
+out:
+  free(addr);
+  free(has);
+  free(info);
+  return rc;
 }
 
 static int send_result(struct rank *r)
@@ -755,7 +756,8 @@ static enum pp_status one_rank(const struct pp_sim_config *cfg, const struct pp_
   }
   if (s != PP_OK) {
     errf(err, errlen, "%s", e2);
-    pp_run_result_free(res);
+    free(res->ranks); /* pp_run_result_free without linking the simulator */
+    res->ranks = NULL;
     return s;
   }
   *reporter = true;

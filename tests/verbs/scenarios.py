@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""The verbs suite's scenario runs: each scenario of scenarios.list on the verbs backend (an RDMA
+device: Soft-RoCE in the guest), its expectation asserted, and the same scenario on the simulator
+compared with it field by field (timings excluded). One PASS/FAIL line per check, a closing
+"N passed, N failed" line; exit 1 if anything failed.
+
+usage: scenarios.py PREPOST [--list FILE] [--models DIR] [--only NAME] [--out DIR]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXIT_OF = {"completed": 0, "errors": 1, "stalled": 3, "timeout": 3}
+
+
+def run(cmd, timeout):
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "", f"timed out after {timeout} s", time.monotonic() - t0
+    return p.returncode, p.stdout, p.stderr, time.monotonic() - t0
+
+
+def keys(o, prefix=""):
+    """The key paths of a JSON value (status_counts keys are values, not structure)."""
+    out = set()
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k == "status_counts":
+                out.add(prefix + k)
+                continue
+            out.add(prefix + k)
+            out |= keys(v, prefix + k + ".")
+    elif isinstance(o, list) and o:
+        out |= keys(o[0], prefix + "[].")
+    return out
+
+
+def compare(mode, sim, rxe):
+    """Differences between the two runs under a parity mode; empty when they agree."""
+    d = []
+
+    def same(what, a, b):
+        if a != b:
+            d.append(f"{what}: simgrid {a!r}, verbs {b!r}")
+
+    same("outcome", sim["outcome"], rxe["outcome"])
+    same("ranks", len(sim["ranks"]), len(rxe["ranks"]))
+    if mode in ("exact",):
+        same("RNR present", sim["rnr_naks"] > 0, rxe["rnr_naks"] > 0)
+    for s, r in zip(sim["ranks"], rxe["ranks"]):
+        i = s["rank"]
+        same(f"rank {i} done", s["done"], r["done"])
+        if mode in ("exact", "counts"):
+            for f in ("messages_sent", "messages", "bytes", "corrupt"):
+                same(f"rank {i} {f}", s[f], r[f])
+            same(f"rank {i} status_counts", s["status_counts"], r["status_counts"])
+        else:  # shape
+            same(f"rank {i} statuses", sorted(s["status_counts"]), sorted(r["status_counts"]))
+            same(f"rank {i} RNR_RETRY_EXC_ERR", s["status_counts"].get("RNR_RETRY_EXC_ERR", 0),
+                 r["status_counts"].get("RNR_RETRY_EXC_ERR", 0))
+            for run_, name in ((s, "simgrid"), (r, "verbs")):
+                if run_["corrupt"]:
+                    d.append(f"rank {i}: {name} received {run_['corrupt']} corrupt/out-of-order")
+    if mode == "shape":
+        # every message a sender saw acknowledged was received intact, in order, on both
+        for run_, name in ((sim, "simgrid"), (rxe, "verbs")):
+            sent = sum(x["messages_sent"] for x in run_["ranks"])
+            got = sum(x["messages"] for x in run_["ranks"])
+            if sent != got:
+                d.append(f"{name}: {sent} sends acknowledged, {got} messages received intact")
+    return d
+
+
+def expect(what, rxe, rc):
+    d = []
+    oc = rxe["outcome"]
+    if rc != EXIT_OF.get(oc, -1):
+        d.append(f"exit {rc} for outcome {oc}")
+    intact = all(r["corrupt"] == 0 for r in rxe["ranks"])
+    if what == "no-rnr":
+        if oc != "completed" or rxe["rnr_naks"] != 0 or not intact:
+            d.append(f"want completed without RNR: {oc}, {rxe['rnr_naks']} RNR NAKs")
+    elif what == "rnr":
+        if oc != "completed" or rxe["rnr_naks"] == 0 or not intact:
+            d.append(f"want completed with RNR NAKs: {oc}, {rxe['rnr_naks']} RNR NAKs")
+    elif what == "rnr-exc":
+        if oc != "errors" or rxe["status_counts"].get("RNR_RETRY_EXC_ERR", 0) < 1:
+            d.append(f"want RNR_RETRY_EXC_ERR: {oc}, {rxe['status_counts']}")
+    elif what == "completed":
+        if oc != "completed" or not intact:
+            d.append(f"want completed, intact: {oc}")
+    elif what == "errors":
+        if oc != "errors":
+            d.append(f"want errors: {oc}")
+    else:
+        d.append(f"unknown expectation {what!r}")
+    return d
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("prepost")
+    ap.add_argument("--list", default=os.path.join(HERE, "scenarios.list"))
+    ap.add_argument("--models", default=os.path.join(HERE, "..", "..", "models"))
+    ap.add_argument("--only", action="append")
+    ap.add_argument("--out", default=os.environ.get("GUEST_OUT", "/tmp"))
+    a = ap.parse_args()
+    passed = failed = 0
+
+    def report(ok, name, detail=()):
+        nonlocal passed, failed
+        if ok:
+            passed += 1
+            print(f"PASS {name}")
+        else:
+            failed += 1
+            print(f"FAIL {name}")
+            for x in detail:
+                print(f"    {x}")
+        sys.stdout.flush()
+
+    with open(a.list) as f:
+        lines = [l.split("#")[0].split() for l in f]
+    for fields in lines:
+        if not fields:
+            continue
+        name, mode, want, extra = fields[0], fields[1], fields[2], fields[3:]
+        if a.only and name not in a.only:
+            continue
+        path = os.path.join(a.models, "scenarios", name + ".yaml")
+        base = [a.prepost, "run", path, "--json", "--models", a.models]
+        src, sout, serr, st = run(base, 300)
+        rrc, rout, rerr, rt = run(base + ["--backend", "verbs", "--timeout", "180"] + extra, 240)
+        for tag, out, err_, rc in (("simgrid", sout, serr, src), ("verbs", rout, rerr, rrc)):
+            with open(os.path.join(a.out, f"{name}.{tag}.json"), "w") as g:
+                g.write(out)
+            with open(os.path.join(a.out, f"{name}.{tag}.stderr"), "w") as g:
+                g.write(err_)
+        try:
+            sim = json.loads(sout)
+        except ValueError:
+            report(False, f"{name}: simulator run", [f"exit {src}", serr.strip()[-500:]])
+            continue
+        try:
+            rxe = json.loads(rout)
+        except ValueError:
+            report(False, f"{name}: verbs run", [f"exit {rrc}", rerr.strip()[-800:]])
+            continue
+        summary = (f"{rxe['outcome']}, {rxe['messages']} messages, {rxe['rnr_naks']} RNR NAKs "
+                   f"(simulated {sim['rnr_naks']}), {rxe['status_counts']}, {rt:.1f} s")
+        report(not expect(want, rxe, rrc), f"{name}: verbs {want}: {summary}",
+               expect(want, rxe, rrc))
+        d = compare(mode, sim, rxe)
+        ks, kr = keys(sim), keys(rxe)
+        if ks != kr:
+            d.append(f"JSON keys differ: only simgrid {sorted(ks - kr)}, only verbs {sorted(kr - ks)}")
+        if rxe.get("backend") != "verbs" or sim.get("backend") != "simgrid":
+            d.append("backend names")
+        report(not d, f"{name}: parity ({mode})", d)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# tests/verbs/suite.sh [BUILD_DIR] [--bench]: the verbs test suite. Runs INSIDE the Soft-RoCE
+# guest, as root, from the repository root:
+#
+#   tools/guest/run tests/verbs/suite.sh build/default
+#
+# (tools/test does exactly this, once per run.) Asserts outcomes, never timing:
+#   doctor              READY on rxe0, with the GID prepost picks
+#   test_verbs_rxe      RC rules on rxe through the backend (RNR_RETRY_EXC_ERR with rnr_retry 0,
+#                       RNR NAKs then success with 7, REM_ACCESS_ERR for a bad rkey, ...), and
+#                       the bootstrap failures (absent peer, wrong address, busy port, no device)
+#   scenarios.py        the scenarios of tests/verbs/scenarios.list on rxe, each with its
+#                       expectation and its parity with the simulator
+#   port down           rxe0's netdev down: a run ends with exit 4 naming the port; doctor says
+#                       NOT READY; back up afterwards
+#   --bench             then tests/verbs/bench.sh (prepost bench vs perftest and UCX; no verdict)
+# Ends with "verbs suite: N passed, N failed"; exit 1 if anything failed.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+B=build/default
+bench=0
+for a in "$@"; do
+  case $a in
+    --bench) bench=1 ;;
+    *) B=$a ;;
+  esac
+done
+P=$B/tools/prepost
+OUT=${GUEST_OUT:-$(mktemp -d)}
+pass=0 fail=0
+ok() {
+  if [[ $1 == 0 ]]; then
+    pass=$((pass + 1))
+    echo "PASS $2 (${SECONDS} s)"
+  else
+    fail=$((fail + 1))
+    echo "FAIL $2 (${SECONDS} s)"
+  fi
+  SECONDS=0
+}
+[[ -x $P ]] || { echo "FAIL: $P is not built"; echo "verbs suite: 0 passed, 1 failed"; exit 1; }
+DEV=$(ls /sys/class/infiniband 2>/dev/null | head -1)
+PORT_STATE=/sys/class/infiniband/$DEV/ports/1/state
+
+echo "== doctor"
+"$P" doctor >"$OUT/doctor.txt" 2>&1
+rc=$?
+sed 's/^/    /' "$OUT/doctor.txt"
+grep -q '^verdict     READY' "$OUT/doctor.txt"
+ok $((rc | $?)) "doctor: READY"
+
+echo "== test_verbs_rxe"
+timeout 600 "$B/tests/test_verbs_rxe" --jobs 1 >"$OUT/test_verbs_rxe.txt" 2>&1
+rc=$?
+grep -E 'Synthesis|FAIL|Assertion|failed|CRASH|Timed out' "$OUT/test_verbs_rxe.txt" | head -30 |
+  sed 's/^/    /'
+ok $rc "test_verbs_rxe"
+
+echo "== scenarios on rxe, parity with the simulator"
+timeout 1200 /usr/bin/python3 tests/verbs/scenarios.py "$P" --out "$OUT" | tee "$OUT/scenarios.txt" |
+  sed 's/^/    /'
+ok "${PIPESTATUS[0]}" "scenarios.py"
+
+echo "== port down"
+if [[ -n $DEV && -e $PORT_STATE ]]; then
+  NETDEV=$(rdma link show "$DEV/1" 2>/dev/null | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
+  ip link set "${NETDEV:-dummy0}" down
+  for _ in $(seq 50); do grep -q DOWN "$PORT_STATE" && break; sleep 0.1; done
+  t0=$EPOCHREALTIME
+  timeout 60 "$P" run models/scenarios/fast-consumer.yaml --backend verbs >"$OUT/down.out" 2>"$OUT/down.err"
+  rc=$?
+  dt=$(echo "$EPOCHREALTIME - $t0" | bc)
+  sed 's/^/    /' "$OUT/down.err"
+  [[ $rc == 4 ]] && grep -q "$DEV port 1 is DOWN" "$OUT/down.err"
+  ok $? "port down: exit $rc in ${dt%.*} s, naming the port"
+  "$P" doctor >"$OUT/doctor-down.txt" 2>&1
+  rc=$?
+  grep '^verdict' "$OUT/doctor-down.txt" | sed 's/^/    /'
+  [[ $rc == 1 ]] && grep -q "NOT READY: $DEV port 1 is DOWN" "$OUT/doctor-down.txt"
+  ok $? "port down: doctor says NOT READY"
+  ip link set "${NETDEV:-dummy0}" up
+  for _ in $(seq 100); do grep -q ACTIVE "$PORT_STATE" && break; sleep 0.1; done
+  grep -q ACTIVE "$PORT_STATE"
+  ok $? "port back up: ACTIVE"
+else
+  ok 1 "port down: no device to take down"
+fi
+
+if ((bench)); then
+  echo "== bench (not a test: figures and ratios)"
+  tests/verbs/bench.sh "$B"
+fi
+
+echo "verbs suite: $pass passed, $fail failed"
+((fail == 0))

@@ -1,0 +1,680 @@
+/*
+ * `prepost explore`: the command line of the explorer (tools/explore.h): seeds, replay of
+ * scenario files (regressions), exhaustive enumeration of orderings, failure reports, shrinking.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/bugs.h"
+#include "tools/explore.h"
+
+#ifndef PREPOST_MODELS_DIR
+#define PREPOST_MODELS_DIR "models"
+#endif
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+const char *const pp_explore_usage =
+    "usage: prepost explore [--seeds N | --time T] [--from SEED] [--protocol P] [--faults LIST]\n"
+    "                       [--jobs J] [OPTIONS]\n"
+    "       prepost explore --replay FILE|DIR... [--jobs J]\n"
+    "       prepost explore --exhaustive K [--window NS] --from SEED [OPTIONS]\n"
+    "\n"
+    "Deterministic simulation testing: for each seed, generate a scenario (ranks, protocol and\n"
+    "its parameters, sizes, counts, posting order and delays, platform, NIC, faults), run it on\n"
+    "the simulated backend in a child process, check the invariants. A failing seed is printed\n"
+    "with the one-line command that reproduces it, written as a scenario file (and a trace),\n"
+    "and shrunk to a smaller scenario failing the same invariant.\n"
+    "\n"
+    "  --seeds N          run N seeds (default 100)\n"
+    "  --time T           run seeds for T seconds of wall-clock time (30s, 5m, 1h)\n"
+    "  --from SEED        the first seed (default 1); seeds are consecutive\n"
+    "  --protocol P       only protocol P (default: the mix of the flow-controlled protocols;\n"
+    "                     'naive' is the positive control: its RNR failures must be found)\n"
+    "  --faults LIST      faults a seed may draw, comma-separated, 'all' (default) or 'none'\n"
+    "  --fault-rate P     probability that each of them is on in a seed (default 0.3)\n"
+    "  --max-ranks N      (default 8)   --max-messages N (default 200)\n"
+    "  --max-size BYTES   (default 65536)\n"
+    "  --bug NAME         switch a test-only protocol bug on (engine/bugs.h; repeatable)\n"
+    "  --jobs J           runs in parallel (default 1)\n"
+    "  --timeout S        wall-clock bound per run in seconds (default 60): past it the run is\n"
+    "                     killed and reported as a hang of the simulator\n"
+    "  --out DIR          where failing scenarios, traces and shrunk scenarios go\n"
+    "                     (default explore-failures)\n"
+    "  --no-shrink        do not shrink   --shrink-runs N: candidates per failure (default 150)\n"
+    "  --shrink-max N     shrink the first N failures (default 3)\n"
+    "  --stop-after N     stop after N failures (default: never)\n"
+    "  --no-trace         do not record a trace of failing seeds\n"
+    "  --keep-all         write every seed's scenario into --out with its verdict as the\n"
+    "                     expected one (to make regression files)\n"
+    "  --replay PATH...   run scenario files (a directory: its *.yaml) and check their verdict\n"
+    "                     against their '# expect: INVARIANT' line (default ok)\n"
+    "  --exhaustive K     for one seed (--from), run all 2^K orderings: wire transfer i < K\n"
+    "                     leaves --window NS (default 1000) late when bit i is set\n"
+    "  --list             the protocols, faults, invariants and test bugs\n"
+    "  -v, --verbose      one line per seed\n"
+    "\n"
+    "Exit codes: 0 no failure (replay: every verdict as expected), 1 failures, 2 usage error.\n";
+
+struct opts {
+  struct pp_explore_space sp;
+  uint64_t from, seeds;
+  double time_s;
+  unsigned jobs;
+  double timeout_s;
+  const char *out;
+  bool shrink, trace, verbose, list, keep_all;
+  unsigned shrink_runs, shrink_max, stop_after;
+  unsigned exhaustive;
+  uint64_t window;
+  const char **replay;
+  int nreplay;
+  bool faults_given;
+};
+
+static int usage_error(const char *fmt, const char *arg)
+{
+  fprintf(stderr, "prepost explore: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n\n%s", pp_explore_usage);
+  return EXIT_USAGE;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+  char *end;
+  if (!s || !*s || *s == '-')
+    return -1;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || *end)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+/* "30", "30s", "5m", "1h", "1.5s" */
+static int parse_seconds(const char *s, double *out)
+{
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || !(v >= 0))
+    return -1;
+  if (!strcmp(end, "m"))
+    v *= 60;
+  else if (!strcmp(end, "h"))
+    v *= 3600;
+  else if (*end && strcmp(end, "s"))
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+  pp_explore_space_default(&o->sp);
+  o->from = 1;
+  o->jobs = 1;
+  o->timeout_s = 60;
+  o->out = "explore-failures";
+  o->shrink = o->trace = true;
+  o->shrink_runs = 150;
+  o->shrink_max = 3;
+  o->window = 1000;
+  bool have_seeds = false;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    uint64_t x;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(pp_explore_usage, stdout);
+      return EXIT_OK + 100;
+    } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+      o->verbose = true;
+    } else if (!strcmp(a, "--no-shrink")) {
+      o->shrink = false;
+    } else if (!strcmp(a, "--no-trace")) {
+      o->trace = false;
+    } else if (!strcmp(a, "--list")) {
+      o->list = true;
+    } else if (!strcmp(a, "--keep-all")) {
+      o->keep_all = true;
+    } else if (!strcmp(a, "--replay")) {
+      o->replay = (const char **)&argv[i + 1];
+      while (i + 1 < argc && argv[i + 1][0] != '-') {
+        o->nreplay++;
+        i++;
+      }
+      if (!o->nreplay)
+        return usage_error("%s needs at least one file or directory", a);
+    } else if (i + 1 >= argc) {
+      return usage_error(a[0] == '-' ? "%s needs a value or is unknown" : "unexpected argument '%s'",
+                         a);
+    } else {
+      const char *v = argv[++i];
+      if (!strcmp(a, "--seeds") || !strcmp(a, "--from") || !strcmp(a, "--jobs") ||
+          !strcmp(a, "--max-ranks") || !strcmp(a, "--max-messages") ||
+          !strcmp(a, "--max-size") || !strcmp(a, "--shrink-runs") ||
+          !strcmp(a, "--shrink-max") || !strcmp(a, "--stop-after") ||
+          !strcmp(a, "--exhaustive") || !strcmp(a, "--window")) {
+        if (parse_u64(v, &x))
+          return usage_error("a non-negative integer is expected, got '%s'", v);
+        if (!strcmp(a, "--seeds"))
+          o->seeds = x, have_seeds = true;
+        else if (!strcmp(a, "--from"))
+          o->from = x;
+        else if (!strcmp(a, "--jobs"))
+          o->jobs = x < 1 ? 1 : x > 64 ? 64 : (unsigned)x;
+        else if (!strcmp(a, "--max-ranks"))
+          o->sp.max_ranks = x < 2 ? 2 : x > 64 ? 64 : (uint32_t)x;
+        else if (!strcmp(a, "--max-messages"))
+          o->sp.max_messages = x < 1 ? 1 : x > 100000 ? 100000 : (uint32_t)x;
+        else if (!strcmp(a, "--max-size"))
+          o->sp.max_size = x < PP_MSG_HEADER ? PP_MSG_HEADER : x > (1u << 24) ? 1u << 24 : (uint32_t)x;
+        else if (!strcmp(a, "--shrink-runs"))
+          o->shrink_runs = (unsigned)x;
+        else if (!strcmp(a, "--shrink-max"))
+          o->shrink_max = (unsigned)x;
+        else if (!strcmp(a, "--stop-after"))
+          o->stop_after = (unsigned)x;
+        else if (!strcmp(a, "--exhaustive"))
+          o->exhaustive = x > 16 ? 16 : (unsigned)x;
+        else
+          o->window = x;
+      } else if (!strcmp(a, "--time")) {
+        if (parse_seconds(v, &o->time_s))
+          return usage_error("--time wants a duration such as 30s, 5m or 1h, got '%s'", v);
+      } else if (!strcmp(a, "--timeout")) {
+        if (parse_seconds(v, &o->timeout_s))
+          return usage_error("--timeout wants seconds, got '%s'", v);
+      } else if (!strcmp(a, "--fault-rate")) {
+        char *end;
+        double p = strtod(v, &end);
+        if (*end || !(p >= 0 && p <= 1))
+          return usage_error("--fault-rate wants a probability 0..1, got '%s'", v);
+        o->sp.fault_rate = p;
+      } else if (!strcmp(a, "--protocol")) {
+        if ((o->sp.gen = pp_explore_gen_by_name(v)) < 0)
+          return usage_error("unknown protocol '%s' (see --list)", v);
+      } else if (!strcmp(a, "--faults")) {
+        char err[512];
+        if (pp_faults_parse(v, &o->sp.faults, err, sizeof err))
+          return usage_error("%s", err);
+        o->faults_given = true;
+      } else if (!strcmp(a, "--bug")) {
+        int b = pp_bug_from_name(v);
+        if (b < 0)
+          return usage_error("unknown test bug '%s' (see --list)", v);
+        o->sp.bugs |= 1u << b;
+      } else if (!strcmp(a, "--out")) {
+        o->out = v;
+      } else {
+        return usage_error("unknown option '%s'", a);
+      }
+    }
+  }
+  if (!have_seeds && !(o->time_s > 0))
+    o->seeds = 100;
+  if (have_seeds && o->time_s > 0)
+    return usage_error("%s", "--seeds and --time exclude each other");
+  return -1;
+}
+
+static void list_all(void)
+{
+  printf("protocols (--protocol):\n");
+  for (size_t i = 0; i < pp_explore_ngens; i++) {
+    const struct pp_explore_gen *g = &pp_explore_gens[i];
+    printf("  %-14s %s%s\n", g->name, g->flow_controlled ? "flow-controlled" : "no flow control",
+           g->in_mix ? ", in the default mix" : " (positive control: not in the default mix)");
+  }
+  printf("faults (--faults):\n");
+  for (int f = 0; f < PP_FAULT_COUNT; f++)
+    printf("  %-14s %s\n", pp_fault_name((enum pp_fault)f), pp_fault_desc((enum pp_fault)f));
+  printf("invariants:\n");
+  for (int i = 1; i < PP_INV_COUNT; i++)
+    printf("  %-14s %s\n", pp_inv_name((enum pp_inv)i), pp_inv_desc((enum pp_inv)i));
+  printf("test bugs (--bug):\n");
+  for (int b = 0; b < PP_BUG_COUNT; b++)
+    printf("  %-14s %s\n", pp_bug_name((enum pp_bug)b), pp_bug_desc((enum pp_bug)b));
+}
+
+/* The options that make `--from S --seeds 1` generate the same scenario. */
+static void repro_flags(const struct opts *o, char *buf, size_t len)
+{
+  struct pp_explore_space d;
+  pp_explore_space_default(&d);
+  size_t at = 0;
+  buf[0] = '\0';
+#define ADD(...)                                                                                   \
+  if (at < len)                                                                                    \
+  at += (size_t)snprintf(buf + at, len - at, __VA_ARGS__)
+  if (o->sp.gen >= 0)
+    ADD(" --protocol %s", pp_explore_gens[o->sp.gen].name);
+  if (o->sp.faults != d.faults) {
+    char f[256];
+    pp_faults_format(o->sp.faults, f, sizeof f);
+    ADD(" --faults %s", f);
+  }
+  if (o->sp.fault_rate != d.fault_rate)
+    ADD(" --fault-rate %.17g", o->sp.fault_rate);
+  if (o->sp.max_ranks != d.max_ranks)
+    ADD(" --max-ranks %u", o->sp.max_ranks);
+  if (o->sp.max_messages != d.max_messages)
+    ADD(" --max-messages %u", o->sp.max_messages);
+  if (o->sp.max_size != d.max_size)
+    ADD(" --max-size %u", o->sp.max_size);
+  for (int b = 0; b < PP_BUG_COUNT; b++)
+    if (o->sp.bugs >> b & 1)
+      ADD(" --bug %s", pp_bug_name((enum pp_bug)b));
+  if (o->timeout_s != 60)
+    ADD(" --timeout %g", o->timeout_s);
+#undef ADD
+}
+
+static bool make_dir(const char *dir)
+{
+  if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+    return true;
+  fprintf(stderr, "prepost explore: cannot create '%s': %s\n", dir, strerror(errno));
+  return false;
+}
+
+struct failure {
+  uint64_t seed;
+  struct pp_verdict v;
+};
+
+/* Writes, traces and shrinks one failure; prints the report. */
+static void report_failure(const struct opts *o, uint64_t seed, const struct pp_verdict *v,
+                           bool shrink)
+{
+  static struct pp_scenario sc, small;
+  pp_explore_generate(seed, &o->sp, &sc);
+  char flags[512], desc[512];
+  repro_flags(o, flags, sizeof flags);
+  pp_explore_describe(&sc, desc, sizeof desc);
+  printf("FAIL seed %" PRIu64 " [%s] %s\n", seed, pp_inv_name(v->inv), v->why);
+  printf("  scenario:  %s\n", desc);
+  printf("  reproduce: prepost explore --from %" PRIu64 " --seeds 1%s\n", seed, flags);
+  if (!make_dir(o->out))
+    return;
+  char path[PP_PATH_MAX], comment[1024];
+  snprintf(path, sizeof path, "%s/seed-%" PRIu64 ".yaml", o->out, seed);
+  snprintf(comment, sizeof comment,
+           "found by: prepost explore --from %" PRIu64 " --seeds 1%s\n%s: %s\nexpect: %s", seed,
+           flags, pp_inv_name(v->inv), v->why, pp_inv_name(v->inv));
+  if (pp_scenario_write_file(path, &sc, comment) == 0)
+    printf("  written:   %s (prepost explore --replay %s)\n", path, path);
+  if (o->trace) {
+    char trace[PP_PATH_MAX], log[PP_PATH_MAX];
+    snprintf(trace, sizeof trace, "%s/seed-%" PRIu64 ".trace", o->out, seed);
+    snprintf(log, sizeof log, "%s/seed-%" PRIu64 ".log", o->out, seed);
+    struct pp_verdict again;
+    pp_explore_run(&sc, o->timeout_s, trace, log, &again);
+    printf("  trace:     %s, NIC log %s%s\n", trace, log,
+           again.inv == v->inv ? "" : " (the recorded run did not fail the same way!)");
+  }
+  if (!shrink)
+    return;
+  fflush(stdout);
+  unsigned runs = pp_explore_shrink(&sc, v->inv, o->shrink_runs, o->timeout_s, &small,
+                                    o->verbose ? stdout : NULL);
+  pp_explore_describe(&small, desc, sizeof desc);
+  snprintf(path, sizeof path, "%s/seed-%" PRIu64 "-shrunk.yaml", o->out, seed);
+  snprintf(comment, sizeof comment,
+           "shrunk from: prepost explore --from %" PRIu64 " --seeds 1%s\nexpect: %s", seed, flags,
+           pp_inv_name(v->inv));
+  printf("  shrunk:    %s (%u runs)\n", desc, runs);
+  if (pp_scenario_write_file(path, &small, comment) == 0)
+    printf("  reproduce: prepost explore --replay %s\n", path);
+}
+
+static void progress(double t0, uint64_t done, unsigned failures, bool final)
+{
+  double dt = now_s() - t0;
+  fprintf(stderr, "\r  %" PRIu64 " seeds, %.1f seeds/s, %u failure%s%s", done,
+          dt > 0 ? done / dt : 0.0, failures, failures == 1 ? "" : "s", final ? "\n" : "  ");
+  fflush(stderr);
+}
+
+static int explore_seeds(const struct opts *o)
+{
+  struct pp_explore_pool *pool = pp_explore_pool_create(o->jobs, o->timeout_s);
+  if (!pool)
+    return EXIT_USAGE;
+  bool tty = isatty(STDERR_FILENO);
+  double t0 = now_s(), last = 0;
+  uint64_t next = o->from, done = 0, messages = 0, sim_ns = 0;
+  unsigned nfail = 0, cap = 16;
+  unsigned per_inv[PP_INV_COUNT] = {0};
+  struct failure *fails = malloc(cap * sizeof *fails);
+  static struct pp_scenario sc;
+  bool stop = false;
+  char faults[256];
+  pp_faults_format(o->sp.faults, faults, sizeof faults);
+  printf("explore: seeds from %" PRIu64 ", %s, protocol %s, faults %s (rate %.2f), %u job%s\n",
+         o->from,
+         o->time_s > 0 ? "for a time budget" : "a fixed count",
+         o->sp.gen >= 0 ? pp_explore_gens[o->sp.gen].name : "mix", faults, o->sp.fault_rate,
+         o->jobs, o->jobs == 1 ? "" : "s");
+  fflush(stdout);
+  for (;;) {
+    bool more = !stop && (o->time_s > 0 ? now_s() - t0 < o->time_s : next - o->from < o->seeds);
+    while (more && pp_explore_pool_running(pool) < o->jobs) {
+      pp_explore_generate(next, &o->sp, &sc);
+      if (!pp_explore_pool_start(pool, next, &sc)) {
+        fprintf(stderr, "prepost explore: cannot start a child process: %s\n", strerror(errno));
+        stop = true;
+        break;
+      }
+      next++;
+      more = o->time_s > 0 ? now_s() - t0 < o->time_s : next - o->from < o->seeds;
+    }
+    if (!pp_explore_pool_running(pool))
+      break;
+    uint64_t seed;
+    struct pp_verdict v;
+    if (!pp_explore_pool_wait(pool, tty ? 0.2 : -1, &seed, &v)) {
+      if (tty)
+        progress(t0, done, nfail, false);
+      continue;
+    }
+    done++;
+    messages += v.messages;
+    sim_ns += v.sim_ns;
+    if (o->keep_all && make_dir(o->out)) {
+      char path[PP_PATH_MAX], flags[512], comment[1024];
+      repro_flags(o, flags, sizeof flags);
+      pp_explore_generate(seed, &o->sp, &sc);
+      snprintf(path, sizeof path, "%s/seed-%" PRIu64 ".yaml", o->out, seed);
+      snprintf(comment, sizeof comment,
+               "from: prepost explore --from %" PRIu64 " --seeds 1%s\nexpect: %s", seed, flags,
+               pp_inv_name(v.inv));
+      if (pp_scenario_write_file(path, &sc, comment))
+        fprintf(stderr, "prepost explore: cannot write %s\n", path);
+    }
+    if (o->verbose) {
+      pp_explore_generate(seed, &o->sp, &sc);
+      char d[512];
+      pp_explore_describe(&sc, d, sizeof d);
+      printf("seed %" PRIu64 ": %s (%s, %s) %.3f s %s\n", seed, pp_inv_name(v.inv),
+             pp_outcome_name(v.outcome), d, v.wall_s, v.why);
+    }
+    if (v.inv != PP_INV_OK) {
+      per_inv[v.inv]++;
+      if (nfail == cap && (fails = realloc(fails, (cap *= 2) * sizeof *fails)) == NULL)
+        return EXIT_USAGE;
+      fails[nfail++] = (struct failure){seed, v};
+      if (tty)
+        fprintf(stderr, "\r\033[K");
+      printf("FAIL seed %" PRIu64 " [%s] %s\n", seed, pp_inv_name(v.inv), v.why);
+      fflush(stdout);
+      if (o->stop_after && nfail >= o->stop_after)
+        stop = true;
+    }
+    if (tty && now_s() - last > 0.2) {
+      progress(t0, done, nfail, false);
+      last = now_s();
+    }
+  }
+  pp_explore_pool_destroy(pool);
+  double dt = now_s() - t0;
+  if (tty)
+    fprintf(stderr, "\r\033[K");
+  /* the reports, in seed order of discovery: written, traced, shrunk */
+  for (unsigned i = 0; i < nfail; i++) {
+    if (i == 0)
+      printf("\n");
+    report_failure(o, fails[i].seed, &fails[i].v, o->shrink && i < o->shrink_max);
+  }
+  printf("explore: %" PRIu64 " seeds (%" PRIu64 "..%" PRIu64 ") in %.1f s: %.1f seeds/s, %" PRIu64
+         " messages delivered (%.0f simulated messages/s), %u failure%s",
+         done, o->from, o->from + (done ? done - 1 : 0), dt, dt > 0 ? done / dt : 0.0, messages,
+         dt > 0 ? messages / dt : 0.0, nfail, nfail == 1 ? "" : "s");
+  const char *sep = " (";
+  for (int i = 1; i < PP_INV_COUNT; i++)
+    if (per_inv[i]) {
+      printf("%s%s %u", sep, pp_inv_name((enum pp_inv)i), per_inv[i]);
+      sep = ", ";
+    }
+  printf("%s\n", *sep == ',' ? ")" : "");
+  free(fails);
+  (void)sim_ns;
+  return nfail ? EXIT_FAIL : EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ replay */
+
+/* The invariant named by a "# expect: NAME" line of the file, OK when there is none; -1 when
+ * the line names no invariant. */
+static int expected_of(const char *path)
+{
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return PP_INV_OK;
+  char line[512];
+  int inv = PP_INV_OK;
+  while (fgets(line, sizeof line, f)) {
+    const char *p = line;
+    if (*p != '#')
+      continue;
+    p++;
+    while (*p == ' ')
+      p++;
+    if (strncmp(p, "expect:", 7))
+      continue;
+    p += 7;
+    while (*p == ' ')
+      p++;
+    char name[64];
+    size_t n = strcspn(p, " \t\r\n");
+    if (n >= sizeof name)
+      n = sizeof name - 1;
+    memcpy(name, p, n);
+    name[n] = '\0';
+    inv = pp_inv_from_name(name);
+  }
+  fclose(f);
+  return inv;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Files to replay: each argument, or the *.yaml of a directory, sorted. */
+static int collect_files(const struct opts *o, char ***out)
+{
+  int n = 0, cap = 16;
+  char **v = malloc(cap * sizeof *v);
+  for (int i = 0; v && i < o->nreplay; i++) {
+    struct stat st;
+    const char *p = o->replay[i];
+    if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+      DIR *d = opendir(p);
+      struct dirent *e;
+      while (d && (e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || strcmp(e->d_name + l - 5, ".yaml"))
+          continue;
+        if (n == cap)
+          v = realloc(v, (cap *= 2) * sizeof *v);
+        size_t sz = strlen(p) + l + 2;
+        v[n] = malloc(sz);
+        snprintf(v[n++], sz, "%s/%s", p, e->d_name);
+      }
+      if (d)
+        closedir(d);
+    } else {
+      if (n == cap)
+        v = realloc(v, (cap *= 2) * sizeof *v);
+      v[n++] = strdup(p);
+    }
+  }
+  if (v)
+    qsort(v, (size_t)n, sizeof *v, cmp_str);
+  *out = v;
+  return n;
+}
+
+static int replay(const struct opts *o)
+{
+  const char *models = getenv("PREPOST_MODELS");
+  if (!models)
+    models = PREPOST_MODELS_DIR;
+  char **files;
+  int n = collect_files(o, &files);
+  if (n == 0) {
+    fprintf(stderr, "prepost explore: nothing to replay\n");
+    free(files);
+    return EXIT_USAGE;
+  }
+  static struct pp_scenario sc;
+  int bad = 0;
+  double t0 = now_s();
+  for (int i = 0; i < n; i++) {
+    char err[1024];
+    int expect = expected_of(files[i]);
+    if (pp_scenario_load(files[i], models, &sc, err, sizeof err) != PP_OK) {
+      printf("ERROR %s: %s\n", files[i], err);
+      bad++;
+      continue;
+    }
+    if (expect < 0) {
+      printf("ERROR %s: its '# expect:' line names no invariant\n", files[i]);
+      bad++;
+      continue;
+    }
+    struct pp_verdict v;
+    pp_explore_run(&sc, o->timeout_s, NULL, NULL, &v);
+    bool ok = (int)v.inv == expect;
+    bad += !ok;
+    printf("%s %s: %s%s%s (expected %s) %.2f s\n", ok ? "ok  " : "FAIL", files[i],
+           pp_inv_name(v.inv), v.why[0] ? ": " : "", v.why, pp_inv_name((enum pp_inv)expect),
+           v.wall_s);
+    fflush(stdout);
+  }
+  printf("replay: %d scenario%s in %.1f s, %d as expected, %d not\n", n, n == 1 ? "" : "s",
+         now_s() - t0, n - bad, bad);
+  for (int i = 0; i < n; i++)
+    free(files[i]);
+  free(files);
+  return bad ? EXIT_FAIL : EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ exhaustive */
+
+/* One seed's scenario, every combination of K ordering bits: transfer i < K of the run leaves
+ * `window` ns late when bit i is set. A window of the order of the latency moves a transfer
+ * after everything that happens at about the same simulated instant (timer expiries,
+ * completions, other ranks' transfers): the 2^K runs cover the orderings of the first K
+ * transfers relative to those events without luck. */
+static int exhaustive(const struct opts *o)
+{
+  static struct pp_scenario base, sc;
+  pp_explore_generate(o->from, &o->sp, &base);
+  unsigned k = o->exhaustive;
+  uint64_t total = 1ull << k;
+  char desc[512], flags[512];
+  pp_explore_describe(&base, desc, sizeof desc);
+  repro_flags(o, flags, sizeof flags);
+  printf("exhaustive: seed %" PRIu64 " (%s): 2^%u = %" PRIu64 " orderings, window %" PRIu64
+         " ns\n",
+         o->from, desc, k, total, o->window);
+  struct pp_explore_pool *pool = pp_explore_pool_create(o->jobs, o->timeout_s);
+  if (!pool)
+    return EXIT_USAGE;
+  uint64_t next = 0, done = 0;
+  unsigned nfail = 0, per_inv[PP_INV_COUNT] = {0};
+  uint64_t first_fail = UINT64_MAX;
+  double t0 = now_s();
+  while (done < total) {
+    while (next < total && pp_explore_pool_running(pool) < o->jobs) {
+      sc = base;
+      sc.sim.faults.order_bits = k;
+      sc.sim.faults.order_mask = next;
+      sc.sim.faults.order_window_ns = o->window;
+      pp_explore_set_bounds(&sc, base.sim.faults.until_ns);
+      if (!pp_explore_pool_start(pool, next, &sc))
+        break;
+      next++;
+    }
+    uint64_t mask;
+    struct pp_verdict v;
+    if (!pp_explore_pool_wait(pool, -1, &mask, &v))
+      break;
+    done++;
+    if (o->verbose)
+      printf("mask 0x%" PRIx64 ": %s %s\n", mask, pp_inv_name(v.inv), v.why);
+    if (v.inv != PP_INV_OK) {
+      per_inv[v.inv]++;
+      nfail++;
+      if (mask < first_fail)
+        first_fail = mask;
+    }
+  }
+  pp_explore_pool_destroy(pool);
+  printf("exhaustive: %" PRIu64 " orderings in %.1f s, %u failing", done, now_s() - t0, nfail);
+  const char *sep = " (";
+  for (int i = 1; i < PP_INV_COUNT; i++)
+    if (per_inv[i]) {
+      printf("%s%s %u", sep, pp_inv_name((enum pp_inv)i), per_inv[i]);
+      sep = ", ";
+    }
+  printf("%s\n", *sep == ',' ? ")" : "");
+  if (nfail && make_dir(o->out)) {
+    sc = base;
+    sc.sim.faults.order_bits = k;
+    sc.sim.faults.order_mask = first_fail;
+    sc.sim.faults.order_window_ns = o->window;
+    pp_explore_set_bounds(&sc, base.sim.faults.until_ns);
+    struct pp_verdict v;
+    pp_explore_run(&sc, o->timeout_s, NULL, NULL, &v);
+    char path[PP_PATH_MAX], comment[1024];
+    snprintf(path, sizeof path, "%s/seed-%" PRIu64 "-order-%" PRIx64 ".yaml", o->out, o->from,
+             first_fail);
+    snprintf(comment, sizeof comment,
+             "found by: prepost explore --exhaustive %u --window %" PRIu64 " --from %" PRIu64
+             "%s (ordering 0x%" PRIx64 ")\nexpect: %s",
+             k, o->window, o->from, flags, first_fail, pp_inv_name(v.inv));
+    printf("FAIL ordering 0x%" PRIx64 " [%s] %s\n", first_fail, pp_inv_name(v.inv), v.why);
+    if (pp_scenario_write_file(path, &sc, comment) == 0)
+      printf("  reproduce: prepost explore --replay %s\n", path);
+  }
+  return nfail ? EXIT_FAIL : EXIT_OK;
+}
+
+int pp_cli_explore(int argc, char **argv)
+{
+  static struct opts o;
+  memset(&o, 0, sizeof o);
+  int rc = parse_args(argc, argv, &o);
+  if (rc >= 0)
+    return rc == EXIT_OK + 100 ? EXIT_OK : rc;
+  if (o.list) {
+    list_all();
+    return EXIT_OK;
+  }
+  if (o.nreplay)
+    return replay(&o);
+  if (o.exhaustive)
+    return exhaustive(&o);
+  return explore_seeds(&o);
+}
