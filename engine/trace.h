@@ -339,5 +339,7 @@ int pp_trace_rec_format(const struct pp_trace_rec *r, char *buf, size_t len);
 /* CRC-32 (IEEE 802.3, the one of zlib and of the RoCE ICRC): crc = pp_crc32(0, buf, n), and
  * pp_crc32(crc, more, m) continues it. */
 uint32_t pp_crc32(uint32_t crc, const void *buf, size_t len);
+/* CRC-32C (Castagnoli, iSCSI; SSE4.2 when the CPU has it), the chunk checksum; same use. */
+uint32_t pp_crc32c(uint32_t crc, const void *buf, size_t len);
 
 #endif

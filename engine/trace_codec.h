@@ -29,6 +29,18 @@ static inline int64_t pp_unzigzag(uint64_t v)
   return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
+/* wr_ids often carry flags in their top byte (1 << 63 for a send): rotated left by 8 they
+ * still encode in one or two varint bytes when the rest is a small index. */
+static inline uint64_t pp_rotl8(uint64_t v)
+{
+  return v << 8 | v >> 56;
+}
+
+static inline uint64_t pp_rotr8(uint64_t v)
+{
+  return v >> 8 | v << 56;
+}
+
 static inline uint8_t *pp_put_sv(uint8_t *p, int64_t v)
 {
   return pp_put_uv(p, pp_zigzag(v));

@@ -139,7 +139,7 @@ static int decode(struct dec *d, struct pp_trace_rec *r)
     break;
   case PP_TREC_WC: {
     struct pp_wc *w = &r->u.wc;
-    w->wr_id = u64(d, "wr_id");
+    w->wr_id = pp_rotr8(u64(d, "wr_id"));
     w->status = (enum pp_wc_status)u32(d, "status");
     w->opcode = (enum pp_wc_opcode)u32(d, "opcode");
     w->vendor_err = u32(d, "vendor_err");
@@ -245,7 +245,7 @@ static int decode(struct dec *d, struct pp_trace_rec *r)
   case PP_TREC_POST_SEND: {
     struct pp_send_wr *w = &r->u.send.wr;
     r->u.send.qp_num = u32(d, "qp_num");
-    w->wr_id = u64(d, "wr_id");
+    w->wr_id = pp_rotr8(u64(d, "wr_id"));
     w->opcode = (enum pp_wr_opcode)u32(d, "opcode");
     w->send_flags = u32(d, "send_flags");
     w->num_sge = sges(d, w->sg_list);
@@ -258,7 +258,7 @@ static int decode(struct dec *d, struct pp_trace_rec *r)
   case PP_TREC_POST_RECV:
   case PP_TREC_POST_SRQ_RECV:
     r->u.recv.qp_num = u32(d, "qp_num");
-    r->u.recv.wr.wr_id = u64(d, "wr_id");
+    r->u.recv.wr.wr_id = pp_rotr8(u64(d, "wr_id"));
     r->u.recv.wr.num_sge = sges(d, r->u.recv.wr.sg_list);
     r->ret = s32(d, "ret");
     break;
@@ -562,7 +562,7 @@ enum pp_status pp_trace_open(const uint8_t *data, size_t size, unsigned flags,
       break;
     }
     const uint8_t *pl = data + off + PP_TRACE_CHUNK_HEADER;
-    uint32_t got = pp_crc32(0, pl, len);
+    uint32_t got = pp_crc32c(0, pl, len);
     if (got != crc) {
       errf(err, errlen, "offset %zu: chunk CRC mismatch (stored 0x%08x, computed 0x%08x): the "
            "chunk is corrupted", off + 12, crc, got);

@@ -78,12 +78,16 @@ static void record(const char *scenario, const char *trace)
 
 Test(replay, recorded_runs_replay_exactly, .timeout = 120)
 {
+  /* naive, the NCCL-style ring (credits written into polled memory), MPI-style eager and
+   * rendezvous (headers read from received buffers, RDMA READ into registration-cache MRs),
+   * a script workload */
   const char *scenarios[] = {"rnr-slow-consumer", "rnr-slow-consumer-retry0", "lossy",
-                             "fast-consumer"};
+                             "rnr-slow-consumer-ring", "rnr-slow-consumer-eager",
+                             "rnr-slow-consumer-rndv", "p2p-script"};
   for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
     record(scenarios[i], "t.trace");
     cr_assert_eq(cli("replay t.trace"), 0, "%s: %s", scenarios[i], out);
-    cr_assert(strstr(out, "replay matched: 2 ranks"), "%s: %s", scenarios[i], out);
+    cr_assert(strstr(out, "replay matched: "), "%s: %s", scenarios[i], out);
   }
 }
 

@@ -140,14 +140,26 @@ static const struct rp_mr *mr_of(const struct rp_rank *k, uint32_t key, bool rem
   return NULL;
 }
 
-/* A live address of this rank's engine in the recorded address space (same offset in the MR of
- * that key); addresses outside any MR stay as they are. */
+/*
+ * A live address of this rank's engine in the recorded address space: the same offset from the
+ * start of the first-registered MR around it. Not the MR the key names: a registration cache
+ * registers whole pages around a buffer, and where a buffer sits in its page depends on the heap,
+ * which differs from run to run; the buffer's own registration (the workload's, at creation,
+ * before any cache entry) does not. Addresses outside every MR stay as they are.
+ */
 static uint64_t to_rec(const struct rp_rank *k, uint32_t key, bool remote, uint64_t live)
 {
-  const struct rp_mr *m = mr_of(k, key, remote);
-  if (!m || live < m->live_addr || live - m->live_addr > m->len)
+  const struct rp_mr *best = NULL;
+  for (size_t i = 0; i < k->nmr && !best; i++) {
+    const struct rp_mr *m = &k->mrs[i];
+    if (live >= m->live_addr && live - m->live_addr <= m->len)
+      best = m;
+  }
+  if (!best)
+    best = mr_of(k, key, remote);
+  if (!best || live < best->live_addr || live - best->live_addr > best->len)
     return live;
-  return m->rec_addr + (live - m->live_addr);
+  return best->rec_addr + (live - best->live_addr);
 }
 
 static struct rp_qp *qp_of(struct rp_rank *k, uint32_t qpn)

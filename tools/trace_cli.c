@@ -3,6 +3,7 @@
 #include "trace_cli.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +14,90 @@ enum { EXIT_OK = 0, EXIT_ERRORS = 1, EXIT_USAGE = 2 };
 
 /* ---------------------------------------------------------------- recording */
 
+/*
+ * The file sink hands each finished chunk to a writer thread (a bounded queue of buffers), so
+ * that the kernel's cost of writing the file is paid on the other core, not by the simulation.
+ * When the queue is full the simulation waits: memory stays bounded.
+ */
+#define QDEPTH 16
+
 struct pp_cli_trace {
   FILE *f;
   char path[1024];
   struct pp_trace_writer *w;
+  pthread_t thread;
+  bool threaded;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  struct {
+    uint8_t *p;
+    size_t n, cap;
+  } q[QDEPTH];
+  unsigned head, count;
+  bool closing, failed;
 };
+
+static void *writer_main(void *arg)
+{
+  struct pp_cli_trace *t = arg;
+  pthread_mutex_lock(&t->mu);
+  for (;;) {
+    while (t->count == 0 && !t->closing)
+      pthread_cond_wait(&t->cv, &t->mu);
+    if (t->count == 0)
+      break;
+    unsigned i = t->head;
+    pthread_mutex_unlock(&t->mu);
+    bool ok = fwrite(t->q[i].p, 1, t->q[i].n, t->f) == t->q[i].n;
+    pthread_mutex_lock(&t->mu);
+    t->failed |= !ok;
+    t->head = (t->head + 1) % QDEPTH;
+    t->count--;
+    pthread_cond_broadcast(&t->cv);
+  }
+  pthread_mutex_unlock(&t->mu);
+  return NULL;
+}
 
 static int file_sink(void *ctx, const void *buf, size_t len)
 {
-  return fwrite(buf, 1, len, ctx) == len ? 0 : -1;
+  struct pp_cli_trace *t = ctx;
+  if (!t->threaded)
+    return fwrite(buf, 1, len, t->f) == len ? 0 : -1;
+  pthread_mutex_lock(&t->mu);
+  while (t->count == QDEPTH)
+    pthread_cond_wait(&t->cv, &t->mu);
+  unsigned i = (t->head + t->count) % QDEPTH;
+  bool failed = t->failed;
+  pthread_mutex_unlock(&t->mu);
+  if (failed)
+    return -1;
+  if (t->q[i].cap < len) { /* slot i is ours until it is queued */
+    uint8_t *p = realloc(t->q[i].p, len);
+    if (!p)
+      return -1;
+    t->q[i].p = p;
+    t->q[i].cap = len;
+  }
+  memcpy(t->q[i].p, buf, len);
+  t->q[i].n = len;
+  pthread_mutex_lock(&t->mu);
+  t->count++;
+  pthread_cond_broadcast(&t->cv);
+  pthread_mutex_unlock(&t->mu);
+  return 0;
+}
+
+/* Bytes of each received message's head to record. Protocols whose engines never read what a
+ * SEND delivered (naive: the stream workload only checks it; the ring protocols: data arrives by
+ * WRITE_WITH_IMM and their control words are caught by the snapshots) need none; every other
+ * protocol (the p2p eager/rendezvous headers, anything new) gets the default. */
+static uint32_t capture_for(const struct pp_engine_cfg *c)
+{
+  const char *p = pp_protocol_name(c->protocol);
+  if (!strcmp(p, "naive") || !strncmp(p, "ring", 4))
+    return 0;
+  return PP_TRACE_CAPTURE_DEFAULT;
 }
 
 struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_config *cfg,
@@ -38,24 +114,31 @@ struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_co
     free(t);
     return NULL;
   }
+  pthread_mutex_init(&t->mu, NULL);
+  pthread_cond_init(&t->cv, NULL);
+  const char *env = getenv("PREPOST_TRACE_CAPTURE");
   struct pp_trace_info info = {
       .version = version,
       .backend = "simgrid",
       .scenario = cfg->name,
       .seed = cfg->seed,
       .nranks = cfg->engine.nranks,
-      .capture_bytes = PP_TRACE_CAPTURE_DEFAULT,
+      .capture_bytes = env && *env ? (uint32_t)strtoul(env, NULL, 0) : capture_for(&cfg->engine),
       .snapshot_max = PP_TRACE_SNAPSHOT_DEFAULT,
   };
-  enum pp_status s = pp_trace_writer_create(file_sink, t->f, &info, &t->w);
+  enum pp_status s = pp_trace_writer_create(file_sink, t, &info, &t->w);
   if (s == PP_OK)
     s = pp_trace_kv_sim_cfg(t->w, cfg);
   if (s == PP_OK)
     s = pp_trace_begin(t->w);
+  if (s == PP_OK)
+    t->threaded = pthread_create(&t->thread, NULL, writer_main, t) == 0;
   if (s != PP_OK) {
     snprintf(err, errlen, "cannot start trace '%s': %s", path, pp_status_desc(s));
     pp_trace_writer_destroy(t->w);
     fclose(t->f);
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->cv);
     free(t);
     return NULL;
   }
@@ -67,9 +150,17 @@ int pp_cli_trace_end(struct pp_cli_trace *t, char *err, size_t errlen)
 {
   pp_sim_set_trace(NULL);
   enum pp_status s = pp_trace_finish(t->w);
+  if (t->threaded) {
+    pthread_mutex_lock(&t->mu);
+    t->closing = true;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    pthread_join(t->thread, NULL);
+  }
   int rc = 0;
-  if (s != PP_OK) {
-    snprintf(err, errlen, "writing trace '%s' failed: %s", t->path, pp_status_desc(s));
+  if (s != PP_OK || t->failed) {
+    snprintf(err, errlen, "writing trace '%s' failed: %s", t->path,
+             pp_status_desc(s != PP_OK ? s : PP_IO));
     rc = -1;
   }
   if (fclose(t->f) != 0 && rc == 0) {
@@ -77,6 +168,10 @@ int pp_cli_trace_end(struct pp_cli_trace *t, char *err, size_t errlen)
     rc = -1;
   }
   pp_trace_writer_destroy(t->w);
+  for (unsigned i = 0; i < QDEPTH; i++)
+    free(t->q[i].p);
+  pthread_mutex_destroy(&t->mu);
+  pthread_cond_destroy(&t->cv);
   free(t);
   return rc;
 }

@@ -4,7 +4,15 @@ void pp_simtrace_pkt(const struct simnic_pkt *pkt, uint64_t wire_bytes, struct p
 {
   struct simnic_pkt_info i;
   simnic_pkt_describe(pkt, &i);
-  int kind = pp_trace_pkt_kind_from_name(i.kind);
+  /* the NIC names kinds with static strings: remember which pointer is which (no strcmp per
+   * packet) */
+  static const char *seen[PP_TPKT_COUNT];
+  int kind = -1;
+  for (int k = 0; k < PP_TPKT_COUNT && kind < 0; k++)
+    if (seen[k] == i.kind)
+      kind = k;
+  if (kind < 0 && (kind = pp_trace_pkt_kind_from_name(i.kind)) >= 0)
+    seen[kind] = i.kind;
   *k = (struct pp_trace_pkt){
       .kind = kind < 0 ? PP_TPKT_REQ : (uint32_t)kind,
       .opcode = kind == PP_TPKT_READ_RESP ? PP_WR_RDMA_READ : (uint32_t)i.opcode,

@@ -20,7 +20,7 @@ static void fix_crcs(uint8_t *p, size_t n)
     uint32_t len = pp_get_le32(p + off + 4);
     if (len > n - off - PP_TRACE_CHUNK_HEADER)
       return;
-    pp_put_le32(p + off + 12, pp_crc32(0, p + off + PP_TRACE_CHUNK_HEADER, len));
+    pp_put_le32(p + off + 12, pp_crc32c(0, p + off + PP_TRACE_CHUNK_HEADER, len));
     off += PP_TRACE_CHUNK_HEADER + len;
   }
 }
