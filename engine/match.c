@@ -128,6 +128,11 @@ static void unlink_entry(struct pp_match *m, struct pp_mtable *t, struct pp_ment
   m->free = q;
 }
 
+static uint32_t kind_of(uint32_t src, uint32_t tag)
+{
+  return (src == PP_ANY_SOURCE) * 2u + (tag == PP_ANY_TAG);
+}
+
 enum pp_status pp_match_post(struct pp_match *m, struct pp_mentry *r, uint32_t ctx, uint32_t src,
                              uint32_t tag)
 {
@@ -139,6 +144,7 @@ enum pp_status pp_match_post(struct pp_match *m, struct pp_mentry *r, uint32_t c
   r->order = m->next_order++;
   append(get_queue(m, &m->posted, ctx, src, tag, 0), r);
   m->nposted++;
+  m->nkind[kind_of(src, tag)]++;
   return PP_OK;
 }
 
@@ -150,6 +156,8 @@ struct pp_mentry *pp_match_arrive(struct pp_match *m, uint32_t ctx, uint32_t src
   if (m->nposted == 0)
     return NULL;
   for (int i = 0; i < 4; i++) {
+    if (!m->nkind[i]) /* no receive of that kind posted: skip its lookup */
+      continue;
     const struct pp_mqueue *q = lookup(&m->posted, ctx, srcs[i], tags[i]);
     if (q && (!best || q->head->order < best->order))
       best = q->head;
@@ -161,6 +169,7 @@ struct pp_mentry *pp_match_arrive(struct pp_match *m, uint32_t ctx, uint32_t src
 
 void pp_match_remove_posted(struct pp_match *m, struct pp_mentry *r)
 {
+  m->nkind[kind_of(r->src, r->tag)]--;
   unlink_entry(m, &m->posted, r, 0);
   m->nposted--;
 }

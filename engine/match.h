@@ -44,6 +44,7 @@ struct pp_match {
   struct pp_mqueue *pool, *free;
   uint64_t next_order;
   uint32_t nposted, nunexpected;
+  uint32_t nkind[4]; /* posted receives by kind: exact, ANY_TAG, ANY_SOURCE, both */
   uint32_t max_posted, max_unexpected;
 };
 

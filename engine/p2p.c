@@ -1428,8 +1428,8 @@ static bool p2p_quiet(const struct pp_engine *e)
   const struct p2p *p = P2P(e);
   if (p->npending || p->nactive || p->work || p->done_head)
     return false;
-  for (uint32_t i = 0; i < p->nch; i++)
-    if (p->ch[i].sq_used || p->ch[i].cq_head != NO_TX)
+  for (uint32_t i = 0; i < p->nch; i++) /* a failed channel's work requests are flushed */
+    if (!p->ch[i].failed && (p->ch[i].sq_used || p->ch[i].cq_head != NO_TX))
       return false;
   return true;
 }

@@ -913,6 +913,54 @@ Test(p2p, a_dead_peer_fails_its_requests_and_nothing_else_hangs)
   run();
   cr_assert_eq(done(0, &r[1]).error, PP_P2P_E_FAILED);
   cr_assert_geq(pstats(0).failed, 4);
+  cr_assert(pp_engine_done(C.e[0]), "nothing left to wait for: the dead channel's work flushed");
+}
+
+/* Every resource at its minimum: one credit, one reply credit, two send-queue slots, one eager
+ * send buffer, one cached registration; everything still gets through, by waiting. */
+Test(p2p, starved_resources_wait_never_fail)
+{
+  struct pp_engine_cfg cfg = base(3);
+  cfg.qp.sq_depth = 2;
+  cfg.p2p.credits = 1;
+  cfg.p2p.credit_threshold = 1;
+  cfg.p2p.reply_slots = 1;
+  cfg.p2p.send_buffers = 1;
+  cfg.p2p.rcache_entries = 1;
+  cfg.p2p.pipeline = 2;
+  cfg.p2p.eager_limit = 256;
+  cfg.p2p.rget_limit = 8192;
+  cfg.p2p.frag_size = 4096;
+  cfg.p2p.rcache_bytes = 16384;
+  up(&cfg, 0);
+  enum { N = 24 };
+  static uint8_t src[2][N][20000], dst[2][N][20000];
+  pp_req s[2][N], r[2][N];
+  for (int i = 0; i < N; i++)
+    for (uint32_t k = 0; k < 2; k++) {
+      uint32_t len = (uint32_t[]){100, 5000, 20000, 0}[i % 4];
+      memset(src[k][i], i + 1, len);
+      cr_assert_eq(pp_p2p_irecv(C.e[2], now(), dst[k][i], 20000, k, (uint32_t)i, 0, 0, &r[k][i]),
+                   PP_OK);
+      cr_assert_eq((i % 3 ? pp_p2p_isend : pp_p2p_issend)(C.e[k], now(), src[k][i], len, 2,
+                                                           (uint32_t)i, 0, 0, &s[k][i]),
+                   PP_OK);
+    }
+  run();
+  for (int i = 0; i < N; i++)
+    for (uint32_t k = 0; k < 2; k++) {
+      uint32_t len = (uint32_t[]){100, 5000, 20000, 0}[i % 4];
+      struct pp_p2p_status st = done(2, &r[k][i]);
+      cr_assert_eq(st.error, PP_P2P_E_OK);
+      cr_assert_eq(st.len, len);
+      cr_assert_eq(memcmp(src[k][i], dst[k][i], len), 0, "rank %u message %d", k, i);
+      cr_assert_eq(done(k, &s[k][i]).error, PP_P2P_E_OK);
+    }
+  cr_assert_eq(rnr_total(), 0);
+  cr_assert_gt(pstats(0).parked, 0);
+  cr_assert_gt(pstats(2).credit_msgs, 0);
+  for (uint32_t k = 0; k < 3; k++)
+    cr_assert(pp_engine_done(C.e[k]));
 }
 
 /* ================================================================ the seed's slow consumer, on SimGrid */
