@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli_verbs.h"
+#include "explore.h"
 #include "report.h"
 #include "scenario.h"
 #include "trace_cli.h"
@@ -23,6 +24,7 @@ static const char *const main_usage =
     "  bench          engine vs raw verbs latency and bandwidth on an RDMA device\n"
     "  trace          dump, summarise or export (pcap, perfetto, svg) a trace\n"
     "  replay TRACE   re-drive the engines with a trace's inputs and check their outputs\n"
+    "  explore        seeded exploration of races and faults: invariants, shrinking, replay\n"
     "  help COMMAND   show the help of a command\n"
     "\n"
     "Exit codes: 0 every operation completed successfully, 1 the run ended with error\n"
@@ -209,6 +211,8 @@ int main(int argc, char **argv)
     return pp_cli_trace(argc - 2, argv + 2);
   if (!strcmp(cmd, "replay"))
     return pp_cli_replay(argc - 2, argv + 2);
+  if (!strcmp(cmd, "explore"))
+    return pp_cli_explore(argc - 2, argv + 2);
   if (!strcmp(cmd, "help")) {
     if (argc > 2 && !strcmp(argv[2], "run")) {
       fputs(run_usage, stdout);
@@ -216,6 +220,10 @@ int main(int argc, char **argv)
     }
     if (argc > 2 && (!strcmp(argv[2], "trace") || !strcmp(argv[2], "replay"))) {
       fputs(strcmp(argv[2], "trace") ? pp_replay_usage : pp_trace_usage, stdout);
+      return EXIT_OK;
+    }
+    if (argc > 2 && !strcmp(argv[2], "explore")) {
+      fputs(pp_explore_usage, stdout);
       return EXIT_OK;
     }
     fputs(main_usage, stdout);
