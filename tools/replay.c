@@ -43,6 +43,9 @@ struct rp_wr { /* a work request posted and not completed (for the state dump) *
 struct rp_qp {
   uint32_t qpn, peer, srq;
   enum pp_qp_state state;
+  uint32_t dest_qpn;       /* the peer's QP (from RTR) */
+  enum pp_wc_status error; /* the first error completion on it */
+  uint64_t error_ns;
 };
 
 struct replay;
@@ -332,7 +335,8 @@ static int ck_create_qp(void *nic, const struct pp_qp_init_attr *a, uint32_t *qp
       k->qps = n;
       k->qp_cap = cap;
     }
-    k->qps[k->nqp++] = (struct rp_qp){r.u.cqp.qp_num, a->peer, a->srq_num, PP_QPS_RESET};
+    k->qps[k->nqp++] = (struct rp_qp){.qpn = r.u.cqp.qp_num, .peer = a->peer, .srq = a->srq_num,
+                                      .state = PP_QPS_RESET};
   }
   return r.ret;
 }
@@ -368,6 +372,8 @@ static int ck_modify_qp(void *nic, uint32_t qpn, const struct pp_qp_attr *a, uns
   struct rp_qp *q = qp_of(k, qpn);
   if (r.ret == PP_OK && q && (mask & PP_QP_STATE))
     q->state = a->qp_state;
+  if (r.ret == PP_OK && q && (mask & PP_QP_DEST_QPN))
+    q->dest_qpn = a->dest_qp_num;
   return r.ret;
 }
 
@@ -600,8 +606,13 @@ static void feed(struct rp_rank *k, const struct pp_trace_rec *r)
   case PP_TREC_WC: {
     wr_done(k, &r->u.wc);
     struct rp_qp *q = qp_of(k, r->u.wc.qp_num);
-    if (q && r->u.wc.status != PP_WC_SUCCESS)
+    if (q && r->u.wc.status != PP_WC_SUCCESS) {
       q->state = PP_QPS_ERR; /* an error completion: the QP is in ERROR */
+      if (!q->error) {
+        q->error = r->u.wc.status;
+        q->error_ns = r->ts;
+      }
+    }
     s = pp_engine_on_wc(k->e, r->ts, &r->u.wc);
     break;
   }
@@ -692,10 +703,289 @@ static void dump_rank(FILE *out, struct rp_rank *k)
   }
 }
 
+/* ---------------------------------------------------------------- hang report */
+
+struct edge {
+  uint32_t from, to;
+  char why[160];
+};
+
+struct hang {
+  struct edge *e;
+  size_t n, cap;
+};
+
+static void add_edge(struct hang *h, uint32_t from, uint32_t to, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add_edge(struct hang *h, uint32_t from, uint32_t to, const char *fmt, ...)
+{
+  for (size_t i = 0; i < h->n; i++)
+    if (h->e[i].from == from && h->e[i].to == to)
+      return; /* the first reason stays */
+  if (h->n == h->cap) {
+    size_t cap = h->cap ? h->cap * 2 : 16;
+    struct edge *n = realloc(h->e, cap * sizeof(*n));
+    if (!n)
+      return;
+    h->e = n;
+    h->cap = cap;
+  }
+  struct edge *x = &h->e[h->n++];
+  x->from = from;
+  x->to = to;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(x->why, sizeof(x->why), fmt, ap);
+  va_end(ap);
+}
+
+static struct rp_qp *peer_qp(struct replay *R, const struct rp_qp *q)
+{
+  if (q->peer >= R->t->nranks)
+    return NULL;
+  return qp_of(&R->ranks[q->peer], q->dest_qpn);
+}
+
+static size_t posted_recvs(const struct rp_rank *k, const struct rp_qp *q)
+{
+  size_t n = 0;
+  for (size_t j = 0; j < k->nwr; j++)
+    n += (k->wrs[j].send == 0 && k->wrs[j].qpn == q->qpn) ||
+         (k->wrs[j].send == 2 && q->srq && k->wrs[j].qpn == q->srq);
+  return n;
+}
+
+/* Depth-first search for a cycle in the wait-for graph; fills cyc (ranks) and returns its
+ * length, 0 when there is none. */
+static size_t find_cycle(const struct hang *h, uint32_t nranks, uint32_t *cyc)
+{
+  uint8_t *color = calloc(nranks, 1); /* 0 new, 1 on the stack, 2 done */
+  uint32_t *parent = calloc(nranks, sizeof(uint32_t));
+  uint32_t *stack = calloc(nranks + 1, sizeof(uint32_t));
+  size_t *next = calloc(nranks, sizeof(size_t));
+  size_t len = 0;
+  for (uint32_t s0 = 0; color && parent && stack && next && s0 < nranks && !len; s0++) {
+    if (color[s0])
+      continue;
+    size_t sp = 0;
+    stack[sp++] = s0;
+    color[s0] = 1;
+    while (sp && !len) {
+      uint32_t u = stack[sp - 1];
+      bool pushed = false;
+      for (; next[u] < h->n; next[u]++) {
+        const struct edge *x = &h->e[next[u]];
+        if (x->from != u || x->to >= nranks)
+          continue;
+        uint32_t v = x->to;
+        if (color[v] == 1) { /* back edge: the cycle is v .. u on the stack */
+          size_t i = sp;
+          while (i > 0 && stack[i - 1] != v)
+            i--;
+          for (size_t j = i - 1; j < sp; j++)
+            cyc[len++] = stack[j];
+          break;
+        }
+        if (color[v] == 0) {
+          color[v] = 1;
+          parent[v] = u;
+          stack[sp++] = v;
+          next[u]++;
+          pushed = true;
+          break;
+        }
+      }
+      if (!pushed && !len) {
+        color[u] = 2;
+        sp--;
+      }
+    }
+  }
+  free(color);
+  free(parent);
+  free(stack);
+  free(next);
+  return len;
+}
+
+/*
+ * What each rank that is not done waits for, from the state the replay reached: QPs in ERROR,
+ * sends waiting for a receive the peer never posted (RNR) or for their acknowledgement, ranks
+ * with nothing outstanding waiting for a message; then the wait-for graph and its cycle. The
+ * protocols' own view (pending requests, credits) follows from their dump slots.
+ */
+static int hang_report(FILE *o, struct replay *R, bool json)
+{
+  const struct pp_trace *t = R->t;
+  struct hang h = {0};
+  uint32_t stuck = 0;
+  char **why = calloc(t->nranks, sizeof(char *));
+  /* a stuck rank whose engine got no input for the second half of the run is frozen or dead:
+   * what it waits for says nothing (its completions wait in its own NIC) */
+  uint64_t end = 0;
+  for (uint32_t r = 0; r < t->nranks; r++)
+    end = R->ranks[r].now > end ? R->ranks[r].now : end;
+  bool *silent = calloc(t->nranks, sizeof(bool));
+  for (uint32_t r = 0; r < t->nranks; r++) {
+    struct rp_rank *k = &R->ranks[r];
+    if (!k->e || k->destroyed)
+      continue;
+    struct pp_rank_stats st;
+    pp_engine_stats(k->e, &st);
+    if (st.done)
+      continue;
+    if (silent && end > 0 && k->now < end / 2) {
+      silent[r] = true;
+      stuck++;
+      if (why && (why[r] = malloc(256)))
+        snprintf(why[r], 256, "    nothing since %" PRIu64 " ns: frozen or dead (its NIC may "
+                 "still hold completions nobody polls)\n", k->now);
+      continue;
+    }
+    stuck++;
+    size_t cap = 4096, at = 0;
+    char *w = why ? malloc(cap) : NULL;
+    if (!w)
+      continue;
+    w[0] = '\0';
+#define WHY(...) at += (size_t)snprintf(w + (at < cap ? at : cap), at < cap ? cap - at : 0, __VA_ARGS__)
+    bool outstanding = false;
+    for (size_t i = 0; i < k->nqp; i++) {
+      struct rp_qp *q = &k->qps[i];
+      size_t ns = 0;
+      uint64_t oldest = UINT64_MAX;
+      for (size_t j = 0; j < k->nwr; j++)
+        if (k->wrs[j].send == 1 && k->wrs[j].qpn == q->qpn) {
+          ns++;
+          if (k->wrs[j].posted_ns < oldest)
+            oldest = k->wrs[j].posted_ns;
+        }
+      struct rp_qp *pq = peer_qp(R, q);
+      if (q->state == PP_QPS_ERR) {
+        WHY("    qp 0x%x to rank %u is in ERROR since %" PRIu64 " ns (%s): nothing more moves on "
+            "it\n", q->qpn, q->peer, q->error_ns, pp_wc_status_name(q->error));
+        add_edge(&h, r, q->peer, "qp 0x%x in ERROR (%s)", q->qpn, pp_wc_status_name(q->error));
+        outstanding = true;
+        continue;
+      }
+      if (!ns)
+        continue;
+      outstanding = true;
+      size_t pr = pq ? posted_recvs(&R->ranks[q->peer], pq) : 0;
+      if (pq && pr == 0) {
+        WHY("    %zu sends on qp 0x%x wait for rank %u to post a receive (it has none on qp "
+            "0x%x: RNR), the oldest for %" PRIu64 " ns\n", ns, q->qpn, q->peer, pq->qpn,
+            k->now - oldest);
+        add_edge(&h, r, q->peer, "%zu sends wait for a receive at rank %u (RNR)", ns, q->peer);
+      } else {
+        WHY("    %zu sends on qp 0x%x to rank %u wait for their acknowledgement, the oldest for "
+            "%" PRIu64 " ns\n", ns, q->qpn, q->peer, k->now - oldest);
+        add_edge(&h, r, q->peer, "%zu sends wait for acknowledgement", ns);
+      }
+    }
+    uint64_t dl = pp_engine_next_deadline(k->e);
+    if (!outstanding && dl == PP_NO_DEADLINE) {
+      WHY("    nothing outstanding and no timer: waits for a message from");
+      for (size_t i = 0; i < k->nqp; i++) {
+        if (i)
+          WHY(",");
+        struct rp_qp *q = &k->qps[i], *pq = peer_qp(R, q);
+        bool peer_done = true;
+        if (q->peer < t->nranks && R->ranks[q->peer].e && !R->ranks[q->peer].destroyed) {
+          struct pp_rank_stats ps;
+          pp_engine_stats(R->ranks[q->peer].e, &ps);
+          peer_done = ps.done;
+        }
+        if (pq && pq->state == PP_QPS_ERR) {
+          WHY(" rank %u (whose qp 0x%x to it is in ERROR since %" PRIu64 " ns, %s: nothing more "
+              "comes)", q->peer, pq->qpn, pq->error_ns, pp_wc_status_name(pq->error));
+          add_edge(&h, r, q->peer, "waits for a message; the sender's qp 0x%x is in ERROR (%s)",
+                   pq->qpn, pp_wc_status_name(pq->error));
+        } else {
+          WHY(" rank %u%s", q->peer, peer_done ? " (done: it will send nothing more)" : "");
+          add_edge(&h, r, q->peer, "waits for a message%s",
+                   peer_done ? " from a finished rank" : "");
+        }
+      }
+      WHY("\n");
+    } else if (!outstanding) {
+      WHY("    a timer at %" PRIu64 " ns (the run ended before it)\n", dl);
+    }
+#undef WHY
+    why[r] = w;
+  }
+  uint32_t *cyc = calloc(t->nranks + 1, sizeof(uint32_t));
+  size_t ncyc = cyc ? find_cycle(&h, t->nranks, cyc) : 0;
+  /* a rank whose engine got no input for most of the run is dead or frozen */
+
+  if (json) {
+    fprintf(o, "{\"hang\": {\"stuck_ranks\": %u, \"ranks\": [", stuck);
+    const char *sep = "";
+    for (uint32_t r = 0; r < t->nranks; r++) {
+      if (!why || !why[r])
+        continue;
+      fprintf(o, "%s{\"rank\": %u, \"waits_for\": [", sep, r);
+      const char *s2 = "";
+      for (size_t i = 0; i < h.n; i++)
+        if (h.e[i].from == r) {
+          fprintf(o, "%s{\"rank\": %u, \"why\": \"%s\"}", s2, h.e[i].to, h.e[i].why);
+          s2 = ", ";
+        }
+      fprintf(o, "]}");
+      sep = ", ";
+    }
+    fprintf(o, "], \"silent\": [");
+    const char *s3 = "";
+    for (uint32_t r = 0; r < t->nranks; r++)
+      if (silent && silent[r]) {
+        fprintf(o, "%s{\"rank\": %u, \"last_input_ns\": %" PRIu64 "}", s3, r, R->ranks[r].now);
+        s3 = ", ";
+      }
+    fprintf(o, "], \"cycle\": [");
+    for (size_t i = 0; i < ncyc; i++)
+      fprintf(o, "%s%u", i ? ", " : "", cyc[i]);
+    fprintf(o, "]}}\n");
+  } else if (!stuck) {
+    fprintf(o, "no hang: every rank's engine is done\n");
+  } else {
+    fprintf(o, "hang: %u of %u ranks are not done\n", stuck, t->nranks);
+    for (uint32_t r = 0; r < t->nranks; r++)
+      if (silent && silent[r])
+        fprintf(o, "  rank %u has had no input since %" PRIu64 " ns (the others until %" PRIu64
+                   " ns): dead or frozen?\n", r, R->ranks[r].now, end);
+    for (uint32_t r = 0; r < t->nranks; r++) {
+      if (!why || !why[r])
+        continue;
+      fprintf(o, "  rank %u waits:\n%s", r, why[r]);
+    }
+    fprintf(o, "  wait-for graph:");
+    for (size_t i = 0; i < h.n; i++)
+      fprintf(o, "%s %u -> %u (%s)", i ? "," : "", h.e[i].from, h.e[i].to, h.e[i].why);
+    fprintf(o, "%s\n", h.n ? "" : " no edges");
+    if (ncyc) {
+      fprintf(o, "  cycle:");
+      for (size_t i = 0; i < ncyc; i++)
+        fprintf(o, " %u ->", cyc[i]);
+      fprintf(o, " %u: a deadlock, none of them can move first\n", cyc[0]);
+    } else {
+      fprintf(o, "  no cycle: a chain ending at a rank that cannot help (a QP in ERROR, a "
+                 "finished or dead rank)\n");
+    }
+  }
+  for (uint32_t r = 0; why && r < t->nranks; r++)
+    free(why[r]);
+  free(why);
+  free(silent);
+  free(cyc);
+  free(h.e);
+  return stuck ? EXIT_STALLED : EXIT_OK;
+}
+
 /* ---------------------------------------------------------------- the command */
 
 const char *const pp_replay_usage =
     "usage: prepost replay TRACE [--until N] [--at NS] [--rank R] [--partial] [--quiet]\n"
+    "       prepost replay TRACE --hang [--json] [--partial]\n"
     "       prepost replay TRACE --sim [--set KEY=VALUE]... [--json] [--trace FILE]\n"
     "       prepost replay TRACE --sim --list-keys\n"
     "\n"
@@ -708,6 +998,10 @@ const char *const pp_replay_usage =
     "              the end: the state the run ended in)\n"
     "  --rank R    dump only rank R\n"
     "  --partial   replay a trace cut short (no END chunk)\n"
+    "  --hang      replay to the end of the run and explain why ranks are not done: QPs in\n"
+    "              ERROR, sends waiting for a receive (RNR) or an ACK, ranks waiting for a\n"
+    "              message, the wait-for graph between ranks and its cycle (--json: a \"hang\"\n"
+    "              object); then each stuck rank's state. Exit 3 when a rank is stuck\n"
     "\n"
     "--sim: runs the trace's configuration again on the simulated backend, with what-ifs:\n"
     "  --set KEY=VALUE   override one key (engine.qp.rnr_retry=7, or short: rnr_retry=7;\n"
@@ -715,7 +1009,8 @@ const char *const pp_replay_usage =
     "  --json, --trace FILE, --log FILE as for `prepost run`\n"
     "\n"
     "Exit codes: exact mode 0 the replay matched the trace, 1 it diverged, 2 usage or unreadable\n"
-    "trace; --sim as for `prepost run` (0 completed, 1 errors, 3 stalled/timeout).\n";
+    "trace; --hang 3 when a rank is stuck; --sim as for `prepost run` (0 completed, 1 errors,\n"
+    "3 stalled/timeout).\n";
 
 static int usage(const char *fmt, const char *arg)
 {
@@ -739,7 +1034,7 @@ static int parse_num(const char *s, uint64_t *out)
 }
 
 static int replay_exact(const struct pp_trace *t, uint64_t until, uint64_t at, uint64_t only,
-                        bool quiet)
+                        bool quiet, bool hang, bool json)
 {
   struct replay R = {.t = t};
   char note[512];
@@ -750,7 +1045,7 @@ static int replay_exact(const struct pp_trace *t, uint64_t until, uint64_t at, u
   if (note[0])
     fprintf(stderr, "prepost: warning: %s\n", note);
   const struct pp_trace_kv *cap = pp_trace_kv_find(t, "trace.capture_bytes");
-  if (!quiet && cap && cap->type == PP_TKV_U64 && cap->u < R.cfg.workload.size)
+  if (!quiet && !hang && cap && cap->type == PP_TKV_U64 && cap->u < R.cfg.workload.size)
     printf("note: the trace holds the first %" PRIu64 " bytes of each received message: the "
            "replayed engines count the rest as corrupt\n", cap->u);
   R.ranks = calloc(t->nranks, sizeof(*R.ranks));
@@ -763,7 +1058,7 @@ static int replay_exact(const struct pp_trace *t, uint64_t until, uint64_t at, u
   for (; i < t->nrecs && !R.diverged; i++) {
     const struct pp_trace_idx *x = &t->idx[i];
     if (i >= until || (pp_trace_rec_class(x->type) == PP_TCLASS_IN && x->ts > at) ||
-        (x->type == PP_TREC_DESTROY && at != UINT64_MAX)) {
+        (x->type == PP_TREC_DESTROY && (at != UINT64_MAX || hang))) {
       stopped = true;
       break;
     }
@@ -786,7 +1081,10 @@ static int replay_exact(const struct pp_trace *t, uint64_t until, uint64_t at, u
     feed(k, &r);
   }
   int rc = EXIT_OK;
-  if (R.diverged) {
+  if (hang && !R.diverged) {
+    rc = hang_report(stdout, &R, json);
+    quiet = true;
+  } else if (R.diverged) {
     printf("replay diverged at rank %u, record %" PRIu64 " %s\n  expected: %s\n  produced: %s\n",
            R.div_rank, R.div_index, R.context, R.expected, R.produced);
     rc = EXIT_ERRORS;
@@ -803,7 +1101,7 @@ static int replay_exact(const struct pp_trace *t, uint64_t until, uint64_t at, u
       printf("replay matched: %u ranks, %zu records, %" PRIu64 " inputs, %" PRIu64
              " outputs\n", t->nranks, t->nrecs, in, out);
   }
-  if (stopped || R.diverged || until != UINT64_MAX || at != UINT64_MAX)
+  if ((stopped || R.diverged || until != UINT64_MAX || at != UINT64_MAX) && !(hang && json))
     for (uint32_t r = 0; r < t->nranks; r++)
       if (only == UINT64_MAX || only == r)
         dump_rank(stdout, &R.ranks[r]);
@@ -891,7 +1189,7 @@ int pp_cli_replay(int argc, char **argv)
 {
   const char *path = NULL, *trace_out = NULL, *log_path = NULL;
   uint64_t until = UINT64_MAX, at = UINT64_MAX, only = UINT64_MAX;
-  bool sim = false, list = false, json = false, quiet = false;
+  bool sim = false, list = false, json = false, quiet = false, hang = false;
   unsigned flags = 0;
   char **sets = calloc((size_t)argc + 1, sizeof(*sets));
   int nsets = 0;
@@ -905,6 +1203,8 @@ int pp_cli_replay(int argc, char **argv)
       rc = EXIT_OK;
     } else if (!strcmp(a, "--sim")) {
       sim = true;
+    } else if (!strcmp(a, "--hang")) {
+      hang = true;
     } else if (!strcmp(a, "--list-keys")) {
       list = true;
     } else if (!strcmp(a, "--json")) {
@@ -938,8 +1238,11 @@ int pp_cli_replay(int argc, char **argv)
   }
   if (rc < 0 && !path)
     rc = usage("%s", "missing TRACE");
-  if (rc < 0 && !sim && (nsets || list || json || trace_out || log_path))
-    rc = usage("%s", "--set, --list-keys, --json, --trace and --log go with --sim");
+  if (rc < 0 && !sim && (nsets || list || (json && !hang) || trace_out || log_path))
+    rc = usage("%s", "--set, --list-keys, --trace and --log go with --sim, --json with --sim "
+                     "or --hang");
+  if (rc < 0 && sim && hang)
+    rc = usage("%s", "--hang explains a trace: not with --sim");
   if (rc < 0 && sim && (until != UINT64_MAX || at != UINT64_MAX || only != UINT64_MAX))
     rc = usage("%s", "--until, --at and --rank go with exact replay, not --sim");
   if (rc >= 0) {
@@ -959,7 +1262,7 @@ int pp_cli_replay(int argc, char **argv)
   } else if (sim) {
     rc = replay_sim(&f.t, sets, nsets, list, json, trace_out, log_path);
   } else {
-    rc = replay_exact(&f.t, until, at, only, quiet);
+    rc = replay_exact(&f.t, until, at, only, quiet, hang, json);
   }
   pp_trace_file_free(&f);
   free(sets);
