@@ -56,7 +56,7 @@ struct hdr {
   uint32_t seq;     /* EAGER, RTS: per-peer sequence number; CTS, FIN: fragment index */
   uint32_t tag;
   uint32_t len;     /* EAGER, RTS: message length; CTS: bytes the receiver takes in all */
-  uint32_t charged; /* CTS: number of fragments */
+  uint32_t nfrag;   /* CTS: number of fragments */
   uint64_t sreq;    /* the sender's request */
   uint64_t rreq;    /* the receiver's request */
   uint64_t addr;    /* RTS (RGET): source; CTS: destination fragment */
@@ -914,7 +914,7 @@ static bool work_rput_recv(struct pp_engine *e, struct req *r)
     struct hdr h = {.type = M_CTS,
                     .seq = i,
                     .len = r->got,
-                    .charged = r->nfrag,
+                    .nfrag = r->nfrag,
                     .sreq = r->peer_req,
                     .rreq = handle_of(p, r),
                     .addr = (uint64_t)(uintptr_t)(r->buf + off),
@@ -1122,7 +1122,7 @@ static enum pp_status on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
       r->fq[(r->fq_head + r->fq_n) % PIPE_MAX] = (struct frag){
           .addr = h->addr, .rkey = h->rkey, .off = h->off, .len = h->flen, .idx = h->seq};
       r->fq_n++;
-      r->nfrag = h->charged;
+      r->nfrag = h->nfrag;
       r->peer_req = h->rreq;
       add_work(p, r);
     }
