@@ -129,6 +129,7 @@ enum {
   R_RELEASED = 32, /* tested while on the done list: freed there */
   R_PARKED = 64,  /* counted once as parked */
   R_READ = 128,   /* RGET receiver: READ posted */
+  R_REGS = 256,   /* holds registrations (xmr, rce) */
 };
 
 struct frag {
@@ -139,7 +140,8 @@ struct frag {
 struct req {
   struct pp_mentry me;
   uint32_t gen;
-  uint8_t kind, state, flags, proto, err, wc;
+  uint8_t kind, state, proto, err, wc;
+  uint16_t flags;
   uint32_t peer;          /* peer index; UINT32_MAX before a receive matched */
   uint32_t rank, tag, ctx; /* send: destination; receive: the pattern */
   uint8_t *buf;
@@ -679,6 +681,9 @@ static enum pp_status release_rx(struct pp_engine *e, struct rx *r)
 static void release_regs(struct pp_engine *e, struct req *r)
 {
   struct p2p *p = P2P(e);
+  if (!(r->flags & R_REGS))
+    return;
+  r->flags &= ~R_REGS;
   for (uint32_t i = 0; i < PIPE_MAX; i++)
     if (r->xmr[i].lkey) {
       e->ops->dereg_mr(e->nic, &r->xmr[i]);
@@ -792,6 +797,8 @@ static enum pp_status start_sends(struct pp_engine *e, uint32_t pi)
     r->wrs = 1;
     r->await = r->proto != PP_P2P_EAGER || (r->flags & R_SYNC);
     r->xmr[0] = xmr;
+    if (xmr.lkey)
+      r->flags |= R_REGS;
     p->st.sent[r->proto]++;
     struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
     *h = (struct hdr){
@@ -867,6 +874,7 @@ static bool work_rput_send(struct pp_engine *e, struct req *r)
       if (s != PP_OK)
         return true; /* PP_AGAIN: every cached registration is in use; retried later */
       r->rce[slot] = rce;
+      r->flags |= R_REGS;
       struct pp_send_wr wr = {
           .wr_id = WRID(W_WRITE, r->gen, r - p->req),
           .opcode = PP_WR_RDMA_WRITE,
@@ -911,6 +919,7 @@ static bool work_rput_recv(struct pp_engine *e, struct req *r)
                                PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE, &mr) != PP_OK)
       return true; /* out of MRs: retried after the next event */
     r->xmr[slot] = mr;
+    r->flags |= R_REGS;
     struct hdr h = {.type = M_CTS,
                     .seq = i,
                     .len = r->got,
@@ -939,6 +948,7 @@ static bool work_rget_recv(struct pp_engine *e, struct req *r)
     return true;
   if (!r->rce[0] && pp_rcache_get(&p->rc, r->buf, r->got, &r->rce[0]) != PP_OK)
     return true;
+  r->flags |= R_REGS;
   struct pp_send_wr wr = {
       .wr_id = WRID(W_READ, r->gen, r - p->req),
       .opcode = PP_WR_RDMA_READ,
