@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "engine/engine.h"
 #include "engine/engine_impl.h"
@@ -465,12 +466,18 @@ Test(collective, figures_the_nccl_tests_way)
 static struct pp_scenario sc;
 static struct pp_run_result res;
 
-static void simulate(const char *name)
+static void load(const char *name)
 {
   char path[PP_PATH_MAX], err[1024] = "";
   snprintf(path, sizeof(path), "%s/scenarios/%s.yaml", PREPOST_MODELS_DIR, name);
   cr_assert_eq(pp_scenario_load(path, PREPOST_MODELS_DIR, &sc, err, sizeof(err)), PP_OK, "%s",
                err);
+}
+
+/* Runs sc (loaded, maybe made smaller: the test suite runs under ASan too). */
+static void simulate(const char *name)
+{
+  char err[1024] = "";
   enum pp_status s = pp_sim_run(&sc.sim, NULL, &res, err, sizeof(err));
   cr_assert_eq(s, PP_OK, "%s: %s", name, err);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "%s: %s", name, pp_outcome_name(res.outcome));
@@ -494,6 +501,13 @@ static void sim_fini(void)
 Test(collective, sim_slow_rank_stalls_without_error_and_recovers, .fini = sim_fini,
      .timeout = 120)
 {
+  load("ring-slow-rank");
+  /* a quarter of the data, 9 iterations of which 3..5 slow: the same shape, faster to simulate */
+  struct pp_coll_params *cp = &sc.sim.engine.coll;
+  cp->bytes /= 4;
+  cp->iterations = 9;
+  cp->slow_from = 3;
+  cp->slow_until = 6;
   simulate("ring-slow-rank");
   const struct pp_coll_params *p = &sc.sim.engine.coll;
   uint64_t end[PP_COLL_ITER_LOG] = {0}, start = UINT64_MAX;
@@ -524,7 +538,7 @@ Test(collective, sim_slow_rank_stalls_without_error_and_recovers, .fini = sim_fi
   for (uint32_t k = 0; k < up->nconns; k++)
     if (up->conn[k].peer == 3)
       stall = up->conn[k].credit_stall_ns;
-  cr_assert_gt(stall, 1000000, "rank 2 -> 3 stalled %llu ns", (unsigned long long)stall);
+  cr_assert_gt(stall, 500000, "rank 2 -> 3 stalled %llu ns", (unsigned long long)stall);
   const struct pp_ring_stats *far = &res.ranks[6].stats.ring;
   for (uint32_t k = 0; k < far->nconns; k++)
     cr_assert_lt(far->conn[k].credit_stall_ns, stall / 10, "the others wait for data, not credit");
@@ -532,33 +546,47 @@ Test(collective, sim_slow_rank_stalls_without_error_and_recovers, .fini = sim_fi
 
 Test(collective, sim_allreduce_8_ranks_cts, .fini = sim_fini, .timeout = 120)
 {
+  load("ring-allreduce-8-1m");
+  sc.sim.engine.coll.iterations = 2;
   simulate("ring-allreduce-8-1m");
   struct pp_coll_figures f;
   cr_assert(pp_coll_figures(&sc.sim, &res, &f));
-  cr_assert_eq(f.iterations, 3, "4 iterations, 1 warmup");
+  cr_assert_eq(f.iterations, 1, "2 iterations, 1 warmup");
   cr_assert_gt(f.busbw_gbps, 50);
   cr_assert_lt(f.busbw_gbps, 100);
 }
 
 Test(collective, sim_allreduce_64_ranks_4k, .fini = sim_fini, .timeout = 120)
 {
+  load("ring-allreduce-64-4k");
+  sc.sim.engine.coll.iterations = 1;
   simulate("ring-allreduce-64-4k");
   cr_assert_eq(res.nranks, 64);
   for (uint32_t r = 0; r < 64; r++)
-    cr_assert_eq(res.ranks[r].stats.messages_sent, 2 * 63 * 2, "rank %u", r);
+    cr_assert_eq(res.ranks[r].stats.messages_sent, 2 * 63, "rank %u", r);
 }
 
 Test(collective, cli_json_has_the_ring_keys, .timeout = 120)
 {
-  char cmd[2048];
-  snprintf(cmd, sizeof(cmd), "'%s' run '%s/scenarios/ring-allreduce-8-1m.yaml' --json",
-           PREPOST_CLI, PREPOST_MODELS_DIR);
+  char dir[] = "/tmp/prepost-coll-XXXXXX", path[64], cmd[2048];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(path, sizeof(path), "%s/ar.yaml", dir);
+  FILE *y = fopen(path, "w");
+  cr_assert_not_null(y);
+  fputs("name: cli-ring\nranks: 3\nprotocol: ring-cts\nworkload: {kind: collective}\n"
+        "collective: {size: 12KiB, chunk: 1KiB, iterations: 2}\n"
+        "ring: {slots: 4, slot_size: 512, channels: 2}\nqp: {rnr_retry: 0}\n",
+        y);
+  fclose(y);
+  snprintf(cmd, sizeof(cmd), "'%s' run '%s' --json", PREPOST_CLI, path);
   FILE *p = popen(cmd, "r");
   cr_assert_not_null(p);
   static char out[1 << 16];
   size_t n = fread(out, 1, sizeof(out) - 1, p);
   out[n] = '\0';
   int st = pclose(p);
+  remove(path);
+  rmdir(dir);
   cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
   for (const char *k = "\"algbw_gbps\": \0\"busbw_gbps\": \0\"collective\": {\0\"ring\": {\0"
                        "\"credit_stall_ns\": \0\"connections\": [\0\"rnr_naks\": 0\0";

@@ -1056,8 +1056,9 @@ Test(ring, property_simgrid_stream_across_seeds, .timeout = 300)
   static const uint32_t slots[] = {2, 4, 8, 16};
   unsigned runs = 0, failed = 0;
   for (uint64_t seed = 1; seed <= 4; seed++)
-    for (size_t a = 0; a < 4; a++)
-      for (uint32_t ch = 1; ch <= 3; ch += 2) {
+    for (size_t a = 0; a < 4; a++) {
+      uint32_t ch = 1 + (uint32_t)((seed + a) % 3);
+      {
         struct pp_scenario sc;
         char name[96];
         int proto = (seed + a) % 2 ? PP_PROTO_RING_CREDITS : PP_PROTO_RING_CTS;
@@ -1088,6 +1089,7 @@ Test(ring, property_simgrid_stream_across_seeds, .timeout = 300)
         failed += rc != 0;
         runs++;
       }
+    }
   cr_assert_eq(failed, 0, "%u of %u runs failed", failed, runs);
 }
 
@@ -1096,12 +1098,12 @@ Test(ring, property_simgrid_collectives_across_seeds, .timeout = 300)
   static const uint32_t slots[] = {2, 4, 8, 16};
   static const enum pp_coll_op ops[] = {PP_COLL_ALLREDUCE, PP_COLL_ALLGATHER, PP_COLL_BROADCAST};
   unsigned runs = 0, failed = 0;
-  for (uint64_t seed = 1; seed <= 6; seed++)
+  for (uint64_t seed = 1; seed <= 3; seed++)
     for (size_t a = 0; a < 4; a++) {
       struct pp_scenario sc;
       char name[96];
       enum pp_coll_op op = ops[(seed + a) % 3];
-      int proto = seed % 2 ? PP_PROTO_RING_CREDITS : PP_PROTO_RING_CTS;
+      int proto = (seed + a) % 2 ? PP_PROTO_RING_CREDITS : PP_PROTO_RING_CTS;
       uint32_t n = 2 + (uint32_t)((seed * 3 + a) % 4);
       snprintf(name, sizeof(name), "%s-%s-seed%llu-S%u-n%u", pp_coll_op_name(op),
                pp_protocol_name(proto), (unsigned long long)seed, slots[a], n);
@@ -1125,7 +1127,7 @@ Test(ring, property_simgrid_collectives_across_seeds, .timeout = 300)
       c->ring.channels = 1 + (uint32_t)(seed % 3);
       c->ring.credit_batch = 1 + (uint32_t)(seed % slots[a]);
       c->ring.credit_idle_ns = seed % 3 == 0 ? 2000 : 0;
-      sc.sim.faults.loss = seed == 5 ? 0.002 : 0;
+      sc.sim.faults.loss = seed == 2 ? 0.002 : 0;
       int rc = simulate(&sc, true);
       cr_expect_eq(rc, 0, "%s failed (see stderr)", name);
       failed += rc != 0;

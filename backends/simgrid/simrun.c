@@ -442,19 +442,21 @@ enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_
   S.cfg = cfg;
   S.log = log;
   S.nranks = cfg->engine.nranks;
-  int argc = 1;
-  char arg0[] = "prepost";
-  char *argv[] = {arg0, NULL};
+  /* ASan cannot follow SimGrid's stack switching of ucontext/raw contexts, nor can valgrind
+   * (callgrind's call graph): PREPOST_SG_CONTEXTS=thread (any SimGrid factory name) selects the
+   * factory, thread by default under ASan. It must come through simgrid_init's arguments: set
+   * with sg_cfg_set_string() after simgrid_init() it is silently ignored. */
+  const char *contexts = getenv("PREPOST_SG_CONTEXTS");
+#if defined(__SANITIZE_ADDRESS__)
+  if (!contexts || !*contexts)
+    contexts = "thread";
+#endif
+  char arg0[] = "prepost", factory[128];
+  snprintf(factory, sizeof(factory), "--cfg=contexts/factory:%s", contexts ? contexts : "");
+  char *argv[] = {arg0, contexts && *contexts ? factory : NULL, NULL};
+  int argc = argv[1] ? 2 : 1;
   xbt_log_control_set("root.thres:critical");
   simgrid_init(&argc, argv);
-#if defined(__SANITIZE_ADDRESS__)
-  /* ASan cannot follow SimGrid's stack switching of ucontext/raw contexts */
-  sg_cfg_set_string("contexts/factory", "thread");
-#endif
-  /* valgrind cannot follow them either: PREPOST_SG_CONTEXTS=thread (any SimGrid factory name) */
-  const char *contexts = getenv("PREPOST_SG_CONTEXTS");
-  if (contexts && *contexts)
-    sg_cfg_set_string("contexts/factory", contexts);
   sg_cfg_set_string("network/model", "CM02");
   sg_cfg_set_boolean("network/crosstraffic", "no");
   if ((s = load_platform(cfg, err, errlen)) != PP_OK)
