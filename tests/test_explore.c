@@ -622,7 +622,7 @@ static void find_and_shrink(struct pp_explore_space *sp, uint64_t budget, enum p
   pp_explore_generate(seed, sp, &sc);
   char before[256], after[256];
   pp_explore_describe(&sc, before, sizeof before);
-  unsigned runs = pp_explore_shrink(&sc, want, 60, 120, &small, NULL);
+  unsigned runs = pp_explore_shrink(&sc, want, 40, 120, &small, NULL);
   pp_explore_describe(&small, after, sizeof after);
   cr_log_info("seed %" PRIu64 " [%s] %s: %s -> %s (%u runs)", seed, pp_inv_name(want), v.why,
               before, after, runs);
