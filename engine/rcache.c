@@ -15,14 +15,27 @@ enum pp_status pp_rcache_init(struct pp_rcache *rc, const struct pp_nic_ops *ops
   rc->access = access;
   rc->max_entries = max_entries;
   rc->max_bytes = max_bytes;
+  rc->mask = 15;
+  while (rc->mask + 1 < 2 * max_entries)
+    rc->mask = rc->mask * 2 + 1;
   rc->pool = calloc(max_entries, sizeof(*rc->pool));
-  if (!rc->pool)
+  rc->bucket = calloc((size_t)rc->mask + 1, sizeof(*rc->bucket));
+  if (!rc->pool || !rc->bucket) {
+    free(rc->pool);
+    free(rc->bucket);
     return PP_NOMEM;
+  }
   for (uint32_t i = max_entries; i-- > 0;) {
     rc->pool[i].next = rc->free;
     rc->free = &rc->pool[i];
   }
   return PP_OK;
+}
+
+static struct pp_rcache_entry **slot_of(const struct pp_rcache *rc, uint64_t addr)
+{
+  uint64_t x = (addr / PP_RCACHE_PAGE) * 0x9e3779b97f4a7c15ull;
+  return &rc->bucket[(x ^ (x >> 29)) & rc->mask];
 }
 
 static void list_remove(struct pp_rcache *rc, struct pp_rcache_entry *e)
@@ -52,6 +65,10 @@ static void list_push_front(struct pp_rcache *rc, struct pp_rcache_entry *e)
 /* Deregisters and frees an unused entry. */
 static void drop(struct pp_rcache *rc, struct pp_rcache_entry *e)
 {
+  struct pp_rcache_entry **s = slot_of(rc, e->addr);
+  while (*s != e)
+    s = &(*s)->hnext;
+  *s = e->hnext;
   list_remove(rc, e);
   rc->ops->dereg_mr(rc->nic, &e->mr);
   rc->bytes -= e->len;
@@ -65,6 +82,7 @@ void pp_rcache_fini(struct pp_rcache *rc)
   while (rc->head)
     drop(rc, rc->head);
   free(rc->pool);
+  free(rc->bucket);
   memset(rc, 0, sizeof(*rc));
 }
 
@@ -92,15 +110,21 @@ enum pp_status pp_rcache_get(struct pp_rcache *rc, const void *addr, size_t len,
   if (hi == lo)
     hi = lo + PP_RCACHE_PAGE;
   *out = NULL;
-  for (struct pp_rcache_entry *e = rc->head; e; e = e->next) {
-    if (!e->invalid && e->addr <= lo && hi <= e->addr + e->len) {
-      list_remove(rc, e);
-      list_push_front(rc, e);
-      e->refs++;
-      rc->st.hits++;
-      *out = e;
-      return PP_OK;
-    }
+  struct pp_rcache_entry *hit = NULL;
+  for (struct pp_rcache_entry *e = *slot_of(rc, lo); e && !hit; e = e->hnext)
+    if (!e->invalid && e->addr == lo && hi <= e->addr + e->len)
+      hit = e;
+  uint32_t k = 0;
+  for (struct pp_rcache_entry *e = rc->head; e && !hit && k < 8; e = e->next, k++)
+    if (!e->invalid && e->addr <= lo && hi <= e->addr + e->len)
+      hit = e;
+  if (hit) {
+    list_remove(rc, hit);
+    list_push_front(rc, hit);
+    hit->refs++;
+    rc->st.hits++;
+    *out = hit;
+    return PP_OK;
   }
   if (hi - lo > rc->max_bytes)
     return PP_LIMIT;
@@ -113,7 +137,9 @@ enum pp_status pp_rcache_get(struct pp_rcache *rc, const void *addr, size_t len,
   if (s != PP_OK)
     return s;
   rc->free = e->next;
-  *e = (struct pp_rcache_entry){.addr = lo, .len = hi - lo, .mr = mr, .refs = 1};
+  struct pp_rcache_entry **slot = slot_of(rc, lo);
+  *e = (struct pp_rcache_entry){.addr = lo, .len = hi - lo, .mr = mr, .refs = 1, .hnext = *slot};
+  *slot = e;
   list_push_front(rc, e);
   rc->n++;
   rc->bytes += e->len;

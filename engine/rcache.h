@@ -9,8 +9,11 @@
  * Ranges are widened to whole 4 KiB pages (the NIC pins pages anyway), so neighbouring buffers
  * and repeated use of one buffer hit the same registration. The cache holds at most max_entries
  * registrations covering at most max_bytes; past either bound the least recently used unused
- * registration is deregistered. Lookups walk the entries most recently used first, so their cost
- * is bounded by max_entries. When the application frees memory it calls pp_rcache_invalidate():
+ * registration is deregistered. A lookup first tries the registration that starts on the same
+ * page (a hash table: the common case of a buffer, or a fragment of one, used again), then the 8
+ * most recently used ones for a registration that contains the range; anything else is a miss,
+ * so a lookup costs the same at 8 or 65536 entries. When the application frees memory it calls
+ * pp_rcache_invalidate():
  * registrations overlapping the range are dropped (at once, or at their last pp_rcache_put()).
  */
 #ifndef PP_RCACHE_H
@@ -30,6 +33,7 @@ struct pp_rcache_entry {
   uint32_t refs;
   bool invalid;       /* freed by the application while in use: dropped at the last put */
   struct pp_rcache_entry *prev, *next;
+  struct pp_rcache_entry *hnext; /* hash chain by start page */
 };
 
 struct pp_rcache_stats {
@@ -42,6 +46,8 @@ struct pp_rcache {
   unsigned access;
   struct pp_rcache_entry *pool, *free;
   struct pp_rcache_entry *head, *tail; /* most recently used first */
+  struct pp_rcache_entry **bucket;     /* by start page */
+  uint32_t mask;
   uint32_t max_entries, n;
   uint64_t max_bytes, bytes;
   struct pp_rcache_stats st;

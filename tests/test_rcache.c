@@ -173,3 +173,23 @@ Test(rcache, bad_bounds_are_refused)
   cr_assert_eq(pp_rcache_init(&rc, &ops, NULL, 0, 1 << 20, 0), PP_INVALID);
   cr_assert_eq(pp_rcache_init(&rc, &ops, NULL, 4, 100, 0), PP_INVALID);
 }
+
+Test(rcache, lookups_by_start_page_or_among_the_recent)
+{
+  struct pp_rcache_entry *e[20], *x, *y;
+  cr_assert_eq(pp_rcache_init(&rc, &ops, NULL, 64, 1 << 20, PP_ACCESS_LOCAL_WRITE), PP_OK);
+  for (int i = 0; i < 20; i++) { /* 20 registrations of 3 pages each */
+    cr_assert_eq(pp_rcache_get(&rc, mem + i * 3 * 4096, 3 * 4096, &e[i]), PP_OK);
+    pp_rcache_put(&rc, e[i]);
+  }
+  cr_assert_eq(pp_rcache_get(&rc, mem + 100, 8000, &x), PP_OK);
+  cr_assert_eq(x, e[0], "same start page: found by the hash, however old");
+  pp_rcache_put(&rc, x);
+  cr_assert_eq(pp_rcache_get(&rc, mem + 19 * 3 * 4096 + 4096, 100, &y), PP_OK);
+  cr_assert_eq(y, e[19], "contained in a recent one");
+  pp_rcache_put(&rc, y);
+  cr_assert_eq(pp_rcache_get(&rc, mem + 5 * 3 * 4096 + 4096, 100, &y), PP_OK);
+  cr_assert_neq(y, e[5], "contained in an old one, not at its start: a (bounded) miss");
+  cr_assert_eq(rc.st.misses, 21);
+  pp_rcache_put(&rc, y);
+}
