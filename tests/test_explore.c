@@ -766,6 +766,31 @@ Test(explore_cli, exhaustive_enumerates_every_ordering)
   assert_has("exhaustive: 8 orderings");
 }
 
+/* A naive receiver with one buffer re-posts it 9999 ns after the first message lands; the second
+ * message lands 10000 ns after the first: the run passes, by 1 ns. Exhaustive mode with a 2 ns
+ * window finds the ordering (the first message 2 ns late) where the re-post comes 1 ns late and
+ * the second SEND meets an RNR NAK with rnr_retry 0. */
+Test(explore_cli, exhaustive_finds_a_race_the_plain_run_passes)
+{
+  static struct pp_scenario sc;
+  base(&sc, PP_PROTO_NAIVE);
+  sc.sim.engine.workload.messages = 2;
+  sc.sim.engine.workload.size = 16;
+  sc.sim.engine.workload.interval_ns = 10000;
+  sc.sim.engine.workload.consume_ns = 9999;
+  sc.sim.engine.qp.rq_depth = 1;
+  sc.sim.engine.qp.rnr_retry = 0;
+  char path[256];
+  snprintf(path, sizeof path, "%s/race.yaml", tmpdir);
+  cr_assert_eq(pp_scenario_write_file(path, &sc, "expect: ok"), 0);
+  cr_assert_eq(cli("--replay race.yaml"), 0, "%s", out_text);
+  cr_assert_eq(cli("--exhaustive 3 --window 2 --replay race.yaml --out f"), 1, "%s", out_text);
+  assert_has("exhaustive: 8 orderings");
+  assert_has("2 failing (errors 2)");
+  assert_has("FAIL ordering 0x1 [errors]");
+  cr_assert_eq(cli("--replay f"), 0, "the written ordering fails again: %s", out_text);
+}
+
 Test(explore_cli, usage_errors)
 {
   cr_assert_eq(cli("--bogus"), 2);

@@ -57,8 +57,9 @@ const char *const pp_explore_usage =
     "                     expected one (to make regression files)\n"
     "  --replay PATH...   run scenario files (a directory: its *.yaml) and check their verdict\n"
     "                     against their '# expect: INVARIANT' line (default ok)\n"
-    "  --exhaustive K     for one seed (--from), run all 2^K orderings: wire transfer i < K\n"
-    "                     leaves --window NS (default 1000) late when bit i is set\n"
+    "  --exhaustive K     for one seed (--from) or scenario (--replay FILE), run all 2^K\n"
+    "                     orderings: wire transfer i < K arrives --window NS (default 1: after\n"
+    "                     whatever else happens at the same instant) late when bit i is set\n"
     "  --list             the protocols, faults, invariants and test bugs\n"
     "  -v, --verbose      one line per seed\n"
     "\n"
@@ -136,7 +137,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
   o->shrink = o->trace = true;
   o->shrink_runs = 150;
   o->shrink_max = 3;
-  o->window = 1000;
+  o->window = 1;
   bool have_seeds = false;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
@@ -582,14 +583,28 @@ static int replay(const struct opts *o)
 /* ------------------------------------------------------------------ exhaustive */
 
 /* One seed's scenario, every combination of K ordering bits: transfer i < K of the run leaves
- * `window` ns late when bit i is set. A window of the order of the latency moves a transfer
- * after everything that happens at about the same simulated instant (timer expiries,
- * completions, other ranks' transfers): the 2^K runs cover the orderings of the first K
- * transfers relative to those events without luck. */
+ * `window` ns late when bit i is set. With the default window of 1 ns a delayed transfer arrives
+ * after everything else its destination does at that instant (an engine timer due then, the
+ * completions it polls, another rank's packet) instead of before: the 2^K runs enumerate the
+ * orderings of the first K transfers against the events of the same instant, without luck. A
+ * larger window enumerates the orderings within it (a transfer behind a later timer). Order per
+ * source is kept (a delayed transfer holds back the later ones of its NIC). */
 static int exhaustive(const struct opts *o)
 {
   static struct pp_scenario base, sc;
-  pp_explore_generate(o->from, &o->sp, &base);
+  if (o->nreplay) { /* a scenario file instead of a seed */
+    const char *models = getenv("PREPOST_MODELS");
+    char err[1024];
+    if (o->nreplay != 1 ||
+        pp_scenario_load(o->replay[0], models ? models : PREPOST_MODELS_DIR, &base, err,
+                         sizeof err) != PP_OK) {
+      fprintf(stderr, "prepost explore: --exhaustive takes one scenario file: %s\n",
+              o->nreplay != 1 ? "more than one given" : err);
+      return EXIT_USAGE;
+    }
+  } else {
+    pp_explore_generate(o->from, &o->sp, &base);
+  }
   unsigned k = o->exhaustive;
   uint64_t total = 1ull << k;
   char desc[512], flags[512];
@@ -647,13 +662,18 @@ static int exhaustive(const struct opts *o)
     pp_explore_set_bounds(&sc, base.sim.faults.until_ns);
     struct pp_verdict v;
     pp_explore_run(&sc, o->timeout_s, NULL, NULL, &v);
-    char path[PP_PATH_MAX], comment[1024];
+    char path[PP_PATH_MAX], comment[2 * PP_PATH_MAX];
     snprintf(path, sizeof path, "%s/seed-%" PRIu64 "-order-%" PRIx64 ".yaml", o->out, o->from,
              first_fail);
+    char from[PP_PATH_MAX + 32];
+    if (o->nreplay)
+      snprintf(from, sizeof from, "--replay %s", o->replay[0]);
+    else
+      snprintf(from, sizeof from, "--from %" PRIu64 "%s", o->from, flags);
     snprintf(comment, sizeof comment,
-             "found by: prepost explore --exhaustive %u --window %" PRIu64 " --from %" PRIu64
-             "%s (ordering 0x%" PRIx64 ")\nexpect: %s",
-             k, o->window, o->from, flags, first_fail, pp_inv_name(v.inv));
+             "found by: prepost explore --exhaustive %u --window %" PRIu64
+             " %s (ordering 0x%" PRIx64 ")\nexpect: %s",
+             k, o->window, from, first_fail, pp_inv_name(v.inv));
     printf("FAIL ordering 0x%" PRIx64 " [%s] %s\n", first_fail, pp_inv_name(v.inv), v.why);
     if (pp_scenario_write_file(path, &sc, comment) == 0)
       printf("  reproduce: prepost explore --replay %s\n", path);
@@ -672,9 +692,9 @@ int pp_cli_explore(int argc, char **argv)
     list_all();
     return EXIT_OK;
   }
-  if (o.nreplay)
-    return replay(&o);
   if (o.exhaustive)
     return exhaustive(&o);
+  if (o.nreplay)
+    return replay(&o);
   return explore_seeds(&o);
 }
