@@ -52,6 +52,7 @@ enum { WR_DATA = 1, WR_CREDIT = 2, WR_RECV = 3 };
 #define IMM_LAST (1u << 30)
 #define IMM_SEQ_MASK (IMM_LAST - 1)
 #define IMM_VAL_MASK (IMM_CREDIT - 1)
+#define IMM_VAL_SIGN (IMM_CREDIT >> 1) /* credit values compare as 31-bit serial numbers */
 
 #define KICK_TIMER UINT32_MAX
 #define HEAD_STRIDE 64u /* one head counter per channel, a cache line apart */
@@ -118,7 +119,6 @@ struct conn {
   uint32_t rq_cap;
   uint64_t rq_head, rq_tail, g_rx;
   bool failed;
-  enum pp_wc_status fail_status;
 };
 
 struct ring {
@@ -187,7 +187,7 @@ static uint64_t wr_id(uint32_t kind, uint32_t conn, uint32_t ch, uint64_t seq)
 static uint64_t unwrap31(uint64_t ref, uint32_t v)
 {
   uint32_t d = (v - (uint32_t)ref) & IMM_VAL_MASK;
-  return d & (IMM_VAL_MASK >> 1 ^ IMM_VAL_MASK) ? ref - ((IMM_VAL_MASK + 1ull) - d) : ref + d;
+  return d & IMM_VAL_SIGN ? ref - ((uint64_t)IMM_CREDIT - d) : ref + d;
 }
 
 static uint64_t conn_tag(uint32_t sender, uint32_t receiver)
@@ -756,13 +756,9 @@ static enum pp_status flush(struct pp_engine *e, struct conn *c, uint64_t now)
   return s;
 }
 
-static enum pp_status fail(struct pp_engine *e, struct conn *c, enum pp_wc_status st,
-                           uint64_t now)
+static enum pp_status fail(struct pp_engine *e, struct conn *c, uint64_t now)
 {
-  if (!c->failed) {
-    c->failed = true;
-    c->fail_status = st;
-  }
+  c->failed = true;
   return flush(e, c, now);
 }
 
@@ -806,7 +802,7 @@ static enum pp_status ring_on_wc(struct pp_engine *e, uint64_t now, const struct
   if (wc->status != PP_WC_SUCCESS) {
     if (m && m->st == PP_WC_SUCCESS)
       m->st = wc->status;
-    return fail(e, c, wc->status, now);
+    return fail(e, c, now);
   }
   if (kind != WR_RECV) {
     enum pp_status s = h->publish_blocked ? publish(e, c, k) : PP_OK;

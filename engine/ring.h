@@ -12,9 +12,12 @@
  *                 RDMA-written into a FIFO in the sender's memory (32-byte entries).
  * Either way the receiver posts the receive WQE a slot's next chunk will consume before the
  * credit that lets the sender write it, so RNR is impossible by construction. Credit updates
- * are themselves WRITE_WITH_IMM (the engine is event driven: the completion wakes the sender,
- * which then reads the counter or FIFO entry from its memory; it never polls memory, and never
- * reads the last byte of a payload as a flag).
+ * are themselves WRITE_WITH_IMM carrying the new head (or the end of the new CTS entries) in
+ * their immediate: the engine is event driven, the completion wakes the sender, which uses
+ * exactly the credit that completion announces (the counter, checked against it, may already hold
+ * a later value: using that would let more unseen credit updates be in flight than the sender
+ * has receive WQEs for) and reads CTS entries only below it. It never polls memory, and never
+ * reads the last byte of a payload as a flag.
  *
  * Messages larger than a slot are cut into slot-sized chunks; the chunks of a connection are
  * striped round robin over its channels (global chunk g goes to channel g mod channels) and
