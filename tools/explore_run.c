@@ -23,6 +23,10 @@
 #define PREPOST_VERSION "?"
 #endif
 
+#ifdef PREPOST_GCOV
+void __gcov_dump(void); /* libgcov: write the counters (a child leaves by _exit) */
+#endif
+
 static double now_s(void)
 {
   struct timespec ts;
@@ -87,6 +91,9 @@ static void child_main(const struct pp_scenario *sc, int fd, const char *trace, 
   }
   write_all(fd, &v, sizeof v);
   close(fd);
+#ifdef PREPOST_GCOV
+  __gcov_dump();
+#endif
   _exit(0);
 }
 
