@@ -44,6 +44,16 @@ static const struct cfg_field {
     F("engine.workload.interval_ns", workload.interval_ns, K_UINT),
     F("engine.workload.consume_ns", workload.consume_ns, K_UINT),
     F("engine.workload.consume_ranks", workload.consume_ranks, K_UINT),
+    F("engine.ring.slots", ring.slots, K_UINT),
+    F("engine.ring.slot_size", ring.slot_size, K_UINT),
+    F("engine.ring.channels", ring.channels, K_UINT),
+    F("engine.ring.credit_batch", ring.credit_batch, K_UINT),
+    F("engine.ring.credit_idle_ns", ring.credit_idle_ns, K_UINT),
+    F("engine.coll.bytes", coll.bytes, K_UINT),
+    F("engine.coll.chunk", coll.chunk, K_UINT),
+    F("engine.coll.window", coll.window, K_UINT),
+    F("engine.coll.iterations", coll.iterations, K_UINT),
+    F("engine.coll.compute_ns", coll.compute_ns, K_UINT),
 };
 #undef F
 

@@ -19,6 +19,7 @@
 
 #include "engine/engine.h"
 #include "engine/engine_impl.h"
+#include "engine/trace.h"
 #include "fakefabric.h"
 
 /* scenario.h's opening comment trips -Wcomment (see tools/scenario.c) */
@@ -315,6 +316,23 @@ Test(ring, engine_cfg_check_applies_ring_params_to_ring_protocols_only)
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   c.protocol = PP_PROTO_NAIVE;
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_OK, "naive ignores ring: %s", err);
+}
+
+Test(ring, trace_what_if_keys)
+{
+  /* prepost replay --sim --set engine.ring.slots=2 ... */
+  struct pp_engine_cfg c = cfg_of(PP_PROTO_RING_CTS, 2, 1, 64);
+  char err[256] = "";
+  cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.ring.slots", "2", err, sizeof(err)), PP_OK,
+               "%s", err);
+  cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.ring.channels", "3", err, sizeof(err)), PP_OK);
+  cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.ring.credit_idle_ns", "5000", err, sizeof(err)),
+               PP_OK);
+  cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.coll.chunk", "4096", err, sizeof(err)), PP_OK);
+  cr_assert_eq(c.ring.slots, 2);
+  cr_assert_eq(c.ring.channels, 3);
+  cr_assert_eq(c.ring.credit_idle_ns, 5000);
+  cr_assert_eq(c.coll.chunk, 4096);
 }
 
 Test(ring, names)
