@@ -431,6 +431,53 @@ Test(verbs, coordinator_probe_is_void_when_a_rank_moved)
   close(c.a.listen_fd);
 }
 
+/* A rank answers the probe, then processes a late completion and reports it: the coordinator must
+ * probe again (it once waited for ever on the stale probe). */
+Test(verbs, coordinator_probes_again_after_a_late_report)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  start_coord(&c, 5000000000ull, &th);
+  int fd[2] = {fake_hello(c.port, 0, &c.cfg), fake_hello(c.port, 1, &c.cfg)};
+  struct boot_buf b = {0}, o = {0};
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(fd[r], &b), BOOT_TABLE);
+    boot_send(fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull);
+  }
+  for (int r = 0; r < 2; r++)
+    cr_assert_eq(recv_type(fd[r], &b), BOOT_GO);
+  send_state(fd[0], true, true, 1);
+  send_state(fd[1], true, true, 1);
+  uint64_t id[2];
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(fd[r], &b), BOOT_PROBE);
+    id[r] = boot_get64(&b);
+  }
+  boot_put64(&o, id[0]);
+  boot_put8(&o, 1);
+  boot_put64(&o, 1);
+  boot_send(fd[0], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
+  send_state(fd[0], true, true, 2); /* rank 0 moved after its answer; rank 1 has not answered */
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(fd[r], &b), BOOT_PROBE, "a new probe, not a hang");
+    uint64_t nid = boot_get64(&b);
+    cr_assert_gt(nid, id[r]);
+    o.len = 0;
+    boot_put64(&o, nid);
+    boot_put8(&o, 1);
+    boot_put64(&o, r == 0 ? 2 : 1);
+    boot_send(fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
+  }
+  for (int r = 0; r < 2; r++)
+    cr_assert_eq(recv_type(fd[r], &b), BOOT_STOP);
+  close(fd[0]);
+  close(fd[1]);
+  pthread_join(th, NULL);
+  boot_buf_free(&o);
+  boot_buf_free(&b);
+  close(c.a.listen_fd);
+}
+
 Test(verbs, coordinator_names_the_rank_that_never_came)
 {
   struct coord_ctx c;

@@ -381,6 +381,25 @@ Test(rxe, a_full_send_queue_is_again)
   cr_assert_geq(vnic_sends_outstanding(P.n), 16);
 }
 
+Test(rxe, unsignalled_wrs_are_outstanding_until_a_completion_covers_them)
+{
+  nheld = 0;
+  setup_pair(7, PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE, 0);
+  for (uint32_t i = 0; i < 4; i++) {
+    struct pp_send_wr w = {.wr_id = 100 + i, .opcode = PP_WR_RDMA_WRITE,
+                           .send_flags = i == 3 ? PP_SEND_SIGNALED : 0, .num_sge = 1,
+                           .sg_list = {{.addr = (uint64_t)(uintptr_t)P.a, .length = 256,
+                                        .lkey = P.ma.lkey}},
+                           .remote_addr = (uint64_t)(uintptr_t)P.b + 256 * i, .rkey = P.mb.rkey};
+    cr_assert_eq(vnic_ops.post_send(P.n, P.qa, &w), PP_OK);
+  }
+  cr_assert_eq(vnic_sends_outstanding(P.n), 4, "unsignalled WRs count until covered");
+  struct pp_wc w = wait_wc(P.qa);
+  cr_assert_eq(w.status, PP_WC_SUCCESS);
+  cr_assert_eq(w.wr_id, 103, "only the signalled WR completes");
+  cr_assert_eq(vnic_sends_outstanding(P.n), 0, "its completion covers the three before it");
+}
+
 /* ================================================================ driver: bootstrap with a device */
 
 static char tmpdir[64], *out, *errs;
@@ -489,7 +508,7 @@ static enum pp_status drive(const struct pp_sim_config *c, int rank, const char 
   enum pp_status s = pp_verbs_run(c, &o, &res, &reporter, err, 1024);
   *secs = (boot_now_ns() - t0) / 1e9;
   if (s == PP_OK && reporter)
-    free(res.ranks);
+    boot_result_free(&res);
   free(o.table);
   return s;
 }
@@ -573,5 +592,5 @@ Test(boot, launcher_runs_the_ranks_in_process_forks)
   cr_assert_eq(res.ranks[0].stats.status_counts[PP_WC_SUCCESS], 20);
   cr_assert_eq(res.ranks[0].nic.rnr_naks_received, 0, "every receive was pre-posted");
   cr_assert_gt(res.sim_time_ns, 0);
-  free(res.ranks);
+  boot_result_free(&res);
 }

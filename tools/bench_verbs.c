@@ -504,12 +504,15 @@ int pp_verbs_bench_main(int argc, char **argv)
   struct result r[2 + 2 * NPROTO];
   memset(r, 0, sizeof(r));
   int nr = 2;
+  fprintf(stderr, "prepost bench: raw verbs on %s...\n", dev);
   if (raw_bench(&o, &r[0], &r[1], err, sizeof(err))) {
     fprintf(stderr, "prepost: bench: %s\n", err);
     return PP_EXIT_BACKEND;
   }
-  for (int i = 0; i < NPROTO; i++, nr += 2)
+  for (int i = 0; i < NPROTO; i++, nr += 2) {
+    fprintf(stderr, "prepost bench: engine, protocol %s...\n", protocols[i]);
     engine_bench(&o, protocols[i], r[0].value * 2e3, &r[nr], &r[nr + 1]);
+  }
   if (o.json) {
     printf("{\"backend\": \"verbs\", \"device\": \"%s\", \"gid_index\": %d, \"active_mtu\": %u, "
            "\"lat_size\": %u, \"bw_size\": %u, \"iters\": %u, \"results\": [",

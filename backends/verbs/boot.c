@@ -215,6 +215,15 @@ void boot_put_result(struct boot_buf *b, const struct pp_rank_result *r, const u
   boot_put64(b, nsamples);
   for (uint64_t i = 0; i < nsamples; i++)
     boot_put64(b, samples[i]);
+  /* p2p protocols: their statistics and every completed receive (source, tag, size, status,
+   * checksum, in completion order), as bytes with their sizes as a check, like the stats */
+  boot_put32(b, (uint32_t)sizeof(r->p2p));
+  boot_put_bytes(b, &r->p2p, sizeof(r->p2p));
+  boot_put32(b, (uint32_t)sizeof(*r->receives));
+  boot_put64(b, r->nreceives);
+  if (r->nreceives)
+    boot_put_bytes(b, r->receives, r->nreceives * sizeof(*r->receives));
+  boot_put64(b, r->receives_dropped);
 }
 
 void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, uint64_t **samples,
@@ -242,7 +251,40 @@ void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, uint64_t **sa
     for (uint64_t i = 0; i < n; i++)
       (*samples)[i] = boot_get64(b);
     *nsamples = n;
+  } else if (n) {
+    b->bad = true;
+    return;
   }
+  r->receives = NULL;
+  r->nreceives = 0;
+  if (boot_get32(b) != sizeof(r->p2p)) {
+    b->bad = true; /* a different prepost build */
+    return;
+  }
+  boot_get_bytes(b, &r->p2p, sizeof(r->p2p));
+  uint32_t rs = boot_get32(b);
+  uint64_t nr = boot_get64(b);
+  if (b->bad || rs != sizeof(*r->receives) || nr > (b->len - b->at) / rs) {
+    b->bad = true;
+    return;
+  }
+  if (nr) {
+    if (!(r->receives = malloc(nr * sizeof(*r->receives)))) {
+      b->bad = true;
+      return;
+    }
+    boot_get_bytes(b, r->receives, nr * sizeof(*r->receives));
+    r->nreceives = nr;
+  }
+  r->receives_dropped = boot_get64(b);
+}
+
+void boot_result_free(struct pp_run_result *res)
+{
+  for (uint32_t i = 0; res->ranks && i < res->nranks; i++)
+    free(res->ranks[i].receives);
+  free(res->ranks);
+  res->ranks = NULL;
 }
 
 void boot_put_hello(struct boot_buf *b, uint32_t rank, const struct pp_engine_cfg *cfg,
@@ -852,8 +894,9 @@ static enum pp_status on_run_msg(struct coord *c, uint32_t rank, uint32_t type,
     r->idle = boot_get8(b) != 0;
     r->done = boot_get8(b) != 0;
     r->gen = boot_get64(b);
-    if (!r->idle)
-      c->rs.probing = false; /* somebody moved: the probe in flight is void */
+    /* somebody moved (or reports moving after it answered): the probe in flight is void, and a
+     * new one starts below if everyone is idle */
+    c->rs.probing = false;
   } else if (type == BOOT_PROBE_REPLY) {
     uint64_t id = boot_get64(b);
     bool idle = boot_get8(b) != 0;
@@ -1098,8 +1141,7 @@ enum pp_status boot_coordinate(const struct boot_coord_args *a, struct pp_run_re
     close_all(&c);
   } else {
     abort_all(&c, err);
-    free(res->ranks); /* pp_run_result_free without linking the simulator */
-    res->ranks = NULL;
+    boot_result_free(res);
   }
   for (uint32_t i = 0; c.r && i < c.n; i++) {
     free(c.r[i].has);

@@ -75,9 +75,11 @@ void boot_get_addr(struct boot_buf *b, struct vnic_addr *a);
 /* What a rank reports at the end: stats, counters, host, latency samples. */
 void boot_put_result(struct boot_buf *b, const struct pp_rank_result *r, const uint64_t *samples,
                      uint64_t nsamples);
-/* samples: malloc'd (free it), NULL when none. */
+/* samples: malloc'd (free it), NULL when none; r->receives malloc'd too. */
 void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, uint64_t **samples,
                      uint64_t *nsamples);
+/* pp_run_result_free() without linking the simulator. */
+void boot_result_free(struct pp_run_result *res);
 
 /* HELLO (rank -> coordinator): who I am, my address, and for every rank j whether I talk to it
  * and my pp_conn_info for it (has and info are nranks long). */

@@ -42,6 +42,10 @@ struct vqp {
   uint32_t peer;
   uint32_t srq_num;
   uint32_t send_wr, recv_wr; /* CQ capacity this QP needs */
+  /* the wr_ids of the send WRs posted and not completed, in order (signalled or not): a
+   * completion retires its WR and every unsignalled one posted before it */
+  uint64_t *sq;
+  uint32_t sq_cap, sq_head, sq_len;
 };
 
 struct vnic {
@@ -63,7 +67,7 @@ struct vnic {
   struct ibv_srq *srqs[MAX_SRQ]; /* srq_num = index + 1 */
   uint32_t srq_wr[MAX_SRQ];
   struct ibv_mr *mrs[MAX_MR];
-  uint64_t sends_out;
+  uint64_t sends_out; /* send WRs outstanding on every QP (the sum of their sq_len) */
   struct vnic_hw_counters mark;
 };
 
@@ -406,9 +410,11 @@ void vnic_close(struct vnic *n)
 {
   if (!n)
     return;
-  for (uint32_t i = 0; i < QP_HASH; i++)
+  for (uint32_t i = 0; i < QP_HASH; i++) {
     if (n->qps[i].qp)
       ibv_destroy_qp(n->qps[i].qp);
+    free(n->qps[i].sq);
+  }
   for (uint32_t i = 0; i < MAX_SRQ; i++)
     if (n->srqs[i])
       ibv_destroy_srq(n->srqs[i]);
@@ -605,12 +611,16 @@ static int op_create_qp(void *nic, const struct pp_qp_init_attr *a, uint32_t *qp
   if (!qp)
     return errno == ENOMEM ? PP_NOMEM : errno == EINVAL ? PP_INVALID : PP_IO;
   struct vqp *q = qp_free_slot(n, qp->qp_num);
-  if (!q) {
+  /* ibv_create_qp wrote the real send queue size into ia.cap (at least what was asked) */
+  uint32_t cap = ia.cap.max_send_wr > a->max_send_wr ? ia.cap.max_send_wr : a->max_send_wr;
+  uint64_t *fifo = q ? calloc(cap, sizeof(*fifo)) : NULL;
+  if (!q || !fifo) {
+    free(fifo);
     ibv_destroy_qp(qp);
-    return PP_LIMIT;
+    return q ? PP_NOMEM : PP_LIMIT;
   }
   *q = (struct vqp){.qp = qp, .used = true, .peer = a->peer, .srq_num = a->srq_num,
-                    .send_wr = a->max_send_wr, .recv_wr = rwr};
+                    .send_wr = a->max_send_wr, .recv_wr = rwr, .sq = fifo, .sq_cap = cap};
   n->nqps++;
   n->scq_need += (int)a->max_send_wr;
   n->rcq_need += (int)rwr;
@@ -630,6 +640,8 @@ static int op_destroy_qp(void *nic, uint32_t qpn)
   n->scq_need -= (int)q->send_wr;
   n->rcq_need -= (int)q->recv_wr;
   n->nqps--;
+  n->sends_out -= q->sq_len;
+  free(q->sq);
   *q = (struct vqp){.used = true}; /* a tombstone */
   return PP_OK;
 }
@@ -750,8 +762,10 @@ static int op_post_send(void *nic, uint32_t qpn, const struct pp_send_wr *wr)
   int rc = ibv_post_send(q->qp, &w, &bad);
   if (rc)
     return post_errno(q->qp, rc);
-  if (w.send_flags & IBV_SEND_SIGNALED)
+  if (q->sq_len < q->sq_cap) {
+    q->sq[(q->sq_head + q->sq_len++) % q->sq_cap] = wr->wr_id;
     n->sends_out++;
+  }
   return PP_OK;
 }
 
@@ -853,6 +867,24 @@ static void to_pp_wc(const struct ibv_wc *w, bool send_side, struct pp_wc *o)
     o->opcode = send_side ? PP_WC_OP_SEND : PP_WC_OP_RECV;
 }
 
+/* A send completion of QP qpn for wr_id: completions come in posting order, so it retires the
+ * oldest outstanding WR with that wr_id and the unsignalled ones before it. */
+static void retire(struct vnic *n, uint32_t qpn, uint64_t wr_id)
+{
+  struct vqp *q = qp_get(n, qpn);
+  if (!q)
+    return;
+  uint32_t k = 0;
+  while (k < q->sq_len && q->sq[(q->sq_head + k) % q->sq_cap] != wr_id)
+    k++;
+  if (k == q->sq_len)
+    return; /* not ours (cannot happen): keep the count */
+  k++;
+  q->sq_head = (q->sq_head + k) % q->sq_cap;
+  q->sq_len -= k;
+  n->sends_out -= k;
+}
+
 int vnic_poll_cq(struct vnic *n, struct pp_wc *wc, int max)
 {
   struct ibv_wc w[32];
@@ -865,8 +897,8 @@ int vnic_poll_cq(struct vnic *n, struct pp_wc *wc, int max)
       return -1;
     for (int i = 0; i < k; i++) {
       to_pp_wc(&w[i], side == 0, &wc[got++]);
-      if (side == 0 && n->sends_out > 0)
-        n->sends_out--;
+      if (side == 0)
+        retire(n, w[i].qp_num, w[i].wr_id);
     }
   }
   return got;

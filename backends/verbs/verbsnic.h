@@ -84,7 +84,7 @@ int vnic_arm_cq(struct vnic *n);
 void vnic_consume_cq_events(struct vnic *n);
 int vnic_comp_fd(const struct vnic *n);
 int vnic_async_fd(const struct vnic *n);
-/* Signalled send WRs posted and not completed yet (0 when the send side is quiet). */
+/* Send WRs posted and not completed yet, signalled or not (0 when the send side is quiet). */
 uint64_t vnic_sends_outstanding(const struct vnic *n);
 /* Takes the current hw_counters as the zero of query_counters. */
 void vnic_counters_mark(struct vnic *n);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "boot.h"
+#include "engine/p2p.h"
 
 #define EXIT_RANK_FAILED 4
 
@@ -295,6 +296,9 @@ static int progress(struct rank *r)
     }
     bool idle = is_idle(r), done = pp_engine_done(r->e);
     if (idle != sent_idle || done != sent_done || (idle && r->gen != sent_gen)) {
+      logline(r, "state %s%s (deadline %s, %" PRIu64 " sends outstanding)",
+              idle ? "idle" : "busy", done ? ", done" : "", d == PP_NO_DEADLINE ? "none" : "set",
+              vnic_sends_outstanding(r->nic));
       if (send_state(r, idle, done)) {
         errf(r->err, r->errlen, "rank %u: lost the coordinator", r->id);
         ret = -1;
@@ -449,6 +453,10 @@ static int send_result(struct rank *r)
 {
   struct pp_rank_result rr = {0};
   pp_engine_stats(r->e, &rr.stats);
+  pp_p2p_stats(r->e, &rr.p2p);
+  const struct pp_recv_record *recs = NULL;
+  rr.nreceives = pp_p2p_receives(r->e, &recs, &rr.receives_dropped);
+  rr.receives = (struct pp_recv_record *)recs; /* only read by boot_put_result */
   vnic_ops.query_counters(r->nic, &rr.nic);
   snprintf(rr.host, sizeof(rr.host), "%.31s/%.31s", r->host, vnic_device_name(r->nic));
   const uint64_t *s;
@@ -756,8 +764,7 @@ static enum pp_status one_rank(const struct pp_sim_config *cfg, const struct pp_
   }
   if (s != PP_OK) {
     errf(err, errlen, "%s", e2);
-    free(res->ranks); /* pp_run_result_free without linking the simulator */
-    res->ranks = NULL;
+    boot_result_free(res);
     return s;
   }
   *reporter = true;
