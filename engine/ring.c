@@ -9,7 +9,8 @@
  *
  * Counters, all free-running u64:
  *   sender    tail      chunks written on the channel
- *             head      (ring-credits) slots the receiver released: may write while tail < head+S
+ *             head      (ring-credits) slots released, as announced by the credit updates seen:
+ *                       may write while tail < head + S
  *             granted   (ring-cts) CTS entries [0, granted) landed: may write while tail < granted
  *   receiver  arrived   chunks whose WRITE_WITH_IMM completed (all bytes landed)
  *             consumed  chunks copied out to the application (their slots are released)
@@ -20,8 +21,8 @@
  *    direction, S for the credit updates of the send direction; the WQEs carry no buffer, so
  *    either kind of WRITE_WITH_IMM may consume any). A data WQE is re-posted in publish(), before
  *    the credit write that lets the sender use the slot; a credit WQE is re-posted as soon as its
- *    completion is seen, and at most S credit updates can be in flight (each one carries a
- *    strictly larger value within the S slots the sender may have written).
+ *    completion is seen, and at most S credit updates are unseen: each carries a strictly larger
+ *    value, all within (head, head + S] since the sender only uses credit it has seen.
  *  - The sender never overwrites a slot the receiver has not released: tail < head + S /
  *    tail < granted; the receiver checks arrived - consumed < S on every arrival.
  *  - Arrival is the WRITE_WITH_IMM completion, never a byte of the payload; a CTS entry is read
