@@ -369,6 +369,24 @@ Test(rxe, statuses_of_misuse)
   cr_assert_eq(vnic_ops.destroy_qp(P.n, q), PP_NOTFOUND);
 }
 
+Test(rxe, thousands_of_registrations)
+{
+  /* registration caches register one region per buffer: no small fixed table */
+  open_nic();
+  uint8_t *buf = aligned_alloc(4096, 2000 * 4096);
+  struct pp_mr *mr = calloc(2000, sizeof(*mr));
+  for (int i = 0; i < 2000; i++)
+    cr_assert_eq(vnic_ops.reg_mr(P.n, buf + (size_t)i * 4096, 4096, PP_ACCESS_LOCAL_WRITE, &mr[i]),
+                 PP_OK, "registration %d", i);
+  for (int i = 0; i < 2000; i += 2)
+    cr_assert_eq(vnic_ops.dereg_mr(P.n, &mr[i]), PP_OK);
+  cr_assert_eq(vnic_ops.dereg_mr(P.n, &mr[0]), PP_NOTFOUND);
+  free(mr);
+  vnic_close(P.n);
+  P.n = NULL;
+  free(buf);
+}
+
 Test(rxe, a_full_send_queue_is_again)
 {
   nheld = 0;

@@ -33,7 +33,6 @@ _Static_assert((int)PP_QP_MIN_RNR_TIMER == (int)IBV_QP_MIN_RNR_TIMER, "qp attr m
 
 #define QP_HASH 2048 /* power of two, > the engine's max QPs per rank (64 peers x 8 channels) */
 #define MAX_SRQ 64
-#define MAX_MR 256
 #define CQ_MIN 256
 
 struct vqp {
@@ -66,7 +65,8 @@ struct vnic {
   uint32_t nqps;
   struct ibv_srq *srqs[MAX_SRQ]; /* srq_num = index + 1 */
   uint32_t srq_wr[MAX_SRQ];
-  struct ibv_mr *mrs[MAX_MR];
+  struct ibv_mr **mrs; /* grown on demand (registration caches register many regions) */
+  uint32_t mr_cap, max_mr;
   uint64_t sends_out; /* send WRs outstanding on every QP (the sum of their sq_len) */
   struct vnic_hw_counters mark;
 };
@@ -301,6 +301,7 @@ static enum pp_status find_port(const struct vnic_config *cfg, struct vnic *n, c
       n->port = p;
       n->pattr = pa;
       n->max_cqe = da.max_cqe;
+      n->max_mr = da.max_mr > 0 ? (uint32_t)da.max_mr : 1u << 20;
       snprintf(n->device, sizeof(n->device), "%s", name);
       break;
     }
@@ -418,9 +419,10 @@ void vnic_close(struct vnic *n)
   for (uint32_t i = 0; i < MAX_SRQ; i++)
     if (n->srqs[i])
       ibv_destroy_srq(n->srqs[i]);
-  for (uint32_t i = 0; i < MAX_MR; i++)
+  for (uint32_t i = 0; i < n->mr_cap; i++)
     if (n->mrs[i])
       ibv_dereg_mr(n->mrs[i]);
+  free(n->mrs);
   if (n->scq)
     ibv_destroy_cq(n->scq);
   if (n->rcq)
@@ -482,12 +484,21 @@ static int op_reg_mr(void *nic, void *addr, size_t length, unsigned access, stru
     return PP_INVALID;
   if ((access & PP_ACCESS_REMOTE_WRITE) && !(access & PP_ACCESS_LOCAL_WRITE))
     return PP_INVALID; /* ibverbs: remote write needs local write */
-  int slot = -1;
-  for (int i = 0; i < MAX_MR && slot < 0; i++)
+  uint32_t slot = n->mr_cap;
+  for (uint32_t i = 0; i < n->mr_cap && slot == n->mr_cap; i++)
     if (!n->mrs[i])
       slot = i;
-  if (slot < 0)
-    return PP_LIMIT;
+  if (slot == n->mr_cap) {
+    if (n->mr_cap >= n->max_mr)
+      return PP_LIMIT; /* the device's max_mr */
+    uint32_t cap = n->mr_cap ? 2 * n->mr_cap : 64;
+    struct ibv_mr **m = realloc(n->mrs, cap * sizeof(*m));
+    if (!m)
+      return PP_NOMEM;
+    memset(m + n->mr_cap, 0, (cap - n->mr_cap) * sizeof(*m));
+    n->mrs = m;
+    n->mr_cap = cap;
+  }
   struct ibv_mr *mr = ibv_reg_mr(n->pd, addr, length, (int)access);
   if (!mr)
     return errno == ENOMEM || errno == EAGAIN ? PP_NOMEM : errno == EPERM ? PP_PROTECTION : PP_IO;
@@ -503,7 +514,7 @@ static int op_reg_mr(void *nic, void *addr, size_t length, unsigned access, stru
 static int op_dereg_mr(void *nic, const struct pp_mr *mr)
 {
   struct vnic *n = nic;
-  for (int i = 0; i < MAX_MR; i++) {
+  for (uint32_t i = 0; i < n->mr_cap; i++) {
     if (n->mrs[i] && n->mrs[i]->lkey == mr->lkey &&
         (uint64_t)(uintptr_t)n->mrs[i]->addr == mr->addr) {
       int rc = ibv_dereg_mr(n->mrs[i]);
