@@ -511,7 +511,6 @@ static enum pp_status drive(const struct pp_sim_config *c, int rank, const char 
 {
   struct pp_verbs_opts o;
   pp_verbs_opts_default(&o);
-  o.quiet = true;
   o.boot_timeout_ns = (uint64_t)(boot_s * 1e9);
   o.coord_port = port;
   o.nic.gid_index = gid;

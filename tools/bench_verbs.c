@@ -348,7 +348,6 @@ static int engine_run(const struct opts *o, struct pp_sim_config *sc, struct pp_
   pp_verbs_opts_default(&vo);
   vo.nic = o->nic;
   vo.busy_poll = o->busy_poll;
-  vo.quiet = true;
   vo.run_timeout_ns = 120000000000ull;
   bool reporter;
   enum pp_status s = pp_verbs_run(sc, &vo, res, &reporter, err, errlen);

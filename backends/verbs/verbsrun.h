@@ -37,7 +37,6 @@ struct pp_verbs_opts {
   uint64_t run_timeout_ns;             /* the data phase (0: 120 s) */
   bool busy_poll;                      /* spin on the CQ instead of sleeping on its channel */
   int log_fd;                          /* -1: no event log; else one line per completion/event */
-  bool quiet;                          /* no progress lines on stderr */
 };
 
 void pp_verbs_opts_default(struct pp_verbs_opts *o);
