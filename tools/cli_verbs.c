@@ -190,6 +190,11 @@ int pp_cli_run_verbs(int argc, char **argv)
   }
   if (has_seed)
     sc.sim.seed = sc.sim.engine.seed = seed;
+  static const struct pp_faults no_faults;
+  if (memcmp(&sc.sim.faults, &no_faults, sizeof(no_faults)) != 0)
+    fprintf(stderr, "prepost: note: %s: its faults (loss, jitter, ...) are simulated only; the "
+                    "verbs backend does not inject them\n",
+            scenario);
   if (ranks && pp_verbs_parse_table(ranks, &o.table, &o.ntable, err, sizeof(err))) {
     fprintf(stderr, "prepost: %s\n", err);
     return EXIT_USAGE;

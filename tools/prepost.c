@@ -218,6 +218,10 @@ int main(int argc, char **argv)
       fputs(run_usage, stdout);
       return EXIT_OK;
     }
+    if (argc > 2 && (!strcmp(argv[2], "doctor") || !strcmp(argv[2], "bench"))) {
+      fputs(strcmp(argv[2], "doctor") ? pp_cli_bench_usage : pp_cli_doctor_usage, stdout);
+      return EXIT_OK;
+    }
     if (argc > 2 && (!strcmp(argv[2], "trace") || !strcmp(argv[2], "replay"))) {
       fputs(strcmp(argv[2], "trace") ? pp_replay_usage : pp_trace_usage, stdout);
       return EXIT_OK;
