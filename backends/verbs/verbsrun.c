@@ -269,11 +269,16 @@ static int control(struct rank *r, struct boot_buf *b)
   return 0;
 }
 
+/* A rank reports idleness only after this long without activity: protocols with round trips go
+ * idle for a moment between messages, and a report (and the coordinator's probe) each time would
+ * cost more than the messages. The end of a run is detected this much later. */
+#define IDLE_GRACE_NS 5000000ull
+
 static int progress(struct rank *r)
 {
   struct boot_buf b = {0};
   bool sent_idle = false, sent_done = false;
-  uint64_t sent_gen = UINT64_MAX;
+  uint64_t sent_gen = UINT64_MAX, seen_gen = UINT64_MAX, quiet_since = 0;
   unsigned spins = 0;
   int ret = 0;
   for (;;) {
@@ -295,16 +300,22 @@ static int progress(struct rank *r)
       continue;
     }
     bool idle = is_idle(r), done = pp_engine_done(r->e);
-    if (idle != sent_idle || done != sent_done || (idle && r->gen != sent_gen)) {
+    if (!idle || r->gen != seen_gen) {
+      quiet_since = now;
+      seen_gen = r->gen;
+    }
+    /* once reported, idleness is reported again at once when something happened (the gen) */
+    bool report = idle && (sent_idle || now - quiet_since >= IDLE_GRACE_NS);
+    if (report != sent_idle || done != sent_done || (report && r->gen != sent_gen)) {
       logline(r, "state %s%s (deadline %s, %" PRIu64 " sends outstanding)",
-              idle ? "idle" : "busy", done ? ", done" : "", d == PP_NO_DEADLINE ? "none" : "set",
-              vnic_sends_outstanding(r->nic));
-      if (send_state(r, idle, done)) {
+              report ? "idle" : "busy", done ? ", done" : "",
+              d == PP_NO_DEADLINE ? "none" : "set", vnic_sends_outstanding(r->nic));
+      if (send_state(r, report, done)) {
         errf(r->err, r->errlen, "rank %u: lost the coordinator", r->id);
         ret = -1;
         break;
       }
-      sent_idle = idle;
+      sent_idle = report;
       sent_done = done;
       sent_gen = r->gen;
     }
@@ -332,6 +343,8 @@ static int progress(struct rank *r)
       uint64_t wait = d == PP_NO_DEADLINE ? 1000000000ull : d - now;
       if (wait > 1000000000ull)
         wait = 1000000000ull;
+      if (idle && !report && quiet_since + IDLE_GRACE_NS - now < wait)
+        wait = quiet_since + IDLE_GRACE_NS - now; /* wake up to report idleness */
       ts.tv_sec = (time_t)(wait / 1000000000ull);
       ts.tv_nsec = (long)(wait % 1000000000ull);
     }

@@ -69,10 +69,10 @@ if [[ -n $DEV && -e $PORT_STATE ]]; then
   t0=$EPOCHREALTIME
   timeout 60 "$P" run models/scenarios/fast-consumer.yaml --backend verbs >"$OUT/down.out" 2>"$OUT/down.err"
   rc=$?
-  dt=$(echo "$EPOCHREALTIME - $t0" | bc)
+  dt=$(printf %.1f "$(echo "$EPOCHREALTIME - $t0" | bc)")
   sed 's/^/    /' "$OUT/down.err"
   [[ $rc == 4 ]] && grep -q "$DEV port 1 is DOWN" "$OUT/down.err"
-  ok $? "port down: exit $rc in ${dt%.*} s, naming the port"
+  ok $? "port down: exit $rc in $dt s, naming the port"
   "$P" doctor >"$OUT/doctor-down.txt" 2>&1
   rc=$?
   grep '^verdict' "$OUT/doctor-down.txt" | sed 's/^/    /'
