@@ -1,4 +1,5 @@
 #include "engine.h"
+#include "names.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -7,46 +8,36 @@
 
 #include "engine_impl.h"
 
-static const struct {
-  const char *name;
-} protocols[] = {
-#define PP_X(id, name, desc) [PP_PROTO_##id] = {name},
+static const char *const protocols[] = {
+#define PP_X(id, name, desc) [PP_PROTO_##id] = name,
     PP_PROTOCOL_LIST(PP_X)
 #undef PP_X
 };
 
-static const struct {
-  const char *name;
-} patterns[] = {
-#define PP_X(id, name, desc) [PP_PATTERN_##id] = {name},
+static const char *const patterns[] = {
+#define PP_X(id, name, desc) [PP_PATTERN_##id] = name,
     PP_PATTERN_LIST(PP_X)
 #undef PP_X
 };
 
 const char *pp_protocol_name(enum pp_protocol p)
 {
-  return (unsigned)p < PP_PROTO_COUNT ? protocols[p].name : "?";
+  return pp_name_of(protocols, PP_PROTO_COUNT, p);
 }
 
 int pp_protocol_from_name(const char *name)
 {
-  for (int i = 0; i < PP_PROTO_COUNT; i++)
-    if (strcmp(protocols[i].name, name) == 0)
-      return i;
-  return -1;
+  return pp_name_index(protocols, PP_PROTO_COUNT, name);
 }
 
 const char *pp_pattern_name(enum pp_pattern p)
 {
-  return (unsigned)p < PP_PATTERN_COUNT ? patterns[p].name : "?";
+  return pp_name_of(patterns, PP_PATTERN_COUNT, p);
 }
 
 int pp_pattern_from_name(const char *name)
 {
-  for (int i = 0; i < PP_PATTERN_COUNT; i++)
-    if (strcmp(patterns[i].name, name) == 0)
-      return i;
-  return -1;
+  return pp_name_index(patterns, PP_PATTERN_COUNT, name);
 }
 
 int pp_workload_dest(const struct pp_workload *w, uint32_t rank, uint32_t nranks)
@@ -151,15 +142,12 @@ static const char *const workload_names[] = {
 
 const char *pp_workload_name(enum pp_workload_kind k)
 {
-  return (unsigned)k < PP_WORKLOAD_COUNT ? workload_names[k] : "?";
+  return pp_name_of(workload_names, PP_WORKLOAD_COUNT, k);
 }
 
 int pp_workload_from_name(const char *name)
 {
-  for (int i = 0; i < PP_WORKLOAD_COUNT; i++)
-    if (strcmp(workload_names[i], name) == 0)
-      return i;
-  return -1;
+  return pp_name_index(workload_names, PP_WORKLOAD_COUNT, name);
 }
 
 enum pp_status pp_engine_add_peer(struct pp_engine *e, uint32_t peer)

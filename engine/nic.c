@@ -1,4 +1,5 @@
 #include "nic.h"
+#include "names.h"
 
 #include <string.h>
 
@@ -17,15 +18,12 @@ static const char *const wc_status_names[PP_WC_STATUS_COUNT] = {
 
 const char *pp_wc_status_name(enum pp_wc_status s)
 {
-  return (unsigned)s < PP_WC_STATUS_COUNT ? wc_status_names[s] : "?";
+  return pp_name_of(wc_status_names, PP_WC_STATUS_COUNT, s);
 }
 
 int pp_wc_status_from_name(const char *name)
 {
-  for (int i = 0; i < PP_WC_STATUS_COUNT; i++)
-    if (strcmp(wc_status_names[i], name) == 0)
-      return i;
-  return -1;
+  return pp_name_index(wc_status_names, PP_WC_STATUS_COUNT, name);
 }
 
 const char *pp_wc_opcode_name(enum pp_wc_opcode op)

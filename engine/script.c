@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
+#include "names.h"
 #include "p2p.h"
 
 struct out {
@@ -57,15 +58,12 @@ static const char *const op_names[] = {
 
 const char *pp_script_op_name(enum pp_script_op_kind k)
 {
-  return (unsigned)k < PP_SOP_COUNT ? op_names[k] : "?";
+  return pp_name_of(op_names, PP_SOP_COUNT, k);
 }
 
 int pp_script_op_from_name(const char *name)
 {
-  for (int i = 0; i < PP_SOP_COUNT; i++)
-    if (strcmp(op_names[i], name) == 0)
-      return i;
-  return -1;
+  return pp_name_index(op_names, PP_SOP_COUNT, name);
 }
 
 static bool is_send(unsigned k)

@@ -3,6 +3,7 @@
  * go to the caller's sink.
  */
 #include "trace.h"
+#include "names.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,15 +53,12 @@ static const char *const pkt_kind_names[] = {
 
 const char *pp_trace_pkt_kind_name(unsigned kind)
 {
-  return kind < PP_TPKT_COUNT ? pkt_kind_names[kind] : "?";
+  return pp_name_of(pkt_kind_names, PP_TPKT_COUNT, kind);
 }
 
 int pp_trace_pkt_kind_from_name(const char *name)
 {
-  for (int i = 0; i < PP_TPKT_COUNT; i++)
-    if (!strcmp(pkt_kind_names[i], name))
-      return i;
-  return -1;
+  return pp_name_index(pkt_kind_names, PP_TPKT_COUNT, name);
 }
 
 /* CRC-32 (IEEE, for the RoCE ICRC of exports) and CRC-32C (Castagnoli, for chunks: the SSE4.2

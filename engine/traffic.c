@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
+#include "names.h"
 #include "p2p.h"
 
 #define SUBMIT_TIMER 1u
@@ -42,28 +43,22 @@ static const char *const mode_names[] = {
 
 const char *pp_size_dist_name(enum pp_size_dist d)
 {
-  return (unsigned)d < PP_DIST_COUNT ? dist_names[d] : "?";
+  return pp_name_of(dist_names, PP_DIST_COUNT, d);
 }
 
 int pp_size_dist_from_name(const char *name)
 {
-  for (int i = 0; i < PP_DIST_COUNT; i++)
-    if (strcmp(dist_names[i], name) == 0)
-      return i;
-  return -1;
+  return pp_name_index(dist_names, PP_DIST_COUNT, name);
 }
 
 const char *pp_recv_mode_name(enum pp_recv_mode m)
 {
-  return (unsigned)m < PP_RECV_MODE_COUNT ? mode_names[m] : "?";
+  return pp_name_of(mode_names, PP_RECV_MODE_COUNT, m);
 }
 
 int pp_recv_mode_from_name(const char *name)
 {
-  for (int i = 0; i < PP_RECV_MODE_COUNT; i++)
-    if (strcmp(mode_names[i], name) == 0)
-      return i;
-  return -1;
+  return pp_name_index(mode_names, PP_RECV_MODE_COUNT, name);
 }
 
 struct sslot {
