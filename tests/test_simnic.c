@@ -887,6 +887,53 @@ Test(simnic, rem_access_missing_remote_read)
                                          .len = 64});
 }
 
+/* The responder QP's own qp_access_flags (the MR allows everything): an RDMA WRITE (with or
+ * without immediate) without REMOTE_WRITE, or a READ without REMOTE_READ, is NAKed "invalid
+ * request" before any receive WQE is consumed (rxe: check_op_valid, class C): REM_INV_REQ_ERR at
+ * the requester, both QPs in ERROR, the receive flushed, no byte written. */
+static void check_qp_access(unsigned qp_access, enum pp_wr_opcode op)
+{
+  struct pair *p = pair_default();
+  cr_assert_eq(modify(p->h, B, p->qb, (struct pp_qp_attr){.qp_access_flags = qp_access},
+                      PP_QP_ACCESS_FLAGS),
+               PP_OK);
+  recv_ok(p, B, 100, 0, 64);
+  memset(p->buf[B] + 8192, 0xab, 64);
+  fill(p->buf[A], 64, 3);
+  uint64_t raddr = (uint64_t)(uintptr_t)(p->buf[B] + 8192);
+  cr_assert_eq(h_post_send(p->h, A, p->qa, op, 1, &p->mr[A], p->buf[A], 64, raddr,
+                           p->mr[B].rkey, true),
+               PP_OK);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[4];
+  cr_assert_eq(h_poll(p->h, A, wc, 4), 1);
+  expect_wc(&wc[0], 1, PP_WC_REM_INV_REQ_ERR,
+            op == PP_WR_RDMA_READ ? PP_WC_OP_RDMA_READ : PP_WC_OP_RDMA_WRITE, p->qa);
+  cr_assert_eq(qp_state(p->h, A, p->qa), PP_QPS_ERR);
+  cr_assert_eq(qp_state(p->h, B, p->qb), PP_QPS_ERR);
+  cr_assert_eq(h_poll(p->h, B, wc, 4), 1, "the receive is not consumed, only flushed");
+  cr_assert_eq(wc[0].status, PP_WC_WR_FLUSH_ERR);
+  cr_assert_eq(wc[0].wr_id, 100);
+  expect_all(p->buf[B] + 8192, 64, 0xab);
+  cr_assert_eq(tap_count(p->tap, "NAK", B), 1);
+  pair_free(p);
+}
+
+Test(simnic, qp_access_write_not_enabled)
+{
+  check_qp_access(PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_READ, PP_WR_RDMA_WRITE);
+}
+
+Test(simnic, qp_access_write_with_imm_not_enabled)
+{
+  check_qp_access(PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_READ, PP_WR_RDMA_WRITE_WITH_IMM);
+}
+
+Test(simnic, qp_access_read_not_enabled)
+{
+  check_qp_access(PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE, PP_WR_RDMA_READ);
+}
+
 /* ================================================================== 8. completions and order */
 
 Test(simnic, send_completion_waits_for_ack)

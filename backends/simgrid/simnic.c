@@ -954,12 +954,35 @@ static bool scramble_write(struct simnic *n, struct qp *qp, const struct simnic_
   return true;
 }
 
+/* Whether the responder QP lets this operation in: RDMA WRITE (with or without immediate) needs
+ * REMOTE_WRITE in its qp_access_flags, RDMA READ needs REMOTE_READ and room for at least one
+ * incoming READ (max_dest_rd_atomic > 0). Checked before any receive WQE is consumed (like rxe's
+ * check_op_valid / check_resource); a refusal is a NAK "invalid request". */
+static bool op_enabled(const struct qp *qp, enum pp_wr_opcode op)
+{
+  switch (op) {
+  case PP_WR_RDMA_WRITE:
+  case PP_WR_RDMA_WRITE_WITH_IMM:
+    return qp->attr.qp_access_flags & PP_ACCESS_REMOTE_WRITE;
+  case PP_WR_RDMA_READ:
+    return (qp->attr.qp_access_flags & PP_ACCESS_REMOTE_READ) && qp->attr.max_dest_rd_atomic > 0;
+  default:
+    return true;
+  }
+}
+
 /* A request that arrives in sequence. Returns false when it was refused (nothing executed). */
 static void responder_execute(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
 {
   struct sq_wqe *src = origin_wqe(n->f, p);
   if (!src)
     return; /* the requester's WQE is gone (flushed): as if lost on the wire */
+  if (!op_enabled(qp, p->opcode)) {
+    logf_(n, "NAK invalid request qp %u psn %u: %s not enabled on the QP", qp->qpn, p->psn,
+          pp_wr_opcode_name(p->opcode));
+    responder_error(n, qp, NULL, PP_WC_REM_INV_REQ_ERR, NAK_INV_REQ);
+    return;
+  }
   struct pp_recv_wr r;
   uint32_t max_sge = 0;
   bool has_recv = false;
