@@ -170,12 +170,14 @@ void pp_engine_latency(struct pp_engine *e, uint64_t ns)
 enum pp_status pp_app_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
                                 enum pp_wc_status st)
 {
+  e->finished++;
   return e->appops->send_done(e, now, cookie, st);
 }
 
 enum pp_status pp_app_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
                                 enum pp_wc_status st, uint32_t src, uint64_t tag, uint32_t len)
 {
+  e->finished++;
   return e->appops->recv_done(e, now, cookie, st, src, tag, len);
 }
 
@@ -200,6 +202,8 @@ enum pp_status pp_engine_qp_open(struct pp_engine *e, uint32_t peer, uint32_t sr
   enum pp_status s = (enum pp_status)e->ops->create_qp(e->nic, &ia, qpn);
   if (s != PP_OK)
     return s;
+  if (e->nqps < PP_MAX_QPS) /* peers x channels: never more */
+    e->qps[e->nqps++] = (struct pp_qp_seen){.qpn = *qpn, .peer = peer};
   struct pp_qp_attr init = {
       .qp_state = PP_QPS_INIT,
       .qp_access_flags = PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ,
@@ -342,6 +346,11 @@ enum pp_status pp_engine_on_wc(struct pp_engine *e, uint64_t now, const struct p
 {
   if ((unsigned)wc->status < PP_WC_STATUS_COUNT)
     e->st.status_counts[wc->status]++;
+  for (uint32_t i = 0; wc->status != PP_WC_SUCCESS && i < e->nqps; i++)
+    if (e->qps[i].qpn == wc->qp_num && e->qps[i].error == PP_WC_SUCCESS) {
+      e->qps[i].error = (uint8_t)wc->status;
+      e->qps[i].error_ns = now;
+    }
   enum pp_status s = e->proto->on_wc(e, now, wc);
   if (s != PP_OK)
     return s;

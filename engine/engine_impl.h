@@ -12,6 +12,7 @@
 #define PP_ENGINE_IMPL_H
 
 #include "engine.h"
+#include "hang.h"
 #include "prng.h"
 #include "timerq.h"
 
@@ -48,6 +49,10 @@ struct pp_proto_ops {
    * per connection its queues, pending requests, credits, head/tail. snprintf-like: writes at
    * most len bytes (NUL included), returns the length it wanted. */
   size_t (*dump)(const struct pp_engine *e, char *buf, size_t len);
+  /* What each pending operation waits for (engine/hang.h): fills at most max entries with
+   * pp_wait_add(), returns how many there are. Times in since_ns, never in the text (the text
+   * is part of the progress mark). */
+  size_t (*pending)(const struct pp_engine *e, struct pp_wait *out, size_t max);
 };
 
 extern const struct pp_proto_ops pp_naive_ops;
@@ -76,6 +81,8 @@ struct pp_app_ops {
   bool (*done)(const struct pp_engine *e);
   /* Optional (NULL: nothing to say): the workload's state for pp_engine_dump(), as above. */
   size_t (*dump)(const struct pp_engine *e, char *buf, size_t len);
+  /* Optional, as the protocol's `pending` (NULL: a workload not done says so in general). */
+  size_t (*pending)(const struct pp_engine *e, struct pp_wait *out, size_t max);
 };
 
 extern const struct pp_app_ops pp_stream_ops;
@@ -87,6 +94,14 @@ extern const struct pp_app_ops pp_traffic_ops;    /* traffic.c */
 enum pp_timer_owner { PP_TIMER_APP = 1, PP_TIMER_PROTO = 2 };
 
 #define PP_MAX_PEERS 64
+#define PP_MAX_QPS (PP_MAX_PEERS * PP_MAX_CHANNELS)
+
+/* A QP this engine opened and the first error completion seen on it (hang reports). */
+struct pp_qp_seen {
+  uint32_t qpn, peer;
+  uint8_t error; /* enum pp_wc_status, PP_WC_SUCCESS while none */
+  uint64_t error_ns;
+};
 
 struct pp_engine {
   struct pp_engine_cfg cfg;
@@ -106,6 +121,9 @@ struct pp_engine {
   uint64_t *lat;
   uint64_t nlat, lat_cap;
   struct pp_rank_stats st;
+  uint64_t finished; /* sends and receives finished towards the workload (progress) */
+  struct pp_qp_seen qps[PP_MAX_QPS];
+  uint32_t nqps;
 };
 
 /* --- for protocols --- */

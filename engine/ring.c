@@ -851,6 +851,45 @@ static bool ring_quiet(const struct pp_engine *e)
   return true;
 }
 
+/* What the connection's pending sends and receives wait for (hang reports). */
+static void conn_pending(const struct ring *r, const struct conn *c, struct pp_wait *out,
+                         size_t max, size_t *n)
+{
+  if (c->sq_cur < c->sq_tail) {
+    for (uint32_t k = 0; k < r->C; k++) {
+      const struct chan *h = &c->ch[k];
+      uint64_t limit = r->cts ? h->granted : h->head + r->S;
+      if (h->tail < limit)
+        continue;
+      pp_wait_add(out, max, n, PP_WAIT_RING_SLOT, c->peer, PP_WAIT_NOTAG,
+                  c->stalled ? c->stall_since : 0,
+                  "slot %llu of the connection to rank %u (channel %u): consumer stopped, %s "
+                  "%llu, tail %llu (%u slots)", (unsigned long long)(h->tail % r->S), c->peer, k,
+                  r->cts ? "granted" : "head", (unsigned long long)(r->cts ? h->granted : h->head),
+                  (unsigned long long)h->tail, r->S);
+    }
+  } else if (c->sq_head < c->sq_tail) {
+    pp_wait_add(out, max, n, PP_WAIT_SEND_WC, c->peer, PP_WAIT_NOTAG, 0,
+                "%llu sends to rank %u posted, waiting for their completions",
+                (unsigned long long)(c->sq_tail - c->sq_head), c->peer);
+  }
+  if (c->rq_head < c->rq_tail)
+    pp_wait_add(out, max, n, PP_WAIT_RING_DATA, c->peer, PP_WAIT_NOTAG, 0,
+                "%llu receives from rank %u wait for data (channel 0: arrived %llu, consumed "
+                "%llu)", (unsigned long long)(c->rq_tail - c->rq_head), c->peer,
+                (unsigned long long)c->ch[0].arrived, (unsigned long long)c->ch[0].consumed);
+}
+
+static size_t ring_pending(const struct pp_engine *e, struct pp_wait *out, size_t max)
+{
+  const struct ring *r = e->ps;
+  size_t n = 0;
+  for (uint32_t i = 0; r && i < r->n; i++)
+    if (!r->c[i].failed) /* a failed connection's QP is in ERROR: the engine says so */
+      conn_pending(r, &r->c[i], out, max, &n);
+  return n;
+}
+
 const struct pp_proto_ops pp_ring_credits_ops = {
     .name = "ring-credits",
     .create = ring_create,
@@ -862,6 +901,7 @@ const struct pp_proto_ops pp_ring_credits_ops = {
     .on_wc = ring_on_wc,
     .on_timer = ring_on_timer,
     .quiet = ring_quiet,
+    .pending = ring_pending,
 };
 
 const struct pp_proto_ops pp_ring_cts_ops = {
@@ -875,4 +915,5 @@ const struct pp_proto_ops pp_ring_cts_ops = {
     .on_wc = ring_on_wc,
     .on_timer = ring_on_timer,
     .quiet = ring_quiet,
+    .pending = ring_pending,
 };

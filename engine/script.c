@@ -25,6 +25,13 @@ struct out {
   uint8_t *buf;
   uint64_t t_post;
   uint8_t used, recv;
+  uint8_t any; /* an ANY_SOURCE receive */
+};
+
+#define WILD_KEEP 8u /* ANY_SOURCE matches remembered for hang reports */
+
+struct wild {
+  uint32_t source, tag;
 };
 
 struct script {
@@ -45,6 +52,8 @@ struct script {
   uint32_t nout, free_out;
   uint32_t *send_seq; /* per destination rank */
   uint64_t probes;
+  struct wild wild[WILD_KEEP]; /* the last ANY_SOURCE receives' matches (a ring) */
+  uint32_t nwild;
 };
 
 #define NONE UINT32_MAX
@@ -292,6 +301,7 @@ static enum pp_status issue(struct pp_engine *e, uint64_t now, struct script *s,
   s->free_out = o->next;
   o->used = 1;
   o->recv = is_recv(op->kind);
+  o->any = o->recv && op->peer == PP_ANY_SOURCE;
   o->buf = buf;
   o->batch = s->batch;
   o->t_post = now;
@@ -416,6 +426,8 @@ static enum pp_status reap(struct pp_engine *e, uint64_t cookie, bool recv)
   struct pp_p2p_status st;
   if (!pp_p2p_test(e, &o->h, &st))
     return PP_INVALID;
+  if (recv && o->any && st.error != PP_P2P_E_CANCELLED)
+    s->wild[s->nwild++ % WILD_KEEP] = (struct wild){.source = st.source, .tag = st.tag};
   if (st.error == PP_P2P_E_OK && !recv) {
     e->st.messages_sent++;
     e->st.bytes_sent += st.len;
@@ -468,6 +480,35 @@ static bool script_done(const struct pp_engine *e)
   return e->cfg.workload.kind == PP_WORKLOAD_API || (s->pi == s->nprogs && s->total_left == 0);
 }
 
+/* The operation the rank's program stands at, and the ANY_SOURCE receives that matched. */
+static size_t script_pending(const struct pp_engine *e, struct pp_wait *out, size_t max)
+{
+  const struct script *s = e->as;
+  size_t n = 0;
+  if (!s || e->cfg.workload.kind == PP_WORKLOAD_API)
+    return 0;
+  uint32_t nw = s->nwild < WILD_KEEP ? s->nwild : WILD_KEEP;
+  for (uint32_t i = 0; i < nw; i++) {
+    const struct wild *w = &s->wild[(s->nwild - nw + i) % WILD_KEEP];
+    pp_wait_add(out, max, &n, PP_WAIT_WILDCARD, w->source, w->tag, 0,
+                "an ANY_SOURCE receive matched rank %u's message (tag %u)", w->source, w->tag);
+  }
+  if (s->pi < s->nprogs) {
+    const struct pp_script_op *op = cur_op(e, s);
+    char src[24] = "ANY_SOURCE";
+    if (op->peer != PP_ANY_SOURCE)
+      snprintf(src, sizeof(src), "%u", op->peer);
+    pp_wait_add(out, max, &n, PP_WAIT_WORKLOAD, PP_WAIT_NOPEER, PP_WAIT_NOTAG, 0,
+                "program %u stands at op %u (%s, peer %s, %u of %u done)", s->progs[s->pi], s->oi,
+                pp_script_op_name((enum pp_script_op_kind)op->kind), src, s->batch_done,
+                op->count);
+  } else if (s->total_left) {
+    pp_wait_add(out, max, &n, PP_WAIT_WORKLOAD, PP_WAIT_NOPEER, PP_WAIT_NOTAG, 0,
+                "program finished, %u requests still outstanding", s->total_left);
+  }
+  return n;
+}
+
 const struct pp_app_ops pp_script_ops = {
     .name = "script",
     .plan = script_plan,
@@ -479,4 +520,5 @@ const struct pp_app_ops pp_script_ops = {
     .send_done = script_send_done,
     .recv_done = script_recv_done,
     .done = script_done,
+    .pending = script_pending,
 };

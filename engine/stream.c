@@ -380,6 +380,23 @@ static size_t stream_dump(const struct pp_engine *e, char *buf, size_t len)
   return at + (m > 0 ? (size_t)m : 0);
 }
 
+static size_t stream_pending(const struct pp_engine *e, struct pp_wait *out, size_t max)
+{
+  const struct pp_stream *a = e->as;
+  size_t n = 0;
+  uint64_t msgs = e->cfg.workload.messages;
+  if (a && a->dest >= 0 && a->posted > a->completed)
+    pp_wait_add(out, max, &n, PP_WAIT_SEND_WC, (uint32_t)a->dest, PP_WAIT_NOTAG, 0,
+                "%llu sends to rank %d posted, not completed",
+                (unsigned long long)(a->posted - a->completed), a->dest);
+  if (a && a->source >= 0 && !a->recv_failed && a->received < msgs)
+    pp_wait_add(out, max, &n, PP_WAIT_MESSAGE, (uint32_t)a->source, PP_WAIT_NOTAG, 0,
+                "waits for a message from rank %d (%llu of %llu received, %u receives posted)",
+                a->source, (unsigned long long)a->received, (unsigned long long)msgs,
+                a->recvs_out);
+  return n;
+}
+
 const struct pp_app_ops pp_stream_ops = {
     .name = "stream",
     .plan = stream_plan,
@@ -392,4 +409,5 @@ const struct pp_app_ops pp_stream_ops = {
     .recv_done = stream_recv_done,
     .done = stream_done,
     .dump = stream_dump,
+    .pending = stream_pending,
 };

@@ -126,7 +126,8 @@ enum pp_inv pp_explore_check(const struct pp_scenario *sc, const struct pp_run_r
     snprintf(why, len, "error completions with no fatal fault injected: %s", list);
     return PP_INV_ERRORS;
   }
-  if (res->outcome == PP_OUTCOME_STALLED || res->outcome == PP_OUTCOME_TIMEOUT) {
+  if (res->outcome == PP_OUTCOME_STALLED || res->outcome == PP_OUTCOME_TIMEOUT ||
+      res->outcome == PP_OUTCOME_NO_PROGRESS) {
     if (fatal && (s.async || s.errors))
       return PP_INV_OK; /* a fatal fault, reported: the peers of a dead QP may wait for ever */
     if (res->outcome == PP_OUTCOME_STALLED)

@@ -28,8 +28,8 @@ static const char *const main_usage =
     "  help COMMAND   show the help of a command\n"
     "\n"
     "Exit codes: 0 every operation completed successfully, 1 the run ended with error\n"
-    "completions, 2 usage or input error, 3 the run stalled or hit max_sim_time with\n"
-    "operations pending, 4 (verbs) the backend could not start.\n";
+    "completions, 2 usage or input error, 3 the run stalled, hit max_sim_time or made no\n"
+    "progress with operations pending, 4 (verbs) the backend could not start.\n";
 
 static const char *const run_usage =
     "usage: prepost run SCENARIO [--seed N] [--log FILE] [--json] [--models DIR]\n"
@@ -41,12 +41,21 @@ static const char *const run_usage =
     "                change, stamped with simulated nanoseconds; '-' for stderr)\n"
     "  --json        print one JSON object on stdout instead of the table\n"
     "  --trace FILE  record every rank's inputs, outputs and packets (traces/FORMAT.md)\n"
+    "  --no-progress T  stop when no rank made progress for T (a duration: 500us, 2ms, 1s;\n"
+    "                0: never), simulated time; overrides the scenario's limits.no_progress\n"
+    "                (default 1s). Progress: a send or receive finished towards the workload,\n"
+    "                or a change in what a pending operation waits for (credits, CTS, head)\n"
     "  --backend B   simgrid (default) or verbs (see `prepost run --backend verbs --help`)\n"
     "  --models DIR  where relative platform and NIC paths resolve (default: $PREPOST_MODELS\n"
     "                or the source tree's models/)\n"
     "  -h, --help    this help\n"
     "\n"
-    "Exit codes: 0 completed, 1 error completions, 2 usage or input error, 3 stalled/timeout.\n";
+    "When ranks are not done at the end (stalled at quiescence, timeout, no progress, or\n"
+    "errors) a hang report follows the table: per rank what each pending operation waits for,\n"
+    "the wait-for graph between ranks, its cycle and the cause (--json: a \"hang\" object).\n"
+    "\n"
+    "Exit codes: 0 completed, 1 error completions, 2 usage or input error, 3 stalled, timeout\n"
+    "or no progress.\n";
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
 {
@@ -89,6 +98,7 @@ struct run_opts {
   bool json;
   bool has_seed;
   uint64_t seed;
+  const char *no_progress; /* --no-progress T, applied over the scenario's limits */
 };
 
 static int parse_run_args(int argc, char **argv, struct run_opts *o)
@@ -103,7 +113,7 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
     } else if (!strcmp(a, "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "simgrid")) {
       i++;
     } else if (!strcmp(a, "--seed") || !strcmp(a, "--log") || !strcmp(a, "--models") ||
-               !strcmp(a, "--trace")) {
+               !strcmp(a, "--trace") || !strcmp(a, "--no-progress")) {
       if (i + 1 >= argc)
         return usage_error(run_usage, "%s needs a value", a);
       const char *v = argv[++i];
@@ -115,6 +125,8 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
         o->log = v;
       } else if (!strcmp(a, "--trace")) {
         o->trace = v;
+      } else if (!strcmp(a, "--no-progress")) {
+        o->no_progress = v;
       } else {
         o->models = v;
       }
@@ -152,6 +164,10 @@ static int cmd_run(int argc, char **argv)
   }
   if (o.has_seed)
     sc.sim.seed = sc.sim.engine.seed = o.seed;
+  if (o.no_progress &&
+      pp_duration_parse(o.no_progress, "--no-progress", &sc.sim.no_progress_ns, err,
+                        sizeof(err)) != PP_OK)
+    return usage_error(run_usage, "%s", err);
   FILE *log = NULL;
   if (o.log) {
     log = strcmp(o.log, "-") ? fopen(o.log, "w") : stderr;

@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "engine/dump.h"
+#include "engine/hang.h"
+#include "hang_report.h"
 #include "report.h"
 #include "trace_cli.h"
 #include "trace_sim.h"
@@ -705,40 +707,6 @@ static void dump_rank(FILE *out, struct rp_rank *k)
 
 /* ---------------------------------------------------------------- hang report */
 
-struct edge {
-  uint32_t from, to;
-  char why[160];
-};
-
-struct hang {
-  struct edge *e;
-  size_t n, cap;
-};
-
-static void add_edge(struct hang *h, uint32_t from, uint32_t to, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void add_edge(struct hang *h, uint32_t from, uint32_t to, const char *fmt, ...)
-{
-  for (size_t i = 0; i < h->n; i++)
-    if (h->e[i].from == from && h->e[i].to == to)
-      return; /* the first reason stays */
-  if (h->n == h->cap) {
-    size_t cap = h->cap ? h->cap * 2 : 16;
-    struct edge *n = realloc(h->e, cap * sizeof(*n));
-    if (!n)
-      return;
-    h->e = n;
-    h->cap = cap;
-  }
-  struct edge *x = &h->e[h->n++];
-  x->from = from;
-  x->to = to;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(x->why, sizeof(x->why), fmt, ap);
-  va_end(ap);
-}
-
 static struct rp_qp *peer_qp(struct replay *R, const struct rp_qp *q)
 {
   if (q->peer >= R->t->nranks)
@@ -755,230 +723,105 @@ static size_t posted_recvs(const struct rp_rank *k, const struct rp_qp *q)
   return n;
 }
 
-/* Depth-first search for a cycle in the wait-for graph; fills cyc (ranks) and returns its
- * length, 0 when there is none. */
-static size_t find_cycle(const struct hang *h, uint32_t nranks, uint32_t *cyc)
+static bool has_qp_error(const struct pp_wait *w, size_t n, uint32_t peer)
 {
-  uint8_t *color = calloc(nranks, 1); /* 0 new, 1 on the stack, 2 done */
-  uint32_t *parent = calloc(nranks, sizeof(uint32_t));
-  uint32_t *stack = calloc(nranks + 1, sizeof(uint32_t));
-  size_t *next = calloc(nranks, sizeof(size_t));
-  size_t len = 0;
-  for (uint32_t s0 = 0; color && parent && stack && next && s0 < nranks && !len; s0++) {
-    if (color[s0])
+  for (size_t i = 0; i < n; i++)
+    if (w[i].kind == PP_WAIT_QP_ERROR && w[i].peer == peer)
+      return true;
+  return false;
+}
+
+static size_t outstanding_sends(const struct rp_rank *k)
+{
+  size_t n = 0;
+  for (size_t j = 0; j < k->nwr; j++)
+    n += k->wrs[j].send == 1;
+  return n;
+}
+
+/* What the trace says about a rank's QPs (states, outstanding sends, the peer's posted
+ * receives), added to what its replayed engine says it waits for. */
+static size_t trace_waits(struct replay *R, struct rp_rank *k, struct pp_wait *w, size_t n,
+                          size_t max)
+{
+  size_t eng = n < max ? n : max;
+  for (size_t i = 0; i < k->nqp; i++) {
+    struct rp_qp *q = &k->qps[i];
+    if (q->state == PP_QPS_ERR) {
+      if (!has_qp_error(w, eng, q->peer))
+        pp_wait_add(w, max, &n, PP_WAIT_QP_ERROR, q->peer, PP_WAIT_NOTAG, q->error_ns,
+                    "qp 0x%x to rank %u is in ERROR since %" PRIu64 " ns (%s): nothing more "
+                    "moves on it", q->qpn, q->peer, q->error_ns, pp_wc_status_name(q->error));
       continue;
-    size_t sp = 0;
-    stack[sp++] = s0;
-    color[s0] = 1;
-    while (sp && !len) {
-      uint32_t u = stack[sp - 1];
-      bool pushed = false;
-      for (; next[u] < h->n; next[u]++) {
-        const struct edge *x = &h->e[next[u]];
-        if (x->from != u || x->to >= nranks)
-          continue;
-        uint32_t v = x->to;
-        if (color[v] == 1) { /* back edge: the cycle is v .. u on the stack */
-          size_t i = sp;
-          while (i > 0 && stack[i - 1] != v)
-            i--;
-          for (size_t j = i - 1; j < sp; j++)
-            cyc[len++] = stack[j];
-          break;
-        }
-        if (color[v] == 0) {
-          color[v] = 1;
-          parent[v] = u;
-          stack[sp++] = v;
-          next[u]++;
-          pushed = true;
-          break;
-        }
-      }
-      if (!pushed && !len) {
-        color[u] = 2;
-        sp--;
-      }
     }
+    size_t ns = 0;
+    uint64_t oldest = UINT64_MAX;
+    for (size_t j = 0; j < k->nwr; j++)
+      if (k->wrs[j].send == 1 && k->wrs[j].qpn == q->qpn) {
+        ns++;
+        oldest = k->wrs[j].posted_ns < oldest ? k->wrs[j].posted_ns : oldest;
+      }
+    if (!ns)
+      continue;
+    struct rp_qp *pq = peer_qp(R, q);
+    if (pq && posted_recvs(&R->ranks[q->peer], pq) == 0)
+      pp_wait_add(w, max, &n, PP_WAIT_SEND_WC, q->peer, PP_WAIT_NOTAG, oldest,
+                  "%zu sends on qp 0x%x wait for rank %u to post a receive (it has none on qp "
+                  "0x%x: RNR)", ns, q->qpn, q->peer, pq->qpn);
+    else
+      pp_wait_add(w, max, &n, PP_WAIT_SEND_WC, q->peer, PP_WAIT_NOTAG, oldest,
+                  "%zu sends on qp 0x%x to rank %u wait for their acknowledgement", ns, q->qpn,
+                  q->peer);
   }
-  free(color);
-  free(parent);
-  free(stack);
-  free(next);
-  return len;
+  return n;
 }
 
 /*
- * What each rank that is not done waits for, from the state the replay reached: QPs in ERROR,
- * sends waiting for a receive the peer never posted (RNR) or for their acknowledgement, ranks
- * with nothing outstanding waiting for a message; then the wait-for graph and its cycle. The
- * protocols' own view (pending requests, credits) follows from their dump slots.
+ * Why the ranks that are not done are stuck, from the state the replay reached: each replayed
+ * engine's pending operations (engine/hang.h) and what the trace says about its QPs; a rank
+ * whose engine got no input for the second half of the run is silent (frozen or dead: what it
+ * waits for says nothing). Then the wait-for graph, its cycle and the cause (engine/hang.c).
  */
 static int hang_report(FILE *o, struct replay *R, bool json)
 {
   const struct pp_trace *t = R->t;
-  struct hang h = {0};
-  uint32_t stuck = 0;
-  char **why = calloc(t->nranks, sizeof(char *));
-  /* a stuck rank whose engine got no input for the second half of the run is frozen or dead:
-   * what it waits for says nothing (its completions wait in its own NIC) */
+  struct pp_hang h;
+  if (pp_hang_init(&h, t->nranks) != PP_OK)
+    return EXIT_USAGE;
+  h.trigger = PP_HANG_TRIGGER_REPLAY;
   uint64_t end = 0;
   for (uint32_t r = 0; r < t->nranks; r++)
     end = R->ranks[r].now > end ? R->ranks[r].now : end;
-  bool *silent = calloc(t->nranks, sizeof(bool));
+  h.at_ns = end;
+  struct pp_wait w[PP_HANG_MAX_WAITS];
   for (uint32_t r = 0; r < t->nranks; r++) {
     struct rp_rank *k = &R->ranks[r];
-    if (!k->e || k->destroyed)
-      continue;
-    struct pp_rank_stats st;
-    pp_engine_stats(k->e, &st);
-    if (st.done)
-      continue;
-    if (silent && end > 0 && k->now < end / 2) {
-      silent[r] = true;
-      stuck++;
-      if (why && (why[r] = malloc(256)))
-        snprintf(why[r], 256, "    nothing since %" PRIu64 " ns: frozen or dead (its NIC may "
-                 "still hold completions nobody polls)\n", k->now);
+    if (!k->e || k->destroyed) {
+      pp_hang_set_rank(&h, r, PP_HANG_DONE, 0, NULL, 0);
       continue;
     }
-    stuck++;
-    size_t cap = 4096, at = 0;
-    char *w = why ? malloc(cap) : NULL;
-    if (!w)
+    size_t n = pp_engine_pending(k->e, w, PP_HANG_MAX_WAITS);
+    if (pp_engine_done(k->e)) { /* its QPs in ERROR stay: the cause may be there */
+      pp_hang_set_rank(&h, r, PP_HANG_DONE, 0, w, n);
       continue;
-    w[0] = '\0';
-#define WHY(...) at += (size_t)snprintf(w + (at < cap ? at : cap), at < cap ? cap - at : 0, __VA_ARGS__)
-    bool outstanding = false;
-    for (size_t i = 0; i < k->nqp; i++) {
-      struct rp_qp *q = &k->qps[i];
-      size_t ns = 0;
-      uint64_t oldest = UINT64_MAX;
-      for (size_t j = 0; j < k->nwr; j++)
-        if (k->wrs[j].send == 1 && k->wrs[j].qpn == q->qpn) {
-          ns++;
-          if (k->wrs[j].posted_ns < oldest)
-            oldest = k->wrs[j].posted_ns;
-        }
-      struct rp_qp *pq = peer_qp(R, q);
-      if (q->state == PP_QPS_ERR) {
-        WHY("    qp 0x%x to rank %u is in ERROR since %" PRIu64 " ns (%s): nothing more moves on "
-            "it\n", q->qpn, q->peer, q->error_ns, pp_wc_status_name(q->error));
-        add_edge(&h, r, q->peer, "qp 0x%x in ERROR (%s)", q->qpn, pp_wc_status_name(q->error));
-        outstanding = true;
-        continue;
-      }
-      if (!ns)
-        continue;
-      outstanding = true;
-      size_t pr = pq ? posted_recvs(&R->ranks[q->peer], pq) : 0;
-      if (pq && pr == 0) {
-        WHY("    %zu sends on qp 0x%x wait for rank %u to post a receive (it has none on qp "
-            "0x%x: RNR), the oldest for %" PRIu64 " ns\n", ns, q->qpn, q->peer, pq->qpn,
-            k->now - oldest);
-        add_edge(&h, r, q->peer, "%zu sends wait for a receive at rank %u (RNR)", ns, q->peer);
-      } else {
-        WHY("    %zu sends on qp 0x%x to rank %u wait for their acknowledgement, the oldest for "
-            "%" PRIu64 " ns\n", ns, q->qpn, q->peer, k->now - oldest);
-        add_edge(&h, r, q->peer, "%zu sends wait for acknowledgement", ns);
-      }
     }
-    uint64_t dl = pp_engine_next_deadline(k->e);
-    if (!outstanding && dl == PP_NO_DEADLINE) {
-      WHY("    nothing outstanding and no timer: waits for a message from");
-      for (size_t i = 0; i < k->nqp; i++) {
-        if (i)
-          WHY(",");
-        struct rp_qp *q = &k->qps[i], *pq = peer_qp(R, q);
-        bool peer_done = true;
-        if (q->peer < t->nranks && R->ranks[q->peer].e && !R->ranks[q->peer].destroyed) {
-          struct pp_rank_stats ps;
-          pp_engine_stats(R->ranks[q->peer].e, &ps);
-          peer_done = ps.done;
-        }
-        if (pq && pq->state == PP_QPS_ERR) {
-          WHY(" rank %u (whose qp 0x%x to it is in ERROR since %" PRIu64 " ns, %s: nothing more "
-              "comes)", q->peer, pq->qpn, pq->error_ns, pp_wc_status_name(pq->error));
-          add_edge(&h, r, q->peer, "waits for a message; the sender's qp 0x%x is in ERROR (%s)",
-                   pq->qpn, pp_wc_status_name(pq->error));
-        } else {
-          WHY(" rank %u%s", q->peer, peer_done ? " (done: it will send nothing more)" : "");
-          add_edge(&h, r, q->peer, "waits for a message%s",
-                   peer_done ? " from a finished rank" : "");
-        }
-      }
-      WHY("\n");
-    } else if (!outstanding) {
-      WHY("    a timer at %" PRIu64 " ns (the run ended before it)\n", dl);
-    }
-#undef WHY
-    why[r] = w;
+    n = trace_waits(R, k, w, n, PP_HANG_MAX_WAITS);
+    /* silent: no input for the second half of the run although sends of its own are
+     * outstanding (their completions wait in its NIC: nobody polls them) */
+    bool silent = end > 0 && k->now < end / 2 && outstanding_sends(k);
+    pp_hang_set_rank(&h, r, silent ? PP_HANG_SILENT : PP_HANG_STUCK, k->now, w, n);
   }
-  uint32_t *cyc = calloc(t->nranks + 1, sizeof(uint32_t));
-  size_t ncyc = cyc ? find_cycle(&h, t->nranks, cyc) : 0;
-  /* a rank whose engine got no input for most of the run is dead or frozen */
-
+  pp_hang_analyze(&h);
   if (json) {
-    fprintf(o, "{\"hang\": {\"stuck_ranks\": %u, \"ranks\": [", stuck);
-    const char *sep = "";
-    for (uint32_t r = 0; r < t->nranks; r++) {
-      if (!why || !why[r])
-        continue;
-      fprintf(o, "%s{\"rank\": %u, \"waits_for\": [", sep, r);
-      const char *s2 = "";
-      for (size_t i = 0; i < h.n; i++)
-        if (h.e[i].from == r) {
-          fprintf(o, "%s{\"rank\": %u, \"why\": \"%s\"}", s2, h.e[i].to, h.e[i].why);
-          s2 = ", ";
-        }
-      fprintf(o, "]}");
-      sep = ", ";
-    }
-    fprintf(o, "], \"silent\": [");
-    const char *s3 = "";
-    for (uint32_t r = 0; r < t->nranks; r++)
-      if (silent && silent[r]) {
-        fprintf(o, "%s{\"rank\": %u, \"last_input_ns\": %" PRIu64 "}", s3, r, R->ranks[r].now);
-        s3 = ", ";
-      }
-    fprintf(o, "], \"cycle\": [");
-    for (size_t i = 0; i < ncyc; i++)
-      fprintf(o, "%s%u", i ? ", " : "", cyc[i]);
-    fprintf(o, "]}}\n");
-  } else if (!stuck) {
-    fprintf(o, "no hang: every rank's engine is done\n");
+    fprintf(o, "{\"hang\": ");
+    pp_hang_json(o, &h);
+    fprintf(o, "}\n");
   } else {
-    fprintf(o, "hang: %u of %u ranks are not done\n", stuck, t->nranks);
-    for (uint32_t r = 0; r < t->nranks; r++)
-      if (silent && silent[r])
-        fprintf(o, "  rank %u has had no input since %" PRIu64 " ns (the others until %" PRIu64
-                   " ns): dead or frozen?\n", r, R->ranks[r].now, end);
-    for (uint32_t r = 0; r < t->nranks; r++) {
-      if (!why || !why[r])
-        continue;
-      fprintf(o, "  rank %u waits:\n%s", r, why[r]);
-    }
-    fprintf(o, "  wait-for graph:");
-    for (size_t i = 0; i < h.n; i++)
-      fprintf(o, "%s %u -> %u (%s)", i ? "," : "", h.e[i].from, h.e[i].to, h.e[i].why);
-    fprintf(o, "%s\n", h.n ? "" : " no edges");
-    if (ncyc) {
-      fprintf(o, "  cycle:");
-      for (size_t i = 0; i < ncyc; i++)
-        fprintf(o, " %u ->", cyc[i]);
-      fprintf(o, " %u: a deadlock, none of them can move first\n", cyc[0]);
-    } else {
-      fprintf(o, "  no cycle: a chain ending at a rank that cannot help (a QP in ERROR, a "
-                 "finished or dead rank)\n");
-    }
+    pp_hang_print(o, &h);
   }
-  for (uint32_t r = 0; why && r < t->nranks; r++)
-    free(why[r]);
-  free(why);
-  free(silent);
-  free(cyc);
-  free(h.e);
-  return stuck ? EXIT_STALLED : EXIT_OK;
+  int rc = h.stuck ? EXIT_STALLED : EXIT_OK;
+  pp_hang_free(&h);
+  return rc;
 }
 
 /* ---------------------------------------------------------------- the command */

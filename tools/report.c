@@ -1,4 +1,5 @@
 #include "report.h"
+#include "hang_report.h"
 #include "report_p2p.h"
 #include "report_ring.h"
 
@@ -86,7 +87,12 @@ void pp_report_json_on(FILE *out, const struct pp_sim_config *cfg, const struct 
                  ", \"packets_dropped\": %" PRIu64 "}",
             r->nic.rnr_naks_sent, r->nic.timeout_retries, r->nic.packets_dropped);
   }
-  fprintf(out, "]}\n");
+  fprintf(out, "]");
+  if (res->hang) {
+    fprintf(out, ", \"hang\": ");
+    pp_hang_json(out, res->hang);
+  }
+  fprintf(out, "}\n");
 }
 
 static void status_list(FILE *out, const uint64_t *status)
@@ -138,4 +144,8 @@ void pp_report_table_on(FILE *out, const struct pp_sim_config *cfg,
   fputc('\n', out);
   pp_report_ring_table(out, cfg, res);
   pp_report_p2p_table(out, cfg, res);
+  if (res->hang) {
+    fputc('\n', out);
+    pp_hang_print(out, res->hang);
+  }
 }

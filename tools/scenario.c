@@ -498,6 +498,18 @@ bad:
               key, show(c, v));
 }
 
+enum pp_status pp_duration_parse(const char *text, const char *key, uint64_t *out, char *err,
+                                 size_t errlen)
+{
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", text);
+  struct node v = {.kind = NODE_SCALAR, .line = 0, .str = buf, .len = strlen(buf)};
+  struct ctx c = {.path = "argument", .err = err, .errlen = errlen};
+  if (strlen(text) >= sizeof buf)
+    return fail(&c, PP_PARSE, 0, "'%s' is too long", key);
+  return get_duration(&c, key, &v, out);
+}
+
 /* "4096", "64B", "4KiB", "1MiB", "1GiB", "4KB" (10^3), "1MB", "1GB"; a whole number of bytes. */
 static enum pp_status get_size(struct ctx *c, const char *key, const struct node *v, uint64_t min,
                                uint64_t max, uint64_t *out)
@@ -923,6 +935,7 @@ void pp_scenario_defaults(struct pp_scenario *sc)
   s->engine.seed = 1;
   s->seed = 1;
   s->max_sim_time_ns = 60ull * 1000000000ull;
+  s->no_progress_ns = PP_NO_PROGRESS_DEFAULT_NS;
   pp_ring_params_default(&s->engine.ring);
   pp_coll_params_default(&s->engine.coll);
   pp_p2p_params_default(&s->engine.p2p);
@@ -947,7 +960,7 @@ static const char *const faults_keys[] = {
     "qp_error_at", "qp_error_host", "qp_error_qp", "rkey_invalidate_at", "rkey_host", "cq_delay",
     "pause_ranks", "pause_at",   "pause",       "order_bits", "order_mask",  "order_window",
     NULL};
-static const char *const limits_keys[] = {"max_sim_time", NULL};
+static const char *const limits_keys[] = {"max_sim_time", "no_progress", NULL};
 
 /* A section value that must be a mapping ("key:" alone counts as an empty one). */
 static enum pp_status section(struct ctx *c, const struct node *root, const char *key,
@@ -1313,6 +1326,9 @@ static enum pp_status parse_scenario(struct ctx *c, const struct node *root, str
     if (sim->max_sim_time_ns == 0)
       return fail(c, PP_INVALID, v->line, "'max_sim_time' must be > 0, got %s", show(c, v));
   }
+  if (limits && (v = get(limits, "no_progress")) &&
+      (st = get_duration(c, "no_progress", v, &sim->no_progress_ns)))
+    return st;
   sim->engine.rank = 0;
   sim->engine.seed = sim->seed;
 

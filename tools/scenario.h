@@ -31,6 +31,15 @@ enum pp_status pp_scenario_parse(const char *text, size_t len, const char *path,
 /* Reads and parses a file. */
 enum pp_status pp_scenario_load(const char *path, const char *models_dir, struct pp_scenario *sc,
                                 char *err, size_t errlen);
+/* limits.no_progress when a scenario does not say (1 s: simulated on SimGrid, wall clock on
+ * verbs); 0 turns the bound off. */
+#define PP_NO_PROGRESS_DEFAULT_NS 1000000000ull
+
+/* Parses a duration as a scenario writes it ("500ns", "2us", "1.5ms", "10s", bare ns) for the
+ * command-line option `key`; on error a sentence in err. */
+enum pp_status pp_duration_parse(const char *text, const char *key, uint64_t *out, char *err,
+                                 size_t errlen);
+
 /* Loads a NIC profile file (models/nics/<name>.yaml) into p. */
 enum pp_status pp_nic_profile_load(const char *path, struct pp_nic_profile *p, char *err,
                                    size_t errlen);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <xbt/log.h>
 
+#include "engine/hang.h"
 #include "engine/prng.h"
 #include "sgshim.h"
 #include "simtrace.h"
@@ -39,7 +40,7 @@ static const char *const outcome_names[] = {
 
 const char *pp_outcome_name(enum pp_outcome o)
 {
-  return (unsigned)o <= PP_OUTCOME_TIMEOUT ? outcome_names[o] : "?";
+  return (unsigned)o <= PP_OUTCOME_NO_PROGRESS ? outcome_names[o] : "?";
 }
 
 struct rank_state {
@@ -66,6 +67,8 @@ static struct sim {
   uint32_t idle;
   bool stopping;
   bool timed_out;
+  bool no_progress; /* the watchdog stopped the run */
+  uint64_t *marks;  /* per rank: pp_engine_progress_mark() when the watchdog last looked */
   enum pp_status error;
   char err[256];
   uint64_t end_ns;
@@ -246,6 +249,41 @@ static void progress_loop(struct rank_state *r, uint32_t rank)
   }
 }
 
+/* The no-progress watchdog (cfg->no_progress_ns): a daemon actor that looks at every rank's
+ * progress mark every bound/8 of simulated time and stops the run when none changed for the
+ * bound. It only reads the engines: the ranks' events are the same with or without it. */
+static bool any_progress(void)
+{
+  bool moved = false;
+  for (uint32_t i = 0; i < S.nranks; i++) {
+    uint64_t m = S.ranks[i].engine ? pp_engine_progress_mark(S.ranks[i].engine) : 0;
+    moved = moved || m != S.marks[i];
+    S.marks[i] = m;
+  }
+  return moved;
+}
+
+static void watchdog_actor(int argc, char **argv)
+{
+  (void)argc, (void)argv;
+  sg_actor_daemonize(sg_actor_self());
+  uint64_t bound = S.cfg->no_progress_ns, step = bound / 8 ? bound / 8 : 1;
+  uint64_t last = now_ns();
+  any_progress();
+  while (!S.stopping) {
+    sg_actor_sleep_for((double)step / 1e9);
+    if (S.stopping)
+      return;
+    uint64_t now = now_ns();
+    if (any_progress())
+      last = now;
+    else if (now - last >= bound) {
+      S.no_progress = true;
+      stop_all();
+    }
+  }
+}
+
 static void rank_actor(int argc, char **argv)
 {
   (void)argc;
@@ -369,6 +407,31 @@ static enum pp_status map_hosts(char *err, size_t errlen)
 
 /* --------------------------------------------------------------- results */
 
+/* Why the ranks that are not done are stuck: each engine's pending operations; a rank still
+ * paused by faults.pause_* at the end is silent (its last input: the start of the pause). */
+static struct pp_hang *hang_of(enum pp_outcome o)
+{
+  struct pp_hang *h = malloc(sizeof(*h));
+  if (!h || pp_hang_init(h, S.nranks) != PP_OK) {
+    free(h);
+    return NULL;
+  }
+  h->trigger = o == PP_OUTCOME_NO_PROGRESS ? PP_HANG_TRIGGER_NO_PROGRESS
+               : o == PP_OUTCOME_TIMEOUT   ? PP_HANG_TRIGGER_TIMEOUT
+                                           : PP_HANG_TRIGGER_QUIESCENCE;
+  h->at_ns = S.end_ns;
+  h->no_progress_ns = S.cfg->no_progress_ns;
+  for (uint32_t i = 0; i < S.nranks; i++) {
+    pp_hang_set_engine(h, i, S.ranks[i].engine);
+    if (h->rank[i].state == PP_HANG_STUCK && frozen_until(i, S.end_ns)) {
+      h->rank[i].state = PP_HANG_SILENT;
+      h->rank[i].last_input_ns = S.cfg->faults.pause_at_ns;
+    }
+  }
+  pp_hang_analyze(h);
+  return h;
+}
+
 static void collect(struct pp_run_result *res)
 {
   uint64_t total = 0, errors = 0;
@@ -407,7 +470,11 @@ static void collect(struct pp_run_result *res)
   else if (all_done)
     res->outcome = PP_OUTCOME_COMPLETED;
   else
-    res->outcome = S.timed_out ? PP_OUTCOME_TIMEOUT : PP_OUTCOME_STALLED;
+    res->outcome = S.no_progress ? PP_OUTCOME_NO_PROGRESS
+                   : S.timed_out ? PP_OUTCOME_TIMEOUT
+                                 : PP_OUTCOME_STALLED;
+  if (!all_done)
+    res->hang = hang_of(res->outcome);
 }
 
 static void cleanup(void)
@@ -419,6 +486,8 @@ static void cleanup(void)
   }
   simnic_fabric_destroy(S.fabric);
   free(S.ranks);
+  free(S.marks);
+  S.marks = NULL;
   if (S.barrier)
     sg_barrier_destroy(S.barrier);
   S.ranks = NULL;
@@ -487,6 +556,15 @@ enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_
     const char *args[] = {name, num};
     sg_actor_create_(name, S.ranks[i].host, rank_actor, 2, args);
   }
+  if (cfg->no_progress_ns) {
+    S.marks = calloc(S.nranks, sizeof(*S.marks));
+    if (!S.marks) {
+      s = PP_NOMEM;
+      goto out_cleanup;
+    }
+    const char *args[] = {"watchdog"};
+    sg_actor_create_("watchdog", S.ranks[0].host, watchdog_actor, 1, args);
+  }
   simgrid_run();
   if (S.error != PP_OK) {
     snprintf(err, errlen, "%s", S.err);
@@ -511,4 +589,8 @@ void pp_run_result_free(struct pp_run_result *res)
     free(res->ranks[i].receives);
   free(res->ranks);
   res->ranks = NULL;
+  if (res->hang)
+    pp_hang_free(res->hang);
+  free(res->hang);
+  res->hang = NULL;
 }

@@ -27,13 +27,17 @@ struct pp_sim_config {
   struct pp_engine_cfg engine; /* rank is set per actor */
   uint64_t seed;
   uint64_t max_sim_time_ns;    /* stop the run there (a bound, reported as a timeout) */
+  /* stop the run when no rank made progress (engine/hang.h) for this long, simulated time on
+   * SimGrid, wall time on verbs; 0: never */
+  uint64_t no_progress_ns;
 };
 
 #define PP_OUTCOME_LIST(X)                                                     \
   X(COMPLETED, "completed", "every operation completed successfully")          \
   X(ERRORS, "errors", "the run ended with error completions")                  \
   X(STALLED, "stalled", "nothing left to do but operations still pending")     \
-  X(TIMEOUT, "timeout", "max_sim_time reached with operations pending")
+  X(TIMEOUT, "timeout", "max_sim_time reached with operations pending")         \
+  X(NO_PROGRESS, "no_progress", "no rank made progress for the no-progress bound")
 
 enum pp_outcome {
 #define PP_X(id, name, desc) PP_OUTCOME_##id,
@@ -53,8 +57,13 @@ struct pp_rank_result {
   uint64_t receives_dropped;       /* completed beyond p2p.record */
 };
 
+struct pp_hang;
+
 struct pp_run_result {
   enum pp_outcome outcome;
+  /* why the ranks that are not done are stuck (engine/hang.h), NULL when every rank is done;
+   * freed with the result */
+  struct pp_hang *hang;
   uint64_t sim_time_ns;
   uint32_t nranks;
   struct pp_rank_result *ranks; /* nranks entries, malloc'd; free with pp_run_result_free() */
