@@ -258,6 +258,14 @@ static const struct pp_wait *find_wait(const struct pp_hang_rank *k, enum pp_wai
   return NULL;
 }
 
+static const struct pp_hang_edge *edge_of(const struct pp_hang *h, uint32_t from, uint32_t to)
+{
+  for (uint32_t i = 0; i < h->nedges; i++)
+    if (h->edge[i].from == from && h->edge[i].to == to)
+      return &h->edge[i];
+  return NULL;
+}
+
 #define CAUSE(...) snprintf(h->cause, sizeof(h->cause), __VA_ARGS__)
 
 /* A wildcard receive that took the "wrong" sender's message: rank r holds an unexpected message
@@ -335,7 +343,7 @@ static void name_cause(struct pp_hang *h)
   for (uint32_t i = 0; i < h->ncycle; i++) {
     const struct pp_wait *t = find_wait(&h->rank[h->cycle[i]], PP_WAIT_TIMER, PP_WAIT_NOPEER);
     if (t) {
-      CAUSE("cycle through rank %u, whose %s: nothing moves before it (a timer, not a "
+      CAUSE("cycle through rank %u, but %s: nothing moves before it (a timer, not a "
             "deadlock)", h->cycle[i], t->what);
       return;
     }
@@ -345,8 +353,13 @@ static void name_cause(struct pp_hang *h)
     for (uint32_t i = 0; i < h->ncycle && at > 0 && (size_t)at < sizeof(h->cause); i++)
       at += snprintf(h->cause + at, sizeof(h->cause) - (size_t)at, " %u ->", h->cycle[i]);
     if (at > 0 && (size_t)at < sizeof(h->cause))
-      snprintf(h->cause + at, sizeof(h->cause) - (size_t)at,
-               " %u: a deadlock, none of them can move first", h->cycle[0]);
+      at += snprintf(h->cause + at, sizeof(h->cause) - (size_t)at,
+                     " %u: a deadlock, none of them can move first; they wait for", h->cycle[0]);
+    for (uint32_t i = 0; i < h->ncycle && at > 0 && (size_t)at < sizeof(h->cause); i++) {
+      const struct pp_hang_edge *x = edge_of(h, h->cycle[i], h->cycle[(i + 1) % h->ncycle]);
+      at += snprintf(h->cause + at, sizeof(h->cause) - (size_t)at, "%s %s", i ? "," : "",
+                     x ? pp_wait_kind_name((enum pp_wait_kind)x->kind) : "?");
+    }
     return;
   }
   for (uint32_t r = 0; r < h->nranks; r++) {

@@ -57,6 +57,7 @@ struct script {
 };
 
 #define NONE UINT32_MAX
+#define SCRIPT_PAGE 4096u
 #define COMPUTE_TIMER 1u
 
 static const char *const op_names[] = {
@@ -232,7 +233,12 @@ static enum pp_status script_create(struct pp_engine *e)
   struct pp_p2p_params prm;
   pp_p2p_params_resolve(&e->cfg, &prm);
   s->nout = prm.max_requests;
-  s->buf = calloc(off ? off : 1, 1);
+  /* page-aligned: the p2p registration cache registers whole pages, so the place of a message
+   * inside its registration is the same in a run and in its replay (traces/FORMAT.md) */
+  uint64_t bytes = (off + SCRIPT_PAGE - 1) / SCRIPT_PAGE * SCRIPT_PAGE;
+  s->buf = aligned_alloc(SCRIPT_PAGE, bytes ? bytes : SCRIPT_PAGE);
+  if (s->buf)
+    memset(s->buf, 0, bytes);
   s->out = calloc(s->nout, sizeof(*s->out));
   s->send_seq = calloc(e->cfg.nranks, sizeof(*s->send_seq));
   if (!s->buf || !s->out || !s->send_seq)

@@ -243,6 +243,7 @@ Test(cli, timeout_exits_3)
   int rc = cli(args);
   cr_assert_eq(rc, 3, "exit %d; stdout:\n%s\nstderr:\n%s", rc, out, err);
   assert_has(out, "outcome  timeout");
+  assert_has(out, "hang: 2 of 2 ranks are not done (the time limit at 100000 ns)");
 }
 
 Test(cli, log_to_a_file)
@@ -488,4 +489,112 @@ Test(cli, json_report_of_a_failed_run)
   cr_assert_eq(num(out, "seed"), 7, "--seed overrides the scenario's seed");
   cr_assert_eq(num(out, "status_counts.RNR_RETRY_EXC_ERR"), 1);
   cr_assert_geq(num(out, "status_counts.WR_FLUSH_ERR"), 1);
+}
+
+/* ================================================================ hangs (engine/hang.h) */
+
+/* A naive sender whose receiver posts its buffers only after 5 ms: with rnr_retry 7 the SENDs
+ * are retried for ever (RNR NAKs), nothing is delivered, nothing quiesces. */
+static void write_rnr_forever(const char *limits)
+{
+  char text[1024];
+  snprintf(text, sizeof(text),
+           "name: rnr-forever\nranks: 2\nprotocol: naive\nworkload:\n  pattern: pair\n"
+           "  messages: 4\n  size: 1KiB\n  post_delay: 5ms\nqp:\n  min_rnr_timer: 1\n"
+           "  rnr_retry: 7\nlimits:\n  max_sim_time: 1s\n%s",
+           limits);
+  write_file("forever.yaml", text);
+}
+
+static int run_forever(const char *opts)
+{
+  char args[512];
+  snprintf(args, sizeof(args), "run '%s/forever.yaml' %s", tmpdir, opts);
+  return cli(args);
+}
+
+Test(cli, run_help_documents_no_progress)
+{
+  cr_assert_eq(cli("run --help"), 0);
+  assert_has(out, "--no-progress T");
+  assert_has(out, "Progress: a send or receive finished");
+  assert_has(out, "3 stalled, timeout\nor no progress");
+}
+
+Test(cli, bad_no_progress)
+{
+  assert_usage_error(cli("run '" SCENARIOS "fast-consumer.yaml' --no-progress soon"),
+                     "'--no-progress' must be a duration such as 500ns");
+  assert_usage_error(cli("run '" SCENARIOS "fast-consumer.yaml' --no-progress"),
+                     "--no-progress needs a value");
+}
+
+Test(cli, no_progress_stops_a_run_that_retries_for_ever)
+{
+  write_rnr_forever("");
+  int rc = run_forever("--no-progress 1ms");
+  cr_assert_eq(rc, 3, "exit %d; stdout:\n%s\nstderr:\n%s", rc, out, err);
+  assert_has(out, "outcome  no_progress after 1");
+  assert_has(out, "hang: 2 of 2 ranks are not done (no progress for 1000000 ns, detected at ");
+  assert_has(out, "[send_wc] 4 sends to rank 1 posted, not completed");
+  assert_has(out, "[message] waits for a message from rank 0 (0 of 4 received, 0 receives");
+  assert_has(out, "[timer] its next timer (workload) fires at 5000000 ns");
+  assert_has(out, "cycle: 0 -> 1 -> 0: a rank of it has a timer pending");
+  assert_has(out, "cause: cycle through rank 1, but its next timer (workload) fires at 5000000 ns");
+  /* detected within bound + bound/8 of the last progress (the start): before 1.2 ms */
+  const char *at = strstr(out, "detected at ");
+  cr_assert_lt(strtoull(at + strlen("detected at "), NULL, 10), 1200000ull);
+}
+
+Test(cli, no_progress_from_the_scenario_and_off)
+{
+  write_rnr_forever("  no_progress: 2ms\n");
+  int rc = run_forever("");
+  cr_assert_eq(rc, 3, "exit %d; stdout:\n%s", rc, out);
+  assert_has(out, "(no progress for 2000000 ns");
+  /* the option overrides the scenario; 0 turns the bound off: the receiver posts at 5 ms and
+   * the retried SENDs complete */
+  rc = run_forever("--no-progress 0");
+  cr_assert_eq(rc, 0, "exit %d; stdout:\n%s", rc, out);
+  assert_has(out, "outcome  completed");
+  cr_assert_null(strstr(out, "hang:"), "%s", out);
+}
+
+Test(cli, json_hang_object)
+{
+  write_rnr_forever("");
+  int rc = run_forever("--no-progress 1ms --json");
+  cr_assert_eq(rc, 3, "exit %d; stderr:\n%s", rc, err);
+  cr_assert_not_null(skip_value(out, 0), "not JSON:\n%s", out);
+  cr_assert(str_is(out, "outcome", "no_progress"));
+  cr_assert_eq(num(out, "hang.stuck_ranks"), 2);
+  cr_assert(str_is(out, "hang.trigger", "no_progress"));
+  cr_assert_eq(num(out, "hang.no_progress_ns"), 1000000);
+  const char *r0 = element(path_of(out, "hang.ranks"), 0);
+  cr_assert_not_null(r0);
+  cr_assert_eq(num(r0, "rank"), 0);
+  cr_assert(str_is(r0, "state", "stuck"));
+  const char *w0 = element(member(r0, "waits"), 0);
+  cr_assert(str_is(w0, "kind", "send_wc"));
+  cr_assert_eq(num(w0, "peer"), 1);
+  cr_assert_eq(strncmp(member(w0, "tag"), "null", 4), 0, "no tag: null");
+  cr_assert_eq(num(element(member(r0, "waits_for"), 0), "rank"), 1);
+  cr_assert_eq(num(element(path_of(out, "hang.edges"), 1), "from"), 1);
+  const char *cyc = path_of(out, "hang.cycle");
+  cr_assert_eq(strtoull(element(cyc, 0), NULL, 10), 0);
+  cr_assert_eq(strtoull(element(cyc, 1), NULL, 10), 1);
+  cr_assert_null(element(cyc, 2));
+  cr_assert(strncmp(path_of(out, "hang.cause"), "\"cycle through rank 1", 21) == 0);
+}
+
+Test(cli, stalled_and_timed_out_runs_report_the_hang)
+{
+  int rc = cli("run '" PREPOST_SOURCE_DIR "/traces/hangs/send-send-deadlock.yaml' --json");
+  cr_assert_eq(rc, 3);
+  cr_assert(str_is(out, "outcome", "stalled"));
+  cr_assert(str_is(out, "hang.trigger", "quiescence"));
+  cr_assert_eq(num(out, "hang.stuck_ranks"), 2);
+  rc = cli("run '" SCENARIOS "fast-consumer.yaml' --json");
+  cr_assert_eq(rc, 0);
+  cr_assert_null(path_of(out, "hang"), "a completed run has no hang object");
 }

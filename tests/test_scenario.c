@@ -330,6 +330,8 @@ Test(defaults, scenario_defaults)
   cr_assert_eq(s->engine.qp.rq_depth, 64);
   cr_assert_eq(s->faults.loss, 0.0);
   cr_assert_eq(s->max_sim_time_ns, 60000000000ull);
+  cr_assert_eq(s->no_progress_ns, PP_NO_PROGRESS_DEFAULT_NS);
+  cr_assert_eq(s->no_progress_ns, 1000000000ull, "1 s unless the scenario says");
 }
 
 Test(defaults, minimal_scenario_takes_every_default)
@@ -436,6 +438,31 @@ Test(units, durations)
   cr_assert_eq(sc.sim.max_sim_time_ns, 1500000000ull);
   expect_error("ranks: 2\nlimits: {max_sim_time: 0s}\n", PP_INVALID,
                "t.yaml:2: 'max_sim_time' must be > 0, got '0s'");
+}
+
+Test(units, no_progress)
+{
+  struct pp_scenario sc;
+  expect_ok("ranks: 2\nlimits:\n  no_progress: 250us\n", &sc);
+  cr_assert_eq(sc.sim.no_progress_ns, 250000ull);
+  cr_assert_eq(sc.sim.max_sim_time_ns, 60000000000ull, "the other limit keeps its default");
+  expect_ok("ranks: 2\nlimits: {no_progress: 0, max_sim_time: 2s}\n", &sc);
+  cr_assert_eq(sc.sim.no_progress_ns, 0, "0: the bound is off");
+  cr_assert_eq(sc.sim.max_sim_time_ns, 2000000000ull);
+  expect_error("ranks: 2\nlimits:\n  no_progress: soon\n", PP_PARSE,
+               "t.yaml:3: 'no_progress' must be a duration such as 500ns, 2us, 1.5ms or 10s (a "
+               "bare integer is ns), got 'soon'");
+  expect_error("ranks: 2\nlimits:\n  no_progress: -1ms\n", PP_INVALID,
+               "t.yaml:3: 'no_progress' must not be negative, got '-1ms'");
+  uint64_t v = 7;
+  char err[256];
+  cr_assert_eq(pp_duration_parse("1.5ms", "--no-progress", &v, err, sizeof err), PP_OK);
+  cr_assert_eq(v, 1500000ull);
+  cr_assert_eq(pp_duration_parse("3", "--no-progress", &v, err, sizeof err), PP_OK);
+  cr_assert_eq(v, 3ull, "a bare integer is ns");
+  cr_assert_eq(pp_duration_parse("3 weeks", "--no-progress", &v, err, sizeof err), PP_PARSE);
+  cr_assert(strstr(err, "'--no-progress' must be a duration"), "%s", err);
+  cr_assert_eq(v, 3ull, "unchanged on error");
 }
 
 Test(units, sizes)
@@ -563,7 +590,7 @@ Test(errors, unknown_keys)
                "rkey_invalidate_at, rkey_host, cq_delay, pause_ranks, pause_at, pause, order_bits, "
                "order_mask, order_window)");
   expect_error("ranks: 2\nlimits:\n  max_time: 1s\n", PP_PARSE,
-               "t.yaml:3: unknown key 'max_time' in 'limits' (expected one of: max_sim_time)");
+               "t.yaml:3: unknown key 'max_time' in 'limits' (expected one of: max_sim_time, no_progress)");
   /* Merge keys are not special: they are unknown keys. */
   expect_prefix("ranks: 2\nqp:\n  <<: {}\n", PP_PARSE, "t.yaml:3: unknown key '<<' in 'qp'");
   /* Non-scalar keys. */
