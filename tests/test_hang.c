@@ -196,6 +196,19 @@ Test(corpus, wildcard_matched_the_wrong_sender, .timeout = 60)
   cr_assert(strstr(json_out, "\"cause\": \"wildcard: rank 2"), "%s", json_out);
 }
 
+Test(corpus, retrying_for_ever_is_stopped_by_the_no_progress_bound, .timeout = 60)
+{
+  explain("rnr-forever");
+  cr_assert(strstr(run_out, "outcome  no_progress after 112"), "%s", run_out);
+  cr_assert(strstr(run_out, "(no progress for 100000000 ns, detected at 1125"), "%s", run_out);
+  BOTH("[send_wc] 4 sends to rank 1 posted, not completed");
+  BOTH("[message] waits for a message from rank 0 (0 of 4 received, 0 receives posted)");
+  BOTH("[timer] its next timer (workload) fires at 30000000000 ns");
+  BOTH("cause: cycle through rank 1, but its next timer (workload) fires at 30000000000 ns");
+  cr_assert(strstr(json_out, "\"trigger\": \"no_progress\""), "%s", json_out);
+  cr_assert(strstr(json_out, "\"no_progress_ns\": 100000000"), "%s", json_out);
+}
+
 Test(corpus, completed_run_has_no_hang, .timeout = 60)
 {
   cr_assert_eq(cli("run " PREPOST_MODELS_DIR "/scenarios/fast-consumer.yaml --trace ok.trace"),

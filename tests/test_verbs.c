@@ -129,6 +129,40 @@ Test(verbs, address_and_result_round_trip)
   boot_buf_free(&b);
 }
 
+Test(verbs, waits_round_trip)
+{
+  struct pp_wait w[3] = {
+      {.kind = PP_WAIT_CTS, .peer = 1, .tag = 5, .since_ns = 77, .what = "rndv send waits"},
+      {.kind = PP_WAIT_UNMATCHED, .peer = PP_WAIT_NOPEER, .tag = PP_WAIT_NOTAG, .what = "r"},
+      {.kind = PP_WAIT_QP_ERROR, .peer = 0, .tag = PP_WAIT_NOTAG, .what = "qp"}};
+  struct boot_buf b = {0};
+  boot_put_waits(&b, w, 3, 40);
+  struct pp_wait got[2];
+  uint32_t total = 0;
+  cr_assert_eq(boot_get_waits(&b, got, 2, &total), 2, "at most max, the rest skipped");
+  cr_assert_not(b.bad);
+  cr_assert_eq(b.at, b.len, "every wait read");
+  cr_assert_eq(total, 40);
+  cr_assert_eq(got[0].kind, PP_WAIT_CTS);
+  cr_assert_eq(got[0].peer, 1);
+  cr_assert_eq(got[0].tag, 5);
+  cr_assert_eq(got[0].since_ns, 77);
+  cr_assert_str_eq(got[0].what, "rndv send waits");
+  cr_assert_eq(got[1].peer, PP_WAIT_NOPEER);
+  /* a kind this build does not know, and a cut message, are refused */
+  b.at = 0;
+  b.p[8] = PP_WAIT_KIND_COUNT;
+  cr_assert_eq(boot_get_waits(&b, got, 2, &total), 0);
+  cr_assert(b.bad);
+  b.at = 0;
+  b.bad = false;
+  b.p[8] = PP_WAIT_CTS;
+  b.len -= 10;
+  cr_assert_eq(boot_get_waits(&b, got, 2, &total), 0);
+  cr_assert(b.bad);
+  boot_buf_free(&b);
+}
+
 Test(verbs, host_port_parsing)
 {
   char h[64], err[128];
@@ -258,7 +292,8 @@ static void *coord_thread(void *p)
   return NULL;
 }
 
-static void start_coord(struct coord_ctx *c, uint64_t boot_ns, pthread_t *th)
+static void start_coord_np(struct coord_ctx *c, uint64_t boot_ns, uint64_t no_progress_ns,
+                           pthread_t *th)
 {
   char err[256];
   c->cfg = cfg2();
@@ -266,9 +301,15 @@ static void start_coord(struct coord_ctx *c, uint64_t boot_ns, pthread_t *th)
   int lfd = boot_listen("127.0.0.1", &c->port, err, sizeof(err));
   cr_assert_geq(lfd, 0, "%s", err);
   c->a = (struct boot_coord_args){.listen_fd = lfd, .cfg = &c->cfg, .boot_timeout_ns = boot_ns,
-                                  .run_timeout_ns = 10000000000ull};
+                                  .run_timeout_ns = 10000000000ull,
+                                  .no_progress_ns = no_progress_ns};
   snprintf(c->a.where, sizeof(c->a.where), "127.0.0.1:%u", c->port);
   cr_assert_eq(pthread_create(th, NULL, coord_thread, c), 0);
+}
+
+static void start_coord(struct coord_ctx *c, uint64_t boot_ns, pthread_t *th)
+{
+  start_coord_np(c, boot_ns, 0, th);
 }
 
 /* A fake rank: connects and says HELLO; conn_info carries its rank in qp_num[0]. */
@@ -620,6 +661,8 @@ Test(verbs_cli, usage_errors)
       {"--backend verbs --timeout -1", "--timeout wants seconds"},
       {"--backend verbs --port 70000", "--port wants 0..65535"},
       {"--backend verbs --frobnicate", "unknown option '--frobnicate'"},
+      {"--backend verbs --no-progress soon", "'--no-progress' must be a duration"},
+      {"--backend verbs --no-progress", "--no-progress needs a value"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char args[512];
@@ -638,4 +681,129 @@ Test(verbs_cli, usage_errors)
   cr_assert_eq(cli("run " SCENARIOS "fast-consumer.yaml --backend simgrid --json"), 0,
                "--backend simgrid is the default backend: %s", errs);
   assert_has(out, "\"backend\": \"simgrid\"");
+}
+
+/* ================================================================ hang reports (engine/hang.h) */
+
+/* Both fake ranks through HELLO, TABLE, READY and GO. */
+static void fake_start(struct coord_ctx *c, int fd[2], struct boot_buf *b)
+{
+  fd[0] = fake_hello(c->port, 0, &c->cfg);
+  fd[1] = fake_hello(c->port, 1, &c->cfg);
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(fd[r], b), BOOT_TABLE);
+    cr_assert_eq(boot_send(fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull), 0);
+  }
+  for (int r = 0; r < 2; r++)
+    cr_assert_eq(recv_type(fd[r], b), BOOT_GO);
+}
+
+/* A RESULT, not done, with what the rank's pending operations wait for. */
+static void fake_stuck_result(int fd, const struct pp_wait *w, uint32_t n)
+{
+  struct pp_rank_result rr = {0};
+  rr.stats.status_counts[PP_WC_SUCCESS] = 1;
+  snprintf(rr.host, sizeof(rr.host), "fakehost/fake0");
+  struct boot_buf o = {0};
+  boot_put_result(&o, &rr, NULL, 0);
+  boot_put_waits(&o, w, n, n);
+  cr_assert_eq(boot_send(fd, BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
+  boot_buf_free(&o);
+}
+
+static const struct pp_wait rank0_waits[] = {
+    {.kind = PP_WAIT_CTS, .peer = 1, .tag = 1,
+     .what = "rndv send tag 1 (65536 bytes) to rank 1 waits for CTS"}};
+static const struct pp_wait rank1_waits[] = {
+    {.kind = PP_WAIT_UNMATCHED, .peer = 0, .tag = 2, .what = "receive (rank 0, tag 2) never matched"},
+    {.kind = PP_WAIT_UNEXPECTED, .peer = 0, .tag = 1, .what = "rndv RTS from rank 0 tag 1"}};
+
+/* Busy ranks (a timer each: never idle) that stop telling PROGRESS: the coordinator stops the run
+ * after the bound, collects the ranks' waits and names the cause. */
+Test(verbs, coordinator_stops_a_run_without_progress_and_collects_the_hang)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  start_coord_np(&c, 5000000000ull, 300000000ull, &th);
+  int fd[2];
+  struct boot_buf b = {0};
+  fake_start(&c, fd, &b);
+  uint64_t t0 = boot_now_ns();
+  send_state(fd[0], false, false, 1);
+  send_state(fd[1], false, false, 1);
+  usleep(200000);
+  cr_assert_eq(boot_send(fd[0], BOOT_PROGRESS, NULL, boot_now_ns() + 1000000000ull), 0);
+  uint64_t t1 = boot_now_ns();
+  for (int r = 0; r < 2; r++)
+    cr_assert_eq(recv_type(fd[r], &b), BOOT_STOP, "no probe: nobody is idle");
+  double after = (boot_now_ns() - t1) / 1e9, total = (boot_now_ns() - t0) / 1e9;
+  cr_assert(after >= 0.29 && after < 2.0, "STOP %.3f s after the last PROGRESS", after);
+  cr_assert(total >= 0.49, "the PROGRESS at 0.2 s moved the bound: %.3f s", total);
+  fake_stuck_result(fd[0], rank0_waits, 1);
+  fake_stuck_result(fd[1], rank1_waits, 2);
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(fd[r], &b), BOOT_BYE);
+    cr_assert_eq(boot_get8(&b), PP_OUTCOME_NO_PROGRESS);
+    close(fd[r]);
+  }
+  pthread_join(th, NULL);
+  cr_assert_eq(c.s, PP_OK, "%s", c.err);
+  cr_assert_eq(c.res.outcome, PP_OUTCOME_NO_PROGRESS);
+  const struct pp_hang *h = c.res.hang;
+  cr_assert_not_null(h);
+  cr_assert_eq(h->trigger, PP_HANG_TRIGGER_NO_PROGRESS);
+  cr_assert_eq(h->no_progress_ns, 300000000ull);
+  cr_assert_eq(h->stuck, 2);
+  cr_assert_eq(h->rank[1].nwaits, 2);
+  cr_assert_str_eq(h->rank[1].waits[0].what, "receive (rank 0, tag 2) never matched");
+  cr_assert_eq(h->ncycle, 2);
+  cr_assert(strstr(h->cause, "unposted receive: rank 0's message to rank 1 (tag 1)"), "%s",
+            h->cause);
+  pp_run_result_free(&c.res);
+  cr_assert_null(c.res.hang);
+  boot_buf_free(&b);
+  close(c.a.listen_fd);
+}
+
+/* Idle ranks with operations pending: quiescence, outcome stalled, the hang from the RESULTs. */
+Test(verbs, coordinator_reports_the_hang_of_a_stalled_run)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  start_coord_np(&c, 5000000000ull, 60000000000ull, &th);
+  int fd[2];
+  struct boot_buf b = {0};
+  fake_start(&c, fd, &b);
+  send_state(fd[0], true, false, 4);
+  send_state(fd[1], true, false, 4);
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(fd[r], &b), BOOT_PROBE);
+    uint64_t id = boot_get64(&b);
+    struct boot_buf o = {0};
+    boot_put64(&o, id);
+    boot_put8(&o, 1);
+    boot_put64(&o, 4);
+    cr_assert_eq(boot_send(fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
+    boot_buf_free(&o);
+  }
+  for (int r = 0; r < 2; r++)
+    cr_assert_eq(recv_type(fd[r], &b), BOOT_STOP);
+  fake_stuck_result(fd[0], rank0_waits, 1);
+  fake_stuck_result(fd[1], rank1_waits, 2);
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(fd[r], &b), BOOT_BYE);
+    cr_assert_eq(boot_get8(&b), PP_OUTCOME_STALLED);
+    close(fd[r]);
+  }
+  pthread_join(th, NULL);
+  cr_assert_eq(c.s, PP_OK, "%s", c.err);
+  cr_assert_not_null(c.res.hang);
+  cr_assert_eq(c.res.hang->trigger, PP_HANG_TRIGGER_QUIESCENCE);
+  cr_assert_eq(c.res.hang->nedges, 2);
+  cr_assert_eq(c.res.hang->edge[0].from, 0);
+  cr_assert_eq(c.res.hang->edge[0].to, 1);
+  cr_assert_eq(c.res.hang->edge[0].kind, PP_WAIT_CTS);
+  pp_run_result_free(&c.res);
+  boot_buf_free(&b);
+  close(c.a.listen_fd);
 }

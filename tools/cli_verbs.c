@@ -22,6 +22,7 @@ const char *const pp_cli_verbs_run_usage =
     "usage: prepost run SCENARIO --backend verbs [--device NAME] [--ib-port N] [--gid-index N]\n"
     "                   [--rank R --ranks TABLE] [--port P] [--timeout S] [--boot-timeout S]\n"
     "                   [--busy-poll] [--seed N] [--log FILE] [--json] [--models DIR]\n"
+    "                   [--no-progress T]\n"
     "\n"
     "Runs SCENARIO on an RDMA device through libibverbs, one process per rank, with the same\n"
     "report as the simulator (counts from real completions; RNR NAKs from the device's\n"
@@ -40,10 +41,15 @@ const char *const pp_cli_verbs_run_usage =
     "  --timeout S        bound of the data phase in wall-clock seconds (default 120)\n"
     "  --boot-timeout S   bound of each bootstrap step (default 20)\n"
     "  --busy-poll        spin on the CQ instead of sleeping on the completion channel\n"
+    "  --no-progress T    stop when no rank made progress for T of wall-clock time (a duration:\n"
+    "                     500ms, 2s; 0: never; default: the scenario's limits.no_progress, 1s);\n"
+    "                     then, as when the ranks stall, each rank's hang report is collected\n"
+    "                     and printed (--json: a \"hang\" object)\n"
     "  --seed N, --log FILE, --json, --models DIR: as for the simulator (the log has one line\n"
     "                     per completion and async event, stamped with wall-clock time)\n"
     "\n"
-    "Exit codes: 0 completed, 1 error completions, 2 usage or input error, 3 stalled/timeout,\n"
+    "Exit codes: 0 completed, 1 error completions, 2 usage or input error, 3 stalled, timeout\n"
+    "or no progress,\n"
     "4 the backend could not start (no device, port down, bootstrap failed: the message says).\n";
 
 const char *const pp_cli_doctor_usage =
@@ -97,8 +103,8 @@ static int exit_code_of(enum pp_outcome o)
 int pp_cli_run_verbs(int argc, char **argv)
 {
   const char *scenario = NULL, *log = NULL, *models = NULL, *ranks = NULL;
-  bool json = false, has_seed = false;
-  uint64_t seed = 0, v;
+  bool json = false, has_seed = false, has_np = false;
+  uint64_t seed = 0, v, no_progress = 0;
   struct pp_verbs_opts o;
   pp_verbs_opts_default(&o);
   const char *const U = pp_cli_verbs_run_usage;
@@ -119,7 +125,8 @@ int pp_cli_run_verbs(int argc, char **argv)
     if (a[0] == '-' && a[1]) {
       static const char *const valued[] = {"--backend", "--device", "--ib-port", "--gid-index",
                                            "--rank",    "--ranks",  "--port",    "--timeout",
-                                           "--boot-timeout", "--seed", "--log",  "--models"};
+                                           "--boot-timeout", "--seed", "--log",  "--models",
+                                           "--no-progress"};
       bool known = false;
       for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
         known = known || !strcmp(a, valued[k]);
@@ -165,6 +172,11 @@ int pp_cli_run_verbs(int argc, char **argv)
         has_seed = true;
       } else if (!strcmp(a, "--log")) {
         log = val;
+      } else if (!strcmp(a, "--no-progress")) {
+        char e2[512];
+        if (pp_duration_parse(val, "--no-progress", &no_progress, e2, sizeof(e2)) != PP_OK)
+          return usage_error(U, "%s", e2);
+        has_np = true;
       } else {
         models = val;
       }
@@ -190,6 +202,8 @@ int pp_cli_run_verbs(int argc, char **argv)
   }
   if (has_seed)
     sc.sim.seed = sc.sim.engine.seed = seed;
+  if (has_np)
+    sc.sim.no_progress_ns = no_progress;
   static const struct pp_faults no_faults;
   if (memcmp(&sc.sim.faults, &no_faults, sizeof(no_faults)) != 0)
     fprintf(stderr, "prepost: note: %s: its faults (loss, jitter, ...) are simulated only; the "

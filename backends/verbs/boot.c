@@ -285,6 +285,43 @@ void boot_result_free(struct pp_run_result *res)
     free(res->ranks[i].receives);
   free(res->ranks);
   res->ranks = NULL;
+  if (res->hang)
+    pp_hang_free(res->hang);
+  free(res->hang);
+  res->hang = NULL;
+}
+
+void boot_put_waits(struct boot_buf *b, const struct pp_wait *w, uint32_t n, uint32_t total)
+{
+  boot_put32(b, total);
+  boot_put32(b, n);
+  for (uint32_t i = 0; i < n; i++) {
+    boot_put8(b, w[i].kind);
+    boot_put32(b, w[i].peer);
+    boot_put32(b, w[i].tag);
+    boot_put64(b, w[i].since_ns);
+    boot_put_bytes(b, w[i].what, PP_WAIT_TEXT);
+  }
+}
+
+uint32_t boot_get_waits(struct boot_buf *b, struct pp_wait *w, uint32_t max, uint32_t *total)
+{
+  *total = boot_get32(b);
+  uint32_t n = boot_get32(b), got = 0;
+  for (uint32_t i = 0; i < n && !b->bad; i++) {
+    struct pp_wait x = {0};
+    x.kind = boot_get8(b);
+    x.peer = boot_get32(b);
+    x.tag = boot_get32(b);
+    x.since_ns = boot_get64(b);
+    boot_get_bytes(b, x.what, PP_WAIT_TEXT);
+    x.what[PP_WAIT_TEXT - 1] = '\0';
+    if (x.kind >= PP_WAIT_KIND_COUNT)
+      b->bad = true;
+    if (!b->bad && got < max)
+      w[got++] = x;
+  }
+  return b->bad ? 0 : got;
 }
 
 void boot_put_hello(struct boot_buf *b, uint32_t rank, const struct pp_engine_cfg *cfg,
@@ -618,12 +655,16 @@ struct crank {
   bool *has;                 /* [nranks]: has a pp_conn_info for rank j */
   struct pp_conn_info *info; /* [nranks] */
   uint64_t *samples, nsamples;
+  struct pp_wait waits[PP_HANG_MAX_WAITS]; /* from its RESULT */
+  uint32_t nwaits, total_waits;
 };
 
 struct run_state {
   uint64_t probe_id;
   bool probing;
   bool stop;
+  bool no_progress;   /* stopped by the no-progress bound */
+  uint64_t progress_at; /* the last PROGRESS from any rank (or GO) */
 };
 
 struct coord {
@@ -870,6 +911,9 @@ static enum pp_status on_hello_phase(struct coord *c, uint32_t rank, uint32_t ty
 
 static bool run_until(struct coord *c)
 {
+  uint64_t bound = c->a->no_progress_ns;
+  if (!c->rs.stop && bound && boot_now_ns() - c->rs.progress_at >= bound)
+    c->rs.stop = c->rs.no_progress = true;
   return c->rs.stop;
 }
 
@@ -890,6 +934,10 @@ static enum pp_status on_run_msg(struct coord *c, uint32_t rank, uint32_t type,
                                  struct boot_buf *b)
 {
   struct crank *r = &c->r[rank];
+  if (type == BOOT_PROGRESS) {
+    c->rs.progress_at = boot_now_ns();
+    return PP_OK;
+  }
   if (type == BOOT_STATE) {
     r->idle = boot_get8(b) != 0;
     r->done = boot_get8(b) != 0;
@@ -931,7 +979,7 @@ static enum pp_status on_run_msg(struct coord *c, uint32_t rank, uint32_t type,
 static enum pp_status on_result_msg(struct coord *c, uint32_t rank, uint32_t type,
                                     struct boot_buf *b)
 {
-  if (type == BOOT_STATE || type == BOOT_PROBE_REPLY)
+  if (type == BOOT_STATE || type == BOOT_PROBE_REPLY || type == BOOT_PROGRESS)
     return PP_OK; /* late run messages */
   if (type != BOOT_RESULT)
     return unexpected(c, rank, type);
@@ -939,6 +987,8 @@ static enum pp_status on_result_msg(struct coord *c, uint32_t rank, uint32_t typ
   if (r->result)
     return unexpected(c, rank, type);
   boot_get_result(b, &c->res->ranks[rank], &r->samples, &r->nsamples);
+  if (!b->bad && b->at < b->len) /* what its pending operations wait for */
+    r->nwaits = boot_get_waits(b, r->waits, PP_HANG_MAX_WAITS, &r->total_waits);
   if (b->bad)
     return unexpected(c, rank, type);
   r->result = true;
@@ -997,6 +1047,27 @@ static void credit_counters(struct coord *c, struct pp_run_result *res)
   free(seen);
 }
 
+/* The hang report from the ranks' RESULTs (a rank that sent no waits: nothing it can name). */
+static struct pp_hang *hang_of(struct coord *c, const struct pp_run_result *res)
+{
+  struct pp_hang *h = malloc(sizeof(*h));
+  if (!h || pp_hang_init(h, c->n) != PP_OK) {
+    free(h);
+    return NULL;
+  }
+  h->trigger = res->outcome == PP_OUTCOME_NO_PROGRESS ? PP_HANG_TRIGGER_NO_PROGRESS
+               : res->outcome == PP_OUTCOME_TIMEOUT   ? PP_HANG_TRIGGER_TIMEOUT
+                                                      : PP_HANG_TRIGGER_QUIESCENCE;
+  h->at_ns = res->sim_time_ns;
+  h->no_progress_ns = c->a->no_progress_ns;
+  for (uint32_t i = 0; i < c->n; i++)
+    pp_hang_set_rank(h, i, res->ranks[i].stats.done ? PP_HANG_DONE : PP_HANG_STUCK, 0,
+                     c->r[i].waits, c->r[i].nwaits < c->r[i].total_waits ? c->r[i].total_waits
+                                                                         : c->r[i].nwaits);
+  pp_hang_analyze(h);
+  return h;
+}
+
 static void outcome(struct coord *c, struct pp_run_result *res, bool timed_out)
 {
   uint64_t errors = 0, total = 0, at = 0;
@@ -1023,7 +1094,11 @@ static void outcome(struct coord *c, struct pp_run_result *res, bool timed_out)
   else if (all_done)
     res->outcome = PP_OUTCOME_COMPLETED;
   else
-    res->outcome = timed_out ? PP_OUTCOME_TIMEOUT : PP_OUTCOME_STALLED;
+    res->outcome = c->rs.no_progress ? PP_OUTCOME_NO_PROGRESS
+                   : timed_out       ? PP_OUTCOME_TIMEOUT
+                                     : PP_OUTCOME_STALLED;
+  if (!all_done)
+    res->hang = hang_of(c, res);
 }
 
 static enum pp_status send_tables(struct coord *c)
@@ -1109,6 +1184,7 @@ enum pp_status boot_coordinate(const struct boot_coord_args *a, struct pp_run_re
   /* 3. GO, run to global quiescence or the time bound */
   uint64_t t0 = boot_now_ns(), t1 = t0;
   bool timed_out = false;
+  c.rs.progress_at = t0;
   if (s == PP_OK)
     s = broadcast(&c, BOOT_GO, NULL);
   if (s == PP_OK) {

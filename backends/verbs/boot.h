@@ -15,7 +15,10 @@
  * everyone's address and of the pp_conn_info meant for it, connects its QPs, says READY, and
  * starts on GO. While running it reports STATE (idle: no engine deadline and no signalled send
  * outstanding; done); when every rank is idle the coordinator PROBEs, and if nobody moved in
- * between it says STOP. Ranks answer with their RESULT and get BYE with the run's outcome.
+ * between it says STOP. A rank also says PROGRESS when its progress mark changed (looked at every
+ * no_progress/8): when none came for no_progress, the coordinator says STOP as well. Ranks
+ * answer with their RESULT (with what their pending operations wait for: the hang report) and
+ * get BYE with the run's outcome.
  * Every wait has a deadline; every failure names what failed.
  */
 #ifndef PP_BOOT_H
@@ -28,6 +31,7 @@
 #include "backends/simgrid/simrun.h"
 #include "backends/verbs/verbsnic.h"
 #include "engine/engine.h"
+#include "engine/hang.h"
 
 enum boot_msg {
   BOOT_HELLO = 1,
@@ -42,6 +46,7 @@ enum boot_msg {
   BOOT_BYE,
   BOOT_ERROR, /* rank -> coordinator: text */
   BOOT_ABORT, /* coordinator -> rank: text */
+  BOOT_PROGRESS, /* rank -> coordinator: its progress mark changed (engine/hang.h) */
 };
 
 #define BOOT_MAX_MSG (64u << 20)
@@ -78,6 +83,11 @@ void boot_put_result(struct boot_buf *b, const struct pp_rank_result *r, const u
 /* samples: malloc'd (free it), NULL when none; r->receives malloc'd too. */
 void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, uint64_t **samples,
                      uint64_t *nsamples);
+/* A rank's pending waits (engine/hang.h), appended to its RESULT: the first n of total. */
+void boot_put_waits(struct boot_buf *b, const struct pp_wait *w, uint32_t n, uint32_t total);
+/* Reads at most max waits into w (the rest are skipped); returns how many were read, *total how
+ * many the rank had. */
+uint32_t boot_get_waits(struct boot_buf *b, struct pp_wait *w, uint32_t max, uint32_t *total);
 /* pp_run_result_free() without linking the simulator. */
 void boot_result_free(struct pp_run_result *res);
 
@@ -121,6 +131,7 @@ struct boot_coord_args {
   const struct pp_engine_cfg *cfg;
   uint64_t boot_timeout_ns;  /* for all ranks to say HELLO, then READY */
   uint64_t run_timeout_ns;   /* wall-clock bound of the data phase */
+  uint64_t no_progress_ns;   /* stop when no rank reported progress for this long (0: never) */
   /* Launcher mode: called about every 100 ms; returns non-zero with a sentence in err when a
    * rank process died (then the coordinator aborts the run). NULL otherwise. */
   int (*check)(void *ctx, char *err, size_t errlen);

@@ -281,6 +281,28 @@ static int control(struct rank *r, struct boot_buf *b)
  * within microseconds at the cost of at most this much CPU per timer. */
 #define SPIN_BEFORE_DEADLINE_NS 100000ull
 
+/* The no-progress bound (engine/hang.h): the progress mark is looked at every bound/8 after
+ * activity (it walks the pending operations: not after every completion), and a change is told
+ * to the coordinator, which stops the run when nobody told one for the bound. */
+struct watch {
+  uint64_t step, mark, gen, next;
+};
+
+/* -1: lost the coordinator. */
+static int watch_progress(struct rank *r, struct watch *w, uint64_t now)
+{
+  if (!w->step || r->gen == w->gen || now < w->next)
+    return 0;
+  w->gen = r->gen;
+  w->next = now + w->step;
+  uint64_t m = pp_engine_progress_mark(r->e);
+  if (m == w->mark)
+    return 0;
+  w->mark = m;
+  logline(r, "progress");
+  return boot_send(r->fd, BOOT_PROGRESS, NULL, now + 10000000000ull);
+}
+
 static int progress(struct rank *r)
 {
   struct boot_buf b = {0};
@@ -288,12 +310,20 @@ static int progress(struct rank *r)
   uint64_t sent_gen = UINT64_MAX, seen_gen = UINT64_MAX, quiet_since = 0;
   unsigned spins = 0;
   int ret = 0;
+  uint64_t bound = r->cfg->no_progress_ns;
+  struct watch w = {.step = bound ? (bound / 8 ? bound / 8 : 1) : 0, .gen = r->gen};
+  w.mark = bound ? pp_engine_progress_mark(r->e) : 0;
   for (;;) {
     if (drain(r)) {
       ret = -1;
       break;
     }
     uint64_t now = boot_now_ns();
+    if (watch_progress(r, &w, now)) {
+      errf(r->err, r->errlen, "rank %u: lost the coordinator", r->id);
+      ret = -1;
+      break;
+    }
     uint64_t d = pp_engine_next_deadline(r->e);
     if (d <= now) {
       logline(r, "timer due %+.1f us", ((double)now - (double)d) / 1e3);
@@ -356,6 +386,8 @@ static int progress(struct rank *r)
         wait -= SPIN_BEFORE_DEADLINE_NS; /* wake up early, poll the rest */
       if (idle && !report && quiet_since + IDLE_GRACE_NS - now < wait)
         wait = quiet_since + IDLE_GRACE_NS - now; /* wake up to report idleness */
+      if (w.step && r->gen != w.gen && (w.next <= now || w.next - now < wait))
+        wait = w.next > now ? w.next - now : 0; /* wake up to look at the progress mark */
       ts.tv_sec = (time_t)(wait / 1000000000ull);
       ts.tv_nsec = (long)(wait % 1000000000ull);
     }
@@ -487,6 +519,9 @@ static int send_result(struct rank *r)
   size_t ns = pp_engine_latency_samples(r->e, &s);
   struct boot_buf b = {0};
   boot_put_result(&b, &rr, s, ns);
+  struct pp_wait w[PP_HANG_MAX_WAITS];
+  size_t nw = pp_engine_pending(r->e, w, PP_HANG_MAX_WAITS);
+  boot_put_waits(&b, w, nw < PP_HANG_MAX_WAITS ? (uint32_t)nw : PP_HANG_MAX_WAITS, (uint32_t)nw);
   int rc = b.bad ? -1 : boot_send(r->fd, BOOT_RESULT, &b, boot_now_ns() + 30000000000ull);
   boot_buf_free(&b);
   if (rc)
@@ -709,6 +744,7 @@ static enum pp_status launch(const struct pp_sim_config *cfg, const struct pp_ve
       .cfg = &cfg->engine,
       .boot_timeout_ns = o->boot_timeout_ns,
       .run_timeout_ns = o->run_timeout_ns,
+      .no_progress_ns = cfg->no_progress_ns,
       .check = check_children,
       .check_ctx = &ch,
   };
@@ -766,7 +802,8 @@ static enum pp_status one_rank(const struct pp_sim_config *cfg, const struct pp_
   t.a = (struct boot_coord_args){.listen_fd = lfd,
                                  .cfg = &cfg->engine,
                                  .boot_timeout_ns = o->boot_timeout_ns,
-                                 .run_timeout_ns = o->run_timeout_ns};
+                                 .run_timeout_ns = o->run_timeout_ns,
+                                 .no_progress_ns = cfg->no_progress_ns};
   snprintf(t.a.where, sizeof(t.a.where), "%s:%u", c->host, port);
   pthread_t th;
   if (pthread_create(&th, NULL, coord_main, &t)) {

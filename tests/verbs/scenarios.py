@@ -14,7 +14,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-EXIT_OF = {"completed": 0, "errors": 1, "stalled": 3, "timeout": 3}
+EXIT_OF = {"completed": 0, "errors": 1, "stalled": 3, "timeout": 3, "no_progress": 3}
 
 
 def run(cmd, timeout):
@@ -117,6 +117,16 @@ def expect(what, rxe, rc):
     elif what == "errors":
         if oc != "errors":
             d.append(f"want errors: {oc}")
+    elif what.startswith("hang:"):
+        # exit 3 with a hang object (collected from every rank) whose cause starts with the
+        # word after "hang:" (unposted, wildcard, cycle, qp_error, silent, credits)
+        h = rxe.get("hang")
+        if rc != 3 or oc not in ("stalled", "timeout", "no_progress"):
+            d.append(f"want exit 3 and a hang: exit {rc}, {oc}")
+        if not h or h.get("stuck_ranks", 0) < 1 or len(h.get("ranks", [])) < 1:
+            d.append(f"want a hang object with stuck ranks: {h!r}")
+        elif not h.get("cause", "").startswith(what[5:]):
+            d.append(f"want the cause {what[5:]!r}...: {h.get('cause')!r}")
     else:
         d.append(f"unknown expectation {what!r}")
     return d
@@ -152,14 +162,18 @@ def main():
         name, mode, want, extra = fields[0], fields[1], fields[2], fields[3:]
         if a.only and name not in a.only:
             continue
-        path = os.path.join(a.models, "scenarios", name + ".yaml")
+        if "/" in name:  # a path from the repository root (traces/hangs/...)
+            path = os.path.join(HERE, "..", "..", name + ".yaml")
+        else:
+            path = os.path.join(a.models, "scenarios", name + ".yaml")
         base = [a.prepost, "run", path, "--json", "--models", a.models]
         src, sout, serr, st = run(base, 300)
         rrc, rout, rerr, rt = run(base + ["--backend", "verbs", "--timeout", "180"] + extra, 240)
         for tag, out, err_, rc in (("simgrid", sout, serr, src), ("verbs", rout, rerr, rrc)):
-            with open(os.path.join(a.out, f"{name}.{tag}.json"), "w") as g:
+            base_name = os.path.basename(name)
+            with open(os.path.join(a.out, f"{base_name}.{tag}.json"), "w") as g:
                 g.write(out)
-            with open(os.path.join(a.out, f"{name}.{tag}.stderr"), "w") as g:
+            with open(os.path.join(a.out, f"{base_name}.{tag}.stderr"), "w") as g:
                 g.write(err_)
         try:
             sim = json.loads(sout)
