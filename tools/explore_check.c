@@ -133,6 +133,9 @@ enum pp_inv pp_explore_check(const struct pp_scenario *sc, const struct pp_run_r
     if (res->outcome == PP_OUTCOME_STALLED)
       snprintf(why, len, "stalled at %.3f us: nothing left to do, rank %u not done",
                res->sim_time_ns / 1e3, s.first_undone);
+    else if (res->outcome == PP_OUTCOME_NO_PROGRESS)
+      snprintf(why, len, "no progress for %.3f us (at %.3f us), rank %u not done",
+               cfg->no_progress_ns / 1e3, res->sim_time_ns / 1e3, s.first_undone);
     else
       snprintf(why, len, "rank %u not done %.3f us after the faults stopped (at %.3f us)",
                s.first_undone, (cfg->max_sim_time_ns - cfg->faults.until_ns) / 1e3,

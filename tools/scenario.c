@@ -504,7 +504,7 @@ enum pp_status pp_duration_parse(const char *text, const char *key, uint64_t *ou
   char buf[64];
   snprintf(buf, sizeof buf, "%s", text);
   struct node v = {.kind = NODE_SCALAR, .line = 0, .str = buf, .len = strlen(buf)};
-  struct ctx c = {.path = "argument", .err = err, .errlen = errlen};
+  struct ctx c = {.path = "command line", .err = err, .errlen = errlen};
   if (strlen(text) >= sizeof buf)
     return fail(&c, PP_PARSE, 0, "'%s' is too long", key);
   return get_duration(&c, key, &v, out);

@@ -559,6 +559,7 @@ enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_
   if (cfg->no_progress_ns) {
     S.marks = calloc(S.nranks, sizeof(*S.marks));
     if (!S.marks) {
+      snprintf(err, errlen, "out of memory for the no-progress watchdog");
       s = PP_NOMEM;
       goto out_cleanup;
     }
