@@ -44,6 +44,10 @@ def keys(o, prefix=""):
 def compare(mode, sim, rxe):
     """Differences between the two runs under a parity mode; empty when they agree."""
     d = []
+    if mode == "shape-if-rnr":
+        if rxe["rnr_naks"] == 0 and rxe["outcome"] == "completed":
+            return d  # the guest's sender never outran the receiver: nothing to compare
+        mode = "shape"
 
     def same(what, a, b):
         if a != b:
@@ -117,6 +121,16 @@ def expect(what, rxe, rc):
     elif what == "errors":
         if oc != "errors":
             d.append(f"want errors: {oc}")
+    elif what == "rnr-exc-if-rnr":
+        # rnr_retry 0 on a receiver that is slow only against a fast enough sender: whether an
+        # RNR NAK happens on rxe depends on how fast the emulated guest runs the sender; when
+        # one did it was fatal, when none did everything arrived
+        if rxe["rnr_naks"] > 0 or oc != "completed":
+            if oc != "errors" or rxe["status_counts"].get("RNR_RETRY_EXC_ERR", 0) != 1:
+                d.append(f"want RNR_RETRY_EXC_ERR after an RNR NAK: {oc}, "
+                         f"{rxe['rnr_naks']} RNR NAKs, {rxe['status_counts']}")
+        elif not intact:
+            d.append("completed without RNR NAKs but not intact")
     elif what.startswith("hang:"):
         # exit 3 with a hang object (collected from every rank) whose cause starts with the
         # word after "hang:" (unposted, wildcard, cycle, qp_error, silent, credits)
@@ -191,6 +205,8 @@ def main():
                expect(want, rxe, rrc))
         d = compare(mode, sim, rxe)
         ks, kr = keys(sim), keys(rxe)
+        if mode == "shape-if-rnr" and rxe["rnr_naks"] == 0 and rxe["outcome"] == "completed":
+            ks = {k for k in ks if not k.startswith("hang")}  # only a run that stopped has one
         if ks != kr:
             d.append(f"JSON keys differ: only simgrid {sorted(ks - kr)}, only verbs {sorted(kr - ks)}")
         if rxe.get("backend") != "verbs" or sim.get("backend") != "simgrid":
