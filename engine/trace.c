@@ -5,6 +5,7 @@
 #include "trace.h"
 #include "names.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,7 @@ struct pp_trace_writer {
   uint64_t nrecs, nchunks, bytes;
   uint32_t nranks;
   uint64_t *last_ts;
+  uint64_t origin; /* time stamps are written relative to it */
   uint32_t capture_bytes, snapshot_max;
   struct pkt_slot *pk; /* packets in flight: open addressing, key NULL = empty */
   size_t pk_cap, pk_n;
@@ -300,6 +302,14 @@ enum pp_status pp_trace_kv_bytes(struct pp_trace_writer *w, const char *key, con
   return w->begun ? PP_STATE : w->err;
 }
 
+enum pp_status pp_trace_set_origin(struct pp_trace_writer *w, uint64_t origin_ns)
+{
+  enum pp_status s = pp_trace_kv_u64(w, "trace.origin_ns", origin_ns);
+  if (s == PP_OK)
+    w->origin = origin_ns;
+  return s;
+}
+
 enum pp_status pp_trace_begin(struct pp_trace_writer *w)
 {
   if (w->begun) {
@@ -393,6 +403,7 @@ static void emit(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64
   *p++ = (uint8_t)type;
   p = pp_put_uv(p, rank);
   if (type < 0x20 || type > 0x3f) { /* every type but the outputs carries a time stamp */
+    ts = ts > w->origin ? ts - w->origin : 0;
     p = pp_put_sv(p, (int64_t)(ts - w->last_ts[rank]));
     w->last_ts[rank] = ts;
   }
@@ -404,6 +415,109 @@ static void emit(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64
   w->nrecs++;
   if (w->len - PP_TRACE_CHUNK_HEADER >= CHUNK_TARGET)
     pp_trace_flush(w);
+}
+
+/* ---------------------------------------------------------------- merging */
+
+/* Appends one record's bytes as they are (its time delta already counts from the rank's previous
+ * time stamp, which the merge keeps in place). */
+static void emit_raw(struct pp_trace_writer *w, uint32_t rank, unsigned type, uint64_t ts,
+                     const uint8_t *rec, size_t n)
+{
+  if (w->err != PP_OK)
+    return;
+  if (grow(&w->buf, &w->cap, w->len + n)) {
+    fail(w, PP_NOMEM);
+    return;
+  }
+  memcpy(w->buf + w->len, rec, n);
+  w->len += n;
+  if (type < 0x20 || type > 0x3f)
+    w->last_ts[rank] = ts;
+  w->chunk_recs++;
+  w->nrecs++;
+  if (w->len - PP_TRACE_CHUNK_HEADER >= CHUNK_TARGET)
+    pp_trace_flush(w);
+}
+
+/* Which part holds each rank; -1 with err when the parts do not fit w. */
+static int merge_owners(const struct pp_trace_writer *w, const struct pp_trace *const *parts,
+                        size_t nparts, int32_t *owner, char *err, size_t errlen)
+{
+  for (uint32_t r = 0; r < w->nranks; r++)
+    owner[r] = -1;
+  for (size_t k = 0; k < nparts; k++) {
+    const struct pp_trace *t = parts[k];
+    for (uint32_t r = 0; r < t->nranks; r++) {
+      if (!t->rank_nrecs[r])
+        continue;
+      if (r >= w->nranks) {
+        snprintf(err, errlen, "part %zu has records of rank %u, the merged trace has %u ranks", k,
+                 r, w->nranks);
+        return -1;
+      }
+      if (owner[r] >= 0) {
+        snprintf(err, errlen, "parts %d and %zu both have records of rank %u", owner[r], k, r);
+        return -1;
+      }
+      owner[r] = (int32_t)k;
+    }
+  }
+  return 0;
+}
+
+enum pp_status pp_trace_merge(struct pp_trace_writer *w, const struct pp_trace *const *parts,
+                              size_t nparts, char *err, size_t errlen)
+{
+  if (!w->begun || w->finished) {
+    snprintf(err, errlen, "the merged trace is not open for records");
+    return PP_INVALID;
+  }
+  int32_t *owner = malloc(w->nranks * sizeof(*owner));
+  size_t *next = calloc(w->nranks, sizeof(*next));
+  if (!owner || !next) {
+    free(owner);
+    free(next);
+    snprintf(err, errlen, "out of memory");
+    return PP_NOMEM;
+  }
+  enum pp_status s = PP_OK;
+  if (merge_owners(w, parts, nparts, owner, err, errlen))
+    s = PP_INVALID;
+  for (uint32_t last = UINT32_MAX; s == PP_OK;) {
+    /* the rank whose next record is the earliest; the last one copied wins ties */
+    uint32_t best = UINT32_MAX;
+    uint64_t best_ts = 0;
+    for (uint32_t r = 0; r < w->nranks; r++) {
+      if (owner[r] < 0)
+        continue;
+      const struct pp_trace *t = parts[owner[r]];
+      if (next[r] == t->rank_nrecs[r])
+        continue;
+      uint64_t ts = t->idx[t->rank_recs[r][next[r]]].ts;
+      if (best == UINT32_MAX || ts < best_ts || (ts == best_ts && r == last)) {
+        best = r;
+        best_ts = ts;
+      }
+    }
+    if (best == UINT32_MAX)
+      break;
+    const struct pp_trace *t = parts[owner[best]];
+    size_t i = t->rank_recs[best][next[best]++];
+    const uint8_t *rec;
+    size_t n;
+    if ((s = pp_trace_rec_bytes(t, i, &rec, &n)) != PP_OK) {
+      snprintf(err, errlen, "part %d: record %zu cannot be read", owner[best], i);
+      break;
+    }
+    emit_raw(w, best, t->idx[i].type, best_ts, rec, n);
+    if ((s = w->err) != PP_OK)
+      snprintf(err, errlen, "writing the merged trace: %s", pp_status_desc(s));
+    last = best;
+  }
+  free(owner);
+  free(next);
+  return s;
 }
 
 /* ---------------------------------------------------------------- packets */
@@ -1110,7 +1224,10 @@ void pp_tr_rank_end(struct pp_trace_rank *t, const struct pp_engine *e, uint64_t
   p = pp_put_uv(p, st.bytes_received);
   p = pp_put_uv(p, st.corrupt);
   p = pp_put_uv(p, st.async_events);
-  p = pp_put_uv(p, pp_engine_next_deadline(e));
+  uint64_t dl = pp_engine_next_deadline(e);
+  if (dl != PP_NO_DEADLINE) /* on the trace's time scale */
+    dl = dl > t->w->origin ? dl - t->w->origin : 0;
+  p = pp_put_uv(p, dl);
   emit(t->w, PP_TREC_RANK_END, t->rank, now, pl, (size_t)(p - pl));
 }
 

@@ -153,6 +153,7 @@ struct pp_trace_info {
 #define PP_TRACE_SNAPSHOT_DEFAULT 4096u
 
 struct pp_trace_writer;
+struct pp_trace; /* a trace opened for reading (below) */
 
 /* Writes the file header and the info keys (prepost.version, trace.backend, scenario.name, seed,
  * nranks, trace.capture_bytes, trace.snapshot_max). Add more keys, then pp_trace_begin(). */
@@ -167,6 +168,11 @@ enum pp_status pp_trace_kv_bytes(struct pp_trace_writer *w, const char *key, con
 /* The engine configuration: engine.cfg (its bytes: the struct is plain values), engine.cfg_size,
  * and readable engine.* keys for the fields engine/trace_cfg.c knows. */
 enum pp_status pp_trace_kv_engine_cfg(struct pp_trace_writer *w, const struct pp_engine_cfg *c);
+/* Time stamps are written relative to `origin_ns` (default 0), for a backend whose clock does not
+ * start at 0 (the verbs backend's CLOCK_MONOTONIC: origin = the run's start). Writes the key
+ * trace.origin_ns; before pp_trace_begin() (PP_STATE after). The engine must not care about the
+ * shift (it only ever subtracts times): a replay feeds it the relative times. */
+enum pp_status pp_trace_set_origin(struct pp_trace_writer *w, uint64_t origin_ns);
 /* Ends the header: writes the HDR chunk. Records may follow. */
 enum pp_status pp_trace_begin(struct pp_trace_writer *w);
 /* Hands the records so far to the sink (a chunk is also written whenever 64 KiB fill up). A
@@ -185,6 +191,15 @@ void pp_trace_writer_destroy(struct pp_trace_writer *w);
 void pp_trace_pkt_tx(struct pp_trace_writer *w, uint64_t now, const void *key,
                      const struct pp_trace_pkt *p);
 void pp_trace_pkt_rx(struct pp_trace_writer *w, uint64_t now, uint32_t rank, const void *key);
+
+/* Copies the records of other traces (opened with pp_trace_open) into w, merged by time stamp
+ * (a rank's records keep their order; at equal times the rank last copied goes on, so an input
+ * stays next to its outputs). The bytes are copied as they are: a rank's time deltas stay valid
+ * because each rank comes from exactly one part (PP_INVALID, with a sentence in err, when two
+ * parts hold the same rank, when a part has more ranks than w, or before pp_trace_begin()). The
+ * verbs backend merges its per-process files with it (`prepost trace merge`). */
+enum pp_status pp_trace_merge(struct pp_trace_writer *w, const struct pp_trace *const *parts,
+                              size_t nparts, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- one rank */
 
@@ -316,6 +331,9 @@ enum { PP_TRACE_PARTIAL = 1 }; /* accept a trace cut short after its last comple
 enum pp_status pp_trace_open(const uint8_t *data, size_t size, unsigned flags,
                              struct pp_trace *t, char *err, size_t errlen);
 void pp_trace_close(struct pp_trace *t);
+/* The bytes of record i as they are in the file (header and payload); PP_NOTFOUND / PP_PARSE. */
+enum pp_status pp_trace_rec_bytes(const struct pp_trace *t, size_t i, const uint8_t **p,
+                                  size_t *n);
 /* Decodes record i (cannot fail on an opened trace, but checks anyway). */
 enum pp_status pp_trace_get(const struct pp_trace *t, size_t i, struct pp_trace_rec *rec);
 const struct pp_trace_kv *pp_trace_kv_find(const struct pp_trace *t, const char *key);

@@ -719,6 +719,24 @@ void pp_trace_close(struct pp_trace *t)
   memset(t, 0, sizeof(*t));
 }
 
+enum pp_status pp_trace_rec_bytes(const struct pp_trace *t, size_t i, const uint8_t **p,
+                                  size_t *n)
+{
+  if (i >= t->nrecs)
+    return PP_NOTFOUND;
+  const struct pp_trace_idx *e = &t->idx[i];
+  if (e->offset >= t->size)
+    return PP_PARSE;
+  struct pp_rd rd = {t->data + e->offset, t->data + t->size, 0};
+  struct rec_head h;
+  const char *what;
+  if (rec_head(&rd, t->nranks, &h, &what))
+    return PP_PARSE;
+  *p = t->data + e->offset;
+  *n = (size_t)(h.pl + h.n - *p);
+  return PP_OK;
+}
+
 enum pp_status pp_trace_get(const struct pp_trace *t, size_t i, struct pp_trace_rec *r)
 {
   if (i >= t->nrecs)

@@ -594,6 +594,148 @@ Test(trace, sim_cfg_overrides)
   cr_assert_eq(pp_trace_sim_cfg_set(&c, "rnr_retry=-1", err, sizeof(err)), PP_INVALID);
 }
 
+/* ================================================================ merging per-rank files */
+
+#define MERGE_ORIGIN 7000000000ull
+#define MERGE_TIMERS 30000 /* about 150 KiB of TIMER records per rank: several chunks */
+
+/* What one rank process of the verbs backend writes: its own file, its own rank only, time stamps
+ * from MERGE_ORIGIN; rank r's inputs are at ORIGIN + 10 i + 5 r. */
+static void write_rank(struct membuf *m, uint32_t rank)
+{
+  memset(m, 0, sizeof(*m));
+  m->fail_after = -1;
+  struct pp_trace_info info = {.version = "test", .backend = "verbs", .scenario = "small",
+                               .seed = 42, .nranks = 2, .snapshot_max = 4096};
+  struct pp_trace_writer *w;
+  cr_assert_eq(pp_trace_writer_create(mem_sink, m, &info, &w), PP_OK);
+  struct pp_engine_cfg cfg = small_cfg();
+  cr_assert_eq(pp_trace_kv_engine_cfg(w, &cfg), PP_OK);
+  cr_assert_eq(pp_trace_set_origin(w, MERGE_ORIGIN), PP_OK);
+  cr_assert_eq(pp_trace_begin(w), PP_OK);
+  cr_assert_eq(pp_trace_set_origin(w, 1), PP_STATE, "the origin is a header key");
+  struct fnic nic = {0};
+  struct pp_trace_rank *t = pp_trace_rank_create(w, rank);
+  struct pp_engine *e;
+  cfg.rank = rank;
+  uint64_t o = MERGE_ORIGIN + 5 * rank;
+  cr_assert_eq(pp_tr_engine_create(t, o, &cfg, &fake_ops, &nic, &e), PP_OK);
+  struct pp_conn_info mine, peer = {0};
+  cr_assert(pp_tr_local_info(t, e, 1 - rank, &mine));
+  peer = mine;
+  cr_assert_eq(pp_tr_connect(t, e, o + 10, 1 - rank, &peer), PP_OK);
+  cr_assert_eq(pp_tr_start(t, e, o + 20), PP_OK); /* posts: outputs at the start's time */
+  for (uint64_t i = 3; i < MERGE_TIMERS; i++)
+    cr_assert_eq(pp_tr_on_timer(t, e, o + 10 * i), PP_OK);
+  pp_tr_rank_end(t, e, o + 10 * MERGE_TIMERS);
+  pp_tr_engine_destroy(t, e, o + 10 * MERGE_TIMERS);
+  pp_trace_rank_destroy(t);
+  cr_assert_eq(pp_trace_finish(w), PP_OK);
+  pp_trace_writer_destroy(w);
+}
+
+static void open_part(struct membuf *m, struct pp_trace *t, unsigned flags)
+{
+  char err[512] = "";
+  enum pp_status s = pp_trace_open(m->p, m->n, flags, t, err, sizeof(err));
+  cr_assert_eq(s, PP_OK, "%s", err);
+}
+
+static enum pp_status merge_into(struct membuf *out, const struct pp_trace *const *parts,
+                                 size_t n, char *err, size_t errlen)
+{
+  memset(out, 0, sizeof(*out));
+  out->fail_after = -1;
+  struct pp_trace_info info = {.version = "test", .backend = "verbs", .nranks = 2};
+  struct pp_trace_writer *w;
+  cr_assert_eq(pp_trace_writer_create(mem_sink, out, &info, &w), PP_OK);
+  enum pp_status s = pp_trace_merge(w, parts, n, err, errlen);
+  cr_assert_eq(s, PP_INVALID, "merging before the header is ended");
+  cr_assert_eq(pp_trace_begin(w), PP_OK);
+  s = pp_trace_merge(w, parts, n, err, errlen);
+  cr_assert_eq(pp_trace_finish(w), PP_OK);
+  pp_trace_writer_destroy(w);
+  return s;
+}
+
+Test(trace, per_rank_files_merge_by_time)
+{
+  struct membuf p0, p1, mm;
+  write_rank(&p0, 0);
+  write_rank(&p1, 1);
+  struct pp_trace t0 = {0}, t1 = {0};
+  open_part(&p0, &t0, 0);
+  open_part(&p1, &t1, 0);
+  const struct pp_trace *parts[] = {&t1, &t0}; /* any order */
+  char err[256] = "";
+  cr_assert_eq(merge_into(&mm, parts, 2, err, sizeof(err)), PP_OK, "%s", err);
+  open_ok(mm.p, mm.n, 0);
+  cr_assert(T.complete);
+  cr_assert_eq(T.nrecs, t0.nrecs + t1.nrecs);
+  cr_assert_gt(t0.nrecs, MERGE_TIMERS);
+  /* time stamps count from the origin; the file is in time order */
+  struct pp_trace_rec r, q;
+  cr_assert_eq(pp_trace_get(&T, 0, &r), PP_OK);
+  cr_assert_eq(r.type, PP_TREC_CREATE);
+  cr_assert_eq(r.rank, 0);
+  cr_assert_eq(r.ts, 0, "relative to trace.origin_ns");
+  for (size_t i = 1; i < T.nrecs; i++)
+    cr_assert_geq(T.idx[i].ts, T.idx[i - 1].ts, "record %zu", i);
+  /* each rank's records are its part's, in its order, with the same time stamps and fields */
+  const struct pp_trace *src[] = {&t0, &t1};
+  for (uint32_t k = 0; k < 2; k++) {
+    cr_assert_eq(T.rank_nrecs[k], src[k]->nrecs);
+    for (size_t j = 0; j < T.rank_nrecs[k]; j++) {
+      cr_assert_eq(pp_trace_get(&T, T.rank_recs[k][j], &r), PP_OK);
+      cr_assert_eq(pp_trace_get(src[k], j, &q), PP_OK);
+      char a[1024], b[1024];
+      r.index = q.index; /* the record number in its file */
+      pp_trace_rec_format(&r, a, sizeof(a));
+      pp_trace_rec_format(&q, b, sizeof(b));
+      cr_assert_str_eq(a, b, "rank %u record %zu", k, j);
+      cr_assert_eq(r.ts, q.ts);
+    }
+  }
+  /* an input and its outputs stay together: rank 0's start and its posts */
+  size_t i = 0;
+  while (T.idx[i].type != PP_TREC_START)
+    i++;
+  cr_assert_eq(T.idx[i].rank, 0);
+  cr_assert_eq(T.idx[i].ts, 20);
+  cr_assert_eq(T.idx[i + 1].rank, 0);
+  cr_assert_eq(pp_trace_rec_class(T.idx[i + 1].type), PP_TCLASS_OUT);
+  const struct pp_trace_kv *kv = pp_trace_kv_find(&t0, "trace.origin_ns");
+  cr_assert(kv && kv->u == MERGE_ORIGIN);
+  cr_assert(find(PP_TREC_RANK_END, 1, 0, &r));
+  cr_assert_eq(r.ts, 10 * MERGE_TIMERS + 5);
+  free(mm.p);
+
+  /* a part cut short (a killed rank) merges up to its last complete chunk */
+  struct pp_trace cut = {0};
+  size_t half = p1.n - 100; /* the END chunk and the end of the last one are missing */
+  cr_assert_eq(pp_trace_open(p1.p, half, PP_TRACE_PARTIAL, &cut, err, sizeof(err)), PP_OK, "%s",
+               err);
+  cr_assert_lt(cut.nrecs, t1.nrecs);
+  cr_assert_gt(cut.nrecs, 0);
+  const struct pp_trace *parts2[] = {&t0, &cut};
+  cr_assert_eq(merge_into(&mm, parts2, 2, err, sizeof(err)), PP_OK, "%s", err);
+  pp_trace_close(&T);
+  open_ok(mm.p, mm.n, 0);
+  cr_assert_eq(T.nrecs, t0.nrecs + cut.nrecs);
+  free(mm.p);
+
+  /* two parts with the same rank cannot merge (their time deltas would interleave) */
+  const struct pp_trace *dup[] = {&t0, &cut, &t0};
+  cr_assert_eq(merge_into(&mm, dup, 3, err, sizeof(err)), PP_INVALID);
+  cr_assert(strstr(err, "both have records of rank 0"), "%s", err);
+  free(mm.p);
+  pp_trace_close(&cut);
+  pp_trace_close(&t0);
+  pp_trace_close(&t1);
+  free(p0.p);
+  free(p1.p);
+}
+
 /* ================================================================ the CLI */
 
 static int sh(const char *fmt, const char *a, const char *b)
@@ -638,6 +780,15 @@ Test(trace, cli_run_trace_dump_is_deterministic, .timeout = 120)
   snprintf(cmd, sizeof(cmd), "'%s' trace stats %s/a.trace | grep -q '^pkt_tx '", PREPOST_CLI,
            dir);
   cr_assert_eq(sh("%s%s", cmd, ""), 0);
+  /* merging (the verbs backend's per-rank files): a trace merged alone still replays exactly */
+  snprintf(cmd, sizeof(cmd), "cd %s && '%s' trace merge -o m.trace a.trace && '%s' replay "
+           "m.trace > replay.txt", dir, PREPOST_CLI, PREPOST_CLI);
+  cr_assert_eq(sh("%s%s", cmd, ""), 0, "merge, then exact replay");
+  snprintf(cmd, sizeof(cmd), "cd %s && '%s' trace merge -o m2.trace a.trace a.trace 2> err2.txt",
+           dir, PREPOST_CLI);
+  cr_assert_eq(sh("%s%s", cmd, ""), 2, "the same ranks twice");
+  cr_assert_eq(sh("grep -q 'both have records of rank 0' %s/err2.txt%s", dir, ""), 0);
+  cr_assert_eq(sh("'%s' trace merge a.trace%s > /dev/null 2>&1", PREPOST_CLI, ""), 2);
   cr_assert_eq(sh("'%s' trace nonsense%s > /dev/null 2>&1", PREPOST_CLI, ""), 2);
   cr_assert_eq(sh("'%s' trace dump%s > /dev/null 2>&1", PREPOST_CLI, ""), 2);
   cr_assert_eq(sh("'%s' trace --help%s | grep -q 'prepost trace dump'", PREPOST_CLI, ""), 0);

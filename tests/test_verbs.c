@@ -645,6 +645,16 @@ Test(verbs_cli, missing_device_is_exit_4_with_the_reason)
            "--ranks 127.0.0.1:1,127.0.0.1 --boot-timeout 1");
   cr_assert_eq(rc, 4, "exit %d\n%s", rc, errs);
   assert_has(errs, "rank 1: no RDMA device");
+  /* --trace: no rank ran, so there is nothing to merge and no file (a sentence says so) */
+  char args[1024], path[256];
+  snprintf(path, sizeof(path), "%s/none.trace", tmpdir);
+  snprintf(args, sizeof(args),
+           "run " SCENARIOS "fast-consumer.yaml --backend verbs --device nosuchdev0 --trace %s",
+           path);
+  rc = cli(args);
+  cr_assert_eq(rc, 4, "exit %d\n%s", rc, errs);
+  assert_has(errs, "no rank left a trace");
+  cr_assert_neq(access(path, F_OK), 0, "no trace file");
   rc = cli("bench --device nosuchdev0");
   cr_assert_eq(rc, 4, "exit %d\n%s", rc, errs);
   assert_has(errs, "no RDMA device");
@@ -663,6 +673,7 @@ Test(verbs_cli, usage_errors)
       {"--backend verbs --frobnicate", "unknown option '--frobnicate'"},
       {"--backend verbs --no-progress soon", "'--no-progress' must be a duration"},
       {"--backend verbs --no-progress", "--no-progress needs a value"},
+      {"--backend verbs --trace", "--trace needs a value"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char args[512];

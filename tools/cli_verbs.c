@@ -15,14 +15,15 @@
 #include "backends/verbs/verbsrun.h"
 #include "report.h"
 #include "scenario.h"
+#include "trace_cli.h"
 
 enum { EXIT_OK = 0, EXIT_ERRORS = 1, EXIT_USAGE = 2, EXIT_STALLED = 3 };
 
 const char *const pp_cli_verbs_run_usage =
     "usage: prepost run SCENARIO --backend verbs [--device NAME] [--ib-port N] [--gid-index N]\n"
     "                   [--rank R --ranks TABLE] [--port P] [--timeout S] [--boot-timeout S]\n"
-    "                   [--busy-poll] [--seed N] [--log FILE] [--json] [--models DIR]\n"
-    "                   [--no-progress T]\n"
+    "                   [--busy-poll] [--seed N] [--log FILE] [--trace FILE] [--json]\n"
+    "                   [--models DIR] [--no-progress T]\n"
     "\n"
     "Runs SCENARIO on an RDMA device through libibverbs, one process per rank, with the same\n"
     "report as the simulator (counts from real completions; RNR NAKs from the device's\n"
@@ -47,6 +48,9 @@ const char *const pp_cli_verbs_run_usage =
     "                     and printed (--json: a \"hang\" object)\n"
     "  --seed N, --log FILE, --json, --models DIR: as for the simulator (the log has one line\n"
     "                     per completion and async event, stamped with wall-clock time)\n"
+    "  --trace FILE       record every rank (traces/FORMAT.md; time in ns from the run's start):\n"
+    "                     each rank process writes FILE.rankN, merged into FILE at the end\n"
+    "                     (with --rank: merge them with `prepost trace merge -o FILE PART...`)\n"
     "\n"
     "Exit codes: 0 completed, 1 error completions, 2 usage or input error, 3 stalled, timeout\n"
     "or no progress,\n"
@@ -100,6 +104,49 @@ static int exit_code_of(enum pp_outcome o)
   return o == PP_OUTCOME_COMPLETED ? EXIT_OK : o == PP_OUTCOME_ERRORS ? EXIT_ERRORS : EXIT_STALLED;
 }
 
+/* After the run: the launcher merges its ranks' files into the trace and removes them; a rank of
+ * a rank table leaves its own. Parts of ranks that never started are missing: the merge takes
+ * what is there. 0, or -1 with a message on stderr. */
+static int merge_trace(const struct pp_verbs_opts *o, uint32_t nranks)
+{
+  char(*names)[1100] = calloc(nranks, sizeof(*names));
+  const char **parts = calloc(nranks, sizeof(*parts));
+  int rc = -1;
+  if (!names || !parts) {
+    fprintf(stderr, "prepost: out of memory\n");
+    goto out;
+  }
+  if (o->rank >= 0) {
+    pp_verbs_trace_part(o->trace.path, (uint32_t)o->rank, names[0], sizeof(names[0]));
+    fprintf(stderr, "prepost: rank %d recorded %s (merge the ranks' files with `prepost trace "
+                    "merge -o %s PART...`)\n", o->rank, names[0], o->trace.path);
+    rc = 0;
+    goto out;
+  }
+  size_t n = 0;
+  for (uint32_t r = 0; r < nranks; r++) {
+    pp_verbs_trace_part(o->trace.path, r, names[r], sizeof(names[r]));
+    if (access(names[r], R_OK) == 0)
+      parts[n++] = names[r];
+  }
+  for (uint32_t r = 0; n && n < nranks && r < nranks; r++)
+    if (access(names[r], R_OK) != 0)
+      fprintf(stderr, "prepost: note: rank %u left no trace (%s)\n", r, names[r]);
+  char err[1400];
+  if (n == 0)
+    fprintf(stderr, "prepost: no rank left a trace: %s not written\n", o->trace.path);
+  else if (pp_cli_trace_merge(o->trace.path, parts, n, stderr, err, sizeof(err)))
+    fprintf(stderr, "prepost: %s (the ranks' files are kept)\n", err);
+  else
+    rc = 0;
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    remove(parts[i]);
+out:
+  free(names);
+  free(parts);
+  return rc;
+}
+
 int pp_cli_run_verbs(int argc, char **argv)
 {
   const char *scenario = NULL, *log = NULL, *models = NULL, *ranks = NULL;
@@ -126,7 +173,7 @@ int pp_cli_run_verbs(int argc, char **argv)
       static const char *const valued[] = {"--backend", "--device", "--ib-port", "--gid-index",
                                            "--rank",    "--ranks",  "--port",    "--timeout",
                                            "--boot-timeout", "--seed", "--log",  "--models",
-                                           "--no-progress"};
+                                           "--no-progress", "--trace"};
       bool known = false;
       for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
         known = known || !strcmp(a, valued[k]);
@@ -177,6 +224,8 @@ int pp_cli_run_verbs(int argc, char **argv)
         if (pp_duration_parse(val, "--no-progress", &no_progress, e2, sizeof(e2)) != PP_OK)
           return usage_error(U, "%s", e2);
         has_np = true;
+      } else if (!strcmp(a, "--trace")) {
+        o.trace.path = val;
       } else {
         models = val;
       }
@@ -222,12 +271,21 @@ int pp_cli_run_verbs(int argc, char **argv)
       return EXIT_USAGE;
     }
   }
+  if (o.trace.path) {
+    o.trace.version = PREPOST_VERSION;
+    o.trace.capture_bytes = pp_cli_trace_capture(&sc.sim.engine);
+  }
   struct pp_run_result res;
   bool reporter = false;
   enum pp_status s = pp_verbs_run(&sc.sim, &o, &res, &reporter, err, sizeof(err));
   if (o.log_fd >= 0)
     close(o.log_fd);
   free(o.table);
+  if (o.trace.path && merge_trace(&o, sc.sim.engine.nranks) && s == PP_OK) {
+    if (reporter)
+      pp_run_result_free(&res);
+    return EXIT_USAGE;
+  }
   if (s != PP_OK) {
     fprintf(stderr, "prepost: %s: verbs backend: %s\n", scenario, err);
     return s == PP_INVALID ? EXIT_USAGE : PP_EXIT_BACKEND;

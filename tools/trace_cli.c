@@ -176,6 +176,131 @@ int pp_cli_trace_end(struct pp_cli_trace *t, char *err, size_t errlen)
   return rc;
 }
 
+uint32_t pp_cli_trace_capture(const struct pp_engine_cfg *c)
+{
+  const char *env = getenv("PREPOST_TRACE_CAPTURE");
+  return env && *env ? (uint32_t)strtoul(env, NULL, 0) : capture_for(c);
+}
+
+/* ---------------------------------------------------------------- merging */
+
+static bool info_key(const char *k)
+{
+  static const char *const keys[] = {"prepost.version", "trace.backend",       "scenario.name",
+                                     "seed",            "nranks",              "trace.capture_bytes",
+                                     "trace.snapshot_max"};
+  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+    if (!strcmp(k, keys[i]))
+      return true;
+  return false;
+}
+
+static uint64_t kv_u64(const struct pp_trace *t, const char *key)
+{
+  const struct pp_trace_kv *kv = pp_trace_kv_find(t, key);
+  return kv && kv->type == PP_TKV_U64 ? kv->u : 0;
+}
+
+static const char *kv_str(const struct pp_trace *t, const char *key)
+{
+  const struct pp_trace_kv *kv = pp_trace_kv_find(t, key);
+  return kv && kv->type == PP_TKV_STR ? kv->s : "";
+}
+
+/* A writer whose header is the one of `h` (every key, in its order). */
+static enum pp_status writer_like(const struct pp_trace *h, pp_trace_sink sink, void *ctx,
+                                  struct pp_trace_writer **w)
+{
+  struct pp_trace_info info = {.version = kv_str(h, "prepost.version"),
+                               .backend = kv_str(h, "trace.backend"),
+                               .scenario = kv_str(h, "scenario.name"),
+                               .seed = kv_u64(h, "seed"),
+                               .nranks = h->nranks,
+                               .capture_bytes = (uint32_t)kv_u64(h, "trace.capture_bytes"),
+                               .snapshot_max = (uint32_t)kv_u64(h, "trace.snapshot_max")};
+  enum pp_status s = pp_trace_writer_create(sink, ctx, &info, w);
+  for (size_t i = 0; s == PP_OK && i < h->nkv; i++) {
+    const struct pp_trace_kv *kv = &h->kv[i];
+    if (info_key(kv->key))
+      continue;
+    if (kv->type == PP_TKV_U64)
+      s = pp_trace_kv_u64(*w, kv->key, kv->u);
+    else if (kv->type == PP_TKV_F64)
+      s = pp_trace_kv_f64(*w, kv->key, kv->f);
+    else if (kv->type == PP_TKV_STR)
+      s = pp_trace_kv_str(*w, kv->key, kv->s);
+    else if (kv->type == PP_TKV_BYTES)
+      s = pp_trace_kv_bytes(*w, kv->key, kv->b, kv->n);
+  }
+  if (s == PP_OK)
+    s = pp_trace_begin(*w);
+  return s;
+}
+
+static int plain_sink(void *ctx, const void *buf, size_t len)
+{
+  return fwrite(buf, 1, len, ctx) == len ? 0 : -1;
+}
+
+int pp_cli_trace_merge(const char *out, const char *const *parts, size_t n, FILE *notes,
+                       char *err, size_t errlen)
+{
+  struct pp_trace_file *f = calloc(n ? n : 1, sizeof(*f));
+  const struct pp_trace **tp = calloc(n ? n : 1, sizeof(*tp));
+  FILE *o = NULL;
+  struct pp_trace_writer *w = NULL;
+  int rc = -1;
+  size_t loaded = 0;
+  if (!f || !tp) {
+    snprintf(err, errlen, "out of memory");
+    goto free_arrays;
+  }
+  for (; loaded < n; loaded++) {
+    if (pp_trace_file_load(parts[loaded], PP_TRACE_PARTIAL, &f[loaded], err, errlen))
+      goto free_parts;
+    tp[loaded] = &f[loaded].t;
+    if (!f[loaded].t.complete && notes)
+      fprintf(notes, "prepost: note: %s was cut short: its %zu complete records are merged\n",
+              parts[loaded], f[loaded].t.nrecs);
+  }
+  if (n == 0) {
+    snprintf(err, errlen, "no part to merge");
+    goto free_parts;
+  }
+  if (!(o = fopen(out, "wb"))) {
+    snprintf(err, errlen, "cannot write trace '%s': %s", out, strerror(errno));
+    goto free_parts;
+  }
+  enum pp_status s = writer_like(tp[0], plain_sink, o, &w);
+  if (s != PP_OK) {
+    snprintf(err, errlen, "writing trace '%s': %s", out, pp_status_desc(s));
+    goto close_out;
+  }
+  char e2[256];
+  if (pp_trace_merge(w, tp, n, e2, sizeof(e2)) != PP_OK) {
+    snprintf(err, errlen, "merging into '%s': %s", out, e2);
+    goto close_out;
+  }
+  if ((s = pp_trace_finish(w)) != PP_OK) {
+    snprintf(err, errlen, "writing trace '%s': %s", out, pp_status_desc(s));
+    goto close_out;
+  }
+  rc = 0;
+close_out:
+  if (fclose(o) != 0 && rc == 0) {
+    snprintf(err, errlen, "writing trace '%s': %s", out, strerror(errno));
+    rc = -1;
+  }
+  pp_trace_writer_destroy(w);
+free_parts:
+  for (size_t i = 0; i < loaded; i++)
+    pp_trace_file_free(&f[i]);
+free_arrays:
+  free(f);
+  free(tp);
+  return rc;
+}
+
 /* ---------------------------------------------------------------- loading */
 
 int pp_trace_file_load(const char *path, unsigned flags, struct pp_trace_file *f, char *err,
@@ -239,6 +364,7 @@ const char *const pp_trace_usage =
     "usage: prepost trace dump TRACE [--rank R] [--type NAME[,NAME...]] [--from N] [--count N]\n"
     "                             [--header] [--partial]\n"
     "       prepost trace stats TRACE [--partial]\n"
+    "       prepost trace merge -o FILE PART...\n"
     "       prepost trace export (--pcap|--perfetto|--svg) TRACE [-o FILE] [--snaplen N]\n"
     "                             [--max-events N] [--partial]\n"
     "\n"
@@ -250,6 +376,9 @@ const char *const pp_trace_usage =
     "            --from N      start at record N;  --count N  print at most N records\n"
     "            --header      the header only\n"
     "  stats     records per type and per rank, bytes per record\n"
+    "  merge     one trace of the per-rank files of `run --backend verbs --ranks ...`\n"
+    "            (FILE.rankN; the launcher merges its own): header of the first, records by time;\n"
+    "            a part cut short is read up to its last complete chunk (a note says so)\n"
     "  export    --pcap      the simulated packets as RoCEv2 (Wireshark/tshark decode them)\n"
     "            --perfetto  Chrome/Perfetto trace JSON (ui.perfetto.dev)\n"
     "            --svg       a message sequence chart (ranks as lanes)\n"
@@ -479,6 +608,36 @@ static int cmd_export(int argc, char **argv)
   return EXIT_OK;
 }
 
+static int cmd_merge(int argc, char **argv)
+{
+  const char *out = NULL;
+  const char **parts = calloc((size_t)argc + 1, sizeof(*parts));
+  size_t n = 0;
+  if (!parts)
+    return EXIT_ERRORS;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "-o") && i + 1 < argc)
+      out = argv[++i];
+    else if (argv[i][0] == '-' && argv[i][1]) {
+      free(parts);
+      return usage("merge: unknown option '%s'", argv[i]);
+    } else
+      parts[n++] = argv[i];
+  }
+  if (!out || n == 0) {
+    free(parts);
+    return usage("%s", "merge needs -o FILE and at least one PART");
+  }
+  char err[1024];
+  int rc = pp_cli_trace_merge(out, parts, n, stderr, err, sizeof(err));
+  free(parts);
+  if (rc) {
+    fprintf(stderr, "prepost: %s\n", err);
+    return EXIT_USAGE;
+  }
+  return EXIT_OK;
+}
+
 int pp_cli_trace(int argc, char **argv)
 {
   if (argc < 1)
@@ -499,5 +658,7 @@ int pp_cli_trace(int argc, char **argv)
     return cmd_dump(argc - 1, argv + 1, true);
   if (!strcmp(sub, "export"))
     return cmd_export(argc - 1, argv + 1);
+  if (!strcmp(sub, "merge"))
+    return cmd_merge(argc - 1, argv + 1);
   return usage("unknown trace subcommand '%s'", sub);
 }

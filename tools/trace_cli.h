@@ -17,6 +17,15 @@ struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_co
 /* Finishes the trace after pp_sim_run(); 0, or -1 with a sentence in err. Frees t. */
 int pp_cli_trace_end(struct pp_cli_trace *t, char *err, size_t errlen);
 
+/* Bytes of each received message's head a recording captures for this configuration (the
+ * protocol's need, or PREPOST_TRACE_CAPTURE). */
+uint32_t pp_cli_trace_capture(const struct pp_engine_cfg *c);
+/* Merges traces with disjoint ranks (the verbs backend's per-rank files) into `out`: the first
+ * part's header, every record ordered by time (pp_trace_merge). Parts cut short are read up to
+ * their last complete chunk, with a note on `notes` (may be NULL). 0, or -1 with err. */
+int pp_cli_trace_merge(const char *out, const char *const *parts, size_t n, FILE *notes,
+                       char *err, size_t errlen);
+
 int pp_cli_trace(int argc, char **argv);  /* prepost trace ... */
 int pp_cli_replay(int argc, char **argv); /* prepost replay ... */
 extern const char *const pp_trace_usage;

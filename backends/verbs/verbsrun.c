@@ -22,6 +22,7 @@
 
 #include "boot.h"
 #include "engine/p2p.h"
+#include "engine/trace.h"
 
 #define EXIT_RANK_FAILED 4
 
@@ -150,6 +151,10 @@ struct rank {
   uint32_t id;
   struct vnic *nic;
   struct pp_engine *e;
+  struct pp_trace_rank *tr;     /* NULL unless recording */
+  struct pp_trace_writer *tw;
+  FILE *tf;
+  uint64_t trace_flushed;
   int fd; /* control socket */
   uint64_t gen; /* activity: completions, events and timers processed */
   uint64_t t0;
@@ -179,6 +184,84 @@ static void logline(struct rank *r, const char *fmt, ...)
   (void)w;
 }
 
+/* ---- recording (--trace): this rank's own file, merged by the launcher's caller */
+
+void pp_verbs_trace_part(const char *path, uint32_t rank, char *out, size_t len)
+{
+  snprintf(out, len, "%s.rank%u", path, rank);
+}
+
+static int trace_sink(void *ctx, const void *buf, size_t len)
+{
+  return fwrite(buf, 1, len, ctx) == len ? 0 : -1;
+}
+
+/* Opens this rank's part file and its recorder; -1 with err set. */
+static int trace_open(struct rank *r, const struct pp_engine_cfg *ecfg)
+{
+  const struct pp_verbs_trace *o = &r->o->trace;
+  char path[1100];
+  pp_verbs_trace_part(o->path, r->id, path, sizeof(path));
+  if (!(r->tf = fopen(path, "wb"))) {
+    errf(r->err, r->errlen, "rank %u: cannot write trace '%s': %s", r->id, path, strerror(errno));
+    return -1;
+  }
+  struct pp_trace_info info = {.version = o->version,
+                               .backend = "verbs",
+                               .scenario = r->cfg->name,
+                               .seed = r->cfg->seed,
+                               .nranks = ecfg->nranks,
+                               .capture_bytes = o->capture_bytes,
+                               .snapshot_max = PP_TRACE_SNAPSHOT_DEFAULT};
+  enum pp_status s = pp_trace_writer_create(trace_sink, r->tf, &info, &r->tw);
+  if (s == PP_OK)
+    s = pp_trace_kv_engine_cfg(r->tw, &r->cfg->engine);
+  if (s == PP_OK)
+    s = pp_trace_kv_str(r->tw, "verbs.device", vnic_device_name(r->nic));
+  if (s == PP_OK)
+    s = pp_trace_set_origin(r->tw, o->origin_ns ? o->origin_ns : r->t0);
+  if (s == PP_OK)
+    s = pp_trace_begin(r->tw);
+  if (s == PP_OK && !(r->tr = pp_trace_rank_create(r->tw, r->id)))
+    s = PP_NOMEM;
+  if (s != PP_OK) {
+    errf(r->err, r->errlen, "rank %u: cannot start trace '%s': %s", r->id, path,
+         pp_status_desc(s));
+    return -1;
+  }
+  r->trace_flushed = boot_now_ns();
+  return 0;
+}
+
+/* Before the rank sleeps: hands the records so far to the file every 100 ms (a rank that gets
+ * killed leaves a readable prefix). */
+static void trace_tick(struct rank *r, uint64_t now)
+{
+  if (!r->tw || now - r->trace_flushed < 100000000ull)
+    return;
+  pp_trace_flush(r->tw);
+  fflush(r->tf);
+  r->trace_flushed = now;
+}
+
+/* Ends the file (END chunk) and frees the recorder; -1 when anything failed on the way. */
+static int trace_close(struct rank *r)
+{
+  if (!r->tf)
+    return 0;
+  int rc = 0;
+  if (r->tw && (pp_trace_finish(r->tw) != PP_OK || pp_trace_writer_status(r->tw) != PP_OK))
+    rc = -1;
+  if (fclose(r->tf) != 0)
+    rc = -1;
+  pp_trace_rank_destroy(r->tr);
+  pp_trace_writer_destroy(r->tw);
+  r->tr = NULL;
+  r->tw = NULL;
+  r->tf = NULL;
+  return rc;
+}
+
 /* Hands completions and async events to the engine until there are none; -1 on a CQ error or an
  * engine refusal (err set). */
 static int drain(struct rank *r)
@@ -197,7 +280,7 @@ static int drain(struct rank *r)
       logline(r, "wc qp %u wr_id %#" PRIx64 " %s %s len %u%s", wc[i].qp_num, wc[i].wr_id,
               pp_wc_opcode_name(wc[i].opcode), pp_wc_status_name(wc[i].status), wc[i].byte_len,
               wc[i].status == PP_WC_RNR_RETRY_EXC_ERR ? " (RNR retries exhausted)" : "");
-      enum pp_status s = pp_engine_on_wc(r->e, now, &wc[i]);
+      enum pp_status s = pp_tr_on_wc(r->tr, r->e, now, &wc[i]);
       if (s != PP_OK) {
         errf(r->err, r->errlen, "rank %u: the engine rejected a completion (qp %u, %s): %s",
              r->id, wc[i].qp_num, pp_wc_status_name(wc[i].status), pp_status_desc(s));
@@ -207,7 +290,7 @@ static int drain(struct rank *r)
     int a = 0;
     while (vnic_get_async_event(r->nic, &ev)) {
       logline(r, "async %s qp %u srq %u", pp_event_name(ev.type), ev.qp_num, ev.srq_num);
-      pp_engine_on_async(r->e, now, &ev);
+      pp_tr_on_async(r->tr, r->e, now, &ev);
       a++;
     }
     r->gen += (uint64_t)(n + a);
@@ -327,7 +410,7 @@ static int progress(struct rank *r)
     uint64_t d = pp_engine_next_deadline(r->e);
     if (d <= now) {
       logline(r, "timer due %+.1f us", ((double)now - (double)d) / 1e3);
-      enum pp_status s = pp_engine_on_timer(r->e, now);
+      enum pp_status s = pp_tr_on_timer(r->tr, r->e, now);
       r->gen++;
       if (s != PP_OK) {
         errf(r->err, r->errlen, "rank %u: engine timer: %s", r->id, pp_status_desc(s));
@@ -391,6 +474,7 @@ static int progress(struct rank *r)
       ts.tv_sec = (time_t)(wait / 1000000000ull);
       ts.tv_nsec = (long)(wait % 1000000000ull);
     }
+    trace_tick(r, now);
     int k = ppoll(pf, 3, tsp, NULL);
     if (k < 0 && errno != EINTR) {
       errf(r->err, r->errlen, "rank %u: ppoll: %s", r->id, strerror(errno));
@@ -452,7 +536,7 @@ static int send_hello(struct rank *r)
     struct vnic_addr a;
     vnic_local_addr(r->nic, &a);
     for (uint32_t j = 0; j < n; j++)
-      has[j] = j != r->id && pp_engine_local_info(r->e, j, &info[j]);
+      has[j] = j != r->id && pp_tr_local_info(r->tr, r->e, j, &info[j]);
     boot_put_hello(&b, r->id, &r->cfg->engine, &a, r->host, vnic_device_name(r->nic), has, info);
     rc = b.bad ? -1 : boot_send(r->fd, BOOT_HELLO, &b, boot_now_ns() + r->o->boot_timeout_ns);
   }
@@ -485,7 +569,7 @@ static int connect_peers(struct rank *r, struct boot_buf *b)
   for (uint32_t j = 0; j < n; j++) {
     if (!has[j] || j == r->id)
       continue;
-    enum pp_status s = pp_engine_connect(r->e, boot_now_ns(), j, &info[j]);
+    enum pp_status s = pp_tr_connect(r->tr, r->e, boot_now_ns(), j, &info[j]);
     if (s == PP_NOTFOUND)
       continue; /* the peer talks to us, we do not talk to it (asymmetric plans) */
     if (s != PP_OK) {
@@ -566,7 +650,12 @@ static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp
   }
   struct pp_engine_cfg ecfg = cfg->engine;
   ecfg.rank = id;
-  s = pp_engine_create(&ecfg, &vnic_ops, r.nic, &r.e);
+  if (o->trace.path && trace_open(&r, &ecfg)) {
+    report_failure(&r, chost, cport);
+    s = PP_IO;
+    goto out;
+  }
+  s = pp_tr_engine_create(r.tr, boot_now_ns(), &ecfg, &vnic_ops, r.nic, &r.e);
   if (s != PP_OK) {
     errf(err, errlen, "rank %u: creating the engine on %s failed: %s%s", id,
          vnic_device_name(r.nic), pp_status_desc(s),
@@ -600,7 +689,7 @@ static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp
   r.t0 = boot_now_ns();
   logline(&r, "start on %s port %d gid index %d", vnic_device_name(r.nic), vnic_port(r.nic),
           vnic_gid_index(r.nic));
-  s = pp_engine_start(r.e, r.t0);
+  s = pp_tr_start(r.tr, r.e, r.t0);
   if (s != PP_OK) {
     errf(err, errlen, "rank %u: starting the workload: %s", id, pp_status_desc(s));
     report_failure(&r, chost, cport);
@@ -621,7 +710,17 @@ out:
   boot_buf_free(&b);
   if (r.fd >= 0)
     close(r.fd);
-  pp_engine_destroy(r.e);
+  if (r.tr) {
+    uint64_t end = boot_now_ns();
+    pp_tr_rank_end(r.tr, r.e, end);
+    pp_tr_engine_destroy(r.tr, r.e, end);
+  } else {
+    pp_engine_destroy(r.e);
+  }
+  if (trace_close(&r) && s == PP_OK) {
+    errf(err, errlen, "rank %u: writing its trace failed", id);
+    s = PP_IO;
+  }
   vnic_close(r.nic);
   return s;
 }
@@ -846,6 +945,8 @@ enum pp_status pp_verbs_run(const struct pp_sim_config *cfg, const struct pp_ver
   if (!o.run_timeout_ns)
     o.run_timeout_ns = 120000000000ull;
   signal(SIGPIPE, SIG_IGN);
+  if (o.rank < 0 && o.trace.path && !o.trace.origin_ns)
+    o.trace.origin_ns = boot_now_ns(); /* one time scale for every forked rank */
   if (o.rank < 0) {
     s = launch(cfg, &o, res, err, errlen);
     *reporter = s == PP_OK;

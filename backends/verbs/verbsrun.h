@@ -26,6 +26,19 @@ struct pp_verbs_rank_entry {
   char device[VNIC_NAME_MAX]; /* "" = the --device option, else the first active port */
 };
 
+/* Recording (`--trace`): every rank process records its engine through engine/trace.h into its
+ * own complete trace file, "PATH.rank<N>" (flushed every 100 ms, so a killed rank leaves a
+ * readable prefix); the launcher's caller merges them into PATH (pp_trace_merge). Time stamps
+ * count from origin_ns (CLOCK_MONOTONIC; 0: the rank process's own start). */
+struct pp_verbs_trace {
+  const char *path;
+  const char *version;    /* prepost.version */
+  uint32_t capture_bytes; /* trace.capture_bytes */
+  uint64_t origin_ns;
+};
+/* The part file of rank `rank` of trace `path`. */
+void pp_verbs_trace_part(const char *path, uint32_t rank, char *out, size_t len);
+
 struct pp_verbs_opts {
   struct vnic_config nic;
   int rank;                            /* -1: launcher mode */
@@ -37,6 +50,7 @@ struct pp_verbs_opts {
   uint64_t run_timeout_ns;             /* the data phase (0: 120 s) */
   bool busy_poll;                      /* spin on the CQ instead of sleeping on its channel */
   int log_fd;                          /* -1: no event log; else one line per completion/event */
+  struct pp_verbs_trace trace;         /* trace.path NULL: no trace */
 };
 
 void pp_verbs_opts_default(struct pp_verbs_opts *o);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/verbs/suite.sh [BUILD_DIR] [--bench]: the verbs test suite. Runs INSIDE the Soft-RoCE
+# tests/verbs/suite.sh [BUILD_DIR] [--bench] [--only STEP]...: the verbs test suite. Runs INSIDE the Soft-RoCE
 # guest, as root, from the repository root:
 #
 #   tools/guest/run tests/verbs/suite.sh build/default
@@ -11,20 +11,32 @@
 #                       the bootstrap failures (absent peer, wrong address, busy port, no device)
 #   scenarios.py        the scenarios of tests/verbs/scenarios.list on rxe, each with its
 #                       expectation and its parity with the simulator
+#   traces              scenarios recorded on rxe (--trace: naive with RNR, eager, rndv, ring)
+#                       replay exactly (`prepost replay`, zero divergence) and export to Perfetto
 #   port down           rxe0's netdev down: a run ends with exit 4 naming the port; doctor says
 #                       NOT READY; back up afterwards
+#   --only STEP         run only these steps (doctor, test_verbs_rxe, scenarios, traces, port-down)
 #   --bench             then tests/verbs/bench.sh (prepost bench vs perftest and UCX; no verdict)
 # Ends with "verbs suite: N passed, N failed"; exit 1 if anything failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 B=build/default
 bench=0
-for a in "$@"; do
-  case $a in
+only=()
+while (($#)); do
+  case $1 in
     --bench) bench=1 ;;
-    *) B=$a ;;
+    --only) only+=("$2"); shift ;;
+    *) B=$1 ;;
   esac
+  shift
 done
+step() { # step NAME: is this step selected?
+  ((${#only[@]} == 0)) && return 0
+  local x
+  for x in "${only[@]}"; do [[ $x == "$1" ]] && return 0; done
+  return 1
+}
 P=$B/tools/prepost
 OUT=${GUEST_OUT:-$(mktemp -d)}
 pass=0 fail=0
@@ -42,25 +54,58 @@ ok() {
 DEV=$(ls /sys/class/infiniband 2>/dev/null | head -1)
 PORT_STATE=/sys/class/infiniband/$DEV/ports/1/state
 
+if step doctor; then
 echo "== doctor"
 "$P" doctor >"$OUT/doctor.txt" 2>&1
 rc=$?
 sed 's/^/    /' "$OUT/doctor.txt"
 grep -q '^verdict     READY' "$OUT/doctor.txt"
 ok $((rc | $?)) "doctor: READY"
+fi
 
+if step test_verbs_rxe; then
 echo "== test_verbs_rxe"
 timeout 600 "$B/tests/test_verbs_rxe" --jobs 1 >"$OUT/test_verbs_rxe.txt" 2>&1
 rc=$?
 grep -E 'Synthesis|FAIL|Assertion|failed|CRASH|Timed out' "$OUT/test_verbs_rxe.txt" | head -30 |
   sed 's/^/    /'
 ok $rc "test_verbs_rxe"
+fi
 
+if step scenarios; then
 echo "== scenarios on rxe, parity with the simulator"
 timeout 1200 /usr/bin/python3 tests/verbs/scenarios.py "$P" --out "$OUT" | tee "$OUT/scenarios.txt" |
   sed 's/^/    /'
 ok "${PIPESTATUS[0]}" "scenarios.py"
+fi
 
+if step traces; then
+echo "== traces recorded on rxe replay exactly"
+# naive with RNR NAKs, eager and rendezvous (p2p with credits), the ring FIFO with its polled
+# credit words (remote-written memory captured by the recorder's snapshots)
+for sc in parity-rnr rnr-slow-consumer-eager rnr-slow-consumer-rndv rnr-slow-consumer-ring; do
+  t=$OUT/$sc.rxe.trace
+  rm -f "$t" "$t".rank*
+  timeout 240 "$P" run "models/scenarios/$sc.yaml" --backend verbs --timeout 180 --trace "$t" \
+    >"$OUT/$sc.trace-run.out" 2>"$OUT/$sc.trace-run.err"
+  rc=$?
+  [[ $rc == 0 && -s $t ]] && ! ls "$t".rank* >/dev/null 2>&1
+  ok $((rc | $?)) "$sc: recorded on rxe (exit $rc, $(stat -c %s "$t" 2>/dev/null || echo no) bytes, rank files merged)"
+  "$P" trace stats "$t" >"$OUT/$sc.trace-stats.txt" 2>&1
+  grep -E '^(wc|post_send|post_recv|timer|mem) ' "$OUT/$sc.trace-stats.txt" | sed 's/^/    /'
+  timeout 120 "$P" replay "$t" >"$OUT/$sc.replay.txt" 2>&1
+  rc=$?
+  sed 's/^/    /' "$OUT/$sc.replay.txt" | tail -8
+  [[ $rc == 0 ]] && grep -q '^replay matched' "$OUT/$sc.replay.txt"
+  ok $((rc | $?)) "$sc: exact replay, no divergence (exit $rc)"
+  timeout 120 "$P" trace export --perfetto "$t" -o "$OUT/$sc.perfetto.json" 2>&1 | sed 's/^/    /'
+  /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); e=d["traceEvents"]; assert any(x.get("ph")=="C" for x in e) and any(x.get("ph")=="s" for x in e), "no counters or flows"' \
+    "$OUT/$sc.perfetto.json"
+  ok $? "$sc: Perfetto export with flows and counters"
+done
+fi
+
+if step port-down; then
 echo "== port down"
 if [[ -n $DEV && -e $PORT_STATE ]]; then
   NETDEV=$(rdma link show "$DEV/1" 2>/dev/null | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
@@ -84,6 +129,7 @@ if [[ -n $DEV && -e $PORT_STATE ]]; then
   ok $? "port back up: ACTIVE"
 else
   ok 1 "port down: no device to take down"
+fi
 fi
 
 if ((bench)); then
