@@ -419,6 +419,13 @@ void pp_engine_stats(const struct pp_engine *e, struct pp_rank_stats *out)
   pp_latency_of(e->lat, e->nlat, &out->latency);
 }
 
+void pp_engine_counts(const struct pp_engine *e, struct pp_rank_stats *out)
+{
+  *out = e->st;
+  out->done = pp_engine_done(e);
+  out->latency = (struct pp_latency){0};
+}
+
 size_t pp_engine_latency_samples(const struct pp_engine *e, const uint64_t **samples)
 {
   *samples = e->lat;

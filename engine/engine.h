@@ -190,6 +190,8 @@ uint64_t pp_engine_next_deadline(const struct pp_engine *e);
 bool pp_engine_done(const struct pp_engine *e);
 /* Fills the rank's statistics (computes latency percentiles). */
 void pp_engine_stats(const struct pp_engine *e, struct pp_rank_stats *out);
+/* The same without the latency percentiles (which sort every sample): counts only, cheap. */
+void pp_engine_counts(const struct pp_engine *e, struct pp_rank_stats *out);
 
 /* The latency samples (ns) of this rank's successful sends, in completion order. */
 size_t pp_engine_latency_samples(const struct pp_engine *e, const uint64_t **samples);

@@ -5,15 +5,18 @@
 #include "trace.h"
 #include "names.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "trace_codec.h"
 
-#define CHUNK_TARGET (64u * 1024u) /* a chunk is written once its records pass this size */
-#define REC_MAX 600u               /* the largest record but MEM, with its header */
-#define REC_HEAD_MAX 21u           /* type 1 + rank 5 + dt 10 + len 5 */
+#define CHUNK_TARGET (256u * 1024u) /* a chunk is written once its records pass this size */
+#define REC_MAX 600u                /* the largest record but MEM, with its header */
+#define REC_HEAD_MAX 21u            /* type 1 + rank 5 + dt 10 + len 5 */
+/* the chunk buffer: a record begun below CHUNK_TARGET always fits without growing */
+#define CHUNK_BUF (PP_TRACE_CHUNK_HEADER + CHUNK_TARGET + REC_HEAD_MAX + REC_MAX)
 
 /* ---------------------------------------------------------------- names, CRC */
 
@@ -142,6 +145,7 @@ struct pkt_slot {
 
 struct pp_trace_writer {
   pp_trace_sink sink;
+  pp_trace_swap_sink swap; /* optional: REC chunks change hands instead of being copied */
   void *ctx;
   enum pp_status err;
   bool begun, finished;
@@ -153,6 +157,7 @@ struct pp_trace_writer {
   uint32_t chunk_recs;
   uint64_t nrecs, nchunks, bytes;
   uint32_t nranks;
+  uint32_t open_ranks; /* nranks while records may be written (begun, not finished, no error) */
   uint64_t *last_ts;
   uint64_t origin; /* time stamps are written relative to it */
   uint32_t capture_bytes, snapshot_max;
@@ -165,6 +170,7 @@ static void fail(struct pp_trace_writer *w, enum pp_status s)
 {
   if (w->err == PP_OK)
     w->err = s;
+  w->open_ranks = 0;
 }
 
 static int grow(uint8_t **buf, size_t *cap, size_t need)
@@ -216,7 +222,7 @@ enum pp_status pp_trace_writer_create(pp_trace_sink sink, void *ctx,
   w->capture_bytes = info->capture_bytes;
   w->snapshot_max = info->snapshot_max;
   w->last_ts = calloc(info->nranks, sizeof(*w->last_ts));
-  w->cap = CHUNK_TARGET + PP_TRACE_CHUNK_HEADER + REC_MAX;
+  w->cap = CHUNK_BUF;
   w->buf = malloc(w->cap);
   if (!w->last_ts || !w->buf || grow(&w->hdr, &w->hdr_cap, 1024)) {
     pp_trace_writer_destroy(w);
@@ -317,11 +323,38 @@ enum pp_status pp_trace_begin(struct pp_trace_writer *w)
     return w->err;
   }
   w->begun = true;
+  w->open_ranks = w->err == PP_OK ? w->nranks : 0;
   size_t n = w->hdr_len - PP_TRACE_CHUNK_HEADER;
   chunk_header(w->hdr, PP_TRACE_CHUNK_HDR, (uint32_t)n, w->nkv,
                pp_crc32c(0, w->hdr + PP_TRACE_CHUNK_HEADER, n));
   sink_out(w, w->hdr, w->hdr_len);
   return w->err;
+}
+
+void pp_trace_writer_set_swap(struct pp_trace_writer *w, pp_trace_swap_sink swap)
+{
+  w->swap = swap;
+}
+
+void pp_trace_seal(uint8_t *chunk)
+{
+  uint32_t n = pp_get_le32(chunk + 4);
+  pp_put_le32(chunk + 12, pp_crc32c(0, chunk + PP_TRACE_CHUNK_HEADER, n));
+}
+
+/* A swap sink takes the chunk unsealed (the CRC is computed where it is written out). */
+static void swap_out(struct pp_trace_writer *w)
+{
+  if (w->err != PP_OK)
+    return;
+  size_t len = w->len, cap = w->cap;
+  if (w->swap(w->ctx, &w->buf, len, &cap) != 0) {
+    fail(w, PP_IO);
+    return;
+  }
+  assert(w->buf && cap >= CHUNK_BUF);
+  w->cap = cap;
+  w->bytes += len;
 }
 
 enum pp_status pp_trace_flush(struct pp_trace_writer *w)
@@ -333,9 +366,14 @@ enum pp_status pp_trace_flush(struct pp_trace_writer *w)
   if (w->chunk_recs == 0)
     return w->err;
   size_t n = w->len - PP_TRACE_CHUNK_HEADER;
-  chunk_header(w->buf, PP_TRACE_CHUNK_REC, (uint32_t)n, w->chunk_recs,
-               pp_crc32c(0, w->buf + PP_TRACE_CHUNK_HEADER, n));
-  sink_out(w, w->buf, w->len);
+  if (w->swap) {
+    chunk_header(w->buf, PP_TRACE_CHUNK_REC, (uint32_t)n, w->chunk_recs, 0);
+    swap_out(w);
+  } else {
+    chunk_header(w->buf, PP_TRACE_CHUNK_REC, (uint32_t)n, w->chunk_recs,
+                 pp_crc32c(0, w->buf + PP_TRACE_CHUNK_HEADER, n));
+    sink_out(w, w->buf, w->len);
+  }
   w->nchunks++;
   w->len = PP_TRACE_CHUNK_HEADER;
   w->chunk_recs = 0;
@@ -347,6 +385,7 @@ enum pp_status pp_trace_finish(struct pp_trace_writer *w)
   if (w->finished || pp_trace_flush(w) != PP_OK)
     return w->err ? w->err : PP_STATE;
   w->finished = true;
+  w->open_ranks = 0;
   uint8_t c[PP_TRACE_CHUNK_HEADER + 30], *p = c + PP_TRACE_CHUNK_HEADER;
   p = pp_put_uv(p, w->nrecs);
   p = pp_put_uv(p, w->nchunks);
@@ -383,6 +422,66 @@ void pp_trace_writer_destroy(struct pp_trace_writer *w)
 }
 
 /*
+ * The records of the hot paths are encoded in place: rec_begin() writes the record's head into the
+ * chunk and returns where its payload (at most REC_MAX bytes) goes, with one byte kept for the
+ * payload's length; rec_end() writes the length (moving the payload in the rare case it takes two
+ * bytes). NULL from rec_begin: the writer has failed, record nothing.
+ */
+static inline bool has_ts(unsigned type)
+{
+  return type < 0x20 || type > 0x3f; /* every type but the outputs carries a time stamp */
+}
+
+#if defined(__GNUC__)
+#define HOT static inline __attribute__((always_inline))
+#else
+#define HOT static inline
+#endif
+
+static uint8_t *rec_refused(struct pp_trace_writer *w)
+{
+  if (w->err == PP_OK)
+    fail(w, PP_STATE); /* not begun, finished, or a rank beyond nranks */
+  return NULL;
+}
+
+HOT uint8_t *rec_begin(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64_t ts)
+{
+  if (rank >= w->open_ranks)
+    return rec_refused(w);
+  /* the buffer always has room for one more record (CHUNK_BUF; a MEM record grows it) */
+  assert(w->cap - w->len >= REC_HEAD_MAX + REC_MAX);
+  uint8_t *p = w->buf + w->len;
+  *p++ = (uint8_t)type;
+  p = pp_put_uv(p, rank);
+  if (has_ts(type)) {
+    ts = ts > w->origin ? ts - w->origin : 0;
+    p = pp_put_sv(p, (int64_t)(ts - w->last_ts[rank]));
+    w->last_ts[rank] = ts;
+  }
+  return p + 1;
+}
+
+HOT void rec_end(struct pp_trace_writer *w, uint8_t *pl, uint8_t *end)
+{
+  size_t n = (size_t)(end - pl);
+  assert(n <= REC_MAX);
+  if (n < 0x80) {
+    pl[-1] = (uint8_t)n;
+  } else { /* REC_MAX < 2^14: two bytes */
+    memmove(pl + 1, pl, n);
+    pl[-1] = (uint8_t)(n | 0x80);
+    pl[0] = (uint8_t)(n >> 7);
+    end++;
+  }
+  w->len = (size_t)(end - w->buf);
+  w->chunk_recs++;
+  w->nrecs++;
+  if (w->len - PP_TRACE_CHUNK_HEADER >= CHUNK_TARGET)
+    pp_trace_flush(w);
+}
+
+/*
  * Appends one record: the payload [pl, pl + n) was encoded by the caller. Inputs and notes carry
  * the time (a zigzag delta from the rank's previous time stamp); outputs do not.
  */
@@ -402,7 +501,7 @@ static void emit(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64
   uint8_t *p = w->buf + w->len;
   *p++ = (uint8_t)type;
   p = pp_put_uv(p, rank);
-  if (type < 0x20 || type > 0x3f) { /* every type but the outputs carries a time stamp */
+  if (has_ts(type)) {
     ts = ts > w->origin ? ts - w->origin : 0;
     p = pp_put_sv(p, (int64_t)(ts - w->last_ts[rank]));
     w->last_ts[rank] = ts;
@@ -432,7 +531,7 @@ static void emit_raw(struct pp_trace_writer *w, uint32_t rank, unsigned type, ui
   }
   memcpy(w->buf + w->len, rec, n);
   w->len += n;
-  if (type < 0x20 || type > 0x3f)
+  if (has_ts(type))
     w->last_ts[rank] = ts;
   w->chunk_recs++;
   w->nrecs++;
@@ -584,7 +683,9 @@ void pp_trace_pkt_tx(struct pp_trace_writer *w, uint64_t now, const void *key,
   if (!w->pk[h].key)
     w->pk_n++;
   w->pk[h] = (struct pkt_slot){key, id};
-  uint8_t pl[REC_MAX], *p = pl;
+  uint8_t *pl = rec_begin(w, PP_TREC_PKT_TX, k->src_rank, now), *p = pl;
+  if (!pl)
+    return;
   p = pp_put_uv(p, id);
   p = pp_put_uv(p, k->kind);
   p = pp_put_uv(p, k->opcode);
@@ -601,7 +702,7 @@ void pp_trace_pkt_tx(struct pp_trace_writer *w, uint64_t now, const void *key,
   p = pp_put_uv(p, k->rkey);
   p = pp_put_uv(p, k->imm);
   p = pp_put_uv(p, k->wire_bytes);
-  emit(w, PP_TREC_PKT_TX, k->src_rank, now, pl, (size_t)(p - pl));
+  rec_end(w, pl, p);
 }
 
 void pp_trace_pkt_rx(struct pp_trace_writer *w, uint64_t now, uint32_t rank, const void *key)
@@ -615,8 +716,9 @@ void pp_trace_pkt_rx(struct pp_trace_writer *w, uint64_t now, uint32_t rank, con
     return; /* not seen leaving: nothing to name */
   uint64_t id = w->pk[h].id;
   pk_remove(w, h);
-  uint8_t pl[16], *p = pp_put_uv(pl, id);
-  emit(w, PP_TREC_PKT_RX, rank, now, pl, (size_t)(p - pl));
+  uint8_t *pl = rec_begin(w, PP_TREC_PKT_RX, rank, now);
+  if (pl)
+    rec_end(w, pl, pp_put_uv(pl, id));
 }
 
 /* ---------------------------------------------------------------- rank recorder */
@@ -648,6 +750,7 @@ struct pp_trace_rank {
   uint64_t now;
   struct tr_mr *mrs;
   size_t nmr, mr_cap;
+  size_t nshadow; /* MRs with a shadow: none, and an input costs no snapshot loop */
   struct tr_qp *qps;
   size_t nqp, qp_cap;
   struct tr_recv *rv; /* open addressing on (queue, wr_id) */
@@ -774,7 +877,7 @@ static void emit_mem(struct pp_trace_rank *t, uint32_t key, uint64_t off, uint32
 static void input_prologue(struct pp_trace_rank *t, uint64_t now)
 {
   t->now = now;
-  for (size_t i = 0; i < t->nmr; i++) {
+  for (size_t i = 0; t->nshadow && i < t->nmr; i++) {
     struct tr_mr *m = &t->mrs[i];
     if (!m->shadow)
       continue;
@@ -793,14 +896,16 @@ static void input_prologue(struct pp_trace_rank *t, uint64_t now)
 
 static void emit_simple(struct pp_trace_rank *t, unsigned type)
 {
-  emit(t->w, type, t->rank, t->now, NULL, 0);
+  uint8_t *pl = rec_begin(t->w, type, t->rank, t->now);
+  if (pl)
+    rec_end(t->w, pl, pl);
 }
 
 static void emit_ret(struct pp_trace_rank *t, enum pp_status s)
 {
   if (s == PP_OK)
     return;
-  uint8_t pl[12], *p = pp_put_sv(pl, s);
+  uint8_t pl[24], *p = pp_put_sv(pl, s);
   emit(t->w, PP_TREC_RET, t->rank, t->now, pl, (size_t)(p - pl));
 }
 
@@ -865,9 +970,10 @@ static int tr_reg_mr(void *nic, void *addr, size_t length, unsigned access, stru
                         .rkey = mr->rkey,
                         .access = access};
     if ((access & PP_ACCESS_REMOTE_WRITE) && length > 0 && length <= t->w->snapshot_max && addr) {
-      if ((m->shadow = malloc(length)))
+      if ((m->shadow = malloc(length))) {
         memcpy(m->shadow, addr, length);
-      else
+        t->nshadow++;
+      } else
         fail(t->w, PP_NOMEM);
     }
   }
@@ -888,6 +994,7 @@ static int tr_dereg_mr(void *nic, const struct pp_mr *mr)
   emit(t->w, PP_TREC_DEREG_MR, t->rank, 0, pl, (size_t)(p - pl));
   struct tr_mr *m = mr_by_lkey(t, copy.lkey);
   if (r == PP_OK && m) {
+    t->nshadow -= m->shadow != NULL;
     free(m->shadow);
     *m = t->mrs[--t->nmr];
   }
@@ -1000,7 +1107,9 @@ static int tr_post_send(void *nic, uint32_t qp_num, const struct pp_send_wr *wr)
 {
   struct pp_trace_rank *t = nic;
   int r = t->ops->post_send(t->nic, qp_num, wr);
-  uint8_t pl[REC_MAX], *p = pl;
+  uint8_t *pl = rec_begin(t->w, PP_TREC_POST_SEND, t->rank, 0), *p = pl;
+  if (!pl)
+    return r;
   p = pp_put_uv(p, qp_num);
   p = pp_put_uv(p, pp_rotl8(wr->wr_id));
   p = pp_put_uv(p, (unsigned)wr->opcode);
@@ -1010,19 +1119,21 @@ static int tr_post_send(void *nic, uint32_t qp_num, const struct pp_send_wr *wr)
   p = pp_put_uv(p, wr->rkey);
   p = pp_put_uv(p, wr->imm_data);
   p = pp_put_sv(p, r);
-  emit(t->w, PP_TREC_POST_SEND, t->rank, 0, pl, (size_t)(p - pl));
+  rec_end(t->w, pl, p);
   return r;
 }
 
 static void log_recv(struct pp_trace_rank *t, unsigned type, uint32_t q,
                      const struct pp_recv_wr *wr, int r)
 {
-  uint8_t pl[REC_MAX], *p = pl;
+  uint8_t *pl = rec_begin(t->w, type, t->rank, 0), *p = pl;
+  if (!pl)
+    return;
   p = pp_put_uv(p, q);
   p = pp_put_uv(p, pp_rotl8(wr->wr_id));
   p = put_sges(p, wr->num_sge, wr->sg_list);
   p = pp_put_sv(p, r);
-  emit(t->w, type, t->rank, 0, pl, (size_t)(p - pl));
+  rec_end(t->w, pl, p);
   if (r == PP_OK && t->w->capture_bytes)
     rv_put(t, type == PP_TREC_POST_SRQ_RECV ? q | SRQ_BIT : q, wr);
 }
@@ -1166,7 +1277,9 @@ enum pp_status pp_tr_on_wc(struct pp_trace_rank *t, struct pp_engine *e, uint64_
   input_prologue(t, now);
   if (t->w->capture_bytes)
     capture_recv(t, wc);
-  uint8_t pl[REC_MAX], *p = pl;
+  uint8_t *pl = rec_begin(t->w, PP_TREC_WC, t->rank, now), *p = pl;
+  if (!pl)
+    return pp_engine_on_wc(e, now, wc);
   p = pp_put_uv(p, pp_rotl8(wc->wr_id));
   p = pp_put_uv(p, (unsigned)wc->status);
   p = pp_put_uv(p, (unsigned)wc->opcode);
@@ -1176,7 +1289,7 @@ enum pp_status pp_tr_on_wc(struct pp_trace_rank *t, struct pp_engine *e, uint64_
   p = pp_put_uv(p, wc->qp_num);
   p = pp_put_uv(p, wc->src_qp);
   p = pp_put_uv(p, wc->wc_flags);
-  emit(t->w, PP_TREC_WC, t->rank, now, pl, (size_t)(p - pl));
+  rec_end(t->w, pl, p);
   enum pp_status s = pp_engine_on_wc(e, now, wc);
   emit_ret(t, s);
   return s;
@@ -1214,7 +1327,7 @@ void pp_tr_rank_end(struct pp_trace_rank *t, const struct pp_engine *e, uint64_t
   if (!t || !e)
     return;
   struct pp_rank_stats st;
-  pp_engine_stats(e, &st);
+  pp_engine_counts(e, &st); /* no percentiles: sorting the samples is not the recorder's job */
   t->now = now;
   uint8_t pl[REC_MAX], *p = pl;
   p = pp_put_uv(p, st.done);

@@ -152,6 +152,12 @@ struct pp_trace_info {
 #define PP_TRACE_CAPTURE_DEFAULT 64u
 #define PP_TRACE_SNAPSHOT_DEFAULT 4096u
 
+/* A sink that takes a finished REC chunk's buffer instead of copying it: *buf (len bytes, capacity
+ * *cap) becomes the sink's, which puts in its place a buffer of at least the same capacity (and
+ * sets *cap); 0 on success. The chunk is handed over unsealed: the sink, on whatever thread writes
+ * it out, calls pp_trace_seal() first (the CRC is then computed off the recording thread). */
+typedef int (*pp_trace_swap_sink)(void *ctx, uint8_t **buf, size_t len, size_t *cap);
+
 struct pp_trace_writer;
 struct pp_trace; /* a trace opened for reading (below) */
 
@@ -173,6 +179,11 @@ enum pp_status pp_trace_kv_engine_cfg(struct pp_trace_writer *w, const struct pp
  * trace.origin_ns; before pp_trace_begin() (PP_STATE after). The engine must not care about the
  * shift (it only ever subtracts times): a replay feeds it the relative times. */
 enum pp_status pp_trace_set_origin(struct pp_trace_writer *w, uint64_t origin_ns);
+/* REC chunks go to `swap` (same ctx as the sink); the header and END chunks still go to the sink,
+ * in order with them. */
+void pp_trace_writer_set_swap(struct pp_trace_writer *w, pp_trace_swap_sink swap);
+/* Computes and stores the CRC of a chunk a swap sink received (its header's length is set). */
+void pp_trace_seal(uint8_t *chunk);
 /* Ends the header: writes the HDR chunk. Records may follow. */
 enum pp_status pp_trace_begin(struct pp_trace_writer *w);
 /* Hands the records so far to the sink (a chunk is also written whenever 64 KiB fill up). A

@@ -597,7 +597,7 @@ Test(trace, sim_cfg_overrides)
 /* ================================================================ merging per-rank files */
 
 #define MERGE_ORIGIN 7000000000ull
-#define MERGE_TIMERS 30000 /* about 150 KiB of TIMER records per rank: several chunks */
+#define MERGE_TIMERS 80000 /* about 320 KiB of TIMER records per rank: several chunks */
 
 /* What one rank process of the verbs backend writes: its own file, its own rank only, time stamps
  * from MERGE_ORIGIN; rank r's inputs are at ORIGIN + 10 i + 5 r. */

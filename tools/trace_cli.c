@@ -17,9 +17,11 @@ enum { EXIT_OK = 0, EXIT_ERRORS = 1, EXIT_USAGE = 2 };
 /*
  * The file sink hands each finished chunk to a writer thread (a bounded queue of buffers), so
  * that the kernel's cost of writing the file is paid on the other core, not by the simulation.
- * When the queue is full the simulation waits: memory stays bounded.
+ * Record chunks change hands without a copy (the writer's buffer for the queue slot's) and are
+ * sealed (CRC) by the writer thread. When the queue is full the simulation waits: memory stays
+ * bounded (QDEPTH chunks of 256 KiB).
  */
-#define QDEPTH 16
+#define QDEPTH 8
 
 struct pp_cli_trace {
   FILE *f;
@@ -32,6 +34,7 @@ struct pp_cli_trace {
   struct {
     uint8_t *p;
     size_t n, cap;
+    bool seal;
   } q[QDEPTH];
   unsigned head, count;
   bool closing, failed;
@@ -48,6 +51,8 @@ static void *writer_main(void *arg)
       break;
     unsigned i = t->head;
     pthread_mutex_unlock(&t->mu);
+    if (t->q[i].seal)
+      pp_trace_seal(t->q[i].p);
     bool ok = fwrite(t->q[i].p, 1, t->q[i].n, t->f) == t->q[i].n;
     pthread_mutex_lock(&t->mu);
     t->failed |= !ok;
@@ -59,18 +64,33 @@ static void *writer_main(void *arg)
   return NULL;
 }
 
+/* The next free queue slot (waits while the queue is full); -1 once writing failed. */
+static int slot_get(struct pp_cli_trace *t, unsigned *i)
+{
+  pthread_mutex_lock(&t->mu);
+  while (t->count == QDEPTH)
+    pthread_cond_wait(&t->cv, &t->mu);
+  *i = (t->head + t->count) % QDEPTH;
+  bool failed = t->failed;
+  pthread_mutex_unlock(&t->mu);
+  return failed ? -1 : 0;
+}
+
+static void slot_put(struct pp_cli_trace *t)
+{
+  pthread_mutex_lock(&t->mu);
+  t->count++;
+  pthread_cond_broadcast(&t->cv);
+  pthread_mutex_unlock(&t->mu);
+}
+
 static int file_sink(void *ctx, const void *buf, size_t len)
 {
   struct pp_cli_trace *t = ctx;
   if (!t->threaded)
     return fwrite(buf, 1, len, t->f) == len ? 0 : -1;
-  pthread_mutex_lock(&t->mu);
-  while (t->count == QDEPTH)
-    pthread_cond_wait(&t->cv, &t->mu);
-  unsigned i = (t->head + t->count) % QDEPTH;
-  bool failed = t->failed;
-  pthread_mutex_unlock(&t->mu);
-  if (failed)
+  unsigned i;
+  if (slot_get(t, &i))
     return -1;
   if (t->q[i].cap < len) { /* slot i is ours until it is queued */
     uint8_t *p = realloc(t->q[i].p, len);
@@ -81,10 +101,38 @@ static int file_sink(void *ctx, const void *buf, size_t len)
   }
   memcpy(t->q[i].p, buf, len);
   t->q[i].n = len;
-  pthread_mutex_lock(&t->mu);
-  t->count++;
-  pthread_cond_broadcast(&t->cv);
-  pthread_mutex_unlock(&t->mu);
+  t->q[i].seal = false;
+  slot_put(t);
+  return 0;
+}
+
+/* Record chunks: the writer's buffer goes into the queue, the slot's buffer to the writer. */
+static int swap_sink(void *ctx, uint8_t **buf, size_t len, size_t *cap)
+{
+  struct pp_cli_trace *t = ctx;
+  if (!t->threaded) {
+    pp_trace_seal(*buf);
+    return fwrite(*buf, 1, len, t->f) == len ? 0 : -1;
+  }
+  unsigned i;
+  if (slot_get(t, &i))
+    return -1;
+  if (t->q[i].cap < *cap) {
+    uint8_t *p = realloc(t->q[i].p, *cap);
+    if (!p)
+      return -1;
+    t->q[i].p = p;
+    t->q[i].cap = *cap;
+  }
+  uint8_t *mine = t->q[i].p;
+  size_t mine_cap = t->q[i].cap;
+  t->q[i].p = *buf;
+  t->q[i].cap = *cap;
+  t->q[i].n = len;
+  t->q[i].seal = true;
+  *buf = mine;
+  *cap = mine_cap;
+  slot_put(t);
   return 0;
 }
 
@@ -133,6 +181,8 @@ struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_co
     s = pp_trace_begin(t->w);
   if (s == PP_OK)
     t->threaded = pthread_create(&t->thread, NULL, writer_main, t) == 0;
+  if (s == PP_OK)
+    pp_trace_writer_set_swap(t->w, swap_sink);
   if (s != PP_OK) {
     snprintf(err, errlen, "cannot start trace '%s': %s", path, pp_status_desc(s));
     pp_trace_writer_destroy(t->w);
