@@ -39,6 +39,7 @@
 
 #include "engine_impl.h"
 #include "match.h"
+#include "names.h"
 
 #define HDR 64u
 #define PIPE_MAX 8u
@@ -1907,4 +1908,38 @@ size_t pp_p2p_receives_copy(const struct pp_engine *e, struct pp_recv_record **o
     return 0;
   memcpy(*out, rec, n * sizeof(*rec));
   return n;
+}
+
+/* ---------------------------------------------------------------- wire messages, for tools */
+
+#define PP_X(id, value, name) _Static_assert(M_##id == (value), "PP_P2P_MSG_LIST is the wire's");
+PP_P2P_MSG_LIST(PP_X)
+#undef PP_X
+
+static const char *const msg_names[] = {
+#define PP_X(id, value, name) [value] = name,
+    PP_P2P_MSG_LIST(PP_X)
+#undef PP_X
+};
+
+const char *pp_p2p_msg_name(enum pp_p2p_msg m)
+{
+  return pp_name_of(msg_names, PP_NAMES_COUNT(msg_names), m);
+}
+
+bool pp_p2p_msg_describe(const void *head, size_t len, struct pp_p2p_msg_info *out)
+{
+  struct hdr h;
+  if (len < sizeof(h))
+    return false;
+  memcpy(&h, head, sizeof(h));
+  if (h.type < M_EAGER || h.type > M_CREDIT)
+    return false;
+  *out = (struct pp_p2p_msg_info){.type = (enum pp_p2p_msg)h.type,
+                                  .credits = h.credits,
+                                  .rcredits = h.rcredits,
+                                  .seq = h.seq,
+                                  .tag = h.tag,
+                                  .len = h.len};
+  return true;
 }

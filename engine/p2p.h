@@ -73,6 +73,34 @@ enum pp_p2p_err {
   PP_P2P_ERR_COUNT
 };
 
+/* The wire messages: the 64-byte header at the start of every SEND names one. X(id, value, name) */
+#define PP_P2P_MSG_LIST(X)                                                     \
+  X(EAGER, 1, "EAGER")                                                         \
+  X(RTS, 2, "RTS")                                                             \
+  X(CTS, 3, "CTS")                                                             \
+  X(FIN, 4, "FIN")                                                             \
+  X(ACK, 5, "ACK")                                                             \
+  X(CREDIT, 6, "CREDIT")
+
+enum pp_p2p_msg {
+#define PP_X(id, value, name) PP_P2P_MSG_##id = value,
+  PP_P2P_MSG_LIST(PP_X)
+#undef PP_X
+  PP_P2P_MSG_END
+};
+
+/* What a message's header says, for tools that read the heads a trace captured. */
+struct pp_p2p_msg_info {
+  enum pp_p2p_msg type;
+  uint32_t credits;  /* data credits it hands back to its receiver */
+  uint32_t rcredits; /* reply credits it hands back */
+  uint32_t seq, tag, len;
+};
+/* Decodes the first `len` bytes of a received message (its header is 64 bytes); false when they
+ * are too few or name no message type. */
+bool pp_p2p_msg_describe(const void *head, size_t len, struct pp_p2p_msg_info *out);
+const char *pp_p2p_msg_name(enum pp_p2p_msg m); /* "?" when unknown */
+
 const char *pp_p2p_proto_name(enum pp_p2p_proto p);
 const char *pp_p2p_err_name(enum pp_p2p_err e);
 

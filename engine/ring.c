@@ -49,8 +49,8 @@ enum { WR_DATA = 1, WR_CREDIT = 2, WR_RECV = 3 };
 
 /* Immediate data. Data: LAST flag and the chunk's sequence number on its channel (mod 2^30).
  * Credit: CREDIT flag and the head (ring-credits) or the end of the CTS grants (ring-cts). */
-#define IMM_CREDIT (1u << 31)
-#define IMM_LAST (1u << 30)
+#define IMM_CREDIT PP_RING_IMM_CREDIT
+#define IMM_LAST PP_RING_IMM_LAST
 #define IMM_SEQ_MASK (IMM_LAST - 1)
 #define IMM_VAL_MASK (IMM_CREDIT - 1)
 #define IMM_VAL_SIGN (IMM_CREDIT >> 1) /* credit values compare as 31-bit serial numbers */

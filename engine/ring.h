@@ -43,6 +43,12 @@ struct pp_ring_params {
                               0, else at the latest this long after the first unreturned release */
 };
 
+/* The immediate of a ring WRITE_WITH_IMM: a credit update has PP_RING_IMM_CREDIT and 31 bits of
+ * value (ring-credits: slots consumed; ring-cts: consumed + slots, the end of the CTS entries); a
+ * data chunk its 30-bit sequence number, with PP_RING_IMM_LAST on a message's last chunk. */
+#define PP_RING_IMM_CREDIT (1u << 31)
+#define PP_RING_IMM_LAST (1u << 30)
+
 #define PP_RING_DEFAULT_SLOTS 8u
 #define PP_RING_DEFAULT_SLOT_SIZE (128u * 1024u)
 #define PP_RING_MAX_SLOTS 4096u

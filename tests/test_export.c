@@ -175,6 +175,51 @@ Test(export, perfetto_json_loads_with_the_expected_events, .timeout = 120)
   cr_assert_eq(rc, 0, "the Perfetto JSON checks failed (see stderr)");
 }
 
+/* The protocol layer: messages named as the protocol names them, one flow arrow each, and the
+ * credit and occupancy counters within what the configuration allows. */
+static void check_protocol(const char *scenario, const char *names, const char *counters,
+                           int lo, int hi, int min_changes)
+{
+  cr_assert_eq(sh("$P run $M/%s.yaml --trace t.trace > /dev/null", scenario), 0);
+  cr_assert_eq(sh("$P trace export --perfetto t.trace -o t.json"), 0);
+  int rc = sh(PY "'\n"
+                 "import json, collections\n"
+                 "ev = json.load(open(\"t.json\"))[\"traceEvents\"]\n"
+                 "want = set(\"%s\".split(\",\"))\n"
+                 "s = collections.Counter(e[\"name\"] for e in ev if e.get(\"cat\") == "
+                 "\"protocol\" and e[\"ph\"] == \"s\")\n"
+                 "f = collections.Counter(e[\"name\"] for e in ev if e.get(\"cat\") == "
+                 "\"protocol\" and e[\"ph\"] == \"f\")\n"
+                 "assert set(s) == want, (sorted(s), sorted(want))\n"
+                 "assert s == f, \"every protocol arrow lands\"\n"
+                 "ids = [e[\"id\"] for e in ev if e[\"ph\"] == \"s\"]\n"
+                 "assert len(ids) == len(set(ids)), \"flow ids are unique across layers\"\n"
+                 "sends = {e[\"name\"] for e in ev if e[\"ph\"] == \"b\" and "
+                 "e[\"cat\"] == \"send\"}\n"
+                 "assert want <= sends, (\"send slices named by the protocol\", sends)\n"
+                 "for kind in \"%s\".split(\",\"):\n"
+                 "  v = [list(e[\"args\"].values())[0] for e in ev if e[\"ph\"] == \"C\" and "
+                 "e[\"name\"].startswith(kind + \" qp 0x\")]\n"
+                 "  assert len(v) >= %d, (kind, len(v))\n"
+                 "  assert min(v) >= %d and max(v) <= %d, (kind, min(v), max(v))\n"
+                 "  assert min(v) < max(v), (kind, \"the counter moves\")\n"
+                 "'",
+              names, counters, min_changes, lo, hi);
+  cr_assert_eq(rc, 0, "%s: the protocol checks failed (see stderr)", scenario);
+}
+
+Test(export, perfetto_protocol_messages_and_credit_counters, .timeout = 120)
+{
+  /* 8 credits per peer (rq_depth), explicit CREDIT messages once 4 are owed */
+  check_protocol("rnr-slow-consumer-eager", "EAGER,CREDIT", "eager credits", 0, 8, 200);
+  check_protocol("rnr-slow-consumer-rndv", "RTS,FIN,CREDIT", "eager credits", 0, 8, 200);
+  /* 8 slots per channel: credits the sender holds, slots the receiver has not returned */
+  check_protocol("rnr-slow-consumer-ring", "data,credit", "ring credits,ring occupancy", 0, 8,
+                 200);
+  /* the MPI-style script: every message type, 64 credits (rq_depth) */
+  check_protocol("p2p-script", "EAGER,RTS,CTS,FIN,ACK,CREDIT", "eager credits", 0, 64, 8);
+}
+
 Test(export, svg_is_well_formed, .timeout = 120)
 {
   cr_assert_eq(sh("$P run $M/rnr-slow-consumer-retry0.yaml --trace t.trace > /dev/null"), 1);

@@ -57,7 +57,7 @@ static int from_packets(const struct pp_trace *t, struct vec *v)
       *m = (struct pp_xmsg){
           .src = k->src_rank, .dst = k->dst_rank, .src_qpn = k->src_qpn, .dst_qpn = k->dst_qpn,
           .t0 = r.ts, .t1 = UINT64_MAX, .opcode = k->opcode, .psn = k->psn, .len = k->len,
-          .syndrome = k->syndrome,
+          .syndrome = k->syndrome, .send_rec = SIZE_MAX, .recv_rec = SIZE_MAX,
           .kind = k->kind == PP_TPKT_REQ       ? PP_MK_DATA
                   : k->kind == PP_TPKT_ACK     ? PP_MK_ACK
                   : k->kind == PP_TPKT_RNR_NAK ? PP_MK_RNR_NAK
@@ -129,7 +129,8 @@ static int from_completions(const struct pp_trace *t, struct vec *v)
         len += r.u.send.wr.sg_list[s].length;
       *m = (struct pp_xmsg){.src = r.rank, .dst = x ? x->peer : r.rank, .src_qpn = r.u.send.qp_num,
                             .dst_qpn = x ? x->dest_qpn : 0, .t0 = r.ts, .t1 = UINT64_MAX,
-                            .kind = PP_MK_DATA, .opcode = r.u.send.wr.opcode, .len = len};
+                            .kind = PP_MK_DATA, .opcode = r.u.send.wr.opcode, .len = len,
+                            .send_rec = i, .recv_rec = SIZE_MAX};
       if (d) {
         if (d->head + d->n == d->cap) {
           if (d->head) {
@@ -151,6 +152,7 @@ static int from_completions(const struct pp_trace *t, struct vec *v)
       struct xqp *d = xqp_of(q, nq, r.rank, r.u.wc.qp_num);
       if (d && d->n) {
         v->m[d->fifo[d->head]].t1 = r.ts;
+        v->m[d->fifo[d->head]].recv_rec = i;
         d->head++;
         d->n--;
       }
@@ -172,6 +174,20 @@ int pp_trace_messages(const struct pp_trace *t, struct pp_xmsg **out, size_t *n,
   for (size_t i = 0; i < t->nrecs && !packets; i++)
     packets = t->idx[i].type == PP_TREC_PKT_TX;
   if ((packets ? from_packets(t, &v) : from_completions(t, &v)) != 0) {
+    free(v.m);
+    snprintf(err, errlen, "out of memory collecting the messages");
+    return -1;
+  }
+  *out = v.m;
+  *n = v.n;
+  return 0;
+}
+
+int pp_trace_protocol_messages(const struct pp_trace *t, struct pp_xmsg **out, size_t *n,
+                               char *err, size_t errlen)
+{
+  struct vec v = {0};
+  if (from_completions(t, &v) != 0) {
     free(v.m);
     snprintf(err, errlen, "out of memory collecting the messages");
     return -1;

@@ -21,10 +21,16 @@ struct pp_xmsg {
   uint32_t opcode;        /* enum pp_wr_opcode of data */
   uint32_t psn, len;
   uint32_t syndrome;
+  size_t send_rec, recv_rec; /* protocol messages: the POST_SEND and the receive's WC record
+                                (SIZE_MAX: none); packets: SIZE_MAX */
 };
 
 /* Fills *out (malloc'd, free it) with the messages in the order they were sent. */
 int pp_trace_messages(const struct pp_trace *t, struct pp_xmsg **out, size_t *n, char *err,
                       size_t errlen);
+/* The protocol's messages whatever the backend: every send that consumes a receive, paired with
+ * the receive completion it caused (as without packets above), with their record numbers. */
+int pp_trace_protocol_messages(const struct pp_trace *t, struct pp_xmsg **out, size_t *n,
+                               char *err, size_t errlen);
 
 #endif

@@ -99,9 +99,9 @@ for sc in parity-rnr rnr-slow-consumer-eager rnr-slow-consumer-rndv rnr-slow-con
   [[ $rc == 0 ]] && grep -q '^replay matched' "$OUT/$sc.replay.txt"
   ok $((rc | $?)) "$sc: exact replay, no divergence (exit $rc)"
   timeout 120 "$P" trace export --perfetto "$t" -o "$OUT/$sc.perfetto.json" 2>&1 | sed 's/^/    /'
-  /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); e=d["traceEvents"]; assert any(x.get("ph")=="C" for x in e) and any(x.get("ph")=="s" for x in e), "no counters or flows"' \
+  /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); e=d["traceEvents"]; assert any(x.get("ph")=="C" for x in e), "no counters"; assert any(x.get("cat")=="protocol" and x["ph"]=="s" for x in e), "no protocol flows"' \
     "$OUT/$sc.perfetto.json"
-  ok $? "$sc: Perfetto export with flows and counters"
+  ok $? "$sc: Perfetto export with protocol flows and counters"
 done
 fi
 
