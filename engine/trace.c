@@ -138,6 +138,86 @@ uint32_t pp_crc32c(uint32_t crc, const void *buf, size_t len)
 
 /* ---------------------------------------------------------------- writer */
 
+static inline bool has_ts(unsigned type)
+{
+  return type < 0x20 || type > 0x3f; /* every type but the outputs carries a time stamp */
+}
+
+/* The payloads of the busiest records, shared by the direct path (encoded at once) and the
+ * deferred one (their structs copied raw, encoded by pp_trace_seal()). */
+static uint8_t *put_sges(uint8_t *p, uint32_t num, const struct pp_sge *sg)
+{
+  uint32_t n = num <= PP_MAX_SGE ? num : PP_MAX_SGE;
+  p = pp_put_uv(p, n);
+  for (uint32_t i = 0; i < n; i++) {
+    p = pp_put_uv(p, sg[i].addr);
+    p = pp_put_uv(p, sg[i].length);
+    p = pp_put_uv(p, sg[i].lkey);
+  }
+  return p;
+}
+
+static uint8_t *enc_wc(uint8_t *p, const struct pp_wc *wc)
+{
+  p = pp_put_uv(p, pp_rotl8(wc->wr_id));
+  p = pp_put_uv(p, (unsigned)wc->status);
+  p = pp_put_uv(p, (unsigned)wc->opcode);
+  p = pp_put_uv(p, wc->vendor_err);
+  p = pp_put_uv(p, wc->byte_len);
+  p = pp_put_uv(p, wc->imm_data);
+  p = pp_put_uv(p, wc->qp_num);
+  p = pp_put_uv(p, wc->src_qp);
+  return pp_put_uv(p, wc->wc_flags);
+}
+
+static uint8_t *enc_send(uint8_t *p, uint32_t qp_num, const struct pp_send_wr *wr, int r)
+{
+  p = pp_put_uv(p, qp_num);
+  p = pp_put_uv(p, pp_rotl8(wr->wr_id));
+  p = pp_put_uv(p, (unsigned)wr->opcode);
+  p = pp_put_uv(p, wr->send_flags);
+  p = put_sges(p, wr->num_sge, wr->sg_list);
+  p = pp_put_uv(p, wr->remote_addr);
+  p = pp_put_uv(p, wr->rkey);
+  p = pp_put_uv(p, wr->imm_data);
+  return pp_put_sv(p, r);
+}
+
+static uint8_t *enc_recv(uint8_t *p, uint32_t q, const struct pp_recv_wr *wr, int r)
+{
+  p = pp_put_uv(p, q);
+  p = pp_put_uv(p, pp_rotl8(wr->wr_id));
+  p = put_sges(p, wr->num_sge, wr->sg_list);
+  return pp_put_sv(p, r);
+}
+
+static uint8_t *enc_pkt(uint8_t *p, uint64_t id, const struct pp_trace_pkt *k)
+{
+  p = pp_put_uv(p, id);
+  p = pp_put_uv(p, k->kind);
+  p = pp_put_uv(p, k->opcode);
+  p = pp_put_uv(p, k->dst_rank);
+  p = pp_put_uv(p, k->src_qpn);
+  p = pp_put_uv(p, k->dst_qpn);
+  p = pp_put_uv(p, k->psn);
+  p = pp_put_uv(p, k->npkts);
+  p = pp_put_uv(p, k->len);
+  p = pp_put_uv(p, k->syndrome);
+  p = pp_put_uv(p, k->has_ack);
+  p = pp_put_uv(p, k->ack_psn);
+  p = pp_put_uv(p, k->remote_addr);
+  p = pp_put_uv(p, k->rkey);
+  p = pp_put_uv(p, k->imm);
+  return pp_put_uv(p, k->wire_bytes);
+}
+
+/* Raw record kinds (byte 1 of a raw head): fields as words and a blob, or one of the structs. */
+enum { RAW_WORDS, RAW_WC, RAW_SEND, RAW_RECV, RAW_PKT };
+struct raw_op { /* before a send or receive WR */
+  uint32_t q;
+  int32_t r;
+};
+
 struct pkt_slot {
   const void *key;
   uint64_t id;
@@ -146,6 +226,10 @@ struct pkt_slot {
 struct pp_trace_writer {
   pp_trace_sink sink;
   pp_trace_swap_sink swap; /* optional: REC chunks change hands instead of being copied */
+  bool deferred;           /* with swap: chunks hold raw records, encoded by pp_trace_seal() */
+  uint64_t *seal_last_ts;  /* pp_trace_seal()'s own (it runs on the sink's thread) */
+  uint8_t *seal_buf;
+  size_t seal_cap;
   void *ctx;
   enum pp_status err;
   bool begun, finished;
@@ -331,15 +415,125 @@ enum pp_status pp_trace_begin(struct pp_trace_writer *w)
   return w->err;
 }
 
-void pp_trace_writer_set_swap(struct pp_trace_writer *w, pp_trace_swap_sink swap)
+enum pp_status pp_trace_writer_set_swap(struct pp_trace_writer *w, pp_trace_swap_sink swap,
+                                        bool deferred)
 {
+  if (w->nrecs || w->len != PP_TRACE_CHUNK_HEADER) {
+    fail(w, PP_STATE);
+    return PP_STATE;
+  }
+  if (deferred && !w->seal_last_ts && !(w->seal_last_ts = calloc(w->nranks, sizeof(uint64_t)))) {
+    fail(w, PP_NOMEM);
+    return PP_NOMEM;
+  }
   w->swap = swap;
+  w->deferred = swap && deferred;
+  return PP_OK;
 }
 
-void pp_trace_seal(uint8_t *chunk)
+/*
+ * Deferred encoding: on the recording thread a record is a raw head (RAW_HEAD bytes: type, number
+ * of 64-bit words, rank, time stamp from the origin, blob length), its fields as 64-bit words
+ * (signed ones zigzagged, as in the file) and a blob of bytes already in the file's encoding (the
+ * payload of records written by emit()). pp_trace_seal() turns a chunk of them into the file's
+ * records: the same bytes the direct path writes.
+ */
+#define RAW_HEAD 24u
+
+static inline uint8_t *put_word(uint8_t *p, uint64_t v)
 {
-  uint32_t n = pp_get_le32(chunk + 4);
-  pp_put_le32(chunk + 12, pp_crc32c(0, chunk + PP_TRACE_CHUNK_HEADER, n));
+  memcpy(p, &v, 8);
+  return p + 8;
+}
+
+static inline uint64_t get_word(const uint8_t *p)
+{
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+static int seal_room(struct pp_trace_writer *w, size_t need)
+{
+  return grow(&w->seal_buf, &w->seal_cap, need + 16);
+}
+
+/* Encodes the raw records of chunk (len bytes with its header) into w->seal_buf; its length, or
+ * 0 when out of memory. */
+static size_t seal_raw(struct pp_trace_writer *w, const uint8_t *chunk, size_t len)
+{
+  uint32_t count = pp_get_le32(chunk + 8);
+  const uint8_t *r = chunk + PP_TRACE_CHUNK_HEADER, *end = chunk + len;
+  size_t o = PP_TRACE_CHUNK_HEADER;
+  if (seal_room(w, len + len / 4 + 64))
+    return 0;
+  for (uint32_t i = 0; i < count; i++) {
+    if (end - r < (ptrdiff_t)RAW_HEAD)
+      return 0; /* cannot happen: the recorder wrote `count` records */
+    unsigned type = r[0], kind = r[1], nwords = pp_get_le16(r + 2);
+    uint32_t rank = pp_get_le32(r + 4), blob = pp_get_le32(r + 16);
+    uint64_t ts = get_word(r + 8);
+    const uint8_t *words = r + RAW_HEAD, *b = words + 8u * nwords;
+    uint8_t pl[REC_MAX + 16], *q = pl; /* the fields, encoded */
+    assert(nwords * 10u <= REC_MAX);
+    for (unsigned k = 0; k < nwords; k++)
+      q = pp_put_uv(q, get_word(words + 8u * k));
+    if (kind != RAW_WORDS) { /* a struct: encoded here, no blob follows */
+      struct raw_op op;
+      memcpy(&op, b, sizeof(op));
+      if (kind == RAW_WC) {
+        struct pp_wc wc;
+        memcpy(&wc, b, sizeof(wc));
+        q = enc_wc(q, &wc);
+      } else if (kind == RAW_SEND) {
+        struct pp_send_wr wr;
+        memcpy(&wr, b + sizeof(op), sizeof(wr));
+        q = enc_send(q, op.q, &wr, op.r);
+      } else if (kind == RAW_RECV) {
+        struct pp_recv_wr wr;
+        memcpy(&wr, b + sizeof(op), sizeof(wr));
+        q = enc_recv(q, op.q, &wr, op.r);
+      } else {
+        struct pp_trace_pkt k;
+        uint64_t id = get_word(b);
+        memcpy(&k, b + 8, sizeof(k));
+        q = enc_pkt(q, id, &k);
+      }
+      b += blob;
+      blob = 0;
+    }
+    size_t n = (size_t)(q - pl) + blob;
+    if (seal_room(w, o + REC_HEAD_MAX + n))
+      return 0;
+    uint8_t *p = w->seal_buf + o;
+    *p++ = (uint8_t)type;
+    p = pp_put_uv(p, rank);
+    if (has_ts(type)) {
+      p = pp_put_sv(p, (int64_t)(ts - w->seal_last_ts[rank]));
+      w->seal_last_ts[rank] = ts;
+    }
+    p = pp_put_uv(p, n);
+    memcpy(p, pl, (size_t)(q - pl));
+    p += q - pl;
+    memcpy(p, b, blob);
+    o = (size_t)(p + blob - w->seal_buf);
+    r = b + blob;
+  }
+  chunk_header(w->seal_buf, PP_TRACE_CHUNK_REC, (uint32_t)(o - PP_TRACE_CHUNK_HEADER), count, 0);
+  return o;
+}
+
+const uint8_t *pp_trace_seal(struct pp_trace_writer *w, uint8_t *chunk, size_t *len)
+{
+  uint8_t *c = chunk;
+  if (w->deferred) {
+    if (!(*len = seal_raw(w, chunk, *len)))
+      return NULL;
+    c = w->seal_buf;
+  }
+  uint32_t n = pp_get_le32(c + 4);
+  pp_put_le32(c + 12, pp_crc32c(0, c + PP_TRACE_CHUNK_HEADER, n));
+  return c;
 }
 
 /* A swap sink takes the chunk unsealed (the CRC is computed where it is written out). */
@@ -418,6 +612,8 @@ void pp_trace_writer_destroy(struct pp_trace_writer *w)
   free(w->buf);
   free(w->last_ts);
   free(w->pk);
+  free(w->seal_last_ts);
+  free(w->seal_buf);
   free(w);
 }
 
@@ -427,10 +623,6 @@ void pp_trace_writer_destroy(struct pp_trace_writer *w)
  * payload's length; rec_end() writes the length (moving the payload in the rare case it takes two
  * bytes). NULL from rec_begin: the writer has failed, record nothing.
  */
-static inline bool has_ts(unsigned type)
-{
-  return type < 0x20 || type > 0x3f; /* every type but the outputs carries a time stamp */
-}
 
 #if defined(__GNUC__)
 #define HOT static inline __attribute__((always_inline))
@@ -445,6 +637,9 @@ static uint8_t *rec_refused(struct pp_trace_writer *w)
   return NULL;
 }
 
+/* A field of a record being written in place: a varint, or a raw word (deferred encoding). */
+#define PUT_UV(w, p, v) ((w)->deferred ? put_word((p), (v)) : pp_put_uv((p), (v)))
+
 HOT uint8_t *rec_begin(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64_t ts)
 {
   if (rank >= w->open_ranks)
@@ -452,6 +647,15 @@ HOT uint8_t *rec_begin(struct pp_trace_writer *w, unsigned type, uint32_t rank, 
   /* the buffer always has room for one more record (CHUNK_BUF; a MEM record grows it) */
   assert(w->cap - w->len >= REC_HEAD_MAX + REC_MAX);
   uint8_t *p = w->buf + w->len;
+  if (w->deferred) {
+    p[0] = (uint8_t)type;
+    p[1] = RAW_WORDS;
+    pp_put_le32(p + 4, rank);
+    uint64_t t = has_ts(type) && ts > w->origin ? ts - w->origin : 0;
+    memcpy(p + 8, &t, 8);
+    pp_put_le32(p + 16, 0);
+    return p + RAW_HEAD;
+  }
   *p++ = (uint8_t)type;
   p = pp_put_uv(p, rank);
   if (has_ts(type)) {
@@ -462,11 +666,27 @@ HOT uint8_t *rec_begin(struct pp_trace_writer *w, unsigned type, uint32_t rank, 
   return p + 1;
 }
 
+/* Deferred: the record is a struct (a, then b), copied as it is. */
+HOT uint8_t *raw_struct(uint8_t *pl, unsigned kind, const void *a, size_t na, const void *b,
+                        size_t nb)
+{
+  pl[1 - (ptrdiff_t)RAW_HEAD] = (uint8_t)kind;
+  pp_put_le16(pl - RAW_HEAD + 2, 0);
+  pp_put_le32(pl - RAW_HEAD + 16, (uint32_t)(na + nb));
+  memcpy(pl, a, na);
+  if (nb)
+    memcpy(pl + na, b, nb);
+  return pl + na + nb;
+}
+
 HOT void rec_end(struct pp_trace_writer *w, uint8_t *pl, uint8_t *end)
 {
   size_t n = (size_t)(end - pl);
   assert(n <= REC_MAX);
-  if (n < 0x80) {
+  if (w->deferred) {
+    if (pl[1 - (ptrdiff_t)RAW_HEAD] == RAW_WORDS)
+      pp_put_le16(pl - RAW_HEAD + 2, (uint16_t)(n / 8));
+  } else if (n < 0x80) {
     pl[-1] = (uint8_t)n;
   } else { /* REC_MAX < 2^14: two bytes */
     memmove(pl + 1, pl, n);
@@ -494,19 +714,26 @@ static void emit(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64
     fail(w, PP_STATE);
     return;
   }
-  if (grow(&w->buf, &w->cap, w->len + REC_HEAD_MAX + n)) {
+  if (grow(&w->buf, &w->cap, w->len + RAW_HEAD + REC_HEAD_MAX + n + REC_MAX)) {
     fail(w, PP_NOMEM);
     return;
   }
   uint8_t *p = w->buf + w->len;
-  *p++ = (uint8_t)type;
-  p = pp_put_uv(p, rank);
-  if (has_ts(type)) {
-    ts = ts > w->origin ? ts - w->origin : 0;
-    p = pp_put_sv(p, (int64_t)(ts - w->last_ts[rank]));
-    w->last_ts[rank] = ts;
+  if (w->deferred) { /* the payload is already encoded: a blob */
+    uint8_t *q = rec_begin(w, type, rank, ts);
+    pp_put_le32(q - RAW_HEAD + 16, (uint32_t)n);
+    pp_put_le16(q - RAW_HEAD + 2, 0);
+    p = q;
+  } else {
+    *p++ = (uint8_t)type;
+    p = pp_put_uv(p, rank);
+    if (has_ts(type)) {
+      ts = ts > w->origin ? ts - w->origin : 0;
+      p = pp_put_sv(p, (int64_t)(ts - w->last_ts[rank]));
+      w->last_ts[rank] = ts;
+    }
+    p = pp_put_uv(p, n);
   }
-  p = pp_put_uv(p, n);
   if (n)
     memcpy(p, pl, n);
   w->len = (size_t)(p + n - w->buf);
@@ -568,8 +795,8 @@ static int merge_owners(const struct pp_trace_writer *w, const struct pp_trace *
 enum pp_status pp_trace_merge(struct pp_trace_writer *w, const struct pp_trace *const *parts,
                               size_t nparts, char *err, size_t errlen)
 {
-  if (!w->begun || w->finished) {
-    snprintf(err, errlen, "the merged trace is not open for records");
+  if (!w->begun || w->finished || w->deferred) {
+    snprintf(err, errlen, "the merged trace is not open for records (or encodes them later)");
     return PP_INVALID;
   }
   int32_t *owner = malloc(w->nranks * sizeof(*owner));
@@ -667,6 +894,22 @@ static void pk_remove(struct pp_trace_writer *w, size_t i)
   w->pk_n--;
 }
 
+/* One PKT_TX record with this id. */
+static void pkt_tx_rec(struct pp_trace_writer *w, uint64_t now, uint64_t id,
+                       const struct pp_trace_pkt *k)
+{
+  uint8_t *pl = rec_begin(w, PP_TREC_PKT_TX, k->src_rank, now);
+  if (pl)
+    rec_end(w, pl, w->deferred ? raw_struct(pl, RAW_PKT, &id, 8, k, sizeof(*k)) : enc_pkt(pl, id, k));
+}
+
+static void pkt_rx_rec(struct pp_trace_writer *w, uint64_t now, uint32_t rank, uint64_t id)
+{
+  uint8_t *pl = rec_begin(w, PP_TREC_PKT_RX, rank, now);
+  if (pl)
+    rec_end(w, pl, PUT_UV(w, pl, id));
+}
+
 void pp_trace_pkt_tx(struct pp_trace_writer *w, uint64_t now, const void *key,
                      const struct pp_trace_pkt *k)
 {
@@ -683,26 +926,7 @@ void pp_trace_pkt_tx(struct pp_trace_writer *w, uint64_t now, const void *key,
   if (!w->pk[h].key)
     w->pk_n++;
   w->pk[h] = (struct pkt_slot){key, id};
-  uint8_t *pl = rec_begin(w, PP_TREC_PKT_TX, k->src_rank, now), *p = pl;
-  if (!pl)
-    return;
-  p = pp_put_uv(p, id);
-  p = pp_put_uv(p, k->kind);
-  p = pp_put_uv(p, k->opcode);
-  p = pp_put_uv(p, k->dst_rank);
-  p = pp_put_uv(p, k->src_qpn);
-  p = pp_put_uv(p, k->dst_qpn);
-  p = pp_put_uv(p, k->psn);
-  p = pp_put_uv(p, k->npkts);
-  p = pp_put_uv(p, k->len);
-  p = pp_put_uv(p, k->syndrome);
-  p = pp_put_uv(p, k->has_ack);
-  p = pp_put_uv(p, k->ack_psn);
-  p = pp_put_uv(p, k->remote_addr);
-  p = pp_put_uv(p, k->rkey);
-  p = pp_put_uv(p, k->imm);
-  p = pp_put_uv(p, k->wire_bytes);
-  rec_end(w, pl, p);
+  pkt_tx_rec(w, now, id, k);
 }
 
 void pp_trace_pkt_rx(struct pp_trace_writer *w, uint64_t now, uint32_t rank, const void *key)
@@ -716,9 +940,22 @@ void pp_trace_pkt_rx(struct pp_trace_writer *w, uint64_t now, uint32_t rank, con
     return; /* not seen leaving: nothing to name */
   uint64_t id = w->pk[h].id;
   pk_remove(w, h);
-  uint8_t *pl = rec_begin(w, PP_TREC_PKT_RX, rank, now);
-  if (pl)
-    rec_end(w, pl, pp_put_uv(pl, id));
+  pkt_rx_rec(w, now, rank, id);
+}
+
+uint64_t pp_trace_pkt_tx_id(struct pp_trace_writer *w, uint64_t now, const struct pp_trace_pkt *k)
+{
+  if (!w || w->err != PP_OK)
+    return 0;
+  uint64_t id = w->next_pkt++;
+  pkt_tx_rec(w, now, id, k);
+  return id;
+}
+
+void pp_trace_pkt_rx_id(struct pp_trace_writer *w, uint64_t now, uint32_t rank, uint64_t id)
+{
+  if (w && w->err == PP_OK)
+    pkt_rx_rec(w, now, rank, id);
 }
 
 /* ---------------------------------------------------------------- rank recorder */
@@ -926,17 +1163,6 @@ static uint8_t *put_conn(uint8_t *p, const struct pp_conn_info *c)
   return p;
 }
 
-static uint8_t *put_sges(uint8_t *p, uint32_t num, const struct pp_sge *sg)
-{
-  uint32_t n = num <= PP_MAX_SGE ? num : PP_MAX_SGE;
-  p = pp_put_uv(p, n);
-  for (uint32_t i = 0; i < n; i++) {
-    p = pp_put_uv(p, sg[i].addr);
-    p = pp_put_uv(p, sg[i].length);
-    p = pp_put_uv(p, sg[i].lkey);
-  }
-  return p;
-}
 
 /* ---- the recording ops table: call, then log arguments, out-parameters and result */
 
@@ -1107,33 +1333,24 @@ static int tr_post_send(void *nic, uint32_t qp_num, const struct pp_send_wr *wr)
 {
   struct pp_trace_rank *t = nic;
   int r = t->ops->post_send(t->nic, qp_num, wr);
-  uint8_t *pl = rec_begin(t->w, PP_TREC_POST_SEND, t->rank, 0), *p = pl;
-  if (!pl)
-    return r;
-  p = pp_put_uv(p, qp_num);
-  p = pp_put_uv(p, pp_rotl8(wr->wr_id));
-  p = pp_put_uv(p, (unsigned)wr->opcode);
-  p = pp_put_uv(p, wr->send_flags);
-  p = put_sges(p, wr->num_sge, wr->sg_list);
-  p = pp_put_uv(p, wr->remote_addr);
-  p = pp_put_uv(p, wr->rkey);
-  p = pp_put_uv(p, wr->imm_data);
-  p = pp_put_sv(p, r);
-  rec_end(t->w, pl, p);
+  uint8_t *pl = rec_begin(t->w, PP_TREC_POST_SEND, t->rank, 0);
+  if (pl) {
+    struct raw_op op = {qp_num, r};
+    rec_end(t->w, pl, t->w->deferred ? raw_struct(pl, RAW_SEND, &op, sizeof(op), wr, sizeof(*wr))
+                                     : enc_send(pl, qp_num, wr, r));
+  }
   return r;
 }
 
 static void log_recv(struct pp_trace_rank *t, unsigned type, uint32_t q,
                      const struct pp_recv_wr *wr, int r)
 {
-  uint8_t *pl = rec_begin(t->w, type, t->rank, 0), *p = pl;
+  uint8_t *pl = rec_begin(t->w, type, t->rank, 0);
   if (!pl)
     return;
-  p = pp_put_uv(p, q);
-  p = pp_put_uv(p, pp_rotl8(wr->wr_id));
-  p = put_sges(p, wr->num_sge, wr->sg_list);
-  p = pp_put_sv(p, r);
-  rec_end(t->w, pl, p);
+  struct raw_op op = {q, r};
+  rec_end(t->w, pl, t->w->deferred ? raw_struct(pl, RAW_RECV, &op, sizeof(op), wr, sizeof(*wr))
+                                   : enc_recv(pl, q, wr, r));
   if (r == PP_OK && t->w->capture_bytes)
     rv_put(t, type == PP_TREC_POST_SRQ_RECV ? q | SRQ_BIT : q, wr);
 }
@@ -1277,19 +1494,10 @@ enum pp_status pp_tr_on_wc(struct pp_trace_rank *t, struct pp_engine *e, uint64_
   input_prologue(t, now);
   if (t->w->capture_bytes)
     capture_recv(t, wc);
-  uint8_t *pl = rec_begin(t->w, PP_TREC_WC, t->rank, now), *p = pl;
-  if (!pl)
-    return pp_engine_on_wc(e, now, wc);
-  p = pp_put_uv(p, pp_rotl8(wc->wr_id));
-  p = pp_put_uv(p, (unsigned)wc->status);
-  p = pp_put_uv(p, (unsigned)wc->opcode);
-  p = pp_put_uv(p, wc->vendor_err);
-  p = pp_put_uv(p, wc->byte_len);
-  p = pp_put_uv(p, wc->imm_data);
-  p = pp_put_uv(p, wc->qp_num);
-  p = pp_put_uv(p, wc->src_qp);
-  p = pp_put_uv(p, wc->wc_flags);
-  rec_end(t->w, pl, p);
+  uint8_t *pl = rec_begin(t->w, PP_TREC_WC, t->rank, now);
+  if (pl)
+    rec_end(t->w, pl, t->w->deferred ? raw_struct(pl, RAW_WC, wc, sizeof(*wc), NULL, 0)
+                                     : enc_wc(pl, wc));
   enum pp_status s = pp_engine_on_wc(e, now, wc);
   emit_ret(t, s);
   return s;

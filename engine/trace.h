@@ -180,10 +180,16 @@ enum pp_status pp_trace_kv_engine_cfg(struct pp_trace_writer *w, const struct pp
  * shift (it only ever subtracts times): a replay feeds it the relative times. */
 enum pp_status pp_trace_set_origin(struct pp_trace_writer *w, uint64_t origin_ns);
 /* REC chunks go to `swap` (same ctx as the sink); the header and END chunks still go to the sink,
- * in order with them. */
-void pp_trace_writer_set_swap(struct pp_trace_writer *w, pp_trace_swap_sink swap);
-/* Computes and stores the CRC of a chunk a swap sink received (its header's length is set). */
-void pp_trace_seal(uint8_t *chunk);
+ * in order with them. `deferred`: the recording thread only copies each record's fields into the
+ * chunk as 64-bit words, and pp_trace_seal() encodes them (on the sink's thread: the varint work
+ * leaves the recording thread). Before any record (PP_STATE after). */
+enum pp_status pp_trace_writer_set_swap(struct pp_trace_writer *w, pp_trace_swap_sink swap,
+                                        bool deferred);
+/* Makes a chunk a swap sink received ready to write: encodes it (deferred) and computes its CRC.
+ * Returns the bytes to write and sets *len (in: the chunk's length), NULL when out of memory. The
+ * result stays valid until the next call. One thread at a time (the writer's own buffers). In
+ * deferred mode pp_trace_writer_bytes() counts the chunks before encoding. */
+const uint8_t *pp_trace_seal(struct pp_trace_writer *w, uint8_t *chunk, size_t *len);
 /* Ends the header: writes the HDR chunk. Records may follow. */
 enum pp_status pp_trace_begin(struct pp_trace_writer *w);
 /* Hands the records so far to the sink (a chunk is also written whenever 64 KiB fill up). A
@@ -202,6 +208,11 @@ void pp_trace_writer_destroy(struct pp_trace_writer *w);
 void pp_trace_pkt_tx(struct pp_trace_writer *w, uint64_t now, const void *key,
                      const struct pp_trace_pkt *p);
 void pp_trace_pkt_rx(struct pp_trace_writer *w, uint64_t now, uint32_t rank, const void *key);
+/* The same for a driver that keeps the id with its packet (no lookup): pkt_tx returns the id it
+ * assigned (k->id is ignored), pkt_rx names it. */
+uint64_t pp_trace_pkt_tx_id(struct pp_trace_writer *w, uint64_t now,
+                            const struct pp_trace_pkt *k);
+void pp_trace_pkt_rx_id(struct pp_trace_writer *w, uint64_t now, uint32_t rank, uint64_t id);
 
 /* Copies the records of other traces (opened with pp_trace_open) into w, merged by time stamp
  * (a rank's records keep their order; at equal times the rank last copied goes on, so an input

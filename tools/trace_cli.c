@@ -51,9 +51,11 @@ static void *writer_main(void *arg)
       break;
     unsigned i = t->head;
     pthread_mutex_unlock(&t->mu);
+    const uint8_t *c = t->q[i].p;
+    size_t n = t->q[i].n;
     if (t->q[i].seal)
-      pp_trace_seal(t->q[i].p);
-    bool ok = fwrite(t->q[i].p, 1, t->q[i].n, t->f) == t->q[i].n;
+      c = pp_trace_seal(t->w, t->q[i].p, &n);
+    bool ok = c && fwrite(c, 1, n, t->f) == n;
     pthread_mutex_lock(&t->mu);
     t->failed |= !ok;
     t->head = (t->head + 1) % QDEPTH;
@@ -111,8 +113,8 @@ static int swap_sink(void *ctx, uint8_t **buf, size_t len, size_t *cap)
 {
   struct pp_cli_trace *t = ctx;
   if (!t->threaded) {
-    pp_trace_seal(*buf);
-    return fwrite(*buf, 1, len, t->f) == len ? 0 : -1;
+    const uint8_t *c = pp_trace_seal(t->w, *buf, &len);
+    return c && fwrite(c, 1, len, t->f) == len ? 0 : -1;
   }
   unsigned i;
   if (slot_get(t, &i))
@@ -181,8 +183,8 @@ struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_co
     s = pp_trace_begin(t->w);
   if (s == PP_OK)
     t->threaded = pthread_create(&t->thread, NULL, writer_main, t) == 0;
-  if (s == PP_OK)
-    pp_trace_writer_set_swap(t->w, swap_sink);
+  if (s == PP_OK) /* the encoding on the writer thread when there is one */
+    s = pp_trace_writer_set_swap(t->w, swap_sink, t->threaded);
   if (s != PP_OK) {
     snprintf(err, errlen, "cannot start trace '%s': %s", path, pp_status_desc(s));
     pp_trace_writer_destroy(t->w);

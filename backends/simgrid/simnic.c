@@ -42,6 +42,7 @@ struct simnic_pkt {
   uint32_t sq_index, sq_gen; /* identity of the requester's WQE */
   struct simnic_pkt *delay_next; /* faults: held by its NIC until release_at */
   uint64_t release_at, wire_bytes;
+  uint64_t tag; /* the trace recorder's, while in flight (simnic_pkt_set_tag); 0 from pkt_new */
 };
 
 /* faults.scramble: an RDMA WRITE whose bytes are partly placed (struct pp_faults) */
@@ -363,6 +364,16 @@ void simnic_pkt_lost(struct simnic_fabric *f, struct simnic_pkt *p)
 const struct simnic_pkt *simnic_pkt_next(const struct simnic_pkt *p)
 {
   return p->train;
+}
+
+void simnic_pkt_set_tag(const struct simnic_pkt *p, uint64_t tag)
+{
+  ((struct simnic_pkt *)(uintptr_t)p)->tag = tag; /* pool memory: never a const object */
+}
+
+uint64_t simnic_pkt_tag(const struct simnic_pkt *p)
+{
+  return p->tag;
 }
 
 static struct simnic_pkt *pkt_new(struct simnic *n, enum pkt_kind kind, const struct qp *qp)

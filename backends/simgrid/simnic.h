@@ -121,6 +121,10 @@ void simnic_pkt_lost(struct simnic_fabric *f, struct simnic_pkt *pkt);
 /* The packet after pkt in its train (NULL at the end): a wire send may carry several packets,
  * all for the same destination, delivered together by one simnic_on_packet(). */
 const struct simnic_pkt *simnic_pkt_next(const struct simnic_pkt *pkt);
+/* A value the driver keeps with a packet in flight (the trace recorder's packet id + 1, so that
+ * its arrival names it without a lookup); 0 on a new packet. */
+void simnic_pkt_set_tag(const struct simnic_pkt *pkt, uint64_t tag);
+uint64_t simnic_pkt_tag(const struct simnic_pkt *pkt);
 uint64_t simnic_next_deadline(const struct simnic *n);
 void simnic_on_timer(struct simnic *n, uint64_t now);
 
