@@ -183,8 +183,12 @@ struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_co
     s = pp_trace_begin(t->w);
   if (s == PP_OK)
     t->threaded = pthread_create(&t->thread, NULL, writer_main, t) == 0;
-  if (s == PP_OK) /* the encoding on the writer thread when there is one */
-    s = pp_trace_writer_set_swap(t->w, swap_sink, t->threaded);
+  /* PREPOST_TRACE_ENCODE=writer: records are encoded on the writer thread (less work on the
+   * simulation thread, more in all: a gain only where the second core is idle; traces/FORMAT.md) */
+  const char *enc = getenv("PREPOST_TRACE_ENCODE");
+  bool deferred = t->threaded && enc && !strcmp(enc, "writer");
+  if (s == PP_OK)
+    s = pp_trace_writer_set_swap(t->w, swap_sink, deferred);
   if (s != PP_OK) {
     snprintf(err, errlen, "cannot start trace '%s': %s", path, pp_status_desc(s));
     pp_trace_writer_destroy(t->w);
