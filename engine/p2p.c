@@ -711,7 +711,30 @@ static void fail_req(struct pp_engine *e, uint64_t now, struct req *r, uint8_t w
   complete(e, now, r);
 }
 
-/* A completion failed on channel ch: the peer is gone. Everything that involves it fails. */
+/* Channel ch is out of use: its queued control messages will never go. A channel that is
+ * still alive (its QP has not failed) goes to ERROR: every work request on it is flushed, so no
+ * transfer of a request that fails with the peer touches its buffer afterwards. Completions that
+ * were already in the CQ still arrive: on_send_wc takes them as stale. */
+static void close_channel(struct pp_engine *e, uint32_t ch, bool alive)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[ch];
+  c->failed = true;
+  while (c->cq_head != NO_TX) {
+    uint32_t t = c->cq_head;
+    c->cq_head = p->tx[t].next;
+    tx_free(p, t);
+  }
+  c->cq_tail = NO_TX;
+  if (alive && c->qpn) {
+    struct pp_qp_attr a = {.qp_state = PP_QPS_ERR};
+    e->ops->modify_qp(e->nic, c->qpn, &a, PP_QP_STATE);
+  }
+}
+
+/* A completion failed on channel ch: the peer is gone (its messages are sequenced across all
+ * its channels, one lost channel breaks the order of all). Its other channels are closed and
+ * everything that involves it fails. */
 static void fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint8_t wc)
 {
   struct p2p *p = P2P(e);
@@ -719,17 +742,14 @@ static void fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint8_t
   struct peer *pe = &p->peer[c->peer];
   if (c->failed)
     return;
-  c->failed = true;
-  while (c->cq_head != NO_TX) { /* queued control messages will never go */
-    uint32_t t = c->cq_head;
-    c->cq_head = p->tx[t].next;
-    tx_free(p, t);
-  }
-  c->cq_tail = NO_TX;
+  close_channel(e, ch, false);
   if (pe->failed)
     return;
   pe->failed = true;
   pe->fail_wc = wc;
+  for (uint32_t k = 0; k < p->prm.channels; k++)
+    if (!p->ch[pe->ch0 + k].failed)
+      close_channel(e, pe->ch0 + k, true);
   while (pe->pend_head) {
     struct req *r = pe->pend_head;
     pe->pend_head = r->next;
@@ -867,6 +887,7 @@ static bool work_rput_send(struct pp_engine *e, struct req *r)
   while (r->fq_n && !c->failed) {
     struct frag *f = &r->fq[r->fq_head];
     int slot = free_slot(r, 2 * PIPE_MAX);
+    uint16_t nwr = 1; /* send-queue slots the FIN's completion frees */
     if (c->sq_used >= e->cfg.qp.sq_depth || slot < 0)
       return true;
     if (f->len) {
@@ -876,9 +897,15 @@ static bool work_rput_send(struct pp_engine *e, struct req *r)
         return true; /* PP_AGAIN: every cached registration is in use; retried later */
       r->rce[slot] = rce;
       r->flags |= R_REGS;
+      /* Unsignalled, its slot comes back with the FIN's completion; but never into the last
+       * free slot: the FIN needs one, and a full send queue of WRs waiting for a FIN that
+       * cannot be posted would never complete. The WRITE that takes the last slot is
+       * signalled and frees its slot itself. */
+      bool sig = c->sq_used + 1 == e->cfg.qp.sq_depth;
       struct pp_send_wr wr = {
           .wr_id = WRID(W_WRITE, r->gen, r - p->req),
           .opcode = PP_WR_RDMA_WRITE,
+          .send_flags = sig ? PP_SEND_SIGNALED : 0,
           .num_sge = 1,
           .sg_list = {{.addr = (uint64_t)(uintptr_t)(r->buf + f->off),
                        .length = f->len,
@@ -886,10 +913,13 @@ static bool work_rput_send(struct pp_engine *e, struct req *r)
           .remote_addr = f->addr,
           .rkey = f->rkey,
       };
-      c->sq_used++; /* unsignalled: its slot comes back with the FIN's completion */
+      c->sq_used++;
       if (e->ops->post_send(e->nic, c->qpn, &wr) != PP_OK)
         return false;
       p->st.fragments++;
+      if (sig)
+        r->wrs++;
+      nwr = sig ? 1 : 2;
     }
     /* the FIN follows the WRITE on the same QP: when it arrives, the data is in place */
     struct hdr h = {.type = M_FIN, .seq = f->idx, .rreq = r->peer_req, .sreq = handle_of(p, r),
@@ -898,8 +928,7 @@ static bool work_rput_send(struct pp_engine *e, struct req *r)
     r->fq_head = (r->fq_head + 1) % PIPE_MAX;
     r->fq_n--;
     r->fnext++;
-    if (send_reply(e, r->ch, &h, handle_of(p, r), (uint8_t)(f->len ? slot : 0xff),
-                   (uint16_t)(f->len ? 2 : 1)) != PP_OK)
+    if (send_reply(e, r->ch, &h, handle_of(p, r), (uint8_t)(f->len ? slot : 0xff), nwr) != PP_OK)
       return false;
   }
   return false;
@@ -1037,6 +1066,11 @@ static enum pp_status start_recv(struct pp_engine *e, uint64_t now, struct req *
         return s;
     }
     complete(e, now, r);
+    return release_rx(e, x);
+  }
+  if (p->peer[c->peer].failed) { /* a rendezvous with a dead peer can never transfer */
+    r->proto = (h->flags & F_RGET) ? PP_P2P_RNDV_GET : PP_P2P_RNDV_PUT;
+    fail_req(e, now, r, p->peer[c->peer].fail_wc);
     return release_rx(e, x);
   }
   if (h->flags & F_RGET) {
@@ -1204,15 +1238,13 @@ static enum pp_status on_send_wc(struct pp_engine *e, uint64_t now, const struct
   struct req *r = &p->req[idx];
   bool mine = r->kind != K_FREE && r->gen == WR_GEN(wc->wr_id) && r->state == RS_ACTIVE;
   if (kind == W_READ) {
-    if (mine)
-      p->ch[r->ch].sq_used--;
+    if (!mine) /* the request failed with its peer while its READ was in flight: stale */
+      return PP_OK;
+    p->ch[r->ch].sq_used--;
     if (wc->status != PP_WC_SUCCESS) {
-      if (mine)
-        fail_channel(e, now, r->ch, (uint8_t)wc->status);
+      fail_channel(e, now, r->ch, (uint8_t)wc->status);
       return PP_OK;
     }
-    if (!mine)
-      return PP_INVALID;
     r->wrs--;
     pp_rcache_put(&p->rc, r->rce[0]);
     r->rce[0] = NULL;
@@ -1220,9 +1252,16 @@ static enum pp_status on_send_wc(struct pp_engine *e, uint64_t now, const struct
     complete(e, now, r);
     return send_reply(e, r->ch, &f, 0, 0, 1);
   }
-  if (kind == W_WRITE) { /* unsignalled: only errors get here */
-    if (mine)
+  if (kind == W_WRITE) { /* errors, and the WRITEs that took a send queue's last slot */
+    if (!mine)
+      return PP_OK; /* the request failed with its peer meanwhile */
+    if (wc->status != PP_WC_SUCCESS) {
       fail_channel(e, now, r->ch, (uint8_t)wc->status);
+      return PP_OK;
+    }
+    p->ch[r->ch].sq_used--;
+    r->wrs--;
+    maybe_complete_send(e, now, r);
     return PP_OK;
   }
   return PP_INVALID;

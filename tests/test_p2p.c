@@ -71,7 +71,25 @@ static int w_dereg_mr(void *nic, const struct pp_mr *mr)
   return simnic_ops.dereg_mr(nic, mr);
 }
 
+/* RDMA READs posted: qp and wr_id, per host */
+static struct {
+  unsigned n[MAXR];
+  uint32_t qp[MAXR][64];
+  uint64_t wr_id[MAXR][64];
+} READS;
+
+static int w_post_send(void *nic, uint32_t qp, const struct pp_send_wr *wr)
+{
+  int h = host_of(nic);
+  if (wr->opcode == PP_WR_RDMA_READ && READS.n[h] < 64) {
+    READS.qp[h][READS.n[h]] = qp;
+    READS.wr_id[h][READS.n[h]++] = wr->wr_id;
+  }
+  return simnic_ops.post_send(nic, qp, wr);
+}
+
 static struct pp_nic_ops wops;
+static uint32_t max_mr = 4096; /* the NICs' MR table (tests of registration limits lower it) */
 
 /* ================================================================ the cluster */
 
@@ -105,12 +123,13 @@ static void up(const struct pp_engine_cfg *cfg, double loss)
 {
   struct pp_nic_profile prof;
   pp_nic_profile_default(&prof);
-  prof.max_mr = 4096;
+  prof.max_mr = max_mr;
   prof.max_qp = 64;
   prof.cq_depth = 1 << 16;
   wops = simnic_ops;
   wops.reg_mr = w_reg_mr;
   wops.dereg_mr = w_dereg_mr;
+  wops.post_send = w_post_send;
   C.n = cfg->nranks;
   C.h = h_create(C.n, &prof, loss, cfg->seed);
   char err[256] = "";
@@ -143,6 +162,8 @@ static void down(void)
     h_destroy(C.h);
   memset(&C, 0, sizeof(C));
   memset(&REG, 0, sizeof(REG));
+  memset(&READS, 0, sizeof(READS));
+  max_mr = 4096;
 }
 
 TestSuite(p2p, .fini = down);
@@ -914,6 +935,105 @@ Test(p2p, a_dead_peer_fails_its_requests_and_nothing_else_hangs)
   cr_assert_eq(done(0, &r[1]).error, PP_P2P_E_FAILED);
   cr_assert_geq(pstats(0).failed, 4);
   cr_assert(pp_engine_done(C.e[0]), "nothing left to wait for: the dead channel's work flushed");
+}
+
+/* Two channels; the receiver's RGET READs are on both. Channel 1's QP fails while channel 0's
+ * READ has already completed successfully in the CQ, not yet polled: the failure takes the whole
+ * peer down (its requests fail, its other channel is closed), and the READ's success, polled
+ * afterwards, is a stale completion of a failed request, not invalid input. */
+Test(p2p, a_completion_of_a_request_that_failed_with_its_peer_is_stale_not_invalid)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.protocol = PP_PROTO_RNDV;
+  cfg.p2p.channels = 2;
+  cfg.qp.timeout = 4;
+  cfg.qp.retry_cnt = 1;
+  up(&cfg, 0);
+  static uint8_t a[2][2000], b[2][2000];
+  pp_req s[2], r[2];
+  for (int i = 0; i < 2; i++) {
+    memset(a[i], i + 1, sizeof(a[i]));
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b[i], 2000, 0, 1, 0, 0, &r[i]), PP_OK);
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), a[i], 2000, 1, 1, 0, 0, &s[i]), PP_OK);
+  }
+  while (READS.n[1] < 2) { /* until the receiver posted both READs */
+    settle();
+    uint64_t t = h_next_time(C.h);
+    cr_assert_neq(t, UINT64_MAX, "the READs were never posted");
+    h_run(C.h, t);
+    C.h->now = t > C.h->now ? t : C.h->now;
+  }
+  cr_assert_neq(READS.qp[1][0], READS.qp[1][1], "one READ per channel");
+  /* the NIC completes READ 0; the engine does not poll yet */
+  struct pp_wc held[16], wc[16];
+  int nheld = 0;
+  bool read0 = false;
+  while (!read0) {
+    uint64_t t = h_next_time(C.h);
+    cr_assert_neq(t, UINT64_MAX, "READ 0 never completed");
+    h_run(C.h, t);
+    C.h->now = t > C.h->now ? t : C.h->now;
+    simnic_set_now(h_nic(C.h, 1), now());
+    int k = h_poll(C.h, 1, held + nheld, 16 - nheld);
+    for (int i = nheld; i < nheld + k; i++)
+      read0 = read0 || held[i].wr_id == READS.wr_id[1][0];
+    nheld += k;
+  }
+  /* then channel 1's QP fails: its READ is flushed */
+  struct pp_qp_attr err = {.qp_state = PP_QPS_ERR};
+  cr_assert_eq(simnic_ops.modify_qp(h_nic(C.h, 1), READS.qp[1][1], &err, PP_QP_STATE), PP_OK);
+  int k = h_poll(C.h, 1, wc, 16);
+  cr_assert_gt(k, 0);
+  for (int i = 0; i < k; i++)
+    cr_assert_eq(pp_engine_on_wc(C.e[1], now(), &wc[i]), PP_OK, "flush %s",
+                 pp_wc_status_name(wc[i].status));
+  cr_assert_eq(simnic_qp_state(h_nic(C.h, 1), READS.qp[1][0]), PP_QPS_ERR,
+               "the dead peer's other channel is closed");
+  for (int i = 0; i < nheld; i++)
+    cr_assert_eq(pp_engine_on_wc(C.e[1], now(), &held[i]), PP_OK, "held wc %s wr_id %#llx",
+                 pp_wc_status_name(held[i].status), (unsigned long long)held[i].wr_id);
+  run();
+  for (int i = 0; i < 2; i++) {
+    struct pp_p2p_status st = done(1, &r[i]);
+    cr_assert_eq(st.error, PP_P2P_E_FAILED, "receive %d: %s", i, pp_p2p_err_name(st.error));
+  }
+  cr_assert(pp_engine_done(C.e[1]), "nothing of the dead peer left to wait for");
+}
+
+/* The RPUT sender posts a fragment's WRITE unsignalled (its send-queue slot comes back with the
+ * FIN's completion), except into the last free slot: there it is signalled, else the FIN would
+ * wait for a slot that only its own completion frees. Every depth from 1 completes. */
+Test(p2p, rput_completes_at_every_send_queue_depth)
+{
+  for (uint32_t depth = 1; depth <= 4; depth++) {
+    struct pp_engine_cfg cfg = base(2);
+    cfg.protocol = PP_PROTO_RNDV;
+    cfg.p2p.rget_limit = 0;
+    cfg.p2p.frag_size = 4096;
+    cfg.p2p.pipeline = 4;
+    cfg.qp.sq_depth = depth;
+    up(&cfg, 0);
+    enum { N = 3, LEN = 5 * 4096 + 100 };
+    static uint8_t src[N][LEN], dst[N][LEN];
+    pp_req s[N], r[N];
+    for (int i = 0; i < N; i++) {
+      memset(src[i], i + 7, LEN);
+      memset(dst[i], 0, LEN);
+      cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], LEN, 0, 2, 0, 0, &r[i]), PP_OK);
+      cr_assert_eq(pp_p2p_isend(C.e[0], now(), src[i], LEN, 1, 2, 0, 0, &s[i]), PP_OK);
+    }
+    run();
+    for (int i = 0; i < N; i++) {
+      struct pp_p2p_status st = done(1, &r[i]);
+      cr_assert_eq(st.error, PP_P2P_E_OK, "sq_depth %u: %s", depth, pp_p2p_err_name(st.error));
+      cr_assert_eq(st.proto, PP_P2P_RNDV_PUT);
+      cr_assert_eq(memcmp(src[i], dst[i], LEN), 0, "sq_depth %u message %d", depth, i);
+      cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_OK);
+    }
+    cr_assert_eq(pstats(0).fragments, N * 6);
+    cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]), "sq_depth %u", depth);
+    down();
+  }
 }
 
 /* Every resource at its minimum: one credit, one reply credit, two send-queue slots, one eager
