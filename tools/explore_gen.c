@@ -418,12 +418,10 @@ const struct pp_explore_gen pp_explore_gens[] = {
      .write = write_ring,
      .reduce = reduce_ring,
      .check = check_ring},
-    /* eager and rndv stay out of the default mix (and CI's seed budget) until the failures in
-     * traces/regressions/pending/ are fixed: --protocol eager|rndv explores them */
     {.name = "eager",
      .protocol = PP_PROTO_EAGER,
      .flow_controlled = true,
-     .in_mix = false,
+     .in_mix = true,
      .faults = TRAFFIC_FAULTS,
      .gen = gen_p2p,
      .write = write_p2p,
@@ -431,7 +429,7 @@ const struct pp_explore_gen pp_explore_gens[] = {
     {.name = "rndv",
      .protocol = PP_PROTO_RNDV,
      .flow_controlled = true,
-     .in_mix = false,
+     .in_mix = true,
      .faults = TRAFFIC_FAULTS,
      .gen = gen_p2p,
      .write = write_p2p,
