@@ -33,6 +33,7 @@
  */
 #include "p2p.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,10 @@
 #define FLUSH_TIMER 1u
 
 enum msg_type { M_EAGER = 1, M_RTS, M_CTS, M_FIN, M_ACK, M_CREDIT };
-enum { F_SYNC = 1, F_RGET = 2 };
+/* F_ABORT: an RTS, CTS or FIN of a transfer given up because a buffer could not be registered
+ * (PP_P2P_E_NO_MR): an RTS keeps its place in the sequence and is dropped by the receiver, a CTS
+ * or FIN ends the peer's side of the transfer with the same error. */
+enum { F_SYNC = 1, F_RGET = 2, F_ABORT = 4 };
 
 /* The wire header at the start of every SEND (fixed-width fields, host order: both ends are
  * the same build). */
@@ -131,6 +135,7 @@ enum {
   R_PARKED = 64,  /* counted once as parked */
   R_READ = 128,   /* RGET receiver: READ posted */
   R_REGS = 256,   /* holds registrations (xmr, rce) */
+  R_REGQ = 512,   /* waiting in line for a registration (p2p.regq) */
 };
 
 struct frag {
@@ -161,6 +166,7 @@ struct req {
   struct pp_mr xmr[PIPE_MAX];               /* exposed to the peer for this transfer only */
   struct pp_rcache_entry *rce[PIPE_MAX * 2]; /* local registrations in use */
   struct req *next;
+  struct req *regnext; /* the registration line */
 };
 
 struct txpool {
@@ -188,7 +194,15 @@ struct p2p {
   bool match_ok;
   struct pp_rcache rc;
   bool rc_ok;
-  struct req *work;
+  struct req *work, *work_tail; /* transfers with something to do, in the order they got it */
+  /* Requests waiting for a registration of a user buffer (the NIC's MR table or the cache is
+   * full), in the order they first asked: only the first tries, when a registration is
+   * released (reg_wake). nregs counts the user-buffer registrations requests hold: 0 means none
+   * will ever be released, and a request that cannot register then fails (PP_P2P_E_NO_MR). */
+  struct req *regq_head, *regq_tail;
+  uint32_t nregs;
+  bool reg_wake;
+  uint64_t now; /* of the event or call being processed */
   struct req *done_head, *done_tail;
   uint32_t depth;
   bool flushing, flush_armed;
@@ -414,19 +428,107 @@ static void add_work(struct p2p *p, struct req *r)
   if (r->flags & R_WORK)
     return;
   r->flags |= R_WORK;
-  r->next = p->work;
-  p->work = r;
+  r->next = NULL;
+  if (p->work_tail)
+    p->work_tail->next = r;
+  else
+    p->work = r;
+  p->work_tail = r;
 }
 
 static void remove_work(struct p2p *p, struct req *r)
 {
   if (!(r->flags & R_WORK))
     return;
-  struct req **pp = &p->work;
-  while (*pp != r)
+  struct req **pp = &p->work, *prev = NULL;
+  while (*pp != r) {
+    prev = *pp;
     pp = &(*pp)->next;
+  }
   *pp = r->next;
+  if (p->work_tail == r)
+    p->work_tail = prev;
   r->flags &= ~R_WORK;
+}
+
+/* ------------------------------------------------------------------ registrations in line */
+
+/* May r register now? Only when nobody waits, or r is the first in line. */
+static bool reg_turn(const struct p2p *p, const struct req *r)
+{
+  return !p->regq_head || p->regq_head == r;
+}
+
+/* r needs a registration it cannot get now: it waits in line (off the work list; the line's
+ * head goes back to work when a registration is released). */
+static void reg_park(struct p2p *p, struct req *r)
+{
+  if (r->flags & R_REGQ)
+    return;
+  r->flags |= R_REGQ;
+  r->regnext = NULL;
+  if (p->regq_tail)
+    p->regq_tail->regnext = r;
+  else
+    p->regq_head = r;
+  p->regq_tail = r;
+}
+
+/* r leaves the line (it registered, or it is over): the next one may try. */
+static void reg_unpark(struct p2p *p, struct req *r)
+{
+  if (!(r->flags & R_REGQ))
+    return;
+  struct req **pp = &p->regq_head, *prev = NULL;
+  while (*pp != r) {
+    prev = *pp;
+    pp = &(*pp)->regnext;
+  }
+  *pp = r->regnext;
+  if (p->regq_tail == r)
+    p->regq_tail = prev;
+  r->flags &= ~R_REGQ;
+  p->reg_wake = true;
+}
+
+static void reg_held(struct p2p *p, struct req *r)
+{
+  p->nregs++;
+  r->flags |= R_REGS;
+}
+
+static void reg_released(struct p2p *p)
+{
+  assert(p->nregs > 0);
+  p->nregs--;
+  p->reg_wake = true;
+}
+
+static void put_rce(struct p2p *p, struct req *r, uint32_t i)
+{
+  pp_rcache_put(&p->rc, r->rce[i]);
+  r->rce[i] = NULL;
+  reg_released(p);
+}
+
+static void drop_xmr(struct pp_engine *e, struct req *r, uint32_t i)
+{
+  e->ops->dereg_mr(e->nic, &r->xmr[i]);
+  r->xmr[i] = (struct pp_mr){0};
+  reg_released(P2P(e));
+}
+
+/* A registration with remote access for one transfer; when the NIC's MR table is full, unused
+ * cached registrations make room. */
+static enum pp_status reg_xmr(struct pp_engine *e, void *buf, size_t len, unsigned access,
+                              struct pp_mr *mr)
+{
+  struct p2p *p = P2P(e);
+  enum pp_status s;
+  while ((s = (enum pp_status)e->ops->reg_mr(e->nic, buf, len, access, mr)) == PP_LIMIT &&
+         pp_rcache_evict(&p->rc))
+    ;
+  return s;
 }
 
 static void arm_flush(struct pp_engine *e, uint64_t now)
@@ -465,6 +567,7 @@ static void complete(struct pp_engine *e, uint64_t now, struct req *r)
 {
   struct p2p *p = P2P(e);
   remove_work(p, r);
+  reg_unpark(p, r);
   if (r->state == RS_ACTIVE)
     p->nactive--;
   r->state = RS_DONE;
@@ -479,7 +582,7 @@ static void complete(struct pp_engine *e, uint64_t now, struct req *r)
     p->st.truncated++;
   else if (r->err == PP_P2P_E_CANCELLED)
     p->st.cancelled++;
-  else if (r->err == PP_P2P_E_FAILED)
+  else if (r->err == PP_P2P_E_FAILED || r->err == PP_P2P_E_NO_MR)
     p->st.failed++;
   r->flags |= R_DONEQ;
   r->next = NULL;
@@ -500,6 +603,8 @@ static enum pp_wc_status wc_of(const struct req *r)
     return PP_WC_LOC_LEN_ERR;
   case PP_P2P_E_CANCELLED:
     return PP_WC_WR_FLUSH_ERR;
+  case PP_P2P_E_NO_MR:
+    return PP_WC_LOC_PROT_ERR;
   default:
     return (enum pp_wc_status)r->wc;
   }
@@ -686,29 +791,40 @@ static void release_regs(struct pp_engine *e, struct req *r)
     return;
   r->flags &= ~R_REGS;
   for (uint32_t i = 0; i < PIPE_MAX; i++)
-    if (r->xmr[i].lkey) {
-      e->ops->dereg_mr(e->nic, &r->xmr[i]);
-      r->xmr[i] = (struct pp_mr){0};
-    }
+    if (r->xmr[i].lkey)
+      drop_xmr(e, r, i);
   for (uint32_t i = 0; i < 2 * PIPE_MAX; i++)
-    if (r->rce[i]) {
-      pp_rcache_put(&p->rc, r->rce[i]);
-      r->rce[i] = NULL;
-    }
+    if (r->rce[i])
+      put_rce(p, r, i);
 }
 
-static void fail_req(struct pp_engine *e, uint64_t now, struct req *r, uint8_t wc)
+static void fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, uint8_t wc)
 {
   if (r->state == RS_DONE)
     return;
   release_regs(e, r);
-  r->err = PP_P2P_E_FAILED;
+  r->err = err;
   r->wc = wc;
   if (r->flags & R_POSTED) {
     pp_match_remove_posted(&P2P(e)->match, &r->me);
     r->flags &= ~R_POSTED;
   }
   complete(e, now, r);
+}
+
+static void fail_req(struct pp_engine *e, uint64_t now, struct req *r, uint8_t wc)
+{
+  fail_as(e, now, r, PP_P2P_E_FAILED, wc);
+}
+
+/* r could not register a buffer. While this engine holds registrations, one will be released:
+ * r waits in line. With none held nothing will ever change: false, r must give up (NO_MR). */
+static bool reg_failed(struct p2p *p, struct req *r)
+{
+  if (p->nregs == 0)
+    return false;
+  reg_park(p, r);
+  return true;
 }
 
 /* Channel ch is out of use: its queued control messages will never go. A channel that is
@@ -793,10 +909,14 @@ static enum pp_status start_sends(struct pp_engine *e, uint32_t pi)
     bool big = r->proto == PP_P2P_EAGER && r->len > 0;
     uint32_t t = ch == UINT32_MAX ? NO_TX : tx_alloc(p, big ? &p->big : &p->small);
     struct pp_mr xmr = {0};
+    bool abort = false;
     if (t != NO_TX && r->proto == PP_P2P_RNDV_GET &&
-        e->ops->reg_mr(e->nic, r->buf, r->len, PP_ACCESS_REMOTE_READ, &xmr) != PP_OK) {
-      tx_free(p, t);
-      t = NO_TX;
+        reg_xmr(e, r->buf, r->len, PP_ACCESS_REMOTE_READ, &xmr) != PP_OK) {
+      abort = p->nregs == 0; /* no registration of ours left to wait for */
+      if (!abort) {
+        tx_free(p, t);
+        t = NO_TX;
+      }
     }
     if (t == NO_TX) {
       if (!(r->flags & R_PARKED)) {
@@ -819,13 +939,13 @@ static enum pp_status start_sends(struct pp_engine *e, uint32_t pi)
     r->await = r->proto != PP_P2P_EAGER || (r->flags & R_SYNC);
     r->xmr[0] = xmr;
     if (xmr.lkey)
-      r->flags |= R_REGS;
+      reg_held(p, r);
     p->st.sent[r->proto]++;
     struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
     *h = (struct hdr){
         .type = r->proto == PP_P2P_EAGER ? M_EAGER : M_RTS,
         .flags = (uint8_t)(((r->flags & R_SYNC) ? F_SYNC : 0) |
-                           (r->proto == PP_P2P_RNDV_GET ? F_RGET : 0)),
+                           (r->proto == PP_P2P_RNDV_GET ? F_RGET : 0) | (abort ? F_ABORT : 0)),
         .ctx = r->ctx,
         .seq = r->seq,
         .tag = r->tag,
@@ -839,9 +959,11 @@ static enum pp_status start_sends(struct pp_engine *e, uint32_t pi)
       memcpy((uint8_t *)h + HDR, r->buf, r->len);
       len += r->len;
     }
-    p->tx[t] = (struct tx){.next = NO_TX, .ch = ch, .req = handle_of(p, r), .nwr = 1,
+    p->tx[t] = (struct tx){.next = NO_TX, .ch = ch, .req = abort ? 0 : handle_of(p, r), .nwr = 1,
                            .type = h->type};
     enum pp_status s = post_tx(e, t, len);
+    if (abort) /* the RTS only keeps the sequence: the receiver drops it */
+      fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
     if (s != PP_OK)
       return s;
   }
@@ -890,13 +1012,23 @@ static bool work_rput_send(struct pp_engine *e, struct req *r)
     uint16_t nwr = 1; /* send-queue slots the FIN's completion frees */
     if (c->sq_used >= e->cfg.qp.sq_depth || slot < 0)
       return true;
-    if (f->len) {
-      struct pp_rcache_entry *rce;
-      enum pp_status s = pp_rcache_get(&p->rc, r->buf + f->off, f->len, &rce);
-      if (s != PP_OK)
-        return true; /* PP_AGAIN: every cached registration is in use; retried later */
-      r->rce[slot] = rce;
-      r->flags |= R_REGS;
+    struct pp_rcache_entry *rce = NULL;
+    if (f->len && r->err != PP_P2P_E_NO_MR) {
+      if (!reg_turn(p, r)) {
+        reg_park(p, r);
+        return false;
+      }
+      if (pp_rcache_get(&p->rc, r->buf + f->off, f->len, &rce) != PP_OK) {
+        if (reg_failed(p, r))
+          return false;
+        r->err = PP_P2P_E_NO_MR; /* this and every later fragment: a FIN without data */
+      } else {
+        reg_unpark(p, r);
+        r->rce[slot] = rce;
+        reg_held(p, r);
+      }
+    }
+    if (rce) {
       /* Unsignalled, its slot comes back with the FIN's completion; but never into the last
        * free slot: the FIN needs one, and a full send queue of WRs waiting for a FIN that
        * cannot be posted would never complete. The WRITE that takes the last slot is
@@ -922,13 +1054,14 @@ static bool work_rput_send(struct pp_engine *e, struct req *r)
       nwr = sig ? 1 : 2;
     }
     /* the FIN follows the WRITE on the same QP: when it arrives, the data is in place */
-    struct hdr h = {.type = M_FIN, .seq = f->idx, .rreq = r->peer_req, .sreq = handle_of(p, r),
-                    .flen = f->len, .off = f->off};
+    bool aborted = !rce && r->err == PP_P2P_E_NO_MR;
+    struct hdr h = {.type = M_FIN, .flags = aborted ? F_ABORT : 0, .seq = f->idx,
+                    .rreq = r->peer_req, .sreq = handle_of(p, r), .flen = f->len, .off = f->off};
     r->wrs++;
     r->fq_head = (r->fq_head + 1) % PIPE_MAX;
     r->fq_n--;
     r->fnext++;
-    if (send_reply(e, r->ch, &h, handle_of(p, r), (uint8_t)(f->len ? slot : 0xff), nwr) != PP_OK)
+    if (send_reply(e, r->ch, &h, handle_of(p, r), (uint8_t)(rce ? slot : 0xff), nwr) != PP_OK)
       return false;
   }
   return false;
@@ -945,12 +1078,25 @@ static bool work_rput_recv(struct pp_engine *e, struct req *r)
     uint32_t off = (uint32_t)((uint64_t)i * p->prm.frag_size);
     uint32_t flen = r->got - off < p->prm.frag_size ? r->got - off : p->prm.frag_size;
     struct pp_mr mr = {0};
-    if (flen && e->ops->reg_mr(e->nic, r->buf + off, flen,
-                               PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE, &mr) != PP_OK)
-      return true; /* out of MRs: retried after the next event */
-    r->xmr[slot] = mr;
-    r->flags |= R_REGS;
+    bool abort = false;
+    if (flen) {
+      if (!reg_turn(p, r)) {
+        reg_park(p, r);
+        return false;
+      }
+      if (reg_xmr(e, r->buf + off, flen, PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE, &mr) !=
+          PP_OK) {
+        if (reg_failed(p, r))
+          return false;
+        abort = true; /* nothing of ours in flight, none will be: the sender learns by CTS */
+      } else {
+        reg_unpark(p, r);
+        r->xmr[slot] = mr;
+        reg_held(p, r);
+      }
+    }
     struct hdr h = {.type = M_CTS,
+                    .flags = abort ? F_ABORT : 0,
                     .seq = i,
                     .len = r->got,
                     .nfrag = r->nfrag,
@@ -961,7 +1107,10 @@ static bool work_rput_recv(struct pp_engine *e, struct req *r)
                     .flen = flen,
                     .off = off};
     r->fnext++;
-    if (send_reply(e, r->ch, &h, 0, 0, 1) != PP_OK)
+    enum pp_status s = send_reply(e, r->ch, &h, 0, 0, 1);
+    if (abort)
+      fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
+    if (s != PP_OK || abort)
       return false;
   }
   return false;
@@ -976,9 +1125,20 @@ static bool work_rget_recv(struct pp_engine *e, struct req *r)
     return false;
   if (c->sq_used >= e->cfg.qp.sq_depth)
     return true;
-  if (!r->rce[0] && pp_rcache_get(&p->rc, r->buf, r->got, &r->rce[0]) != PP_OK)
-    return true;
-  r->flags |= R_REGS;
+  if (!reg_turn(p, r)) {
+    reg_park(p, r);
+    return false;
+  }
+  if (pp_rcache_get(&p->rc, r->buf, r->got, &r->rce[0]) != PP_OK) {
+    if (reg_failed(p, r))
+      return false;
+    struct hdr f = {.type = M_FIN, .flags = F_RGET | F_ABORT, .sreq = r->peer_req};
+    fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
+    send_reply(e, r->ch, &f, 0, 0, 1);
+    return false;
+  }
+  reg_unpark(p, r);
+  reg_held(p, r);
   struct pp_send_wr wr = {
       .wr_id = WRID(W_READ, r->gen, r - p->req),
       .opcode = PP_WR_RDMA_READ,
@@ -1000,7 +1160,7 @@ static enum pp_status run_work(struct pp_engine *e)
 {
   struct p2p *p = P2P(e);
   struct req *list = p->work;
-  p->work = NULL;
+  p->work = p->work_tail = NULL;
   while (list) {
     struct req *r = list;
     list = r->next;
@@ -1030,7 +1190,13 @@ static enum pp_status progress(struct pp_engine *e)
       if (s != PP_OK)
         return s;
     }
-  enum pp_status s = run_work(e);
+  enum pp_status s = PP_OK;
+  do { /* a registration released: the first in line tries, then the next, ... */
+    if (p->reg_wake && p->regq_head)
+      add_work(p, p->regq_head);
+    p->reg_wake = false;
+    s = run_work(e);
+  } while (s == PP_OK && p->reg_wake && p->regq_head);
   if (s == PP_OK)
     s = start_all(e);
   return s;
@@ -1100,6 +1266,8 @@ static enum pp_status deliver(struct pp_engine *e, uint64_t now, struct rx *x)
   struct p2p *p = P2P(e);
   const struct hdr *h = rx_hdr(p, x);
   uint32_t rank = p->peer[p->ch[x->ch].peer].rank;
+  if (h->flags & F_ABORT) /* a send given up: it only held its place in the sequence */
+    return release_rx(e, x);
   struct pp_mentry *m = pp_match_arrive(&p->match, h->ctx, rank, h->tag);
   if (m) {
     struct req *r = (struct req *)(void *)m;
@@ -1163,7 +1331,12 @@ static enum pp_status on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
   case M_RTS:
     return on_match_msg(e, now, x);
   case M_CTS:
-    if ((r = reply_req(p, h->sreq, K_SEND)) && r->fq_n < PIPE_MAX) {
+    if ((r = reply_req(p, h->sreq, K_SEND)) && (h->flags & F_ABORT)) {
+      r->err = PP_P2P_E_NO_MR; /* the receiver could not expose its buffer */
+      r->nfrag = r->fnext;
+      r->await = false;
+      maybe_complete_send(e, now, r);
+    } else if (r && r->fq_n < PIPE_MAX) {
       r->fq[(r->fq_head + r->fq_n) % PIPE_MAX] = (struct frag){
           .addr = h->addr, .rkey = h->rkey, .off = h->off, .len = h->flen, .idx = h->seq};
       r->fq_n++;
@@ -1173,19 +1346,20 @@ static enum pp_status on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
     }
     return reply_consumed(e, x);
   case M_FIN:
-    if (h->flags & F_RGET) { /* the receiver read our buffer */
+    if (h->flags & F_RGET) { /* the receiver read our buffer (or gave up: F_ABORT) */
       if ((r = reply_req(p, h->sreq, K_SEND))) {
+        if (h->flags & F_ABORT)
+          r->err = PP_P2P_E_NO_MR;
         r->await = false;
         maybe_complete_send(e, now, r);
       }
       return reply_consumed(e, x);
     }
     if ((r = reply_req(p, h->rreq, K_RECV))) { /* a fragment of ours was written */
-      struct pp_mr *mr = &r->xmr[h->seq % p->P];
-      if (mr->lkey) {
-        e->ops->dereg_mr(e->nic, mr);
-        *mr = (struct pp_mr){0};
-      }
+      if (r->xmr[h->seq % p->P].lkey)
+        drop_xmr(e, r, h->seq % p->P);
+      if (h->flags & F_ABORT)
+        r->err = PP_P2P_E_NO_MR;
       if (++r->fdone == r->nfrag)
         complete(e, now, r);
       else
@@ -1224,10 +1398,8 @@ static enum pp_status on_send_wc(struct pp_engine *e, uint64_t now, const struct
     if (!r || r->kind != K_SEND || r->state != RS_ACTIVE)
       return PP_OK;
     r->wrs--;
-    if (x.type == M_FIN && x.slot != 0xff && r->rce[x.slot]) {
-      pp_rcache_put(&p->rc, r->rce[x.slot]);
-      r->rce[x.slot] = NULL;
-    }
+    if (x.type == M_FIN && x.slot != 0xff && r->rce[x.slot])
+      put_rce(p, r, x.slot);
     if (x.type == M_FIN && r->fnext == r->nfrag && r->fq_n == 0)
       r->await = false;
     maybe_complete_send(e, now, r);
@@ -1246,8 +1418,7 @@ static enum pp_status on_send_wc(struct pp_engine *e, uint64_t now, const struct
       return PP_OK;
     }
     r->wrs--;
-    pp_rcache_put(&p->rc, r->rce[0]);
-    r->rce[0] = NULL;
+    put_rce(p, r, 0);
     struct hdr f = {.type = M_FIN, .flags = F_RGET, .sreq = r->peer_req};
     complete(e, now, r);
     return send_reply(e, r->ch, &f, 0, 0, 1);
@@ -1445,6 +1616,7 @@ static enum pp_status p2p_on_wc(struct pp_engine *e, uint64_t now, const struct 
 {
   struct p2p *p = P2P(e);
   p->depth++;
+  p->now = now;
   enum pp_status s;
   if (WR_KIND(wc->wr_id) == W_RECV) {
     uint32_t i = WR_IDX(wc->wr_id);
@@ -1470,6 +1642,7 @@ static enum pp_status p2p_on_timer(struct pp_engine *e, uint64_t now, uint32_t a
     return PP_INVALID;
   p->flush_armed = false;
   p->depth++;
+  p->now = now;
   return finish(e, now, PP_OK);
 }
 
@@ -1691,6 +1864,8 @@ static struct p2p *api(const struct pp_engine *e)
 static enum pp_status api_done(struct pp_engine *e, uint64_t now, enum pp_status s)
 {
   struct p2p *p = P2P(e);
+  if (p->depth == 0)
+    p->now = now;
   if (s == PP_OK && e->started && p->depth == 0)
     s = progress(e);
   arm_flush(e, now);

@@ -30,7 +30,10 @@
  * receiver exposes its buffer fragment by fragment with CTS, the sender RDMA-WRITEs each fragment
  * and sends FIN, `pipeline` fragments in flight). Remote access is granted per transfer and
  * revoked at its FIN; local registrations of user buffers go through a bounded LRU cache
- * (engine/rcache.c). Unexpected messages stay in their bounce buffers: that memory is bounded by
+ * (engine/rcache.c). When the NIC's MR table is full, unused cached registrations make room;
+ * transfers that still cannot register wait in line, in the order they asked, for one to be
+ * released, and fail with PP_P2P_E_NO_MR (both sides, the message's place in the per-peer
+ * order kept) only when this engine holds none that could be. Unexpected messages stay in their bounce buffers: that memory is bounded by
  * the credits, and a receiver that does not take them holds its senders back, never drops data.
  */
 #ifndef PP_P2P_H
@@ -64,7 +67,8 @@ enum pp_p2p_proto {
   X(OK, "ok", "completed")                                                     \
   X(TRUNCATED, "truncated", "the message was longer than the receive buffer")  \
   X(CANCELLED, "cancelled", "the receive was cancelled before it matched")     \
-  X(FAILED, "failed", "a work completion failed (wc_status tells which)")
+  X(FAILED, "failed", "a work completion failed (wc_status tells which)")      \
+  X(NO_MR, "no-mr", "a buffer could not be registered and nothing held will free an MR")
 
 enum pp_p2p_err {
 #define PP_X(id, name, desc) PP_P2P_E_##id,

@@ -101,6 +101,17 @@ static bool make_room(struct pp_rcache *rc, uint64_t len)
   return rc->n < rc->max_entries && rc->bytes + len <= rc->max_bytes;
 }
 
+bool pp_rcache_evict(struct pp_rcache *rc)
+{
+  for (struct pp_rcache_entry *e = rc->tail; e; e = e->prev)
+    if (e->refs == 0) {
+      drop(rc, e);
+      rc->st.evictions++;
+      return true;
+    }
+  return false;
+}
+
 enum pp_status pp_rcache_get(struct pp_rcache *rc, const void *addr, size_t len,
                              struct pp_rcache_entry **out)
 {
@@ -130,12 +141,18 @@ enum pp_status pp_rcache_get(struct pp_rcache *rc, const void *addr, size_t len,
     return PP_LIMIT;
   if (!make_room(rc, hi - lo))
     return PP_AGAIN;
-  struct pp_rcache_entry *e = rc->free;
   struct pp_mr mr;
-  enum pp_status s = (enum pp_status)rc->ops->reg_mr(rc->nic, (void *)(uintptr_t)lo,
-                                                     (size_t)(hi - lo), rc->access, &mr);
+  enum pp_status s;
+  /* the NIC's MR table is full: unused registrations of ours make room there too */
+  while ((s = (enum pp_status)rc->ops->reg_mr(rc->nic, (void *)(uintptr_t)lo, (size_t)(hi - lo),
+                                              rc->access, &mr)) == PP_LIMIT &&
+         pp_rcache_evict(rc))
+    ;
+  if (s == PP_LIMIT && rc->n > 0)
+    return PP_AGAIN; /* every registration of ours is in use: retry after a put */
   if (s != PP_OK)
     return s;
+  struct pp_rcache_entry *e = rc->free;
   rc->free = e->next;
   struct pp_rcache_entry **slot = slot_of(rc, lo);
   *e = (struct pp_rcache_entry){.addr = lo, .len = hi - lo, .mr = mr, .refs = 1, .hnext = *slot};

@@ -61,10 +61,16 @@ void pp_rcache_fini(struct pp_rcache *rc);
 /*
  * A registration covering [addr, addr + len), with one more reference; *out->mr has the lkey.
  * PP_AGAIN when every cached registration is in use and no room is left (retry after a put);
- * PP_LIMIT when the range alone exceeds max_bytes; the backend's status when reg_mr fails.
+ * PP_LIMIT when the range alone exceeds max_bytes. When reg_mr fails with PP_LIMIT (the NIC's MR
+ * table is full), unused cached registrations are deregistered, least recently used first, until
+ * it succeeds; with none left it is PP_AGAIN while some of ours are in use, else PP_LIMIT. Any
+ * other failure of reg_mr is returned as it is.
  */
 enum pp_status pp_rcache_get(struct pp_rcache *rc, const void *addr, size_t len,
                              struct pp_rcache_entry **out);
+/* Deregisters the least recently used unused registration (the NIC's MR table is full and
+ * something else needs an entry). false when every registration is in use. */
+bool pp_rcache_evict(struct pp_rcache *rc);
 void pp_rcache_put(struct pp_rcache *rc, struct pp_rcache_entry *e);
 /* The application frees [addr, addr + len). Returns how many registrations it invalidated. */
 uint32_t pp_rcache_invalidate(struct pp_rcache *rc, const void *addr, size_t len);

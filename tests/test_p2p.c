@@ -1000,6 +1000,90 @@ Test(p2p, a_completion_of_a_request_that_failed_with_its_peer_is_stale_not_inval
   cr_assert(pp_engine_done(C.e[1]), "nothing of the dead peer left to wait for");
 }
 
+/* The NICs' MR tables hold the engine's own 3 registrations and 2 more. Four RPUT receives of 3
+ * fragments match at once; each fragment needs a registration on both sides (the receiver
+ * exposes it, the sender's registration cache registers its source, and keeps it after use).
+ * Registrations are handed out in line, in the order the transfers asked: nothing is stuck
+ * (cached registrations nobody uses make room when the NIC's table is full), no later receive
+ * overtakes an earlier one. */
+Test(p2p, a_full_mr_table_makes_transfers_wait_in_line_never_stuck)
+{
+  max_mr = 3 + 2;
+  struct pp_engine_cfg cfg = base(2);
+  cfg.protocol = PP_PROTO_RNDV;
+  cfg.p2p.rget_limit = 0;
+  cfg.p2p.frag_size = 4096;
+  cfg.p2p.pipeline = 2;
+  up(&cfg, 0);
+  enum { N = 4, LEN = 3 * 4096 };
+  uint8_t *src[N], *dst[N];
+  pp_req s[N], r[N];
+  for (int i = 0; i < N; i++) {
+    src[i] = aligned_alloc(4096, LEN);
+    dst[i] = aligned_alloc(4096, LEN);
+    memset(src[i], i + 1, LEN);
+    memset(dst[i], 0, LEN);
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], LEN, 0, (uint32_t)i, 0, 0, &r[i]), PP_OK);
+  }
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src[i], LEN, 1, (uint32_t)i, 0, 0, &s[i]), PP_OK);
+  run();
+  for (int i = 0; i < N; i++) {
+    pp_req copy = r[i];
+    cr_assert(pp_p2p_test(C.e[1], &copy, NULL), "receive %d stuck", i);
+    cr_assert(pp_p2p_test(C.e[0], &s[i], NULL), "send %d stuck", i);
+  }
+  const struct pp_recv_record *rec;
+  cr_assert_eq(pp_p2p_receives(C.e[1], &rec, NULL), N);
+  for (int i = 0; i < N; i++) {
+    cr_assert_eq(rec[i].error, PP_P2P_E_OK, "receive %d: %s", i, pp_p2p_err_name(rec[i].error));
+    cr_assert_eq(rec[i].tag, (uint32_t)i, "completion %d was receive %u: overtaken", i,
+                 rec[i].tag);
+    cr_assert_eq(memcmp(src[i], dst[i], LEN), 0, "message %d", i);
+    free(src[i]), free(dst[i]);
+  }
+  cr_assert_gt(pstats(0).rcache.evictions, 0, "the sender's unused registrations made room");
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+}
+
+/* The MR tables hold the engines' own registrations and nothing more: a transfer that needs one
+ * could wait for ever, so it fails with PP_P2P_E_NO_MR on both sides, and the messages after it
+ * still arrive, in order. */
+Test(p2p, no_registration_to_wait_for_is_a_clear_error_not_a_hang)
+{
+  max_mr = 3;
+  struct pp_engine_cfg cfg = base(2);
+  cfg.p2p.eager_limit = 1024;
+  cfg.p2p.rget_limit = 8192;
+  cfg.p2p.frag_size = 4096;
+  up(&cfg, 0);
+  static uint8_t a[3][20000], b[3][20000];
+  const uint32_t len[3] = {5000, 20000, 100}; /* RGET, RPUT, eager */
+  pp_req s[3], r[3];
+  for (int i = 0; i < 3; i++) {
+    memset(a[i], i + 1, len[i]);
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b[i], 20000, 0, 5, 0, 0, &r[i]), PP_OK);
+  }
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), a[i], len[i], 1, 5, 0, 0, &s[i]), PP_OK);
+  run();
+  struct pp_p2p_status st = done(0, &s[0]);
+  cr_assert_eq(st.error, PP_P2P_E_NO_MR, "RGET source: %s", pp_p2p_err_name(st.error));
+  cr_assert_eq(done(0, &s[1]).error, PP_P2P_E_NO_MR, "RPUT: the receiver could not expose");
+  cr_assert_eq(done(0, &s[2]).error, PP_P2P_E_OK);
+  /* the RGET never reached a receive: the first receive got the RPUT, the second the eager */
+  cr_assert_eq(done(1, &r[0]).error, PP_P2P_E_NO_MR);
+  st = done(1, &r[1]);
+  cr_assert_eq(st.error, PP_P2P_E_OK);
+  cr_assert_eq(st.len, 100);
+  cr_assert_eq(memcmp(a[2], b[1], 100), 0);
+  not_done(1, &r[2]);
+  cr_assert_eq(pp_p2p_cancel(C.e[1], now(), r[2]), PP_OK);
+  run();
+  cr_assert_eq(done(1, &r[2]).error, PP_P2P_E_CANCELLED);
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+}
+
 /* The RPUT sender posts a fragment's WRITE unsignalled (its send-queue slot comes back with the
  * FIN's completion), except into the last free slot: there it is signalled, else the FIN would
  * wait for a slot that only its own completion frees. Every depth from 1 completes. */

@@ -18,13 +18,24 @@ static struct {
   struct reg r[256];
   unsigned n, regs, deregs;
   int fail; /* reg_mr returns this when non-zero */
+  unsigned table; /* the NIC's MR table: PP_LIMIT past this many live registrations (0: none) */
 } F;
+
+static unsigned live(void)
+{
+  unsigned n = 0;
+  for (unsigned i = 0; i < F.n; i++)
+    n += (unsigned)F.r[i].live;
+  return n;
+}
 
 static int fk_reg(void *nic, void *addr, size_t len, unsigned access, struct pp_mr *mr)
 {
   (void)nic;
   if (F.fail)
     return F.fail;
+  if (F.table && live() >= F.table)
+    return PP_LIMIT;
   cr_assert_lt(F.n, 256);
   F.r[F.n] = (struct reg){(uint64_t)(uintptr_t)addr, len, access, 1};
   *mr = (struct pp_mr){.addr = (uint64_t)(uintptr_t)addr, .length = len, .lkey = 100 + F.n,
@@ -166,6 +177,37 @@ Test(rcache, backend_failure_is_reported)
   F.fail = 0;
   cr_assert_eq(pp_rcache_get(&rc, mem, 0, &a), PP_OK, "an empty range registers one page");
   pp_rcache_put(&rc, a);
+}
+
+/* The NIC's MR table (2 entries) is smaller than the cache (8): a miss that the NIC refuses with
+ * PP_LIMIT deregisters unused cached registrations, least recently used first; with all of ours
+ * in use it is PP_AGAIN (a put will make room), never a failure that only time would cure. */
+Test(rcache, a_full_nic_mr_table_evicts_unused_registrations)
+{
+  struct pp_rcache_entry *a, *b, *c, *d, *x;
+  cr_assert_eq(pp_rcache_init(&rc, &ops, NULL, 8, 1 << 20, PP_ACCESS_LOCAL_WRITE), PP_OK);
+  F.table = 2;
+  cr_assert_eq(pp_rcache_get(&rc, mem, 100, &a), PP_OK);
+  cr_assert_eq(pp_rcache_get(&rc, mem + 8192, 100, &b), PP_OK);
+  pp_rcache_put(&rc, a);
+  pp_rcache_put(&rc, b);
+  cr_assert_eq(pp_rcache_get(&rc, mem + 16384, 100, &c), PP_OK, "a cached, unused one made room");
+  cr_assert_eq(F.r[0].live, 0, "the least recently used went");
+  cr_assert_eq(F.r[1].live, 1);
+  cr_assert_eq(rc.st.evictions, 1);
+  cr_assert_eq(pp_rcache_get(&rc, mem + 24576, 100, &d), PP_OK);
+  cr_assert_eq(pp_rcache_get(&rc, mem + 32768, 100, &x), PP_AGAIN, "both in use: wait for a put");
+  cr_assert_null(x);
+  cr_assert_eq(rc.n, 2);
+  pp_rcache_put(&rc, c);
+  cr_assert_eq(pp_rcache_get(&rc, mem + 32768, 100, &x), PP_OK, "room after the put");
+  cr_assert_eq(live(), 2);
+  pp_rcache_put(&rc, d);
+  pp_rcache_put(&rc, x);
+  cr_assert_eq(pp_rcache_evict(&rc), true);
+  cr_assert_eq(pp_rcache_evict(&rc), true);
+  cr_assert_eq(pp_rcache_evict(&rc), false, "nothing left to evict");
+  cr_assert_eq(live(), 0);
 }
 
 Test(rcache, bad_bounds_are_refused)
