@@ -23,7 +23,13 @@
     "not have completed")                                                                         \
   X(EARLY_CREDIT, "early-credit",                                                                 \
     "ring: credit returned before the slot's receive WQE is re-posted (the re-post waits for "    \
-    "the next event)")
+    "the next event)")                                                                            \
+  X(EARLY_CTS, "early-cts",                                                                       \
+    "p2p: an RPUT receiver sends each fragment's CTS before registering the fragment: the CTS "   \
+    "advertises the slot's old rkey (none, or one already deregistered)")                        \
+  X(WILDCARD_ORDER, "wildcard-order",                                                             \
+    "p2p: an arriving message goes to a matching specific receive ahead of an earlier-posted "    \
+    "wildcard receive (posting order broken)")
 
 enum pp_bug {
 #define PP_X(id, name, desc) PP_BUG_##id,

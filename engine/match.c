@@ -161,6 +161,8 @@ struct pp_mentry *pp_match_arrive(struct pp_match *m, uint32_t ctx, uint32_t src
     const struct pp_mqueue *q = lookup(&m->posted, ctx, srcs[i], tags[i]);
     if (q && (!best || q->head->order < best->order))
       best = q->head;
+    if (best && m->bug_exact_first) /* the bug: the first kind that has one, not the earliest */
+      break;
   }
   if (best)
     pp_match_remove_posted(m, best);

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bugs.h"
 #include "engine_impl.h"
 #include "match.h"
 #include "names.h"
@@ -136,6 +137,7 @@ enum {
   R_READ = 128,   /* RGET receiver: READ posted */
   R_REGS = 256,   /* holds registrations (xmr, rce) */
   R_REGQ = 512,   /* waiting in line for a registration (p2p.regq) */
+  R_BUGCTS = 1024, /* test bug early-cts: this fragment's CTS went out already */
 };
 
 struct frag {
@@ -1079,6 +1081,18 @@ static bool work_rput_recv(struct pp_engine *e, struct req *r)
     uint32_t flen = r->got - off < p->prm.frag_size ? r->got - off : p->prm.frag_size;
     struct pp_mr mr = {0};
     bool abort = false;
+    if (flen && PP_BUG(&e->cfg, EARLY_CTS) && !(r->flags & R_BUGCTS)) {
+      /* the bug: the CTS goes out first, with whatever the slot holds; the fragment is
+       * registered on the next round */
+      struct hdr h = {.type = M_CTS, .seq = i, .len = r->got, .nfrag = r->nfrag,
+                      .sreq = r->peer_req, .rreq = handle_of(p, r),
+                      .addr = (uint64_t)(uintptr_t)(r->buf + off), .rkey = r->xmr[slot].rkey,
+                      .flen = flen, .off = off};
+      r->flags |= R_BUGCTS;
+      if (send_reply(e, r->ch, &h, 0, 0, 1) != PP_OK)
+        return false;
+      return true;
+    }
     if (flen) {
       if (!reg_turn(p, r)) {
         reg_park(p, r);
@@ -1094,6 +1108,11 @@ static bool work_rput_recv(struct pp_engine *e, struct req *r)
         r->xmr[slot] = mr;
         reg_held(p, r);
       }
+    }
+    if (!abort && (r->flags & R_BUGCTS)) { /* test bug early-cts: its CTS went already */
+      r->flags &= ~R_BUGCTS;
+      r->fnext++;
+      continue;
     }
     struct hdr h = {.type = M_CTS,
                     .flags = abort ? F_ABORT : 0,
@@ -1490,6 +1509,7 @@ static enum pp_status p2p_create(struct pp_engine *e)
   if (s != PP_OK)
     return s;
   p->match_ok = true;
+  p->match.bug_exact_first = PP_BUG(&e->cfg, WILDCARD_ORDER);
   s = pp_rcache_init(&p->rc, e->ops, e->nic, m->rcache_entries, m->rcache_bytes,
                      PP_ACCESS_LOCAL_WRITE);
   if (s != PP_OK)

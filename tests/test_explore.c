@@ -684,6 +684,22 @@ Test(explore_find, bug_early_credit_found_and_shrunk)
   find_and_shrink(&sp, 40, PP_INV_RNR);
 }
 
+Test(explore_find, bug_early_cts_found_and_shrunk)
+{
+  struct pp_explore_space sp;
+  pp_explore_space_default(&sp);
+  sp.bugs = 1u << PP_BUG_EARLY_CTS;
+  find_and_shrink(&sp, 30, PP_INV_ERRORS);
+}
+
+Test(explore_find, bug_wildcard_order_found_and_shrunk)
+{
+  struct pp_explore_space sp;
+  pp_explore_space_default(&sp);
+  sp.bugs = 1u << PP_BUG_WILDCARD_ORDER;
+  find_and_shrink(&sp, 40, PP_INV_INTEGRITY);
+}
+
 /* ================================================================ the command line */
 
 TestSuite(explore_cli, .init = setup, .fini = teardown);

@@ -107,6 +107,8 @@ struct pp_explore_gen {
   bool flow_controlled;      /* must never see an RNR NAK */
   bool in_mix;               /* part of the default mix (the naive positive control is not) */
   uint32_t faults;           /* the faults that apply to it */
+  uint32_t bugs;             /* the test-only bugs (engine/bugs.h) that live in its code: a space
+                              * with bugs on draws from the mix entries that have one of them */
   /* Draws the protocol's own part of sc: the common part (ranks, pattern, sizes, QP, platform,
    * NIC) is drawn already and may be adjusted. */
   void (*gen)(struct pp_prng *r, const struct pp_explore_space *sp, struct pp_scenario *sc);

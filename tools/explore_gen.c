@@ -392,6 +392,11 @@ static void write_p2p(FILE *out, const struct pp_scenario *sc, const char *secti
 /* The traffic workload posts its receives itself (no post fault); no SRQ. */
 #define TRAFFIC_FAULTS (STREAM_FAULTS & ~(1u << PP_FAULT_POST))
 
+/* The test bugs of the stream workload (the naive and ring protocols run it) and of p2p.c. */
+#define STREAM_BUGS                                                                               \
+  (1u << PP_BUG_EARLY_REPOST | 1u << PP_BUG_LOST_REPOST | 1u << PP_BUG_SEND_REUSE)
+#define P2P_BUGS (1u << PP_BUG_EARLY_CTS | 1u << PP_BUG_WILDCARD_ORDER)
+
 /* The registry: one entry per protocol. */
 const struct pp_explore_gen pp_explore_gens[] = {
     {.name = "naive",
@@ -399,12 +404,14 @@ const struct pp_explore_gen pp_explore_gens[] = {
      .flow_controlled = false,
      .in_mix = false,
      .faults = STREAM_FAULTS,
+     .bugs = STREAM_BUGS,
      .gen = gen_naive},
     {.name = "ring-credits",
      .protocol = PP_PROTO_RING_CREDITS,
      .flow_controlled = true,
      .in_mix = true,
      .faults = STREAM_FAULTS,
+     .bugs = STREAM_BUGS | 1u << PP_BUG_EARLY_CREDIT,
      .gen = gen_ring,
      .write = write_ring,
      .reduce = reduce_ring,
@@ -414,6 +421,7 @@ const struct pp_explore_gen pp_explore_gens[] = {
      .flow_controlled = true,
      .in_mix = true,
      .faults = STREAM_FAULTS,
+     .bugs = STREAM_BUGS | 1u << PP_BUG_EARLY_CREDIT,
      .gen = gen_ring,
      .write = write_ring,
      .reduce = reduce_ring,
@@ -423,6 +431,7 @@ const struct pp_explore_gen pp_explore_gens[] = {
      .flow_controlled = true,
      .in_mix = true,
      .faults = TRAFFIC_FAULTS,
+     .bugs = P2P_BUGS,
      .gen = gen_p2p,
      .write = write_p2p,
      .reduce = reduce_p2p},
@@ -431,6 +440,7 @@ const struct pp_explore_gen pp_explore_gens[] = {
      .flow_controlled = true,
      .in_mix = true,
      .faults = TRAFFIC_FAULTS,
+     .bugs = P2P_BUGS,
      .gen = gen_p2p,
      .write = write_p2p,
      .reduce = reduce_p2p},
@@ -469,12 +479,17 @@ static const struct pp_explore_gen *pick_gen(struct pp_prng *r, const struct pp_
 {
   if (sp->gen >= 0 && (size_t)sp->gen < pp_explore_ngens)
     return &pp_explore_gens[sp->gen];
+  /* with test bugs on, the mix is the protocols that have one of them (if any has) */
+  uint32_t want = 0;
+  for (size_t i = 0; i < pp_explore_ngens; i++)
+    if (pp_explore_gens[i].in_mix && (pp_explore_gens[i].bugs & sp->bugs))
+      want = sp->bugs;
   size_t n = 0;
   for (size_t i = 0; i < pp_explore_ngens; i++)
-    n += pp_explore_gens[i].in_mix;
+    n += pp_explore_gens[i].in_mix && (!want || (pp_explore_gens[i].bugs & want));
   size_t k = (size_t)pp_prng_below(r, n ? n : 1);
   for (size_t i = 0; i < pp_explore_ngens; i++)
-    if (pp_explore_gens[i].in_mix && k-- == 0)
+    if (pp_explore_gens[i].in_mix && (!want || (pp_explore_gens[i].bugs & want)) && k-- == 0)
       return &pp_explore_gens[i];
   return &pp_explore_gens[0];
 }
