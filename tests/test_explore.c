@@ -105,6 +105,23 @@ Test(explore_gen, the_default_mix_is_the_flow_controlled_protocols)
                  pp_explore_gens[g].name);
 }
 
+/* The liveness bound of a traffic scenario counts its largest messages to every destination and
+ * the round trips of a rendezvous: this alltoall of RPUT messages through a send queue of one WR
+ * completes at 25.685 ms, past the 25.247 ms bound that counted 52 messages of 16 B. */
+Test(explore_gen, the_liveness_bound_counts_p2p_sizes_destinations_and_round_trips)
+{
+  static struct pp_scenario sc;
+  char err[512] = "";
+  cr_assert_eq(pp_scenario_load(PREPOST_SOURCE_DIR
+                                "/traces/regressions/p2p-rndv-alltoall-sq-depth-1-liveness-bound.yaml",
+                                PREPOST_MODELS_DIR, &sc, err, sizeof err),
+               PP_OK, "%s", err);
+  cr_assert_eq(sc.sim.engine.workload.pattern, PP_PATTERN_ALLTOALL);
+  pp_explore_set_bounds(&sc, 0);
+  cr_assert_gt(sc.sim.max_sim_time_ns, 2 * 25685379ull, "bound %.3f ms",
+               sc.sim.max_sim_time_ns / 1e6);
+}
+
 /* write -> parse gives the same configuration, byte for byte */
 static void round_trip(const struct pp_scenario *sc)
 {

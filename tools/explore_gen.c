@@ -507,6 +507,34 @@ static uint64_t estimate_ns(const struct pp_sim_config *s)
   return t;
 }
 
+/* How long the run may take without faults: estimate_ns(), which times the faults, or for the
+ * traffic workload a bound that counts its largest messages to every destination one at a time
+ * with every round trip (an alltoall of rendezvous messages through a send queue of one WR
+ * took 10 times the estimate). */
+static uint64_t liveness_ns(const struct pp_sim_config *s)
+{
+  const struct pp_workload *w = &s->engine.workload;
+  uint64_t t = estimate_ns(s);
+  if (w->kind == PP_WORKLOAD_TRAFFIC) {
+    double bytes_ns = s->platform.bandwidth_bps / 8e9;
+    struct pp_p2p_params p;
+    pp_p2p_params_resolve(&s->engine, &p);
+    uint32_t size = s->engine.traffic.size_max > w->size ? s->engine.traffic.size_max : w->size;
+    uint64_t msgs = (uint64_t)w->messages *
+                    (w->pattern == PP_PATTERN_ALLTOALL ? s->engine.nranks - 1 : 1);
+    /* a rendezvous costs round trips: RTS, then a CTS and a FIN per fragment; with a send
+     * queue of one WR each WR also waits for its ACK */
+    uint64_t rtt = 2 * s->platform.latency_ns + s->nic.ack_delay_ns + 2000;
+    uint64_t trips = size <= p.eager_limit ? 1 : 2 + 2 * ((uint64_t)size / p.frag_size + 1);
+    uint64_t xfer = (uint64_t)(size / bytes_ns) + s->platform.latency_ns;
+    uint64_t per_msg =
+        w->interval_ns + 2 * xfer + trips * rtt + w->consume_ns + w->consume_jitter_ns;
+    if (50000 + msgs * per_msg > t)
+      t = 50000 + msgs * per_msg;
+  }
+  return t;
+}
+
 /* The faults of a scenario; until_ns and the liveness bound come after. */
 static void draw_faults(struct pp_prng *r, uint32_t mask, double rate, uint64_t est,
                         struct pp_scenario *sc)
@@ -579,7 +607,7 @@ void pp_explore_set_bounds(struct pp_scenario *sc, uint64_t until)
 {
   struct pp_sim_config *s = &sc->sim;
   struct pp_faults *f = &s->faults;
-  uint64_t est = estimate_ns(s);
+  uint64_t est = liveness_ns(s);
   if (f->pause_ns && until < f->pause_at_ns + f->pause_ns)
     until = f->pause_at_ns + f->pause_ns;
   f->until_ns = pp_faults_of(sc) ? until : 0;
