@@ -85,6 +85,10 @@ struct qp {
   uint64_t rnr_until;    /* requester waits out an RNR NAK until then (0: not waiting) */
   uint64_t ack_deadline; /* local ACK timeout (0: not armed) */
   uint32_t reads_out;
+  /* an ACK past an unanswered READ (its response was lost) started a retransmission: the next
+   * such ACKs or responses, sent before the retransmitted READ got there, start none (rxe's
+   * comp.started_retry); cleared by progress and by an ACK timeout */
+  bool read_retry_started;
   struct ring rq;
   /* responder */
   uint32_t epsn;
@@ -714,6 +718,7 @@ static bool tx_has_work(const struct simnic *n)
 
 static void on_progress(struct simnic *n, struct qp *qp)
 {
+  qp->read_retry_started = false;
   qp->rnr_left = qp->attr.rnr_retry;
   qp->retry_left = qp->attr.retry_cnt;
   qp->ack_deadline = qp->sq_head != qp->sq_next && qp->attr.timeout
@@ -734,7 +739,11 @@ static void requester_ack(struct simnic *n, struct qp *qp, uint32_t ack_epsn)
     if (psn_before(ack_epsn, w->psn + w->npkts))
       break;
     if (w->wr.opcode == PP_WR_RDMA_READ && !w->read_done) {
-      rewind_to(qp, qp->sq_head); /* the read response was lost: ask again */
+      if (!qp->read_retry_started) { /* the read response was lost: ask again, once */
+        logf_(n, "READ LOST qp %u retransmit from psn %u", qp->qpn, w->psn);
+        rewind_to(qp, qp->sq_head);
+        qp->read_retry_started = true;
+      }
       break;
     }
     complete_send(n, qp, w, PP_WC_SUCCESS);
@@ -1218,6 +1227,7 @@ static void qp_timers(struct simnic *n, struct qp *qp)
       return;
     }
     qp->retry_left--;
+    qp->read_retry_started = false;
     n->ctr.timeout_retries++;
     logf_(n, "TIMEOUT qp %u retransmit from psn %u", qp->qpn, sq_at(qp, qp->sq_head)->psn);
     rewind_to(qp, qp->sq_head);
