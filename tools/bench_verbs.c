@@ -28,6 +28,7 @@
 #include "backends/verbs/verbsnic.h"
 #include "backends/verbs/verbsrun.h"
 #include "engine/p2p.h"
+#include "cli_util.h"
 #include "cli_verbs.h"
 #include "scenario.h"
 
@@ -453,23 +454,9 @@ static void engine_bench(const struct opts *o, const char *proto, double raw_rtt
   }
 }
 
-static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-  char *end;
-  errno = 0;
-  unsigned long v = strtoul(s, &end, 0);
-  if (errno || *end || end == s || v < lo || v > hi)
-    return -1;
-  *out = (uint32_t)v;
-  return 0;
-}
-
 static int usage_error(const char *fmt, const char *arg)
 {
-  fprintf(stderr, "prepost: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n\n%s", pp_cli_bench_usage);
-  return 2;
+  return pp_cli_usage_error("prepost", pp_cli_bench_usage, fmt, arg);
 }
 
 int pp_verbs_bench_main(int argc, char **argv)
@@ -500,17 +487,17 @@ int pp_verbs_bench_main(int argc, char **argv)
     } else if (!strcmp(a, "--device")) {
       snprintf(o.nic.device, sizeof(o.nic.device), "%s", v);
     } else if (!strcmp(a, "--gid-index")) {
-      if (parse_u32(v, 0, 255, &x))
+      if (pp_cli_parse_u32(v, 0, 255, &x))
         return usage_error("--gid-index wants 0..255, got '%s'", v);
       o.nic.gid_index = (int)x;
     } else if (!strcmp(a, "--iters")) {
-      if (parse_u32(v, 10, 10000000, &o.iters))
+      if (pp_cli_parse_u32(v, 10, 10000000, &o.iters))
         return usage_error("--iters wants 10..10000000, got '%s'", v);
     } else if (!strcmp(a, "--lat-size")) {
-      if (parse_u32(v, PP_MSG_HEADER, 1u << 20, &o.lat_size))
+      if (pp_cli_parse_u32(v, PP_MSG_HEADER, 1u << 20, &o.lat_size))
         return usage_error("--lat-size wants 16..1048576 bytes, got '%s'", v);
     } else if (!strcmp(a, "--bw-size")) {
-      if (parse_u32(v, PP_MSG_HEADER, 1u << 26, &o.bw_size))
+      if (pp_cli_parse_u32(v, PP_MSG_HEADER, 1u << 26, &o.bw_size))
         return usage_error("--bw-size wants 16..67108864 bytes, got '%s'", v);
     } else {
       return usage_error("unknown option '%s'", a);

@@ -13,6 +13,7 @@
 
 #include "backends/verbs/doctor.h"
 #include "backends/verbs/verbsrun.h"
+#include "cli_util.h"
 #include "report.h"
 #include "scenario.h"
 #include "trace_cli.h"
@@ -66,27 +67,6 @@ const char *const pp_cli_doctor_usage =
     "\n"
     "Exit codes: 0 ready (possibly with a warning), 1 not ready (no device, port down, ...),\n"
     "2 usage error.\n";
-
-static int usage_error(const char *usage, const char *fmt, const char *arg)
-{
-  fprintf(stderr, "prepost: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n\n%s", usage);
-  return EXIT_USAGE;
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-  char *end;
-  if (!s || !*s || *s == '-')
-    return -1;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (errno || *end)
-    return -1;
-  *out = v;
-  return 0;
-}
 
 static int parse_seconds(const char *s, uint64_t *ns)
 {
@@ -178,51 +158,51 @@ int pp_cli_run_verbs(int argc, char **argv)
       for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
         known = known || !strcmp(a, valued[k]);
       if (!known)
-        return usage_error(U, "unknown option '%s'", a);
+        return pp_cli_usage_error("prepost", U, "unknown option '%s'", a);
       if (i + 1 >= argc)
-        return usage_error(U, "%s needs a value", a);
+        return pp_cli_usage_error("prepost", U, "%s needs a value", a);
       const char *val = argv[++i];
       if (!strcmp(a, "--backend")) {
         if (strcmp(val, "verbs"))
-          return usage_error(U, "--backend: 'simgrid' or 'verbs', got '%s'", val);
+          return pp_cli_usage_error("prepost", U, "--backend: 'simgrid' or 'verbs', got '%s'", val);
       } else if (!strcmp(a, "--device")) {
         if (strlen(val) >= sizeof(o.nic.device))
-          return usage_error(U, "--device: name too long: '%s'", val);
+          return pp_cli_usage_error("prepost", U, "--device: name too long: '%s'", val);
         snprintf(o.nic.device, sizeof(o.nic.device), "%s", val);
       } else if (!strcmp(a, "--ib-port")) {
-        if (parse_u64(val, &v) || v < 1 || v > 255)
-          return usage_error(U, "--ib-port wants 1..255, got '%s'", val);
+        if (pp_cli_parse_u64(val, &v) || v < 1 || v > 255)
+          return pp_cli_usage_error("prepost", U, "--ib-port wants 1..255, got '%s'", val);
         o.nic.port = (int)v;
       } else if (!strcmp(a, "--gid-index")) {
-        if (parse_u64(val, &v) || v > 255)
-          return usage_error(U, "--gid-index wants 0..255, got '%s'", val);
+        if (pp_cli_parse_u64(val, &v) || v > 255)
+          return pp_cli_usage_error("prepost", U, "--gid-index wants 0..255, got '%s'", val);
         o.nic.gid_index = (int)v;
       } else if (!strcmp(a, "--rank")) {
-        if (parse_u64(val, &v) || v >= PP_MAX_RANKS)
-          return usage_error(U, "--rank wants a rank number, got '%s'", val);
+        if (pp_cli_parse_u64(val, &v) || v >= PP_MAX_RANKS)
+          return pp_cli_usage_error("prepost", U, "--rank wants a rank number, got '%s'", val);
         o.rank = (int)v;
       } else if (!strcmp(a, "--ranks")) {
         ranks = val;
       } else if (!strcmp(a, "--port")) {
-        if (parse_u64(val, &v) || v > 65535)
-          return usage_error(U, "--port wants 0..65535, got '%s'", val);
+        if (pp_cli_parse_u64(val, &v) || v > 65535)
+          return pp_cli_usage_error("prepost", U, "--port wants 0..65535, got '%s'", val);
         o.coord_port = (uint16_t)v;
       } else if (!strcmp(a, "--timeout")) {
         if (parse_seconds(val, &o.run_timeout_ns))
-          return usage_error(U, "--timeout wants seconds > 0, got '%s'", val);
+          return pp_cli_usage_error("prepost", U, "--timeout wants seconds > 0, got '%s'", val);
       } else if (!strcmp(a, "--boot-timeout")) {
         if (parse_seconds(val, &o.boot_timeout_ns))
-          return usage_error(U, "--boot-timeout wants seconds > 0, got '%s'", val);
+          return pp_cli_usage_error("prepost", U, "--boot-timeout wants seconds > 0, got '%s'", val);
       } else if (!strcmp(a, "--seed")) {
-        if (parse_u64(val, &seed))
-          return usage_error(U, "--seed wants a non-negative integer, got '%s'", val);
+        if (pp_cli_parse_u64(val, &seed))
+          return pp_cli_usage_error("prepost", U, "--seed wants a non-negative integer, got '%s'", val);
         has_seed = true;
       } else if (!strcmp(a, "--log")) {
         log = val;
       } else if (!strcmp(a, "--no-progress")) {
         char e2[512];
         if (pp_duration_parse(val, "--no-progress", &no_progress, e2, sizeof(e2)) != PP_OK)
-          return usage_error(U, "%s", e2);
+          return pp_cli_usage_error("prepost", U, "%s", e2);
         has_np = true;
       } else if (!strcmp(a, "--trace")) {
         o.trace.path = val;
@@ -232,13 +212,13 @@ int pp_cli_run_verbs(int argc, char **argv)
       continue;
     }
     if (scenario)
-      return usage_error(U, "one scenario at a time (extra argument '%s')", a);
+      return pp_cli_usage_error("prepost", U, "one scenario at a time (extra argument '%s')", a);
     scenario = a;
   }
   if (!scenario)
-    return usage_error(U, "%s", "missing SCENARIO");
+    return pp_cli_usage_error("prepost", U, "%s", "missing SCENARIO");
   if ((o.rank >= 0) != (ranks != NULL))
-    return usage_error(U, "%s", "--rank and --ranks go together");
+    return pp_cli_usage_error("prepost", U, "%s", "--rank and --ranks go together");
   if (!models)
     models = getenv("PREPOST_MODELS");
   if (!models)
@@ -316,7 +296,7 @@ int pp_cli_doctor(int argc, char **argv)
       device = argv[++i];
       continue;
     }
-    return usage_error(pp_cli_doctor_usage, "unexpected argument '%s'", argv[i]);
+    return pp_cli_usage_error("prepost", pp_cli_doctor_usage, "unexpected argument '%s'", argv[i]);
   }
   return pp_verbs_doctor(stdout, device);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine/bugs.h"
+#include "tools/cli_util.h"
 #include "tools/explore.h"
 
 #ifndef PREPOST_MODELS_DIR
@@ -83,23 +84,7 @@ struct opts {
 
 static int usage_error(const char *fmt, const char *arg)
 {
-  fprintf(stderr, "prepost explore: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n\n%s", pp_explore_usage);
-  return EXIT_USAGE;
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-  char *end;
-  if (!s || !*s || *s == '-')
-    return -1;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (errno || *end)
-    return -1;
-  *out = v;
-  return 0;
+  return pp_cli_usage_error("prepost explore", pp_explore_usage, fmt, arg);
 }
 
 /* "30", "30s", "5m", "1h", "1.5s" */
@@ -173,7 +158,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
           !strcmp(a, "--max-size") || !strcmp(a, "--shrink-runs") ||
           !strcmp(a, "--shrink-max") || !strcmp(a, "--stop-after") ||
           !strcmp(a, "--exhaustive") || !strcmp(a, "--window")) {
-        if (parse_u64(v, &x))
+        if (pp_cli_parse_u64(v, &x))
           return usage_error("a non-negative integer is expected, got '%s'", v);
         if (!strcmp(a, "--seeds"))
           o->seeds = x, have_seeds = true;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "cli_verbs.h"
 #include "explore.h"
 #include "report.h"
@@ -57,27 +58,6 @@ static const char *const run_usage =
     "Exit codes: 0 completed, 1 error completions, 2 usage or input error, 3 stalled, timeout\n"
     "or no progress.\n";
 
-static int usage_error(const char *usage, const char *fmt, const char *arg)
-{
-  fprintf(stderr, "prepost: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n\n%s", usage);
-  return EXIT_USAGE;
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-  char *end;
-  if (!s || !*s || *s == '-')
-    return -1;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (errno || *end)
-    return -1;
-  *out = v;
-  return 0;
-}
-
 static int exit_code_of(enum pp_outcome o)
 {
   switch (o) {
@@ -115,11 +95,11 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
     } else if (!strcmp(a, "--seed") || !strcmp(a, "--log") || !strcmp(a, "--models") ||
                !strcmp(a, "--trace") || !strcmp(a, "--no-progress")) {
       if (i + 1 >= argc)
-        return usage_error(run_usage, "%s needs a value", a);
+        return pp_cli_usage_error("prepost", run_usage, "%s needs a value", a);
       const char *v = argv[++i];
       if (!strcmp(a, "--seed")) {
-        if (parse_u64(v, &o->seed))
-          return usage_error(run_usage, "--seed wants a non-negative integer, got '%s'", v);
+        if (pp_cli_parse_u64(v, &o->seed))
+          return pp_cli_usage_error("prepost", run_usage, "--seed wants a non-negative integer, got '%s'", v);
         o->has_seed = true;
       } else if (!strcmp(a, "--log")) {
         o->log = v;
@@ -131,15 +111,15 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
         o->models = v;
       }
     } else if (a[0] == '-' && a[1]) {
-      return usage_error(run_usage, "unknown option '%s'", a);
+      return pp_cli_usage_error("prepost", run_usage, "unknown option '%s'", a);
     } else if (o->scenario) {
-      return usage_error(run_usage, "one scenario at a time (extra argument '%s')", a);
+      return pp_cli_usage_error("prepost", run_usage, "one scenario at a time (extra argument '%s')", a);
     } else {
       o->scenario = a;
     }
   }
   if (!o->scenario)
-    return usage_error(run_usage, "%s", "missing SCENARIO");
+    return pp_cli_usage_error("prepost", run_usage, "%s", "missing SCENARIO");
   return -1;
 }
 
@@ -167,7 +147,7 @@ static int cmd_run(int argc, char **argv)
   if (o.no_progress &&
       pp_duration_parse(o.no_progress, "--no-progress", &sc.sim.no_progress_ns, err,
                         sizeof(err)) != PP_OK)
-    return usage_error(run_usage, "%s", err);
+    return pp_cli_usage_error("prepost", run_usage, "%s", err);
   FILE *log = NULL;
   if (o.log) {
     log = strcmp(o.log, "-") ? fopen(o.log, "w") : stderr;
@@ -207,7 +187,7 @@ static int cmd_run(int argc, char **argv)
 int main(int argc, char **argv)
 {
   if (argc < 2)
-    return usage_error(main_usage, "%s", "missing COMMAND");
+    return pp_cli_usage_error("prepost", main_usage, "%s", "missing COMMAND");
   const char *cmd = argv[1];
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
     fputs(main_usage, stdout);
@@ -249,5 +229,5 @@ int main(int argc, char **argv)
     fputs(main_usage, stdout);
     return argc > 2 ? EXIT_USAGE : EXIT_OK;
   }
-  return usage_error(main_usage, "unknown command '%s'", cmd);
+  return pp_cli_usage_error("prepost", main_usage, "unknown command '%s'", cmd);
 }
