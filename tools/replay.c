@@ -19,6 +19,7 @@
 
 #include "engine/dump.h"
 #include "engine/hang.h"
+#include "cli_util.h"
 #include "hang_report.h"
 #include "report.h"
 #include "trace_cli.h"
@@ -857,23 +858,7 @@ const char *const pp_replay_usage =
 
 static int usage(const char *fmt, const char *arg)
 {
-  fprintf(stderr, "prepost: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n\n%s", pp_replay_usage);
-  return EXIT_USAGE;
-}
-
-static int parse_num(const char *s, uint64_t *out)
-{
-  char *end;
-  if (!s || !*s || *s == '-')
-    return -1;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (errno || *end)
-    return -1;
-  *out = v;
-  return 0;
+  return pp_cli_usage_error("prepost", pp_replay_usage, fmt, arg);
 }
 
 static int replay_exact(const struct pp_trace *t, uint64_t until, uint64_t at, uint64_t only,
@@ -1069,7 +1054,7 @@ int pp_cli_replay(int argc, char **argv)
         trace_out = v;
       else if (!strcmp(a, "--log"))
         log_path = v;
-      else if (parse_num(v, !strcmp(a, "--until") ? &until : !strcmp(a, "--at") ? &at : &only))
+      else if (pp_cli_parse_u64(v, !strcmp(a, "--until") ? &until : !strcmp(a, "--at") ? &at : &only))
         rc = usage("expected a non-negative integer, got '%s'", v);
     } else if (a[0] == '-' && a[1]) {
       rc = usage("unknown option '%s'", a);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "trace_sim.h"
 
 enum { EXIT_OK = 0, EXIT_ERRORS = 1, EXIT_USAGE = 2 };
@@ -448,23 +449,7 @@ const char *const pp_trace_usage =
 
 static int usage(const char *fmt, const char *arg)
 {
-  fprintf(stderr, "prepost: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n\n%s", pp_trace_usage);
-  return EXIT_USAGE;
-}
-
-static int parse_num(const char *s, uint64_t *out)
-{
-  char *end;
-  if (!s || !*s || *s == '-')
-    return -1;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (errno || *end)
-    return -1;
-  *out = v;
-  return 0;
+  return pp_cli_usage_error("prepost", pp_trace_usage, fmt, arg);
 }
 
 static void print_header(FILE *out, const struct pp_trace *t)
@@ -519,7 +504,7 @@ static int cmd_dump(int argc, char **argv, bool stats)
       const char *v = argv[++i];
       if (!strcmp(a, "--type"))
         types = v;
-      else if (parse_num(v, !strcmp(a, "--rank")   ? &rank
+      else if (pp_cli_parse_u64(v, !strcmp(a, "--rank")   ? &rank
                             : !strcmp(a, "--from") ? &from
                                                    : &count))
         return usage("expected a non-negative integer, got '%s'", v);
@@ -618,7 +603,7 @@ static int cmd_export(int argc, char **argv)
       uint64_t n;
       if (!strcmp(a, "-o")) {
         out_path = v;
-      } else if (parse_num(v, &n) || (!strcmp(a, "--snaplen") && n > 65535)) {
+      } else if (pp_cli_parse_u64(v, &n) || (!strcmp(a, "--snaplen") && n > 65535)) {
         return usage("expected a non-negative integer (snaplen <= 65535), got '%s'", v);
       } else if (!strcmp(a, "--snaplen")) {
         o.snaplen = (uint32_t)n;
