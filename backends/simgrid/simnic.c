@@ -62,6 +62,8 @@ struct sq_wqe {
   uint32_t npkts;
   uint32_t gen;
   bool read_done;
+  bool read_counted; /* a READ sent since the last rewind whose response has not come back:
+                        counted in qp->reads_out */
 };
 
 struct ring {
@@ -615,6 +617,8 @@ static void fail_head(struct simnic *n, struct qp *qp, enum pp_wc_status status)
 /* Go back N: retransmit from the WQE at `index`. */
 static void rewind_to(struct qp *qp, uint32_t index)
 {
+  for (uint32_t i = index; i != qp->sq_next; i++)
+    sq_at(qp, i)->read_counted = false;
   qp->sq_next = index;
   qp->next_psn = sq_at(qp, index)->psn;
   qp->reads_out = 0;
@@ -666,9 +670,10 @@ static uint64_t transmit(struct simnic *n, struct qp *qp)
   bool rdma = w->wr.opcode == PP_WR_RDMA_WRITE || w->wr.opcode == PP_WR_RDMA_WRITE_WITH_IMM ||
               w->wr.opcode == PP_WR_RDMA_READ;
   uint64_t wire = (uint64_t)w->npkts * hdr(n) + (rdma ? EXT_RETH : 0);
-  if (w->wr.opcode == PP_WR_RDMA_READ)
+  if (w->wr.opcode == PP_WR_RDMA_READ) {
     qp->reads_out++;
-  else
+    w->read_counted = true;
+  } else
     wire += w->len + (w->wr.opcode == PP_WR_SEND_WITH_IMM || w->wr.opcode == PP_WR_RDMA_WRITE_WITH_IMM ? EXT_IMM : 0);
   qp->sq_next++;
   if (!qp->ack_deadline && qp->attr.timeout)
@@ -726,6 +731,16 @@ static void on_progress(struct simnic *n, struct qp *qp)
                          : 0;
 }
 
+/* A READ in flight no longer counts against max_rd_atomic (its response came, or it completed). */
+static void read_uncount(struct qp *qp, struct sq_wqe *w)
+{
+  if (!w->read_counted)
+    return;
+  assert(qp->reads_out > 0);
+  w->read_counted = false;
+  qp->reads_out--;
+}
+
 /* Everything before ack_epsn is acknowledged: complete WQEs in order. */
 static void requester_ack(struct simnic *n, struct qp *qp, uint32_t ack_epsn)
 {
@@ -746,6 +761,7 @@ static void requester_ack(struct simnic *n, struct qp *qp, uint32_t ack_epsn)
       }
       break;
     }
+    read_uncount(qp, w);
     complete_send(n, qp, w, PP_WC_SUCCESS);
     qp->sq_head++;
     progress = true;
@@ -797,10 +813,10 @@ static void requester_read_resp(struct simnic *n, struct qp *qp, const struct si
 {
   for (uint32_t i = qp->sq_head; i != qp->sq_next; i++) {
     struct sq_wqe *w = sq_at(qp, i);
-    if (w->psn == p->psn && w->wr.opcode == PP_WR_RDMA_READ && !w->read_done) {
+    if (w->psn == p->psn && w->wr.opcode == PP_WR_RDMA_READ) {
+      /* also the response to a READ sent again (go back N) after its first response came */
       w->read_done = true;
-      if (qp->reads_out)
-        qp->reads_out--;
+      read_uncount(qp, w);
       break;
     }
   }
