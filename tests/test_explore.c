@@ -105,6 +105,40 @@ Test(explore_gen, the_default_mix_is_the_flow_controlled_protocols)
                  pp_explore_gens[g].name);
 }
 
+/* ANY_SOURCE receives with specific tags from several sources are only safe (no hang whatever
+ * the timing) when every receive can be posted at once: the generator gives them that window,
+ * and shrinking never halves it below. Seed 20770 had a window of 1 and hung under loss. */
+Test(explore_gen, any_source_alltoall_traffic_gets_a_window_for_every_receive)
+{
+  static struct pp_scenario sc;
+  struct pp_explore_space sp;
+  pp_explore_space_default(&sp);
+  unsigned seen = 0;
+  for (size_t g = 0; g < pp_explore_ngens; g++) {
+    if (pp_explore_gens[g].protocol != PP_PROTO_EAGER && pp_explore_gens[g].protocol != PP_PROTO_RNDV)
+      continue;
+    sp.gen = (int)g;
+    for (uint64_t s = 1; s <= 3000; s++) {
+      pp_explore_generate(s, &sp, &sc);
+      const struct pp_engine_cfg *e = &sc.sim.engine;
+      if (e->traffic.recv_mode != PP_RECV_ANY_SOURCE || e->traffic.tags <= 1 ||
+          e->workload.pattern != PP_PATTERN_ALLTOALL || e->nranks < 3)
+        continue;
+      seen++;
+      uint32_t need = e->workload.messages * (e->nranks - 1);
+      cr_assert_geq(e->traffic.window, need, "seed %" PRIu64, s);
+      static struct pp_scenario t;
+      const char *what;
+      for (unsigned k = 0; k < 32; k++) { /* each reduction alone, on the scenario as drawn */
+        t = sc;
+        if (pp_explore_gens[g].reduce(&t, k, &what) && !strcmp(what, "half the window"))
+          cr_assert_geq(t.sim.engine.traffic.window, need, "shrunk below: seed %" PRIu64, s);
+      }
+    }
+  }
+  cr_assert_gt(seen, 10, "the generator draws such scenarios");
+}
+
 /* The liveness bound of a traffic scenario counts its largest messages to every destination and
  * the round trips of a rendezvous: this alltoall of RPUT messages through a send queue of one WR
  * completes at 25.685 ms, past the 25.247 ms bound that counted 52 messages of 16 B. */
