@@ -12,6 +12,14 @@
 
 #include "trace_codec.h"
 
+/* The hot paths' helpers: inlined into each record's path (a call's register saves and restores
+ * cost about as much as encoding a few fields). */
+#if defined(__GNUC__)
+#define HOT static inline __attribute__((always_inline))
+#else
+#define HOT static inline
+#endif
+
 #define CHUNK_TARGET (256u * 1024u) /* a chunk is written once its records pass this size */
 #define REC_MAX 600u                /* the largest record but MEM, with its header */
 #define REC_HEAD_MAX 21u            /* type 1 + rank 5 + dt 10 + len 5 */
@@ -145,10 +153,8 @@ static inline bool has_ts(unsigned type)
 
 /* The payloads of the busiest records, shared by the direct path (encoded at once) and the
  * deferred one (their structs copied raw, encoded by pp_trace_seal()). */
-static uint8_t *put_sges(uint8_t *p, uint32_t num, const struct pp_sge *sg)
+HOT uint8_t *put_sge_list(uint8_t *p, uint32_t n, const struct pp_sge *sg)
 {
-  uint32_t n = num <= PP_MAX_SGE ? num : PP_MAX_SGE;
-  p = pp_put_uv(p, n);
   for (uint32_t i = 0; i < n; i++) {
     p = pp_put_uv(p, sg[i].addr);
     p = pp_put_uv(p, sg[i].length);
@@ -157,57 +163,56 @@ static uint8_t *put_sges(uint8_t *p, uint32_t num, const struct pp_sge *sg)
   return p;
 }
 
-static uint8_t *enc_wc(uint8_t *p, const struct pp_wc *wc)
+static inline uint32_t sge_count(uint32_t num)
+{
+  return num <= PP_MAX_SGE ? num : PP_MAX_SGE;
+}
+
+/* The fields that are nearly always small go in groups (pp_put_uv2/3/4: one test per group);
+ * the bytes are those of one varint per field, as FORMAT.md specifies. */
+HOT uint8_t *enc_wc(uint8_t *p, const struct pp_wc *wc)
 {
   p = pp_put_uv(p, pp_rotl8(wc->wr_id));
   p = pp_put_uv(p, (unsigned)wc->status);
-  p = pp_put_uv(p, (unsigned)wc->opcode);
+  p = pp_put_uv(p, (unsigned)wc->opcode); /* RECV is 128: two bytes */
   p = pp_put_uv(p, wc->vendor_err);
   p = pp_put_uv(p, wc->byte_len);
   p = pp_put_uv(p, wc->imm_data);
   p = pp_put_uv(p, wc->qp_num);
-  p = pp_put_uv(p, wc->src_qp);
-  return pp_put_uv(p, wc->wc_flags);
+  return pp_put_uv2(p, wc->src_qp, wc->wc_flags);
 }
 
-static uint8_t *enc_send(uint8_t *p, uint32_t qp_num, const struct pp_send_wr *wr, int r)
+HOT uint8_t *enc_send(uint8_t *p, uint32_t qp_num, const struct pp_send_wr *wr, int r)
 {
+  uint32_t n = sge_count(wr->num_sge);
   p = pp_put_uv(p, qp_num);
   p = pp_put_uv(p, pp_rotl8(wr->wr_id));
   p = pp_put_uv(p, (unsigned)wr->opcode);
   p = pp_put_uv(p, wr->send_flags);
-  p = put_sges(p, wr->num_sge, wr->sg_list);
-  p = pp_put_uv(p, wr->remote_addr);
-  p = pp_put_uv(p, wr->rkey);
-  p = pp_put_uv(p, wr->imm_data);
-  return pp_put_sv(p, r);
+  p = pp_put_uv(p, n);
+  p = put_sge_list(p, n, wr->sg_list);
+  return pp_put_uv4(p, wr->remote_addr, wr->rkey, wr->imm_data, pp_zigzag(r));
 }
 
-static uint8_t *enc_recv(uint8_t *p, uint32_t q, const struct pp_recv_wr *wr, int r)
+HOT uint8_t *enc_recv(uint8_t *p, uint32_t q, const struct pp_recv_wr *wr, int r)
 {
+  uint32_t n = sge_count(wr->num_sge);
   p = pp_put_uv(p, q);
   p = pp_put_uv(p, pp_rotl8(wr->wr_id));
-  p = put_sges(p, wr->num_sge, wr->sg_list);
+  p = pp_put_uv(p, n);
+  p = put_sge_list(p, n, wr->sg_list);
   return pp_put_sv(p, r);
 }
 
-static uint8_t *enc_pkt(uint8_t *p, uint64_t id, const struct pp_trace_pkt *k)
+HOT uint8_t *enc_pkt(uint8_t *p, uint64_t id, const struct pp_trace_pkt *k)
 {
   p = pp_put_uv(p, id);
-  p = pp_put_uv(p, k->kind);
-  p = pp_put_uv(p, k->opcode);
-  p = pp_put_uv(p, k->dst_rank);
+  p = pp_put_uv3(p, k->kind, k->opcode, k->dst_rank);
   p = pp_put_uv(p, k->src_qpn);
   p = pp_put_uv(p, k->dst_qpn);
   p = pp_put_uv(p, k->psn);
-  p = pp_put_uv(p, k->npkts);
-  p = pp_put_uv(p, k->len);
-  p = pp_put_uv(p, k->syndrome);
-  p = pp_put_uv(p, k->has_ack);
-  p = pp_put_uv(p, k->ack_psn);
-  p = pp_put_uv(p, k->remote_addr);
-  p = pp_put_uv(p, k->rkey);
-  p = pp_put_uv(p, k->imm);
+  p = pp_put_uv4(p, k->npkts, k->len, k->syndrome, k->has_ack);
+  p = pp_put_uv4(p, k->ack_psn, k->remote_addr, k->rkey, k->imm);
   return pp_put_uv(p, k->wire_bytes);
 }
 
@@ -418,7 +423,7 @@ enum pp_status pp_trace_begin(struct pp_trace_writer *w)
 enum pp_status pp_trace_writer_set_swap(struct pp_trace_writer *w, pp_trace_swap_sink swap,
                                         bool deferred)
 {
-  if (w->nrecs || w->len != PP_TRACE_CHUNK_HEADER) {
+  if (w->nrecs || w->chunk_recs || w->len != PP_TRACE_CHUNK_HEADER) {
     fail(w, PP_STATE);
     return PP_STATE;
   }
@@ -569,6 +574,7 @@ enum pp_status pp_trace_flush(struct pp_trace_writer *w)
     sink_out(w, w->buf, w->len);
   }
   w->nchunks++;
+  w->nrecs += w->chunk_recs;
   w->len = PP_TRACE_CHUNK_HEADER;
   w->chunk_recs = 0;
   return w->err;
@@ -596,7 +602,7 @@ enum pp_status pp_trace_writer_status(const struct pp_trace_writer *w)
 
 uint64_t pp_trace_writer_records(const struct pp_trace_writer *w)
 {
-  return w->nrecs;
+  return w->nrecs + w->chunk_recs;
 }
 
 uint64_t pp_trace_writer_bytes(const struct pp_trace_writer *w)
@@ -624,12 +630,6 @@ void pp_trace_writer_destroy(struct pp_trace_writer *w)
  * bytes). NULL from rec_begin: the writer has failed, record nothing.
  */
 
-#if defined(__GNUC__)
-#define HOT static inline __attribute__((always_inline))
-#else
-#define HOT static inline
-#endif
-
 static uint8_t *rec_refused(struct pp_trace_writer *w)
 {
   if (w->err == PP_OK)
@@ -637,25 +637,16 @@ static uint8_t *rec_refused(struct pp_trace_writer *w)
   return NULL;
 }
 
-/* A field of a record being written in place: a varint, or a raw word (deferred encoding). */
-#define PUT_UV(w, p, v) ((w)->deferred ? put_word((p), (v)) : pp_put_uv((p), (v)))
-
+/* The direct path (the default): no test of the deferred mode here, the callers take the deferred
+ * path first (raw_*(), out of line). */
 HOT uint8_t *rec_begin(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64_t ts)
 {
   if (rank >= w->open_ranks)
     return rec_refused(w);
   /* the buffer always has room for one more record (CHUNK_BUF; a MEM record grows it) */
   assert(w->cap - w->len >= REC_HEAD_MAX + REC_MAX);
+  assert(!w->deferred);
   uint8_t *p = w->buf + w->len;
-  if (w->deferred) {
-    p[0] = (uint8_t)type;
-    p[1] = RAW_WORDS;
-    pp_put_le32(p + 4, rank);
-    uint64_t t = has_ts(type) && ts > w->origin ? ts - w->origin : 0;
-    memcpy(p + 8, &t, 8);
-    pp_put_le32(p + 16, 0);
-    return p + RAW_HEAD;
-  }
   *p++ = (uint8_t)type;
   p = pp_put_uv(p, rank);
   if (has_ts(type)) {
@@ -666,27 +657,19 @@ HOT uint8_t *rec_begin(struct pp_trace_writer *w, unsigned type, uint32_t rank, 
   return p + 1;
 }
 
-/* Deferred: the record is a struct (a, then b), copied as it is. */
-HOT uint8_t *raw_struct(uint8_t *pl, unsigned kind, const void *a, size_t na, const void *b,
-                        size_t nb)
+HOT void rec_count(struct pp_trace_writer *w, uint8_t *end)
 {
-  pl[1 - (ptrdiff_t)RAW_HEAD] = (uint8_t)kind;
-  pp_put_le16(pl - RAW_HEAD + 2, 0);
-  pp_put_le32(pl - RAW_HEAD + 16, (uint32_t)(na + nb));
-  memcpy(pl, a, na);
-  if (nb)
-    memcpy(pl + na, b, nb);
-  return pl + na + nb;
+  w->len = (size_t)(end - w->buf);
+  w->chunk_recs++; /* nrecs counts the flushed chunks' records */
+  if (w->len - PP_TRACE_CHUNK_HEADER >= CHUNK_TARGET)
+    pp_trace_flush(w);
 }
 
 HOT void rec_end(struct pp_trace_writer *w, uint8_t *pl, uint8_t *end)
 {
   size_t n = (size_t)(end - pl);
   assert(n <= REC_MAX);
-  if (w->deferred) {
-    if (pl[1 - (ptrdiff_t)RAW_HEAD] == RAW_WORDS)
-      pp_put_le16(pl - RAW_HEAD + 2, (uint16_t)(n / 8));
-  } else if (n < 0x80) {
+  if (n < 0x80) {
     pl[-1] = (uint8_t)n;
   } else { /* REC_MAX < 2^14: two bytes */
     memmove(pl + 1, pl, n);
@@ -694,11 +677,52 @@ HOT void rec_end(struct pp_trace_writer *w, uint8_t *pl, uint8_t *end)
     pl[0] = (uint8_t)(n >> 7);
     end++;
   }
-  w->len = (size_t)(end - w->buf);
-  w->chunk_recs++;
-  w->nrecs++;
-  if (w->len - PP_TRACE_CHUNK_HEADER >= CHUNK_TARGET)
-    pp_trace_flush(w);
+  rec_count(w, end);
+}
+
+/* Deferred encoding: the raw head (RAW_HEAD bytes), then words, a struct or a blob. */
+static uint8_t *raw_begin(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64_t ts)
+{
+  if (rank >= w->open_ranks)
+    return rec_refused(w);
+  assert(w->cap - w->len >= RAW_HEAD + REC_MAX);
+  uint8_t *p = w->buf + w->len;
+  p[0] = (uint8_t)type;
+  p[1] = RAW_WORDS;
+  pp_put_le16(p + 2, 0);
+  pp_put_le32(p + 4, rank);
+  uint64_t t = has_ts(type) && ts > w->origin ? ts - w->origin : 0;
+  memcpy(p + 8, &t, 8);
+  pp_put_le32(p + 16, 0);
+  return p + RAW_HEAD;
+}
+
+/* A record of n fields, as words. */
+static void raw_words(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64_t ts,
+                      const uint64_t *v, unsigned n)
+{
+  uint8_t *pl = raw_begin(w, type, rank, ts);
+  if (!pl)
+    return;
+  for (unsigned i = 0; i < n; i++)
+    pl = put_word(pl, v[i]);
+  pp_put_le16(pl - 8u * n - RAW_HEAD + 2, (uint16_t)n);
+  rec_count(w, pl);
+}
+
+/* A record that is a struct (a, then b), copied as it is. */
+static void raw_struct(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64_t ts,
+                       unsigned kind, const void *a, size_t na, const void *b, size_t nb)
+{
+  uint8_t *pl = raw_begin(w, type, rank, ts);
+  if (!pl)
+    return;
+  pl[1 - (ptrdiff_t)RAW_HEAD] = (uint8_t)kind;
+  pp_put_le32(pl - RAW_HEAD + 16, (uint32_t)(na + nb));
+  memcpy(pl, a, na);
+  if (nb)
+    memcpy(pl + na, b, nb);
+  rec_count(w, pl + na + nb);
 }
 
 /*
@@ -720,9 +744,10 @@ static void emit(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64
   }
   uint8_t *p = w->buf + w->len;
   if (w->deferred) { /* the payload is already encoded: a blob */
-    uint8_t *q = rec_begin(w, type, rank, ts);
+    uint8_t *q = raw_begin(w, type, rank, ts);
+    if (!q)
+      return;
     pp_put_le32(q - RAW_HEAD + 16, (uint32_t)n);
-    pp_put_le16(q - RAW_HEAD + 2, 0);
     p = q;
   } else {
     *p++ = (uint8_t)type;
@@ -736,11 +761,7 @@ static void emit(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64
   }
   if (n)
     memcpy(p, pl, n);
-  w->len = (size_t)(p + n - w->buf);
-  w->chunk_recs++;
-  w->nrecs++;
-  if (w->len - PP_TRACE_CHUNK_HEADER >= CHUNK_TARGET)
-    pp_trace_flush(w);
+  rec_count(w, p + n);
 }
 
 /* ---------------------------------------------------------------- merging */
@@ -761,7 +782,6 @@ static void emit_raw(struct pp_trace_writer *w, uint32_t rank, unsigned type, ui
   if (has_ts(type))
     w->last_ts[rank] = ts;
   w->chunk_recs++;
-  w->nrecs++;
   if (w->len - PP_TRACE_CHUNK_HEADER >= CHUNK_TARGET)
     pp_trace_flush(w);
 }
@@ -895,19 +915,27 @@ static void pk_remove(struct pp_trace_writer *w, size_t i)
 }
 
 /* One PKT_TX record with this id. */
-static void pkt_tx_rec(struct pp_trace_writer *w, uint64_t now, uint64_t id,
+HOT void pkt_tx_rec(struct pp_trace_writer *w, uint64_t now, uint64_t id,
                        const struct pp_trace_pkt *k)
 {
+  if (w->deferred) {
+    raw_struct(w, PP_TREC_PKT_TX, k->src_rank, now, RAW_PKT, &id, 8, k, sizeof(*k));
+    return;
+  }
   uint8_t *pl = rec_begin(w, PP_TREC_PKT_TX, k->src_rank, now);
   if (pl)
-    rec_end(w, pl, w->deferred ? raw_struct(pl, RAW_PKT, &id, 8, k, sizeof(*k)) : enc_pkt(pl, id, k));
+    rec_end(w, pl, enc_pkt(pl, id, k));
 }
 
-static void pkt_rx_rec(struct pp_trace_writer *w, uint64_t now, uint32_t rank, uint64_t id)
+HOT void pkt_rx_rec(struct pp_trace_writer *w, uint64_t now, uint32_t rank, uint64_t id)
 {
+  if (w->deferred) {
+    raw_words(w, PP_TREC_PKT_RX, rank, now, &id, 1);
+    return;
+  }
   uint8_t *pl = rec_begin(w, PP_TREC_PKT_RX, rank, now);
   if (pl)
-    rec_end(w, pl, PUT_UV(w, pl, id));
+    rec_end(w, pl, pp_put_uv(pl, id));
 }
 
 void pp_trace_pkt_tx(struct pp_trace_writer *w, uint64_t now, const void *key,
@@ -1111,10 +1139,9 @@ static void emit_mem(struct pp_trace_rank *t, uint32_t key, uint64_t off, uint32
 }
 
 /* Before every input: what the NIC wrote into small remote-writable regions since the last one. */
-static void input_prologue(struct pp_trace_rank *t, uint64_t now)
+static void snapshot(struct pp_trace_rank *t)
 {
-  t->now = now;
-  for (size_t i = 0; t->nshadow && i < t->nmr; i++) {
+  for (size_t i = 0; i < t->nmr; i++) {
     struct tr_mr *m = &t->mrs[i];
     if (!m->shadow)
       continue;
@@ -1131,8 +1158,19 @@ static void input_prologue(struct pp_trace_rank *t, uint64_t now)
   }
 }
 
+HOT void input_prologue(struct pp_trace_rank *t, uint64_t now)
+{
+  t->now = now;
+  if (t->nshadow) /* none: an input costs no snapshot loop */
+    snapshot(t);
+}
+
 static void emit_simple(struct pp_trace_rank *t, unsigned type)
 {
+  if (t->w->deferred) {
+    raw_words(t->w, type, t->rank, t->now, NULL, 0);
+    return;
+  }
   uint8_t *pl = rec_begin(t->w, type, t->rank, t->now);
   if (pl)
     rec_end(t->w, pl, pl);
@@ -1333,24 +1371,29 @@ static int tr_post_send(void *nic, uint32_t qp_num, const struct pp_send_wr *wr)
 {
   struct pp_trace_rank *t = nic;
   int r = t->ops->post_send(t->nic, qp_num, wr);
-  uint8_t *pl = rec_begin(t->w, PP_TREC_POST_SEND, t->rank, 0);
-  if (pl) {
+  if (t->w->deferred) {
     struct raw_op op = {qp_num, r};
-    rec_end(t->w, pl, t->w->deferred ? raw_struct(pl, RAW_SEND, &op, sizeof(op), wr, sizeof(*wr))
-                                     : enc_send(pl, qp_num, wr, r));
+    raw_struct(t->w, PP_TREC_POST_SEND, t->rank, 0, RAW_SEND, &op, sizeof(op), wr, sizeof(*wr));
+    return r;
   }
+  uint8_t *pl = rec_begin(t->w, PP_TREC_POST_SEND, t->rank, 0);
+  if (pl)
+    rec_end(t->w, pl, enc_send(pl, qp_num, wr, r));
   return r;
 }
 
-static void log_recv(struct pp_trace_rank *t, unsigned type, uint32_t q,
+HOT void log_recv(struct pp_trace_rank *t, unsigned type, uint32_t q,
                      const struct pp_recv_wr *wr, int r)
 {
-  uint8_t *pl = rec_begin(t->w, type, t->rank, 0);
-  if (!pl)
-    return;
-  struct raw_op op = {q, r};
-  rec_end(t->w, pl, t->w->deferred ? raw_struct(pl, RAW_RECV, &op, sizeof(op), wr, sizeof(*wr))
-                                   : enc_recv(pl, q, wr, r));
+  if (t->w->deferred) {
+    struct raw_op op = {q, r};
+    raw_struct(t->w, type, t->rank, 0, RAW_RECV, &op, sizeof(op), wr, sizeof(*wr));
+  } else {
+    uint8_t *pl = rec_begin(t->w, type, t->rank, 0);
+    if (!pl)
+      return;
+    rec_end(t->w, pl, enc_recv(pl, q, wr, r));
+  }
   if (r == PP_OK && t->w->capture_bytes)
     rv_put(t, type == PP_TREC_POST_SRQ_RECV ? q | SRQ_BIT : q, wr);
 }
@@ -1494,10 +1537,13 @@ enum pp_status pp_tr_on_wc(struct pp_trace_rank *t, struct pp_engine *e, uint64_
   input_prologue(t, now);
   if (t->w->capture_bytes)
     capture_recv(t, wc);
-  uint8_t *pl = rec_begin(t->w, PP_TREC_WC, t->rank, now);
-  if (pl)
-    rec_end(t->w, pl, t->w->deferred ? raw_struct(pl, RAW_WC, wc, sizeof(*wc), NULL, 0)
-                                     : enc_wc(pl, wc));
+  if (t->w->deferred) {
+    raw_struct(t->w, PP_TREC_WC, t->rank, now, RAW_WC, wc, sizeof(*wc), NULL, 0);
+  } else {
+    uint8_t *pl = rec_begin(t->w, PP_TREC_WC, t->rank, now);
+    if (pl)
+      rec_end(t->w, pl, enc_wc(pl, wc));
+  }
   enum pp_status s = pp_engine_on_wc(e, now, wc);
   emit_ret(t, s);
   return s;

@@ -19,6 +19,48 @@ static inline uint8_t *pp_put_uv(uint8_t *p, uint64_t v)
   return p;
 }
 
+/* Fields that are almost always below 0x80 (statuses, opcodes, flags, small lengths, zeros), a
+ * few at a time: one comparison for all of them, then one byte each (the bytes pp_put_uv would
+ * write, without its loop and branch per field). */
+static inline uint8_t *pp_put_uv4(uint8_t *p, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+  if ((a | b | c | d) < 0x80) {
+    p[0] = (uint8_t)a;
+    p[1] = (uint8_t)b;
+    p[2] = (uint8_t)c;
+    p[3] = (uint8_t)d;
+    return p + 4;
+  }
+  p = pp_put_uv(p, a);
+  p = pp_put_uv(p, b);
+  p = pp_put_uv(p, c);
+  return pp_put_uv(p, d);
+}
+
+static inline uint8_t *pp_put_uv3(uint8_t *p, uint64_t a, uint64_t b, uint64_t c)
+{
+  if ((a | b | c) < 0x80) {
+    p[0] = (uint8_t)a;
+    p[1] = (uint8_t)b;
+    p[2] = (uint8_t)c;
+    return p + 3;
+  }
+  p = pp_put_uv(p, a);
+  p = pp_put_uv(p, b);
+  return pp_put_uv(p, c);
+}
+
+static inline uint8_t *pp_put_uv2(uint8_t *p, uint64_t a, uint64_t b)
+{
+  if ((a | b) < 0x80) {
+    p[0] = (uint8_t)a;
+    p[1] = (uint8_t)b;
+    return p + 2;
+  }
+  p = pp_put_uv(p, a);
+  return pp_put_uv(p, b);
+}
+
 static inline uint64_t pp_zigzag(int64_t v)
 {
   return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine/prng.h"
+#include "engine/trace.h"
 
 #define QPN_BASE 0x100u
 #define ASYNC_DEPTH 64u
@@ -1336,6 +1337,33 @@ void simnic_pkt_describe(const struct simnic_pkt *p, struct simnic_pkt_info *out
       .rkey = p->rkey,
       .imm = p->imm,
   };
+}
+
+/* the NIC's kinds are the trace's, in the same order */
+_Static_assert((int)PKT_REQ == (int)PP_TPKT_REQ && (int)PKT_ACK == (int)PP_TPKT_ACK &&
+                   (int)PKT_RNR_NAK == (int)PP_TPKT_RNR_NAK && (int)PKT_NAK == (int)PP_TPKT_NAK &&
+                   (int)PKT_READ_RESP == (int)PP_TPKT_READ_RESP,
+               "simnic packet kinds differ from the trace's");
+
+void simnic_pkt_trace(const struct simnic_pkt *p, struct pp_trace_pkt *k)
+{
+  k->id = 0;
+  k->kind = (uint32_t)p->kind;
+  k->opcode = p->kind == PKT_READ_RESP ? (uint32_t)PP_WR_RDMA_READ : (uint32_t)p->opcode;
+  k->src_rank = p->src_host;
+  k->dst_rank = p->dst_host;
+  k->src_qpn = p->src_qpn;
+  k->dst_qpn = p->dst_qpn;
+  k->psn = p->psn;
+  k->npkts = p->npkts;
+  k->len = p->len;
+  k->syndrome = p->syndrome;
+  k->has_ack = p->has_ack;
+  k->ack_psn = p->ack_epsn;
+  k->remote_addr = p->remote_addr;
+  k->rkey = p->rkey;
+  k->imm = p->imm;
+  k->wire_bytes = 0;
 }
 
 /* ---------------------------------------------------------------- verbs */

@@ -2,35 +2,8 @@
 
 void pp_simtrace_pkt(const struct simnic_pkt *pkt, uint64_t wire_bytes, struct pp_trace_pkt *k)
 {
-  struct simnic_pkt_info i;
-  simnic_pkt_describe(pkt, &i);
-  /* the NIC names kinds with static strings: remember which pointer is which (no strcmp per
-   * packet) */
-  static const char *seen[PP_TPKT_COUNT];
-  int kind = -1;
-  for (int k = 0; k < PP_TPKT_COUNT && kind < 0; k++)
-    if (seen[k] == i.kind)
-      kind = k;
-  if (kind < 0 && (kind = pp_trace_pkt_kind_from_name(i.kind)) >= 0)
-    seen[kind] = i.kind;
-  *k = (struct pp_trace_pkt){
-      .kind = kind < 0 ? PP_TPKT_REQ : (uint32_t)kind,
-      .opcode = kind == PP_TPKT_READ_RESP ? PP_WR_RDMA_READ : (uint32_t)i.opcode,
-      .src_rank = i.src_host,
-      .dst_rank = i.dst_host,
-      .src_qpn = i.src_qpn,
-      .dst_qpn = i.dst_qpn,
-      .psn = i.psn,
-      .npkts = i.npkts,
-      .len = i.len,
-      .syndrome = i.syndrome,
-      .has_ack = i.has_ack,
-      .ack_psn = i.ack_epsn,
-      .remote_addr = i.remote_addr,
-      .rkey = i.rkey,
-      .imm = i.imm,
-      .wire_bytes = wire_bytes,
-  };
+  simnic_pkt_trace(pkt, k);
+  k->wire_bytes = wire_bytes;
 }
 
 void pp_simtrace_tx(struct pp_trace_writer *w, uint64_t now, const struct simnic_pkt *pkt,
