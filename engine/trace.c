@@ -681,7 +681,7 @@ HOT void rec_end(struct pp_trace_writer *w, uint8_t *pl, uint8_t *end)
 }
 
 /* Deferred encoding: the raw head (RAW_HEAD bytes), then words, a struct or a blob. */
-static uint8_t *raw_begin(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64_t ts)
+HOT uint8_t *raw_begin(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64_t ts)
 {
   if (rank >= w->open_ranks)
     return rec_refused(w);
@@ -711,7 +711,7 @@ static void raw_words(struct pp_trace_writer *w, unsigned type, uint32_t rank, u
 }
 
 /* A record that is a struct (a, then b), copied as it is. */
-static void raw_struct(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64_t ts,
+HOT void raw_struct(struct pp_trace_writer *w, unsigned type, uint32_t rank, uint64_t ts,
                        unsigned kind, const void *a, size_t na, const void *b, size_t nb)
 {
   uint8_t *pl = raw_begin(w, type, rank, ts);
