@@ -73,6 +73,17 @@ int pp_trace_pkt_kind_from_name(const char *name)
   return pp_name_index(pkt_kind_names, PP_TPKT_COUNT, name);
 }
 
+static const char *const packets_names[] = {
+#define PP_X(id, value, name) [value] = name,
+    PP_TRACE_PACKETS_LIST(PP_X)
+#undef PP_X
+};
+
+const char *pp_trace_packets_name(unsigned packets)
+{
+  return pp_name_of(packets_names, (int)(sizeof(packets_names) / sizeof(packets_names[0])), packets);
+}
+
 /* CRC-32 (IEEE, for the RoCE ICRC of exports) and CRC-32C (Castagnoli, for chunks: the SSE4.2
  * crc32 instruction computes it at several bytes per cycle). Software: slicing-by-8. */
 static uint32_t crc_ieee[8][256], crc_castagnoli[8][256];
@@ -250,6 +261,7 @@ struct pp_trace_writer {
   uint64_t *last_ts;
   uint64_t origin; /* time stamps are written relative to it */
   uint32_t capture_bytes, snapshot_max;
+  enum pp_trace_packets packets;
   struct pkt_slot *pk; /* packets in flight: open addressing, key NULL = empty */
   size_t pk_cap, pk_n;
   uint64_t next_pkt;
@@ -310,6 +322,8 @@ enum pp_status pp_trace_writer_create(pp_trace_sink sink, void *ctx,
   w->nranks = info->nranks;
   w->capture_bytes = info->capture_bytes;
   w->snapshot_max = info->snapshot_max;
+  w->packets = info->packets <= PP_TRACE_PACKETS_ALL ? (enum pp_trace_packets)info->packets
+                                                     : PP_TRACE_PACKETS_ALL;
   w->last_ts = calloc(info->nranks, sizeof(*w->last_ts));
   w->cap = CHUNK_BUF;
   w->buf = malloc(w->cap);
@@ -332,8 +346,14 @@ enum pp_status pp_trace_writer_create(pp_trace_sink sink, void *ctx,
   pp_trace_kv_u64(w, "nranks", info->nranks);
   pp_trace_kv_u64(w, "trace.capture_bytes", info->capture_bytes);
   pp_trace_kv_u64(w, "trace.snapshot_max", info->snapshot_max);
+  pp_trace_kv_u64(w, "trace.packets", w->packets);
   *out = w;
   return w->err;
+}
+
+enum pp_trace_packets pp_trace_writer_packets(const struct pp_trace_writer *w)
+{
+  return w->packets;
 }
 
 static uint8_t *kv_begin(struct pp_trace_writer *w, const char *key, unsigned type, size_t extra)

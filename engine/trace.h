@@ -41,7 +41,8 @@
 #include "status.h"
 
 #define PP_TRACE_MAJOR 1 /* incompatible changes */
-#define PP_TRACE_MINOR 0 /* compatible additions (new keys, new record types, fields appended) */
+#define PP_TRACE_MINOR 1 /* compatible additions (new keys, new record types, fields appended);
+                           * 1: the trace.packets key */
 
 #define PP_TRACE_MAGIC "PPTRACE\x1a"
 #define PP_TRACE_FILE_HEADER 16u
@@ -140,6 +141,18 @@ struct pp_trace_end {
 /* Receives each finished chunk; returns 0 on success. */
 typedef int (*pp_trace_sink)(void *ctx, const void *buf, size_t len);
 
+/* Which PKT_TX/PKT_RX records a trace holds (header key trace.packets). */
+#define PP_TRACE_PACKETS_LIST(X)                                                                \
+  X(NONE, 0, "none")     /* a real NIC reports no packets (verbs) */                            \
+  X(ERRORS, 1, "errors") /* only RNR NAKs and NAKs (the simulator's default) */                \
+  X(ALL, 2, "all")       /* every packet (--trace-packets): what pcap export needs */
+enum pp_trace_packets {
+#define PP_X(id, value, name) PP_TRACE_PACKETS_##id = value,
+  PP_TRACE_PACKETS_LIST(PP_X)
+#undef PP_X
+};
+const char *pp_trace_packets_name(unsigned packets);
+
 struct pp_trace_info {
   const char *version;  /* prepost version */
   const char *backend;  /* "simgrid", "verbs" */
@@ -148,6 +161,7 @@ struct pp_trace_info {
   uint32_t nranks;
   uint32_t capture_bytes; /* bytes of each received message's head recorded (MEM), 0 = none */
   uint32_t snapshot_max;  /* remote-writable MRs up to this size are diffed before each input */
+  uint32_t packets;       /* enum pp_trace_packets: which packets the backend records */
 };
 #define PP_TRACE_CAPTURE_DEFAULT 64u
 #define PP_TRACE_SNAPSHOT_DEFAULT 4096u
@@ -166,6 +180,8 @@ struct pp_trace; /* a trace opened for reading (below) */
 enum pp_status pp_trace_writer_create(pp_trace_sink sink, void *ctx,
                                       const struct pp_trace_info *info,
                                       struct pp_trace_writer **out);
+/* info->packets, for the backend that records them */
+enum pp_trace_packets pp_trace_writer_packets(const struct pp_trace_writer *w);
 enum pp_status pp_trace_kv_u64(struct pp_trace_writer *w, const char *key, uint64_t v);
 enum pp_status pp_trace_kv_f64(struct pp_trace_writer *w, const char *key, double v);
 enum pp_status pp_trace_kv_str(struct pp_trace_writer *w, const char *key, const char *v);
@@ -359,6 +375,9 @@ enum pp_status pp_trace_rec_bytes(const struct pp_trace *t, size_t i, const uint
 /* Decodes record i (cannot fail on an opened trace, but checks anyway). */
 enum pp_status pp_trace_get(const struct pp_trace *t, size_t i, struct pp_trace_rec *rec);
 const struct pp_trace_kv *pp_trace_kv_find(const struct pp_trace *t, const char *key);
+/* The trace's trace.packets; a format 1.0 trace (no key) holds every packet it has: ALL when it
+ * has a PKT_TX record, else NONE. */
+enum pp_trace_packets pp_trace_packets(const struct pp_trace *t);
 /* The engine configuration (rank 0): engine.cfg when its size matches this build's struct,
  * else the readable engine.* keys over cfg's values, with a warning sentence in `note` (empty
  * when exact). PP_PARSE when a key has a bad value (a sentence in note). */

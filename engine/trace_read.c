@@ -454,6 +454,19 @@ const struct pp_trace_kv *pp_trace_kv_find(const struct pp_trace *t, const char 
   return NULL;
 }
 
+enum pp_trace_packets pp_trace_packets(const struct pp_trace *t)
+{
+  const struct pp_trace_kv *kv = pp_trace_kv_find(t, "trace.packets");
+  if (kv && kv->type == PP_TKV_U64 && kv->u <= PP_TRACE_PACKETS_ALL)
+    return (enum pp_trace_packets)kv->u;
+  if (kv) /* a later minor's mode: its packets are not known to be all */
+    return PP_TRACE_PACKETS_ERRORS;
+  for (size_t i = 0; i < t->nrecs; i++)
+    if (t->idx[i].type == PP_TREC_PKT_TX)
+      return PP_TRACE_PACKETS_ALL;
+  return PP_TRACE_PACKETS_NONE;
+}
+
 /* Reads one record header at rd: type, rank, time delta, payload length. */
 struct rec_head {
   unsigned type;

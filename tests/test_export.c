@@ -76,7 +76,8 @@ Test(export, pcap_decodes_as_rocev2_with_rnr_naks, .timeout = 120)
 {
   if (!have_tshark())
     cr_skip_test("tshark is not installed (tools/lib.sh installs it)");
-  cr_assert_eq(sh("$P run $M/rnr-slow-consumer.yaml --trace t.trace > /dev/null"), 0);
+  cr_assert_eq(sh("$P run $M/rnr-slow-consumer.yaml --trace t.trace --trace-packets > /dev/null"),
+               0);
   cr_assert_eq(sh("$P trace export --pcap t.trace -o full.pcap"), 0);
   cr_assert_eq(sh("$P trace export --pcap t.trace -o cap.pcap --snaplen 96"), 0);
   long sends = num("$P trace dump t.trace --type pkt_tx | grep -c ' REQ SEND '");
@@ -118,7 +119,7 @@ Test(export, pcap_multi_packet_messages_and_rdma_writes, .timeout = 120)
   if (!have_tshark())
     cr_skip_test("tshark is not installed (tools/lib.sh installs it)");
   /* 64 KiB messages over a 4 KiB MTU: FIRST, 14 MIDDLE, LAST with consecutive PSNs */
-  cr_assert_eq(sh("$P run $M/hdr-pair.yaml --trace t.trace > /dev/null"), 0);
+  cr_assert_eq(sh("$P run $M/hdr-pair.yaml --trace t.trace --trace-packets > /dev/null"), 0);
   cr_assert_eq(sh("$P trace export --pcap t.trace -o cap.pcap --snaplen 128"), 0);
   long first = num(TSHARK " -Y 'infiniband.bth.opcode == 0' | wc -l");
   cr_assert_gt(first, 0);
@@ -128,7 +129,9 @@ Test(export, pcap_multi_packet_messages_and_rdma_writes, .timeout = 120)
                   "head -16 | awk 'NR > 1 && $1 != p + 1 {exit 1} {p = $1}'"),
                0, "consecutive PSNs inside a message");
   /* the NCCL-style ring writes with RDMA WRITE (RETH) and WRITE_WITH_IMM */
-  cr_assert_eq(sh("$P run $M/rnr-slow-consumer-ring.yaml --trace r.trace > /dev/null"), 0);
+  cr_assert_eq(sh("$P run $M/rnr-slow-consumer-ring.yaml --trace r.trace --trace-packets "
+                  "> /dev/null"),
+               0);
   cr_assert_eq(sh("$P trace export --pcap r.trace -o cap.pcap"), 0);
   long writes = num(TSHARK " -Y 'infiniband.bth.opcode >= 6 && infiniband.bth.opcode <= 11' | "
                     "wc -l");
@@ -138,6 +141,26 @@ Test(export, pcap_multi_packet_messages_and_rdma_writes, .timeout = 120)
   cr_assert_gt(num(TSHARK " -Y 'infiniband.reth' | wc -l"), 0);
   cr_assert_eq(num(TSHARK " -Y '_ws.malformed' | wc -l"), 0);
   cr_assert_eq(sh("$P trace export --pcap nonexistent.trace -o x.pcap 2> /dev/null"), 2);
+}
+
+/* Without --trace-packets a simulator trace has only the RNR NAKs and NAKs among its packets:
+ * no capture from it, a clear refusal instead, and no file left behind. */
+Test(export, pcap_refuses_a_trace_without_every_packet, .timeout = 120)
+{
+  cr_assert_eq(sh("$P run $M/rnr-slow-consumer.yaml --trace t.trace > /dev/null"), 0);
+  cr_assert_eq(sh("$P trace dump t.trace | grep -qx '# trace.packets = 1'"), 0,
+               "the header says which packets (1: errors)");
+  cr_assert_gt(num("$P trace dump t.trace --type pkt_tx | grep -c ' RNR_NAK '"), 100,
+               "the RNR NAKs are still recorded");
+  cr_assert_eq(num("$P trace dump t.trace --type pkt_tx | grep -v '^#' | grep -v ' RNR_NAK ' | wc -l"), 0,
+               "no data or ACK packets");
+  cr_assert_eq(sh("$P trace export --pcap t.trace -o none.pcap 2> err.txt"), 2);
+  cr_assert_eq(sh("grep -q -- '--trace-packets' err.txt && test ! -e none.pcap"), 0,
+               "the message names --trace-packets and no capture is written");
+  cr_assert_eq(sh("$P trace export --pcap t.trace > none.pcap 2> /dev/null"), 2);
+  cr_assert_eq(sh("test ! -s none.pcap"), 0, "nothing on stdout either");
+  cr_assert_eq(sh("$P run $M/rnr-slow-consumer.yaml --trace-packets > /dev/null 2>&1"), 2,
+               "--trace-packets goes with --trace");
 }
 
 #define PY "/usr/bin/python3 -c "

@@ -474,6 +474,7 @@ Test(trace, garbage_and_wrong_versions)
   cr_assert(strstr(err, "not a prepost trace"), "%s", err);
   write_small(&M);
   M.p[8] = 2; /* major 2 */
+  M.p[10] = 0;
   cr_assert_eq(pp_trace_open(M.p, M.n, 0, &t, err, sizeof(err)), PP_UNSUPPORTED);
   cr_assert(strstr(err, "2.0"), "%s", err);
 }
@@ -531,7 +532,7 @@ Test(trace, partial_trace_reads_complete_chunks)
 static struct pp_scenario sc;
 static struct pp_run_result res;
 
-static void run_traced(const char *name, struct membuf *m)
+static void run_traced(const char *name, enum pp_trace_packets packets, struct membuf *m)
 {
   char path[PP_PATH_MAX], err[1024] = "";
   snprintf(path, sizeof(path), PREPOST_MODELS_DIR "/scenarios/%s.yaml", name);
@@ -541,7 +542,7 @@ static void run_traced(const char *name, struct membuf *m)
   m->fail_after = -1;
   struct pp_trace_info info = {.version = "test", .backend = "simgrid", .scenario = sc.sim.name,
                                .seed = sc.sim.seed, .nranks = sc.sim.engine.nranks,
-                               .capture_bytes = 64, .snapshot_max = 4096};
+                               .capture_bytes = 64, .snapshot_max = 4096, .packets = packets};
   struct pp_trace_writer *w;
   cr_assert_eq(pp_trace_writer_create(mem_sink, m, &info, &w), PP_OK);
   cr_assert_eq(pp_trace_kv_sim_cfg(w, &sc.sim), PP_OK);
@@ -555,8 +556,9 @@ static void run_traced(const char *name, struct membuf *m)
 
 Test(trace, simulated_run_is_recorded, .timeout = 120)
 {
-  run_traced("rnr-slow-consumer", &M);
+  run_traced("rnr-slow-consumer", PP_TRACE_PACKETS_ALL, &M);
   open_ok(M.p, M.n, 0);
+  cr_assert_eq(pp_trace_packets(&T), PP_TRACE_PACKETS_ALL);
   uint64_t wc[2] = {0}, sends = 0, recvs = 0, tx = 0, rx = 0, rnr = 0, mem = 0, ends = 0;
   for (size_t i = 0; i < T.nrecs; i++) {
     struct pp_trace_rec r;
@@ -604,6 +606,34 @@ Test(trace, simulated_run_is_recorded, .timeout = 120)
   cr_assert_eq(pp_trace_sim_cfg(&T, &back, &tmp, note, sizeof(note)), PP_OK, "%s", note);
   cr_assert(!tmp);
   cr_assert_eq(memcmp(&back, &sc.sim, sizeof(back)), 0, "the configuration round-trips");
+  pp_run_result_free(&res);
+}
+
+/* The default (PP_TRACE_PACKETS_ERRORS): of the packets only the RNR NAKs (and NAKs), each with
+ * its arrival; the engine's inputs and outputs all there. */
+Test(trace, simulated_run_records_only_error_packets_by_default, .timeout = 120)
+{
+  run_traced("rnr-slow-consumer", PP_TRACE_PACKETS_ERRORS, &M);
+  open_ok(M.p, M.n, 0);
+  cr_assert_eq(pp_trace_packets(&T), PP_TRACE_PACKETS_ERRORS);
+  const struct pp_trace_kv *kv = pp_trace_kv_find(&T, "trace.packets");
+  cr_assert(kv && kv->type == PP_TKV_U64 && kv->u == PP_TRACE_PACKETS_ERRORS);
+  uint64_t tx = 0, rx = 0, rnr = 0, sends = 0, wc = 0;
+  for (size_t i = 0; i < T.nrecs; i++) {
+    struct pp_trace_rec r;
+    cr_assert_eq(pp_trace_get(&T, i, &r), PP_OK);
+    tx += r.type == PP_TREC_PKT_TX;
+    rx += r.type == PP_TREC_PKT_RX;
+    rnr += r.type == PP_TREC_PKT_TX && r.u.pkt.kind == PP_TPKT_RNR_NAK;
+    sends += r.type == PP_TREC_POST_SEND;
+    wc += r.type == PP_TREC_WC;
+  }
+  cr_assert_gt(res.ranks[1].nic.rnr_naks_sent, 100, "the slow consumer RNR-NAKs");
+  cr_assert_eq(rnr, res.ranks[1].nic.rnr_naks_sent, "every RNR NAK");
+  cr_assert_eq(tx, rnr, "no other packet (the run has no NAK)");
+  cr_assert_eq(rx, tx, "each one's arrival");
+  cr_assert_eq(sends, 200);
+  cr_assert_eq(wc, 400);
   pp_run_result_free(&res);
 }
 
@@ -829,12 +859,14 @@ Test(trace, cli_run_trace_dump_is_deterministic, .timeout = 120)
   cr_assert_not_null(mkdtemp(dir));
   const char *sc1 = PREPOST_MODELS_DIR "/scenarios/lossy.yaml";
   char cmd[2048];
-  snprintf(cmd, sizeof(cmd), "'%s' run %s --trace %s/a.trace > /dev/null", PREPOST_CLI, sc1, dir);
+  /* every packet (--trace-packets): the filters below pick packets of rank 1 */
+  snprintf(cmd, sizeof(cmd), "'%s' run %s --trace %s/a.trace --trace-packets > /dev/null",
+           PREPOST_CLI, sc1, dir);
   cr_assert_eq(sh("%s%s", cmd, ""), 0);
   /* b: encoded on the writer thread (PREPOST_TRACE_ENCODE=writer): the same records */
   snprintf(cmd, sizeof(cmd),
-           "PREPOST_TRACE_ENCODE=writer '%s' run %s --trace %s/b.trace > /dev/null", PREPOST_CLI,
-           sc1, dir);
+           "PREPOST_TRACE_ENCODE=writer '%s' run %s --trace %s/b.trace --trace-packets > /dev/null",
+           PREPOST_CLI, sc1, dir);
   cr_assert_eq(sh("%s%s", cmd, ""), 0);
   /* the same run twice (once encoded on the writer thread): the same records (addresses of the
    * engines' buffers aside) */
@@ -864,6 +896,9 @@ Test(trace, cli_run_trace_dump_is_deterministic, .timeout = 120)
   snprintf(cmd, sizeof(cmd), "cd %s && '%s' trace merge -o m.trace a.trace && '%s' replay "
            "m.trace > replay.txt", dir, PREPOST_CLI, PREPOST_CLI);
   cr_assert_eq(sh("%s%s", cmd, ""), 0, "merge, then exact replay");
+  snprintf(cmd, sizeof(cmd), "'%s' trace dump %s/m.trace | grep -qx '# trace.packets = 2'",
+           PREPOST_CLI, dir);
+  cr_assert_eq(sh("%s%s", cmd, ""), 0, "the merged trace says it has every packet");
   snprintf(cmd, sizeof(cmd), "cd %s && '%s' trace merge -o m2.trace a.trace a.trace 2> err2.txt",
            dir, PREPOST_CLI);
   cr_assert_eq(sh("%s%s", cmd, ""), 2, "the same ranks twice");

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/prng.h"
+#include "engine/trace.h"
 #include "fuzz/fuzz_trace.h"
 
 #define CORPUS PREPOST_SOURCE_DIR "/tests/fuzz/corpus"
@@ -51,7 +52,35 @@ Test(trace_fuzz, seeds_parse_as_expected)
   cr_assert_eq(seed("short-header"), -1);
   cr_assert_gt(seed("rnr-retry0"), 100, "a recorded simulated run");
   cr_assert_gt(seed("rnr-retry0-cut"), 100, "without its END chunk, in partial mode");
+  cr_assert_eq(seed("rnr-retry0-v1.1"), 90, "format 1.1, trace.packets errors: one RNR NAK");
   cr_assert_eq(seed("regress-dt-int64-min"), -1, "a time delta of -2^63 (found by libFuzzer)");
+}
+
+/* Which packets a seed has: format 1.0 (no trace.packets key) had every packet it recorded. */
+static enum pp_trace_packets packets_of(const char *name, unsigned *minor)
+{
+  char path[512];
+  snprintf(path, sizeof(path), CORPUS "/%s", name);
+  size_t n;
+  uint8_t *b = slurp(path, &n);
+  struct pp_trace t;
+  char err[512];
+  cr_assert_eq(pp_trace_open(b + 1, n - 1, 0, &t, err, sizeof(err)), PP_OK, "%s: %s", name, err);
+  enum pp_trace_packets p = pp_trace_packets(&t);
+  *minor = t.minor;
+  pp_trace_close(&t);
+  free(b);
+  return p;
+}
+
+Test(trace_fuzz, seeds_say_which_packets_they_have)
+{
+  unsigned minor;
+  cr_assert_eq(packets_of("rnr-retry0", &minor), PP_TRACE_PACKETS_ALL);
+  cr_assert_eq(minor, 0, "a format 1.0 trace: no key, its packets are all there were");
+  cr_assert_eq(packets_of("tiny", &minor), PP_TRACE_PACKETS_ALL, "1.0 with one packet");
+  cr_assert_eq(packets_of("rnr-retry0-v1.1", &minor), PP_TRACE_PACKETS_ERRORS);
+  cr_assert_eq(minor, 1);
 }
 
 Test(trace_fuzz, every_corpus_file_and_its_mutations, .timeout = 300)
@@ -105,5 +134,5 @@ Test(trace_fuzz, every_corpus_file_and_its_mutations, .timeout = 300)
     free(orig);
   }
   closedir(d);
-  cr_assert_geq(files, 6, "the corpus is there");
+  cr_assert_geq(files, 8, "the corpus is there");
 }

@@ -57,7 +57,8 @@ static void child_main(const struct pp_scenario *sc, int fd, const char *trace, 
   memset(&v, 0, sizeof v);
   FILE *lf = log ? fopen(log, "w") : NULL;
   struct pp_cli_trace *tr = NULL;
-  if (trace && !(tr = pp_cli_trace_start(trace, &sc->sim, PREPOST_VERSION, err, sizeof err)))
+  /* one failing seed: every packet, for the pictures and the pcap of its diagnosis */
+  if (trace && !(tr = pp_cli_trace_start(trace, &sc->sim, PREPOST_VERSION, true, err, sizeof err)))
     fprintf(stderr, "prepost explore: %s\n", err);
   struct pp_run_result res;
   enum pp_status st = pp_sim_run(&sc->sim, lf, &res, err, sizeof err);

@@ -23,8 +23,8 @@ static struct pp_xmsg *push(struct vec *v)
   return &v->m[v->n++];
 }
 
-/* packet id -> message index: ids are dense from 0 */
-static int from_packets(const struct pp_trace *t, struct vec *v)
+/* packet id -> message index: ids are dense from 0. errors_only: only RNR NAKs and NAKs. */
+static int from_packets(const struct pp_trace *t, struct vec *v, bool errors_only)
 {
   size_t cap = 0;
   size_t *by_id = NULL;
@@ -38,6 +38,9 @@ static int from_packets(const struct pp_trace *t, struct vec *v)
     const struct pp_trace_pkt *k = &r.u.pkt;
     if (k->id >= (uint64_t)1 << 40)
       continue; /* not a writer-assigned id */
+    if (errors_only && type == PP_TREC_PKT_TX && k->kind != PP_TPKT_RNR_NAK &&
+        k->kind != PP_TPKT_NAK)
+      continue; /* its arrival finds no message: by_id stays SIZE_MAX */
     if (k->id >= cap) {
       size_t nc = cap ? cap : 1024;
       while (nc <= k->id)
@@ -64,7 +67,7 @@ static int from_packets(const struct pp_trace *t, struct vec *v)
                   : k->kind == PP_TPKT_NAK     ? PP_MK_NAK
                                                : PP_MK_READ_RESP};
       by_id[k->id] = v->n - 1;
-    } else if (by_id[k->id] != SIZE_MAX) {
+    } else if (k->id < cap && by_id[k->id] != SIZE_MAX) {
       v->m[by_id[k->id]].t1 = r.ts;
     }
   }
@@ -166,14 +169,38 @@ out:
   return rc;
 }
 
+/* Merges two lists in the order they were sent (each is); b's go after a's at the same time. */
+static int merge(struct vec *a, struct vec *b, struct vec *out)
+{
+  size_t i = 0, j = 0;
+  while (i < a->n || j < b->n) {
+    struct pp_xmsg *m = push(out);
+    if (!m)
+      return -1;
+    *m = j == b->n || (i < a->n && a->m[i].t0 <= b->m[j].t0) ? a->m[i++] : b->m[j++];
+  }
+  return 0;
+}
+
 int pp_trace_messages(const struct pp_trace *t, struct pp_xmsg **out, size_t *n, char *err,
                       size_t errlen)
 {
-  struct vec v = {0};
-  bool packets = false;
-  for (size_t i = 0; i < t->nrecs && !packets; i++)
-    packets = t->idx[i].type == PP_TREC_PKT_TX;
-  if ((packets ? from_packets(t, &v) : from_completions(t, &v)) != 0) {
+  struct vec v = {0}, a = {0}, b = {0};
+  int rc;
+  switch (pp_trace_packets(t)) {
+  case PP_TRACE_PACKETS_ALL:
+    rc = from_packets(t, &v, false);
+    break;
+  case PP_TRACE_PACKETS_ERRORS: /* the protocol's messages, with the RNR NAKs and NAKs */
+    rc = from_completions(t, &a) || from_packets(t, &b, true) || merge(&a, &b, &v) ? -1 : 0;
+    break;
+  default:
+    rc = from_completions(t, &v);
+    break;
+  }
+  free(a.m);
+  free(b.m);
+  if (rc != 0) {
     free(v.m);
     snprintf(err, errlen, "out of memory collecting the messages");
     return -1;

@@ -1,8 +1,9 @@
 /* The messages of a trace, for the pictures (tools/export_perfetto.c, tools/export_svg.c): with
- * packets (simulated backend) every packet from its transmission to its arrival; without (a
- * verbs trace) every send that consumes a receive, from its post to the matching receive
- * completion (RC delivers in order per QP, so the k-th consuming send of a QP meets the k-th
- * receive completion of its peer QP). */
+ * every packet (trace.packets all: --trace-packets) every packet from its transmission to its
+ * arrival; without (a verbs trace, a simulator trace recorded without --trace-packets) every
+ * send that consumes a receive, from its post to the matching receive completion (RC delivers
+ * in order per QP, so the k-th consuming send of a QP meets the k-th receive completion of its
+ * peer QP), and the RNR NAKs and NAKs the trace has as packets. */
 #ifndef PP_EXPORT_MSGS_H
 #define PP_EXPORT_MSGS_H
 

@@ -217,6 +217,21 @@ static bool psn_after(uint32_t a, uint32_t b) /* a > b modulo 2^24 */
   return a != b && ((a - b) & 0x800000u) == 0;
 }
 
+int pp_export_pcap_check(const struct pp_trace *t, char *err, size_t errlen)
+{
+  enum pp_trace_packets p = pp_trace_packets(t);
+  if (p == PP_TRACE_PACKETS_ALL)
+    return 0;
+  if (p == PP_TRACE_PACKETS_ERRORS)
+    snprintf(err, errlen, "the trace has only the RNR NAK and NAK packets (trace.packets %s): "
+                          "record it again with `prepost run SCENARIO --trace FILE "
+                          "--trace-packets` for a capture", pp_trace_packets_name(p));
+  else
+    snprintf(err, errlen, "the trace has no packets (a real NIC reports none: only the simulated "
+                          "backend records them, with `prepost run --trace FILE --trace-packets`)");
+  return -1;
+}
+
 int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_opts *opts,
                    char *err, size_t errlen)
 {
@@ -225,13 +240,8 @@ int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_o
   const struct pp_trace_kv *kv = pp_trace_kv_find(t, "engine.qp.mtu");
   if (kv && kv->type == PP_TKV_U64 && kv->u >= 256 && kv->u <= 4096)
     mtu = (uint32_t)kv->u;
-  size_t npkt = 0;
-  for (size_t i = 0; i < t->nrecs; i++)
-    npkt += t->idx[i].type == PP_TREC_PKT_TX;
-  if (npkt == 0) {
-    snprintf(err, errlen, "the trace has no packets (only the simulated backend records them)");
+  if (pp_export_pcap_check(t, err, errlen))
     return -1;
-  }
   size_t cap = 64;
   while (cap < 4 * (size_t)t->nranks + 64)
     cap *= 2;

@@ -34,6 +34,7 @@ static const char *const main_usage =
 
 static const char *const run_usage =
     "usage: prepost run SCENARIO [--seed N] [--log FILE] [--json] [--models DIR]\n"
+    "                            [--trace FILE [--trace-packets]]\n"
     "\n"
     "Runs SCENARIO (a YAML file, see models/scenarios/README.md) on the SimGrid backend.\n"
     "\n"
@@ -41,7 +42,11 @@ static const char *const run_usage =
     "  --log FILE    write the NIC event log (one line per packet, completion and QP state\n"
     "                change, stamped with simulated nanoseconds; '-' for stderr)\n"
     "  --json        print one JSON object on stdout instead of the table\n"
-    "  --trace FILE  record every rank's inputs, outputs and packets (traces/FORMAT.md)\n"
+    "  --trace FILE  record every rank's inputs and outputs (enough for an exact replay, the\n"
+    "                exports but pcap, and hang reports) and the RNR NAK and NAK packets\n"
+    "                (traces/FORMAT.md); cheap enough to leave on\n"
+    "  --trace-packets  with --trace: record every packet too (data, ACKs, read responses), as\n"
+    "                `prepost trace export --pcap` needs; it costs more (traces/FORMAT.md)\n"
     "  --no-progress T  stop when no rank made progress for T (a duration: 500us, 2ms, 1s;\n"
     "                0: never), simulated time; overrides the scenario's limits.no_progress\n"
     "                (default 1s). Progress: a send or receive finished towards the workload,\n"
@@ -76,6 +81,7 @@ struct run_opts {
   const char *trace;
   const char *models;
   bool json;
+  bool trace_packets; /* --trace-packets */
   bool has_seed;
   uint64_t seed;
   const char *no_progress; /* --no-progress T, applied over the scenario's limits */
@@ -90,6 +96,8 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
       return EXIT_OK + 100;
     } else if (!strcmp(a, "--json")) {
       o->json = true;
+    } else if (!strcmp(a, "--trace-packets")) {
+      o->trace_packets = true;
     } else if (!strcmp(a, "--backend") && i + 1 < argc && !strcmp(argv[i + 1], "simgrid")) {
       i++;
     } else if (!strcmp(a, "--seed") || !strcmp(a, "--log") || !strcmp(a, "--models") ||
@@ -120,6 +128,8 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
   }
   if (!o->scenario)
     return pp_cli_usage_error("prepost", run_usage, "%s", "missing SCENARIO");
+  if (o->trace_packets && !o->trace)
+    return pp_cli_usage_error("prepost", run_usage, "%s", "--trace-packets goes with --trace");
   return -1;
 }
 
@@ -157,7 +167,8 @@ static int cmd_run(int argc, char **argv)
     }
   }
   struct pp_cli_trace *tr = NULL;
-  if (o.trace && !(tr = pp_cli_trace_start(o.trace, &sc.sim, PREPOST_VERSION, err, sizeof(err)))) {
+  if (o.trace && !(tr = pp_cli_trace_start(o.trace, &sc.sim, PREPOST_VERSION, o.trace_packets, err,
+                                           sizeof(err)))) {
     fprintf(stderr, "prepost: %s\n", err);
     return EXIT_USAGE;
   }

@@ -830,7 +830,8 @@ static int hang_report(FILE *o, struct replay *R, bool json)
 const char *const pp_replay_usage =
     "usage: prepost replay TRACE [--until N] [--at NS] [--rank R] [--partial] [--quiet]\n"
     "       prepost replay TRACE --hang [--json] [--partial]\n"
-    "       prepost replay TRACE --sim [--set KEY=VALUE]... [--json] [--trace FILE]\n"
+    "       prepost replay TRACE --sim [--set KEY=VALUE]... [--json] [--trace FILE\n"
+    "                                  [--trace-packets]]\n"
     "       prepost replay TRACE --sim --list-keys\n"
     "\n"
     "Exact mode (default): feeds each rank's recorded inputs to a fresh engine and checks that\n"
@@ -850,7 +851,8 @@ const char *const pp_replay_usage =
     "--sim: runs the trace's configuration again on the simulated backend, with what-ifs:\n"
     "  --set KEY=VALUE   override one key (engine.qp.rnr_retry=7, or short: rnr_retry=7;\n"
     "                    messages=100, loss=0.01, seed=3, ...); --list-keys shows them all\n"
-    "  --json, --trace FILE, --log FILE as for `prepost run`\n"
+    "  --json, --trace FILE, --trace-packets, --log FILE as for `prepost run` (the new trace\n"
+    "                    has every packet also when TRACE had them)\n"
     "\n"
     "Exit codes: exact mode 0 the replay matched the trace, 1 it diverged, 2 usage or unreadable\n"
     "trace; --hang 3 when a rank is stuck; --sim as for `prepost run` (0 completed, 1 errors,\n"
@@ -949,7 +951,7 @@ static int replay_exact(const struct pp_trace *t, uint64_t until, uint64_t at, u
 }
 
 static int replay_sim(const struct pp_trace *t, char **sets, int nsets, bool list, bool json,
-                      const char *trace_out, const char *log_path)
+                      const char *trace_out, bool packets, const char *log_path)
 {
   static struct pp_sim_config cfg;
   bool tmp = false;
@@ -979,7 +981,8 @@ static int replay_sim(const struct pp_trace *t, char **sets, int nsets, bool lis
   }
   struct pp_cli_trace *tr = NULL;
   const struct pp_trace_kv *ver = pp_trace_kv_find(t, "prepost.version");
-  if (trace_out && !(tr = pp_cli_trace_start(trace_out, &cfg, ver ? ver->s : "?", err,
+  packets = packets || pp_trace_packets(t) == PP_TRACE_PACKETS_ALL;
+  if (trace_out && !(tr = pp_cli_trace_start(trace_out, &cfg, ver ? ver->s : "?", packets, err,
                                              sizeof(err)))) {
     fprintf(stderr, "prepost: %s\n", err);
     if (log && log != stderr)
@@ -1017,7 +1020,7 @@ int pp_cli_replay(int argc, char **argv)
 {
   const char *path = NULL, *trace_out = NULL, *log_path = NULL;
   uint64_t until = UINT64_MAX, at = UINT64_MAX, only = UINT64_MAX;
-  bool sim = false, list = false, json = false, quiet = false, hang = false;
+  bool sim = false, list = false, json = false, quiet = false, hang = false, packets = false;
   unsigned flags = 0;
   char **sets = calloc((size_t)argc + 1, sizeof(*sets));
   int nsets = 0;
@@ -1037,6 +1040,8 @@ int pp_cli_replay(int argc, char **argv)
       list = true;
     } else if (!strcmp(a, "--json")) {
       json = true;
+    } else if (!strcmp(a, "--trace-packets")) {
+      packets = true;
     } else if (!strcmp(a, "--quiet")) {
       quiet = true;
     } else if (!strcmp(a, "--partial")) {
@@ -1066,9 +1071,12 @@ int pp_cli_replay(int argc, char **argv)
   }
   if (rc < 0 && !path)
     rc = usage("%s", "missing TRACE");
-  if (rc < 0 && !sim && (nsets || list || (json && !hang) || trace_out || log_path))
+  if (rc < 0 && !sim && (nsets || list || (json && !hang) || trace_out || packets ||
+                      log_path))
     rc = usage("%s", "--set, --list-keys, --trace and --log go with --sim, --json with --sim "
                      "or --hang");
+  if (rc < 0 && packets && !trace_out)
+    rc = usage("%s", "--trace-packets goes with --trace");
   if (rc < 0 && sim && hang)
     rc = usage("%s", "--hang explains a trace: not with --sim");
   if (rc < 0 && sim && (until != UINT64_MAX || at != UINT64_MAX || only != UINT64_MAX))
@@ -1088,7 +1096,7 @@ int pp_cli_replay(int argc, char **argv)
     fprintf(stderr, "prepost: --rank %" PRIu64 ": the trace has %u ranks\n", only, f.t.nranks);
     rc = EXIT_USAGE;
   } else if (sim) {
-    rc = replay_sim(&f.t, sets, nsets, list, json, trace_out, log_path);
+    rc = replay_sim(&f.t, sets, nsets, list, json, trace_out, packets, log_path);
   } else {
     rc = replay_exact(&f.t, until, at, only, quiet, hang, json);
   }

@@ -152,7 +152,8 @@ static uint32_t capture_for(const struct pp_engine_cfg *c)
 }
 
 struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_config *cfg,
-                                        const char *version, char *err, size_t errlen)
+                                        const char *version, bool packets, char *err,
+                                        size_t errlen)
 {
   struct pp_cli_trace *t = calloc(1, sizeof(*t));
   if (!t) {
@@ -176,6 +177,7 @@ struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_co
       .nranks = cfg->engine.nranks,
       .capture_bytes = env && *env ? (uint32_t)strtoul(env, NULL, 0) : capture_for(&cfg->engine),
       .snapshot_max = PP_TRACE_SNAPSHOT_DEFAULT,
+      .packets = packets ? PP_TRACE_PACKETS_ALL : PP_TRACE_PACKETS_ERRORS,
   };
   enum pp_status s = pp_trace_writer_create(file_sink, t, &info, &t->w);
   if (s == PP_OK)
@@ -245,7 +247,7 @@ static bool info_key(const char *k)
 {
   static const char *const keys[] = {"prepost.version", "trace.backend",       "scenario.name",
                                      "seed",            "nranks",              "trace.capture_bytes",
-                                     "trace.snapshot_max"};
+                                     "trace.snapshot_max", "trace.packets"};
   for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
     if (!strcmp(k, keys[i]))
       return true;
@@ -274,7 +276,8 @@ static enum pp_status writer_like(const struct pp_trace *h, pp_trace_sink sink, 
                                .seed = kv_u64(h, "seed"),
                                .nranks = h->nranks,
                                .capture_bytes = (uint32_t)kv_u64(h, "trace.capture_bytes"),
-                               .snapshot_max = (uint32_t)kv_u64(h, "trace.snapshot_max")};
+                               .snapshot_max = (uint32_t)kv_u64(h, "trace.snapshot_max"),
+                               .packets = pp_trace_packets(h)};
   enum pp_status s = pp_trace_writer_create(sink, ctx, &info, w);
   for (size_t i = 0; s == PP_OK && i < h->nkv; i++) {
     const struct pp_trace_kv *kv = &h->kv[i];
@@ -626,6 +629,11 @@ static int cmd_export(int argc, char **argv)
   char err[1024];
   if (pp_trace_file_load(path, flags, &f, err, sizeof(err))) {
     fprintf(stderr, "prepost: %s\n", err);
+    return EXIT_USAGE;
+  }
+  if (!strcmp(kind, "pcap") && pp_export_pcap_check(&f.t, err, sizeof(err))) {
+    fprintf(stderr, "prepost: %s: %s\n", path, err); /* before -o FILE exists: no empty capture */
+    pp_trace_file_free(&f);
     return EXIT_USAGE;
   }
   FILE *out = stdout;

@@ -2,6 +2,7 @@
 #ifndef PP_TRACE_CLI_H
 #define PP_TRACE_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,10 +11,12 @@
 #include "engine/trace.h"
 
 /* `prepost run --trace FILE`: opens FILE, writes the header for cfg and hands the writer to the
- * simulator (pp_sim_set_trace). NULL with a sentence in err on failure. */
+ * simulator (pp_sim_set_trace). Every packet with `packets` (--trace-packets), else only RNR
+ * NAKs and NAKs (traces/FORMAT.md, trace.packets). NULL with a sentence in err on failure. */
 struct pp_cli_trace;
 struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_config *cfg,
-                                        const char *version, char *err, size_t errlen);
+                                        const char *version, bool packets, char *err,
+                                        size_t errlen);
 /* Finishes the trace after pp_sim_run(); 0, or -1 with a sentence in err. Frees t. */
 int pp_cli_trace_end(struct pp_cli_trace *t, char *err, size_t errlen);
 
@@ -47,6 +50,8 @@ struct pp_export_opts {
   uint32_t snaplen;     /* pcap: bytes captured per packet, 0 = whole packet */
   uint64_t max_events;  /* svg: messages drawn at most */
 };
+/* 0 when the trace has every packet (trace.packets all), else -1 and what to record instead */
+int pp_export_pcap_check(const struct pp_trace *t, char *err, size_t errlen);
 int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_opts *o, char *err,
                    size_t errlen);
 int pp_export_perfetto(const struct pp_trace *t, FILE *out, const struct pp_export_opts *o,

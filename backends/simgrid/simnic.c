@@ -1345,6 +1345,11 @@ _Static_assert((int)PKT_REQ == (int)PP_TPKT_REQ && (int)PKT_ACK == (int)PP_TPKT_
                    (int)PKT_READ_RESP == (int)PP_TPKT_READ_RESP,
                "simnic packet kinds differ from the trace's");
 
+bool simnic_pkt_is_error(const struct simnic_pkt *p)
+{
+  return p->kind == PKT_RNR_NAK || p->kind == PKT_NAK;
+}
+
 void simnic_pkt_trace(const struct simnic_pkt *p, struct pp_trace_pkt *k)
 {
   k->id = 0;

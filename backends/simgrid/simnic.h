@@ -164,5 +164,7 @@ void simnic_pkt_describe(const struct simnic_pkt *pkt, struct simnic_pkt_info *o
 /* The same as a trace's packet (PKT_TX, engine/trace.h) in one step, for the recorder's hot path:
  * every field but id and wire_bytes (0). */
 void simnic_pkt_trace(const struct simnic_pkt *pkt, struct pp_trace_pkt *out);
+/* An RNR NAK or a NAK (what a trace records without every packet). */
+bool simnic_pkt_is_error(const struct simnic_pkt *pkt);
 
 #endif

@@ -76,10 +76,12 @@ static struct sim {
 
 static char shutdown_token;
 static struct pp_trace_writer *trace_writer;
+static bool trace_all_packets;
 
 void pp_sim_set_trace(struct pp_trace_writer *w)
 {
   trace_writer = w;
+  trace_all_packets = w && pp_trace_writer_packets(w) == PP_TRACE_PACKETS_ALL;
 }
 
 static uint64_t now_ns(void)
@@ -100,7 +102,7 @@ static void wire_send(void *ctx, uint32_t src, uint32_t dst, struct simnic_pkt *
 {
   (void)ctx;
   (void)src;
-  pp_simtrace_tx(trace_writer, now_ns(), pkt, wire_bytes);
+  pp_simtrace_tx(trace_writer, now_ns(), pkt, wire_bytes, trace_all_packets);
   sg_comm_t c = sg_mailbox_put_init(S.ranks[dst].mbox, pkt, (long)wire_bytes);
   sg_comm_detach(c, NULL);
 }

@@ -7,12 +7,14 @@ void pp_simtrace_pkt(const struct simnic_pkt *pkt, uint64_t wire_bytes, struct p
 }
 
 void pp_simtrace_tx(struct pp_trace_writer *w, uint64_t now, const struct simnic_pkt *pkt,
-                    uint64_t wire_bytes)
+                    uint64_t wire_bytes, bool all)
 {
   if (!w)
     return;
   /* a wire transfer is a train of packets (doorbell batching): the first carries its bytes */
   for (const struct simnic_pkt *p = pkt; p; p = simnic_pkt_next(p)) {
+    if (!all && !simnic_pkt_is_error(p))
+      continue; /* untagged: its arrival is not recorded either */
     struct pp_trace_pkt k;
     pp_simtrace_pkt(p, p == pkt ? wire_bytes : 0, &k);
     /* the id travels with the packet (+ 1: 0 is "not recorded"): its arrival needs no lookup */

@@ -54,6 +54,8 @@ int pp_fuzz_trace_one(const uint8_t *data, size_t size)
     for (size_t i = 0; i < t.nkv; i++)
       if (!pp_trace_kv_find(&t, t.kv[i].key))
         abort();
+    if (pp_trace_packets(&t) > PP_TRACE_PACKETS_ALL)
+      abort();
     struct pp_engine_cfg cfg;
     memset(&cfg, 0, sizeof(cfg));
     if (!pp_trace_kv_find(&t, "engine.cfg")) /* raw bytes may hold any bool: not here */
