@@ -186,9 +186,7 @@ HOT uint8_t *enc_wc(uint8_t *p, const struct pp_wc *wc)
   p = pp_put_uv(p, pp_rotl8(wc->wr_id));
   p = pp_put_uv(p, (unsigned)wc->status);
   p = pp_put_uv(p, (unsigned)wc->opcode); /* RECV is 128: two bytes */
-  p = pp_put_uv(p, wc->vendor_err);
-  p = pp_put_uv(p, wc->byte_len);
-  p = pp_put_uv(p, wc->imm_data);
+  p = pp_put_uv3(p, wc->vendor_err, wc->byte_len, wc->imm_data);
   p = pp_put_uv(p, wc->qp_num);
   return pp_put_uv2(p, wc->src_qp, wc->wc_flags);
 }

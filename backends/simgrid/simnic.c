@@ -1350,6 +1350,14 @@ bool simnic_pkt_is_error(const struct simnic_pkt *p)
   return p->kind == PKT_RNR_NAK || p->kind == PKT_NAK;
 }
 
+bool simnic_pkt_train_has_error(const struct simnic_pkt *p)
+{
+  for (; p; p = p->train)
+    if (p->kind == PKT_RNR_NAK || p->kind == PKT_NAK)
+      return true;
+  return false;
+}
+
 void simnic_pkt_trace(const struct simnic_pkt *p, struct pp_trace_pkt *k)
 {
   k->id = 0;

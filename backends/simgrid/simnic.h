@@ -166,5 +166,7 @@ void simnic_pkt_describe(const struct simnic_pkt *pkt, struct simnic_pkt_info *o
 void simnic_pkt_trace(const struct simnic_pkt *pkt, struct pp_trace_pkt *out);
 /* An RNR NAK or a NAK (what a trace records without every packet). */
 bool simnic_pkt_is_error(const struct simnic_pkt *pkt);
+/* Whether pkt or a packet after it in its train is one (one call per wire transfer). */
+bool simnic_pkt_train_has_error(const struct simnic_pkt *pkt);
 
 #endif
