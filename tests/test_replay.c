@@ -273,4 +273,15 @@ Test(replay, sim_what_if, .timeout = 120)
   /* the what-if run can itself be recorded, and replays exactly */
   cr_assert_eq(cli("replay t.trace --sim --set rnr_retry=7 --trace w.trace"), 0);
   cr_assert_eq(cli("replay w.trace"), 0, "%s", out);
+  /* its packets: as the source trace's (no data packets), or every one with --trace-packets */
+  cr_assert_eq(cli("trace dump w.trace --header"), 0);
+  cr_assert(strstr(out, "# trace.packets = 1\n"), "%s", out);
+  cr_assert_eq(cli("replay t.trace --sim --set rnr_retry=7 --trace p.trace --trace-packets"), 0);
+  cr_assert_eq(cli("trace dump p.trace --header"), 0);
+  cr_assert(strstr(out, "# trace.packets = 2\n"), "%s", out);
+  cr_assert_eq(cli("replay p.trace --sim --set rnr_retry=7 --trace q.trace"), 0);
+  cr_assert_eq(cli("trace dump q.trace --header"), 0);
+  cr_assert(strstr(out, "# trace.packets = 2\n"), "a trace with every packet begets one: %s", out);
+  cr_assert_eq(cli("replay p.trace"), 0, "%s", out);
+  cr_assert_eq(cli("replay t.trace --sim --trace-packets"), 2, "--trace-packets needs --trace");
 }
