@@ -81,7 +81,8 @@ static const char *const packets_names[] = {
 
 const char *pp_trace_packets_name(unsigned packets)
 {
-  return pp_name_of(packets_names, (int)(sizeof(packets_names) / sizeof(packets_names[0])), packets);
+  int n = (int)(sizeof(packets_names) / sizeof(packets_names[0]));
+  return pp_name_of(packets_names, n, packets);
 }
 
 /* CRC-32 (IEEE, for the RoCE ICRC of exports) and CRC-32C (Castagnoli, for chunks: the SSE4.2

@@ -152,7 +152,9 @@ Test(export, pcap_refuses_a_trace_without_every_packet, .timeout = 120)
                "the header says which packets (1: errors)");
   cr_assert_gt(num("$P trace dump t.trace --type pkt_tx | grep -c ' RNR_NAK '"), 100,
                "the RNR NAKs are still recorded");
-  cr_assert_eq(num("$P trace dump t.trace --type pkt_tx | grep -v '^#' | grep -v ' RNR_NAK ' | wc -l"), 0,
+  cr_assert_eq(num("$P trace dump t.trace --type pkt_tx | grep -v '^#' | grep -v ' RNR_NAK ' | "
+                   "wc -l"),
+               0,
                "no data or ACK packets");
   cr_assert_eq(sh("$P trace export --pcap t.trace -o none.pcap 2> err.txt"), 2);
   cr_assert_eq(sh("grep -q -- '--trace-packets' err.txt && test ! -e none.pcap"), 0,
