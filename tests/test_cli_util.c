@@ -49,3 +49,10 @@ Test(cli_util, usage_error_names_the_command_and_prints_the_usage, .init = cr_re
   cr_assert_stderr_eq_str("prepost explore: unknown option '--bogus'\n\n"
                           "usage: prepost explore ...\n");
 }
+
+Test(cli_util, json_string_escapes_quotes_backslashes_and_control_bytes, .init = cr_redirect_stdout)
+{
+  pp_json_string(stdout, "a\"b\\c\n\x01 \xc3\xa9");
+  fflush(stdout);
+  cr_assert_stdout_eq_str("\"a\\\"b\\\\c\\u000a\\u0001 \xc3\xa9\"");
+}

@@ -33,3 +33,18 @@ int pp_cli_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
   *out = (uint32_t)v;
   return 0;
 }
+
+void pp_json_string(FILE *out, const char *s)
+{
+  fputc('"', out);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(out, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(out, "\\u%04x", c);
+    else
+      fputc(c, out);
+  }
+  fputc('"', out);
+}

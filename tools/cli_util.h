@@ -4,6 +4,7 @@
 #define PREPOST_TOOLS_CLI_UTIL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 /* Prints "WHO: " + fmt (with its one string argument), a blank line and `usage` on stderr;
  * returns 2, the CLI's exit code for a usage error. */
@@ -15,5 +16,8 @@ int pp_cli_parse_u64(const char *s, uint64_t *out);
 
 /* The same, within [lo, hi]. */
 int pp_cli_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
+
+/* Writes s as a JSON string literal (quotes and escapes included). */
+void pp_json_string(FILE *out, const char *s);
 
 #endif

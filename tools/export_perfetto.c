@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "engine/p2p.h"
 #include "export_msgs.h"
 #include "trace_cli.h"
@@ -100,21 +101,6 @@ static struct wr_ent *wr_put(struct wrmap *m, uint64_t key, uint64_t wr_id)
   m->e[h].key = key;
   m->e[h].wr_id = wr_id;
   return &m->e[h];
-}
-
-static void json_str(FILE *o, const char *s)
-{
-  fputc('"', o);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(o, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(o, "\\u%04x", c);
-    else
-      fputc(c, o);
-  }
-  fputc('"', o);
 }
 
 struct rank_ctr {
@@ -472,7 +458,7 @@ int pp_export_perfetto(const struct pp_trace *t, FILE *o, const struct pp_export
   uint64_t end_ts = 0, next_id = 1;
   const struct pp_trace_kv *name = pp_trace_kv_find(t, "scenario.name");
   fprintf(o, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"scenario\":");
-  json_str(o, name && name->type == PP_TKV_STR ? name->s : "?");
+  pp_json_string(o, name && name->type == PP_TKV_STR ? name->s : "?");
   fprintf(o, "},\"traceEvents\":[\n");
   for (uint32_t r = 0; r < t->nranks; r++) {
     fprintf(o, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":\"rank %u\"}}",

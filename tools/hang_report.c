@@ -2,20 +2,7 @@
 
 #include <inttypes.h>
 
-static void jstr(FILE *out, const char *s)
-{
-  fputc('"', out);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(out, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(out, "\\u%04x", c);
-    else
-      fputc(c, out);
-  }
-  fputc('"', out);
-}
+#include "cli_util.h"
 
 static void print_trigger(FILE *out, const struct pp_hang *h)
 {
@@ -115,7 +102,7 @@ static void json_rank(FILE *out, const struct pp_hang *h, uint32_t r)
     fprintf(out, ", \"tag\": ");
     json_peer(out, w->tag);
     fprintf(out, ", \"since_ns\": %" PRIu64 ", \"what\": ", w->since_ns);
-    jstr(out, w->what);
+    pp_json_string(out, w->what);
     fprintf(out, "}");
   }
   fprintf(out, "], \"more\": %u, \"waits_for\": [", k->total - k->nwaits);
@@ -123,7 +110,7 @@ static void json_rank(FILE *out, const struct pp_hang *h, uint32_t r)
   for (uint32_t i = 0; i < h->nedges; i++)
     if (h->edge[i].from == r) {
       fprintf(out, "%s{\"rank\": %u, \"why\": ", sep, h->edge[i].to);
-      jstr(out, h->edge[i].why);
+      pp_json_string(out, h->edge[i].why);
       fprintf(out, "}");
       sep = ", ";
     }
@@ -137,7 +124,7 @@ void pp_hang_json(FILE *out, const struct pp_hang *h)
   if (h->trigger == PP_HANG_TRIGGER_NO_PROGRESS)
     fprintf(out, ", \"no_progress_ns\": %" PRIu64, h->no_progress_ns);
   fprintf(out, ", \"cause\": ");
-  jstr(out, h->cause);
+  pp_json_string(out, h->cause);
   fprintf(out, ", \"ranks\": [");
   const char *sep = "";
   for (uint32_t r = 0; r < h->nranks; r++) {
@@ -161,7 +148,7 @@ void pp_hang_json(FILE *out, const struct pp_hang *h)
     fprintf(out, "%s{\"from\": %u, \"to\": %u, \"kind\": \"%s\", \"why\": ", i ? ", " : "",
             h->edge[i].from, h->edge[i].to,
             pp_wait_kind_name((enum pp_wait_kind)h->edge[i].kind));
-    jstr(out, h->edge[i].why);
+    pp_json_string(out, h->edge[i].why);
     fprintf(out, "}");
   }
   fprintf(out, "], \"cycle\": [");

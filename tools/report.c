@@ -20,21 +20,6 @@ static void rank_totals(const struct pp_rank_result *r, struct totals *t)
     t->status[k] += r->stats.status_counts[k];
 }
 
-void pp_json_string(FILE *out, const char *s)
-{
-  fputc('"', out);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(out, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(out, "\\u%04x", c);
-    else
-      fputc(c, out);
-  }
-  fputc('"', out);
-}
-
 static void json_counts(FILE *out, const struct totals *t, const struct pp_latency *lat)
 {
   fprintf(out,

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "backends/simgrid/simrun.h"
+#include "cli_util.h" /* pp_json_string */
 
 void pp_report_json(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res);
 void pp_report_table(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res);
@@ -13,7 +14,5 @@ void pp_report_json_on(FILE *out, const struct pp_sim_config *cfg, const struct 
                        const char *backend);
 void pp_report_table_on(FILE *out, const struct pp_sim_config *cfg,
                         const struct pp_run_result *res, const char *backend);
-/* Writes s as a JSON string literal (quotes and escapes included). */
-void pp_json_string(FILE *out, const char *s);
 
 #endif
