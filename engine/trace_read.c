@@ -732,8 +732,9 @@ void pp_trace_close(struct pp_trace *t)
   memset(t, 0, sizeof(*t));
 }
 
-enum pp_status pp_trace_rec_bytes(const struct pp_trace *t, size_t i, const uint8_t **p,
-                                  size_t *n)
+/* The head of record i; the record lies inside a chunk that was checked, the read is bounded by
+ * the file anyway. */
+static enum pp_status locate(const struct pp_trace *t, size_t i, struct rec_head *h)
 {
   if (i >= t->nrecs)
     return PP_NOTFOUND;
@@ -741,28 +742,29 @@ enum pp_status pp_trace_rec_bytes(const struct pp_trace *t, size_t i, const uint
   if (e->offset >= t->size)
     return PP_PARSE;
   struct pp_rd rd = {t->data + e->offset, t->data + t->size, 0};
-  struct rec_head h;
   const char *what;
-  if (rec_head(&rd, t->nranks, &h, &what))
-    return PP_PARSE;
-  *p = t->data + e->offset;
+  return rec_head(&rd, t->nranks, h, &what) ? PP_PARSE : PP_OK;
+}
+
+enum pp_status pp_trace_rec_bytes(const struct pp_trace *t, size_t i, const uint8_t **p,
+                                  size_t *n)
+{
+  struct rec_head h;
+  enum pp_status s = locate(t, i, &h);
+  if (s != PP_OK)
+    return s;
+  *p = t->data + t->idx[i].offset;
   *n = (size_t)(h.pl + h.n - *p);
   return PP_OK;
 }
 
 enum pp_status pp_trace_get(const struct pp_trace *t, size_t i, struct pp_trace_rec *r)
 {
-  if (i >= t->nrecs)
-    return PP_NOTFOUND;
-  const struct pp_trace_idx *e = &t->idx[i];
-  if (e->offset >= t->size)
-    return PP_PARSE;
-  /* the record lies inside a chunk that was checked; bound the read by the file anyway */
-  struct pp_rd rd = {t->data + e->offset, t->data + t->size, 0};
   struct rec_head h;
-  const char *what;
-  if (rec_head(&rd, t->nranks, &h, &what))
-    return PP_PARSE;
+  enum pp_status s = locate(t, i, &h);
+  if (s != PP_OK)
+    return s;
+  const struct pp_trace_idx *e = &t->idx[i];
   *r = (struct pp_trace_rec){.type = h.type, .rank = h.rank, .ts = e->ts, .index = i,
                              .offset = e->offset};
   struct dec d = {.rd = {h.pl, h.pl + h.n, 0}};
