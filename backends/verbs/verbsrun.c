@@ -710,13 +710,9 @@ out:
   boot_buf_free(&b);
   if (r.fd >= 0)
     close(r.fd);
-  if (r.tr) {
-    uint64_t end = boot_now_ns();
-    pp_tr_rank_end(r.tr, r.e, end);
-    pp_tr_engine_destroy(r.tr, r.e, end);
-  } else {
-    pp_engine_destroy(r.e);
-  }
+  uint64_t end = boot_now_ns();
+  pp_tr_rank_end(r.tr, r.e, end); /* both as pp_engine_* without a recorder */
+  pp_tr_engine_destroy(r.tr, r.e, end);
   if (trace_close(&r) && s == PP_OK) {
     errf(err, errlen, "rank %u: writing its trace failed", id);
     s = PP_IO;
