@@ -33,7 +33,7 @@
  * each iteration every element is compared with the direct computation (the sum over the n
  * ranks, the owner's value, the root's value).
  */
-#include "collective.h"
+#include "prepost/collective.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "dump.h"
+#include "prepost/dump.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

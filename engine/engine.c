@@ -1,5 +1,5 @@
-#include "engine.h"
-#include "names.h"
+#include "prepost/engine.h"
+#include "prepost/names.h"
 
 #include <assert.h>
 #include <stdio.h>

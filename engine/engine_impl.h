@@ -11,9 +11,9 @@
 #ifndef PP_ENGINE_IMPL_H
 #define PP_ENGINE_IMPL_H
 
-#include "engine.h"
-#include "hang.h"
-#include "prng.h"
+#include "prepost/engine.h"
+#include "prepost/hang.h"
+#include "prepost/prng.h"
 #include "timerq.h"
 
 /* A message handed to a protocol: send `len` bytes of `buf` to `peer`, or receive up to `len`
@@ -45,11 +45,11 @@ struct pp_proto_ops {
   enum pp_status (*on_timer)(struct pp_engine *e, uint64_t now, uint32_t arg);
   /* Nothing of the protocol's own is outstanding (for pp_engine_done). */
   bool (*quiet)(const struct pp_engine *e);
-  /* Optional (NULL: nothing to say): the protocol's state for pp_engine_dump() (engine/dump.h):
+  /* Optional (NULL: nothing to say): the protocol's state for pp_engine_dump() (prepost/dump.h):
    * per connection its queues, pending requests, credits, head/tail. snprintf-like: writes at
    * most len bytes (NUL included), returns the length it wanted. */
   size_t (*dump)(const struct pp_engine *e, char *buf, size_t len);
-  /* What each pending operation waits for (engine/hang.h): fills at most max entries with
+  /* What each pending operation waits for (prepost/hang.h): fills at most max entries with
    * pp_wait_add(), returns how many there are. Times in since_ns, never in the text (the text
    * is part of the progress mark). */
   size_t (*pending)(const struct pp_engine *e, struct pp_wait *out, size_t max);

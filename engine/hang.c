@@ -1,4 +1,4 @@
-#include "hang.h"
+#include "prepost/hang.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
-#include "names.h"
+#include "prepost/names.h"
 
 static const char *const kind_names[] = {
 #define PP_X(id, name, desc) [PP_WAIT_##id] = name,

@@ -22,8 +22,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "p2p_cfg.h"
-#include "status.h"
+#include "prepost/p2p_cfg.h"
+#include "prepost/status.h"
 
 struct pp_mqueue;
 

@@ -1,4 +1,4 @@
-#include "names.h"
+#include "prepost/names.h"
 
 #include <string.h>
 

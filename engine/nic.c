@@ -1,5 +1,5 @@
-#include "nic.h"
-#include "names.h"
+#include "prepost/nic.h"
+#include "prepost/names.h"
 
 #include <string.h>
 

@@ -31,7 +31,7 @@
  * Completions reach the workload at the end of the event that caused them (a done list), never
  * from inside an API call the workload is making.
  */
-#include "p2p.h"
+#include "prepost/p2p.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -41,7 +41,7 @@
 #include "bugs.h"
 #include "engine_impl.h"
 #include "match.h"
-#include "names.h"
+#include "prepost/names.h"
 
 #define HDR 64u
 #define PIPE_MAX 8u

@@ -1,4 +1,4 @@
-#include "prng.h"
+#include "prepost/prng.h"
 
 static uint64_t splitmix64(uint64_t *x)
 {

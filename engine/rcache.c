@@ -1,5 +1,5 @@
 /* The registration cache; see rcache.h. */
-#include "rcache.h"
+#include "prepost/rcache.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -31,7 +31,7 @@
  *  - No allocation after create, no busy wait: a send without credit waits in the bounded send
  *    queue for the credit update's completion.
  */
-#include "ring.h"
+#include "prepost/ring.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "engine_impl.h"
-#include "names.h"
-#include "p2p.h"
+#include "prepost/names.h"
+#include "prepost/p2p.h"
 
 struct out {
   pp_req h;

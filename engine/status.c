@@ -1,4 +1,4 @@
-#include "status.h"
+#include "prepost/status.h"
 
 static const char *const names[] = {
 #define PP_X(name, desc) [PP_##name] = #name,

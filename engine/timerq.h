@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "status.h"
+#include "prepost/status.h"
 
 struct pp_timer {
   uint64_t deadline;

@@ -2,8 +2,8 @@
  * Trace writer and per-rank recorder (see trace.h and traces/FORMAT.md). No I/O: finished chunks
  * go to the caller's sink.
  */
-#include "trace.h"
-#include "names.h"
+#include "prepost/trace.h"
+#include "prepost/names.h"
 
 #include <assert.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace.h"
+#include "prepost/trace.h"
 
 enum cfg_kind { K_UINT, K_PROTOCOL, K_WORKLOAD, K_PATTERN };
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace.h"
+#include "prepost/trace.h"
 #include "trace_codec.h"
 
 #define KEY_MAX 255u

@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "engine_impl.h"
-#include "names.h"
-#include "p2p.h"
+#include "prepost/names.h"
+#include "prepost/p2p.h"
 
 #define SUBMIT_TIMER 1u
 #define CONSUME_TIMER 2u

@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/engine.h"
+#include "prepost/engine.h"
 
 #define FF_MAX_RANKS 16
 #define FF_MAX_QPS 64

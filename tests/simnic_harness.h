@@ -3,7 +3,7 @@
 #ifndef PP_SIMNIC_HARNESS_H
 #define PP_SIMNIC_HARNESS_H
 
-#include "backends/simgrid/simnic.h"
+#include "prepost/simnic.h"
 
 #define H_MAX_EVENTS 65536
 #define H_MAX_HOSTS 8

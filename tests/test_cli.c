@@ -491,7 +491,7 @@ Test(cli, json_report_of_a_failed_run)
   cr_assert_geq(num(out, "status_counts.WR_FLUSH_ERR"), 1);
 }
 
-/* ================================================================ hangs (engine/hang.h) */
+/* ================================================================ hangs (prepost/hang.h) */
 
 /* A naive sender whose receiver posts its buffers only after 5 ms: with rnr_retry 7 the SENDs
  * are retried for ever (RNR NAKs), nothing is delivered, nothing quiesces. */

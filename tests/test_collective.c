@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "prepost/engine.h"
 #include "engine/engine_impl.h"
 #include "fakefabric.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "prepost/engine.h"
 #include "engine/engine_impl.h"
 
 /* Under ASan, each test that creates engines asks LeakSanitizer for leaks at its end (at exit it

@@ -1,7 +1,7 @@
 /* engine/names.c: the one lookup behind every X-macro name table. */
 #include <criterion/criterion.h>
 
-#include "engine/names.h"
+#include "prepost/names.h"
 
 static const char *const table[] = {[0] = "zero", [1] = "one", [3] = "three"}; /* 2 is a hole */
 

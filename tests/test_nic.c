@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "engine/nic.h"
+#include "prepost/nic.h"
 
 /* enum ibv_wc_status, by value (REFERENCE.md section 1). */
 static const char *const ibv_wc_status[] = {

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/simgrid/simrun.h"
-#include "engine/engine.h"
-#include "engine/p2p.h"
+#include "prepost/simrun.h"
+#include "prepost/engine.h"
+#include "prepost/p2p.h"
 #include "simnic_harness.h"
 
 #pragma GCC diagnostic push

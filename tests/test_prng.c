@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <stdint.h>
 
-#include "engine/prng.h"
+#include "prepost/prng.h"
 
 Test(prng, same_seed_same_sequence)
 {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/simgrid/simnic.h"
-#include "engine/rcache.h"
+#include "prepost/simnic.h"
+#include "prepost/rcache.h"
 
 struct reg {
   uint64_t addr, len;

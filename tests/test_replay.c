@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "engine/trace.h"
+#include "prepost/trace.h"
 
 static char dir[64];
 static char *out; /* stdout of the last cli() */

@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "prepost/engine.h"
 #include "engine/engine_impl.h"
-#include "engine/trace.h"
+#include "prepost/trace.h"
 #include "fakefabric.h"
 
 /* scenario.h's opening comment trips -Wcomment (see tools/scenario.c) */

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/simgrid/simrun.h"
+#include "prepost/simrun.h"
 #include "engine/engine_impl.h"
-#include "engine/p2p.h"
+#include "prepost/p2p.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wcomment"

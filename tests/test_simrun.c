@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backends/simgrid/simrun.h"
+#include "prepost/simrun.h"
 
 /* scenario.h's opening comment trips -Wcomment (see tools/scenario.c) */
 #pragma GCC diagnostic push

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "engine/status.h"
+#include "prepost/status.h"
 
 Test(status, names_are_distinct_and_printable)
 {

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <stdint.h>
 
-#include "engine/prng.h"
+#include "prepost/prng.h"
 #include "engine/timerq.h"
 
 Test(timerq, empty)

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "backends/simgrid/simrun.h"
-#include "engine/trace.h"
+#include "prepost/simrun.h"
+#include "prepost/trace.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wcomment"

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/prng.h"
-#include "engine/trace.h"
+#include "prepost/prng.h"
+#include "prepost/trace.h"
 #include "fuzz/fuzz_trace.h"
 
 #define CORPUS PREPOST_SOURCE_DIR "/tests/fuzz/corpus"

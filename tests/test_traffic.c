@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/simgrid/simrun.h"
-#include "engine/p2p.h"
+#include "prepost/simrun.h"
+#include "prepost/p2p.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wcomment"

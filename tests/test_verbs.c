@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "backends/verbs/boot.h"
-#include "backends/verbs/verbsnic.h"
-#include "backends/verbs/verbsrun.h"
+#include "prepost/verbsnic.h"
+#include "prepost/verbsrun.h"
 
 #define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"
 
@@ -694,7 +694,7 @@ Test(verbs_cli, usage_errors)
   assert_has(out, "\"backend\": \"simgrid\"");
 }
 
-/* ================================================================ hang reports (engine/hang.h) */
+/* ================================================================ hang reports (prepost/hang.h) */
 
 /* Both fake ranks through HELLO, TABLE, READY and GO. */
 static void fake_start(struct coord_ctx *c, int fd[2], struct boot_buf *b)

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "backends/verbs/boot.h"
-#include "backends/verbs/verbsnic.h"
-#include "backends/verbs/verbsrun.h"
+#include "prepost/verbsnic.h"
+#include "prepost/verbsrun.h"
 
 #define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"
 #define BUF 65536

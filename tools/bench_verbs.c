@@ -25,9 +25,9 @@
 #include <unistd.h>
 
 #include "backends/verbs/boot.h"
-#include "backends/verbs/verbsnic.h"
-#include "backends/verbs/verbsrun.h"
-#include "engine/p2p.h"
+#include "prepost/verbsnic.h"
+#include "prepost/verbsrun.h"
+#include "prepost/p2p.h"
 #include "cli_util.h"
 #include "cli_verbs.h"
 #include "scenario.h"

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "backends/verbs/doctor.h"
-#include "backends/verbs/verbsrun.h"
+#include "prepost/verbsrun.h"
 #include "cli_util.h"
 #include "report.h"
 #include "scenario.h"

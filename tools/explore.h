@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "engine/prng.h"
+#include "prepost/prng.h"
 
 /* scenario.h's opening comment trips -Wcomment in some includers */
 #pragma GCC diagnostic push

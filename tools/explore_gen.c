@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "engine/bugs.h"
-#include "engine/p2p.h"
+#include "prepost/p2p.h"
 #include "tools/explore.h"
 
 /* ------------------------------------------------------------------ names */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/trace.h"
+#include "prepost/trace.h"
 
 enum pp_msg_kind { PP_MK_DATA, PP_MK_ACK, PP_MK_RNR_NAK, PP_MK_NAK, PP_MK_READ_RESP };
 

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "cli_util.h"
-#include "engine/p2p.h"
+#include "prepost/p2p.h"
 #include "export_msgs.h"
 #include "trace_cli.h"
 

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/dump.h"
-#include "engine/hang.h"
+#include "prepost/dump.h"
+#include "prepost/hang.h"
 #include "cli_util.h"
 #include "hang_report.h"
 #include "report.h"
@@ -779,7 +779,7 @@ static size_t trace_waits(struct replay *R, struct rp_rank *k, struct pp_wait *w
 
 /*
  * Why the ranks that are not done are stuck, from the state the replay reached: each replayed
- * engine's pending operations (engine/hang.h) and what the trace says about its QPs; a rank
+ * engine's pending operations (prepost/hang.h) and what the trace says about its QPs; a rank
  * whose engine got no input for the second half of the run is silent (frozen or dead: what it
  * waits for says nothing). Then the wait-for graph, its cycle and the cause (engine/hang.c).
  */

@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "backends/simgrid/simrun.h"
+#include "prepost/simrun.h"
 #include "cli_util.h" /* pp_json_string */
 
 void pp_report_json(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res);

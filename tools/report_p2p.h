@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "backends/simgrid/simrun.h"
+#include "prepost/simrun.h"
 
 /* Appends `, "p2p": [per-rank counters], "receives": [...]` to the top-level JSON object. The
  * receives are one object per completed receive, rank by rank, each rank's in completion

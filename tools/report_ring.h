@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "backends/simgrid/simrun.h"
+#include "prepost/simrun.h"
 
 /* The bandwidth figures of a collective run, the way nccl-tests computes them: time from the
  * end of the warmup iterations (the start when there are none) to the end of the last

@@ -23,8 +23,8 @@
 
 #include <yaml.h>
 
-#include "backends/simgrid/simnic.h"
-#include "engine/engine.h"
+#include "prepost/simnic.h"
+#include "prepost/engine.h"
 
 #define MAX_TEXT_BYTES (1u << 20) /* larger inputs are refused */
 #define MAX_NODES 100000          /* so are documents with more values (bounds memory) */

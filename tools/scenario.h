@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "backends/simgrid/simrun.h"
+#include "prepost/simrun.h"
 
 struct pp_scenario {
   char path[PP_PATH_MAX];

@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "backends/simgrid/simrun.h"
-#include "engine/trace.h"
+#include "prepost/simrun.h"
+#include "prepost/trace.h"
 
 /* `prepost run --trace FILE`: opens FILE, writes the header for cfg and hands the writer to the
  * simulator (pp_sim_set_trace). Every packet with `packets` (--trace-packets), else only RNR

@@ -5,8 +5,8 @@
 
 #include <stddef.h>
 
-#include "backends/simgrid/simrun.h"
-#include "engine/trace.h"
+#include "prepost/simrun.h"
+#include "prepost/trace.h"
 
 /* Writes sim.cfg (the struct's bytes), readable sim.* keys, the platform file's text (when it
  * has one) and the engine.* keys of cfg->engine. */

@@ -1,4 +1,4 @@
-#include "simnic.h"
+#include "prepost/simnic.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/prng.h"
-#include "engine/trace.h"
+#include "prepost/prng.h"
+#include "prepost/trace.h"
 
 #define QPN_BASE 0x100u
 #define ASYNC_DEPTH 64u

@@ -9,7 +9,7 @@
  * or at max_sim_time; the actor that sees it sends a shutdown token to every mailbox.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "simrun.h"
+#include "prepost/simrun.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -27,8 +27,8 @@
 #include <unistd.h>
 #include <xbt/log.h>
 
-#include "engine/hang.h"
-#include "engine/prng.h"
+#include "prepost/hang.h"
+#include "prepost/prng.h"
 #include "sgshim.h"
 #include "simtrace.h"
 

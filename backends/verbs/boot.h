@@ -28,10 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backends/simgrid/simrun.h"
-#include "backends/verbs/verbsnic.h"
-#include "engine/engine.h"
-#include "engine/hang.h"
+#include "prepost/simrun.h"
+#include "prepost/verbsnic.h"
+#include "prepost/engine.h"
+#include "prepost/hang.h"
 
 enum boot_msg {
   BOOT_HELLO = 1,
@@ -46,7 +46,7 @@ enum boot_msg {
   BOOT_BYE,
   BOOT_ERROR, /* rank -> coordinator: text */
   BOOT_ABORT, /* coordinator -> rank: text */
-  BOOT_PROGRESS, /* rank -> coordinator: its progress mark changed (engine/hang.h) */
+  BOOT_PROGRESS, /* rank -> coordinator: its progress mark changed (prepost/hang.h) */
 };
 
 #define BOOT_MAX_MSG (64u << 20)
@@ -83,7 +83,7 @@ void boot_put_result(struct boot_buf *b, const struct pp_rank_result *r, const u
 /* samples: malloc'd (free it), NULL when none; r->receives malloc'd too. */
 void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, uint64_t **samples,
                      uint64_t *nsamples);
-/* A rank's pending waits (engine/hang.h), appended to its RESULT: the first n of total. */
+/* A rank's pending waits (prepost/hang.h), appended to its RESULT: the first n of total. */
 void boot_put_waits(struct boot_buf *b, const struct pp_wait *w, uint32_t n, uint32_t total);
 /* Reads at most max waits into w (the rest are skipped); returns how many were read, *total how
  * many the rank had. */

@@ -15,7 +15,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "verbsnic.h"
+#include "prepost/verbsnic.h"
 
 static const char *phys_state(uint8_t s)
 {

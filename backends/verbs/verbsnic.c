@@ -1,8 +1,8 @@
 /*
- * engine/nic.h's operations on libibverbs. See verbsnic.h.
+ * prepost/nic.h's operations on libibverbs. See verbsnic.h.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "verbsnic.h"
+#include "prepost/verbsnic.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-/* engine/nic.h promises ibverbs' numbers; hold it to that at compile time. */
+/* prepost/nic.h promises ibverbs' numbers; hold it to that at compile time. */
 _Static_assert((int)PP_WC_RNR_RETRY_EXC_ERR == (int)IBV_WC_RNR_RETRY_EXC_ERR, "wc status");
 _Static_assert((int)PP_WC_GENERAL_ERR == (int)IBV_WC_GENERAL_ERR, "wc status");
 _Static_assert((int)PP_WC_OP_RECV_RDMA_WITH_IMM == (int)IBV_WC_RECV_RDMA_WITH_IMM, "wc opcode");

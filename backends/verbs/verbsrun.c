@@ -5,7 +5,7 @@
  * the control socket until the next deadline. See verbsrun.h and boot.h.
  */
 #define _GNU_SOURCE
-#include "verbsrun.h"
+#include "prepost/verbsrun.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include "boot.h"
-#include "engine/p2p.h"
-#include "engine/trace.h"
+#include "prepost/p2p.h"
+#include "prepost/trace.h"
 
 #define EXIT_RANK_FAILED 4
 
@@ -364,7 +364,7 @@ static int control(struct rank *r, struct boot_buf *b)
  * within microseconds at the cost of at most this much CPU per timer. */
 #define SPIN_BEFORE_DEADLINE_NS 100000ull
 
-/* The no-progress bound (engine/hang.h): the progress mark is looked at every bound/8 after
+/* The no-progress bound (prepost/hang.h): the progress mark is looked at every bound/8 after
  * activity (it walks the pending operations: not after every completion), and a change is told
  * to the coordinator, which stops the run when nobody told one for the bound. */
 struct watch {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/trace.h"
+#include "prepost/trace.h"
 #include "engine/trace_codec.h"
 
 /* Rewrites the CRC of every chunk whose header and payload are inside the buffer. */

@@ -15,8 +15,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "backends/simgrid/simrun.h"
-#include "backends/verbs/verbsnic.h"
+#include "prepost/simrun.h"
+#include "prepost/verbsnic.h"
 
 #define PP_VERBS_DEFAULT_PORT 18515
 
@@ -26,7 +26,7 @@ struct pp_verbs_rank_entry {
   char device[VNIC_NAME_MAX]; /* "" = the --device option, else the first active port */
 };
 
-/* Recording (`--trace`): every rank process records its engine through engine/trace.h into its
+/* Recording (`--trace`): every rank process records its engine through prepost/trace.h into its
  * own complete trace file, "PATH.rank<N>" (flushed every 100 ms, so a killed rank leaves a
  * readable prefix); the launcher's caller merges them into PATH (pp_trace_merge). Time stamps
  * count from origin_ns (CLOCK_MONOTONIC; 0: the rank process's own start). */

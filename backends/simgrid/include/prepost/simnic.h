@@ -16,9 +16,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "engine/nic.h"
+#include "prepost/nic.h"
 
-struct pp_trace_pkt; /* engine/trace.h */
+struct pp_trace_pkt; /* prepost/trace.h */
 
 /* Timing and limits of a NIC model (models/nics/<name>.yaml). */
 struct pp_nic_profile {
@@ -161,7 +161,7 @@ struct simnic_pkt_info {
   uint32_t rkey, imm;
 };
 void simnic_pkt_describe(const struct simnic_pkt *pkt, struct simnic_pkt_info *out);
-/* The same as a trace's packet (PKT_TX, engine/trace.h) in one step, for the recorder's hot path:
+/* The same as a trace's packet (PKT_TX, prepost/trace.h) in one step, for the recorder's hot path:
  * every field but id and wire_bytes (0). */
 void simnic_pkt_trace(const struct simnic_pkt *pkt, struct pp_trace_pkt *out);
 /* An RNR NAK or a NAK (what a trace records without every packet). */

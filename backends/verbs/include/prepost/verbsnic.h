@@ -1,11 +1,11 @@
 /*
- * The verbs NIC: engine/nic.h's pp_nic_ops table implemented on libibverbs (rdma-core).
+ * The verbs NIC: prepost/nic.h's pp_nic_ops table implemented on libibverbs (rdma-core).
  *
  * One `struct vnic` per rank: one device context, one protection domain, one send CQ and one
  * receive CQ (both on one completion channel, polled by the driver's progress loop), the QPs and
  * SRQs the engine creates, and the addresses of the peer ranks (filled at bootstrap) from which
  * modify_qp builds the address vector at RTR. Numbers cross the interface unchanged: every value
- * in engine/nic.h equals its ibverbs counterpart.
+ * in prepost/nic.h equals its ibverbs counterpart.
  *
  * Nothing here talks to other ranks; backends/verbs/boot.c exchanges addresses and connection
  * information, backends/verbs/verbsrun.c is the driver.
@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/nic.h"
+#include "prepost/nic.h"
 
 #define VNIC_NAME_MAX 64
 
@@ -76,7 +76,7 @@ enum pp_status vnic_set_peer_addr(struct vnic *n, uint32_t rank, const struct vn
  * polling failed (the CQ is in error). */
 int vnic_poll_cq(struct vnic *n, struct pp_wc *wc, int max);
 /* One pending async event, without blocking; false when none. Events of types outside
- * engine/nic.h's list keep their ibverbs number. */
+ * prepost/nic.h's list keep their ibverbs number. */
 bool vnic_get_async_event(struct vnic *n, struct pp_async_event *ev);
 /* Arms both CQs for the next completion event; 0 or an errno. */
 int vnic_arm_cq(struct vnic *n);

@@ -5,9 +5,9 @@
 
 #include <stdio.h>
 
-#include "backends/simgrid/simnic.h"
-#include "engine/engine.h"
-#include "engine/p2p.h"
+#include "prepost/simnic.h"
+#include "prepost/engine.h"
+#include "prepost/p2p.h"
 
 #define PP_PATH_MAX 1024
 
@@ -27,7 +27,7 @@ struct pp_sim_config {
   struct pp_engine_cfg engine; /* rank is set per actor */
   uint64_t seed;
   uint64_t max_sim_time_ns;    /* stop the run there (a bound, reported as a timeout) */
-  /* stop the run when no rank made progress (engine/hang.h) for this long, simulated time on
+  /* stop the run when no rank made progress (prepost/hang.h) for this long, simulated time on
    * SimGrid, wall time on verbs; 0: never */
   uint64_t no_progress_ns;
 };
@@ -61,7 +61,7 @@ struct pp_hang;
 
 struct pp_run_result {
   enum pp_outcome outcome;
-  /* why the ranks that are not done are stuck (engine/hang.h), NULL when every rank is done;
+  /* why the ranks that are not done are stuck (prepost/hang.h), NULL when every rank is done;
    * freed with the result */
   struct pp_hang *hang;
   uint64_t sim_time_ns;
@@ -77,7 +77,7 @@ enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_
                           char *err, size_t errlen);
 void pp_run_result_free(struct pp_run_result *res);
 
-/* Records the next pp_sim_run() into w (engine/trace.h): every rank's inputs and outputs and the
+/* Records the next pp_sim_run() into w (prepost/trace.h): every rank's inputs and outputs and the
  * packets; NULL (the default) records nothing. The caller writes the header before and calls
  * pp_trace_finish() after. */
 struct pp_trace_writer;
