@@ -13,6 +13,13 @@
 
 #include "status.h"
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 /* X(id, name, description) */
 #define PP_COLL_OP_LIST(X)                                                     \
   X(ALLREDUCE, "allreduce", "sum over every rank, everywhere: reduce-scatter then allgather") \
@@ -84,5 +91,10 @@ struct pp_coll_stats {
   uint64_t elements_checked;
   uint64_t elements_wrong;
 };
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

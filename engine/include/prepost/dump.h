@@ -9,8 +9,20 @@
 
 #include "engine.h"
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 /* snprintf-like: writes at most len bytes (NUL-terminated when len > 0), returns the length the
  * whole text has (it was cut when that is >= len). Lines are indented by two spaces. */
 size_t pp_engine_dump(const struct pp_engine *e, char *buf, size_t len);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

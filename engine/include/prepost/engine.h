@@ -21,6 +21,13 @@
 #include "ring.h"
 #include "status.h"
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 #define PP_NO_DEADLINE UINT64_MAX
 #define PP_MAX_RANKS 1024
 
@@ -201,5 +208,10 @@ void pp_latency_of(const uint64_t *samples, uint64_t n, struct pp_latency *out);
 /* The peer rank sends go to / receives come from, or -1. */
 int pp_workload_dest(const struct pp_workload *w, uint32_t rank, uint32_t nranks);
 int pp_workload_source(const struct pp_workload *w, uint32_t rank, uint32_t nranks);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

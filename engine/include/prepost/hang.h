@@ -20,6 +20,13 @@
 
 #include "status.h"
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 struct pp_engine;
 
 /* X(id, name, description); the "note" kinds describe, they are not waits (no edge) */
@@ -149,5 +156,10 @@ enum pp_status pp_hang_add_edge(struct pp_hang *h, uint32_t from, uint32_t to,
 /* Counts stuck ranks, adds the edges of every rank's waits (a silent rank's waiters wait for
  * it), finds a cycle and names the cause. Call once, after every rank is set. */
 void pp_hang_analyze(struct pp_hang *h);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

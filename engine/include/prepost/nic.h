@@ -17,6 +17,13 @@
 
 #include "status.h"
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 /* enum ibv_wc_status: X(name, value) */
 #define PP_WC_STATUS_LIST(X)                                                   \
   X(SUCCESS, 0)                                                                \
@@ -290,5 +297,10 @@ enum pp_mtu pp_mtu_from_bytes(uint32_t bytes);
 int pp_wr_consumes_recv(enum pp_wr_opcode op);
 /* May the QP go from `from` to `to` by modify_qp (ibverbs' table for RC)? */
 int pp_qp_transition_ok(enum pp_qp_state from, enum pp_qp_state to);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -46,6 +46,13 @@
 #include "engine.h"
 #include "rcache.h"
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 typedef uint64_t pp_req; /* 0: no request */
 #define PP_REQ_NULL 0ull
 
@@ -195,5 +202,10 @@ uint64_t pp_p2p_checksum(const void *buf, size_t len);
 
 /* The p2p parameters with every default filled in. */
 void pp_p2p_params_resolve(const struct pp_engine_cfg *c, struct pp_p2p_params *out);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

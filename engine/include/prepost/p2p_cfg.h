@@ -10,6 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 /* Thresholds, pools and bounds of the eager / rendezvous protocols. pp_p2p_params_default()
  * gives the defaults; eager_limit, rget_limit and record are taken as they are (0 is meaningful),
  * any other field left 0 takes its default (pp_p2p_params_resolve() in p2p.h). */
@@ -144,5 +151,10 @@ const char *pp_size_dist_name(enum pp_size_dist d);
 int pp_size_dist_from_name(const char *name);
 const char *pp_recv_mode_name(enum pp_recv_mode m);
 int pp_recv_mode_from_name(const char *name);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

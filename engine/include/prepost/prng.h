@@ -5,6 +5,13 @@
 
 #include <stdint.h>
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 struct pp_prng {
   uint64_t s[4];
 };
@@ -15,5 +22,10 @@ uint64_t pp_prng_next(struct pp_prng *r);
 uint64_t pp_prng_below(struct pp_prng *r, uint64_t bound);
 /* Uniform double in [0, 1). */
 double pp_prng_unit(struct pp_prng *r);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -25,6 +25,13 @@
 
 #include "nic.h"
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 #define PP_RCACHE_PAGE 4096u
 
 struct pp_rcache_entry {
@@ -74,5 +81,10 @@ bool pp_rcache_evict(struct pp_rcache *rc);
 void pp_rcache_put(struct pp_rcache *rc, struct pp_rcache_entry *e);
 /* The application frees [addr, addr + len). Returns how many registrations it invalidated. */
 uint32_t pp_rcache_invalidate(struct pp_rcache *rc, const void *addr, size_t len);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

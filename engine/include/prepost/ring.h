@@ -33,6 +33,13 @@
 
 #include "status.h"
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 struct pp_ring_params {
   uint32_t slots;          /* S: slots per channel (NCCL_STEPS = 8) */
   uint32_t slot_size;      /* bytes per slot */
@@ -80,5 +87,10 @@ struct pp_ring_stats {
    * sequence, a CTS entry with the wrong idx or tag, a head beyond the tail. Always 0. */
   uint64_t violations;
 };
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

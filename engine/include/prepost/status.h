@@ -2,6 +2,13 @@
 #ifndef PP_STATUS_H
 #define PP_STATUS_H
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 /* X(name, description) */
 #define PP_STATUS_LIST(X)                                                      \
   X(OK, "success")                                                             \
@@ -27,5 +34,10 @@ enum pp_status {
 const char *pp_status_name(enum pp_status s);
 /* A human sentence for the status. */
 const char *pp_status_desc(enum pp_status s);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -40,6 +40,13 @@
 #include "nic.h"
 #include "status.h"
 
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 #define PP_TRACE_MAJOR 1 /* incompatible changes */
 #define PP_TRACE_MINOR 1 /* compatible additions (new keys, new record types, fields appended);
                            * 1: the trace.packets key */
@@ -400,5 +407,10 @@ int pp_trace_rec_format(const struct pp_trace_rec *r, char *buf, size_t len);
 uint32_t pp_crc32(uint32_t crc, const void *buf, size_t len);
 /* CRC-32C (Castagnoli, iSCSI; SSE4.2 when the CPU has it), the chunk checksum; same use. */
 uint32_t pp_crc32c(uint32_t crc, const void *buf, size_t len);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -18,6 +18,13 @@
 
 #include "prepost/nic.h"
 
+#include "prepost/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 struct pp_trace_pkt; /* prepost/trace.h */
 
 /* Timing and limits of a NIC model (models/nics/<name>.yaml). */
@@ -168,5 +175,10 @@ void simnic_pkt_trace(const struct simnic_pkt *pkt, struct pp_trace_pkt *out);
 bool simnic_pkt_is_error(const struct simnic_pkt *pkt);
 /* Whether pkt or a packet after it in its train is one (one call per wire transfer). */
 bool simnic_pkt_train_has_error(const struct simnic_pkt *pkt);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -9,6 +9,13 @@
 #include "prepost/engine.h"
 #include "prepost/p2p.h"
 
+#include "prepost/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 #define PP_PATH_MAX 1024
 
 /* Where the hosts come from: a SimGrid XML platform file, or a generated cluster. */
@@ -82,5 +89,10 @@ void pp_run_result_free(struct pp_run_result *res);
  * pp_trace_finish() after. */
 struct pp_trace_writer;
 void pp_sim_set_trace(struct pp_trace_writer *w);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

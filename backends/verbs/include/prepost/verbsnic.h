@@ -19,6 +19,13 @@
 
 #include "prepost/nic.h"
 
+#include "prepost/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 #define VNIC_NAME_MAX 64
 
 struct vnic_config {
@@ -104,5 +111,10 @@ int vnic_pick_gid(const struct vnic_gid *g, int n);
 /* "::ffff:169.254.77.1" / "fe80::...": writes the printable GID. */
 void vnic_gid_str(const uint8_t gid[16], char *buf, size_t len);
 const char *vnic_gid_type_name(int type);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif

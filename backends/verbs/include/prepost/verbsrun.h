@@ -18,6 +18,13 @@
 #include "prepost/simrun.h"
 #include "prepost/verbsnic.h"
 
+#include "prepost/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
 #define PP_VERBS_DEFAULT_PORT 18515
 
 struct pp_verbs_rank_entry {
@@ -69,5 +76,10 @@ int pp_verbs_parse_table(const char *spec, struct pp_verbs_rank_entry **out, uin
  */
 enum pp_status pp_verbs_run(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
                             struct pp_run_result *res, bool *reporter, char *err, size_t errlen);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
 
 #endif
