@@ -126,6 +126,9 @@ Test(cli, version)
   cr_assert_eq(cli("--version"), 0);
   cr_assert_eq(strncmp(out, "prepost ", 8), 0, "%s", out);
   cr_assert(isdigit((unsigned char)out[8]), "%s", out);
+  /* the build tree's program uses the source tree's models (an installed one its prefix's) */
+  if (!getenv("PREPOST_MODELS"))
+    assert_has(out, "\nmodels: " PREPOST_MODELS_DIR "\n");
 }
 
 Test(cli, no_arguments)

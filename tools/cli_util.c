@@ -1,8 +1,36 @@
+#define _XOPEN_SOURCE 700 /* readlink, realpath */
 #include "cli_util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *pp_cli_models_dir(void)
+{
+  const char *env = getenv("PREPOST_MODELS");
+  if (env && *env)
+    return env;
+  /* installed: <prefix>/bin/prepost finds <prefix>/share/prepost/models (PREPOST_MODELS_REL,
+   * from the install layout), wherever the prefix was moved */
+  static char dir[PATH_MAX];
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    struct stat st;
+    if (slash && (size_t)(slash + 1 - exe) + sizeof PREPOST_MODELS_REL < sizeof exe) {
+      memcpy(slash + 1, PREPOST_MODELS_REL, sizeof PREPOST_MODELS_REL);
+      if (realpath(exe, dir) && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+        return dir;
+    }
+  }
+  return PREPOST_MODELS_DIR; /* the source tree's, for the build tree's program */
+}
 
 int pp_cli_usage_error(const char *who, const char *usage, const char *fmt, const char *arg)
 {

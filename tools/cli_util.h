@@ -17,6 +17,11 @@ int pp_cli_parse_u64(const char *s, uint64_t *out);
 /* The same, within [lo, hi]. */
 int pp_cli_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
 
+/* Where the models are (NIC profiles, platforms, scenarios) unless --models says: $PREPOST_MODELS,
+ * else share/prepost/models of the prefix the running program is installed in, else the source
+ * tree's models/ (a program run from the build tree). */
+const char *pp_cli_models_dir(void);
+
 /* Writes s as a JSON string literal (quotes and escapes included). */
 void pp_json_string(FILE *out, const char *s);
 

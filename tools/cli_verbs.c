@@ -220,9 +220,7 @@ int pp_cli_run_verbs(int argc, char **argv)
   if ((o.rank >= 0) != (ranks != NULL))
     return pp_cli_usage_error("prepost", U, "%s", "--rank and --ranks go together");
   if (!models)
-    models = getenv("PREPOST_MODELS");
-  if (!models)
-    models = PREPOST_MODELS_DIR;
+    models = pp_cli_models_dir();
   static struct pp_scenario sc;
   char err[2048];
   if (pp_scenario_load(scenario, models, &sc, err, sizeof(err)) != PP_OK) {

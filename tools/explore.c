@@ -17,10 +17,6 @@
 #include "tools/cli_util.h"
 #include "tools/explore.h"
 
-#ifndef PREPOST_MODELS_DIR
-#define PREPOST_MODELS_DIR "models"
-#endif
-
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 const char *const pp_explore_usage =
@@ -522,9 +518,7 @@ static int collect_files(const struct opts *o, char ***out)
 
 static int replay(const struct opts *o)
 {
-  const char *models = getenv("PREPOST_MODELS");
-  if (!models)
-    models = PREPOST_MODELS_DIR;
+  const char *models = pp_cli_models_dir();
   char **files;
   int n = collect_files(o, &files);
   if (n == 0) {
@@ -578,10 +572,10 @@ static int exhaustive(const struct opts *o)
 {
   static struct pp_scenario base, sc;
   if (o->nreplay) { /* a scenario file instead of a seed */
-    const char *models = getenv("PREPOST_MODELS");
+    const char *models = pp_cli_models_dir();
     char err[1024];
     if (o->nreplay != 1 ||
-        pp_scenario_load(o->replay[0], models ? models : PREPOST_MODELS_DIR, &base, err,
+        pp_scenario_load(o->replay[0], models, &base, err,
                          sizeof err) != PP_OK) {
       fprintf(stderr, "prepost explore: --exhaustive takes one scenario file: %s\n",
               o->nreplay != 1 ? "more than one given" : err);

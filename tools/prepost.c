@@ -52,8 +52,9 @@ static const char *const run_usage =
     "                (default 1s). Progress: a send or receive finished towards the workload,\n"
     "                or a change in what a pending operation waits for (credits, CTS, head)\n"
     "  --backend B   simgrid (default) or verbs (see `prepost run --backend verbs --help`)\n"
-    "  --models DIR  where relative platform and NIC paths resolve (default: $PREPOST_MODELS\n"
-    "                or the source tree's models/)\n"
+    "  --models DIR  where relative platform and NIC paths resolve (default: $PREPOST_MODELS,\n"
+    "                else the installation's share/prepost/models, else the source tree's\n"
+    "                models/; `prepost --version` prints which)\n"
     "  -h, --help    this help\n"
     "\n"
     "When ranks are not done at the end (stalled at quiescence, timeout, no progress, or\n"
@@ -143,9 +144,7 @@ static int cmd_run(int argc, char **argv)
   if (rc >= 0)
     return rc == EXIT_OK + 100 ? EXIT_OK : rc;
   if (!o.models)
-    o.models = getenv("PREPOST_MODELS");
-  if (!o.models)
-    o.models = PREPOST_MODELS_DIR;
+    o.models = pp_cli_models_dir();
   static struct pp_scenario sc;
   char err[1024];
   if (pp_scenario_load(o.scenario, o.models, &sc, err, sizeof(err)) != PP_OK) {
@@ -205,7 +204,7 @@ int main(int argc, char **argv)
     return EXIT_OK;
   }
   if (!strcmp(cmd, "--version")) {
-    printf("prepost %s\n", PREPOST_VERSION);
+    printf("prepost %s\nmodels: %s\n", PREPOST_VERSION, pp_cli_models_dir());
     return EXIT_OK;
   }
   if (!strcmp(cmd, "run"))
