@@ -1,5 +1,5 @@
 /*
- * The naive protocol of the seed article (section 5.1): a send is one SEND posted at once with no
+ * The naive protocol, the textbook way to get RNR: a send is one SEND posted at once with no
  * regard for the receiver, a receive is one receive WQE. Nothing prevents RNR: that is the point.
  * It is the positive control for the flow-controlled protocols.
  */

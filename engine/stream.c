@@ -2,7 +2,7 @@
  * The stream workload: each sending rank sends `messages` messages of `size` bytes to its
  * destination (pattern pair or ring), one submitted every interval_ns; each receiving rank keeps
  * rq_depth receive buffers posted and, on a slow rank, re-posts a buffer only consume_ns after its
- * message arrived (the seed article's usleep(100) consumer). Every byte is checked, and the order.
+ * message arrived (the classic usleep(100)-between-receives consumer). Every byte is checked, and the order.
  * It drives whatever protocol the engine runs through pp_proto_ops.send/recv.
  */
 #include <stdio.h>

@@ -6,7 +6,7 @@
 
 #include "prepost/nic.h"
 
-/* enum ibv_wc_status, by value (REFERENCE.md section 1). */
+/* enum ibv_wc_status, by value (rdma-core's libibverbs/verbs.h). */
 static const char *const ibv_wc_status[] = {
     "SUCCESS",         "LOC_LEN_ERR",        "LOC_QP_OP_ERR",   "LOC_EEC_OP_ERR",
     "LOC_PROT_ERR",    "WR_FLUSH_ERR",       "MW_BIND_ERR",     "BAD_RESP_ERR",
@@ -123,7 +123,7 @@ Test(nic, flag_and_mask_values_are_ibverbs)
   cr_assert_eq(PP_RNR_RETRY_INFINITE, 7);
 }
 
-/* The IB min_rnr_timer table of REFERENCE.md section 1, in nanoseconds. */
+/* The IB min_rnr_timer encoding (IBTA spec; the Linux rxe driver holds the same table), in ns. */
 static const uint64_t rnr_table_ns[32] = {
     655360000, 10000,    20000,    30000,    40000,    60000,     80000,     120000,
     160000,    240000,   320000,   480000,   640000,   960000,    1280000,   1920000,

@@ -1167,7 +1167,7 @@ Test(p2p, starved_resources_wait_never_fail)
     cr_assert(pp_engine_done(C.e[k]));
 }
 
-/* ================================================================ the seed's slow consumer, on SimGrid */
+/* ================================================================ the slow consumer, on SimGrid */
 
 /* The stream workload of the naive RNR experiment, unchanged, over the p2p protocols. */
 static void slow_consumer(const char *name, enum pp_p2p_proto proto)

@@ -1,5 +1,5 @@
 /*
- * The simulated RC HCA held to the rules of REFERENCE.md section 1, driven by the deterministic
+ * The simulated RC HCA held to the RC rules of backends/simgrid/README.md, driven by the deterministic
  * harness (1 us latency, 12.5 B/ns, FIFO per host pair, no SimGrid). Host A (0) is the requester
  * and host B (1) the responder unless a test says otherwise. Every test asserts exact values:
  * statuses, opcodes, lengths, wr_ids, counters, QP states, bytes, and simulated times.

@@ -1,7 +1,7 @@
 /*
  * The verbs backend on a real device (Soft-RoCE rxe in the test guest: tests/verbs/suite.sh via
- * tools/guest/run; not a ctest). Asserts outcomes, never timing: the RC rules of REFERENCE.md
- * section 1 as rxe applies them through backends/verbs/verbsnic.c, and the driver's bootstrap
+ * tools/guest/run; not a ctest). Asserts outcomes, never timing: the RC rules of the IBTA spec
+ * (as summarised in backends/simgrid/README.md) as rxe applies them through backends/verbs/verbsnic.c, and the driver's bootstrap
  * failures with a device present. Scenario runs and the simulator parity are in
  * tests/verbs/scenarios.py.
  *

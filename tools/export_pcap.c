@@ -2,7 +2,7 @@
  * prepost trace export --pcap: the simulated packets (PKT_TX records) as RoCEv2 frames in a
  * pcap file (nanosecond time stamps, Ethernet link type) that Wireshark and tshark dissect:
  * Ethernet | IPv4 | UDP (destination port 4791) | BTH | RETH / AETH / ImmDt | payload | pad |
- * ICRC (REFERENCE.md section 2).
+ * ICRC (the IBTA RoCEv2 annex; Wireshark's packet-infiniband dissector reads the same layout).
  *
  * The simulated NIC sends one record per message; here a message of n MTU packets becomes
  * FIRST/MIDDLE/LAST packets with consecutive PSNs. Payload bytes are zeros (a trace keeps only

@@ -1,5 +1,5 @@
 /*
- * A simulated RC HCA: the rules of InfiniBand/RoCE reliable connection (REFERENCE.md section 1)
+ * A simulated RC HCA: the rules of InfiniBand/RoCE reliable connection (IBTA spec; rxe's source is the judge)
  * as a pure, deterministic state machine. It knows nothing about SimGrid: packets leave through
  * a wire callback and arrive through simnic_on_packet(); timers are pulled with
  * simnic_next_deadline() / simnic_on_timer(). The SimGrid driver (simrun.c) moves the packets with
