@@ -68,7 +68,8 @@ enum pp_p2p_proto {
   X(TRUNCATED, "truncated", "the message was longer than the receive buffer")  \
   X(CANCELLED, "cancelled", "the receive was cancelled before it matched")     \
   X(FAILED, "failed", "a work completion failed (wc_status tells which)")      \
-  X(NO_MR, "no-mr", "a buffer could not be registered and nothing held will free an MR")
+  X(NO_MR, "no-mr", "a buffer could not be registered and nothing held will free an MR")   \
+  X(PEER, "peer", "the peer broke the protocol: its connection was failed")
 
 enum pp_p2p_err {
 #define PP_X(id, name, desc) PP_P2P_E_##id,
