@@ -1150,3 +1150,537 @@ Test(hostile_p2p, handles_are_not_guessable_and_deterministic_per_seed)
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d, 8, HONEST, 0, 0, 0, &b), PP_OK);
   cr_assert_eq(b, first);
 }
+
+/* ================================================================ the rings, on the fake fabric */
+
+static struct ff RF;
+static struct {
+  uint8_t *abuf; /* the attacker's send buffers */
+  struct pp_mr amr;
+  unsigned used;
+} RA;
+
+/* The probe workload: the test calls the protocol's send/recv and the probe records what it
+ * reports (the engines are created with the collective workload, which posts nothing before
+ * it starts). */
+struct done_rec {
+  uint64_t cookie;
+  enum pp_wc_status st;
+};
+
+static struct probe {
+  struct done_rec sends[64], recvs[64];
+  unsigned nsend, nrecv;
+} PR[NR];
+
+static enum pp_status pr_ok(struct pp_engine *e)
+{
+  (void)e;
+  return PP_OK;
+}
+static void pr_destroy(struct pp_engine *e)
+{
+  e->as = NULL;
+}
+static enum pp_status pr_start(struct pp_engine *e, uint64_t now)
+{
+  (void)e, (void)now;
+  return PP_OK;
+}
+static enum pp_status pr_on_timer(struct pp_engine *e, uint64_t now, uint32_t arg)
+{
+  (void)e, (void)now, (void)arg;
+  return PP_OK;
+}
+static enum pp_status pr_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
+                                   enum pp_wc_status st)
+{
+  (void)now;
+  struct probe *p = e->as;
+  cr_assert_lt(p->nsend, 64);
+  p->sends[p->nsend++] = (struct done_rec){cookie, st};
+  return PP_OK;
+}
+static enum pp_status pr_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
+                                   enum pp_wc_status st, uint32_t src, uint64_t tag, uint32_t len)
+{
+  (void)now, (void)src, (void)tag, (void)len;
+  struct probe *p = e->as;
+  cr_assert_lt(p->nrecv, 64);
+  p->recvs[p->nrecv++] = (struct done_rec){cookie, st};
+  return PP_OK;
+}
+static bool pr_done(const struct pp_engine *e)
+{
+  (void)e;
+  return true;
+}
+
+static const struct pp_app_ops probe_ops = {
+    .name = "probe",
+    .plan = pr_ok,
+    .create = pr_ok,
+    .destroy = pr_destroy,
+    .start = pr_start,
+    .pump = pr_start,
+    .on_timer = pr_on_timer,
+    .send_done = pr_send_done,
+    .recv_done = pr_recv_done,
+    .done = pr_done,
+};
+
+#define SLOTS 4u
+#define SLOT 1024u
+
+static void ring_up(enum pp_protocol proto)
+{
+  struct pp_engine_cfg c = {
+      .nranks = NR,
+      .protocol = proto,
+      .qp = {.min_rnr_timer = 1, .rnr_retry = 0, .timeout = 14, .retry_cnt = 7,
+             .max_rd_atomic = 1, .mtu = 4096, .sq_depth = 16, .rq_depth = 8},
+      .workload = {.kind = PP_WORKLOAD_COLLECTIVE, .pattern = PP_PATTERN_RING, .messages = 1,
+                   .size = 64},
+      .seed = 3,
+  };
+  pp_ring_params_default(&c.ring);
+  c.ring.slots = SLOTS;
+  c.ring.slot_size = SLOT;
+  pp_coll_params_default(&c.coll);
+  ff_create(&RF, &c, 1);
+  memset(PR, 0, sizeof(PR));
+  for (uint32_t r = 0; r < NR; r++) {
+    struct pp_engine *e = RF.e[r];
+    e->appops->destroy(e);
+    e->appops = &probe_ops;
+    e->as = &PR[r];
+  }
+  ff_connect_start(&RF);
+}
+
+static void ring_down(void)
+{
+  if (RF.n)
+    ff_fini(&RF);
+  memset(&RF, 0, sizeof(RF));
+  memset(&RA, 0, sizeof(RA));
+  guards_free();
+}
+
+TestSuite(hostile_ring, .fini = ring_down);
+
+/* Moves everything that can move: requests executed and acknowledged, completions handed to
+ * the honest engines (the attacker's are dropped), their timers; a QP the engine took to ERROR
+ * is flushed as a NIC flushes it. */
+static void ring_run(void)
+{
+  for (int guard = 0; guard < 100000; guard++) {
+    bool any = false;
+    for (uint32_t r = 0; r < NR; r++) {
+      for (uint32_t i = 0; i < FF_MAX_QPS; i++) {
+        struct ff_qp *q = &RF.nic[r].qps[i];
+        if (!q->used)
+          continue;
+        if (q->state == PP_QPS_ERR && (q->sq_acked != q->sq_tail || q->rq_count)) {
+          ff_break_qp(&RF, r, q->qpn, PP_WC_WR_FLUSH_ERR);
+          any = true;
+          continue;
+        }
+        struct ff_qp *peer = ff_qp(&RF, q->peer, q->dest_qpn);
+        if (peer && (peer->state == PP_QPS_RTR || peer->state == PP_QPS_RTS))
+          while (ff_exec(&RF, r, q->qpn))
+            any = true;
+        while (ff_ack(&RF, r, q->qpn))
+          any = true;
+      }
+      if (r == ATTACKER) {
+        any = any || RF.nic[r].cq_count;
+        RF.nic[r].cq_head = (RF.nic[r].cq_head + RF.nic[r].cq_count) % RF.nic[r].cq_cap;
+        RF.nic[r].cq_count = 0;
+        continue;
+      }
+      while (ff_deliver(&RF, r))
+        any = true;
+      if (pp_engine_next_deadline(RF.e[r]) <= RF.now) {
+        cr_assert_eq(pp_engine_on_timer(RF.e[r], RF.now), PP_OK);
+        any = true;
+      }
+    }
+    if (any)
+      continue;
+    uint64_t d = PP_NO_DEADLINE;
+    for (uint32_t r = 0; r < NR; r++)
+      if (r != ATTACKER && pp_engine_next_deadline(RF.e[r]) < d)
+        d = pp_engine_next_deadline(RF.e[r]);
+    if (d == PP_NO_DEADLINE)
+      return;
+    RF.now = d > RF.now ? d : RF.now;
+  }
+  cr_assert_fail("the fabric never settled");
+}
+
+/* A buffer of rank r registered with the NIC (the probe's application memory). */
+static uint8_t *rbuf(uint32_t r, size_t len, uint8_t fill, struct pp_mr *mr)
+{
+  uint8_t *b = guarded(len, fill);
+  cr_assert_eq(pp_engine_reg(RF.e[r], b, len,
+                             PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ,
+                             mr),
+               PP_OK);
+  return b;
+}
+
+static enum pp_status rsend(uint32_t r, uint32_t to, uint8_t *buf, uint32_t len,
+                            const struct pp_mr *mr, uint64_t cookie)
+{
+  struct pp_msg m = {.peer = to, .buf = buf, .len = len, .mr = mr, .cookie = cookie};
+  return RF.e[r]->proto->send(RF.e[r], RF.now, &m);
+}
+
+static enum pp_status rrecv(uint32_t r, uint32_t from, uint8_t *buf, uint32_t len,
+                            const struct pp_mr *mr, uint64_t cookie)
+{
+  struct pp_msg m = {.peer = from, .buf = buf, .len = len, .mr = mr, .cookie = cookie};
+  return RF.e[r]->proto->recv(RF.e[r], RF.now, &m);
+}
+
+static struct pp_conn_info rinfo(uint32_t r, uint32_t peer)
+{
+  struct pp_conn_info ci;
+  cr_assert(pp_engine_local_info(RF.e[r], peer, &ci));
+  return ci;
+}
+
+/* The attacker RDMA-writes len bytes of `src` (its own registered memory) to addr with opcode
+ * op and the immediate imm, through its QP to the victim. */
+static void ring_forge(enum pp_wr_opcode op, const void *src, uint32_t len, uint64_t addr,
+                       uint32_t rkey, uint32_t imm)
+{
+  uint8_t *abuf = RA.abuf;
+  struct pp_mr amr = RA.amr;
+  unsigned used = RA.used;
+  if (!abuf || used == 32) {
+    abuf = guarded(32 * 2048, 0);
+    cr_assert_eq(ff_ops.reg_mr(&RF.nic[ATTACKER], abuf, 32 * 2048,
+                               PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE, &amr),
+                 PP_OK);
+    used = 0;
+  }
+  cr_assert_leq(len, 2048);
+  uint8_t *b = abuf + (size_t)used++ * 2048;
+  RA.abuf = abuf, RA.amr = amr, RA.used = used;
+  if (len)
+    memcpy(b, src, len);
+  struct pp_send_wr wr = {.wr_id = 0xa77ac, .opcode = op, .send_flags = PP_SEND_SIGNALED,
+                          .num_sge = len ? 1 : 0,
+                          .sg_list = {{.addr = (uint64_t)(uintptr_t)b, .length = len,
+                                       .lkey = amr.lkey}},
+                          .remote_addr = addr, .rkey = rkey, .imm_data = imm};
+  cr_assert_eq(ff_ops.post_send(&RF.nic[ATTACKER], rinfo(ATTACKER, VICTIM).qp_num[0], &wr), PP_OK);
+}
+
+/* A chunk of len bytes into slot i of the victim's ring for the attacker, immediate imm. */
+static void forge_chunk(uint32_t i, uint32_t len, uint32_t imm)
+{
+  static uint8_t data[2048];
+  memset(data, 0x6b, sizeof(data));
+  struct pp_conn_info v = rinfo(VICTIM, ATTACKER);
+  ring_forge(PP_WR_RDMA_WRITE_WITH_IMM, data, len, v.region[0].addr + (uint64_t)i * SLOT,
+             v.region[0].rkey, imm);
+}
+
+/* ring-credits: the attacker writes head into the victim's counter and announces `imm`. */
+static void forge_head(uint64_t head, uint32_t imm)
+{
+  struct pp_conn_info v = rinfo(VICTIM, ATTACKER);
+  ring_forge(PP_WR_RDMA_WRITE_WITH_IMM, &head, 8, v.region[1].addr, v.region[1].rkey,
+             PP_RING_IMM_CREDIT | imm);
+}
+
+/* ring-cts: the attacker writes a CTS entry at FIFO position pos and announces end. */
+struct wcts {
+  uint64_t addr;
+  uint32_t size, rkey;
+  uint64_t tag;
+  uint32_t idx, pad;
+};
+_Static_assert(sizeof(struct wcts) == 32, "the ring's CTS entries are 32 bytes");
+
+static void forge_cts(uint32_t pos, const struct wcts *t, uint32_t end)
+{
+  struct pp_conn_info v = rinfo(VICTIM, ATTACKER);
+  ring_forge(PP_WR_RDMA_WRITE_WITH_IMM, t, 32, v.region[1].addr + (uint64_t)pos * 32,
+             v.region[1].rkey, PP_RING_IMM_CREDIT | end);
+}
+
+/* The entry an honest attacker would write for chunk idx. */
+static struct wcts honest_cts(uint32_t idx)
+{
+  struct pp_conn_info a = rinfo(ATTACKER, VICTIM);
+  return (struct wcts){.addr = a.region[0].addr + (uint64_t)(idx % SLOTS) * SLOT, .size = SLOT,
+                       .rkey = a.region[0].rkey, .tag = (uint64_t)VICTIM << 32 | ATTACKER,
+                       .idx = idx};
+}
+
+static bool victim_mr_at(uint64_t addr)
+{
+  for (uint32_t i = 0; i < FF_MAX_MRS; i++)
+    if (RF.nic[VICTIM].mrs[i].used && RF.nic[VICTIM].mrs[i].mr.addr == addr)
+      return true;
+  return false;
+}
+
+/* The reaction: one violation of the attacker's, message msg, field f; its QP in ERROR, the
+ * victim's slots and credit area for it deregistered, the honest connection alive and working
+ * both ways, guards intact. */
+static void expect_ring_violation(const char *msg, enum pp_violation_field f)
+{
+  struct pp_conn_info v = rinfo(VICTIM, ATTACKER);
+  struct pp_rank_stats st;
+  pp_engine_stats(RF.e[VICTIM], &st);
+  char t[256];
+  pp_violation_text(&st.first_violation, t, sizeof(t));
+  cr_assert_eq(st.peer_violations, 1, "%s", t);
+  cr_assert_eq(st.first_violation.peer, ATTACKER, "%s", t);
+  cr_assert_str_eq(st.first_violation.msg, msg, "%s", t);
+  cr_assert_eq(st.first_violation.field, f, "%s (wanted %s)", t, pp_violation_field_name(f));
+  cr_assert_eq(ff_qp(&RF, VICTIM, v.qp_num[0])->state, PP_QPS_ERR);
+  cr_assert_not(victim_mr_at(v.region[0].addr), "the slots are no longer registered");
+  cr_assert_not(victim_mr_at(v.region[1].addr), "nor the credit area");
+  /* the honest connection: one message each way */
+  struct pp_mr m[4];
+  uint8_t *a = rbuf(VICTIM, 3000, 0x1a, &m[0]), *b = rbuf(HONEST, 3000, 0, &m[1]);
+  uint8_t *c = rbuf(HONEST, 3000, 0x2b, &m[2]), *d = rbuf(VICTIM, 3000, 0, &m[3]);
+  unsigned s0 = PR[VICTIM].nsend, r0 = PR[VICTIM].nrecv, s1 = PR[HONEST].nsend,
+           r1 = PR[HONEST].nrecv;
+  cr_assert_eq(rrecv(HONEST, VICTIM, b, 3000, &m[1], 501), PP_OK);
+  cr_assert_eq(rrecv(VICTIM, HONEST, d, 3000, &m[3], 502), PP_OK);
+  cr_assert_eq(rsend(VICTIM, HONEST, a, 3000, &m[0], 503), PP_OK);
+  cr_assert_eq(rsend(HONEST, VICTIM, c, 3000, &m[2], 504), PP_OK);
+  ring_run();
+  cr_assert_eq(PR[VICTIM].nsend, s0 + 1);
+  cr_assert_eq(PR[VICTIM].sends[s0].st, PP_WC_SUCCESS);
+  cr_assert_eq(PR[VICTIM].nrecv, r0 + 1);
+  cr_assert_eq(PR[VICTIM].recvs[r0].st, PP_WC_SUCCESS);
+  cr_assert_eq(PR[HONEST].nsend, s1 + 1);
+  cr_assert_eq(PR[HONEST].nrecv, r1 + 1);
+  cr_assert(all_bytes(b, 3000, 0x1a) && all_bytes(d, 3000, 0x2b), "honest bytes intact");
+  cr_assert_eq(RF.access_errors, 0);
+  guards_intact();
+}
+
+/* The victim's receive from the attacker, posted before the attack: it failed with it. */
+static void ring_recv_failed(void)
+{
+  bool seen = false;
+  for (unsigned i = 0; i < PR[VICTIM].nrecv; i++)
+    seen = seen || (PR[VICTIM].recvs[i].cookie == 77 && PR[VICTIM].recvs[i].st == PP_WC_GENERAL_ERR);
+  cr_assert(seen, "the receive from the attacker completed with GENERAL_ERR");
+}
+
+static void victim_receives(void)
+{
+  struct pp_mr m;
+  uint8_t *d = rbuf(VICTIM, 4 * SLOT, 0, &m);
+  cr_assert_eq(rrecv(VICTIM, ATTACKER, d, 4 * SLOT, &m, 77), PP_OK);
+}
+
+Test(hostile_ring, credits_chunk_out_of_sequence)
+{
+  ring_up(PP_PROTO_RING_CREDITS);
+  victim_receives();
+  forge_chunk(0, 100, 5);
+  ring_run();
+  expect_ring_violation("data", PP_VF_SEQ);
+  ring_recv_failed();
+}
+
+Test(hostile_ring, cts_chunk_out_of_sequence)
+{
+  ring_up(PP_PROTO_RING_CTS);
+  victim_receives();
+  forge_chunk(1, 100, 1);
+  ring_run();
+  expect_ring_violation("data", PP_VF_SEQ);
+  ring_recv_failed();
+}
+
+Test(hostile_ring, chunk_into_a_slot_not_released)
+{
+  ring_up(PP_PROTO_RING_CREDITS); /* no receive posted: nothing is consumed */
+  for (uint32_t i = 0; i <= SLOTS; i++)
+    forge_chunk(i % SLOTS, 100, i);
+  ring_run();
+  expect_ring_violation("data", PP_VF_SLOT);
+}
+
+Test(hostile_ring, chunk_larger_than_a_slot)
+{
+  ring_up(PP_PROTO_RING_CTS);
+  victim_receives();
+  forge_chunk(0, SLOT + 1, 0);
+  ring_run();
+  expect_ring_violation("data", PP_VF_BYTE_LEN);
+  ring_recv_failed();
+}
+
+Test(hostile_ring, a_send_consuming_a_ring_wqe)
+{
+  ring_up(PP_PROTO_RING_CREDITS);
+  victim_receives();
+  ring_forge(PP_WR_SEND, NULL, 0, 0, 0, 0);
+  ring_run();
+  expect_ring_violation("data", PP_VF_OPCODE);
+  ring_recv_failed();
+}
+
+Test(hostile_ring, in_sequence_chunks_are_delivered)
+{
+  ring_up(PP_PROTO_RING_CREDITS);
+  struct pp_mr m;
+  uint8_t *d = rbuf(VICTIM, 2 * SLOT, 0, &m);
+  cr_assert_eq(rrecv(VICTIM, ATTACKER, d, 2 * SLOT, &m, 77), PP_OK);
+  forge_chunk(0, SLOT, 0);
+  forge_chunk(1, SLOT, 1 | PP_RING_IMM_LAST);
+  ring_run();
+  cr_assert_eq(PR[VICTIM].nrecv, 1);
+  cr_assert_eq(PR[VICTIM].recvs[0].st, PP_WC_SUCCESS);
+  cr_assert(all_bytes(d, 2 * SLOT, 0x6b));
+  struct pp_rank_stats st;
+  pp_engine_stats(RF.e[VICTIM], &st);
+  cr_assert_eq(st.peer_violations, 0);
+}
+
+/* The victim sends one chunk to the attacker (it lands in the attacker's slot 0). */
+static void victim_sends(unsigned n)
+{
+  struct pp_mr m;
+  uint8_t *s = rbuf(VICTIM, 100, 0x3c, &m);
+  for (unsigned i = 0; i < n; i++)
+    cr_assert_eq(rsend(VICTIM, ATTACKER, s, 100, &m, 60 + i), PP_OK);
+  ring_run();
+}
+
+static unsigned victim_writes_to_attacker(void)
+{
+  return ff_qp(&RF, VICTIM, rinfo(VICTIM, ATTACKER).qp_num[0])->sq_tail;
+}
+
+Test(hostile_ring, credits_head_beyond_the_chunks_written)
+{
+  ring_up(PP_PROTO_RING_CREDITS);
+  victim_sends(1);
+  forge_head(2, 2);
+  ring_run();
+  expect_ring_violation("credit", PP_VF_HEAD);
+}
+
+Test(hostile_ring, credits_head_not_ahead)
+{
+  ring_up(PP_PROTO_RING_CREDITS);
+  victim_sends(1);
+  forge_head(0, 0);
+  ring_run();
+  expect_ring_violation("credit", PP_VF_HEAD);
+}
+
+Test(hostile_ring, credits_counter_disagrees_with_its_announcement)
+{
+  ring_up(PP_PROTO_RING_CREDITS);
+  victim_sends(1);
+  forge_head(0, 1); /* announces 1, the counter says 0 */
+  ring_run();
+  expect_ring_violation("credit", PP_VF_HEAD);
+}
+
+Test(hostile_ring, credits_from_a_well_behaved_attacker_let_the_sender_go_on)
+{
+  ring_up(PP_PROTO_RING_CREDITS);
+  victim_sends(SLOTS + 2);
+  cr_assert_eq(victim_writes_to_attacker(), SLOTS, "S chunks, then no credit");
+  forge_head(2, 2);
+  ring_run();
+  cr_assert_eq(victim_writes_to_attacker(), SLOTS + 2);
+  struct pp_rank_stats st;
+  pp_engine_stats(RF.e[VICTIM], &st);
+  cr_assert_eq(st.peer_violations, 0);
+  cr_assert_eq(PR[VICTIM].nsend, SLOTS + 2);
+}
+
+Test(hostile_ring, cts_entry_pointing_outside_the_slots)
+{
+  ring_up(PP_PROTO_RING_CTS);
+  victim_sends(SLOTS + 1);
+  cr_assert_eq(victim_writes_to_attacker(), SLOTS);
+  uint8_t *trap = guarded(4096, 0);
+  struct pp_mr tmr;
+  cr_assert_eq(ff_ops.reg_mr(&RF.nic[ATTACKER], trap, 4096, PP_ACCESS_REMOTE_WRITE, &tmr), PP_OK);
+  struct wcts t = honest_cts(SLOTS);
+  t.addr = (uint64_t)(uintptr_t)trap, t.rkey = tmr.rkey, t.size = 4096;
+  forge_cts(0, &t, SLOTS + 1);
+  ring_run();
+  expect_ring_violation("cts", PP_VF_CTS_ENTRY);
+  cr_assert_eq(victim_writes_to_attacker(), SLOTS, "nothing written where it said");
+  cr_assert(all_bytes(trap, 4096, 0));
+  bool failed = false;
+  for (unsigned i = 0; i < PR[VICTIM].nsend; i++)
+    failed = failed || (PR[VICTIM].sends[i].cookie == 60 + SLOTS &&
+                        PR[VICTIM].sends[i].st == PP_WC_GENERAL_ERR);
+  cr_assert(failed, "the send that waited completed with GENERAL_ERR");
+}
+
+Test(hostile_ring, cts_entry_with_the_wrong_index)
+{
+  ring_up(PP_PROTO_RING_CTS);
+  victim_sends(SLOTS + 1);
+  struct wcts t = honest_cts(SLOTS);
+  t.idx = 0;
+  forge_cts(0, &t, SLOTS + 1);
+  ring_run();
+  expect_ring_violation("cts", PP_VF_CTS_ENTRY);
+  cr_assert_eq(victim_writes_to_attacker(), SLOTS);
+}
+
+Test(hostile_ring, cts_entry_with_the_wrong_tag)
+{
+  ring_up(PP_PROTO_RING_CTS);
+  victim_sends(SLOTS + 1);
+  struct wcts t = honest_cts(SLOTS);
+  t.tag = (uint64_t)HONEST << 32 | ATTACKER; /* another connection's */
+  forge_cts(0, &t, SLOTS + 1);
+  ring_run();
+  expect_ring_violation("cts", PP_VF_CTS_ENTRY);
+}
+
+Test(hostile_ring, cts_grant_beyond_the_ring)
+{
+  ring_up(PP_PROTO_RING_CTS);
+  victim_sends(1);
+  struct wcts t = honest_cts(SLOTS);
+  forge_cts(0, &t, 2 * SLOTS + 5);
+  ring_run();
+  expect_ring_violation("credit", PP_VF_HEAD);
+}
+
+Test(hostile_ring, cts_grant_not_ahead)
+{
+  ring_up(PP_PROTO_RING_CTS);
+  victim_sends(1);
+  struct wcts t = honest_cts(SLOTS);
+  forge_cts(0, &t, SLOTS); /* the connection granted S already */
+  ring_run();
+  expect_ring_violation("credit", PP_VF_HEAD);
+}
+
+Test(hostile_ring, cts_from_a_well_behaved_attacker_lands_in_its_slot)
+{
+  ring_up(PP_PROTO_RING_CTS);
+  victim_sends(SLOTS + 1);
+  struct wcts t = honest_cts(SLOTS);
+  forge_cts(0, &t, SLOTS + 1);
+  ring_run();
+  cr_assert_eq(victim_writes_to_attacker(), SLOTS + 1);
+  struct pp_rank_stats st;
+  pp_engine_stats(RF.e[VICTIM], &st);
+  cr_assert_eq(st.peer_violations, 0);
+}
