@@ -946,7 +946,8 @@ Test(hostile_p2p, rts_with_a_body)
   struct pp_engine_cfg c = p2p_cfg();
   p2p_up(&c);
   struct whdr h = rts(0, 100000, false, NULL);
-  forge(&h, 64 + 100, S.abuf, 100);
+  uint8_t body[100] = {0};
+  forge(&h, 64 + 100, body, 100);
   run();
   expect_violation("RTS", PP_VF_BYTE_LEN);
   honest_goes_on();
