@@ -33,7 +33,8 @@
  * (engine/rcache.c). When the NIC's MR table is full, unused cached registrations make room;
  * transfers that still cannot register wait in line, in the order they asked, for one to be
  * released, and fail with PP_P2P_E_NO_MR (both sides, the message's place in the per-peer
- * order kept) only when this engine holds none that could be. Unexpected messages stay in their bounce buffers: that memory is bounded by
+ * order kept) only when this engine holds none that could be. A peer's message that fails a check
+ * (README: untrusted peers) fails that peer only: its requests complete with PP_P2P_E_PEER. Unexpected messages stay in their bounce buffers: that memory is bounded by
  * the credits, and a receiver that does not take them holds its senders back, never drops data.
  */
 #ifndef PP_P2P_H
