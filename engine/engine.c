@@ -431,3 +431,49 @@ size_t pp_engine_latency_samples(const struct pp_engine *e, const uint64_t **sam
   *samples = e->lat;
   return e->nlat;
 }
+
+/* ---------------------------------------------------------------- untrusted peers */
+
+static const char *const violation_names[] = {
+#define PP_X(id, name, desc) [PP_VF_##id] = name,
+    PP_VIOLATION_LIST(PP_X)
+#undef PP_X
+};
+
+static const char *const violation_descs[] = {
+#define PP_X(id, name, desc) [PP_VF_##id] = desc,
+    PP_VIOLATION_LIST(PP_X)
+#undef PP_X
+};
+
+const char *pp_violation_field_name(enum pp_violation_field f)
+{
+  return pp_name_of(violation_names, PP_VF_COUNT, f);
+}
+
+const char *pp_violation_field_desc(enum pp_violation_field f)
+{
+  return (unsigned)f < PP_VF_COUNT ? violation_descs[f] : "?";
+}
+
+void pp_violation_text(const struct pp_violation *v, char *buf, size_t len)
+{
+  snprintf(buf, len, "%.*s from rank %u: %s %llu, %s %llu (%s)", (int)sizeof(v->msg), v->msg,
+           v->peer, pp_violation_field_name((enum pp_violation_field)v->field),
+           (unsigned long long)v->value, v->at_most ? "at most" : "expected",
+           (unsigned long long)v->limit, pp_violation_field_desc((enum pp_violation_field)v->field));
+}
+
+void pp_engine_violation(struct pp_engine *e, uint64_t now, const struct pp_violation *v)
+{
+  int i = peer_index(e, v->peer);
+  if (e->st.peer_violations++ == 0) {
+    e->st.first_violation = *v;
+    e->st.first_violation.at_ns = now;
+  }
+  if (i >= 0 && !e->violated[i]) {
+    e->violated[i] = true;
+    e->viol[i] = *v;
+    e->viol[i].at_ns = now;
+  }
+}

@@ -124,6 +124,8 @@ struct pp_engine {
   uint64_t finished; /* sends and receives finished towards the workload (progress) */
   struct pp_qp_seen qps[PP_MAX_QPS];
   uint32_t nqps;
+  struct pp_violation viol[PP_MAX_PEERS]; /* viol[i]: the first violation of peers[i] */
+  bool violated[PP_MAX_PEERS];
 };
 
 /* --- for protocols --- */
@@ -139,6 +141,10 @@ enum pp_status pp_engine_qp_connect(struct pp_engine *e, uint32_t qpn, uint32_t 
                                     uint32_t remote_qpn, uint32_t remote_psn);
 enum pp_status pp_engine_push_timer(struct pp_engine *e, uint64_t deadline,
                                     enum pp_timer_owner owner, uint32_t arg);
+
+/* A peer's message failed a check (the protocol then fails the connection to it): counted, the
+ * first one of each peer kept for the reports (hang report, --json). */
+void pp_engine_violation(struct pp_engine *e, uint64_t now, const struct pp_violation *v);
 
 /* Adds a peer rank (once); PP_LIMIT past PP_MAX_PEERS. */
 enum pp_status pp_engine_add_peer(struct pp_engine *e, uint32_t peer);

@@ -75,6 +75,14 @@ static size_t qp_errors(const struct pp_engine *e, struct pp_wait *out, size_t m
                   "moves on it", q->qpn, q->peer, q->error_ns,
                   pp_wc_status_name((enum pp_wc_status)q->error));
   }
+  for (uint32_t i = 0; i < e->npeers; i++) {
+    char t[PP_WAIT_TEXT];
+    if (!e->violated[i])
+      continue;
+    pp_violation_text(&e->viol[i], t, sizeof(t));
+    pp_wait_add(out, max, &n, PP_WAIT_QP_ERROR, e->peers[i], PP_WAIT_NOTAG, e->viol[i].at_ns,
+                "connection failed, peer broke the protocol: %s", t);
+  }
   return n;
 }
 

@@ -82,7 +82,8 @@ enum { W_RECV = 1, W_TX = 2, W_WRITE = 3, W_READ = 4 };
 #define WR_GEN(w) ((uint32_t)(((w) >> 32) & 0xfffffff))
 #define WR_IDX(w) ((uint32_t)(w))
 
-enum rx_state { RX_POSTED, RX_HELD };
+/* RX_DEAD: a buffer of a peer that broke the protocol, never posted again */
+enum rx_state { RX_POSTED, RX_HELD, RX_DEAD };
 
 struct rx {
   struct pp_mentry me; /* the unexpected queue */
@@ -121,7 +122,7 @@ struct peer {
   struct rx *ooo;
   struct req *pend_head, *pend_tail;
   bool failed;
-  uint8_t fail_wc;
+  uint8_t fail_wc, fail_err; /* what its requests complete with once it failed */
 };
 
 enum { K_FREE, K_SEND, K_RECV };
@@ -164,6 +165,7 @@ struct req {
   uint64_t raddr;
   uint32_t rkey;
   uint32_t nfrag, fnext, fdone, fq_n, fq_head;
+  uint32_t plen;          /* RPUT sender: the bytes the receiver takes (its first CTS) */
   struct frag fq[PIPE_MAX];                 /* sender: CTSs received, not written yet */
   struct pp_mr xmr[PIPE_MAX];               /* exposed to the peer for this transfer only */
   struct pp_rcache_entry *rce[PIPE_MAX * 2]; /* local registrations in use */
@@ -179,6 +181,12 @@ struct txpool {
 
 struct p2p {
   struct pp_p2p_params prm;
+  /* Request handles go on the wire (a peer names its request and ours in replies): they are
+   * bound to their peer when a reply comes, and not guessable: each allocation moves to a new
+   * generation, and the handle is XORed with this engine's nonce (both from a PRNG seeded by the
+   * configuration: deterministic per seed, no unseeded randomness). */
+  uint64_t nonce;
+  uint64_t gseq; /* splitmix64 state of the generations */
   uint32_t D, R, C, T, TR, P, nrx, bsize;
   uint32_t npeer, nch;
   struct peer peer[PP_MAX_PEERS];
@@ -390,13 +398,26 @@ static void tx_free(struct p2p *p, uint32_t t)
   tp->free = t;
 }
 
+/* Fragment i of an RPUT of len bytes: its offset and length. */
+static uint32_t frag_len(const struct p2p *p, uint32_t len, uint32_t i)
+{
+  uint64_t off = (uint64_t)i * p->prm.frag_size;
+  return off >= len ? 0 : len - off < p->prm.frag_size ? (uint32_t)(len - off) : p->prm.frag_size;
+}
+
+static uint32_t nfrag_of(const struct p2p *p, uint32_t len)
+{
+  return len ? (uint32_t)(((uint64_t)len + p->prm.frag_size - 1) / p->prm.frag_size) : 1;
+}
+
 static uint64_t handle_of(const struct p2p *p, const struct req *r)
 {
-  return (uint64_t)r->gen << 32 | (uint64_t)(r - p->req + 1);
+  return ((uint64_t)r->gen << 32 | (uint64_t)(r - p->req + 1)) ^ p->nonce;
 }
 
 static struct req *req_of(const struct p2p *p, uint64_t h)
 {
+  h ^= p->nonce;
   uint32_t i = (uint32_t)h;
   if (i == 0 || i > p->prm.max_requests)
     return NULL;
@@ -404,13 +425,18 @@ static struct req *req_of(const struct p2p *p, uint64_t h)
   return r->kind != K_FREE && r->gen == (uint32_t)(h >> 32) ? r : NULL;
 }
 
-static struct req *req_alloc(struct p2p *p)
+static inline struct req *req_alloc(struct p2p *p)
 {
   struct req *r = p->freereq;
   if (!r)
     return NULL;
   p->freereq = r->next;
-  uint32_t gen = r->gen;
+  /* a generation the slot did not have just before (its stale handles stay stale): it moves
+   * by 1 + 27 bits of a splitmix64 step (inline: cheap on the eager path) */
+  uint64_t z = (p->gseq += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  uint32_t gen = (r->gen + 1 + (uint32_t)((z ^ (z >> 31)) >> 37)) & 0xfffffff;
   memset(r, 0, sizeof(*r));
   r->gen = gen;
   r->peer = UINT32_MAX;
@@ -584,7 +610,7 @@ static void complete(struct pp_engine *e, uint64_t now, struct req *r)
     p->st.truncated++;
   else if (r->err == PP_P2P_E_CANCELLED)
     p->st.cancelled++;
-  else if (r->err == PP_P2P_E_FAILED || r->err == PP_P2P_E_NO_MR)
+  else if (r->err == PP_P2P_E_FAILED || r->err == PP_P2P_E_NO_MR || r->err == PP_P2P_E_PEER)
     p->st.failed++;
   r->flags |= R_DONEQ;
   r->next = NULL;
@@ -814,11 +840,6 @@ static void fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t er
   complete(e, now, r);
 }
 
-static void fail_req(struct pp_engine *e, uint64_t now, struct req *r, uint8_t wc)
-{
-  fail_as(e, now, r, PP_P2P_E_FAILED, wc);
-}
-
 /* r could not register a buffer. While this engine holds registrations, one will be released:
  * r waits in line. With none held nothing will ever change: false, r must give up (NO_MR). */
 static bool reg_failed(struct p2p *p, struct req *r)
@@ -850,6 +871,41 @@ static void close_channel(struct pp_engine *e, uint32_t ch, bool alive)
   }
 }
 
+/* The peer pi is gone: every channel to it that is still alive goes to ERROR (except `dead`,
+ * whose QP failed already), the messages it had held out of order are dropped, and everything
+ * that involves it fails with err / wc. */
+static void fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead, uint8_t err,
+                      uint8_t wc)
+{
+  struct p2p *p = P2P(e);
+  struct peer *pe = &p->peer[pi];
+  if (pe->failed)
+    return;
+  pe->failed = true;
+  pe->fail_wc = wc;
+  pe->fail_err = err;
+  for (uint32_t k = 0; k < p->prm.channels; k++)
+    if (!p->ch[pe->ch0 + k].failed)
+      close_channel(e, pe->ch0 + k, pe->ch0 + k != dead);
+  for (struct rx *x = pe->ooo; x; x = x->ooo_next)
+    x->state = RX_DEAD;
+  pe->ooo = NULL;
+  while (pe->pend_head) {
+    struct req *r = pe->pend_head;
+    pe->pend_head = r->next;
+    p->npending--;
+    fail_as(e, now, r, err, wc);
+  }
+  pe->pend_tail = NULL;
+  for (uint32_t i = 0; i < p->prm.max_requests; i++) {
+    struct req *r = &p->req[i];
+    if (r->kind == K_FREE || r->state == RS_DONE)
+      continue;
+    if (r->peer == pi || (r->kind == K_RECV && (r->flags & R_POSTED) && r->rank == pe->rank))
+      fail_as(e, now, r, err, wc);
+  }
+}
+
 /* A completion failed on channel ch: the peer is gone (its messages are sequenced across all
  * its channels, one lost channel breaks the order of all). Its other channels are closed and
  * everything that involves it fails. */
@@ -857,31 +913,28 @@ static void fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint8_t
 {
   struct p2p *p = P2P(e);
   struct chan *c = &p->ch[ch];
-  struct peer *pe = &p->peer[c->peer];
   if (c->failed)
     return;
   close_channel(e, ch, false);
-  if (pe->failed)
-    return;
-  pe->failed = true;
-  pe->fail_wc = wc;
-  for (uint32_t k = 0; k < p->prm.channels; k++)
-    if (!p->ch[pe->ch0 + k].failed)
-      close_channel(e, pe->ch0 + k, true);
-  while (pe->pend_head) {
-    struct req *r = pe->pend_head;
-    pe->pend_head = r->next;
-    p->npending--;
-    fail_req(e, now, r, wc);
-  }
-  pe->pend_tail = NULL;
-  for (uint32_t i = 0; i < p->prm.max_requests; i++) {
-    struct req *r = &p->req[i];
-    if (r->kind == K_FREE || r->state == RS_DONE)
-      continue;
-    if (r->peer == c->peer || (r->kind == K_RECV && (r->flags & R_POSTED) && r->rank == pe->rank))
-      fail_req(e, now, r, wc);
-  }
+  fail_peer(e, now, c->peer, ch, PP_P2P_E_FAILED, wc);
+}
+
+/* Untrusted peers: the message in x broke the protocol (field f said `value`; `limit` is what
+ * was allowed: the bound when at_most, else the value expected). It is reported, its buffer is
+ * never posted again and the connection to its peer fails (PP_P2P_E_PEER, GENERAL_ERR). */
+static enum pp_status violation(struct pp_engine *e, uint64_t now, struct rx *x, uint8_t type,
+                                enum pp_violation_field f, uint64_t value, uint64_t limit,
+                                bool at_most)
+{
+  struct p2p *p = P2P(e);
+  uint32_t pi = p->ch[x->ch].peer;
+  struct pp_violation v = {.peer = p->peer[pi].rank, .field = (uint8_t)f, .at_most = at_most,
+                           .value = value, .limit = limit};
+  snprintf(v.msg, sizeof(v.msg), "%s", pp_p2p_msg_name((enum pp_p2p_msg)type));
+  pp_engine_violation(e, now, &v);
+  x->state = RX_DEAD;
+  fail_peer(e, now, pi, UINT32_MAX, PP_P2P_E_PEER, PP_WC_GENERAL_ERR);
+  return PP_OK;
 }
 
 /* ------------------------------------------------------------------ sending */
@@ -1255,7 +1308,7 @@ static enum pp_status start_recv(struct pp_engine *e, uint64_t now, struct req *
   }
   if (p->peer[c->peer].failed) { /* a rendezvous with a dead peer can never transfer */
     r->proto = (h->flags & F_RGET) ? PP_P2P_RNDV_GET : PP_P2P_RNDV_PUT;
-    fail_req(e, now, r, p->peer[c->peer].fail_wc);
+    fail_as(e, now, r, p->peer[c->peer].fail_err, p->peer[c->peer].fail_wc);
     return release_rx(e, x);
   }
   if (h->flags & F_RGET) {
@@ -1274,7 +1327,7 @@ static enum pp_status start_recv(struct pp_engine *e, uint64_t now, struct req *
     return PP_OK;
   }
   r->proto = PP_P2P_RNDV_PUT;
-  r->nfrag = r->got ? (uint32_t)(((uint64_t)r->got + p->prm.frag_size - 1) / p->prm.frag_size) : 1;
+  r->nfrag = nfrag_of(p, r->got);
   add_work(p, r);
   return release_rx(e, x);
 }
@@ -1300,24 +1353,68 @@ static enum pp_status deliver(struct pp_engine *e, uint64_t now, struct rx *x)
   return pp_match_add_unexpected(&p->match, &x->me, h->ctx, rank, h->tag);
 }
 
-static enum pp_status on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x)
+/* A matching message (EAGER, RTS) as its header says: its length against the bytes that came,
+ * its flags, its tag and its sequence number against the window the credits allow (every
+ * message of the peer not yet delivered holds one of the credits of its channel). */
+static enum pp_status check_match_msg(struct pp_engine *e, uint64_t now, struct rx *x,
+                                      const struct hdr *h, uint32_t body)
+{
+  struct p2p *p = P2P(e);
+  const struct peer *pe = &p->peer[p->ch[x->ch].peer];
+  uint32_t window = p->prm.channels * p->D, d = h->seq - pe->recv_seq;
+  if (h->type == M_EAGER) {
+    if (h->len != body)
+      return violation(e, now, x, h->type, PP_VF_LEN, h->len, body, false);
+    if (h->len > p->prm.eager_limit)
+      return violation(e, now, x, h->type, PP_VF_LEN, h->len, p->prm.eager_limit, true);
+    if (h->flags & ~F_SYNC)
+      return violation(e, now, x, h->type, PP_VF_FLAGS, h->flags, F_SYNC, true);
+  } else {
+    if (body)
+      return violation(e, now, x, h->type, PP_VF_BYTE_LEN, body + HDR, HDR, false);
+    if (h->len <= p->prm.eager_limit || h->len > PP_MAX_MSG_SIZE)
+      return violation(e, now, x, h->type, PP_VF_LEN, h->len,
+                       h->len > PP_MAX_MSG_SIZE ? PP_MAX_MSG_SIZE : p->prm.eager_limit + 1ull,
+                       h->len > PP_MAX_MSG_SIZE);
+    if ((h->flags & ~(F_SYNC | F_RGET | F_ABORT)) ||
+        ((h->flags & F_RGET) != 0) != (h->len <= p->prm.rget_limit))
+      return violation(e, now, x, h->type, PP_VF_FLAGS, h->flags,
+                       h->len <= p->prm.rget_limit ? F_RGET : 0, false);
+  }
+  if (h->tag == PP_ANY_TAG)
+    return violation(e, now, x, h->type, PP_VF_TAG, h->tag, PP_ANY_TAG - 1ull, true);
+  if (d >= window)
+    return violation(e, now, x, h->type, PP_VF_SEQ, h->seq, pe->recv_seq + (uint64_t)window - 1,
+                     true);
+  return PP_OK;
+}
+
+static enum pp_status on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x,
+                                   uint32_t body)
 {
   struct p2p *p = P2P(e);
   const struct hdr *h = rx_hdr(p, x);
   struct chan *c = &p->ch[x->ch];
   struct peer *pe = &p->peer[c->peer];
-  c->inuse++;
-  x->state = RX_HELD;
+  enum pp_status s = check_match_msg(e, now, x, h, body);
+  if (s != PP_OK || x->state == RX_DEAD)
+    return s;
   if (h->seq != pe->recv_seq) { /* an earlier message is still on its way on another channel */
-    p->st.out_of_order++;
     struct rx **pp = &pe->ooo;
     while (*pp && (int32_t)(rx_hdr(p, *pp)->seq - h->seq) < 0)
       pp = &(*pp)->ooo_next;
+    if (*pp && rx_hdr(p, *pp)->seq == h->seq) /* a second message with this number */
+      return violation(e, now, x, h->type, PP_VF_SEQ, h->seq, pe->recv_seq, false);
+    p->st.out_of_order++;
+    c->inuse++;
+    x->state = RX_HELD;
     x->ooo_next = *pp;
     *pp = x;
     return PP_OK;
   }
-  enum pp_status s = deliver(e, now, x);
+  c->inuse++;
+  x->state = RX_HELD;
+  s = deliver(e, now, x);
   pe->recv_seq++;
   while (s == PP_OK && pe->ooo && rx_hdr(p, pe->ooo)->seq == pe->recv_seq) {
     struct rx *n = pe->ooo;
@@ -1328,10 +1425,113 @@ static enum pp_status on_match_msg(struct pp_engine *e, uint64_t now, struct rx 
   return s;
 }
 
-static struct req *reply_req(struct p2p *p, uint64_t h, uint8_t kind)
+/* The request a reply names: a live one of `kind` with the peer the reply came from (a handle
+ * of another peer's transfer is no handle for this one). */
+static struct req *reply_req(struct p2p *p, uint64_t h, uint8_t kind, uint32_t pi)
 {
   struct req *r = req_of(p, h);
-  return r && r->kind == kind && r->state == RS_ACTIVE ? r : NULL;
+  return r && r->kind == kind && r->state == RS_ACTIVE && r->peer == pi ? r : NULL;
+}
+
+/* A fragment's index, offset and length as the transfer has them (CTS, RPUT FIN). */
+static enum pp_status check_frag(struct pp_engine *e, uint64_t now, struct rx *x,
+                                 const struct hdr *h, uint32_t idx, uint32_t len)
+{
+  struct p2p *p = P2P(e);
+  if (h->seq != idx)
+    return violation(e, now, x, h->type, PP_VF_FRAG, h->seq, idx, false);
+  if (h->off != (uint64_t)idx * p->prm.frag_size)
+    return violation(e, now, x, h->type, PP_VF_OFF, h->off, (uint64_t)idx * p->prm.frag_size,
+                     false);
+  if (h->flen != frag_len(p, len, idx))
+    return violation(e, now, x, h->type, PP_VF_FLEN, h->flen, frag_len(p, len, idx), false);
+  return PP_OK;
+}
+
+/* CTS at an RPUT sender: the next fragment in order, within the message and the pipeline. */
+static enum pp_status on_cts(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h)
+{
+  struct p2p *p = P2P(e);
+  uint32_t pi = p->ch[x->ch].peer;
+  struct req *r = reply_req(p, h->sreq, K_SEND, pi);
+  if (!r || r->proto != PP_P2P_RNDV_PUT || !r->await)
+    return violation(e, now, x, h->type, PP_VF_HANDLE, h->sreq, 0, false);
+  uint32_t idx = r->fnext + r->fq_n; /* the CTSs so far */
+  if (h->flags & ~F_ABORT)
+    return violation(e, now, x, h->type, PP_VF_FLAGS, h->flags, F_ABORT, true);
+  if (idx == 0 && h->len > r->len)
+    return violation(e, now, x, h->type, PP_VF_LEN, h->len, r->len, true);
+  if (idx > 0 && (h->len != r->plen || h->rreq != r->peer_req))
+    return violation(e, now, x, h->type, h->len != r->plen ? PP_VF_LEN : PP_VF_HANDLE,
+                     h->len != r->plen ? h->len : h->rreq,
+                     h->len != r->plen ? r->plen : r->peer_req, false);
+  if (h->nfrag != nfrag_of(p, h->len))
+    return violation(e, now, x, h->type, PP_VF_NFRAG, h->nfrag, nfrag_of(p, h->len), false);
+  if (idx >= h->nfrag || r->fq_n >= p->P)
+    return violation(e, now, x, h->type, PP_VF_FRAG, h->seq,
+                     idx >= h->nfrag ? h->nfrag - 1ull : r->fnext + p->P - 1ull, true);
+  enum pp_status s = check_frag(e, now, x, h, idx, h->len);
+  if (s != PP_OK || x->state == RX_DEAD)
+    return s;
+  if (h->flags & F_ABORT) {
+    r->err = PP_P2P_E_NO_MR; /* the receiver could not expose its buffer */
+    r->nfrag = r->fnext;
+    r->await = false;
+    maybe_complete_send(e, now, r);
+  } else {
+    r->fq[(r->fq_head + r->fq_n) % PIPE_MAX] = (struct frag){
+        .addr = h->addr, .rkey = h->rkey, .off = h->off, .len = h->flen, .idx = h->seq};
+    r->fq_n++;
+    r->nfrag = h->nfrag;
+    r->plen = h->len;
+    r->peer_req = h->rreq;
+    add_work(p, r);
+  }
+  return reply_consumed(e, x);
+}
+
+/* FIN: at an RGET sender, the receiver read our buffer (or gave up: F_ABORT); at an RPUT
+ * receiver, the next fragment of ours that got a CTS was written (or not: F_ABORT). */
+static enum pp_status on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h)
+{
+  struct p2p *p = P2P(e);
+  uint32_t pi = p->ch[x->ch].peer;
+  struct req *r;
+  if (h->flags & F_RGET) {
+    r = reply_req(p, h->sreq, K_SEND, pi);
+    if (!r || r->proto != PP_P2P_RNDV_GET || !r->await)
+      return violation(e, now, x, h->type, PP_VF_HANDLE, h->sreq, 0, false);
+    if (h->flags & ~(F_RGET | F_ABORT))
+      return violation(e, now, x, h->type, PP_VF_FLAGS, h->flags, F_RGET | F_ABORT, true);
+    if (h->flags & F_ABORT)
+      r->err = PP_P2P_E_NO_MR;
+    r->await = false;
+    maybe_complete_send(e, now, r);
+    return reply_consumed(e, x);
+  }
+  r = reply_req(p, h->rreq, K_RECV, pi);
+  if (!r || r->proto != PP_P2P_RNDV_PUT || h->sreq != r->peer_req)
+    return violation(e, now, x, h->type, PP_VF_HANDLE, h->rreq, 0, false);
+  if (h->flags & ~F_ABORT)
+    return violation(e, now, x, h->type, PP_VF_FLAGS, h->flags, F_ABORT, true);
+  /* only a fragment whose CTS went (test bug early-cts: one may go before its fnext moved) */
+  uint32_t sent = r->fnext + ((r->flags & R_BUGCTS) ? 1 : 0);
+  if (r->fdone >= sent)
+    return violation(e, now, x, h->type, PP_VF_FRAG, h->seq, sent - 1ull, true);
+  enum pp_status s = check_frag(e, now, x, h, r->fdone, r->got);
+  if (s != PP_OK || x->state == RX_DEAD)
+    return s;
+  if (r->xmr[h->seq % p->P].lkey)
+    drop_xmr(e, r, h->seq % p->P); /* that fragment is no longer remotely writable */
+  if (h->flags & F_ABORT)
+    r->err = PP_P2P_E_NO_MR;
+  if (++r->fdone == r->nfrag) {
+    release_regs(e, r);
+    complete(e, now, r);
+  } else {
+    add_work(p, r);
+  }
+  return reply_consumed(e, x);
 }
 
 static enum pp_status on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
@@ -1340,61 +1540,34 @@ static enum pp_status on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
   struct p2p *p = P2P(e);
   const struct hdr *h = rx_hdr(p, x);
   struct chan *c = &p->ch[x->ch];
-  if (wc->byte_len < HDR)
-    return PP_INVALID;
+  if (wc->byte_len < HDR) /* the rest of the header is an older message's: never read it */
+    return violation(e, now, x, 0, PP_VF_BYTE_LEN, wc->byte_len, HDR, false);
+  if (h->credits > p->D - c->credits)
+    return violation(e, now, x, h->type, PP_VF_CREDITS, h->credits, p->D - c->credits, true);
+  if (h->rcredits > p->R - c->rcredits)
+    return violation(e, now, x, h->type, PP_VF_RCREDITS, h->rcredits, p->R - c->rcredits, true);
   c->credits += h->credits;
   c->rcredits += h->rcredits;
   struct req *r;
   switch (h->type) {
   case M_EAGER:
   case M_RTS:
-    return on_match_msg(e, now, x);
+    return on_match_msg(e, now, x, wc->byte_len - HDR);
   case M_CTS:
-    if ((r = reply_req(p, h->sreq, K_SEND)) && (h->flags & F_ABORT)) {
-      r->err = PP_P2P_E_NO_MR; /* the receiver could not expose its buffer */
-      r->nfrag = r->fnext;
-      r->await = false;
-      maybe_complete_send(e, now, r);
-    } else if (r && r->fq_n < PIPE_MAX) {
-      r->fq[(r->fq_head + r->fq_n) % PIPE_MAX] = (struct frag){
-          .addr = h->addr, .rkey = h->rkey, .off = h->off, .len = h->flen, .idx = h->seq};
-      r->fq_n++;
-      r->nfrag = h->nfrag;
-      r->peer_req = h->rreq;
-      add_work(p, r);
-    }
-    return reply_consumed(e, x);
+    return on_cts(e, now, x, h);
   case M_FIN:
-    if (h->flags & F_RGET) { /* the receiver read our buffer (or gave up: F_ABORT) */
-      if ((r = reply_req(p, h->sreq, K_SEND))) {
-        if (h->flags & F_ABORT)
-          r->err = PP_P2P_E_NO_MR;
-        r->await = false;
-        maybe_complete_send(e, now, r);
-      }
-      return reply_consumed(e, x);
-    }
-    if ((r = reply_req(p, h->rreq, K_RECV))) { /* a fragment of ours was written */
-      if (r->xmr[h->seq % p->P].lkey)
-        drop_xmr(e, r, h->seq % p->P);
-      if (h->flags & F_ABORT)
-        r->err = PP_P2P_E_NO_MR;
-      if (++r->fdone == r->nfrag)
-        complete(e, now, r);
-      else
-        add_work(p, r);
-    }
-    return reply_consumed(e, x);
+    return on_fin(e, now, x, h);
   case M_ACK:
-    if ((r = reply_req(p, h->sreq, K_SEND))) {
-      r->await = false;
-      maybe_complete_send(e, now, r);
-    }
+    r = reply_req(p, h->sreq, K_SEND, c->peer);
+    if (!r || r->proto != PP_P2P_EAGER || !(r->flags & R_SYNC) || !r->await)
+      return violation(e, now, x, h->type, PP_VF_HANDLE, h->sreq, 0, false);
+    r->await = false;
+    maybe_complete_send(e, now, r);
     return reply_consumed(e, x);
   case M_CREDIT:
     return post_rx(e, x);
   default:
-    return PP_INVALID;
+    return violation(e, now, x, h->type, PP_VF_TYPE, h->type, M_CREDIT, true);
   }
 }
 
@@ -1473,6 +1646,10 @@ static enum pp_status p2p_create(struct pp_engine *e)
   p->TR = (p->R + 1) / 2;
   p->C = 2 + (p->D - 1) / p->T + (p->R - 1) / p->TR;
   p->P = m->pipeline;
+  struct pp_prng g;
+  pp_prng_seed(&g, (e->cfg.seed ^ 0x70327032u) * 0x9e3779b97f4a7c15ull + e->cfg.rank);
+  p->nonce = pp_prng_next(&g) | 1ull << 31; /* bit 31: no handle is PP_REQ_NULL */
+  p->gseq = pp_prng_next(&g);
   p->nrx = p->D + p->R + p->C;
   p->bsize = (HDR + m->eager_limit + 63) & ~63u;
   p->npeer = e->npeers;
@@ -1927,7 +2104,7 @@ static enum pp_status send_common(struct pp_engine *e, uint64_t now, const void 
   if (out)
     *out = handle_of(p, r);
   if (pe->failed) {
-    r->err = PP_P2P_E_FAILED;
+    r->err = pe->fail_err;
     r->wc = pe->fail_wc;
     complete(e, now, r);
     return api_done(e, now, PP_OK);
@@ -1982,7 +2159,7 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
   if (out)
     *out = handle_of(p, r);
   if (source != PP_ANY_SOURCE && p->peer[peer_idx(p, e, source)].failed) {
-    r->err = PP_P2P_E_FAILED;
+    r->err = p->peer[peer_idx(p, e, source)].fail_err;
     r->wc = p->peer[peer_idx(p, e, source)].fail_wc;
     complete(e, now, r);
     return api_done(e, now, PP_OK);

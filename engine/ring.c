@@ -120,6 +120,8 @@ struct conn {
   uint32_t rq_cap;
   uint64_t rq_head, rq_tail, g_rx;
   bool failed;
+  uint8_t fail_wc; /* what queued operations complete with: WR_FLUSH_ERR, or GENERAL_ERR once
+                      the peer broke the protocol */
 };
 
 struct ring {
@@ -430,9 +432,15 @@ static enum pp_status complete_sends(struct pp_engine *e, struct conn *c, uint64
   return PP_OK;
 }
 
+static void violation(struct pp_engine *e, struct conn *c, uint64_t now, const char *msg,
+                      enum pp_violation_field f, uint64_t value, uint64_t limit, bool at_most);
+
 /* May the channel's next chunk go? 1 and the destination when it may, 0 when it has no credit,
- * -1 when the CTS entry is not the one expected (torn or misplaced: a protocol violation). */
-static int credit(struct pp_engine *e, struct conn *c, uint32_t k, uint64_t *addr, uint32_t *rkey)
+ * -1 when the CTS entry is not the one expected (torn, misplaced or forged: a protocol
+ * violation, the connection has failed). The entry must name exactly slot tail mod S of the
+ * peer's ring, with its key: the peer chooses where we write, never outside its slots. */
+static int credit(struct pp_engine *e, struct conn *c, uint32_t k, uint64_t now, uint64_t *addr,
+                  uint32_t *rkey)
 {
   struct ring *r = e->ps;
   struct chan *h = &c->ch[k];
@@ -446,9 +454,13 @@ static int credit(struct pp_engine *e, struct conn *c, uint32_t k, uint64_t *add
   if (h->tail >= h->granted)
     return 0;
   const struct cts_entry *t = fifo(r, c->credit, k, h->tail);
+  uint64_t want = c->remote_rx.addr + ((uint64_t)k * r->S + h->tail % r->S) * r->slot;
   if (t->idx != (uint32_t)h->tail || t->tag != conn_tag(e->cfg.rank, c->peer) ||
-      t->size < r->slot) {
-    e->st.ring.violations++;
+      t->size != r->slot || t->addr != want || t->rkey != c->remote_rx.rkey) {
+    violation(e, c, now, "cts", PP_VF_CTS_ENTRY,
+              t->idx != (uint32_t)h->tail ? t->idx : t->addr != want ? t->addr : t->size,
+              t->idx != (uint32_t)h->tail ? (uint32_t)h->tail : t->addr != want ? want : r->slot,
+              false);
     return -1;
   }
   *addr = t->addr;
@@ -470,9 +482,9 @@ static enum pp_status tx_progress(struct pp_engine *e, struct conn *c, uint64_t 
     struct chan *h = &c->ch[k];
     uint64_t addr;
     uint32_t rkey;
-    int ok = credit(e, c, k, &addr, &rkey);
+    int ok = credit(e, c, k, now, &addr, &rkey);
     if (ok < 0)
-      return PP_INVALID;
+      return PP_OK; /* the connection failed: the kick completes what it held */
     if (ok == 0) {
       if (!c->stalled) {
         c->stalled = true;
@@ -689,10 +701,19 @@ static enum pp_status data_arrived(struct pp_engine *e, struct conn *c, uint32_t
 {
   struct ring *r = e->ps;
   struct chan *h = &c->ch[k];
-  if (h->arrived - h->consumed >= r->S || wc->byte_len > r->slot ||
-      (wc->imm_data & IMM_SEQ_MASK) != (uint32_t)(h->arrived & IMM_SEQ_MASK)) {
-    e->st.ring.violations++; /* an unreleased slot overwritten, or a chunk out of sequence */
-    return PP_INVALID;
+  /* an unreleased slot overwritten, a chunk larger than a slot, or out of sequence */
+  if (h->arrived - h->consumed >= r->S) {
+    violation(e, c, now, "data", PP_VF_SLOT, h->arrived, h->consumed + r->S - 1, true);
+    return PP_OK;
+  }
+  if (wc->byte_len > r->slot) {
+    violation(e, c, now, "data", PP_VF_BYTE_LEN, wc->byte_len, r->slot, true);
+    return PP_OK;
+  }
+  if ((wc->imm_data & IMM_SEQ_MASK) != (uint32_t)(h->arrived & IMM_SEQ_MASK)) {
+    violation(e, c, now, "data", PP_VF_SEQ, wc->imm_data & IMM_SEQ_MASK,
+              h->arrived & IMM_SEQ_MASK, false);
+    return PP_OK;
   }
   h->meta[h->arrived % r->S] = (struct slot_meta){wc->byte_len, (wc->imm_data & IMM_LAST) != 0};
   h->arrived++;
@@ -715,20 +736,26 @@ static enum pp_status credit_arrived(struct pp_engine *e, struct conn *c, uint32
      * (each consuming a receive WQE) carry heads in (head, head + S], at most S of them. */
     uint64_t mem, announced = unwrap31(h->head, imm);
     memcpy(&mem, c->credit + (size_t)k * r->area, sizeof(mem));
-    if (mem > h->tail || mem < announced || announced > h->tail) {
-      e->st.ring.violations++;
-      return PP_INVALID;
+    /* each update announces strictly more than the last, at most the chunks written */
+    if (announced <= h->head || announced > h->tail) {
+      violation(e, c, now, "credit", PP_VF_HEAD, announced,
+                announced <= h->head ? h->head + 1 : h->tail, announced > h->head);
+      return PP_OK;
     }
-    if (announced > h->head)
-      h->head = announced;
+    if (mem > h->tail || mem < announced) {
+      violation(e, c, now, "credit", PP_VF_HEAD, mem, mem < announced ? announced : h->tail,
+                mem > h->tail);
+      return PP_OK;
+    }
+    h->head = announced;
   } else {
     uint64_t end = unwrap31(h->granted, imm);
-    if (end > h->tail + r->S) {
-      e->st.ring.violations++;
-      return PP_INVALID;
+    if (end <= h->granted || end > h->tail + r->S) {
+      violation(e, c, now, "credit", PP_VF_HEAD, end,
+                end <= h->granted ? h->granted + 1 : h->tail + r->S, end > h->granted);
+      return PP_OK;
     }
-    if (end > h->granted)
-      h->granted = end;
+    h->granted = end;
   }
   return tx_progress(e, c, now);
 }
@@ -745,14 +772,15 @@ static enum pp_status flush(struct pp_engine *e, struct conn *c, uint64_t now)
     if (m->chunks_posted < m->nchunks) {
       m->nchunks = m->chunks_posted;
       if (m->st == PP_WC_SUCCESS)
-        m->st = PP_WC_WR_FLUSH_ERR;
+        m->st = c->fail_wc ? c->fail_wc : PP_WC_WR_FLUSH_ERR;
     }
   }
   c->sq_cur = c->sq_tail;
   enum pp_status s = complete_sends(e, c, now);
   for (uint64_t end = c->rq_tail; s == PP_OK && c->rq_head < end;) {
     struct rmsg m = c->rq[c->rq_head++ % c->rq_cap];
-    s = pp_app_recv_done(e, now, m.m.cookie, PP_WC_WR_FLUSH_ERR, c->peer, m.m.tag, 0);
+    s = pp_app_recv_done(e, now, m.m.cookie, c->fail_wc ? c->fail_wc : PP_WC_WR_FLUSH_ERR,
+                         c->peer, m.m.tag, 0);
   }
   return s;
 }
@@ -761,6 +789,38 @@ static enum pp_status fail(struct pp_engine *e, struct conn *c, uint64_t now)
 {
   c->failed = true;
   return flush(e, c, now);
+}
+
+/* Untrusted peers: a write of the peer (a chunk, a credit update, a CTS entry) broke the
+ * protocol. It is reported, every channel of the connection goes to ERROR, our slots and credit
+ * area stop being remotely writable (deregistered), and what the connection held completes
+ * with GENERAL_ERR from the protocol's timer (this may be inside an application's call). */
+static void violation(struct pp_engine *e, struct conn *c, uint64_t now, const char *msg,
+                      enum pp_violation_field f, uint64_t value, uint64_t limit, bool at_most)
+{
+  struct ring *r = e->ps;
+  struct pp_violation v = {.peer = c->peer, .field = (uint8_t)f, .at_most = at_most,
+                           .value = value, .limit = limit};
+  snprintf(v.msg, sizeof(v.msg), "%s", msg);
+  pp_engine_violation(e, now, &v);
+  e->st.ring.violations++;
+  if (c->failed)
+    return;
+  c->failed = true;
+  c->fail_wc = PP_WC_GENERAL_ERR;
+  stall_end(e, c, now);
+  for (uint32_t k = 0; k < r->C; k++) {
+    struct pp_qp_attr a = {.qp_state = PP_QPS_ERR};
+    if (c->ch[k].qpn)
+      e->ops->modify_qp(e->nic, c->ch[k].qpn, &a, PP_QP_STATE);
+  }
+  if (c->rx_mr.lkey)
+    e->ops->dereg_mr(e->nic, &c->rx_mr);
+  if (c->credit_mr.lkey)
+    e->ops->dereg_mr(e->nic, &c->credit_mr);
+  c->rx_mr = c->credit_mr = (struct pp_mr){0};
+  if (arm_kick(e, now) != PP_OK) /* no timer left: it stays failed, flushed by the next kick */
+    return;
 }
 
 /* ---------------------------------------------------------------- events */
@@ -812,8 +872,11 @@ static enum pp_status ring_on_wc(struct pp_engine *e, uint64_t now, const struct
     return s == PP_OK ? tx_progress(e, c, now) : s;
   }
   {
-    if (wc->opcode != PP_WC_OP_RECV_RDMA_WITH_IMM || !(wc->wc_flags & PP_WC_WITH_IMM))
-      return PP_INVALID; /* only WRITE_WITH_IMM may consume our WQEs */
+    if (wc->opcode != PP_WC_OP_RECV_RDMA_WITH_IMM || !(wc->wc_flags & PP_WC_WITH_IMM)) {
+      /* only WRITE_WITH_IMM may consume our WQEs */
+      violation(e, c, now, "data", PP_VF_OPCODE, wc->opcode, PP_WC_OP_RECV_RDMA_WITH_IMM, false);
+      return PP_OK;
+    }
     if (wc->imm_data & IMM_CREDIT)
       return credit_arrived(e, c, k, wc->imm_data, now);
     return data_arrived(e, c, k, wc, now);

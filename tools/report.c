@@ -68,6 +68,20 @@ void pp_report_json_on(FILE *out, const struct pp_sim_config *cfg, const struct 
     fprintf(out, ", \"done\": %s, \"messages_sent\": %" PRIu64 ", \"corrupt\": %" PRIu64 ", ",
             r->stats.done ? "true" : "false", r->stats.messages_sent, r->stats.corrupt);
     json_counts(out, &t, &r->stats.latency);
+    if (r->stats.peer_violations) { /* a peer broke the protocol (engine.h: untrusted peers) */
+      const struct pp_violation *v = &r->stats.first_violation;
+      char t[256];
+      pp_violation_text(v, t, sizeof(t));
+      fprintf(out, ", \"peer_violations\": %" PRIu64 ", \"first_violation\": {\"peer\": %u, "
+                   "\"message\": ", r->stats.peer_violations, v->peer);
+      pp_json_string(out, v->msg);
+      fprintf(out, ", \"field\": \"%s\", \"value\": %" PRIu64 ", \"limit\": %" PRIu64
+                   ", \"at_ns\": %" PRIu64 ", \"text\": ",
+              pp_violation_field_name((enum pp_violation_field)v->field), v->value, v->limit,
+              v->at_ns);
+      pp_json_string(out, t);
+      fputc('}', out);
+    }
     fprintf(out, ", \"rnr_naks_sent\": %" PRIu64 ", \"timeout_retries\": %" PRIu64
                  ", \"packets_dropped\": %" PRIu64 "}",
             r->nic.rnr_naks_sent, r->nic.timeout_retries, r->nic.packets_dropped);
@@ -127,6 +141,16 @@ void pp_report_table_on(FILE *out, const struct pp_sim_config *cfg,
           res->latency.p99 / 1e3, res->latency.max / 1e3);
   status_list(out, all.status);
   fputc('\n', out);
+  for (uint32_t i = 0; i < res->nranks; i++) {
+    const struct pp_rank_result *r = &res->ranks[i];
+    char t[256];
+    if (!r->stats.peer_violations)
+      continue;
+    pp_violation_text(&r->stats.first_violation, t, sizeof(t));
+    fprintf(out, "rank %u: %" PRIu64 " message%s of peers broke the protocol (connection failed), "
+                 "first: %s\n", i, r->stats.peer_violations,
+            r->stats.peer_violations == 1 ? "" : "s", t);
+  }
   pp_report_ring_table(out, cfg, res);
   pp_report_p2p_table(out, cfg, res);
   if (res->hang) {

@@ -148,6 +148,49 @@ struct pp_conn_info {
   struct pp_region region[PP_MAX_REGIONS];
 };
 
+/* Untrusted peers: a message of a peer that failed a check of the protocol (a field out of its
+ * bounds, the wrong request, peer or state). The connection to that peer fails (its QPs go to
+ * ERROR, its requests complete with an error), nothing is read or written outside the intended
+ * buffers, the other peers go on. X(id, name, description) */
+#define PP_VIOLATION_LIST(X)                                                   \
+  X(BYTE_LEN, "byte_len", "the bytes received do not hold the message")        \
+  X(TYPE, "type", "not a message kind of the protocol")                        \
+  X(FLAGS, "flags", "flags the message kind does not carry")                   \
+  X(LEN, "len", "a length the transfer does not have")                         \
+  X(SEQ, "seq", "a sequence number outside the window, or seen before")        \
+  X(TAG, "tag", "a reserved tag")                                              \
+  X(CREDITS, "credits", "more data credits handed back than were lent")        \
+  X(RCREDITS, "rcredits", "more reply credits handed back than were lent")     \
+  X(HANDLE, "handle", "no request with this peer in a state that takes it")    \
+  X(FRAG, "frag", "a fragment index out of order, or past the last")           \
+  X(NFRAG, "nfrag", "a fragment count the transfer does not have")             \
+  X(OFF, "off", "a fragment offset the transfer does not have")                \
+  X(FLEN, "flen", "a fragment length the transfer does not have")              \
+  X(SLOT, "slot", "a ring chunk into a slot not released yet")                 \
+  X(HEAD, "head", "a ring credit not ahead of the last or beyond the chunks sent") \
+  X(CTS_ENTRY, "cts_entry", "a ring CTS entry with the wrong idx, tag, address, key or size") \
+  X(OPCODE, "opcode", "an operation that may not consume this receive")
+
+enum pp_violation_field {
+#define PP_X(id, name, desc) PP_VF_##id,
+  PP_VIOLATION_LIST(PP_X)
+#undef PP_X
+  PP_VF_COUNT
+};
+const char *pp_violation_field_name(enum pp_violation_field f); /* "?" when unknown */
+const char *pp_violation_field_desc(enum pp_violation_field f);
+
+struct pp_violation {
+  uint32_t peer;    /* the rank whose message it was */
+  uint8_t field;    /* enum pp_violation_field */
+  uint8_t at_most;  /* limit is a bound (value must be <= limit), else the value expected */
+  char msg[10];     /* the message kind: "EAGER", "CTS", ...; ring: "data", "credit", "cts" */
+  uint64_t value, limit;
+  uint64_t at_ns;
+};
+/* "CTS from rank 1: off 65536, expected 0 (a fragment offset ...)" into buf. */
+void pp_violation_text(const struct pp_violation *v, char *buf, size_t len);
+
 struct pp_latency {
   uint64_t p50, p99, max;
 };
@@ -166,6 +209,8 @@ struct pp_rank_stats {
   bool done;
   struct pp_ring_stats ring;  /* ring protocols */
   struct pp_coll_stats coll;  /* collective workload */
+  uint64_t peer_violations;   /* peers' messages that failed a check (each fails its peer) */
+  struct pp_violation first_violation; /* the first of them */
 };
 
 struct pp_engine;

@@ -33,7 +33,8 @@
  * (engine/rcache.c). When the NIC's MR table is full, unused cached registrations make room;
  * transfers that still cannot register wait in line, in the order they asked, for one to be
  * released, and fail with PP_P2P_E_NO_MR (both sides, the message's place in the per-peer
- * order kept) only when this engine holds none that could be. Unexpected messages stay in their bounce buffers: that memory is bounded by
+ * order kept) only when this engine holds none that could be. A peer's message that fails a check
+ * (README: untrusted peers) fails that peer only: its requests complete with PP_P2P_E_PEER. Unexpected messages stay in their bounce buffers: that memory is bounded by
  * the credits, and a receiver that does not take them holds its senders back, never drops data.
  */
 #ifndef PP_P2P_H
@@ -75,7 +76,8 @@ enum pp_p2p_proto {
   X(TRUNCATED, "truncated", "the message was longer than the receive buffer")  \
   X(CANCELLED, "cancelled", "the receive was cancelled before it matched")     \
   X(FAILED, "failed", "a work completion failed (wc_status tells which)")      \
-  X(NO_MR, "no-mr", "a buffer could not be registered and nothing held will free an MR")
+  X(NO_MR, "no-mr", "a buffer could not be registered and nothing held will free an MR")   \
+  X(PEER, "peer", "the peer broke the protocol: its connection was failed")
 
 enum pp_p2p_err {
 #define PP_X(id, name, desc) PP_P2P_E_##id,

@@ -84,7 +84,8 @@ struct pp_ring_stats {
   uint32_t nconns; /* entries of conn[] in use (the first PP_RING_STATS_CONNS connections) */
   struct pp_ring_conn_stats conn[PP_RING_STATS_CONNS];
   /* protocol invariants seen broken: a chunk landing in an unreleased slot, a chunk out of
-   * sequence, a CTS entry with the wrong idx or tag, a head beyond the tail. Always 0. */
+   * sequence, a CTS entry with the wrong idx or tag, a head beyond the tail: 0 with honest peers,
+   * each one fails its connection (pp_rank_stats.first_violation says which). */
   uint64_t violations;
 };
 
