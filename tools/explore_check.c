@@ -48,6 +48,7 @@ static void add_faults(struct pp_fault_counts *a, const struct pp_fault_counts *
   a->rkeys += b->rkeys;
   a->cq_delays += b->cq_delays;
   a->pauses += b->pauses;
+  a->byzantine += b->byzantine;
 }
 
 static void sum(const struct pp_run_result *res, struct sums *s)

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HB 64u /* bounce slot: one message header */
+#define HB 64u    /* a message header: what FIELD changes */
+#define SLOT 128u /* bounce slot: a header and the first bytes after it (data lies) */
 
 static const char *const action_names[] = {
 #define PP_X(id, name) name,
@@ -31,7 +32,7 @@ struct pp_byz {
   double rate;
   struct pp_prng prng;
   const uint8_t *in;
-  size_t in_len, in_pos;
+  size_t in_len, in_pos, asked;
   uint8_t *bounce;
   struct pp_mr bmr;
   bool bmr_tried;
@@ -42,6 +43,7 @@ struct pp_byz {
   struct pp_mr mrs[PP_BYZ_MAX_MRS]; /* what the engine registered (READ responses) */
   uint32_t nmr;
   struct pp_byz_counts c;
+  bool data_lies;
 };
 
 /* ------------------------------------------------------------------ decisions */
@@ -49,6 +51,7 @@ struct pp_byz {
 static uint64_t in_bytes(struct pp_byz *b, unsigned n)
 {
   uint64_t v = 0;
+  b->asked += n;
   for (unsigned i = 0; i < n && b->in_pos < b->in_len; i++)
     v |= (uint64_t)b->in[b->in_pos++] << (8 * i);
   return v;
@@ -147,8 +150,8 @@ static uint8_t *bounce_slot(struct pp_byz *b)
 {
   if (!b->bmr_tried) {
     b->bmr_tried = true;
-    b->bounce = calloc(PP_BYZ_SLOTS, HB);
-    if (b->bounce && b->ops->reg_mr(b->nic, b->bounce, (size_t)PP_BYZ_SLOTS * HB,
+    b->bounce = calloc(PP_BYZ_SLOTS, SLOT);
+    if (b->bounce && b->ops->reg_mr(b->nic, b->bounce, (size_t)PP_BYZ_SLOTS * SLOT,
                                     PP_ACCESS_LOCAL_WRITE, &b->bmr) != PP_OK) {
       free(b->bounce);
       b->bounce = NULL;
@@ -156,14 +159,14 @@ static uint8_t *bounce_slot(struct pp_byz *b)
   }
   if (!b->bounce)
     return NULL;
-  uint8_t *s = b->bounce + (size_t)(b->bnext++ % PP_BYZ_SLOTS) * HB;
-  memset(s, 0, HB);
+  uint8_t *s = b->bounce + (size_t)(b->bnext++ % PP_BYZ_SLOTS) * SLOT;
+  memset(s, 0, SLOT);
   return s;
 }
 
-/* Moves the first min(len, 64) bytes of wr into a bounce slot (the rest, if any, stays where it
+/* Moves the first min(len, max) bytes of wr into a bounce slot (the rest, if any, stays where it
  * is as a second scatter element). NULL when it cannot (several elements, no bounce memory). */
-static uint8_t *take_header(struct pp_byz *b, struct pp_send_wr *wr, uint32_t *hlen)
+static uint8_t *take_bytes(struct pp_byz *b, struct pp_send_wr *wr, uint32_t max, uint32_t *hlen)
 {
   uint32_t len = wr_len(wr);
   if (wr->num_sge != 1 || len == 0)
@@ -172,7 +175,7 @@ static uint8_t *take_header(struct pp_byz *b, struct pp_send_wr *wr, uint32_t *h
   if (!s)
     return NULL;
   struct pp_sge orig = wr->sg_list[0];
-  uint32_t h = len < HB ? len : HB;
+  uint32_t h = len < max ? len : max;
   memcpy(s, (const void *)(uintptr_t)orig.addr, h);
   wr->sg_list[0] = (struct pp_sge){.addr = (uint64_t)(uintptr_t)s, .length = h, .lkey = b->bmr.lkey};
   if (len > h) {
@@ -181,6 +184,11 @@ static uint8_t *take_header(struct pp_byz *b, struct pp_send_wr *wr, uint32_t *h
   }
   *hlen = h;
   return s;
+}
+
+static uint8_t *take_header(struct pp_byz *b, struct pp_send_wr *wr, uint32_t *hlen)
+{
+  return take_bytes(b, wr, HB, hlen);
 }
 
 /* ------------------------------------------------------------------ the mutations */
@@ -230,6 +238,21 @@ static bool mutate_field(struct pp_byz *b, struct pp_send_wr *wr)
   if (width == 0)
     return false;
   put_n(s + off, width, interesting(b, get_n(s + off, width), width * 8));
+  return true;
+}
+
+/* pp_byz_set_data_lies: a byte of the message itself changed, past the p2p header (64 bytes) or
+ * a ring chunk's start, past the workload's own 16-byte header: what no receiver can detect. */
+static bool lie_in_data(struct pp_byz *b, struct pp_send_wr *wr)
+{
+  bool ring_data = wr->opcode == PP_WR_RDMA_WRITE_WITH_IMM && !(wr->imm_data >> 31);
+  uint32_t from = (is_send(wr->opcode) ? HB : 0) + 16, h;
+  if ((!is_send(wr->opcode) && !ring_data) || wr_len(wr) <= from)
+    return false;
+  uint8_t *s = take_bytes(b, wr, SLOT, &h);
+  if (!s || h <= from)
+    return false;
+  s[from + pick(b, h - from)] ^= 0x5a;
   return true;
 }
 
@@ -353,36 +376,43 @@ static void inject(struct pp_byz *b, uint32_t qpn)
   (void)b->ops->post_send(b->nic, qpn, &wr); /* unsignalled: no completion unless it fails */
 }
 
+/* Applies action a to wr (a copy of the engine's); the action actually taken (PASS when it
+ * could not be), or HOLD when wr was kept back (not to be posted now). */
+static enum pp_byz_action apply(struct pp_byz *b, uint32_t qpn, int slot, struct pp_send_wr *wr,
+                                enum pp_byz_action a)
+{
+  if (b->data_lies) /* the positive control: every mutation a data lie */
+    return a != PP_BYZ_PASS && lie_in_data(b, wr) ? PP_BYZ_FIELD : PP_BYZ_PASS;
+  switch (a) {
+  case PP_BYZ_FIELD: return mutate_field(b, wr) ? a : PP_BYZ_PASS;
+  case PP_BYZ_IMM: mutate_imm(b, wr); return a;
+  case PP_BYZ_RADDR:
+    wr->remote_addr = b->bytes ? interesting(b, wr->remote_addr, 64)
+                               : wr->remote_addr ^ (1ull << (40 + pick(b, 20)));
+    return a;
+  case PP_BYZ_RKEY: wr->rkey = (uint32_t)interesting(b, wr->rkey, 32); return a;
+  case PP_BYZ_SHORTEN: shorten(b, wr); return a;
+  case PP_BYZ_DROP: drop(wr); return a;
+  case PP_BYZ_HOLD:
+    if (b->held[slot].on)
+      return PP_BYZ_PASS; /* one held at a time per QP */
+    b->held[slot] = (struct held){.on = true, .wr = *wr};
+    return a;
+  case PP_BYZ_INJECT: inject(b, qpn); return a;
+  default: return a;
+  }
+}
+
 static int byz_post_send(void *nic, uint32_t qpn, const struct pp_send_wr *orig)
 {
   struct pp_byz *b = nic;
   struct pp_send_wr wr = *orig;
   int slot = qp_slot(b, qpn);
   b->c.wrs++;
-  enum pp_byz_action a = slot < 0 ? PP_BYZ_PASS : choose(b, &wr);
-  switch (a) {
-  case PP_BYZ_FIELD:
-    if (!mutate_field(b, &wr))
-      a = PP_BYZ_PASS;
-    break;
-  case PP_BYZ_IMM: mutate_imm(b, &wr); break;
-  case PP_BYZ_RADDR:
-    wr.remote_addr = b->bytes ? interesting(b, wr.remote_addr, 64)
-                              : wr.remote_addr ^ (1ull << (40 + pick(b, 20)));
-    break;
-  case PP_BYZ_RKEY: wr.rkey = (uint32_t)interesting(b, wr.rkey, 32); break;
-  case PP_BYZ_SHORTEN: shorten(b, &wr); break;
-  case PP_BYZ_DROP: drop(&wr); break;
-  case PP_BYZ_HOLD:
-    if (!b->held[slot].on) {
-      b->held[slot] = (struct held){.on = true, .wr = wr};
-      b->c.done[a]++;
-      return PP_OK;
-    }
-    a = PP_BYZ_PASS; /* one held at a time per QP */
-    break;
-  case PP_BYZ_INJECT: inject(b, qpn); break;
-  default: break;
+  enum pp_byz_action a = slot < 0 ? PP_BYZ_PASS : apply(b, qpn, slot, &wr, choose(b, &wr));
+  if (a == PP_BYZ_HOLD) {
+    b->c.done[a]++;
+    return PP_OK;
   }
   int s = b->ops->post_send(b->nic, qpn, &wr);
   if (s != PP_OK)
@@ -552,6 +582,11 @@ void pp_byz_destroy(struct pp_byz *b)
   free(b);
 }
 
+void pp_byz_set_data_lies(struct pp_byz *b, bool on)
+{
+  b->data_lies = on;
+}
+
 void pp_byz_counts(const struct pp_byz *b, struct pp_byz_counts *out)
 {
   *out = b->c;
@@ -577,5 +612,5 @@ bool pp_byz_read_response(struct pp_byz *b, uint64_t addr, uint32_t len, uint32_
 
 size_t pp_byz_consumed(const struct pp_byz *b)
 {
-  return b->in_pos;
+  return b->asked;
 }

@@ -89,12 +89,18 @@ void pp_byz_destroy(struct pp_byz *b);
 extern const struct pp_nic_ops pp_byz_ops;
 
 void pp_byz_counts(const struct pp_byz *b, struct pp_byz_counts *out);
+/* Test-only positive control (tests/test_explore.c): every mutation the seeded source picks
+ * becomes a changed byte of the message's data instead, the one lie no receiver can detect, so
+ * that the explorer's integrity invariant must fire. */
+void pp_byz_set_data_lies(struct pp_byz *b, bool on);
 /* Bytes source only: a peer RDMA-READs [addr, addr + len) of this (the byzantine) rank's memory
  * under rkey: the next decision may overwrite part of it from the input first (what the READ
  * response carries is the liar's to choose). Only memory the engine registered with that rkey
  * through the wrapper is touched. true when it changed something. */
 bool pp_byz_read_response(struct pp_byz *b, uint64_t addr, uint32_t len, uint32_t rkey);
-/* Bytes source only: how much of the input the decisions consumed so far. */
+/* Bytes source only: how many input bytes the decisions asked for so far (past the end of the
+ * input they read as 0: pass). A run on an empty input tells how long an input of that run's
+ * decisions is: the fuzzer's seeds (tests/fuzz/fuzz_wire.h). */
 size_t pp_byz_consumed(const struct pp_byz *b);
 
 #endif

@@ -73,6 +73,7 @@ struct pp_faults {
    * does not reform, and what is judged is that the honest ranks never accept its lies. */
   double byzantine;
   uint32_t byzantine_rank;
+  bool byzantine_data_lies; /* test-only, no scenario key: pp_byz_set_data_lies() */
 };
 
 /* How often each fault fired on a host. */

@@ -316,6 +316,7 @@ static void rank_actor(int argc, char **argv)
       fail(PP_NOMEM, "creating the byzantine peer", rank);
       return;
     }
+    pp_byz_set_data_lies(r->byz, fl->byzantine_data_lies);
     ops = &pp_byz_ops;
     nic = r->byz;
   }
