@@ -128,9 +128,13 @@ static bool config(const uint8_t *c, struct pp_engine_cfg *cfg)
   static const enum pp_protocol protos[] = {PP_PROTO_EAGER, PP_PROTO_RNDV, PP_PROTO_RING_CREDITS,
                                             PP_PROTO_RING_CTS};
   static const uint32_t sizes[] = {16, 200, 3000, 9000, 40000, 100000};
+  /* PP_FUZZ_WIRE_PROTOCOL=NAME fuzzes that protocol only (to look past a known crash of
+   * another): the input's protocol bits are then ignored */
+  const char *only = getenv("PP_FUZZ_WIRE_PROTOCOL");
+  int forced = only && *only ? pp_protocol_from_name(only) : -1;
   *cfg = (struct pp_engine_cfg){
       .nranks = 2,
-      .protocol = protos[c[0] & 3],
+      .protocol = forced >= 0 ? (enum pp_protocol)forced : protos[c[0] & 3],
       .qp = {.min_rnr_timer = 1, .rnr_retry = 2, .timeout = 10, .retry_cnt = 2,
              .max_rd_atomic = 4, .mtu = 4096, .sq_depth = 32, .rq_depth = 4 + (c[3] & 7)},
       .workload = {.kind = PP_WORKLOAD_STREAM, .pattern = PP_PATTERN_RING,

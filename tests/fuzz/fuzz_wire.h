@@ -18,6 +18,8 @@
  *   byte 2  messages per direction (1 + mod 6)
  *   byte 3  receive queue depth (bits 0-2: 4..11), ring slots (bits 3-4: 2..5)
  * A decision byte 0 is "pass": an input that ends early lets the rest of the run be honest.
+ * PP_FUZZ_WIRE_PROTOCOL=NAME (eager, rndv, ring-credits, ring-cts) forces the protocol, to fuzz
+ * one past a known crash of another.
  *
  * Must never crash, trip a sanitizer or an assertion, whatever the input. Returns the messages
  * rank 0 received intact (-1: the configuration was refused).
