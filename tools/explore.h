@@ -45,8 +45,8 @@
   X(QP_ERROR, "qp-error", "NIC: a QP forced to ERROR mid-run (fatal)")                            \
   X(RKEY, "rkey", "NIC: rkeys invalidated while peers hold them (fatal)")                        \
   X(BYZANTINE, "byzantine",                                                                       \
-    "driver: one rank lies on the wire: header fields, immediates, addresses, rkeys and lengths "  \
-    "of its messages changed, control messages dropped, duplicated, held back (opt-in)")
+    "driver: one rank lies on the wire, fields of its messages changed, control messages "         \
+    "dropped, duplicated or held back (opt-in)")
 
 enum pp_fault {
 #define PP_X(id, name, desc) PP_FAULT_##id,
