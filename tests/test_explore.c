@@ -502,6 +502,48 @@ Test(explore_run, no_fault_runs_pass)
   cr_assert_eq(v.messages, 40);
 }
 
+/* The byzantine fault (backends/simgrid/byzantine.h) really mutates what rank 1 sends: the run
+ * differs from the clean one and counts its mutations; the positive control (every mutation a
+ * changed data byte, which no receiver can detect) is caught by the integrity invariant, on the
+ * honest receiver, and the liar's own side is not judged. */
+Test(explore_run, byzantine_peer_mutates_and_a_data_lie_is_caught)
+{
+  static struct pp_scenario sc;
+  static const enum pp_protocol protos[] = {PP_PROTO_EAGER, PP_PROTO_RING_CREDITS};
+  for (int i = 0; i < 2; i++) {
+    struct pp_verdict clean, v;
+    base(&sc, protos[i]);
+    run(&sc, &clean);
+    assert_inv(clean, PP_INV_OK);
+    cr_assert_eq(clean.fired.byzantine, 0);
+    sc.sim.faults.byzantine = 0.3;
+    sc.sim.faults.byzantine_rank = 1;
+    run(&sc, &v);
+    /* judged (not stopped by an engine that rejected a lie): the mutations are counted */
+    if (v.inv != PP_INV_ENGINE)
+      cr_assert_gt(v.fired.byzantine, 0, "%s: nothing mutated (%s: %s)",
+                   pp_protocol_name(protos[i]), pp_inv_name(v.inv), v.why);
+    cr_assert(v.inv != clean.inv || v.messages != clean.messages || v.sim_ns != clean.sim_ns ||
+                  v.errors != clean.errors,
+              "%s: the run with a byzantine peer is the clean run", pp_protocol_name(protos[i]));
+    /* the positive control: rank 0 sends to the honest rank 1 (pattern pair) and lies in data */
+    base(&sc, protos[i]);
+    sc.sim.engine.workload.pattern = PP_PATTERN_PAIR;
+    sc.sim.faults.byzantine = 0.3;
+    sc.sim.faults.byzantine_rank = 0;
+    sc.sim.faults.byzantine_data_lies = true;
+    run(&sc, &v);
+    assert_inv(v, PP_INV_INTEGRITY);
+    cr_assert_not_null(strstr(v.why, "honest rank 1 accepted"), "%s", v.why);
+    cr_assert_gt(v.fired.byzantine, 0);
+    /* the same lies told by the receiver (rank 1, which sends nothing but credits and acks)
+     * change no data: the honest sender's side is all that is judged */
+    sc.sim.faults.byzantine_rank = 1;
+    run(&sc, &v);
+    cr_assert_neq(v.inv, PP_INV_INTEGRITY, "%s", v.why);
+  }
+}
+
 Test(explore_run, slow_consumer_makes_naive_rnr_and_retry0_fail)
 {
   static struct pp_scenario sc;

@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/simgrid/simnic.h"
-#include "engine/engine.h"
+#include "prepost/simnic.h"
+#include "prepost/engine.h"
 #include "engine/engine_impl.h"
-#include "engine/hang.h"
-#include "engine/p2p.h"
+#include "prepost/hang.h"
+#include "prepost/p2p.h"
 #include "fakefabric.h"
 #include "simnic_harness.h"
 

@@ -588,7 +588,7 @@ Test(errors, unknown_keys)
                "t.yaml:2: unknown key 'bogus' in 'faults' (expected one of: loss, until, jitter, "
                "scramble, scramble_delay, srq_delay, qp_error_at, qp_error_host, qp_error_qp, "
                "rkey_invalidate_at, rkey_host, cq_delay, pause_ranks, pause_at, pause, order_bits, "
-               "order_mask, order_window)");
+               "order_mask, order_window, byzantine, byzantine_rank)");
   expect_error("ranks: 2\nlimits:\n  max_time: 1s\n", PP_PARSE,
                "t.yaml:3: unknown key 'max_time' in 'limits' (expected one of: max_sim_time, no_progress)");
   /* Merge keys are not special: they are unknown keys. */

@@ -887,6 +887,30 @@ Test(simnic, rem_access_missing_remote_read)
                                          .len = 64});
 }
 
+/* A zero-length RDMA WRITE or READ names no memory: no rkey or address is checked (IB C9-88,
+ * rxe's check_rkey), it completes successfully and both QPs stay up; one byte with the same bogus
+ * rkey is a remote access error. */
+Test(simnic, rem_access_zero_length_checks_no_rkey)
+{
+  static const enum pp_wr_opcode ops[] = {PP_WR_RDMA_WRITE, PP_WR_RDMA_READ};
+  for (int i = 0; i < 2; i++) {
+    struct pair *p = pair_default();
+    struct pp_wc wc[4];
+    cr_assert_eq(h_post_send(p->h, A, p->qa, ops[i], 1, NULL, NULL, 0, 0, 0x12345678u, true),
+                 PP_OK);
+    h_run(p->h, FOREVER);
+    cr_assert_eq(h_poll(p->h, A, wc, 4), 1);
+    expect_wc(&wc[0], 1, PP_WC_SUCCESS, NO_OP, p->qa);
+    cr_assert_eq(qp_state(p->h, B, p->qb), PP_QPS_RTS);
+    cr_assert_eq(h_poll(p->h, B, wc, 4), 0);
+    pair_free(p);
+  }
+  check_rem_access(&(struct access_case){.access = RW_ACCESS,
+                                         .op = PP_WR_RDMA_WRITE,
+                                         .len = 1,
+                                         .bad_rkey = true});
+}
+
 /* The responder QP's own qp_access_flags (the MR allows everything): an RDMA WRITE (with or
  * without immediate) without REMOTE_WRITE, or a READ without REMOTE_READ, is NAKed "invalid
  * request" before any receive WQE is consumed (rxe: check_op_valid, class C): REM_INV_REQ_ERR at

@@ -43,7 +43,10 @@
   X(SCRAMBLE, "scramble", "NIC: an RDMA WRITE's bytes placed out of order, the last chunk first") \
   X(SRQ, "srq", "NIC: SRQ depletion, WQEs posted to an SRQ usable only later")                    \
   X(QP_ERROR, "qp-error", "NIC: a QP forced to ERROR mid-run (fatal)")                            \
-  X(RKEY, "rkey", "NIC: rkeys invalidated while peers hold them (fatal)")
+  X(RKEY, "rkey", "NIC: rkeys invalidated while peers hold them (fatal)")                        \
+  X(BYZANTINE, "byzantine",                                                                       \
+    "driver: one rank lies on the wire, fields of its messages changed, control messages "         \
+    "dropped, duplicated or held back (opt-in)")
 
 enum pp_fault {
 #define PP_X(id, name, desc) PP_FAULT_##id,
@@ -51,7 +54,10 @@ enum pp_fault {
 #undef PP_X
       PP_FAULT_COUNT
 };
-#define PP_FAULTS_ALL ((1u << PP_FAULT_COUNT) - 1)
+/* Opt-in faults: never in "all" nor in the default mix, only when named (--faults byzantine).
+ * byzantine fails until every field a peer sends is validated (issue 12). */
+#define PP_FAULTS_OPT_IN (1u << PP_FAULT_BYZANTINE)
+#define PP_FAULTS_ALL (((1u << PP_FAULT_COUNT) - 1) & ~PP_FAULTS_OPT_IN)
 
 const char *pp_fault_name(enum pp_fault f);
 const char *pp_fault_desc(enum pp_fault f);

@@ -15,6 +15,14 @@
  *             max_sim_time (= the end of the faults + the liveness bound) hangs, unless a fatal
  *             fault fired and was reported (an async event or an error completion)
  *  delivery   a completed stream run delivered `messages` messages to every receiver
+ *
+ * With the byzantine fault (one rank lies on the wire, backends/simgrid/byzantine.h) the
+ * judgement is about the honest ranks only: none may accept a corrupt message or see a buffer
+ * changed while it held it (integrity, reuse: wrong data reported as success, whatever the liar
+ * did), none may fail an event (engine: simrun ignores the liar's own engine), and the honest
+ * ranks that do not exchange messages with the liar must finish as if nothing happened (errors,
+ * rnr, hang, delivery). A rank that talks to the liar may see error completions, RNR NAKs, its
+ * protocol counting violations (it detected a lie) or wait for ever: that is a clear reaction.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -40,6 +48,7 @@ static void add_faults(struct pp_fault_counts *a, const struct pp_fault_counts *
   a->rkeys += b->rkeys;
   a->cq_delays += b->cq_delays;
   a->pauses += b->pauses;
+  a->byzantine += b->byzantine;
 }
 
 static void sum(const struct pp_run_result *res, struct sums *s)
@@ -83,6 +92,77 @@ static void status_list(const struct sums *s, char *buf, size_t len)
                              pp_wc_status_name((enum pp_wc_status)k), s->status[k]);
 }
 
+/* Does honest rank i exchange messages with rank b? (stream: its destination or source; the
+ * other workloads: assume it does) */
+static bool talks_to(const struct pp_sim_config *cfg, uint32_t i, uint32_t b)
+{
+  const struct pp_workload *w = &cfg->engine.workload;
+  if (w->kind != PP_WORKLOAD_STREAM)
+    return true;
+  uint32_t n = cfg->engine.nranks;
+  return pp_workload_dest(w, i, n) == (int)b || pp_workload_source(w, i, n) == (int)b;
+}
+
+static uint64_t rank_errors(const struct pp_rank_result *r)
+{
+  uint64_t e = 0;
+  for (int k = 1; k < PP_WC_STATUS_COUNT; k++)
+    e += r->stats.status_counts[k];
+  return e;
+}
+
+static enum pp_inv check_byzantine(const struct pp_scenario *sc, const struct pp_run_result *res,
+                                   char *why, size_t len)
+{
+  const struct pp_sim_config *cfg = &sc->sim;
+  const struct pp_workload *w = &cfg->engine.workload;
+  uint32_t b = cfg->faults.byzantine_rank;
+  for (uint32_t i = 0; i < res->nranks; i++) {
+    const struct pp_rank_stats *st = &res->ranks[i].stats;
+    if (i == b)
+      continue;
+    if (st->corrupt || st->coll.elements_wrong) {
+      snprintf(why, len, "honest rank %u accepted %" PRIu64 " corrupt messages (%" PRIu64
+                         " collective elements) as success: byzantine rank %u",
+               i, st->corrupt, st->coll.elements_wrong, b);
+      return PP_INV_INTEGRITY;
+    }
+    if (st->early_reuse) {
+      snprintf(why, len, "honest rank %u: %" PRIu64 " buffers changed while the application "
+                         "held them: byzantine rank %u",
+               i, st->early_reuse, b);
+      return PP_INV_REUSE;
+    }
+  }
+  for (uint32_t i = 0; i < res->nranks; i++) {
+    const struct pp_rank_result *r = &res->ranks[i];
+    if (i == b || talks_to(cfg, i, b))
+      continue;
+    uint64_t expect = pp_workload_source(w, i, cfg->engine.nranks) >= 0 ? w->messages : 0;
+    if (r->nic.rnr_naks_received) {
+      snprintf(why, len, "rank %u, which does not talk to byzantine rank %u, got %" PRIu64
+                         " RNR NAKs", i, b, r->nic.rnr_naks_received);
+      return PP_INV_RNR;
+    }
+    if (rank_errors(r)) {
+      snprintf(why, len, "rank %u, which does not talk to byzantine rank %u, has %" PRIu64
+                         " error completions", i, b, rank_errors(r));
+      return PP_INV_ERRORS;
+    }
+    if (!r->stats.done) {
+      snprintf(why, len, "rank %u, which does not talk to byzantine rank %u, is not done (%s)",
+               i, b, pp_outcome_name(res->outcome));
+      return PP_INV_HANG;
+    }
+    if (r->stats.messages_received != expect) {
+      snprintf(why, len, "rank %u received %" PRIu64 " messages intact, expected %" PRIu64, i,
+               r->stats.messages_received, expect);
+      return PP_INV_DELIVERY;
+    }
+  }
+  return PP_INV_OK;
+}
+
 enum pp_inv pp_explore_check(const struct pp_scenario *sc, const struct pp_run_result *res,
                              char *why, size_t len)
 {
@@ -92,6 +172,8 @@ enum pp_inv pp_explore_check(const struct pp_scenario *sc, const struct pp_run_r
   struct sums s;
   sum(res, &s);
   why[0] = '\0';
+  if (cfg->faults.byzantine > 0)
+    return check_byzantine(sc, res, why, len);
   if (s.corrupt) {
     snprintf(why, len, "%" PRIu64 " messages arrived corrupt, twice or out of order (first on rank %u)",
              s.corrupt, s.first_corrupt);

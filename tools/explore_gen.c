@@ -90,7 +90,7 @@ int pp_faults_parse(const char *list, uint32_t *mask, char *err, size_t errlen)
         f = i;
     if (f < 0) {
       char all[256];
-      pp_faults_format(PP_FAULTS_ALL, all, sizeof all);
+      pp_faults_format(PP_FAULTS_ALL | PP_FAULTS_OPT_IN, all, sizeof all);
       snprintf(err, errlen, "unknown fault '%s' (expected all, none or a list of: %s)", word, all);
       return -1;
     }
@@ -128,6 +128,7 @@ uint32_t pp_faults_of(const struct pp_scenario *sc)
   ON(SCRAMBLE, f->scramble > 0);
   ON(SRQ, f->srq_delay_ns > 0);
   ON(QP_ERROR, f->qp_error_ns > 0);
+  ON(BYZANTINE, f->byzantine > 0);
   ON(RKEY, f->rkey_ns > 0);
 #undef ON
   return m;
@@ -429,7 +430,7 @@ const struct pp_explore_gen pp_explore_gens[] = {
      .protocol = PP_PROTO_RING_CREDITS,
      .flow_controlled = true,
      .in_mix = true,
-     .faults = STREAM_FAULTS,
+     .faults = STREAM_FAULTS | PP_FAULTS_OPT_IN,
      .bugs = STREAM_BUGS | 1u << PP_BUG_EARLY_CREDIT,
      .gen = gen_ring,
      .write = write_ring,
@@ -439,7 +440,7 @@ const struct pp_explore_gen pp_explore_gens[] = {
      .protocol = PP_PROTO_RING_CTS,
      .flow_controlled = true,
      .in_mix = true,
-     .faults = STREAM_FAULTS,
+     .faults = STREAM_FAULTS | PP_FAULTS_OPT_IN,
      .bugs = STREAM_BUGS | 1u << PP_BUG_EARLY_CREDIT,
      .gen = gen_ring,
      .write = write_ring,
@@ -449,7 +450,7 @@ const struct pp_explore_gen pp_explore_gens[] = {
      .protocol = PP_PROTO_EAGER,
      .flow_controlled = true,
      .in_mix = true,
-     .faults = TRAFFIC_FAULTS,
+     .faults = TRAFFIC_FAULTS | PP_FAULTS_OPT_IN,
      .bugs = P2P_BUGS,
      .gen = gen_p2p,
      .write = write_p2p,
@@ -458,7 +459,7 @@ const struct pp_explore_gen pp_explore_gens[] = {
      .protocol = PP_PROTO_RNDV,
      .flow_controlled = true,
      .in_mix = true,
-     .faults = TRAFFIC_FAULTS,
+     .faults = TRAFFIC_FAULTS | PP_FAULTS_OPT_IN,
      .bugs = P2P_BUGS,
      .gen = gen_p2p,
      .write = write_p2p,
@@ -619,6 +620,15 @@ static void draw_faults(struct pp_prng *r, uint32_t mask, double rate, uint64_t 
     f->rkey_ns = rkey_at;
     f->rkey_host = (uint32_t)rkey_host;
   }
+  /* opt-in faults draw only when asked for: the default mix's seeds stay what they were */
+  if (mask & PP_FAULTS_OPT_IN) {
+    double byz = 0.02 + 0.28 * pp_prng_unit(r);
+    uint64_t byz_rank = rnd(r, 0, n - 1);
+    if (on >> PP_FAULT_BYZANTINE & 1) {
+      f->byzantine = byz;
+      f->byzantine_rank = (uint32_t)byz_rank;
+    }
+  }
 }
 
 /* The quiet phase: faults stop at until_ns; every operation must be done by max_sim_time. */
@@ -776,6 +786,8 @@ int pp_scenario_write(FILE *out, const struct pp_scenario *sc, const char *comme
           f->order_window_ns);
   if (f->pause_ranks)
     write_mask(out, "pause_ranks", f->pause_ranks);
+  if (f->byzantine > 0) /* opt-in: absent from the other scenarios */
+    fprintf(out, "  byzantine: %.17g\n  byzantine_rank: %u\n", f->byzantine, f->byzantine_rank);
   fprintf(out, "limits:\n  max_sim_time: %" PRIu64 "\n", s->max_sim_time_ns);
   if (g && g->write)
     g->write(out, sc, "top");

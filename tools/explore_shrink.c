@@ -27,6 +27,7 @@ static void fit_ranks(struct pp_scenario *sc)
     s->faults.pause_ns = s->faults.pause_at_ns = 0;
   s->faults.qp_error_host %= n;
   s->faults.rkey_host %= n;
+  s->faults.byzantine_rank %= n;
 }
 
 /* Switches fault f off in sc; false when it was not on. */
@@ -47,6 +48,7 @@ static bool fault_off(struct pp_scenario *sc, enum pp_fault f)
   case PP_FAULT_SRQ: x->srq_delay_ns = 0; break;
   case PP_FAULT_QP_ERROR: x->qp_error_ns = 0; x->qp_error_host = x->qp_error_qp = 0; break;
   case PP_FAULT_RKEY: x->rkey_ns = 0; x->rkey_host = 0; break;
+  case PP_FAULT_BYZANTINE: x->byzantine = 0; x->byzantine_rank = 0; break;
   default: return false;
   }
   return true;

@@ -19,6 +19,11 @@ PP_PACKAGES=(cmake ninja-build pkg-config gcc g++ libsimgrid-dev libcriterion-de
 # tshark decodes the pcap export in tests/test_export.c (noninteractive: no setuid dumpcap).
 PP_PACKAGES+=(tshark)
 
+# clang and its libFuzzer runtime build the fuzz targets of tests/fuzz/run, which ctest runs for
+# a bounded time (fuzz_trace_libfuzzer, fuzz_wire_libfuzzer); without them those tests say
+# "skipped".
+PP_PACKAGES+=(clang libclang-rt-14-dev)
+
 # The interpreter of the python3 package (not a pyenv/venv shim that may shadow it on PATH).
 PP_PYTHON=/usr/bin/python3
 [[ -x $PP_PYTHON ]] || PP_PYTHON=python3

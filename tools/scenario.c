@@ -959,7 +959,7 @@ static const char *const faults_keys[] = {
     "loss",     "until",       "jitter",      "scramble",  "scramble_delay", "srq_delay",
     "qp_error_at", "qp_error_host", "qp_error_qp", "rkey_invalidate_at", "rkey_host", "cq_delay",
     "pause_ranks", "pause_at",   "pause",       "order_bits", "order_mask",  "order_window",
-    NULL};
+    "byzantine", "byzantine_rank", NULL};
 static const char *const limits_keys[] = {"max_sim_time", "no_progress", NULL};
 
 /* A section value that must be a mapping ("key:" alone counts as an empty one). */

@@ -880,9 +880,11 @@ static void responder_error(struct simnic *n, struct qp *qp, const struct pp_rec
   qp_to_error(n, qp);
 }
 
+/* A zero-length RDMA WRITE or READ checks no rkey and no address (IB C9-88; rxe's check_rkey
+ * skips them too): it touches no memory. */
 static bool remote_ok(const struct simnic *n, const struct simnic_pkt *p, unsigned access)
 {
-  return mr_covers(mr_by_key(n, p->rkey, 1), p->remote_addr, p->len, access);
+  return p->len == 0 || mr_covers(mr_by_key(n, p->rkey, 1), p->remote_addr, p->len, access);
 }
 
 static void execute_read(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)

@@ -29,6 +29,7 @@
 
 #include "prepost/hang.h"
 #include "prepost/prng.h"
+#include "byzantine.h"
 #include "sgshim.h"
 #include "simtrace.h"
 
@@ -47,6 +48,7 @@ struct rank_state {
   struct pp_engine *engine;
   struct pp_trace_rank *tr; /* NULL unless tracing */
   struct simnic *nic;
+  struct pp_byz *byz; /* faults.byzantine: this rank's messages are mutated (byzantine.h) */
   sg_mailbox_t mbox;
   sg_host_t host;
   bool idle; /* waiting with no deadline of its own */
@@ -91,6 +93,10 @@ static uint64_t now_ns(void)
 
 static void fail(enum pp_status s, const char *what, uint32_t rank)
 {
+  /* faults.byzantine: the byzantine rank's engine may well be confused by its own mutated
+   * messages; only the honest ranks are judged */
+  if (S.ranks && S.ranks[rank].byz && S.cfg->faults.byzantine_rank == rank)
+    return;
   if (S.error == PP_OK) {
     S.error = s;
     snprintf(S.err, sizeof(S.err), "rank %u: %s: %s", rank, what, pp_status_desc(s));
@@ -299,7 +305,22 @@ static void rank_actor(int argc, char **argv)
   struct pp_engine_cfg ecfg = S.cfg->engine;
   ecfg.rank = rank;
   r->tr = pp_trace_rank_create(trace_writer, rank);
-  enum pp_status s = pp_tr_engine_create(r->tr, now_ns(), &ecfg, &simnic_ops, r->nic, &r->engine);
+  const struct pp_nic_ops *ops = &simnic_ops;
+  void *nic = r->nic;
+  const struct pp_faults *fl = &S.cfg->faults;
+  if (fl->byzantine > 0 && fl->byzantine_rank == rank) {
+    bool p2p = ecfg.protocol == PP_PROTO_EAGER || ecfg.protocol == PP_PROTO_RNDV;
+    if (pp_byz_create_seeded(&simnic_ops, r->nic, p2p ? PP_BYZ_WIRE_P2P : PP_BYZ_WIRE_RING,
+                             fl->byzantine, S.cfg->seed ^ ((uint64_t)rank << 40),
+                             &r->byz) != PP_OK) {
+      fail(PP_NOMEM, "creating the byzantine peer", rank);
+      return;
+    }
+    pp_byz_set_data_lies(r->byz, fl->byzantine_data_lies);
+    ops = &pp_byz_ops;
+    nic = r->byz;
+  }
+  enum pp_status s = pp_tr_engine_create(r->tr, now_ns(), &ecfg, ops, nic, &r->engine);
   if (s != PP_OK)
     fail(s, "creating the engine", rank);
   sg_barrier_wait(S.barrier);
@@ -448,6 +469,11 @@ static void collect(struct pp_run_result *res)
     simnic_fault_counts(S.ranks[i].nic, &rr->faults);
     rr->faults.cq_delays = S.ranks[i].cq_delays;
     rr->faults.pauses = S.ranks[i].paused_once;
+    if (S.ranks[i].byz) {
+      struct pp_byz_counts bc;
+      pp_byz_counts(S.ranks[i].byz, &bc);
+      rr->faults.byzantine = bc.wrs - bc.done[PP_BYZ_PASS];
+    }
     pp_p2p_stats(S.ranks[i].engine, &rr->p2p);
     rr->nreceives = pp_p2p_receives_copy(S.ranks[i].engine, &rr->receives, &rr->receives_dropped);
     snprintf(rr->host, sizeof(rr->host), "%s", sg_host_get_name(S.ranks[i].host));
@@ -488,6 +514,7 @@ static void cleanup(void)
     pp_tr_rank_end(S.ranks[i].tr, S.ranks[i].engine, S.end_ns);
     pp_tr_engine_destroy(S.ranks[i].tr, S.ranks[i].engine, S.end_ns);
     pp_trace_rank_destroy(S.ranks[i].tr);
+    pp_byz_destroy(S.ranks[i].byz);
   }
   simnic_fabric_destroy(S.fabric);
   free(S.ranks);

@@ -75,6 +75,12 @@ struct pp_faults {
   uint32_t order_bits;
   uint64_t order_mask;
   uint64_t order_window_ns;
+  /* the driver's: the messages rank byzantine_rank sends are mutated, each with probability
+   * `byzantine` (backends/simgrid/byzantine.h); 0 = off. Not stopped by until_ns: a lying peer
+   * does not reform, and what is judged is that the honest ranks never accept its lies. */
+  double byzantine;
+  uint32_t byzantine_rank;
+  bool byzantine_data_lies; /* test-only, no scenario key: pp_byz_set_data_lies() */
 };
 
 /* How often each fault fired on a host. */
@@ -87,6 +93,7 @@ struct pp_fault_counts {
   uint64_t rkeys;       /* rkeys invalidated */
   uint64_t cq_delays;   /* (driver) completion polls postponed */
   uint64_t pauses;      /* (driver) process pauses */
+  uint64_t byzantine;   /* (driver) work requests the byzantine peer mutated, dropped, ... */
 };
 
 /* Fills a profile with the values of the default ("cx6-100g") model. */
