@@ -1068,6 +1068,7 @@ struct coord {
   uint64_t auth_ns;
   uint64_t listen_resume; /* after an accept error: the listen fd rests until then */
   uint32_t nlog, ndropped, accept_errors;
+  bool accept_paused; /* said once in the log */
   char *err;
   size_t errlen;
 };
@@ -1277,14 +1278,16 @@ static void accept_some(struct coord *c)
       continue;
     if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
       int e = errno;
+      c->accept_errors++;
       if (c->npending) {
         drop_pending(c, 0, "accept: %s: making room", strerror(e));
         compact_pending(c);
         continue;
       }
-      if (c->accept_errors++ == 0) /* once: it may go on for a while */
+      if (!c->accept_paused) /* once: it may go on for a while */
         coord_log(c, "bootstrap: accept on %s: %s: new connections wait (polled every %llu ms)",
                   c->a->where, strerror(e), ACCEPT_PAUSE_NS / 1000000ull);
+      c->accept_paused = true;
       c->listen_resume = boot_now_ns() + ACCEPT_PAUSE_NS;
       return;
     }
@@ -1908,5 +1911,7 @@ enum pp_status boot_coordinate(const struct boot_coord_args *a, struct pp_run_re
   }
   free(c.r);
   free(c.pending);
+  if (a->stats)
+    *a->stats = (struct boot_coord_stats){.dropped = c.ndropped, .accept_errors = c.accept_errors};
   return s;
 }

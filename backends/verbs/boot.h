@@ -203,6 +203,7 @@ int boot_join(const char *host, uint16_t port, uint32_t rank, const struct pp_en
 
 /* ---------------------------------------------------------------- coordinator */
 
+struct boot_coord_stats;
 struct boot_coord_args {
   int listen_fd;             /* made non-blocking */
   char where[300];           /* "127.0.0.1:18515", for messages */
@@ -222,6 +223,13 @@ struct boot_coord_args {
    * stderr. */
   void (*log)(void *ctx, const char *line);
   void *log_ctx;
+  struct boot_coord_stats *stats; /* filled when the coordinator returns (NULL: not wanted) */
+};
+
+/* What the coordinator shed on its way. */
+struct boot_coord_stats {
+  uint32_t dropped;       /* unauthenticated (or refused) connections dropped */
+  uint32_t accept_errors; /* accept() failures with EMFILE, ENFILE, ENOBUFS or ENOMEM */
 };
 
 /* Runs the coordinator to the end. On success fills res (ranks malloc'd, see
