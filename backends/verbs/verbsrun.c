@@ -622,13 +622,16 @@ static int send_result(struct rank *r)
 static void report_failure(struct rank *r, const char *chost, uint16_t cport)
 {
   char e2[512];
-  struct boot_link l = r->l;
-  if (l.fd < 0 && boot_join(chost, cport, r->id, &r->cfg->engine, r->o->secret,
-                            boot_now_ns() + 2000000000ull, &l, e2, sizeof(e2)))
-    return;
-  boot_send_text(&l, BOOT_ERROR, r->err, boot_now_ns() + 1000000000ull);
-  if (l.fd != r->l.fd)
-    close(l.fd);
+  struct boot_link fresh, *l = &r->l; /* its own link: the sequence numbers go on */
+  if (l->fd < 0) { /* it failed before joining: join to say so */
+    if (boot_join(chost, cport, r->id, &r->cfg->engine, r->o->secret,
+                  boot_now_ns() + 2000000000ull, &fresh, e2, sizeof(e2)))
+      return;
+    l = &fresh;
+  }
+  boot_send_text(l, BOOT_ERROR, r->err, boot_now_ns() + 1000000000ull);
+  if (l == &fresh)
+    close(fresh.fd);
 }
 
 /* Runs rank `id` to the end; fills *outcome from the coordinator's BYE. */
