@@ -5,11 +5,19 @@
  * tests/verbs/suite.sh. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -276,6 +284,51 @@ static struct pp_engine_cfg cfg2(void)
   return c;
 }
 
+/* The job secret of these tests, and another job's. */
+static const uint8_t SECRET[BOOT_SECRET_BYTES] = "prepost test secret, 32 bytes..";
+static const uint8_t OTHER_SECRET[BOOT_SECRET_BYTES] = "another job's secret, 32 bytes.";
+
+/* What the coordinator logs (dropped connections), one line each. */
+struct logcap {
+  pthread_mutex_t m;
+  char text[1 << 16];
+  size_t len;
+  unsigned lines;
+};
+
+static void cap_log(void *ctx, const char *line)
+{
+  struct logcap *l = ctx;
+  pthread_mutex_lock(&l->m);
+  int k = snprintf(l->text + l->len, sizeof(l->text) - l->len, "%s\n", line);
+  if (k > 0 && l->len + (size_t)k < sizeof(l->text))
+    l->len += (size_t)k;
+  l->lines++;
+  pthread_mutex_unlock(&l->m);
+}
+
+/* How many logged lines hold every one of the (NULL-ended) needles. */
+static unsigned logged(struct logcap *l, ...)
+{
+  unsigned n = 0;
+  pthread_mutex_lock(&l->m);
+  for (char *line = l->text; *line;) {
+    char *end = strchr(line, '\n');
+    *end = '\0';
+    bool all = true;
+    va_list ap;
+    va_start(ap, l);
+    for (const char *w; (w = va_arg(ap, const char *));)
+      all = all && strstr(line, w);
+    va_end(ap);
+    n += all;
+    *end = '\n';
+    line = end + 1;
+  }
+  pthread_mutex_unlock(&l->m);
+  return n;
+}
+
 struct coord_ctx {
   struct boot_coord_args a;
   struct pp_engine_cfg cfg;
@@ -283,6 +336,7 @@ struct coord_ctx {
   enum pp_status s;
   char err[1024];
   uint16_t port;
+  struct logcap log;
 };
 
 static void *coord_thread(void *p)
@@ -292,18 +346,26 @@ static void *coord_thread(void *p)
   return NULL;
 }
 
-static void start_coord_np(struct coord_ctx *c, uint64_t boot_ns, uint64_t no_progress_ns,
-                           pthread_t *th)
+/* The coordinator on 127.0.0.1 (any port), not yet started. */
+static void coord_init(struct coord_ctx *c, uint64_t boot_ns, uint64_t no_progress_ns)
 {
   char err[256];
+  memset(c, 0, sizeof(*c));
+  pthread_mutex_init(&c->log.m, NULL);
   c->cfg = cfg2();
-  c->port = 0;
   int lfd = boot_listen("127.0.0.1", &c->port, err, sizeof(err));
   cr_assert_geq(lfd, 0, "%s", err);
   c->a = (struct boot_coord_args){.listen_fd = lfd, .cfg = &c->cfg, .boot_timeout_ns = boot_ns,
                                   .run_timeout_ns = 10000000000ull,
-                                  .no_progress_ns = no_progress_ns};
+                                  .no_progress_ns = no_progress_ns, .secret = SECRET,
+                                  .log = cap_log, .log_ctx = &c->log};
   snprintf(c->a.where, sizeof(c->a.where), "127.0.0.1:%u", c->port);
+}
+
+static void start_coord_np(struct coord_ctx *c, uint64_t boot_ns, uint64_t no_progress_ns,
+                           pthread_t *th)
+{
+  coord_init(c, boot_ns, no_progress_ns);
   cr_assert_eq(pthread_create(th, NULL, coord_thread, c), 0);
 }
 
@@ -312,40 +374,53 @@ static void start_coord(struct coord_ctx *c, uint64_t boot_ns, pthread_t *th)
   start_coord_np(c, boot_ns, 0, th);
 }
 
-/* A fake rank: connects and says HELLO; conn_info carries its rank in qp_num[0]. */
-static int fake_hello(uint16_t port, uint32_t rank, const struct pp_engine_cfg *cfg)
+/* Connects and authenticates as `rank` with `secret`: 0, or -1 with err. */
+static int join(uint16_t port, uint32_t rank, const struct pp_engine_cfg *cfg,
+                const uint8_t *secret, struct boot_link *l, char *err, size_t errlen)
 {
-  char err[256];
-  int fd = boot_connect("127.0.0.1", port, boot_now_ns() + 5000000000ull, err, sizeof(err));
-  cr_assert_geq(fd, 0, "%s", err);
+  return boot_join("127.0.0.1", port, rank, cfg, secret, boot_now_ns() + 5000000000ull, l, err,
+                   errlen);
+}
+
+/* A fake rank's HELLO; its conn_info carries `qp` in qp_num[0] (100 + rank for the real ones). */
+static void say_hello(struct boot_link *l, uint32_t rank, uint32_t qp, const char *host)
+{
   bool has[2] = {rank != 0, rank != 1};
-  struct pp_conn_info info[2] = {{.nchannels = 1, .qp_num = {100 + rank}},
-                                 {.nchannels = 1, .qp_num = {100 + rank}}};
+  struct pp_conn_info info[2] = {{.nchannels = 1, .qp_num = {qp}}, {.nchannels = 1, .qp_num = {qp}}};
   struct vnic_addr a = {.link_layer = 2, .port = 1};
   a.gid[15] = (uint8_t)rank;
   struct boot_buf b = {0};
-  boot_put_hello(&b, rank, cfg, &a, "fakehost", "fake0", has, info);
-  cr_assert_eq(boot_send(fd, BOOT_HELLO, &b, boot_now_ns() + 1000000000ull), 0);
+  boot_put_hello(&b, 2, &a, host, "fake0", has, info);
+  cr_assert_eq(boot_send(l, BOOT_HELLO, &b, boot_now_ns() + 1000000000ull), 0);
   boot_buf_free(&b);
-  return fd;
 }
 
-static uint32_t recv_type(int fd, struct boot_buf *b)
+/* A fake rank: authenticates with the job's secret and says HELLO. */
+static struct boot_link fake_hello(uint16_t port, uint32_t rank, const struct pp_engine_cfg *cfg)
+{
+  char err[512];
+  struct boot_link l;
+  cr_assert_eq(join(port, rank, cfg, SECRET, &l, err, sizeof(err)), 0, "%s", err);
+  say_hello(&l, rank, 100 + rank, "fakehost");
+  return l;
+}
+
+static uint32_t recv_type(struct boot_link *l, struct boot_buf *b)
 {
   uint32_t t = 0;
   char err[128];
-  cr_assert_eq(boot_recv(fd, &t, b, boot_now_ns() + 5000000000ull, err, sizeof(err)), 1, "%s",
+  cr_assert_eq(boot_recv(l, &t, b, boot_now_ns() + 5000000000ull, err, sizeof(err)), 1, "%s",
                err);
   return t;
 }
 
-static void send_state(int fd, bool idle, bool done, uint64_t gen)
+static void send_state(struct boot_link *l, bool idle, bool done, uint64_t gen)
 {
   struct boot_buf b = {0};
   boot_put8(&b, idle);
   boot_put8(&b, done);
   boot_put64(&b, gen);
-  cr_assert_eq(boot_send(fd, BOOT_STATE, &b, boot_now_ns() + 1000000000ull), 0);
+  cr_assert_eq(boot_send(l, BOOT_STATE, &b, boot_now_ns() + 1000000000ull), 0);
   boot_buf_free(&b);
 }
 
@@ -354,11 +429,11 @@ Test(verbs, coordinator_runs_fake_ranks_to_quiescence)
   struct coord_ctx c;
   pthread_t th;
   start_coord(&c, 5000000000ull, &th);
-  int fd[2] = {fake_hello(c.port, 1, &c.cfg), fake_hello(c.port, 0, &c.cfg)};
+  struct boot_link fd[2] = {fake_hello(c.port, 1, &c.cfg), fake_hello(c.port, 0, &c.cfg)};
   struct boot_buf b = {0};
   for (uint32_t r = 0; r < 2; r++) {
     uint32_t rank = r == 0 ? 1 : 0;
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_TABLE);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_TABLE);
     struct vnic_addr addr[2];
     bool has[2];
     struct pp_conn_info info[2];
@@ -369,26 +444,26 @@ Test(verbs, coordinator_runs_fake_ranks_to_quiescence)
     cr_assert(has[peer]);
     cr_assert_not(has[rank]);
     cr_assert_eq(info[peer].qp_num[0], 100 + peer, "the peer's conn_info for me");
-    cr_assert_eq(boot_send(fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull), 0);
+    cr_assert_eq(boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull), 0);
   }
   for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_GO);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_GO);
   /* rank 0 (fd[1]) goes idle; rank 1 is still busy: no probe yet */
-  send_state(fd[1], true, true, 5);
-  send_state(fd[0], false, false, 3);
-  send_state(fd[0], true, true, 9);
+  send_state(&fd[1], true, true, 5);
+  send_state(&fd[0], false, false, 3);
+  send_state(&fd[0], true, true, 9);
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_PROBE);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE);
     uint64_t id = boot_get64(&b);
     struct boot_buf o = {0};
     boot_put64(&o, id);
     boot_put8(&o, 1);
     boot_put64(&o, r == 0 ? 9 : 5); /* nobody moved */
-    cr_assert_eq(boot_send(fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
+    cr_assert_eq(boot_send(&fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
     boot_buf_free(&o);
   }
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_STOP);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
     cr_assert_eq(boot_get8(&b), 0, "not a timeout");
     struct pp_rank_result rr = {0};
     rr.stats.done = true;
@@ -401,13 +476,13 @@ Test(verbs, coordinator_runs_fake_ranks_to_quiescence)
     uint64_t s[1] = {1000};
     struct boot_buf o = {0};
     boot_put_result(&o, &rr, s, r == 1 ? 1 : 0);
-    cr_assert_eq(boot_send(fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
+    cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
     boot_buf_free(&o);
   }
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_BYE);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
     cr_assert_eq(boot_get8(&b), PP_OUTCOME_COMPLETED);
-    close(fd[r]);
+    close(fd[r].fd);
   }
   pthread_join(th, NULL);
   cr_assert_eq(c.s, PP_OK, "%s", c.err);
@@ -430,19 +505,19 @@ Test(verbs, coordinator_probe_is_void_when_a_rank_moved)
   struct coord_ctx c;
   pthread_t th;
   start_coord(&c, 5000000000ull, &th);
-  int fd[2] = {fake_hello(c.port, 0, &c.cfg), fake_hello(c.port, 1, &c.cfg)};
+  struct boot_link fd[2] = {fake_hello(c.port, 0, &c.cfg), fake_hello(c.port, 1, &c.cfg)};
   struct boot_buf b = {0};
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_TABLE);
-    boot_send(fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_TABLE);
+    boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull);
   }
   for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_GO);
-  send_state(fd[0], true, false, 1);
-  send_state(fd[1], true, false, 1);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_GO);
+  send_state(&fd[0], true, false, 1);
+  send_state(&fd[1], true, false, 1);
   uint64_t id = 0;
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_PROBE);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE);
     id = boot_get64(&b);
   }
   /* rank 1 processed a completion between its idle report and the probe */
@@ -450,20 +525,20 @@ Test(verbs, coordinator_probe_is_void_when_a_rank_moved)
   boot_put64(&o, id);
   boot_put8(&o, 1);
   boot_put64(&o, 2);
-  boot_send(fd[1], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
+  boot_send(&fd[1], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
   o.len = 0;
   boot_put64(&o, id);
   boot_put8(&o, 1);
   boot_put64(&o, 1);
-  boot_send(fd[0], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
+  boot_send(&fd[0], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
   /* ... so no STOP; its new idle report starts another probe */
-  send_state(fd[1], true, false, 2);
+  send_state(&fd[1], true, false, 2);
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_PROBE, "a second probe, not STOP");
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE, "a second probe, not STOP");
     cr_assert_gt(boot_get64(&b), id);
   }
-  close(fd[0]);
-  close(fd[1]);
+  close(fd[0].fd);
+  close(fd[1].fd);
   pthread_join(th, NULL);
   cr_assert_neq(c.s, PP_OK);
   cr_assert(strstr(c.err, "went away"), "%s", c.err);
@@ -479,40 +554,40 @@ Test(verbs, coordinator_probes_again_after_a_late_report)
   struct coord_ctx c;
   pthread_t th;
   start_coord(&c, 5000000000ull, &th);
-  int fd[2] = {fake_hello(c.port, 0, &c.cfg), fake_hello(c.port, 1, &c.cfg)};
+  struct boot_link fd[2] = {fake_hello(c.port, 0, &c.cfg), fake_hello(c.port, 1, &c.cfg)};
   struct boot_buf b = {0}, o = {0};
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_TABLE);
-    boot_send(fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_TABLE);
+    boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull);
   }
   for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_GO);
-  send_state(fd[0], true, true, 1);
-  send_state(fd[1], true, true, 1);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_GO);
+  send_state(&fd[0], true, true, 1);
+  send_state(&fd[1], true, true, 1);
   uint64_t id[2];
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_PROBE);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE);
     id[r] = boot_get64(&b);
   }
   boot_put64(&o, id[0]);
   boot_put8(&o, 1);
   boot_put64(&o, 1);
-  boot_send(fd[0], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
-  send_state(fd[0], true, true, 2); /* rank 0 moved after its answer; rank 1 has not answered */
+  boot_send(&fd[0], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
+  send_state(&fd[0], true, true, 2); /* rank 0 moved after its answer; rank 1 has not answered */
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_PROBE, "a new probe, not a hang");
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE, "a new probe, not a hang");
     uint64_t nid = boot_get64(&b);
     cr_assert_gt(nid, id[r]);
     o.len = 0;
     boot_put64(&o, nid);
     boot_put8(&o, 1);
     boot_put64(&o, r == 0 ? 2 : 1);
-    boot_send(fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
+    boot_send(&fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
   }
   for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_STOP);
-  close(fd[0]);
-  close(fd[1]);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
+  close(fd[0].fd);
+  close(fd[1].fd);
   pthread_join(th, NULL);
   boot_buf_free(&o);
   boot_buf_free(&b);
@@ -525,20 +600,22 @@ Test(verbs, coordinator_names_the_rank_that_never_came)
   pthread_t th;
   uint64_t t0 = boot_now_ns();
   start_coord(&c, 600000000ull, &th);
-  int fd = fake_hello(c.port, 0, &c.cfg);
+  struct boot_link fd = fake_hello(c.port, 0, &c.cfg);
   struct boot_buf b = {0};
-  cr_assert_eq(recv_type(fd, &b), BOOT_ABORT, "the rank that came is told");
+  cr_assert_eq(recv_type(&fd, &b), BOOT_ABORT, "the rank that came is told");
   pthread_join(th, NULL);
   double dt = (boot_now_ns() - t0) / 1e9;
   cr_assert_eq(c.s, PP_IO);
   cr_assert(strstr(c.err, "rank(s) 1 did not connect to the coordinator at 127.0.0.1:"), "%s",
             c.err);
   cr_assert(dt < 3.0, "%.2f s", dt);
-  close(fd);
+  close(fd.fd);
   boot_buf_free(&b);
   close(c.a.listen_fd);
 }
 
+/* An authenticated rank with another scenario is a member of this job misconfigured: the job
+ * fails, and that rank learns why at once. */
 Test(verbs, coordinator_rejects_another_scenario)
 {
   struct coord_ctx c;
@@ -546,11 +623,14 @@ Test(verbs, coordinator_rejects_another_scenario)
   start_coord(&c, 3000000000ull, &th);
   struct pp_engine_cfg other = cfg2();
   other.workload.messages = 11;
-  int fd = fake_hello(c.port, 1, &other);
+  struct boot_link l;
+  char err[512];
+  cr_assert_eq(join(c.port, 1, &other, SECRET, &l, err, sizeof(err)), -1);
+  cr_assert(strstr(err, "refused this rank: bootstrap: rank 1 runs a different scenario"), "%s",
+            err);
   pthread_join(th, NULL);
   cr_assert_eq(c.s, PP_INVALID);
   cr_assert(strstr(c.err, "rank 1 runs a different scenario configuration"), "%s", c.err);
-  close(fd);
   close(c.a.listen_fd);
 }
 
@@ -559,20 +639,631 @@ Test(verbs, coordinator_aborts_when_a_rank_reports_a_failure)
   struct coord_ctx c;
   pthread_t th;
   start_coord(&c, 5000000000ull, &th);
-  int ok = fake_hello(c.port, 0, &c.cfg);
-  char err[128];
-  int bad = boot_connect("127.0.0.1", c.port, boot_now_ns() + 1000000000ull, err, sizeof(err));
-  boot_send_text(bad, BOOT_ERROR, "rank 1: rxe0 port 1 is DOWN", boot_now_ns() + 1000000000ull);
+  struct boot_link ok = fake_hello(c.port, 0, &c.cfg), bad;
+  char err[512];
+  /* rank 1 failed before its HELLO: it authenticates to say so (report_failure in verbsrun.c) */
+  cr_assert_eq(join(c.port, 1, &c.cfg, SECRET, &bad, err, sizeof(err)), 0, "%s", err);
+  boot_send_text(&bad, BOOT_ERROR, "rank 1: rxe0 port 1 is DOWN", boot_now_ns() + 1000000000ull);
   pthread_join(th, NULL);
   cr_assert_eq(c.s, PP_IO);
   cr_assert(strstr(c.err, "rxe0 port 1 is DOWN"), "%s", c.err);
   struct boot_buf b = {0};
-  cr_assert_eq(recv_type(ok, &b), BOOT_ABORT);
+  cr_assert_eq(recv_type(&ok, &b), BOOT_ABORT);
   cr_assert(b.len > 0 && memmem(b.p, b.len, "port 1 is DOWN", 14), "the others learn why");
   boot_buf_free(&b);
-  close(ok);
-  close(bad);
+  close(ok.fd);
+  close(bad.fd);
   close(c.a.listen_fd);
+}
+
+/* ================================================================ the bootstrap under attack */
+
+/* Both real ranks (joined and said HELLO) through the whole job: each gets the other's address
+ * and conn_info (qp 100 + peer: not an impostor's), READY, GO, idle, probe, STOP, RESULT, BYE. */
+static void drive_job(struct boot_link fd[2])
+{
+  struct boot_buf b = {0}, o = {0};
+  for (uint32_t r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_TABLE);
+    struct vnic_addr addr[2];
+    bool has[2];
+    struct pp_conn_info info[2];
+    boot_get_table(&b, 2, addr, has, info);
+    cr_assert_not(b.bad);
+    cr_assert_eq(addr[1 - r].gid[15], 1 - r, "the real peer's address");
+    cr_assert_eq(info[1 - r].qp_num[0], 100 + (1 - r), "the real peer's QP, not an impostor's");
+    cr_assert_eq(boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull), 0);
+  }
+  for (int r = 0; r < 2; r++)
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_GO);
+  for (int r = 0; r < 2; r++)
+    send_state(&fd[r], true, true, 1);
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE);
+    o.len = 0;
+    boot_put64(&o, boot_get64(&b));
+    boot_put8(&o, 1);
+    boot_put64(&o, 1);
+    cr_assert_eq(boot_send(&fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
+  }
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
+    struct pp_rank_result rr = {0};
+    rr.stats.done = true;
+    o.len = 0;
+    boot_put_result(&o, &rr, NULL, 0);
+    cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
+  }
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
+    cr_assert_eq(boot_get8(&b), PP_OUTCOME_COMPLETED);
+    close(fd[r].fd);
+  }
+  boot_buf_free(&o);
+  boot_buf_free(&b);
+}
+
+/* drive_job, then the coordinator ended well; its result freed. */
+static void job_completes(struct coord_ctx *c, pthread_t th, struct boot_link fd[2])
+{
+  drive_job(fd);
+  pthread_join(th, NULL);
+  cr_assert_eq(c->s, PP_OK, "%s", c->err);
+  cr_assert_eq(c->res.outcome, PP_OUTCOME_COMPLETED);
+  pp_run_result_free(&c->res);
+  close(c->a.listen_fd);
+}
+
+static void real_job(struct coord_ctx *c, pthread_t th)
+{
+  struct boot_link fd[2] = {fake_hello(c->port, 0, &c->cfg), fake_hello(c->port, 1, &c->cfg)};
+  job_completes(c, th, fd);
+}
+
+/* A raw TCP connection to the coordinator (no handshake). */
+static int raw_connect(uint16_t port)
+{
+  char err[256];
+  int fd = boot_connect("127.0.0.1", port, boot_now_ns() + 5000000000ull, err, sizeof(err));
+  cr_assert_geq(fd, 0, "%s", err);
+  return fd;
+}
+
+/* Reads the coordinator's CHALLENGE on a raw connection; its nonce into nc. */
+static void read_challenge(int fd, uint8_t nc[BOOT_NONCE_BYTES])
+{
+  struct boot_link l = boot_link_of(fd);
+  struct boot_buf b = {0};
+  cr_assert_eq(recv_type(&l, &b), BOOT_CHALLENGE);
+  cr_assert_eq(b.len, BOOT_CHALLENGE_BYTES);
+  cr_assert_eq(boot_get32(&b), BOOT_MAGIC);
+  cr_assert_eq(boot_get32(&b), BOOT_VERSION);
+  boot_get_bytes(&b, nc, BOOT_NONCE_BYTES);
+  boot_buf_free(&b);
+}
+
+static void send_raw(int fd, const void *p, size_t n)
+{
+  cr_assert_eq(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+static void send_frame(int fd, uint32_t type, const struct boot_buf *b)
+{
+  struct boot_link l = boot_link_of(fd);
+  cr_assert_eq(boot_send(&l, type, b, boot_now_ns() + 1000000000ull), 0);
+}
+
+/* The coordinator closed this connection within `secs` (after what it had sent: a challenge, an
+ * ABORT). Returns the type of the last frame it sent, 0 if none. */
+static uint32_t closed_by_coordinator(int fd, double secs)
+{
+  struct boot_link l = boot_link_of(fd);
+  struct boot_buf b = {0};
+  uint32_t type = 0, last = 0;
+  char err[128];
+  int rc;
+  while ((rc = boot_recv(&l, &type, &b, boot_now_ns() + (uint64_t)(secs * 1e9), err,
+                         sizeof(err))) == 1)
+    last = type;
+  cr_assert_eq(rc, -1, "the connection was not closed within %.1f s", secs);
+  boot_buf_free(&b);
+  close(fd);
+  return last;
+}
+
+/* Every line naming a dropped connection names its address, never a rank of the job. */
+static void drops_blame_no_rank(struct coord_ctx *c)
+{
+  cr_assert_eq(logged(&c->log, "dropped the connection from", NULL),
+               logged(&c->log, "dropped the connection from 127.0.0.1:", NULL), "%s",
+               c->log.text);
+  cr_assert_eq(logged(&c->log, "dropped", "rank 1 (", NULL), 0, "%s", c->log.text);
+}
+
+/* Impersonation: an old-style HELLO (the unkeyed scenario hash is all the old bootstrap asked
+ * for), another job's secret, no secret (a MAC of zeros). None gets in, none disturbs the job;
+ * the real rank 1 gets the real rank 0's QP. */
+Test(boot_attack, impostors_are_dropped_and_logged)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  start_coord(&c, 10000000000ull, &th);
+  /* 1. bootstrap version 1's HELLO, as rank 1 with QP 666 */
+  int v1 = raw_connect(c.port);
+  struct boot_buf h = {0};
+  boot_put32(&h, BOOT_MAGIC_V1);
+  boot_put32(&h, 1);
+  boot_put32(&h, 2);
+  boot_put64(&h, boot_cfg_hash(&c.cfg));
+  send_frame(v1, BOOT_HELLO, &h);
+  cr_assert_eq(closed_by_coordinator(v1, 3), BOOT_CHALLENGE);
+  /* 2. another job's secret */
+  struct boot_link l;
+  char err[512];
+  cr_assert_eq(join(c.port, 1, &c.cfg, OTHER_SECRET, &l, err, sizeof(err)), -1);
+  cr_assert(strstr(err, "refused this rank: authentication failed"), "%s", err);
+  /* 3. no secret: a well-formed AUTH with a MAC of zeros */
+  int ns = raw_connect(c.port);
+  uint8_t nc[BOOT_NONCE_BYTES], nr[BOOT_NONCE_BYTES] = {7};
+  read_challenge(ns, nc);
+  struct boot_buf a = {0};
+  boot_put_auth(&a, 1, 2, boot_cfg_hash(&c.cfg), SECRET, nc, nr);
+  memset(a.p + BOOT_AUTH_BYTES - BOOT_TAG_BYTES, 0, BOOT_TAG_BYTES);
+  send_frame(ns, BOOT_AUTH, &a);
+  cr_assert_eq(closed_by_coordinator(ns, 3), BOOT_ABORT);
+  real_job(&c, th);
+  cr_assert_eq(logged(&c.log, "HELLO without authenticating", NULL), 1, "%s", c.log.text);
+  cr_assert_eq(logged(&c.log, "failed authentication", NULL), 2, "%s", c.log.text);
+  drops_blame_no_rank(&c);
+  boot_buf_free(&h);
+  boot_buf_free(&a);
+}
+
+/* A genuine AUTH (made with the secret) for one connection's challenge, replayed on another: the
+ * nonces differ, so it fails there. */
+Test(boot_attack, replayed_auth_is_dropped)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  start_coord(&c, 10000000000ull, &th);
+  int seen = raw_connect(c.port);
+  uint8_t nc[BOOT_NONCE_BYTES], nc2[BOOT_NONCE_BYTES], nr[BOOT_NONCE_BYTES] = {9};
+  read_challenge(seen, nc);
+  struct boot_buf a = {0};
+  boot_put_auth(&a, 1, 2, boot_cfg_hash(&c.cfg), SECRET, nc, nr); /* what went by on the wire */
+  close(seen);
+  int replay = raw_connect(c.port);
+  read_challenge(replay, nc2);
+  cr_assert_neq(memcmp(nc, nc2, sizeof(nc)), 0, "a fresh challenge per connection");
+  send_frame(replay, BOOT_AUTH, &a);
+  cr_assert_eq(closed_by_coordinator(replay, 3), BOOT_ABORT);
+  real_job(&c, th);
+  cr_assert_eq(logged(&c.log, "failed authentication", "replayed", NULL), 1, "%s", c.log.text);
+  drops_blame_no_rank(&c);
+  boot_buf_free(&a);
+}
+
+/* Junk, and an unauthenticated ERROR (it once aborted the job, blaming "a rank"). */
+Test(boot_attack, junk_is_dropped_and_the_job_goes_on)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  start_coord(&c, 10000000000ull, &th);
+  int j = raw_connect(c.port);
+  send_raw(j, "GET / HTTP/1.0\r\n\r\n\x01\x02\xff\xfe", 22);
+  closed_by_coordinator(j, 3);
+  int e = raw_connect(c.port);
+  struct boot_link el = boot_link_of(e);
+  boot_send_text(&el, BOOT_ERROR, "rank 1: fake failure", boot_now_ns() + 1000000000ull);
+  closed_by_coordinator(e, 3);
+  real_job(&c, th);
+  cr_assert_eq(logged(&c.log, "sent junk", NULL), 2, "%s", c.log.text);
+  drops_blame_no_rank(&c);
+}
+
+/* Frames cut short (closed, or stalled past the deadline), too big, or of the wrong size. */
+Test(boot_attack, truncated_and_oversized_frames_are_dropped)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  coord_init(&c, 10000000000ull, 0);
+  c.a.auth_timeout_ns = 500000000ull;
+  cr_assert_eq(pthread_create(&th, NULL, coord_thread, &c), 0);
+  uint8_t h[8 + 10] = {BOOT_AUTH, 0, 0, 0, BOOT_AUTH_BYTES, 0, 0, 0, 'P', 'P'};
+  int cut = raw_connect(c.port), stall = raw_connect(c.port), big = raw_connect(c.port);
+  int small = raw_connect(c.port);
+  send_raw(cut, h, sizeof(h));
+  shutdown(cut, SHUT_WR);
+  send_raw(stall, h, sizeof(h));
+  uint8_t huge[8] = {BOOT_AUTH, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f};
+  send_raw(big, huge, sizeof(huge));
+  struct boot_buf s16 = {0};
+  boot_put_bytes(&s16, h, 8);
+  boot_put_bytes(&s16, huge, 8);
+  send_frame(small, BOOT_AUTH, &s16);
+  closed_by_coordinator(cut, 3);
+  closed_by_coordinator(big, 3);
+  closed_by_coordinator(small, 3);
+  closed_by_coordinator(stall, 3); /* at its deadline */
+  real_job(&c, th);
+  cr_assert_eq(logged(&c.log, "closed in the middle of a frame (truncated)", NULL), 1, "%s",
+               c.log.text);
+  cr_assert_eq(logged(&c.log, "18 byte(s) of a frame in 0.5 s", NULL), 1, "%s", c.log.text);
+  cr_assert_eq(logged(&c.log, "larger than allowed (2147483647 bytes, at most 256", NULL), 1,
+               "%s", c.log.text);
+  cr_assert_eq(logged(&c.log, "an AUTH of 16 bytes (88 expected)", NULL), 1, "%s", c.log.text);
+  drops_blame_no_rank(&c);
+  boot_buf_free(&s16);
+}
+
+/* Another bootstrap version, each way: the coordinator drops it (and says why), a rank refuses a
+ * coordinator of another version. */
+Test(boot_attack, another_version_is_refused_both_ways)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  start_coord(&c, 10000000000ull, &th);
+  int v3 = raw_connect(c.port);
+  uint8_t nc[BOOT_NONCE_BYTES], nr[BOOT_NONCE_BYTES] = {3};
+  read_challenge(v3, nc);
+  struct boot_buf a = {0};
+  boot_put_auth(&a, 1, 2, boot_cfg_hash(&c.cfg), SECRET, nc, nr);
+  a.p[4] = 3; /* version 3 */
+  send_frame(v3, BOOT_AUTH, &a);
+  cr_assert_eq(closed_by_coordinator(v3, 3), BOOT_ABORT);
+  real_job(&c, th);
+  cr_assert_eq(logged(&c.log, "speaks bootstrap version 3, this coordinator 2", NULL), 1, "%s",
+               c.log.text);
+  drops_blame_no_rank(&c);
+  /* a coordinator of version 3 */
+  char err[256];
+  uint16_t p = 0;
+  int lfd = boot_listen("127.0.0.1", &p, err, sizeof(err));
+  int rfd = raw_connect(p), cfd = accept(lfd, NULL, NULL);
+  uint8_t ch[BOOT_CHALLENGE_BYTES] = {'P', 'P', 'B', 'T', 3};
+  struct boot_buf cb = {0};
+  boot_put_bytes(&cb, ch, sizeof(ch));
+  send_frame(cfd, BOOT_CHALLENGE, &cb);
+  struct boot_link rl = boot_link_of(rfd);
+  cr_assert_eq(boot_rank_auth(&rl, 1, &c.cfg, SECRET, boot_now_ns() + 2000000000ull, err,
+                              sizeof(err)),
+               -1);
+  cr_assert(strstr(err, "the coordinator speaks bootstrap version 3, this rank 2"), "%s", err);
+  close(rfd);
+  close(cfd);
+  close(lfd);
+  boot_buf_free(&a);
+  boot_buf_free(&cb);
+}
+
+/* Mutual: a "coordinator" without the secret cannot pass itself off as the real one. */
+Test(boot_attack, a_rank_refuses_a_coordinator_without_the_secret)
+{
+  char err[256];
+  uint16_t p = 0;
+  int lfd = boot_listen("127.0.0.1", &p, err, sizeof(err));
+  int rfd = raw_connect(p), cfd = accept(lfd, NULL, NULL);
+  uint8_t ch[BOOT_CHALLENGE_BYTES] = {'P', 'P', 'B', 'T', BOOT_VERSION};
+  struct boot_buf cb = {0}, ok = {0};
+  boot_put_bytes(&cb, ch, sizeof(ch));
+  send_frame(cfd, BOOT_CHALLENGE, &cb);
+  uint8_t guess[BOOT_TAG_BYTES] = {0};
+  boot_put_bytes(&ok, guess, sizeof(guess));
+  send_frame(cfd, BOOT_AUTH_OK, &ok); /* before the AUTH even came: it does not need it */
+  struct pp_engine_cfg cfg = cfg2();
+  struct boot_link rl = boot_link_of(rfd);
+  cr_assert_eq(boot_rank_auth(&rl, 1, &cfg, SECRET, boot_now_ns() + 2000000000ull, err,
+                              sizeof(err)),
+               -1);
+  cr_assert(strstr(err, "did not prove it holds the job secret"), "%s", err);
+  cr_assert_not(rl.keyed);
+  close(rfd);
+  close(cfd);
+  close(lfd);
+  boot_buf_free(&cb);
+  boot_buf_free(&ok);
+}
+
+/* Slowloris: silent and one-byte clients do not hold the coordinator: a real rank that comes
+ * after them is in at once, and each is dropped at its own deadline, not at the boot timeout. */
+Test(boot_attack, slow_and_silent_clients_hold_nobody)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  coord_init(&c, 20000000000ull, 0);
+  c.a.auth_timeout_ns = 1500000000ull;
+  cr_assert_eq(pthread_create(&th, NULL, coord_thread, &c), 0);
+  int slow[5];
+  uint64_t t0 = boot_now_ns();
+  for (int i = 0; i < 5; i++) {
+    slow[i] = raw_connect(c.port);
+    if (i)
+      send_raw(slow[i], "\x0f", 1); /* the first byte of an AUTH header, then nothing */
+  }
+  uint64_t t1 = boot_now_ns();
+  struct boot_link fd[2];
+  fd[0] = fake_hello(c.port, 0, &c.cfg);
+  double in = (boot_now_ns() - t1) / 1e9;
+  cr_assert_lt(in, 1.0, "rank 0 waited %.2f s behind the slow clients", in);
+  for (int i = 0; i < 5; i++) {
+    closed_by_coordinator(slow[i], 5);
+    double at = (boot_now_ns() - t0) / 1e9;
+    cr_assert(at >= 1.4 && at < 5.0, "slow client %d dropped after %.2f s (its deadline: 1.5 s)",
+              i, at);
+  }
+  fd[1] = fake_hello(c.port, 1, &c.cfg);
+  job_completes(&c, th, fd);
+  cr_assert_eq(logged(&c.log, "no authentication within 1.5 s (silent)", NULL), 1, "%s",
+               c.log.text);
+  cr_assert_eq(logged(&c.log, "1 byte(s) of a frame in 1.5 s", NULL), 4, "%s", c.log.text);
+  drops_blame_no_rank(&c);
+}
+
+/* 1,100 connections (more than the listen backlog and 17 times the pending limit of 64): the
+ * oldest unauthenticated ones are shed, the authenticated rank 0 is never closed, and rank 1
+ * still gets in after them. */
+Test(boot_attack, a_flood_of_connections_closes_no_real_rank)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  struct boot_coord_stats stats = {0};
+  coord_init(&c, 30000000000ull, 0);
+  c.a.stats = &stats;
+  cr_assert_eq(pthread_create(&th, NULL, coord_thread, &c), 0);
+  struct boot_link fd[2];
+  fd[0] = fake_hello(c.port, 0, &c.cfg);
+  enum { FLOOD = 1100 };
+  static int f[FLOOD];
+  for (int i = 0; i < FLOOD; i++) {
+    f[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    cr_assert_geq(f[i], 0, "socket %d: %s", i, strerror(errno));
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(c.port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int rc = connect(f[i], (struct sockaddr *)&sa, sizeof(sa));
+    cr_assert(rc == 0 || errno == EINPROGRESS, "connect %d: %s", i, strerror(errno));
+  }
+  /* every one accepted (a challenge or the close is there to read) before rank 1 comes */
+  uint64_t dl = boot_now_ns() + 60000000000ull;
+  for (int i = 0; i < FLOOD; i++) {
+    struct pollfd p = {.fd = f[i], .events = POLLIN};
+    while (poll(&p, 1, 100) == 0)
+      cr_assert_lt(boot_now_ns(), dl, "connection %d never accepted", i);
+  }
+  fd[1] = fake_hello(c.port, 1, &c.cfg);
+  job_completes(&c, th, fd);
+  for (int i = 0; i < FLOOD; i++)
+    close(f[i]);
+  cr_assert_eq(logged(&c.log, "64 unauthenticated connections were held (the limit) and it was "
+                              "the oldest", NULL),
+               BOOT_LOG_LINES, "%s", c.log.text);
+  cr_assert_eq(logged(&c.log, "1100 unauthenticated connection(s) dropped in all", NULL), 1,
+               "%s", c.log.text);
+  cr_assert_eq(stats.dropped, FLOOD);
+  drops_blame_no_rank(&c);
+}
+
+/* fd exhaustion, in a child process with RLIMIT_NOFILE low: the coordinator cannot accept (and
+ * holds no unauthenticated connection to shed), so it rests its listen socket instead of
+ * spinning on it, and takes the waiting ranks once descriptors are free again. */
+struct exhaust_report {
+  enum pp_status s;
+  double cpu_s; /* the coordinator process's CPU time during one second of exhaustion */
+  int nnull;
+  struct boot_coord_stats stats;
+  char err[256];
+  char log[2048];
+};
+
+static double cpu_now(void)
+{
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)u.ru_utime.tv_sec + (double)u.ru_stime.tv_sec +
+         ((double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_usec) / 1e6;
+}
+
+static void exhausted_coordinator(struct coord_ctx *c, int go_fd, int report_fd)
+{
+  struct exhaust_report rep = {0};
+  struct rlimit rl;
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = 64;
+  c->a.stats = &rep.stats;
+  pthread_t th;
+  if (setrlimit(RLIMIT_NOFILE, &rl) || pthread_create(&th, NULL, coord_thread, c))
+    _exit(2);
+  int nul[64];
+  while (rep.nnull < 64 && (nul[rep.nnull] = open("/dev/null", O_RDONLY)) >= 0)
+    rep.nnull++;
+  if (write(go_fd, "x", 1) != 1) /* the ranks may come */
+    _exit(3);
+  double c0 = cpu_now();
+  usleep(1000000);
+  rep.cpu_s = cpu_now() - c0;
+  for (int i = 0; i < rep.nnull; i++)
+    close(nul[i]);
+  pthread_join(th, NULL);
+  rep.s = c->s;
+  snprintf(rep.err, sizeof(rep.err), "%.255s", c->err);
+  snprintf(rep.log, sizeof(rep.log), "%.2047s", c->log.text);
+  if (write(report_fd, &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
+    _exit(4);
+  _exit(0);
+}
+
+Test(boot_attack, fd_exhaustion_does_not_spin)
+{
+  struct coord_ctx c;
+  coord_init(&c, 20000000000ull, 0);
+  int go[2], rep[2];
+  cr_assert_eq(pipe(go), 0);
+  cr_assert_eq(pipe(rep), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0)
+    exhausted_coordinator(&c, go[1], rep[1]);
+  char x;
+  cr_assert_eq(read(go[0], &x, 1), 1, "the child did not start");
+  struct boot_link fd[2];
+  fd[0] = fake_hello(c.port, 0, &c.cfg); /* waits in the backlog until the child frees fds */
+  fd[1] = fake_hello(c.port, 1, &c.cfg);
+  drive_job(fd);
+  struct exhaust_report r;
+  cr_assert_eq(read(rep[0], &r, sizeof(r)), (ssize_t)sizeof(r));
+  int st;
+  cr_assert_eq(waitpid(pid, &st, 0), pid);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+  cr_assert_eq(r.s, PP_OK, "%s", r.err);
+  cr_assert_gt(r.nnull, 0, "the descriptor table was filled");
+  /* at most one accept() per 100 ms rest: ~10 in the second the table is full (a spinning
+   * coordinator made thousands even when a loaded machine gave it a sixth of a core) */
+  cr_assert_geq(r.stats.accept_errors, 1);
+  cr_assert_lt(r.stats.accept_errors, 40, "%u failed accepts", r.stats.accept_errors);
+  cr_assert_lt(r.cpu_s, 0.3, "the coordinator used %.2f s of CPU in 1 s of EMFILE", r.cpu_s);
+  cr_assert(strstr(r.log, "bootstrap: accept on 127.0.0.1:") &&
+                strstr(r.log, "Too many open files: new connections wait"),
+            "%s", r.log);
+  close(c.a.listen_fd);
+}
+
+/* A rank number is claimed once: a second authenticated claim (two processes with --rank 1) is
+ * dropped and named; the job goes on with the first. */
+Test(boot_attack, a_rank_is_claimed_once)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  start_coord(&c, 10000000000ull, &th);
+  struct boot_link fd[2], twin;
+  fd[1] = fake_hello(c.port, 1, &c.cfg);
+  char err[512];
+  cr_assert_eq(join(c.port, 1, &c.cfg, SECRET, &twin, err, sizeof(err)), -1);
+  cr_assert(strstr(err, "refused this rank: this rank number is taken"), "%s", err);
+  fd[0] = fake_hello(c.port, 0, &c.cfg);
+  job_completes(&c, th, fd);
+  cr_assert_eq(logged(&c.log, "authenticated as rank 1, which 127.0.0.1:", "already is", NULL), 1,
+               "%s", c.log.text);
+}
+
+/* What a peer says is printed escaped: no terminal control sequences, bounded length. */
+Test(boot_attack, peer_text_is_sanitised)
+{
+  char out[32];
+  cr_assert_str_eq(boot_sanitize("ok\x1b[2J\n", 7, out, sizeof(out)), "ok\\x1b[2J\\x0a");
+  cr_assert_str_eq(boot_sanitize("0123456789012345678901234567890123456789", 40, out, 16),
+                   "012345678901...");
+  struct coord_ctx c;
+  pthread_t th;
+  start_coord(&c, 10000000000ull, &th);
+  struct boot_link ok = fake_hello(c.port, 0, &c.cfg), bad;
+  cr_assert_eq(join(c.port, 1, &c.cfg, SECRET, &bad, out, sizeof(out)), 0);
+  say_hello(&bad, 1, 101, "evil\x1b]0;owned\x07");
+  boot_send_text(&bad, BOOT_ERROR, "\x1b[2J\x1b[31mfake\r\n", boot_now_ns() + 1000000000ull);
+  pthread_join(th, NULL);
+  cr_assert_eq(c.s, PP_IO);
+  cr_assert(strstr(c.err, "rank 1 failed: \\x1b[2J\\x1b[31mfake\\x0d\\x0a"), "%s", c.err);
+  for (const char *p = c.err; *p; p++)
+    cr_assert(*p >= 0x20 && *p <= 0x7e, "byte %#x in '%s'", *p, c.err);
+  close(ok.fd);
+  close(bad.fd);
+  close(c.a.listen_fd);
+}
+
+/* ================================================================ the job secret */
+
+static void write_file(const char *path, const void *p, size_t n, mode_t mode)
+{
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, p, n), (ssize_t)n);
+  cr_assert_eq(fchmod(fd, mode), 0);
+  close(fd);
+}
+
+Test(boot, secret_files_and_environment)
+{
+  char dir[] = "/tmp/prepost-secret-XXXXXX", path[64], err[256];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(path, sizeof(path), "%s/job.secret", dir);
+  uint8_t s[BOOT_SECRET_BYTES], t[BOOT_SECRET_BYTES];
+  write_file(path, SECRET, sizeof(SECRET), 0600);
+  cr_assert_eq(boot_secret_load(path, s, err, sizeof(err)), 0, "%s", err);
+  cr_assert_eq(memcmp(s, SECRET, sizeof(s)), 0, "32 raw bytes");
+  char hex[2 * BOOT_SECRET_BYTES + 2];
+  for (unsigned i = 0; i < BOOT_SECRET_BYTES; i++)
+    snprintf(hex + 2 * i, 3, "%02x", SECRET[i]);
+  strcat(hex, "\n");
+  write_file(path, hex, strlen(hex), 0400);
+  cr_assert_eq(boot_secret_load(path, t, err, sizeof(err)), 0, "%s", err);
+  cr_assert_eq(memcmp(t, SECRET, sizeof(t)), 0, "64 hex digits and a newline");
+  write_file(path, hex, strlen(hex), 0640);
+  cr_assert_eq(boot_secret_load(path, t, err, sizeof(err)), -1);
+  cr_assert(strstr(err, "others can access it (mode 640): chmod 600 it"), "%s", err);
+  write_file(path, "short", 5, 0600);
+  cr_assert_eq(boot_secret_load(path, t, err, sizeof(err)), -1);
+  cr_assert(strstr(err, "expected 32 bytes or 64 hex digits, got 5 bytes"), "%s", err);
+  cr_assert_eq(boot_secret_load(dir, t, err, sizeof(err)), -1);
+  cr_assert(strstr(err, "not a regular file"), "%s", err);
+  unlink(path);
+  rmdir(dir);
+  unsetenv("PREPOST_JOB_SECRET_FILE");
+  unsetenv("PREPOST_JOB_SECRET");
+  cr_assert_eq(boot_secret_from_env(t, err, sizeof(err)), 0);
+  hex[2 * BOOT_SECRET_BYTES] = '\0';
+  setenv("PREPOST_JOB_SECRET", hex, 1);
+  memset(t, 0, sizeof(t));
+  cr_assert_eq(boot_secret_from_env(t, err, sizeof(err)), 1, "%s", err);
+  cr_assert_eq(memcmp(t, SECRET, sizeof(t)), 0);
+  setenv("PREPOST_JOB_SECRET", "abcd", 1);
+  cr_assert_eq(boot_secret_from_env(t, err, sizeof(err)), -1);
+  unsetenv("PREPOST_JOB_SECRET");
+  cr_assert_eq(boot_secret_generate(s, err, sizeof(err)), 0);
+  cr_assert_eq(boot_secret_generate(t, err, sizeof(err)), 0);
+  cr_assert_neq(memcmp(s, t, sizeof(s)), 0);
+}
+
+/* Frames after the handshake carry a MAC: one altered byte and the receiver refuses it. */
+Test(boot, keyed_frames_refuse_an_altered_byte)
+{
+  int sv[2];
+  cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  struct boot_link a = {.fd = sv[0], .keyed = true}, b = {.fd = sv[1], .keyed = true};
+  memcpy(a.tx_key, SECRET, sizeof(a.tx_key));
+  memcpy(b.rx_key, SECRET, sizeof(b.rx_key));
+  struct boot_buf m = {0}, got = {0};
+  boot_put64(&m, 42);
+  cr_assert_eq(boot_send(&a, BOOT_STATE, &m, boot_now_ns() + 1000000000ull), 0);
+  uint32_t type;
+  char err[200];
+  cr_assert_eq(boot_recv(&b, &type, &got, boot_now_ns() + 1000000000ull, err, sizeof(err)), 1,
+               "%s", err);
+  cr_assert_eq(boot_get64(&got), 42);
+  /* the same frame again (a replay within the connection): the sequence number differs */
+  a.tx_seq = 0;
+  cr_assert_eq(boot_send(&a, BOOT_STATE, &m, boot_now_ns() + 1000000000ull), 0);
+  cr_assert_eq(boot_recv(&b, &type, &got, boot_now_ns() + 1000000000ull, err, sizeof(err)), -1);
+  cr_assert(strstr(err, "failed authentication"), "%s", err);
+  /* through a man in the middle: as sent it verifies, one payload byte altered it does not */
+  int mitm[2];
+  cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, mitm), 0);
+  struct boot_link a2 = a;
+  a2.fd = mitm[0];
+  for (int flip = 0; flip < 2; flip++) {
+    uint8_t f[8 + 8 + BOOT_TAG_BYTES];
+    a2.tx_seq = b.rx_seq;
+    cr_assert_eq(boot_send(&a2, BOOT_STATE, &m, boot_now_ns() + 1000000000ull), 0);
+    cr_assert_eq(read(mitm[1], f, sizeof(f)), (ssize_t)sizeof(f));
+    f[8] ^= (uint8_t)flip;
+    cr_assert_eq(write(sv[0], f, sizeof(f)), (ssize_t)sizeof(f));
+    cr_assert_eq(boot_recv(&b, &type, &got, boot_now_ns() + 1000000000ull, err, sizeof(err)),
+                 flip ? -1 : 1, "flip %d: %s", flip, err);
+  }
+  close(mitm[0]);
+  close(mitm[1]);
+  close(sv[0]);
+  close(sv[1]);
+  boot_buf_free(&m);
+  boot_buf_free(&got);
 }
 
 /* ================================================================ CLI */
@@ -643,6 +1334,13 @@ Test(verbs_cli, missing_device_is_exit_4_with_the_reason)
   cr_assert((boot_now_ns() - t0) / 1e9 < 10);
   rc = cli("run " SCENARIOS "fast-consumer.yaml --backend verbs --device nosuchdev0 --rank 1 "
            "--ranks 127.0.0.1:1,127.0.0.1 --boot-timeout 1");
+  cr_assert_eq(rc, 2, "a rank table run without the job secret: exit %d\n%s", rc, errs);
+  assert_has(errs, "needs the job's secret on every host: set PREPOST_JOB_SECRET_FILE");
+  setenv("PREPOST_JOB_SECRET", "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+         1);
+  rc = cli("run " SCENARIOS "fast-consumer.yaml --backend verbs --device nosuchdev0 --rank 1 "
+           "--ranks 127.0.0.1:1,127.0.0.1 --boot-timeout 1");
+  unsetenv("PREPOST_JOB_SECRET");
   cr_assert_eq(rc, 4, "exit %d\n%s", rc, errs);
   assert_has(errs, "rank 1: no RDMA device");
   /* --trace: no rank ran, so there is nothing to merge and no file (a sentence says so) */
@@ -697,20 +1395,20 @@ Test(verbs_cli, usage_errors)
 /* ================================================================ hang reports (prepost/hang.h) */
 
 /* Both fake ranks through HELLO, TABLE, READY and GO. */
-static void fake_start(struct coord_ctx *c, int fd[2], struct boot_buf *b)
+static void fake_start(struct coord_ctx *c, struct boot_link fd[2], struct boot_buf *b)
 {
   fd[0] = fake_hello(c->port, 0, &c->cfg);
   fd[1] = fake_hello(c->port, 1, &c->cfg);
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(fd[r], b), BOOT_TABLE);
-    cr_assert_eq(boot_send(fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull), 0);
+    cr_assert_eq(recv_type(&fd[r], b), BOOT_TABLE);
+    cr_assert_eq(boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull), 0);
   }
   for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(fd[r], b), BOOT_GO);
+    cr_assert_eq(recv_type(&fd[r], b), BOOT_GO);
 }
 
 /* A RESULT, not done, with what the rank's pending operations wait for. */
-static void fake_stuck_result(int fd, const struct pp_wait *w, uint32_t n)
+static void fake_stuck_result(struct boot_link *fd, const struct pp_wait *w, uint32_t n)
 {
   struct pp_rank_result rr = {0};
   rr.stats.status_counts[PP_WC_SUCCESS] = 1;
@@ -736,26 +1434,26 @@ Test(verbs, coordinator_stops_a_run_without_progress_and_collects_the_hang)
   struct coord_ctx c;
   pthread_t th;
   start_coord_np(&c, 5000000000ull, 300000000ull, &th);
-  int fd[2];
+  struct boot_link fd[2];
   struct boot_buf b = {0};
   fake_start(&c, fd, &b);
   uint64_t t0 = boot_now_ns();
-  send_state(fd[0], false, false, 1);
-  send_state(fd[1], false, false, 1);
+  send_state(&fd[0], false, false, 1);
+  send_state(&fd[1], false, false, 1);
   usleep(200000);
-  cr_assert_eq(boot_send(fd[0], BOOT_PROGRESS, NULL, boot_now_ns() + 1000000000ull), 0);
+  cr_assert_eq(boot_send(&fd[0], BOOT_PROGRESS, NULL, boot_now_ns() + 1000000000ull), 0);
   uint64_t t1 = boot_now_ns();
   for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_STOP, "no probe: nobody is idle");
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP, "no probe: nobody is idle");
   double after = (boot_now_ns() - t1) / 1e9, total = (boot_now_ns() - t0) / 1e9;
   cr_assert(after >= 0.29 && after < 2.0, "STOP %.3f s after the last PROGRESS", after);
   cr_assert(total >= 0.49, "the PROGRESS at 0.2 s moved the bound: %.3f s", total);
-  fake_stuck_result(fd[0], rank0_waits, 1);
-  fake_stuck_result(fd[1], rank1_waits, 2);
+  fake_stuck_result(&fd[0], rank0_waits, 1);
+  fake_stuck_result(&fd[1], rank1_waits, 2);
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_BYE);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
     cr_assert_eq(boot_get8(&b), PP_OUTCOME_NO_PROGRESS);
-    close(fd[r]);
+    close(fd[r].fd);
   }
   pthread_join(th, NULL);
   cr_assert_eq(c.s, PP_OK, "%s", c.err);
@@ -782,29 +1480,29 @@ Test(verbs, coordinator_reports_the_hang_of_a_stalled_run)
   struct coord_ctx c;
   pthread_t th;
   start_coord_np(&c, 5000000000ull, 60000000000ull, &th);
-  int fd[2];
+  struct boot_link fd[2];
   struct boot_buf b = {0};
   fake_start(&c, fd, &b);
-  send_state(fd[0], true, false, 4);
-  send_state(fd[1], true, false, 4);
+  send_state(&fd[0], true, false, 4);
+  send_state(&fd[1], true, false, 4);
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_PROBE);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE);
     uint64_t id = boot_get64(&b);
     struct boot_buf o = {0};
     boot_put64(&o, id);
     boot_put8(&o, 1);
     boot_put64(&o, 4);
-    cr_assert_eq(boot_send(fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
+    cr_assert_eq(boot_send(&fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
     boot_buf_free(&o);
   }
   for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_STOP);
-  fake_stuck_result(fd[0], rank0_waits, 1);
-  fake_stuck_result(fd[1], rank1_waits, 2);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
+  fake_stuck_result(&fd[0], rank0_waits, 1);
+  fake_stuck_result(&fd[1], rank1_waits, 2);
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(fd[r], &b), BOOT_BYE);
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
     cr_assert_eq(boot_get8(&b), PP_OUTCOME_STALLED);
-    close(fd[r]);
+    close(fd[r].fd);
   }
   pthread_join(th, NULL);
   cr_assert_eq(c.s, PP_OK, "%s", c.err);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/verbs/boot.h"
 #include "backends/verbs/doctor.h"
 #include "prepost/verbsrun.h"
 #include "cli_util.h"
@@ -34,6 +35,12 @@ const char *const pp_cli_verbs_run_usage =
     "process coordinates. With --rank R --ranks TABLE, this process is rank R only; start one per\n"
     "rank. TABLE is a file with one 'HOST[:PORT] [DEVICE]' line per rank, or 'HOST:PORT,HOST,...';\n"
     "rank 0 listens on its entry (port 18515 by default) and prints the report.\n"
+    "\n"
+    "The bootstrap is authenticated by a per-job secret (not encrypted). The launcher makes one\n"
+    "for its forked ranks. With --rank, every process reads the same secret from the file named\n"
+    "by PREPOST_JOB_SECRET_FILE (32 random bytes or 64 hex digits, mode 0600; make it with\n"
+    "`(umask 077; head -c 32 /dev/urandom > job.secret)` and copy it to every host), or from\n"
+    "PREPOST_JOB_SECRET (64 hex digits). Connections without it are dropped and logged.\n"
     "\n"
     "  --device NAME      RDMA device (default: the first with an ACTIVE port)\n"
     "  --ib-port N        port of the device (default: its first ACTIVE port)\n"
@@ -239,6 +246,15 @@ int pp_cli_run_verbs(int argc, char **argv)
   if (ranks && pp_verbs_parse_table(ranks, &o.table, &o.ntable, err, sizeof(err))) {
     fprintf(stderr, "prepost: %s\n", err);
     return EXIT_USAGE;
+  }
+  if (ranks) {
+    int k = boot_secret_from_env(o.secret, err, sizeof(err));
+    if (k < 0) {
+      fprintf(stderr, "prepost: %s\n", err);
+      free(o.table);
+      return EXIT_USAGE;
+    }
+    o.has_secret = k > 0; /* none: pp_verbs_run says what to do */
   }
   if (log) {
     o.log_fd = strcmp(log, "-") ? open(log, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644)

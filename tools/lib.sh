@@ -24,6 +24,10 @@ PP_PACKAGES+=(tshark)
 # "skipped".
 PP_PACKAGES+=(clang libclang-rt-14-dev)
 
+# libsodium authenticates the verbs backend's TCP bootstrap (per-job secret, HMACs):
+# backends/verbs/boot.c.
+PP_PACKAGES+=(libsodium-dev)
+
 # The interpreter of the python3 package (not a pyenv/venv shim that may shadow it on PATH).
 PP_PYTHON=/usr/bin/python3
 [[ -x $PP_PYTHON ]] || PP_PYTHON=python3

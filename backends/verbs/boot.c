@@ -11,11 +11,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -181,6 +183,35 @@ void boot_get_addr(struct boot_buf *b, struct vnic_addr *a)
   a->port = boot_get8(b);
 }
 
+/* Peer text shown to the user: every byte outside 0x20..0x7e becomes '?', in place. */
+static void printable(char *s)
+{
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+      *s = '?';
+}
+
+char *boot_sanitize(const void *p, size_t n, char *out, size_t outlen)
+{
+  const unsigned char *q = p;
+  size_t at = 0;
+  if (!outlen)
+    return out;
+  for (size_t i = 0; i < n; i++) {
+    char x[5];
+    int k = q[i] >= 0x20 && q[i] <= 0x7e ? snprintf(x, sizeof(x), "%c", q[i])
+                                         : snprintf(x, sizeof(x), "\\x%02x", q[i]);
+    if (at + (size_t)k + 4 > outlen) { /* room for "..." and the NUL */
+      snprintf(out + at, outlen - at, "...");
+      return out;
+    }
+    memcpy(out + at, x, (size_t)k);
+    at += (size_t)k;
+  }
+  out[at] = '\0';
+  return out;
+}
+
 /* pp_rank_stats travels as its bytes, with its size as a check: the per-protocol sections it grows
  * (ring, collective, ...) come along without a change here. Every rank runs the same build. */
 static void put_stats(struct boot_buf *b, const struct pp_rank_stats *s)
@@ -240,6 +271,7 @@ void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, uint64_t **sa
   c->acks_sent = boot_get64(b);
   boot_get_bytes(b, r->host, sizeof(r->host));
   r->host[sizeof(r->host) - 1] = '\0';
+  printable(r->host);
   uint64_t n = boot_get64(b);
   *samples = NULL;
   *nsamples = 0;
@@ -316,6 +348,7 @@ uint32_t boot_get_waits(struct boot_buf *b, struct pp_wait *w, uint32_t max, uin
     x.since_ns = boot_get64(b);
     boot_get_bytes(b, x.what, PP_WAIT_TEXT);
     x.what[PP_WAIT_TEXT - 1] = '\0';
+    printable(x.what); /* shown in the hang report */
     if (x.kind >= PP_WAIT_KIND_COUNT)
       b->bad = true;
     if (!b->bad && got < max)
@@ -324,24 +357,26 @@ uint32_t boot_get_waits(struct boot_buf *b, struct pp_wait *w, uint32_t max, uin
   return b->bad ? 0 : got;
 }
 
-void boot_put_hello(struct boot_buf *b, uint32_t rank, const struct pp_engine_cfg *cfg,
-                    const struct vnic_addr *addr, const char *host, const char *dev,
-                    const bool *has, const struct pp_conn_info *info)
+void boot_put_hello(struct boot_buf *b, uint32_t nranks, const struct vnic_addr *addr,
+                    const char *host, const char *dev, const bool *has,
+                    const struct pp_conn_info *info)
 {
   char h[BOOT_HOST_MAX] = {0}, d[VNIC_NAME_MAX] = {0};
   snprintf(h, sizeof(h), "%s", host);
   snprintf(d, sizeof(d), "%s", dev);
-  boot_put32(b, BOOT_MAGIC);
-  boot_put32(b, rank);
-  boot_put32(b, cfg->nranks);
-  boot_put64(b, boot_cfg_hash(cfg));
   boot_put_addr(b, addr);
   boot_put_bytes(b, h, sizeof(h));
   boot_put_bytes(b, d, sizeof(d));
-  for (uint32_t j = 0; j < cfg->nranks; j++) {
+  for (uint32_t j = 0; j < nranks; j++) {
     boot_put8(b, has[j]);
     boot_put_conn_info(b, &info[j]);
   }
+}
+
+size_t boot_hello_bytes(uint32_t nranks)
+{
+  return BOOT_ADDR_BYTES + BOOT_HOST_MAX + VNIC_NAME_MAX +
+         (size_t)nranks * (1 + BOOT_CONN_INFO_BYTES);
 }
 
 void boot_get_table(struct boot_buf *b, uint32_t nranks, struct vnic_addr *addr, bool *has,
@@ -562,24 +597,84 @@ static int write_all(int fd, const uint8_t *p, size_t n, uint64_t deadline)
   return 0;
 }
 
-int boot_send(int fd, enum boot_msg type, const struct boot_buf *payload, uint64_t deadline)
+/* ----- frames: [type u32][len u32][payload], then (keyed) the tag */
+
+static void put_header(uint8_t h[8], uint32_t type, uint32_t len)
 {
-  uint32_t len = payload ? (uint32_t)payload->len : 0;
-  uint8_t h[8];
   for (int i = 0; i < 4; i++) {
-    h[i] = (uint8_t)((uint32_t)type >> (8 * i));
+    h[i] = (uint8_t)(type >> (8 * i));
     h[4 + i] = (uint8_t)(len >> (8 * i));
   }
-  if (write_all(fd, h, 8, deadline))
-    return -1;
-  return len ? write_all(fd, payload->p, len, deadline) : 0;
 }
 
-int boot_send_text(int fd, enum boot_msg type, const char *text, uint64_t deadline)
+static uint32_t le32(const uint8_t *p)
+{
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* HMAC-SHA-512-256 over (seq, header, payload) under key. */
+static void frame_tag(const uint8_t *key, uint64_t seq, const uint8_t h[8], const uint8_t *p,
+                      size_t n, uint8_t tag[BOOT_TAG_BYTES])
+{
+  uint8_t s8[8];
+  for (int i = 0; i < 8; i++)
+    s8[i] = (uint8_t)(seq >> (8 * i));
+  crypto_auth_hmacsha512256_state st;
+  int rc = crypto_auth_hmacsha512256_init(&st, key, BOOT_SECRET_BYTES);
+  rc |= crypto_auth_hmacsha512256_update(&st, s8, 8);
+  rc |= crypto_auth_hmacsha512256_update(&st, h, 8);
+  if (n)
+    rc |= crypto_auth_hmacsha512256_update(&st, p, n);
+  rc |= crypto_auth_hmacsha512256_final(&st, tag);
+  if (rc) /* libsodium's HMAC functions cannot fail; a tag that never verifies if they did */
+    memset(tag, 0, BOOT_TAG_BYTES);
+  sodium_memzero(&st, sizeof(st));
+}
+
+/* Does the received frame's tag (after its len payload bytes) verify? Advances rx_seq. */
+static bool frame_ok(struct boot_link *l, const uint8_t h[8], const uint8_t *p, uint32_t len)
+{
+  if (!l->keyed)
+    return true;
+  uint8_t want[BOOT_TAG_BYTES];
+  frame_tag(l->rx_key, l->rx_seq++, h, p, len, want);
+  return crypto_verify_32(want, p + len) == 0;
+}
+
+/* The whole frame in one buffer (freed by the caller); NULL when out of memory or too big. */
+static uint8_t *frame_build(struct boot_link *l, uint32_t type, const uint8_t *p, size_t len,
+                            size_t *out_len)
+{
+  if (len > BOOT_MAX_MSG)
+    return NULL;
+  size_t n = 8 + len + (l->keyed ? BOOT_TAG_BYTES : 0);
+  uint8_t *f = malloc(n);
+  if (!f)
+    return NULL;
+  put_header(f, type, (uint32_t)len);
+  if (len)
+    memcpy(f + 8, p, len);
+  if (l->keyed)
+    frame_tag(l->tx_key, l->tx_seq++, f, f + 8, len, f + 8 + len);
+  *out_len = n;
+  return f;
+}
+
+int boot_send(struct boot_link *l, enum boot_msg type, const struct boot_buf *payload,
+              uint64_t deadline)
+{
+  size_t n;
+  uint8_t *f = frame_build(l, type, payload ? payload->p : NULL, payload ? payload->len : 0, &n);
+  int rc = f ? write_all(l->fd, f, n, deadline) : -1;
+  free(f);
+  return rc;
+}
+
+int boot_send_text(struct boot_link *l, enum boot_msg type, const char *text, uint64_t deadline)
 {
   struct boot_buf b = {0};
-  boot_put_bytes(&b, text, strlen(text));
-  int rc = boot_send(fd, type, &b, deadline);
+  boot_put_bytes(&b, text, strnlen(text, BOOT_TEXT_MAX));
+  int rc = boot_send(l, type, &b, deadline);
   boot_buf_free(&b);
   return rc;
 }
@@ -611,43 +706,338 @@ static int read_all(int fd, uint8_t *p, size_t n, uint64_t deadline, char *err, 
   return 1;
 }
 
-int boot_recv(int fd, uint32_t *type, struct boot_buf *b, uint64_t deadline, char *err,
-              size_t errlen)
+/* One frame of at most max payload bytes: 1 got one, 0 deadline, -1 EOF, error, too big or a tag
+ * that does not verify. */
+static int recv_frame(struct boot_link *l, uint32_t *type, struct boot_buf *b, uint32_t max,
+                      uint64_t deadline, char *err, size_t errlen)
 {
   uint8_t h[8];
-  int rc = read_all(fd, h, 8, deadline, err, errlen);
+  int rc = read_all(l->fd, h, 8, deadline, err, errlen);
   if (rc <= 0)
     return rc;
-  uint32_t len = 0;
-  *type = 0;
-  for (int i = 0; i < 4; i++) {
-    *type |= (uint32_t)h[i] << (8 * i);
-    len |= (uint32_t)h[4 + i] << (8 * i);
-  }
-  if (len > BOOT_MAX_MSG) {
-    errf(err, errlen, "message of %u bytes: not a prepost peer?", len);
+  *type = le32(h);
+  uint32_t len = le32(h + 4);
+  if (len > max) {
+    errf(err, errlen, "a message of %u bytes (at most %u): not a prepost peer?", len, max);
     return -1;
   }
+  size_t need = len + (l->keyed ? BOOT_TAG_BYTES : 0);
   b->len = b->at = 0;
   b->bad = false;
-  if (!grow(b, len)) {
+  if (!grow(b, need)) {
     errf(err, errlen, "out of memory");
     return -1;
   }
-  b->len = len;
   /* the header arrived: the body follows at once, give it a little extra time */
-  rc = read_all(fd, b->p, len, deadline > boot_now_ns() + 5000000000ull ? deadline
-                                                                       : boot_now_ns() + 5000000000ull,
-                err, errlen);
+  uint64_t late = boot_now_ns() + 5000000000ull;
+  rc = read_all(l->fd, b->p, need, deadline > late ? deadline : late, err, errlen);
   if (rc == 0)
     errf(err, errlen, "truncated message");
-  return rc == 1 ? 1 : -1;
+  if (rc != 1)
+    return -1;
+  if (!frame_ok(l, h, b->p, len)) {
+    errf(err, errlen, "a message failed authentication (altered on the way, or not from this "
+                      "job's peer)");
+    return -1;
+  }
+  b->len = len;
+  return 1;
+}
+
+int boot_recv(struct boot_link *l, uint32_t *type, struct boot_buf *b, uint64_t deadline,
+              char *err, size_t errlen)
+{
+  return recv_frame(l, type, b, BOOT_MAX_MSG, deadline, err, errlen);
+}
+
+/* ---------------------------------------------------------------- the job secret */
+
+int boot_secret_generate(uint8_t secret[BOOT_SECRET_BYTES], char *err, size_t errlen)
+{
+  if (sodium_init() < 0) {
+    errf(err, errlen, "libsodium cannot initialise (no random source?)");
+    return -1;
+  }
+  randombytes_buf(secret, BOOT_SECRET_BYTES);
+  return 0;
+}
+
+/* 64 hex digits (white space around and between pairs allowed), or exactly 32 raw bytes. */
+static int secret_parse(const uint8_t *p, size_t n, bool raw_ok, uint8_t out[BOOT_SECRET_BYTES])
+{
+  size_t got = 0;
+  const char *end = NULL;
+  if (raw_ok && n == BOOT_SECRET_BYTES) { /* 64 hex digits are 64 bytes: no ambiguity */
+    memcpy(out, p, BOOT_SECRET_BYTES);
+    return 0;
+  }
+  while (n && p[n - 1] && strchr(" \t\r\n", p[n - 1]))
+    n--;
+  if (sodium_hex2bin(out, BOOT_SECRET_BYTES, (const char *)p, n, " \t\r\n", &got, &end) == 0 &&
+      got == BOOT_SECRET_BYTES && end == (const char *)p + n)
+    return 0;
+  return -1;
+}
+
+int boot_secret_load(const char *path, uint8_t secret[BOOT_SECRET_BYTES], char *err,
+                     size_t errlen)
+{
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    errf(err, errlen, "job secret file '%s': %s", path, strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  uint8_t buf[160];
+  ssize_t n = -1;
+  int rc = -1;
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+    errf(err, errlen, "job secret file '%s': not a regular file", path);
+  else if (st.st_uid != geteuid())
+    errf(err, errlen, "job secret file '%s': owned by another user (uid %u)", path,
+         (unsigned)st.st_uid);
+  else if (st.st_mode & 077)
+    errf(err, errlen, "job secret file '%s': others can access it (mode %03o): chmod 600 it",
+         path, (unsigned)(st.st_mode & 0777));
+  else if ((n = read(fd, buf, sizeof(buf))) < 0)
+    errf(err, errlen, "job secret file '%s': %s", path, strerror(errno));
+  else if (secret_parse(buf, (size_t)n, true, secret))
+    errf(err, errlen, "job secret file '%s': expected 32 bytes or 64 hex digits, got %zd bytes",
+         path, n);
+  else
+    rc = 0;
+  sodium_memzero(buf, sizeof(buf));
+  close(fd);
+  return rc;
+}
+
+int boot_secret_from_env(uint8_t secret[BOOT_SECRET_BYTES], char *err, size_t errlen)
+{
+  const char *f = getenv("PREPOST_JOB_SECRET_FILE"), *x = getenv("PREPOST_JOB_SECRET");
+  if (f && *f)
+    return boot_secret_load(f, secret, err, errlen) ? -1 : 1;
+  if (!x || !*x)
+    return 0;
+  if (secret_parse((const uint8_t *)x, strlen(x), false, secret)) {
+    errf(err, errlen, "PREPOST_JOB_SECRET: expected 64 hex digits");
+    return -1;
+  }
+  return 1;
+}
+
+/* ---------------------------------------------------------------- the handshake */
+
+#define AUTH_SIGNED (BOOT_AUTH_BYTES - BOOT_TAG_BYTES) /* what the rank's MAC covers after Nc */
+
+static const char LABEL_RANK[] = "prepost bootstrap v2: rank";
+static const char LABEL_COORD[] = "prepost bootstrap v2: coordinator";
+static const char LABEL_R2C[] = "prepost bootstrap v2: key rank to coordinator";
+static const char LABEL_C2R[] = "prepost bootstrap v2: key coordinator to rank";
+
+/* HMAC-SHA-512-256 under the secret over (label, Nc, the signed part of the AUTH). */
+static void auth_mac(const char *label, const uint8_t *secret, const uint8_t *nc,
+                     const uint8_t *signed_part, uint8_t mac[BOOT_TAG_BYTES])
+{
+  crypto_auth_hmacsha512256_state st;
+  int rc = crypto_auth_hmacsha512256_init(&st, secret, BOOT_SECRET_BYTES);
+  rc |= crypto_auth_hmacsha512256_update(&st, (const uint8_t *)label, strlen(label) + 1);
+  rc |= crypto_auth_hmacsha512256_update(&st, nc, BOOT_NONCE_BYTES);
+  rc |= crypto_auth_hmacsha512256_update(&st, signed_part, AUTH_SIGNED);
+  rc |= crypto_auth_hmacsha512256_final(&st, mac);
+  if (rc)
+    memset(mac, 0, BOOT_TAG_BYTES);
+  sodium_memzero(&st, sizeof(st));
+}
+
+/* A direction's frame key: keyed BLAKE2b of (label, Nc, the signed part of the AUTH). */
+static void derive_key(const char *label, const uint8_t *secret, const uint8_t *nc,
+                       const uint8_t *signed_part, uint8_t key[BOOT_SECRET_BYTES])
+{
+  crypto_generichash_state st;
+  int rc = crypto_generichash_init(&st, secret, BOOT_SECRET_BYTES, BOOT_SECRET_BYTES);
+  rc |= crypto_generichash_update(&st, (const uint8_t *)label, strlen(label) + 1);
+  rc |= crypto_generichash_update(&st, nc, BOOT_NONCE_BYTES);
+  rc |= crypto_generichash_update(&st, signed_part, AUTH_SIGNED);
+  rc |= crypto_generichash_final(&st, key, BOOT_SECRET_BYTES);
+  if (rc)
+    randombytes_buf(key, BOOT_SECRET_BYTES); /* a key nobody shares: every frame fails */
+  sodium_memzero(&st, sizeof(st));
+}
+
+/* Both directions' keys of a link; `rank_side` says which is which. */
+static void key_link(struct boot_link *l, bool rank_side, const uint8_t *secret,
+                     const uint8_t *nc, const uint8_t *signed_part)
+{
+  derive_key(rank_side ? LABEL_R2C : LABEL_C2R, secret, nc, signed_part, l->tx_key);
+  derive_key(rank_side ? LABEL_C2R : LABEL_R2C, secret, nc, signed_part, l->rx_key);
+  l->tx_seq = l->rx_seq = 0;
+  l->keyed = true;
+}
+
+void boot_put_auth(struct boot_buf *b, uint32_t rank, uint32_t nranks, uint64_t cfg_hash,
+                   const uint8_t secret[BOOT_SECRET_BYTES], const uint8_t nc[BOOT_NONCE_BYTES],
+                   const uint8_t nr[BOOT_NONCE_BYTES])
+{
+  size_t at = b->len;
+  boot_put32(b, BOOT_MAGIC);
+  boot_put32(b, BOOT_VERSION);
+  boot_put32(b, rank);
+  boot_put32(b, nranks);
+  boot_put64(b, cfg_hash);
+  boot_put_bytes(b, nr, BOOT_NONCE_BYTES);
+  uint8_t mac[BOOT_TAG_BYTES];
+  if (b->bad)
+    return;
+  auth_mac(LABEL_RANK, secret, nc, b->p + at, mac);
+  boot_put_bytes(b, mac, sizeof(mac));
+}
+
+static void refused(const struct boot_buf *b, char *err, size_t errlen)
+{
+  char t[BOOT_TEXT_MAX];
+  errf(err, errlen, "the coordinator refused this rank: %s",
+       boot_sanitize(b->p, b->len, t, sizeof(t)));
+}
+
+/* Waits for the coordinator's CHALLENGE; 1 with nc filled, 0 closed, -1 err. */
+static int get_challenge(struct boot_link *l, struct boot_buf *b, uint64_t deadline,
+                         uint8_t nc[BOOT_NONCE_BYTES], char *err, size_t errlen)
+{
+  uint32_t type = 0;
+  char e2[200];
+  int rc = recv_frame(l, &type, b, BOOT_PENDING_MAX_FRAME, deadline, e2, sizeof(e2));
+  if (rc == 0) {
+    errf(err, errlen, "no challenge from the coordinator before the deadline (overloaded, or "
+                      "not a prepost coordinator)");
+    return -1;
+  }
+  if (rc < 0) {
+    errf(err, errlen, "the coordinator closed the connection before authentication: %s", e2);
+    return 0;
+  }
+  if (type == BOOT_ABORT) {
+    refused(b, err, errlen);
+    return -1;
+  }
+  uint32_t magic = boot_get32(b), version = boot_get32(b);
+  boot_get_bytes(b, nc, BOOT_NONCE_BYTES);
+  if (type != BOOT_CHALLENGE || b->len != BOOT_CHALLENGE_BYTES || magic != BOOT_MAGIC) {
+    errf(err, errlen, "the peer is not a prepost coordinator (message %u of %zu bytes instead "
+                      "of a challenge)", type, b->len);
+    return -1;
+  }
+  if (version != BOOT_VERSION) {
+    errf(err, errlen, "the coordinator speaks bootstrap version %u, this rank %u (different "
+                      "prepost versions)", version, BOOT_VERSION);
+    return -1;
+  }
+  return 1;
+}
+
+int boot_rank_auth(struct boot_link *l, uint32_t rank, const struct pp_engine_cfg *cfg,
+                   const uint8_t secret[BOOT_SECRET_BYTES], uint64_t deadline, char *err,
+                   size_t errlen)
+{
+  uint8_t nc[BOOT_NONCE_BYTES], nr[BOOT_NONCE_BYTES], want[BOOT_TAG_BYTES];
+  struct boot_buf b = {0}, a = {0};
+  uint32_t type = 0;
+  char e2[200];
+  int ret = -1;
+  l->keyed = false;
+  if (sodium_init() < 0) {
+    errf(err, errlen, "libsodium cannot initialise");
+    return -1;
+  }
+  int rc = get_challenge(l, &b, deadline, nc, err, errlen);
+  if (rc <= 0) {
+    ret = rc == 0 ? 1 : -1;
+    goto out;
+  }
+  randombytes_buf(nr, sizeof(nr));
+  boot_put_auth(&a, rank, cfg->nranks, boot_cfg_hash(cfg), secret, nc, nr);
+  if (a.bad || boot_send(l, BOOT_AUTH, &a, deadline)) {
+    errf(err, errlen, "the coordinator closed the connection during authentication");
+    ret = 1;
+    goto out;
+  }
+  rc = recv_frame(l, &type, &b, BOOT_PENDING_MAX_FRAME, deadline, e2, sizeof(e2));
+  if (rc <= 0) {
+    errf(err, errlen, "%s during authentication%s", rc ? "the coordinator closed the connection"
+                                                      : "no answer from the coordinator",
+         rc ? "" : " before the deadline");
+    ret = rc ? 1 : -1;
+    goto out;
+  }
+  if (type == BOOT_ABORT) {
+    refused(&b, err, errlen);
+    goto out;
+  }
+  auth_mac(LABEL_COORD, secret, nc, a.p, want);
+  if (type != BOOT_AUTH_OK || b.len != BOOT_TAG_BYTES || crypto_verify_32(want, b.p) != 0) {
+    errf(err, errlen, "the coordinator did not prove it holds the job secret (an impostor on "
+                      "its address, or another job's secret)");
+    goto out;
+  }
+  key_link(l, true, secret, nc, a.p);
+  ret = 0;
+out:
+  boot_buf_free(&a);
+  boot_buf_free(&b);
+  return ret;
+}
+
+int boot_join(const char *host, uint16_t port, uint32_t rank, const struct pp_engine_cfg *cfg,
+              const uint8_t secret[BOOT_SECRET_BYTES], uint64_t deadline, struct boot_link *l,
+              char *err, size_t errlen)
+{
+  for (;;) {
+    int fd = boot_connect(host, port, deadline, err, errlen);
+    if (fd < 0)
+      return -1;
+    *l = boot_link_of(fd);
+    char e2[300];
+    int rc = boot_rank_auth(l, rank, cfg, secret, deadline, e2, sizeof(e2));
+    if (rc == 0)
+      return 0;
+    close(fd);
+    *l = boot_link_of(-1);
+    if (rc < 0 || boot_now_ns() >= deadline) {
+      errf(err, errlen, "coordinator at %s:%u: %s", host, port, e2);
+      return -1;
+    }
+    struct timespec ts = {0, 50 * 1000000}; /* it shed the connection: come back in line */
+    nanosleep(&ts, NULL);
+  }
 }
 
 /* ---------------------------------------------------------------- coordinator */
 
+#define ACCEPT_PAUSE_NS 100000000ull        /* listen fd not polled after EMFILE/ENFILE */
+#define ACCEPT_BATCH 64                     /* accept() calls per poll round */
+#define PEND_BASE 0x80000000u               /* who[]: pending connection PEND_BASE + i */
+#define WHO_LISTEN UINT32_MAX
+
+/* A frame read without blocking: header, payload, tag when keyed. */
+struct rx {
+  uint8_t hdr[8];
+  size_t got; /* bytes of this frame so far */
+  uint32_t type, len;
+  struct boot_buf body; /* payload (then the tag); body.len = len when whole */
+};
+
+/* A connection that has not authenticated yet. */
+struct pend {
+  struct boot_link l;
+  struct rx rx;
+  uint64_t deadline;
+  uint8_t nc[BOOT_NONCE_BYTES];
+  char peer[80]; /* its address, for the log */
+};
+
 struct crank {
-  int fd;
+  struct boot_link l; /* fd -1 until a connection authenticated as this rank */
+  struct rx rx;
+  char peer[80];
   bool hello, ready, idle, done, replied, reply_idle, result;
   uint64_t gen, reply_gen;
   struct vnic_addr addr;
@@ -673,30 +1063,157 @@ struct coord {
   struct pp_run_result *res;
   uint32_t n;
   struct crank *r;
-  int pending[PP_MAX_RANKS]; /* connections that have not said HELLO yet */
-  uint32_t npending;
+  struct pend *pending; /* [max_pending], oldest first; l.fd -1: gone (compacted away) */
+  uint32_t npending, max_pending;
+  uint64_t auth_ns;
+  uint64_t listen_resume; /* after an accept error: the listen fd rests until then */
+  uint32_t nlog, ndropped, accept_errors;
+  bool accept_paused; /* said once in the log */
   char *err;
   size_t errlen;
 };
 
+static void coord_log(struct coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void coord_log(struct coord *c, const char *fmt, ...)
+{
+  if (c->nlog > BOOT_LOG_LINES)
+    return;
+  char line[600];
+  if (c->nlog++ == BOOT_LOG_LINES) {
+    snprintf(line, sizeof(line), "bootstrap: more connections dropped: counted, not logged");
+  } else {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+  }
+  if (c->a->log)
+    c->a->log(c->a->log_ctx, line);
+  else
+    fprintf(stderr, "prepost: %s\n", line);
+}
+
+static void rx_free(struct rx *x)
+{
+  boot_buf_free(&x->body);
+  x->got = 0;
+}
+
+/* Reads what is there of one frame: 1 whole (x->type, x->body of x->len bytes, tag verified when
+ * keyed), 0 not yet, -1 with *why (closed, error, too big, not `expect`, failed tag). */
+static int rx_step(struct boot_link *l, struct rx *x, uint32_t expect, uint32_t max,
+                   const char **why)
+{
+  for (;;) {
+    bool head = x->got < 8;
+    size_t need = head ? 8 : 8 + x->len + (l->keyed ? BOOT_TAG_BYTES : 0);
+    uint8_t *to = head ? x->hdr + x->got : x->body.p + (x->got - 8);
+    ssize_t k = need > x->got ? recv(l->fd, to, need - x->got, MSG_DONTWAIT) : 0;
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return 0;
+    if (k < 0) {
+      *why = strerror(errno);
+      return -1;
+    }
+    if (k == 0 && need > x->got) {
+      *why = x->got ? "closed in the middle of a frame (truncated)" : "closed the connection";
+      return -1;
+    }
+    x->got += (size_t)k;
+    if (head && x->got == 8) {
+      x->type = le32(x->hdr);
+      x->len = le32(x->hdr + 4);
+      if (expect && x->type != expect) {
+        *why = x->type == BOOT_HELLO ? "sent a HELLO without authenticating (an impostor, or "
+                                       "bootstrap version 1)"
+                                     : "sent junk (not a prepost bootstrap frame)";
+        return -1;
+      }
+      if (x->len > max) {
+        *why = "announced a frame larger than allowed";
+        return -1;
+      }
+      x->body.len = x->body.at = 0;
+      x->body.bad = false;
+      if (!grow(&x->body, x->len + (l->keyed ? BOOT_TAG_BYTES : 0) + 1)) {
+        *why = "out of memory";
+        return -1;
+      }
+      continue;
+    }
+    if (!head && x->got == need) {
+      x->got = 0;
+      if (!frame_ok(l, x->hdr, x->body.p, x->len)) {
+        *why = "sent a message that fails authentication (altered on the way?)";
+        return -1;
+      }
+      x->body.len = x->len;
+      x->body.at = 0;
+      return 1;
+    }
+  }
+}
+
+/* Sends a small frame now or never (a connection that cannot take 100 bytes is not waited for). */
+static int send_now(struct boot_link *l, uint32_t type, const void *p, size_t n)
+{
+  size_t len;
+  uint8_t *f = frame_build(l, type, p, n, &len);
+  ssize_t w = f ? send(l->fd, f, len, MSG_DONTWAIT | MSG_NOSIGNAL) : -1;
+  free(f);
+  return w == (ssize_t)len ? 0 : -1;
+}
+
+static void drop_pending(struct coord *c, uint32_t i, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void drop_pending(struct coord *c, uint32_t i, const char *fmt, ...)
+{
+  struct pend *p = &c->pending[i];
+  char why[300];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof(why), fmt, ap);
+  va_end(ap);
+  coord_log(c, "bootstrap: dropped the connection from %s: %s (the job goes on)", p->peer, why);
+  c->ndropped++;
+  close(p->l.fd);
+  p->l.fd = -1;
+  rx_free(&p->rx);
+}
+
+static void compact_pending(struct coord *c)
+{
+  uint32_t w = 0;
+  for (uint32_t i = 0; i < c->npending; i++)
+    if (c->pending[i].l.fd >= 0)
+      c->pending[w++] = c->pending[i];
+  c->npending = w;
+}
+
 static void close_all(struct coord *c)
 {
   for (uint32_t i = 0; i < c->npending; i++)
-    close(c->pending[i]);
-  c->npending = 0;
-  for (uint32_t i = 0; i < c->n; i++)
-    if (c->r[i].fd >= 0) {
-      close(c->r[i].fd);
-      c->r[i].fd = -1;
+    if (c->pending[i].l.fd >= 0) {
+      close(c->pending[i].l.fd);
+      rx_free(&c->pending[i].rx);
     }
+  c->npending = 0;
+  for (uint32_t i = 0; c->r && i < c->n; i++) {
+    if (c->r[i].l.fd >= 0)
+      close(c->r[i].l.fd);
+    c->r[i].l.fd = -1;
+    rx_free(&c->r[i].rx);
+  }
 }
 
 static void abort_all(struct coord *c, const char *why)
 {
   uint64_t dl = boot_now_ns() + 1000000000ull;
-  for (uint32_t i = 0; i < c->n; i++)
-    if (c->r[i].fd >= 0)
-      boot_send_text(c->r[i].fd, BOOT_ABORT, why, dl);
+  for (uint32_t i = 0; c->r && i < c->n; i++)
+    if (c->r[i].l.fd >= 0)
+      boot_send_text(&c->r[i].l, BOOT_ABORT, why, dl);
   close_all(c);
 }
 
@@ -717,15 +1234,93 @@ static void missing_list(struct coord *c, int what, char *buf, size_t len)
     snprintf(buf + at, len - at, " and %u more", miss - 8);
 }
 
-static enum pp_status handle_hello(struct coord *c, int fd, struct boot_buf *b)
+static void peer_name(const struct sockaddr_storage *ss, socklen_t sl, char *out, size_t len)
 {
-  uint32_t magic = boot_get32(b), rank = boot_get32(b), nranks = boot_get32(b);
-  uint64_t hash = boot_get64(b);
-  if (b->bad || magic != BOOT_MAGIC) {
-    errf(c->err, c->errlen, "bootstrap: a connection to %s sent garbage (not a prepost rank?)",
-         c->a->where);
-    return PP_PARSE;
+  char h[64], p[16];
+  if (getnameinfo((const struct sockaddr *)ss, sl, h, sizeof(h), p, sizeof(p),
+                  NI_NUMERICHOST | NI_NUMERICSERV))
+    snprintf(out, len, "an unknown address");
+  else
+    snprintf(out, len, ss->ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", h, p);
+}
+
+/* A new connection: held (the oldest goes when the table is full) and challenged. */
+static void add_pending(struct coord *c, int fd, const char *peer)
+{
+  if (c->npending == c->max_pending) {
+    drop_pending(c, 0, "%u unauthenticated connections were held (the limit) and it was the "
+                       "oldest", c->max_pending);
+    compact_pending(c);
   }
+  struct pend *p = &c->pending[c->npending++];
+  *p = (struct pend){.l = boot_link_of(fd), .deadline = boot_now_ns() + c->auth_ns};
+  snprintf(p->peer, sizeof(p->peer), "%s", peer);
+  tune(fd);
+  randombytes_buf(p->nc, sizeof(p->nc));
+  uint8_t ch[BOOT_CHALLENGE_BYTES];
+  put_header(ch, BOOT_MAGIC, BOOT_VERSION); /* the same two little-endian words */
+  memcpy(ch + 8, p->nc, BOOT_NONCE_BYTES);
+  if (send_now(&p->l, BOOT_CHALLENGE, ch, sizeof(ch))) {
+    drop_pending(c, c->npending - 1, "cannot send it the challenge");
+    compact_pending(c);
+  }
+}
+
+/* Takes what the listen socket has; after EMFILE/ENFILE it sheds the oldest unauthenticated
+ * connection to make room, or (none held) rests the listen fd for ACCEPT_PAUSE_NS: no spinning. */
+static void accept_some(struct coord *c)
+{
+  for (int i = 0; i < ACCEPT_BATCH; i++) {
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int fd = accept4(c->a->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
+      continue;
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+      int e = errno;
+      c->accept_errors++;
+      if (c->npending) {
+        drop_pending(c, 0, "accept: %s: making room", strerror(e));
+        compact_pending(c);
+        continue;
+      }
+      if (!c->accept_paused) /* once: it may go on for a while */
+        coord_log(c, "bootstrap: accept on %s: %s: new connections wait (polled every %llu ms)",
+                  c->a->where, strerror(e), ACCEPT_PAUSE_NS / 1000000ull);
+      c->accept_paused = true;
+      c->listen_resume = boot_now_ns() + ACCEPT_PAUSE_NS;
+      return;
+    }
+    if (fd < 0)
+      return; /* EAGAIN: nothing more; other errors: the next round says again */
+    char peer[80];
+    peer_name(&ss, sl, peer, sizeof(peer));
+    add_pending(c, fd, peer);
+  }
+}
+
+static void expire_pending(struct coord *c, uint64_t now)
+{
+  bool any = false;
+  for (uint32_t i = 0; i < c->npending; i++) {
+    struct pend *p = &c->pending[i];
+    if (p->l.fd < 0 || now < p->deadline)
+      continue;
+    if (p->rx.got)
+      drop_pending(c, i, "%zu byte(s) of a frame in %.1f s (too slow, or a truncated frame)",
+                   p->rx.got, c->auth_ns / 1e9);
+    else
+      drop_pending(c, i, "no authentication within %.1f s (silent)", c->auth_ns / 1e9);
+    any = true;
+  }
+  if (any)
+    compact_pending(c);
+}
+
+/* An authenticated AUTH with another scenario or rank table: a member of this job misconfigured,
+ * so the job fails (as before authentication existed). */
+static enum pp_status auth_mismatch(struct coord *c, uint32_t rank, uint32_t nranks, uint64_t hash)
+{
   if (nranks != c->n || rank >= c->n) {
     errf(c->err, c->errlen,
          "bootstrap: a rank says it is rank %u of %u, the coordinator runs %u ranks "
@@ -738,27 +1333,101 @@ static enum pp_status handle_hello(struct coord *c, int fd, struct boot_buf *b)
          "bootstrap: rank %u runs a different scenario configuration than the coordinator", rank);
     return PP_INVALID;
   }
+  return PP_OK;
+}
+
+/* The AUTH of pending connection i: it becomes its rank, or is dropped; an error only for an
+ * authenticated member of this job with another configuration. */
+static enum pp_status on_auth(struct coord *c, uint32_t i)
+{
+  struct pend *p = &c->pending[i];
+  struct boot_buf *b = &p->rx.body;
+  if (b->len != BOOT_AUTH_BYTES) {
+    drop_pending(c, i, "an AUTH of %zu bytes (%u expected)", b->len, BOOT_AUTH_BYTES);
+    return PP_OK;
+  }
+  uint32_t magic = boot_get32(b), version = boot_get32(b), rank = boot_get32(b);
+  uint32_t nranks = boot_get32(b);
+  uint64_t hash = boot_get64(b);
+  uint8_t want[BOOT_TAG_BYTES];
+  if (magic != BOOT_MAGIC) {
+    drop_pending(c, i, "sent junk (not a prepost bootstrap frame)");
+    return PP_OK;
+  }
+  if (version != BOOT_VERSION) {
+    send_now(&p->l, BOOT_ABORT, "bootstrap version 2 expected", 28);
+    drop_pending(c, i, "speaks bootstrap version %u, this coordinator %u (another prepost)",
+                 version, BOOT_VERSION);
+    return PP_OK;
+  }
+  auth_mac(LABEL_RANK, c->a->secret, p->nc, b->p, want);
+  if (crypto_verify_32(want, b->p + AUTH_SIGNED) != 0) {
+    static const char no[] = "authentication failed: not this job's secret";
+    send_now(&p->l, BOOT_ABORT, no, sizeof(no) - 1);
+    drop_pending(c, i, "failed authentication (no or another job secret, or a replayed AUTH)");
+    return PP_OK;
+  }
+  enum pp_status s = auth_mismatch(c, rank, nranks, hash);
+  if (s != PP_OK) {
+    send_now(&p->l, BOOT_ABORT, c->err, strnlen(c->err, BOOT_TEXT_MAX));
+    drop_pending(c, i, "authenticated, but another configuration (the job fails)");
+    return s;
+  }
   struct crank *r = &c->r[rank];
-  if (r->hello) {
-    errf(c->err, c->errlen, "bootstrap: rank %u connected twice (two processes with --rank %u?)",
-         rank, rank);
-    return PP_INVALID;
+  if (r->l.fd >= 0) {
+    static const char dup[] = "this rank number is taken";
+    send_now(&p->l, BOOT_ABORT, dup, sizeof(dup) - 1);
+    drop_pending(c, i, "authenticated as rank %u, which %s already is (two processes with "
+                       "--rank %u?)", rank, r->peer, rank);
+    return PP_OK;
+  }
+  auth_mac(LABEL_COORD, c->a->secret, p->nc, b->p, want);
+  if (send_now(&p->l, BOOT_AUTH_OK, want, sizeof(want))) {
+    drop_pending(c, i, "cannot send it the answer");
+    return PP_OK;
+  }
+  key_link(&p->l, false, c->a->secret, p->nc, b->p);
+  r->l = p->l;
+  snprintf(r->peer, sizeof(r->peer), "%s", p->peer);
+  rx_free(&p->rx);
+  p->l.fd = -1; /* moved, not closed */
+  return PP_OK;
+}
+
+static void pend_read(struct coord *c, uint32_t i, enum pp_status *s)
+{
+  struct pend *p = &c->pending[i];
+  const char *why = NULL;
+  int rc = rx_step(&p->l, &p->rx, BOOT_AUTH, BOOT_PENDING_MAX_FRAME, &why);
+  if (rc < 0 && p->rx.got == 8 && p->rx.len > BOOT_PENDING_MAX_FRAME)
+    drop_pending(c, i, "%s (%u bytes, at most %u before authentication)", why, p->rx.len,
+                 BOOT_PENDING_MAX_FRAME);
+  else if (rc < 0)
+    drop_pending(c, i, "%s", why);
+  else if (rc > 0)
+    *s = on_auth(c, i);
+}
+
+static enum pp_status handle_hello(struct coord *c, uint32_t rank, struct boot_buf *b)
+{
+  struct crank *r = &c->r[rank];
+  if (b->len != boot_hello_bytes(c->n)) {
+    errf(c->err, c->errlen, "bootstrap: rank %u (%s) sent a HELLO of %zu bytes, %zu expected",
+         rank, r->peer, b->len, boot_hello_bytes(c->n));
+    return PP_PARSE;
   }
   boot_get_addr(b, &r->addr);
   boot_get_bytes(b, r->host, sizeof(r->host));
   boot_get_bytes(b, r->dev, sizeof(r->dev));
   r->host[sizeof(r->host) - 1] = r->dev[sizeof(r->dev) - 1] = '\0';
+  printable(r->host);
+  printable(r->dev);
   for (uint32_t j = 0; j < c->n; j++) {
     r->has[j] = boot_get8(b) != 0;
     boot_get_conn_info(b, &r->info[j]);
   }
-  if (b->bad) {
-    errf(c->err, c->errlen, "bootstrap: rank %u sent a truncated HELLO", rank);
-    return PP_PARSE;
-  }
-  r->fd = fd;
-  r->hello = true;
-  return PP_OK;
+  r->hello = !b->bad;
+  return b->bad ? PP_PARSE : PP_OK;
 }
 
 /* Waits for messages from identified ranks (or new connections during HELLO) until `until`
@@ -766,14 +1435,58 @@ static enum pp_status handle_hello(struct coord *c, int fd, struct boot_buf *b)
 typedef enum pp_status (*on_msg_fn)(struct coord *c, uint32_t rank, uint32_t type,
                                     struct boot_buf *b);
 
+static enum pp_status unexpected(struct coord *c, uint32_t rank, uint32_t type)
+{
+  errf(c->err, c->errlen, "rank %u sent an unexpected message (type %u)", rank, type);
+  return PP_PARSE;
+}
+
+/* A frame (or the end) from authenticated rank `rank`. */
+static enum pp_status rank_read(struct coord *c, uint32_t rank, on_msg_fn on_msg)
+{
+  struct crank *r = &c->r[rank];
+  const char *why = NULL;
+  int rc = rx_step(&r->l, &r->rx, 0, BOOT_MAX_MSG, &why);
+  if (rc == 0)
+    return PP_OK;
+  if (rc < 0) {
+    errf(c->err, c->errlen, "rank %u (%s) went away: %s", rank, r->hello ? r->host : r->peer,
+         why);
+    close(r->l.fd);
+    r->l.fd = -1;
+    return PP_IO;
+  }
+  struct boot_buf *b = &r->rx.body;
+  if (r->rx.type == BOOT_ERROR) {
+    char t[BOOT_TEXT_MAX];
+    errf(c->err, c->errlen, "rank %u failed: %s", rank, boot_sanitize(b->p, b->len, t, sizeof(t)));
+    return PP_IO;
+  }
+  if (!r->hello)
+    return r->rx.type == BOOT_HELLO ? handle_hello(c, rank, b) : unexpected(c, rank, r->rx.type);
+  return on_msg(c, rank, r->rx.type, b);
+}
+
+/* How long poll may sleep: the phase's deadline, the next pending deadline, the listen pause. */
+static int poll_ms(const struct coord *c, bool accepting, uint64_t deadline, uint64_t now)
+{
+  uint64_t until = deadline;
+  for (uint32_t i = 0; accepting && i < c->npending; i++)
+    if (c->pending[i].deadline < until)
+      until = c->pending[i].deadline;
+  if (accepting && c->listen_resume > now && c->listen_resume < until)
+    until = c->listen_resume;
+  int ms = ms_until(until);
+  return ms > 100 ? 100 : ms;
+}
+
 static enum pp_status pump(struct coord *c, bool accepting, on_msg_fn on_msg,
                            bool (*until)(struct coord *), uint64_t deadline, bool *timed_out)
 {
-  struct pollfd *pf = calloc(c->n + PP_MAX_RANKS + 1, sizeof(*pf));
-  uint32_t *who = calloc(c->n + PP_MAX_RANKS + 1, sizeof(*who));
-  struct boot_buf b = {0};
+  size_t cap = (size_t)c->n + c->max_pending + 1;
+  struct pollfd *pf = calloc(cap, sizeof(*pf));
+  uint32_t *who = calloc(cap, sizeof(*who));
   enum pp_status s = pf && who ? PP_OK : PP_NOMEM;
-  char e2[256];
   *timed_out = false;
   while (s == PP_OK && !until(c)) {
     uint64_t now = boot_now_ns();
@@ -785,79 +1498,38 @@ static enum pp_status pump(struct coord *c, bool accepting, on_msg_fn on_msg,
       s = PP_IO;
       break;
     }
-    nfds_t k = 0;
     if (accepting)
-      pf[k] = (struct pollfd){.fd = c->a->listen_fd, .events = POLLIN}, who[k++] = UINT32_MAX;
+      expire_pending(c, now);
+    nfds_t k = 0;
+    if (accepting && now >= c->listen_resume)
+      pf[k] = (struct pollfd){.fd = c->a->listen_fd, .events = POLLIN}, who[k++] = WHO_LISTEN;
     for (uint32_t i = 0; accepting && i < c->npending; i++)
-      pf[k] = (struct pollfd){.fd = c->pending[i], .events = POLLIN}, who[k++] = PP_MAX_RANKS + i;
+      pf[k] = (struct pollfd){.fd = c->pending[i].l.fd, .events = POLLIN}, who[k++] = PEND_BASE + i;
     for (uint32_t i = 0; i < c->n; i++)
-      if (c->r[i].fd >= 0)
-        pf[k] = (struct pollfd){.fd = c->r[i].fd, .events = POLLIN}, who[k++] = i;
-    int ms = ms_until(deadline);
-    if (ms > 100)
-      ms = 100;
-    int got = poll(pf, k, ms);
+      if (c->r[i].l.fd >= 0)
+        pf[k] = (struct pollfd){.fd = c->r[i].l.fd, .events = POLLIN}, who[k++] = i;
+    int got = poll(pf, k, poll_ms(c, accepting, deadline, now));
     if (got < 0 && errno != EINTR) {
       errf(c->err, c->errlen, "coordinator: poll: %s", strerror(errno));
       s = PP_IO;
     }
+    bool listen_ready = false;
     for (nfds_t i = 0; got > 0 && s == PP_OK && i < k; i++) {
       if (!pf[i].revents)
         continue;
-      if (who[i] == UINT32_MAX) {
-        int fd = accept4(c->a->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd >= 0 && c->npending < PP_MAX_RANKS) {
-          tune(fd);
-          c->pending[c->npending++] = fd;
-        } else if (fd >= 0) {
-          close(fd);
-        }
-        continue;
-      }
-      if (who[i] >= PP_MAX_RANKS) {
-        uint32_t p = who[i] - PP_MAX_RANKS;
-        int fd = c->pending[p];
-        uint32_t type;
-        int rc = boot_recv(fd, &type, &b, boot_now_ns() + 5000000000ull, e2, sizeof(e2));
-        c->pending[p] = -1;
-        if (rc == 1 && type == BOOT_HELLO) {
-          s = handle_hello(c, fd, &b);
-          if (s != PP_OK)
-            close(fd);
-        } else if (rc == 1 && type == BOOT_ERROR) {
-          errf(c->err, c->errlen, "a rank failed: %.*s", (int)b.len, (const char *)b.p);
-          close(fd);
-          s = PP_IO;
-        } else {
-          close(fd); /* a stray connection (port scanner, wrong program): ignore it */
-        }
-        continue;
-      }
-      uint32_t rank = who[i];
-      uint32_t type;
-      int rc = boot_recv(c->r[rank].fd, &type, &b, boot_now_ns() + 5000000000ull, e2, sizeof(e2));
-      if (rc != 1) {
-        errf(c->err, c->errlen, "rank %u (%s) went away: %s", rank, c->r[rank].host, e2);
-        close(c->r[rank].fd);
-        c->r[rank].fd = -1;
-        s = PP_IO;
-      } else if (type == BOOT_ERROR) {
-        errf(c->err, c->errlen, "rank %u failed: %.*s", rank, (int)b.len, (const char *)b.p);
-        s = PP_IO;
-      } else {
-        s = on_msg(c, rank, type, &b);
-      }
+      if (who[i] == WHO_LISTEN)
+        listen_ready = true;
+      else if (who[i] >= PEND_BASE)
+        pend_read(c, who[i] - PEND_BASE, &s);
+      else
+        s = rank_read(c, who[i], on_msg);
     }
-    /* compact the pending list */
-    uint32_t w = 0;
-    for (uint32_t i = 0; i < c->npending; i++)
-      if (c->pending[i] >= 0)
-        c->pending[w++] = c->pending[i];
-    c->npending = w;
+    compact_pending(c);
+    if (s == PP_OK && listen_ready)
+      accept_some(c); /* last: it may shed and compact pending connections */
   }
   free(pf);
   free(who);
-  boot_buf_free(&b);
   return s;
 }
 
@@ -885,11 +1557,6 @@ static bool all_results(struct coord *c)
   return true;
 }
 
-static enum pp_status unexpected(struct coord *c, uint32_t rank, uint32_t type)
-{
-  errf(c->err, c->errlen, "rank %u sent an unexpected message (type %u)", rank, type);
-  return PP_PARSE;
-}
 
 static enum pp_status on_ready(struct coord *c, uint32_t rank, uint32_t type, struct boot_buf *b)
 {
@@ -924,7 +1591,7 @@ static void send_probe(struct coord *c)
   uint64_t dl = boot_now_ns() + 5000000000ull;
   for (uint32_t i = 0; i < c->n; i++) {
     c->r[i].replied = false;
-    boot_send(c->r[i].fd, BOOT_PROBE, &b, dl);
+    boot_send(&c->r[i].l, BOOT_PROBE, &b, dl);
   }
   c->rs.probing = true;
   boot_buf_free(&b);
@@ -1112,7 +1779,7 @@ static enum pp_status send_tables(struct coord *c)
       boot_put8(&b, c->r[j].has[i]);
       boot_put_conn_info(&b, &c->r[j].info[i]);
     }
-    int rc = b.bad ? -1 : boot_send(c->r[i].fd, BOOT_TABLE, &b, dl);
+    int rc = b.bad ? -1 : boot_send(&c->r[i].l, BOOT_TABLE, &b, dl);
     boot_buf_free(&b);
     if (rc) {
       errf(c->err, c->errlen, "bootstrap: cannot send the table to rank %u (%s)", i,
@@ -1127,7 +1794,7 @@ static enum pp_status broadcast(struct coord *c, enum boot_msg type, const struc
 {
   uint64_t dl = boot_now_ns() + 5000000000ull;
   for (uint32_t i = 0; i < c->n; i++)
-    if (c->r[i].fd >= 0 && boot_send(c->r[i].fd, type, b, dl)) {
+    if (c->r[i].l.fd >= 0 && boot_send(&c->r[i].l, type, b, dl)) {
       errf(c->err, c->errlen, "lost the connection to rank %u (%s)", i, c->r[i].host);
       return PP_IO;
     }
@@ -1137,12 +1804,26 @@ static enum pp_status broadcast(struct coord *c, enum boot_msg type, const struc
 enum pp_status boot_coordinate(const struct boot_coord_args *a, struct pp_run_result *res,
                                char *err, size_t errlen)
 {
-  struct coord c = {.a = a, .n = a->cfg->nranks, .err = err, .errlen = errlen, .res = res};
+  struct coord c = {.a = a, .n = a->cfg->nranks, .err = err, .errlen = errlen, .res = res,
+                    .max_pending = a->max_pending ? a->max_pending : 64,
+                    .auth_ns = a->auth_timeout_ns ? a->auth_timeout_ns : 5000000000ull};
   memset(res, 0, sizeof(*res));
+  if (!a->secret || sodium_init() < 0) {
+    errf(err, errlen, "bootstrap: %s", a->secret ? "libsodium cannot initialise"
+                                                 : "no job secret given to the coordinator");
+    return PP_INVALID;
+  }
+  int fl = fcntl(a->listen_fd, F_GETFL);
+  if (fl < 0 || fcntl(a->listen_fd, F_SETFL, fl | O_NONBLOCK) < 0) { /* accept_some drains it */
+    errf(err, errlen, "bootstrap: listen socket: %s", strerror(errno));
+    return PP_IO;
+  }
   c.r = calloc(c.n, sizeof(*c.r));
-  enum pp_status s = c.r ? PP_OK : PP_NOMEM;
+  c.pending = calloc(c.max_pending, sizeof(*c.pending));
+  enum pp_status s = c.r && c.pending ? PP_OK : PP_NOMEM;
+  for (uint32_t i = 0; c.r && i < c.n; i++)
+    c.r[i].l.fd = -1;
   for (uint32_t i = 0; s == PP_OK && i < c.n; i++) {
-    c.r[i].fd = -1;
     c.r[i].has = calloc(c.n, sizeof(bool));
     c.r[i].info = calloc(c.n, sizeof(struct pp_conn_info));
     if (!c.r[i].has || !c.r[i].info)
@@ -1166,9 +1847,13 @@ enum pp_status boot_coordinate(const struct boot_coord_args *a, struct pp_run_re
       s = PP_IO;
     }
   }
-  for (uint32_t i = 0; i < c.npending; i++)
-    close(c.pending[i]);
+  for (uint32_t i = 0; i < c.npending; i++) /* no more ranks to come */
+    drop_pending(&c, i, "the bootstrap is over");
   c.npending = 0;
+  if (c.ndropped && c.nlog > BOOT_LOG_LINES) {
+    c.nlog = 0; /* one summary line past the budget */
+    coord_log(&c, "bootstrap: %u unauthenticated connection(s) dropped in all", c.ndropped);
+  }
   /* 2. the table, then every rank READY (its QPs at RTS) */
   if (s == PP_OK)
     s = send_tables(&c);
@@ -1225,5 +1910,8 @@ enum pp_status boot_coordinate(const struct boot_coord_args *a, struct pp_run_re
     free(c.r[i].samples);
   }
   free(c.r);
+  free(c.pending);
+  if (a->stats)
+    *a->stats = (struct boot_coord_stats){.dropped = c.ndropped, .accept_errors = c.accept_errors};
   return s;
 }

@@ -26,6 +26,8 @@
 
 #define EXIT_RANK_FAILED 4
 
+_Static_assert(PP_VERBS_SECRET_BYTES == BOOT_SECRET_BYTES, "the job secret's size");
+
 static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void errf(char *err, size_t len, const char *fmt, ...)
 {
@@ -155,7 +157,7 @@ struct rank {
   struct pp_trace_writer *tw;
   FILE *tf;
   uint64_t trace_flushed;
-  int fd; /* control socket */
+  struct boot_link l; /* control connection to the coordinator (authenticated) */
   uint64_t gen; /* activity: completions, events and timers processed */
   uint64_t t0;
   char host[BOOT_HOST_MAX];
@@ -305,7 +307,7 @@ static int send_state(struct rank *r, bool idle, bool done)
   boot_put8(&b, idle);
   boot_put8(&b, done);
   boot_put64(&b, r->gen);
-  int rc = boot_send(r->fd, BOOT_STATE, &b, boot_now_ns() + 10000000000ull);
+  int rc = boot_send(&r->l, BOOT_STATE, &b, boot_now_ns() + 10000000000ull);
   boot_buf_free(&b);
   return rc;
 }
@@ -320,7 +322,7 @@ static int control(struct rank *r, struct boot_buf *b)
 {
   uint32_t type;
   char e2[128];
-  int rc = boot_recv(r->fd, &type, b, boot_now_ns() + 10000000000ull, e2, sizeof(e2));
+  int rc = boot_recv(&r->l, &type, b, boot_now_ns() + 10000000000ull, e2, sizeof(e2));
   if (rc != 1) {
     errf(r->err, r->errlen, "rank %u: lost the coordinator: %s", r->id, rc ? e2 : "timeout");
     return -1;
@@ -328,8 +330,9 @@ static int control(struct rank *r, struct boot_buf *b)
   if (type == BOOT_STOP)
     return 1;
   if (type == BOOT_ABORT) {
-    errf(r->err, r->errlen, "rank %u: the run was aborted: %.*s", r->id, (int)b->len,
-         (const char *)b->p);
+    char t[BOOT_TEXT_MAX];
+    errf(r->err, r->errlen, "rank %u: the run was aborted: %s", r->id,
+         boot_sanitize(b->p, b->len, t, sizeof(t)));
     return -1;
   }
   if (type != BOOT_PROBE) {
@@ -343,7 +346,7 @@ static int control(struct rank *r, struct boot_buf *b)
   boot_put64(&o, id);
   boot_put8(&o, is_idle(r));
   boot_put64(&o, r->gen);
-  rc = boot_send(r->fd, BOOT_PROBE_REPLY, &o, boot_now_ns() + 10000000000ull);
+  rc = boot_send(&r->l, BOOT_PROBE_REPLY, &o, boot_now_ns() + 10000000000ull);
   boot_buf_free(&o);
   if (rc) {
     errf(r->err, r->errlen, "rank %u: lost the coordinator", r->id);
@@ -383,7 +386,7 @@ static int watch_progress(struct rank *r, struct watch *w, uint64_t now)
     return 0;
   w->mark = m;
   logline(r, "progress");
-  return boot_send(r->fd, BOOT_PROGRESS, NULL, now + 10000000000ull);
+  return boot_send(&r->l, BOOT_PROGRESS, NULL, now + 10000000000ull);
 }
 
 static int progress(struct rank *r)
@@ -441,7 +444,7 @@ static int progress(struct rank *r)
     }
     struct pollfd pf[3] = {{.fd = vnic_comp_fd(r->nic), .events = POLLIN},
                            {.fd = vnic_async_fd(r->nic), .events = POLLIN},
-                           {.fd = r->fd, .events = POLLIN}};
+                           {.fd = r->l.fd, .events = POLLIN}};
     struct timespec ts = {0, 0}, *tsp = &ts;
     if (r->o->busy_poll) {
       if (++spins % 256 != 0)
@@ -501,7 +504,7 @@ static int expect(struct rank *r, uint32_t want, const char *what, struct boot_b
 {
   uint32_t type;
   char e2[128];
-  int rc = boot_recv(r->fd, &type, b, deadline, e2, sizeof(e2));
+  int rc = boot_recv(&r->l, &type, b, deadline, e2, sizeof(e2));
   if (rc == 0) {
     errf(r->err, r->errlen, "rank %u: no %s from the coordinator within %.0f s", r->id, what,
          (deadline - boot_now_ns() + r->o->boot_timeout_ns) / 1e9);
@@ -513,8 +516,9 @@ static int expect(struct rank *r, uint32_t want, const char *what, struct boot_b
     return -1;
   }
   if (type == BOOT_ABORT) {
-    errf(r->err, r->errlen, "rank %u: the coordinator aborted the run: %.*s", r->id,
-         (int)b->len, (const char *)b->p);
+    char t[BOOT_TEXT_MAX];
+    errf(r->err, r->errlen, "rank %u: the coordinator aborted the run: %s", r->id,
+         boot_sanitize(b->p, b->len, t, sizeof(t)));
     return -1;
   }
   if (type != want) {
@@ -537,8 +541,8 @@ static int send_hello(struct rank *r)
     vnic_local_addr(r->nic, &a);
     for (uint32_t j = 0; j < n; j++)
       has[j] = j != r->id && pp_tr_local_info(r->tr, r->e, j, &info[j]);
-    boot_put_hello(&b, r->id, &r->cfg->engine, &a, r->host, vnic_device_name(r->nic), has, info);
-    rc = b.bad ? -1 : boot_send(r->fd, BOOT_HELLO, &b, boot_now_ns() + r->o->boot_timeout_ns);
+    boot_put_hello(&b, n, &a, r->host, vnic_device_name(r->nic), has, info);
+    rc = b.bad ? -1 : boot_send(&r->l, BOOT_HELLO, &b, boot_now_ns() + r->o->boot_timeout_ns);
   }
   boot_buf_free(&b);
   free(has);
@@ -606,7 +610,7 @@ static int send_result(struct rank *r)
   struct pp_wait w[PP_HANG_MAX_WAITS];
   size_t nw = pp_engine_pending(r->e, w, PP_HANG_MAX_WAITS);
   boot_put_waits(&b, w, nw < PP_HANG_MAX_WAITS ? (uint32_t)nw : PP_HANG_MAX_WAITS, (uint32_t)nw);
-  int rc = b.bad ? -1 : boot_send(r->fd, BOOT_RESULT, &b, boot_now_ns() + 30000000000ull);
+  int rc = b.bad ? -1 : boot_send(&r->l, BOOT_RESULT, &b, boot_now_ns() + 30000000000ull);
   boot_buf_free(&b);
   if (rc)
     errf(r->err, r->errlen, "rank %u: cannot send the results to the coordinator", r->id);
@@ -617,14 +621,17 @@ static int send_result(struct rank *r)
  * for the bootstrap timeout). Best effort, bounded. */
 static void report_failure(struct rank *r, const char *chost, uint16_t cport)
 {
-  char e2[256];
-  int fd = r->fd >= 0 ? r->fd
-                      : boot_connect(chost, cport, boot_now_ns() + 2000000000ull, e2, sizeof(e2));
-  if (fd < 0)
-    return;
-  boot_send_text(fd, BOOT_ERROR, r->err, boot_now_ns() + 1000000000ull);
-  if (fd != r->fd)
-    close(fd);
+  char e2[512];
+  struct boot_link fresh, *l = &r->l; /* its own link: the sequence numbers go on */
+  if (l->fd < 0) { /* it failed before joining: join to say so */
+    if (boot_join(chost, cport, r->id, &r->cfg->engine, r->o->secret,
+                  boot_now_ns() + 2000000000ull, &fresh, e2, sizeof(e2)))
+      return;
+    l = &fresh;
+  }
+  boot_send_text(l, BOOT_ERROR, r->err, boot_now_ns() + 1000000000ull);
+  if (l == &fresh)
+    close(fresh.fd);
 }
 
 /* Runs rank `id` to the end; fills *outcome from the coordinator's BYE. */
@@ -633,7 +640,7 @@ static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp
                                 const char *device, enum pp_outcome *outcome, char *err,
                                 size_t errlen)
 {
-  struct rank r = {.cfg = cfg, .o = o, .id = id, .fd = -1, .err = err, .errlen = errlen};
+  struct rank r = {.cfg = cfg, .o = o, .id = id, .l = {.fd = -1}, .err = err, .errlen = errlen};
   struct boot_buf b = {0};
   enum pp_status s = PP_IO;
   gethostname(r.host, sizeof(r.host) - 1);
@@ -667,8 +674,8 @@ static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp
   }
   s = PP_IO;
   uint64_t bt = o->boot_timeout_ns;
-  r.fd = boot_connect(chost, cport, boot_now_ns() + bt, e2, sizeof(e2));
-  if (r.fd < 0) {
+  if (boot_join(chost, cport, id, &cfg->engine, o->secret, boot_now_ns() + bt, &r.l, e2,
+                sizeof(e2))) {
     errf(err, errlen, "rank %u: bootstrap: %s", id, e2);
     goto out;
   }
@@ -679,7 +686,7 @@ static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp
     report_failure(&r, chost, cport);
     goto out;
   }
-  if (boot_send(r.fd, BOOT_READY, NULL, boot_now_ns() + bt)) {
+  if (boot_send(&r.l, BOOT_READY, NULL, boot_now_ns() + bt)) {
     errf(err, errlen, "rank %u: lost the coordinator before READY", id);
     goto out;
   }
@@ -708,8 +715,8 @@ static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp
   s = PP_OK;
 out:
   boot_buf_free(&b);
-  if (r.fd >= 0)
-    close(r.fd);
+  if (r.l.fd >= 0)
+    close(r.l.fd);
   uint64_t end = boot_now_ns();
   pp_tr_rank_end(r.tr, r.e, end); /* both as pp_engine_* without a recorder */
   pp_tr_engine_destroy(r.tr, r.e, end);
@@ -792,6 +799,12 @@ static enum pp_status launch(const struct pp_sim_config *cfg, const struct pp_ve
   if (s != PP_OK)
     return s;
   vnic_close(probe);
+  /* the job secret: the forked ranks inherit it in memory (no command line, no environment) */
+  struct pp_verbs_opts oo = *o;
+  if (!oo.has_secret && boot_secret_generate(oo.secret, err, errlen))
+    return PP_IO;
+  oo.has_secret = true;
+  o = &oo;
   uint16_t port = o->coord_port;
   int lfd = boot_listen(o->coord_host, &port, err, errlen);
   if (lfd < 0)
@@ -842,8 +855,9 @@ static enum pp_status launch(const struct pp_sim_config *cfg, const struct pp_ve
       .no_progress_ns = cfg->no_progress_ns,
       .check = check_children,
       .check_ctx = &ch,
+      .secret = o->secret,
   };
-  snprintf(a.where, sizeof(a.where), "%s:%u", o->coord_host, port);
+  snprintf(a.where, sizeof(a.where), "%.255s:%u", o->coord_host, port);
   s = boot_coordinate(&a, res, err, errlen);
   close(lfd);
   reap(&ch, s == PP_OK ? 10000000000ull : 3000000000ull);
@@ -881,6 +895,12 @@ static enum pp_status one_rank(const struct pp_sim_config *cfg, const struct pp_
     errf(err, errlen, "--rank %u: the scenario has ranks 0..%u", id, n - 1);
     return PP_INVALID;
   }
+  if (!o->has_secret) {
+    errf(err, errlen, "a rank table run needs the job's secret on every host: set "
+                      "PREPOST_JOB_SECRET_FILE to a 0600 file of 32 random bytes (the same file "
+                      "on every host; backends/verbs/README.md, \"Security\")");
+    return PP_INVALID;
+  }
   const struct pp_verbs_rank_entry *c = &o->table[0];
   enum pp_outcome oc = PP_OUTCOME_COMPLETED;
   if (id != 0) {
@@ -898,7 +918,8 @@ static enum pp_status one_rank(const struct pp_sim_config *cfg, const struct pp_
                                  .cfg = &cfg->engine,
                                  .boot_timeout_ns = o->boot_timeout_ns,
                                  .run_timeout_ns = o->run_timeout_ns,
-                                 .no_progress_ns = cfg->no_progress_ns};
+                                 .no_progress_ns = cfg->no_progress_ns,
+                                 .secret = o->secret};
   snprintf(t.a.where, sizeof(t.a.where), "%s:%u", c->host, port);
   pthread_t th;
   if (pthread_create(&th, NULL, coord_main, &t)) {

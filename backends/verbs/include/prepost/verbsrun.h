@@ -26,6 +26,7 @@ extern "C" {
 PP_API_BEGIN
 
 #define PP_VERBS_DEFAULT_PORT 18515
+#define PP_VERBS_SECRET_BYTES 32
 
 struct pp_verbs_rank_entry {
   char host[256];
@@ -58,6 +59,10 @@ struct pp_verbs_opts {
   bool busy_poll;                      /* spin on the CQ instead of sleeping on its channel */
   int log_fd;                          /* -1: no event log; else one line per completion/event */
   struct pp_verbs_trace trace;         /* trace.path NULL: no trace */
+  /* The job secret that authenticates the bootstrap (backends/verbs/boot.h). Launcher mode
+   * makes one when has_secret is false; rank table mode needs it (the same on every host). */
+  uint8_t secret[PP_VERBS_SECRET_BYTES];
+  bool has_secret;
 };
 
 void pp_verbs_opts_default(struct pp_verbs_opts *o);
