@@ -13,6 +13,7 @@
 
 #include "backends/verbs/doctor.h"
 #include "backends/verbs/verbsrun.h"
+#include "buildinfo.h"
 #include "cli_util.h"
 #include "report.h"
 #include "scenario.h"
@@ -253,6 +254,7 @@ int pp_cli_run_verbs(int argc, char **argv)
   }
   if (o.trace.path) {
     o.trace.version = PREPOST_VERSION;
+    o.trace.commit = pp_build_commit();
     o.trace.capture_bytes = pp_cli_trace_capture(&sc.sim.engine);
   }
   struct pp_run_result res;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buildinfo.h"
 #include "cli_util.h"
 #include "cli_verbs.h"
 #include "explore.h"
@@ -205,7 +206,7 @@ int main(int argc, char **argv)
     return EXIT_OK;
   }
   if (!strcmp(cmd, "--version")) {
-    printf("prepost %s\n", PREPOST_VERSION);
+    printf("prepost %s (commit %s)\n", PREPOST_VERSION, pp_build_commit());
     return EXIT_OK;
   }
   if (!strcmp(cmd, "run"))

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buildinfo.h"
 #include "cli_util.h"
 #include "trace_sim.h"
 
@@ -171,6 +172,7 @@ struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_co
   const char *env = getenv("PREPOST_TRACE_CAPTURE");
   struct pp_trace_info info = {
       .version = version,
+      .commit = pp_build_commit(),
       .backend = "simgrid",
       .scenario = cfg->name,
       .seed = cfg->seed,
@@ -245,9 +247,10 @@ uint32_t pp_cli_trace_capture(const struct pp_engine_cfg *c)
 
 static bool info_key(const char *k)
 {
-  static const char *const keys[] = {"prepost.version", "trace.backend",       "scenario.name",
-                                     "seed",            "nranks",              "trace.capture_bytes",
-                                     "trace.snapshot_max", "trace.packets"};
+  static const char *const keys[] = {"prepost.version",    "prepost.commit", "trace.backend",
+                                     "scenario.name",      "seed",           "nranks",
+                                     "trace.capture_bytes", "trace.snapshot_max",
+                                     "trace.packets"};
   for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
     if (!strcmp(k, keys[i]))
       return true;
@@ -270,7 +273,9 @@ static const char *kv_str(const struct pp_trace *t, const char *key)
 static enum pp_status writer_like(const struct pp_trace *h, pp_trace_sink sink, void *ctx,
                                   struct pp_trace_writer **w)
 {
+  const struct pp_trace_kv *commit = pp_trace_kv_find(h, "prepost.commit");
   struct pp_trace_info info = {.version = kv_str(h, "prepost.version"),
+                               .commit = commit && commit->type == PP_TKV_STR ? commit->s : NULL,
                                .backend = kv_str(h, "trace.backend"),
                                .scenario = kv_str(h, "scenario.name"),
                                .seed = kv_u64(h, "seed"),
