@@ -16,6 +16,7 @@ for c in munged mungekey slurmctld slurmd sbatch sinfo; do
 done
 if ((${#missing[@]})); then
   # A fresh machine: install them the way CI does (tools/lib.sh PP_PACKAGES), if we may.
+  # shellcheck source=tools/lib.sh
   if [[ $(id -u) == 0 ]] && (cd "$src" && source tools/lib.sh && pp_setup slurm-wlm munge) >&2; then
     missing=()
   else
