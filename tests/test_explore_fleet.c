@@ -123,7 +123,8 @@ static void assert_same(json_t *a, json_t *b, const char *key)
 }
 
 /* naive, 30 seeds: a few RNR failures (the positive control), so the failure set is not empty */
-#define RUN "$PREPOST explore --protocol naive --from 3 --seeds 30 --no-shrink --no-trace --json"
+#define RUN                                                                                        \
+  "$PREPOST explore --protocol naive --from 3 --seeds 30 --no-shrink --no-trace --json --jobs 2"
 
 Test(fleet, merged_shards_equal_the_unsharded_run)
 {

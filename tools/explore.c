@@ -372,6 +372,13 @@ static void progress(double t0, uint64_t done, unsigned failures, bool final)
   fflush(stderr);
 }
 
+static int cmp_fleet_failure(const void *a, const void *b)
+{
+  uint64_t x = ((const struct pp_fleet_failure *)a)->seed;
+  uint64_t y = ((const struct pp_fleet_failure *)b)->seed;
+  return x < y ? -1 : x > y;
+}
+
 /* The i-th seed of this shard (tools/explore_fleet.h: shard K/N runs from+K-1+i*N). */
 static uint64_t seed_at(const struct opts *o, uint64_t i)
 {
@@ -516,6 +523,8 @@ static int explore_seeds(const struct opts *o)
     repro_flags(o, flags, sizeof flags);
     for (unsigned i = 0; ff && i < nfail; i++)
       ff[i] = (struct pp_fleet_failure){fails[i].seed, fails[i].v.inv, fails[i].v.why};
+    if (ff) /* in seed order, whatever order the jobs ended in (as merge writes them) */
+      qsort(ff, nfail, sizeof *ff, cmp_fleet_failure);
     struct pp_fleet_run run = {.sp = &o->sp, .timeout_s = o->timeout_s, .options = flags,
                                .from = o->from, .count = o->time_s > 0 ? 0 : o->seeds,
                                .budget_s = o->time_s, .shard = o->shard, .shards = o->shards,

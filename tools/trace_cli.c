@@ -140,8 +140,8 @@ static int zexpand(const uint8_t *in, size_t n, unsigned flags, uint8_t **out, s
       break; /* no progress: the input ends inside a block */
   }
   if (ret != 0 && !(flags & PP_TRACE_PARTIAL)) {
-    snprintf(err, errlen, "the compressed trace is cut short (zstd stream not ended; --partial "
-             "reads it up to its last complete chunk)");
+    snprintf(err, errlen, "offset %zu: the compressed trace is cut short there (its zstd "
+             "stream does not end; --partial reads it up to its last complete chunk)", n);
     goto done;
   }
   *out = buf;
