@@ -99,7 +99,8 @@ Test(fleet, shards_run_exactly_the_seeds_of_the_range)
 {
   int seen[64] = {0};
   for (int k = 1; k <= 3; k++) {
-    sh("$PREPOST explore --from 5 --seeds 23 --shard %d/3 --faults none --no-trace -v --out o", k);
+    sh("$PREPOST explore --from 5 --seeds 23 --shard %d/3 --max-messages 20 --faults none "
+       "--no-trace -v --out o", k);
     for (const char *p = out_text; (p = strstr(p, "\nseed ")) != NULL; p++) {
       unsigned s = (unsigned)strtoul(p + 6, NULL, 10);
       cr_assert(s < 64);
@@ -124,7 +125,8 @@ static void assert_same(json_t *a, json_t *b, const char *key)
 
 /* naive, 30 seeds: a few RNR failures (the positive control), so the failure set is not empty */
 #define RUN                                                                                        \
-  "$PREPOST explore --protocol naive --from 3 --seeds 30 --no-shrink --no-trace --json --jobs 2"
+  "$PREPOST explore --protocol naive --from 3 --seeds 30 --max-messages 40 --no-shrink --no-trace " \
+  "--json --jobs 2"
 
 Test(fleet, merged_shards_equal_the_unsharded_run)
 {
@@ -174,13 +176,13 @@ Test(fleet, merge_refuses_other_builds_mixes_ranges_and_missing_shards)
   cr_assert(strstr(err_text, "refusing to mix builds"), "%s", err_text);
   cr_assert(strstr(err_text, "0000deadbeef"), "%s", err_text);
   /* another mix */
-  sh("$PREPOST explore --protocol naive --from 3 --seeds 30 --no-shrink --no-trace --json "
-     "--faults loss --shard 2/2 --out x");
+  sh("$PREPOST explore --protocol naive --from 3 --seeds 30 --max-messages 40 --no-shrink "
+     "--no-trace --json --faults loss --shard 2/2 --out x");
   cr_assert_eq(sh("$PREPOST explore merge --out m s1 x"), 2);
   cr_assert(strstr(err_text, "different mixes (mix.faults differs)"), "%s", err_text);
   /* another range */
-  sh("$PREPOST explore --protocol naive --from 4 --seeds 30 --no-shrink --no-trace --json "
-     "--shard 2/2 --out y");
+  sh("$PREPOST explore --protocol naive --from 4 --seeds 30 --max-messages 40 --no-shrink "
+     "--no-trace --json --shard 2/2 --out y");
   cr_assert_eq(sh("$PREPOST explore merge --out m s1 y"), 2);
   cr_assert(strstr(err_text, "seeds.from differs"), "%s", err_text);
   /* a missing shard */
@@ -228,23 +230,24 @@ Test(fleet, junit_has_the_shape_ci_systems_read)
 
 Test(fleet, progress_lines_off_a_terminal)
 {
-  cr_assert_eq(sh("$PREPOST explore --seeds 400 --faults none --no-trace --progress 0.05 --out o"),
+  cr_assert_eq(sh("$PREPOST explore --seeds 60 --max-messages 20 --faults none --no-trace "
+                  "--progress 0.02 --out o"),
                0, "%s", err_text);
   const char *p = strstr(err_text, "explore: progress ");
   cr_assert_not_null(p, "no progress line in:\n%s", err_text);
   unsigned done, total;
   cr_assert_eq(sscanf(p, "explore: progress %u/%u seeds", &done, &total), 2, "%s", p);
-  cr_assert_eq(total, 400u);
+  cr_assert_eq(total, 60u);
   cr_assert(strstr(p, "seeds/s, ETA ") && strstr(p, " failures"), "%s", p);
   /* --progress 0: none */
-  sh("$PREPOST explore --seeds 100 --faults none --no-trace --progress 0 --out o");
+  sh("$PREPOST explore --seeds 20 --max-messages 20 --faults none --no-trace --progress 0 --out o");
   cr_assert_null(strstr(err_text, "explore: progress"), "%s", err_text);
 }
 
 Test(fleet, failure_files_and_traces_name_the_build)
 {
-  cr_assert_eq(sh("$PREPOST explore --protocol naive --seeds 10 --stop-after 1 --shrink-runs 5 "
-                  "--out f"),
+  cr_assert_eq(sh("$PREPOST explore --protocol naive --seeds 10 --max-messages 40 --stop-after 1 "
+                  "--shrink-runs 5 --out f"),
                1);
   char want[128];
   snprintf(want, sizeof want, "# build: prepost %s, commit %s", pp_build_version(),
