@@ -177,7 +177,8 @@ struct pp_trace_writer;
 struct pp_trace; /* a trace opened for reading (below) */
 
 /* Writes the file header and the info keys (prepost.version, prepost.commit, trace.backend,
- * scenario.name, seed, nranks, trace.capture_bytes, trace.snapshot_max, trace.packets). Add more keys, then pp_trace_begin(). */
+ * scenario.name, seed, nranks, trace.capture_bytes, trace.snapshot_max, trace.packets). Add more
+ * keys, then pp_trace_begin(). */
 enum pp_status pp_trace_writer_create(pp_trace_sink sink, void *ctx,
                                       const struct pp_trace_info *info,
                                       struct pp_trace_writer **out);

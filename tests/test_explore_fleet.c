@@ -125,8 +125,8 @@ static void assert_same(json_t *a, json_t *b, const char *key)
 
 /* naive, 30 seeds: a few RNR failures (the positive control), so the failure set is not empty */
 #define RUN                                                                                        \
-  "$PREPOST explore --protocol naive --from 3 --seeds 30 --max-messages 40 --no-shrink --no-trace " \
-  "--json --jobs 2"
+  "$PREPOST explore --protocol naive --from 3 --seeds 30 --max-messages 40 --no-shrink " \
+  "--no-trace --json --jobs 2"
 
 Test(fleet, merged_shards_equal_the_unsharded_run)
 {
@@ -169,7 +169,8 @@ Test(fleet, merge_refuses_other_builds_mixes_ranges_and_missing_shards)
   for (int k = 1; k <= 2; k++)
     sh(RUN " --shard %d/2 --out s%d", k, k);
   /* another commit */
-  cr_assert_eq(sh("mkdir -p c && sed \"s/\\\"commit\\\": \\\"[^\\\"]*\\\"/\\\"commit\\\": \\\"0000deadbeef\\\"/\" "
+  cr_assert_eq(sh("mkdir -p c && sed "
+                  "\"s/\\\"commit\\\": \\\"[^\\\"]*\\\"/\\\"commit\\\": \\\"0000deadbeef\\\"/\" "
                   "s2/summary.json > c/summary.json && grep -q 0000deadbeef c/summary.json"),
                0, "%s", err_text);
   cr_assert_eq(sh("$PREPOST explore merge --out m s1 c"), 2);

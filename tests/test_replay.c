@@ -326,8 +326,9 @@ Test(replay, traces_are_zstd_compressed_and_replay_exactly, .timeout = 120)
   cr_assert_eq(system(cmd), 0, "zstd -d failed");
   head_bytes("d.trace", b, 8);
   cr_assert(!memcmp(b, PP_TRACE_MAGIC, 8), "zstd -d does not give a plain trace");
-  cr_assert_eq(cli("trace dump z.trace > z.txt && '%s' trace dump d.trace > d.txt && cmp z.txt d.txt",
-                   PREPOST_CLI), 0, "the compressed and decompressed traces read differently");
+  cr_assert_eq(cli("trace dump z.trace > z.txt && '%s' trace dump d.trace > d.txt && "
+                   "cmp z.txt d.txt", PREPOST_CLI),
+               0, "the compressed and decompressed traces read differently");
   cr_assert_eq(cli("replay d.trace"), 0, "%s", out);
   /* plain recordings, as every trace before compression */
   setenv("PREPOST_TRACE_ZSTD", "0", 1);

@@ -333,8 +333,8 @@ static void report_failure(const struct opts *o, uint64_t seed, const struct pp_
   char path[PP_PATH_MAX], comment[1024];
   snprintf(path, sizeof path, "%s/seed-%" PRIu64 ".yaml", o->out, seed);
   snprintf(comment, sizeof comment,
-           "found by: prepost explore --from %" PRIu64 " --seeds 1%s\nbuild: prepost %s, commit %s\n"
-           "%s: %s\nexpect: %s",
+           "found by: prepost explore --from %" PRIu64 " --seeds 1%s\n"
+           "build: prepost %s, commit %s\n%s: %s\nexpect: %s",
            seed, flags, pp_build_version(), pp_build_commit(), pp_inv_name(v->inv), v->why,
            pp_inv_name(v->inv));
   if (pp_scenario_write_file(path, &sc, comment) == 0)

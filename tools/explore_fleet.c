@@ -377,7 +377,8 @@ static int write_junit(json_t *s, const char *path)
   for (int i = 1; i < PP_INV_COUNT; i++) {
     const char *name = pp_inv_name((enum pp_inv)i);
     json_int_t n = json_integer_value(json_object_get(per, name));
-    fprintf(o, "    <testcase classname=\"prepost.explore\" name=\"invariant %s\" time=\"0\"", name);
+    fprintf(o, "    <testcase classname=\"prepost.explore\" name=\"invariant %s\" time=\"0\"",
+            name);
     if (n == 0) {
       fprintf(o, "/>\n");
       continue;
@@ -475,8 +476,10 @@ static json_t *load_summary(const char *arg, char *dir, size_t dirlen)
     fprintf(stderr, "prepost explore merge: %s: %s (line %d)\n", path, e.text, e.line);
     return NULL;
   }
-  if (strcmp(str_at(s, "format", NULL), SUMMARY_FORMAT) || !json_is_array(json_object_get(s, "shards")) ||
-      !json_is_array(json_object_get(s, "failures")) || !json_is_object(json_object_get(s, "mix"))) {
+  if (strcmp(str_at(s, "format", NULL), SUMMARY_FORMAT) ||
+      !json_is_array(json_object_get(s, "shards")) ||
+      !json_is_array(json_object_get(s, "failures")) ||
+      !json_is_object(json_object_get(s, "mix"))) {
     fprintf(stderr, "prepost explore merge: %s is not a summary of prepost explore --json (%s)\n",
             path, SUMMARY_FORMAT);
     json_decref(s);
@@ -581,7 +584,8 @@ static int merge_one(struct merge *m, json_t *s, const char *arg, const char *di
     return merge_error("%s holds shards merged already and new ones (%s): merge the shards "
                        "themselves", arg, "overlapping inputs");
   if (repeat) {
-    fprintf(stderr, "prepost explore merge: note: %s repeats shards merged already: skipped\n", arg);
+    fprintf(stderr, "prepost explore merge: note: %s repeats shards merged already: skipped\n",
+            arg);
     return EXIT_OK;
   }
   json_array_foreach(json_object_get(s, "shards"), i, sh) {
@@ -698,10 +702,11 @@ static void print_merged(json_t *o)
   json_t *per = json_object_get(o, "failures_per_invariant");
   json_int_t nf = (json_int_t)json_array_size(json_object_get(o, "failures"));
   printf("merge: %" JSON_INTEGER_FORMAT " seeds in %zu shard%s of %" JSON_INTEGER_FORMAT
-         " (prepost %s, commit %s), %" JSON_INTEGER_FORMAT " messages delivered, %" JSON_INTEGER_FORMAT
-         " failure%s, %zu distinct",
+         " (prepost %s, commit %s), %" JSON_INTEGER_FORMAT " messages delivered, "
+         "%" JSON_INTEGER_FORMAT " failure%s, %zu distinct",
          int_at(o, "seeds_run", NULL), json_array_size(json_object_get(o, "shards")),
-         json_array_size(json_object_get(o, "shards")) == 1 ? "" : "s", int_at(o, "seeds", "shards"),
+         json_array_size(json_object_get(o, "shards")) == 1 ? "" : "s",
+         int_at(o, "seeds", "shards"),
          str_at(o, "prepost", "version"), str_at(o, "prepost", "commit"),
          int_at(o, "totals", "messages"), nf, nf == 1 ? "" : "s",
          json_array_size(json_object_get(o, "distinct")));

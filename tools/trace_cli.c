@@ -580,7 +580,8 @@ int pp_trace_file_load(const char *path, unsigned flags, struct pp_trace_file *f
   f->data = buf;
   f->size = n;
   if (pp_trace_open(buf, n, flags, &f->t, e, sizeof(e)) != PP_OK) {
-    snprintf(err, errlen, "%s: %s%s", path, e, packed ? " (an offset in the decompressed trace)" : "");
+    snprintf(err, errlen, "%s: %s%s", path, e,
+             packed ? " (an offset in the decompressed trace)" : "");
     free(buf);
     f->data = NULL;
     return -1;
