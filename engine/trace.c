@@ -339,6 +339,8 @@ enum pp_status pp_trace_writer_create(pp_trace_sink sink, void *ctx,
   pp_put_le32(fh + 12, 0);
   sink_out(w, fh, sizeof(fh));
   pp_trace_kv_str(w, "prepost.version", info->version ? info->version : "?");
+  if (info->commit)
+    pp_trace_kv_str(w, "prepost.commit", info->commit);
   pp_trace_kv_str(w, "trace.backend", info->backend ? info->backend : "?");
   pp_trace_kv_str(w, "scenario.name", info->scenario ? info->scenario : "");
   pp_trace_kv_u64(w, "seed", info->seed);

@@ -533,7 +533,12 @@ enum pp_status pp_trace_open(const uint8_t *data, size_t size, unsigned flags,
     return PP_PARSE;
   }
   if (memcmp(data, PP_TRACE_MAGIC, 8) != 0) {
-    errf(err, errlen, "offset 0: not a prepost trace (expected the magic \"PPTRACE\\x1a\")");
+    /* the zstd frame magic: the CLI's compressed traces, which its loader decompresses first */
+    if (!memcmp(data, "\x28\xb5\x2f\xfd", 4))
+      errf(err, errlen, "offset 0: a zstd-compressed trace: decompress it first (zstd -d, or the "
+                        "CLI's loader pp_trace_file_load)");
+    else
+      errf(err, errlen, "offset 0: not a prepost trace (expected the magic \"PPTRACE\\x1a\")");
     return PP_PARSE;
   }
   t->major = pp_get_le16(data + 8);

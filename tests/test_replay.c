@@ -285,3 +285,92 @@ Test(replay, sim_what_if, .timeout = 120)
   cr_assert_eq(cli("replay p.trace"), 0, "%s", out);
   cr_assert_eq(cli("replay t.trace --sim --trace-packets"), 2, "--trace-packets needs --trace");
 }
+
+/* ================================================================ zstd (traces/FORMAT.md) */
+
+static void head_bytes(const char *name, unsigned char *b, size_t n)
+{
+  char path[128];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "%s", path);
+  cr_assert_eq(fread(b, 1, n, f), n, "%s is shorter than %zu bytes", path, n);
+  fclose(f);
+}
+
+static long file_size(const char *name)
+{
+  char path[128];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "%s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fclose(f);
+  return n;
+}
+
+/* The CLI writes zstd (one stream, flushed per chunk): `zstd -d` gives the plain trace, and the
+ * compressed trace, its decompression and a plain recording (PREPOST_TRACE_ZSTD=0) all read and
+ * replay exactly. */
+Test(replay, traces_are_zstd_compressed_and_replay_exactly, .timeout = 120)
+{
+  record("rnr-slow-consumer-eager", "z.trace");
+  unsigned char b[8];
+  head_bytes("z.trace", b, 4);
+  cr_assert(b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd, "not zstd");
+  cr_assert_eq(cli("replay z.trace"), 0, "%s", out);
+  cr_assert(strstr(out, "replay matched: "), "%s", out);
+  char cmd[256];
+  snprintf(cmd, sizeof(cmd), "cd '%s' && zstd -q -d -c z.trace > d.trace", dir);
+  cr_assert_eq(system(cmd), 0, "zstd -d failed");
+  head_bytes("d.trace", b, 8);
+  cr_assert(!memcmp(b, PP_TRACE_MAGIC, 8), "zstd -d does not give a plain trace");
+  cr_assert_eq(cli("trace dump z.trace > z.txt && '%s' trace dump d.trace > d.txt && "
+                   "cmp z.txt d.txt", PREPOST_CLI),
+               0, "the compressed and decompressed traces read differently");
+  cr_assert_eq(cli("replay d.trace"), 0, "%s", out);
+  /* plain recordings, as every trace before compression */
+  setenv("PREPOST_TRACE_ZSTD", "0", 1);
+  record("rnr-slow-consumer-eager", "p.trace");
+  unsetenv("PREPOST_TRACE_ZSTD");
+  head_bytes("p.trace", b, 8);
+  cr_assert(!memcmp(b, PP_TRACE_MAGIC, 8), "PREPOST_TRACE_ZSTD=0 wrote no plain trace");
+  cr_assert_eq(cli("replay p.trace"), 0, "%s", out);
+  cr_assert(strstr(out, "replay matched: "), "%s", out);
+  long z = file_size("z.trace"), p = file_size("p.trace");
+  cr_assert_lt(z * 4, p, "compressed %ld bytes, plain %ld", z, p);
+}
+
+/* A compressed trace cut short: an error without --partial, its whole chunks with it. */
+Test(replay, a_compressed_trace_cut_short_reads_with_partial, .timeout = 120)
+{
+  record("bench-pair", "b.trace");
+  char cmd[256];
+  snprintf(cmd, sizeof(cmd), "cd '%s' && head -c $(( $(wc -c < b.trace) / 2 )) b.trace > cut.trace",
+           dir);
+  cr_assert_eq(system(cmd), 0);
+  cr_assert_eq(cli("trace stats cut.trace 2> cut.err; grep -q 'cut short' cut.err"), 0);
+  cr_assert_eq(cli("trace stats cut.trace"), 2);
+  cr_assert_eq(cli("trace stats --partial cut.trace"), 0, "%s", out);
+  cr_assert(strstr(out, "(partial)"), "%s", out);
+  long recs = 0;
+  const char *r = strstr(out, " bytes, ");
+  cr_assert_not_null(r, "%s", out);
+  recs = strtol(r + 8, NULL, 10);
+  cr_assert_gt(recs, 100000, "only %ld records of the first half", recs);
+}
+
+/* The engine's reader (no zstd in the engine) names a compressed trace for what it is. */
+Test(replay, the_engine_reader_names_a_compressed_trace)
+{
+  record("rnr-slow-consumer", "z.trace");
+  char path[128];
+  snprintf(path, sizeof(path), "%s/z.trace", dir);
+  char *data = slurp(path);
+  struct pp_trace t;
+  char err[256];
+  cr_assert_eq(pp_trace_open((const uint8_t *)data, 64, 0, &t, err, sizeof(err)), PP_PARSE);
+  cr_assert(strstr(err, "zstd-compressed trace"), "%s", err);
+  free(data);
+}

@@ -14,6 +14,7 @@
 #include "backends/verbs/boot.h"
 #include "backends/verbs/doctor.h"
 #include "prepost/verbsrun.h"
+#include "buildinfo.h"
 #include "cli_util.h"
 #include "report.h"
 #include "scenario.h"
@@ -267,6 +268,7 @@ int pp_cli_run_verbs(int argc, char **argv)
   }
   if (o.trace.path) {
     o.trace.version = PREPOST_VERSION;
+    o.trace.commit = pp_build_commit();
     o.trace.capture_bytes = pp_cli_trace_capture(&sc.sim.engine);
   }
   struct pp_run_result res;

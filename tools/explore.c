@@ -14,8 +14,10 @@
 #include <unistd.h>
 
 #include "engine/bugs.h"
+#include "tools/buildinfo.h"
 #include "tools/cli_util.h"
 #include "tools/explore.h"
+#include "tools/explore_fleet.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -24,6 +26,7 @@ const char *const pp_explore_usage =
     "                       [--jobs J] [OPTIONS]\n"
     "       prepost explore --replay FILE|DIR... [--jobs J]\n"
     "       prepost explore --exhaustive K [--window NS] --from SEED [OPTIONS]\n"
+    "       prepost explore merge [--out DIR] [--junit FILE] [--partial] DIR...\n"
     "\n"
     "Deterministic simulation testing: for each seed, generate a scenario (ranks, protocol and\n"
     "its parameters, sizes, counts, posting order and delays, platform, NIC, faults), run it on\n"
@@ -34,6 +37,14 @@ const char *const pp_explore_usage =
     "  --seeds N          run N seeds (default 100)\n"
     "  --time T           run seeds for T seconds of wall-clock time (30s, 5m, 1h)\n"
     "  --from SEED        the first seed (default 1); seeds are consecutive\n"
+    "  --shard K/N        run shard K (1..N) of the seeds: from+K-1, from+K-1+N, ... (the N\n"
+    "                     shards of a range run exactly its seeds, each once; with --time each\n"
+    "                     shard runs its own seeds for the time given)\n"
+    "  --json             write OUT/summary.json: build (version, commit), mix, seeds, failures\n"
+    "                     per invariant, every failure, rates (`explore merge` combines them)\n"
+    "  --junit FILE       write a JUnit XML report (one testcase per invariant) for CI systems\n"
+    "  --progress S       off a terminal, a progress line on stderr every S seconds (seeds done\n"
+    "                     of total, rate, ETA, failures; default 60, 0: none)\n"
     "  --protocol P       only protocol P (default: the mix of the flow-controlled protocols;\n"
     "                     'naive' is the positive control: its RNR failures must be found)\n"
     "  --faults LIST      faults a seed may draw, comma-separated, 'all' (default: all but\n"
@@ -61,6 +72,9 @@ const char *const pp_explore_usage =
     "  --list             the protocols, faults, invariants and test bugs\n"
     "  -v, --verbose      one line per seed\n"
     "\n"
+    "`prepost explore merge --help`: combining the outputs of shards (tools/explore-slurm and\n"
+    "tools/explore-parallel run shards on Slurm and with GNU parallel).\n"
+    "\n"
     "Exit codes: 0 no failure (replay: every verdict as expected), 1 failures, 2 usage error.\n";
 
 struct opts {
@@ -74,6 +88,10 @@ struct opts {
   unsigned shrink_runs, shrink_max, stop_after;
   unsigned exhaustive;
   uint64_t window;
+  uint32_t shard, shards; /* --shard K/N: 1/1 by default */
+  bool json;
+  const char *junit;
+  double progress_s;
   const char **replay;
   int nreplay;
   bool faults_given;
@@ -120,6 +138,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
   o->shrink_runs = 150;
   o->shrink_max = 3;
   o->window = 1;
+  o->shard = o->shards = 1;
+  o->progress_s = 60;
   bool have_seeds = false;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
@@ -137,6 +157,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
       o->list = true;
     } else if (!strcmp(a, "--keep-all")) {
       o->keep_all = true;
+    } else if (!strcmp(a, "--json")) {
+      o->json = true;
     } else if (!strcmp(a, "--replay")) {
       o->replay = (const char **)&argv[i + 1];
       while (i + 1 < argc && argv[i + 1][0] != '-') {
@@ -206,6 +228,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
         o->sp.bugs |= 1u << b;
       } else if (!strcmp(a, "--out")) {
         o->out = v;
+      } else if (!strcmp(a, "--junit")) {
+        o->junit = v;
+      } else if (!strcmp(a, "--shard")) {
+        if (pp_fleet_parse_shard(v, &o->shard, &o->shards))
+          return usage_error("--shard wants K/N with 1 <= K <= N, got '%s'", v);
+      } else if (!strcmp(a, "--progress")) {
+        if (parse_seconds(v, &o->progress_s))
+          return usage_error("--progress wants seconds, got '%s'", v);
       } else {
         return usage_error("unknown option '%s'", a);
       }
@@ -300,8 +330,10 @@ static void report_failure(const struct opts *o, uint64_t seed, const struct pp_
   char path[PP_PATH_MAX], comment[1024];
   snprintf(path, sizeof path, "%s/seed-%" PRIu64 ".yaml", o->out, seed);
   snprintf(comment, sizeof comment,
-           "found by: prepost explore --from %" PRIu64 " --seeds 1%s\n%s: %s\nexpect: %s", seed,
-           flags, pp_inv_name(v->inv), v->why, pp_inv_name(v->inv));
+           "found by: prepost explore --from %" PRIu64 " --seeds 1%s\n"
+           "build: prepost %s, commit %s\n%s: %s\nexpect: %s",
+           seed, flags, pp_build_version(), pp_build_commit(), pp_inv_name(v->inv), v->why,
+           pp_inv_name(v->inv));
   if (pp_scenario_write_file(path, &sc, comment) == 0)
     printf("  written:   %s (prepost explore --replay %s)\n", path, path);
   if (o->trace) {
@@ -321,8 +353,9 @@ static void report_failure(const struct opts *o, uint64_t seed, const struct pp_
   pp_explore_describe(&small, desc, sizeof desc);
   snprintf(path, sizeof path, "%s/seed-%" PRIu64 "-shrunk.yaml", o->out, seed);
   snprintf(comment, sizeof comment,
-           "shrunk from: prepost explore --from %" PRIu64 " --seeds 1%s\nexpect: %s", seed, flags,
-           pp_inv_name(v->inv));
+           "shrunk from: prepost explore --from %" PRIu64 " --seeds 1%s\nbuild: prepost %s, commit "
+           "%s\nexpect: %s",
+           seed, flags, pp_build_version(), pp_build_commit(), pp_inv_name(v->inv));
   printf("  shrunk:    %s (%u runs)\n", desc, runs);
   if (pp_scenario_write_file(path, &small, comment) == 0)
     printf("  reproduce: prepost explore --replay %s\n", path);
@@ -336,44 +369,78 @@ static void progress(double t0, uint64_t done, unsigned failures, bool final)
   fflush(stderr);
 }
 
+static int cmp_fleet_failure(const void *a, const void *b)
+{
+  uint64_t x = ((const struct pp_fleet_failure *)a)->seed;
+  uint64_t y = ((const struct pp_fleet_failure *)b)->seed;
+  return x < y ? -1 : x > y;
+}
+
+/* The i-th seed of this shard (tools/explore_fleet.h: shard K/N runs from+K-1+i*N). */
+static uint64_t seed_at(const struct opts *o, uint64_t i)
+{
+  return o->from + (o->shard - 1) + i * o->shards;
+}
+
 static int explore_seeds(const struct opts *o)
 {
   struct pp_explore_pool *pool = pp_explore_pool_create(o->jobs, o->timeout_s);
   if (!pool)
     return EXIT_USAGE;
   bool tty = isatty(STDERR_FILENO);
-  double t0 = now_s(), last = 0;
-  uint64_t next = o->from, done = 0, messages = 0, sim_ns = 0;
+  double t0 = now_s(), last = 0, last_line = t0;
+  /* seeds of this shard: started, done; a fixed count or a time budget */
+  uint64_t total = o->time_s > 0 ? 0 : pp_fleet_shard_count(o->seeds, o->shard, o->shards);
+  uint64_t started = 0, done = 0, messages = 0, sim_ns = 0;
   unsigned nfail = 0, cap = 16;
   unsigned per_inv[PP_INV_COUNT] = {0};
   struct failure *fails = malloc(cap * sizeof *fails);
   static struct pp_scenario sc;
   bool stop = false;
-  char faults[256];
+  char faults[256], shard[64] = "";
+  if (!fails) {
+    pp_explore_pool_destroy(pool);
+    return EXIT_USAGE;
+  }
   pp_faults_format(o->sp.faults, faults, sizeof faults);
-  printf("explore: seeds from %" PRIu64 ", %s, protocol %s, faults %s (rate %.2f), %u job%s\n",
-         o->from,
+  if (o->shards > 1)
+    snprintf(shard, sizeof shard, ", shard %u/%u", o->shard, o->shards);
+  printf("explore: seeds from %" PRIu64 "%s, %s, protocol %s, faults %s (rate %.2f), %u job%s\n",
+         o->from, shard,
          o->time_s > 0 ? "for a time budget" : "a fixed count",
          o->sp.gen >= 0 ? pp_explore_gens[o->sp.gen].name : "mix", faults, o->sp.fault_rate,
          o->jobs, o->jobs == 1 ? "" : "s");
   fflush(stdout);
   for (;;) {
-    bool more = !stop && (o->time_s > 0 ? now_s() - t0 < o->time_s : next - o->from < o->seeds);
+    bool more = !stop && (o->time_s > 0 ? now_s() - t0 < o->time_s : started < total);
     while (more && pp_explore_pool_running(pool) < o->jobs) {
+      uint64_t next = seed_at(o, started);
       pp_explore_generate(next, &o->sp, &sc);
       if (!pp_explore_pool_start(pool, next, &sc)) {
         fprintf(stderr, "prepost explore: cannot start a child process: %s\n", strerror(errno));
         stop = true;
         break;
       }
-      next++;
-      more = o->time_s > 0 ? now_s() - t0 < o->time_s : next - o->from < o->seeds;
+      started++;
+      more = o->time_s > 0 ? now_s() - t0 < o->time_s : started < total;
     }
     if (!pp_explore_pool_running(pool))
       break;
+    /* off a terminal, wake up for the progress lines */
+    double wait = -1;
+    if (tty)
+      wait = 0.2;
+    else if (o->progress_s > 0 && (wait = last_line + o->progress_s - now_s()) < 0)
+      wait = 0;
+    if (!tty && o->progress_s > 0 && now_s() - last_line >= o->progress_s) {
+      pp_fleet_progress(stderr, done, total, o->time_s, now_s() - t0, nfail);
+      last_line = now_s();
+      wait = o->progress_s;
+    }
     uint64_t seed;
     struct pp_verdict v;
-    if (!pp_explore_pool_wait(pool, tty ? 0.2 : -1, &seed, &v)) {
+    bool got = pp_explore_pool_wait(pool, wait, &seed, &v);
+    if (!got) {
       if (tty)
         progress(t0, done, nfail, false);
       continue;
@@ -401,8 +468,16 @@ static int explore_seeds(const struct opts *o)
     }
     if (v.inv != PP_INV_OK) {
       per_inv[v.inv]++;
-      if (nfail == cap && (fails = realloc(fails, (cap *= 2) * sizeof *fails)) == NULL)
-        return EXIT_USAGE;
+      if (nfail == cap) {
+        struct failure *more_fails = realloc(fails, 2 * cap * sizeof *fails);
+        if (!more_fails) {
+          fprintf(stderr, "prepost explore: out of memory for %u failures\n", nfail + 1);
+          stop = true;
+          continue;
+        }
+        fails = more_fails;
+        cap *= 2;
+      }
       fails[nfail++] = (struct failure){seed, v};
       if (tty)
         fprintf(stderr, "\r\033[K");
@@ -426,9 +501,10 @@ static int explore_seeds(const struct opts *o)
       printf("\n");
     report_failure(o, fails[i].seed, &fails[i].v, o->shrink && i < o->shrink_max);
   }
-  printf("explore: %" PRIu64 " seeds (%" PRIu64 "..%" PRIu64 ") in %.1f s: %.1f seeds/s, %" PRIu64
+  printf("explore: %" PRIu64 " seeds (%" PRIu64 "..%" PRIu64 "%s) in %.1f s: %.1f seeds/s, %" PRIu64
          " messages delivered (%.0f simulated messages/s), %u failure%s",
-         done, o->from, o->from + (done ? done - 1 : 0), dt, dt > 0 ? done / dt : 0.0, messages,
+         done, seed_at(o, 0), done ? seed_at(o, done - 1) : seed_at(o, 0),
+         o->shards > 1 ? ", every shards-th" : "", dt, dt > 0 ? done / dt : 0.0, messages,
          dt > 0 ? messages / dt : 0.0, nfail, nfail == 1 ? "" : "s");
   const char *sep = " (";
   for (int i = 1; i < PP_INV_COUNT; i++)
@@ -437,9 +513,27 @@ static int explore_seeds(const struct opts *o)
       sep = ", ";
     }
   printf("%s\n", *sep == ',' ? ")" : "");
+  int rc = nfail ? EXIT_FAIL : EXIT_OK;
+  if (o->json || o->junit) {
+    struct pp_fleet_failure *ff = calloc(nfail ? nfail : 1, sizeof *ff);
+    char flags[512];
+    repro_flags(o, flags, sizeof flags);
+    for (unsigned i = 0; ff && i < nfail; i++)
+      ff[i] = (struct pp_fleet_failure){fails[i].seed, fails[i].v.inv, fails[i].v.why};
+    if (ff) /* in seed order, whatever order the jobs ended in (as merge writes them) */
+      qsort(ff, nfail, sizeof *ff, cmp_fleet_failure);
+    struct pp_fleet_run run = {.sp = &o->sp, .timeout_s = o->timeout_s, .options = flags,
+                               .from = o->from, .count = o->time_s > 0 ? 0 : o->seeds,
+                               .budget_s = o->time_s, .shard = o->shard, .shards = o->shards,
+                               .done = done, .complete = !stop, .messages = messages,
+                               .sim_ns = sim_ns, .failures = ff, .nfailures = ff ? nfail : 0,
+                               .wall_s = dt, .out = o->out};
+    if (!ff || pp_fleet_report(&run, o->json, o->junit))
+      rc = EXIT_USAGE;
+    free(ff);
+  }
   free(fails);
-  (void)sim_ns;
-  return nfail ? EXIT_FAIL : EXIT_OK;
+  return rc;
 }
 
 /* ------------------------------------------------------------------ replay */
@@ -652,8 +746,9 @@ static int exhaustive(const struct opts *o)
       snprintf(from, sizeof from, "--from %" PRIu64 "%s", o->from, flags);
     snprintf(comment, sizeof comment,
              "found by: prepost explore --exhaustive %u --window %" PRIu64
-             " %s (ordering 0x%" PRIx64 ")\nexpect: %s",
-             k, o->window, from, first_fail, pp_inv_name(v.inv));
+             " %s (ordering 0x%" PRIx64 ")\nbuild: prepost %s, commit %s\nexpect: %s",
+             k, o->window, from, first_fail, pp_build_version(), pp_build_commit(),
+             pp_inv_name(v.inv));
     printf("FAIL ordering 0x%" PRIx64 " [%s] %s\n", first_fail, pp_inv_name(v.inv), v.why);
     if (pp_scenario_write_file(path, &sc, comment) == 0)
       printf("  reproduce: prepost explore --replay %s\n", path);
@@ -663,6 +758,8 @@ static int exhaustive(const struct opts *o)
 
 int pp_cli_explore(int argc, char **argv)
 {
+  if (argc > 0 && !strcmp(argv[0], "merge"))
+    return pp_cli_explore_merge(argc - 1, argv + 1);
   static struct opts o;
   memset(&o, 0, sizeof o);
   int rc = parse_args(argc, argv, &o);

@@ -28,6 +28,15 @@ PP_PACKAGES+=(clang libclang-rt-14-dev)
 # backends/verbs/boot.c.
 PP_PACKAGES+=(libsodium-dev)
 
+# libjansson-dev reads and writes the explorer's JSON summaries (`prepost explore --json`, `merge`);
+# libzstd-dev compresses traces in the CLI's sink (zstd, the CLI, checks them in the tests).
+PP_PACKAGES+=(libjansson-dev libzstd-dev zstd)
+
+# The fleet recipes' tests: tools/explore-slurm runs a Slurm job array on a one-node slurmctld +
+# slurmd that tests/fleet/slurm.sh starts (munge authenticates them), tools/explore-parallel runs
+# shards with GNU parallel.
+PP_PACKAGES+=(slurm-wlm munge parallel)
+
 # The interpreter of the python3 package (not a pyenv/venv shim that may shadow it on PATH).
 PP_PYTHON=/usr/bin/python3
 [[ -x $PP_PYTHON ]] || PP_PYTHON=python3

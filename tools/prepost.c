@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buildinfo.h"
 #include "cli_util.h"
 #include "cli_verbs.h"
 #include "explore.h"
@@ -204,7 +205,8 @@ int main(int argc, char **argv)
     return EXIT_OK;
   }
   if (!strcmp(cmd, "--version")) {
-    printf("prepost %s\nmodels: %s\n", PREPOST_VERSION, pp_cli_models_dir());
+    printf("prepost %s (commit %s)\nmodels: %s\n", PREPOST_VERSION, pp_build_commit(),
+           pp_cli_models_dir());
     return EXIT_OK;
   }
   if (!strcmp(cmd, "run"))

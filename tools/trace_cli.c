@@ -7,11 +7,152 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
+#include "buildinfo.h"
 #include "cli_util.h"
 #include "trace_sim.h"
 
 enum { EXIT_OK = 0, EXIT_ERRORS = 1, EXIT_USAGE = 2 };
+
+/* ---------------------------------------------------------------- compression */
+
+/*
+ * What the CLI writes goes through zstd (traces/FORMAT.md, "Compression"): one zstd stream, flushed
+ * at every piece the writer hands over (the file header, the HDR chunk, each REC chunk, the END
+ * chunk), so that what a run that dies leaves decompresses up to its last whole chunk, and the
+ * history of earlier chunks still serves the next one (a frame per chunk compressed 10x worse:
+ * each chunk's records look like the last one's). `zstd -d` gives the plain trace; the loader
+ * decompresses before it opens. PREPOST_TRACE_ZSTD=0 writes the plain format, =N level N
+ * (default 3).
+ */
+#define ZSTD_LEVEL_DEFAULT 3
+
+struct zout {
+  FILE *f;
+  ZSTD_CCtx *cctx; /* NULL: plain */
+  uint8_t *buf;
+  size_t cap;
+};
+
+static int zout_init(struct zout *z, FILE *f)
+{
+  memset(z, 0, sizeof(*z));
+  z->f = f;
+  int level = ZSTD_LEVEL_DEFAULT;
+  const char *env = getenv("PREPOST_TRACE_ZSTD");
+  if (env && *env) {
+    long l = strtol(env, NULL, 10);
+    level = l < ZSTD_minCLevel() ? ZSTD_minCLevel() : l > ZSTD_maxCLevel() ? ZSTD_maxCLevel()
+                                                                          : (int)l;
+  }
+  if (level == 0)
+    return 0;
+  z->cap = ZSTD_CStreamOutSize();
+  z->cctx = ZSTD_createCCtx();
+  z->buf = malloc(z->cap);
+  if (!z->cctx || !z->buf ||
+      ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, level)) ||
+      ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1))) {
+    ZSTD_freeCCtx(z->cctx);
+    free(z->buf);
+    return -1;
+  }
+  return 0;
+}
+
+/* Compresses p[0..n) and flushes (ZSTD_e_flush) or ends the stream (ZSTD_e_end). */
+static int zout_put(struct zout *z, const void *p, size_t n, ZSTD_EndDirective mode)
+{
+  ZSTD_inBuffer in = {p, n, 0};
+  for (;;) {
+    ZSTD_outBuffer out = {z->buf, z->cap, 0};
+    size_t left = ZSTD_compressStream2(z->cctx, &out, &in, mode);
+    if (ZSTD_isError(left) || fwrite(z->buf, 1, out.pos, z->f) != out.pos)
+      return -1;
+    if (left == 0 && in.pos == in.size)
+      return 0;
+  }
+}
+
+static int zout_write(struct zout *z, const void *p, size_t n)
+{
+  if (!z->cctx)
+    return fwrite(p, 1, n, z->f) == n ? 0 : -1;
+  return zout_put(z, p, n, ZSTD_e_flush);
+}
+
+/* Ends the stream (its checksum) and frees; 0, or -1 when writing failed. */
+static int zout_end(struct zout *z)
+{
+  int rc = z->cctx ? zout_put(z, "", 0, ZSTD_e_end) : 0;
+  ZSTD_freeCCtx(z->cctx);
+  free(z->buf);
+  z->cctx = NULL;
+  z->buf = NULL;
+  return rc;
+}
+
+static bool is_zstd(const uint8_t *p, size_t n)
+{
+  return n >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd;
+}
+
+/* The plain trace of a compressed one. With PP_TRACE_PARTIAL a stream cut short gives what was
+ * flushed before the cut (whole chunks, then perhaps part of one: pp_trace_open stops before it);
+ * without, it is an error. */
+static int zexpand(const uint8_t *in, size_t n, unsigned flags, uint8_t **out, size_t *outn,
+                   char *err, size_t errlen)
+{
+  ZSTD_DCtx *d = ZSTD_createDCtx();
+  size_t cap = (n < SIZE_MAX / 16 ? n * 16 : n) + (1u << 16);
+  uint8_t *buf = d ? malloc(cap) : NULL;
+  int rc = -1;
+  if (!buf) {
+    snprintf(err, errlen, "out of memory");
+    goto done;
+  }
+  ZSTD_inBuffer ib = {in, n, 0};
+  ZSTD_outBuffer ob = {buf, cap, 0};
+  size_t ret = 0;
+  while (ib.pos < ib.size || ob.pos == ob.size) {
+    if (ob.pos == ob.size) {
+      uint8_t *b = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+      if (!b) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+      }
+      buf = b;
+      cap *= 2;
+      ob.dst = buf;
+      ob.size = cap;
+    }
+    size_t before_in = ib.pos, before_out = ob.pos;
+    ret = ZSTD_decompressStream(d, &ob, &ib);
+    if (ZSTD_isError(ret)) {
+      if ((flags & PP_TRACE_PARTIAL) && ob.pos > 0)
+        break;
+      snprintf(err, errlen, "offset %zu of the compressed file: corrupt zstd data (%s)", ib.pos,
+               ZSTD_getErrorName(ret));
+      goto done;
+    }
+    if (ib.pos == before_in && ob.pos == before_out && ob.pos < ob.size)
+      break; /* no progress: the input ends inside a block */
+  }
+  if (ret != 0 && !(flags & PP_TRACE_PARTIAL)) {
+    snprintf(err, errlen, "offset %zu: the compressed trace is cut short there (its zstd "
+             "stream does not end; --partial reads it up to its last complete chunk)", n);
+    goto done;
+  }
+  *out = buf;
+  *outn = ob.pos;
+  buf = NULL;
+  rc = 0;
+done:
+  free(buf);
+  ZSTD_freeDCtx(d);
+  return rc;
+}
 
 /* ---------------------------------------------------------------- recording */
 
@@ -26,6 +167,7 @@ enum { EXIT_OK = 0, EXIT_ERRORS = 1, EXIT_USAGE = 2 };
 
 struct pp_cli_trace {
   FILE *f;
+  struct zout z; /* what goes to f */
   char path[1024];
   struct pp_trace_writer *w;
   pthread_t thread;
@@ -56,7 +198,7 @@ static void *writer_main(void *arg)
     size_t n = t->q[i].n;
     if (t->q[i].seal)
       c = pp_trace_seal(t->w, t->q[i].p, &n);
-    bool ok = c && fwrite(c, 1, n, t->f) == n;
+    bool ok = c && zout_write(&t->z, c, n) == 0;
     pthread_mutex_lock(&t->mu);
     t->failed |= !ok;
     t->head = (t->head + 1) % QDEPTH;
@@ -91,7 +233,7 @@ static int file_sink(void *ctx, const void *buf, size_t len)
 {
   struct pp_cli_trace *t = ctx;
   if (!t->threaded)
-    return fwrite(buf, 1, len, t->f) == len ? 0 : -1;
+    return zout_write(&t->z, buf, len);
   unsigned i;
   if (slot_get(t, &i))
     return -1;
@@ -115,7 +257,7 @@ static int swap_sink(void *ctx, uint8_t **buf, size_t len, size_t *cap)
   struct pp_cli_trace *t = ctx;
   if (!t->threaded) {
     const uint8_t *c = pp_trace_seal(t->w, *buf, &len);
-    return c && fwrite(c, 1, len, t->f) == len ? 0 : -1;
+    return c && zout_write(&t->z, c, len) == 0 ? 0 : -1;
   }
   unsigned i;
   if (slot_get(t, &i))
@@ -166,11 +308,18 @@ struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_co
     free(t);
     return NULL;
   }
+  if (zout_init(&t->z, t->f)) {
+    snprintf(err, errlen, "cannot write trace '%s': out of memory", path);
+    fclose(t->f);
+    free(t);
+    return NULL;
+  }
   pthread_mutex_init(&t->mu, NULL);
   pthread_cond_init(&t->cv, NULL);
   const char *env = getenv("PREPOST_TRACE_CAPTURE");
   struct pp_trace_info info = {
       .version = version,
+      .commit = pp_build_commit(),
       .backend = "simgrid",
       .scenario = cfg->name,
       .seed = cfg->seed,
@@ -195,6 +344,7 @@ struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_co
   if (s != PP_OK) {
     snprintf(err, errlen, "cannot start trace '%s': %s", path, pp_status_desc(s));
     pp_trace_writer_destroy(t->w);
+    zout_end(&t->z);
     fclose(t->f);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->cv);
@@ -217,6 +367,8 @@ int pp_cli_trace_end(struct pp_cli_trace *t, char *err, size_t errlen)
     pthread_join(t->thread, NULL);
   }
   int rc = 0;
+  if (zout_end(&t->z))
+    t->failed = true;
   if (s != PP_OK || t->failed) {
     snprintf(err, errlen, "writing trace '%s' failed: %s", t->path,
              pp_status_desc(s != PP_OK ? s : PP_IO));
@@ -245,9 +397,10 @@ uint32_t pp_cli_trace_capture(const struct pp_engine_cfg *c)
 
 static bool info_key(const char *k)
 {
-  static const char *const keys[] = {"prepost.version", "trace.backend",       "scenario.name",
-                                     "seed",            "nranks",              "trace.capture_bytes",
-                                     "trace.snapshot_max", "trace.packets"};
+  static const char *const keys[] = {"prepost.version",    "prepost.commit", "trace.backend",
+                                     "scenario.name",      "seed",           "nranks",
+                                     "trace.capture_bytes", "trace.snapshot_max",
+                                     "trace.packets"};
   for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
     if (!strcmp(k, keys[i]))
       return true;
@@ -270,7 +423,9 @@ static const char *kv_str(const struct pp_trace *t, const char *key)
 static enum pp_status writer_like(const struct pp_trace *h, pp_trace_sink sink, void *ctx,
                                   struct pp_trace_writer **w)
 {
+  const struct pp_trace_kv *commit = pp_trace_kv_find(h, "prepost.commit");
   struct pp_trace_info info = {.version = kv_str(h, "prepost.version"),
+                               .commit = commit && commit->type == PP_TKV_STR ? commit->s : NULL,
                                .backend = kv_str(h, "trace.backend"),
                                .scenario = kv_str(h, "scenario.name"),
                                .seed = kv_u64(h, "seed"),
@@ -297,9 +452,9 @@ static enum pp_status writer_like(const struct pp_trace *h, pp_trace_sink sink, 
   return s;
 }
 
-static int plain_sink(void *ctx, const void *buf, size_t len)
+static int zout_sink(void *ctx, const void *buf, size_t len)
 {
-  return fwrite(buf, 1, len, ctx) == len ? 0 : -1;
+  return zout_write(ctx, buf, len);
 }
 
 int pp_cli_trace_merge(const char *out, const char *const *parts, size_t n, FILE *notes,
@@ -308,6 +463,7 @@ int pp_cli_trace_merge(const char *out, const char *const *parts, size_t n, FILE
   struct pp_trace_file *f = calloc(n ? n : 1, sizeof(*f));
   const struct pp_trace **tp = calloc(n ? n : 1, sizeof(*tp));
   FILE *o = NULL;
+  struct zout z = {0};
   struct pp_trace_writer *w = NULL;
   int rc = -1;
   size_t loaded = 0;
@@ -331,7 +487,11 @@ int pp_cli_trace_merge(const char *out, const char *const *parts, size_t n, FILE
     snprintf(err, errlen, "cannot write trace '%s': %s", out, strerror(errno));
     goto free_parts;
   }
-  enum pp_status s = writer_like(tp[0], plain_sink, o, &w);
+  if (zout_init(&z, o)) {
+    snprintf(err, errlen, "writing trace '%s': out of memory", out);
+    goto close_out;
+  }
+  enum pp_status s = writer_like(tp[0], zout_sink, &z, &w);
   if (s != PP_OK) {
     snprintf(err, errlen, "writing trace '%s': %s", out, pp_status_desc(s));
     goto close_out;
@@ -347,6 +507,10 @@ int pp_cli_trace_merge(const char *out, const char *const *parts, size_t n, FILE
   }
   rc = 0;
 close_out:
+  if (zout_end(&z) && rc == 0) {
+    snprintf(err, errlen, "writing trace '%s' failed", out);
+    rc = -1;
+  }
   if (fclose(o) != 0 && rc == 0) {
     snprintf(err, errlen, "writing trace '%s': %s", out, strerror(errno));
     rc = -1;
@@ -399,11 +563,25 @@ int pp_trace_file_load(const char *path, unsigned flags, struct pp_trace_file *f
     snprintf(err, errlen, "cannot read trace '%s'", path);
     return -1;
   }
+  char e[512];
+  bool packed = is_zstd(buf, n);
+  if (packed) {
+    uint8_t *plain;
+    size_t pn;
+    int zr = zexpand(buf, n, flags, &plain, &pn, e, sizeof(e));
+    free(buf);
+    if (zr) {
+      snprintf(err, errlen, "%s: %s", path, e);
+      return -1;
+    }
+    buf = plain;
+    n = pn;
+  }
   f->data = buf;
   f->size = n;
-  char e[512];
   if (pp_trace_open(buf, n, flags, &f->t, e, sizeof(e)) != PP_OK) {
-    snprintf(err, errlen, "%s: %s", path, e);
+    snprintf(err, errlen, "%s: %s%s", path, e,
+             packed ? " (an offset in the decompressed trace)" : "");
     free(buf);
     f->data = NULL;
     return -1;

@@ -209,6 +209,7 @@ static int trace_open(struct rank *r, const struct pp_engine_cfg *ecfg)
     return -1;
   }
   struct pp_trace_info info = {.version = o->version,
+                               .commit = o->commit,
                                .backend = "verbs",
                                .scenario = r->cfg->name,
                                .seed = r->cfg->seed,

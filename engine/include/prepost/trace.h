@@ -48,8 +48,8 @@ extern "C" {
 PP_API_BEGIN
 
 #define PP_TRACE_MAJOR 1 /* incompatible changes */
-#define PP_TRACE_MINOR 1 /* compatible additions (new keys, new record types, fields appended);
-                           * 1: the trace.packets key */
+#define PP_TRACE_MINOR 2 /* compatible additions (new keys, new record types, fields appended);
+                           * 1: the trace.packets key; 2: the prepost.commit key */
 
 #define PP_TRACE_MAGIC "PPTRACE\x1a"
 #define PP_TRACE_FILE_HEADER 16u
@@ -162,6 +162,7 @@ const char *pp_trace_packets_name(unsigned packets);
 
 struct pp_trace_info {
   const char *version;  /* prepost version */
+  const char *commit;   /* git commit of the build (key prepost.commit); NULL: no key */
   const char *backend;  /* "simgrid", "verbs" */
   const char *scenario; /* scenario name */
   uint64_t seed;
@@ -182,8 +183,9 @@ typedef int (*pp_trace_swap_sink)(void *ctx, uint8_t **buf, size_t len, size_t *
 struct pp_trace_writer;
 struct pp_trace; /* a trace opened for reading (below) */
 
-/* Writes the file header and the info keys (prepost.version, trace.backend, scenario.name, seed,
- * nranks, trace.capture_bytes, trace.snapshot_max). Add more keys, then pp_trace_begin(). */
+/* Writes the file header and the info keys (prepost.version, prepost.commit, trace.backend,
+ * scenario.name, seed, nranks, trace.capture_bytes, trace.snapshot_max, trace.packets). Add more
+ * keys, then pp_trace_begin(). */
 enum pp_status pp_trace_writer_create(pp_trace_sink sink, void *ctx,
                                       const struct pp_trace_info *info,
                                       struct pp_trace_writer **out);

@@ -41,6 +41,7 @@ struct pp_verbs_rank_entry {
 struct pp_verbs_trace {
   const char *path;
   const char *version;    /* prepost.version */
+  const char *commit;     /* prepost.commit (NULL: no key) */
   uint32_t capture_bytes; /* trace.capture_bytes */
   uint64_t origin_ns;
 };
