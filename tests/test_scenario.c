@@ -440,6 +440,17 @@ Test(units, durations)
                "t.yaml:2: 'max_sim_time' must be > 0, got '0s'");
 }
 
+Test(units, memory_limit)
+{
+  struct pp_scenario sc;
+  expect_ok("ranks: 2\n", &sc);
+  cr_assert_eq(sc.sim.memory_limit, 0, "no limit unless the scenario says");
+  expect_ok("ranks: 2\nlimits:\n  memory: 6GiB\n", &sc);
+  cr_assert_eq(sc.sim.memory_limit, 6ull << 30);
+  expect_prefix("ranks: 2\nlimits:\n  memory: 1000\n", PP_INVALID, "t.yaml:3: 'memory' must be");
+  expect_prefix("ranks: 2\nlimits:\n  memory: lots\n", PP_PARSE, "t.yaml:3: 'memory' must be");
+}
+
 Test(units, no_progress)
 {
   struct pp_scenario sc;
@@ -590,7 +601,7 @@ Test(errors, unknown_keys)
                "rkey_invalidate_at, rkey_host, cq_delay, pause_ranks, pause_at, pause, order_bits, "
                "order_mask, order_window)");
   expect_error("ranks: 2\nlimits:\n  max_time: 1s\n", PP_PARSE,
-               "t.yaml:3: unknown key 'max_time' in 'limits' (expected one of: max_sim_time, no_progress)");
+               "t.yaml:3: unknown key 'max_time' in 'limits' (expected one of: max_sim_time, no_progress, memory)");
   /* Merge keys are not special: they are unknown keys. */
   expect_prefix("ranks: 2\nqp:\n  <<: {}\n", PP_PARSE, "t.yaml:3: unknown key '<<' in 'qp'");
   /* Non-scalar keys. */

@@ -960,7 +960,7 @@ static const char *const faults_keys[] = {
     "qp_error_at", "qp_error_host", "qp_error_qp", "rkey_invalidate_at", "rkey_host", "cq_delay",
     "pause_ranks", "pause_at",   "pause",       "order_bits", "order_mask",  "order_window",
     NULL};
-static const char *const limits_keys[] = {"max_sim_time", "no_progress", NULL};
+static const char *const limits_keys[] = {"max_sim_time", "no_progress", "memory", NULL};
 
 /* A section value that must be a mapping ("key:" alone counts as an empty one). */
 static enum pp_status section(struct ctx *c, const struct node *root, const char *key,
@@ -1328,6 +1328,9 @@ static enum pp_status parse_scenario(struct ctx *c, const struct node *root, str
   }
   if (limits && (v = get(limits, "no_progress")) &&
       (st = get_duration(c, "no_progress", v, &sim->no_progress_ns)))
+    return st;
+  if (limits && (v = get(limits, "memory")) &&
+      (st = get_size(c, "memory", v, 1ull << 20, 1ull << 50, &sim->memory_limit)))
     return st;
   sim->engine.rank = 0;
   sim->engine.seed = sim->seed;

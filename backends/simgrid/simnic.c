@@ -1745,6 +1745,15 @@ static enum pp_status nic_init(struct simnic_fabric *f, struct simnic *n, uint32
   return n->qps && n->live && n->srqs && n->mrs && n->cq ? PP_OK : PP_NOMEM;
 }
 
+uint64_t simnic_mem_bytes(const struct pp_nic_profile *p, uint64_t send_wqes, uint64_t recv_wqes)
+{
+  uint64_t srqs = p->max_srq ? p->max_srq : 1;
+  return sizeof(struct simnic) + (uint64_t)p->max_qp * (sizeof(struct qp) + sizeof(uint32_t)) +
+         srqs * sizeof(struct srq) + (uint64_t)p->max_mr * sizeof(struct mr) +
+         (uint64_t)p->cq_depth * sizeof(struct pp_wc) + send_wqes * sizeof(struct sq_wqe) +
+         recv_wqes * sizeof(struct pp_recv_wr);
+}
+
 enum pp_status simnic_fabric_create(uint32_t nhosts, const struct pp_nic_profile *profile,
                                     const struct pp_faults *faults, uint64_t seed,
                                     const struct simnic_wire *wire, struct simnic_fabric **out)
