@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -696,4 +697,44 @@ Test(cli, limits_memory_refuses_a_run_that_needs_more)
   snprintf(args, sizeof(args), "run '%s/fits.yaml'", tmpdir);
   rc = cli(args);
   cr_assert_eq(rc, 0, "exit %d; stderr:\n%s", rc, err);
+}
+
+/* Model, scenario and trace paths that are not regular files are refused with file:line: a FIFO
+ * named by `nic:` used to hang the CLI in its read (and one named by `platform:` hung SimGrid). */
+Test(cli, fifos_directories_and_devices_are_refused_as_model_paths, .timeout = 60)
+{
+  char fifo[128], text[512], args[512];
+  snprintf(fifo, sizeof(fifo), "%s/pipe", tmpdir);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  static const struct {
+    const char *key, *path, *why;
+  } cases[] = {
+      {"nic", NULL, "is a FIFO, not a regular file"},
+      {"platform", NULL, "is a FIFO, not a regular file"},
+      {"nic", "/tmp", "is a directory"},
+      {"platform", "/dev/null", "is a character device, not a regular file"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const char *path = cases[i].path ? cases[i].path : fifo;
+    snprintf(text, sizeof(text), "ranks: 2\n%s: %s\n", cases[i].key, path);
+    write_file("s.yaml", text);
+    snprintf(args, sizeof(args), "run '%s/s.yaml'", tmpdir);
+    int rc = cli(args);
+    cr_assert_eq(rc, 2, "%s: %s: exit %d; stderr:\n%s", cases[i].key, path, rc, err);
+    char want[512];
+    snprintf(want, sizeof(want), "s.yaml:2: %s file '%s': %s", cases[i].key, path, cases[i].why);
+    assert_has(err, want);
+  }
+  /* the scenario itself, and a trace, for every trace command */
+  snprintf(args, sizeof(args), "run '%s'", fifo);
+  cr_assert_eq(cli(args), 2, "stderr:\n%s", err);
+  assert_has(err, "cannot open: is a FIFO, not a regular file");
+  static const char *const trace_cmds[] = {"trace dump", "trace stats", "replay",
+                                           "trace export --pcap -o /dev/null",
+                                           "trace export --svg -o /dev/null"};
+  for (size_t i = 0; i < sizeof(trace_cmds) / sizeof(trace_cmds[0]); i++) {
+    snprintf(args, sizeof(args), "%s '%s'", trace_cmds[i], fifo);
+    cr_assert_eq(cli(args), 2, "%s: stderr:\n%s", trace_cmds[i], err);
+    assert_has(err, "is a FIFO, not a regular file");
+  }
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MODELS PREPOST_MODELS_DIR
@@ -703,7 +704,22 @@ Test(errors, missing_files)
   cr_assert_eq(pp_nic_profile_load("/nonexistent-dir/nic.yaml", &p, err, sizeof err), PP_IO);
   cr_assert_str_eq(err, "/nonexistent-dir/nic.yaml: cannot open: No such file or directory");
   cr_assert_eq(pp_scenario_load(MODELS, MODELS, &sc, err, sizeof err), PP_IO);
-  cr_assert(strstr(err, ": cannot read: "), "%s", err);
+  cr_assert_str_eq(err, MODELS ": cannot open: is a directory");
+  /* a FIFO would block its reader: refused at the key's line, never opened for reading */
+  char fifo[] = "/tmp/prepost-scenario-fifo-XXXXXX";
+  cr_assert_not_null(mkdtemp(fifo));
+  char path[128], text[256];
+  snprintf(path, sizeof path, "%s/p", fifo);
+  cr_assert_eq(mkfifo(path, 0600), 0);
+  snprintf(text, sizeof text, "ranks: 2\nnic: %s\n", path);
+  char want[256];
+  snprintf(want, sizeof want, "t.yaml:2: nic file '%s': is a FIFO, not a regular file", path);
+  expect_error(text, PP_IO, want);
+  cr_assert_eq(pp_scenario_load(path, MODELS, &sc, err, sizeof err), PP_IO);
+  snprintf(want, sizeof want, "%s: cannot open: is a FIFO, not a regular file", path);
+  cr_assert_str_eq(err, want);
+  unlink(path);
+  rmdir(fifo);
 
   expect_error("ranks: 2\nplatform: platforms/x.xml\n", PP_IO,
                "t.yaml:2: platform file 'platforms/x.xml' not found under models dir");

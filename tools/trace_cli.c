@@ -367,38 +367,14 @@ int pp_trace_file_load(const char *path, unsigned flags, struct pp_trace_file *f
                        size_t errlen)
 {
   memset(f, 0, sizeof(*f));
-  FILE *in = fopen(path, "rb");
-  if (!in) {
-    snprintf(err, errlen, "cannot read trace '%s': %s", path, strerror(errno));
+  char *text;
+  size_t n;
+  char e0[128];
+  if (pp_read_regular(path, SIZE_MAX, &text, &n, NULL, e0, sizeof e0) != 0) {
+    snprintf(err, errlen, "cannot read trace '%s': %s", path, e0);
     return -1;
   }
-  size_t cap = 1 << 16, n = 0;
-  uint8_t *buf = malloc(cap);
-  for (;;) {
-    if (!buf) {
-      fclose(in);
-      snprintf(err, errlen, "%s: out of memory", path);
-      return -1;
-    }
-    size_t r = fread(buf + n, 1, cap - n, in);
-    n += r;
-    if (r == 0)
-      break;
-    if (n == cap) {
-      uint8_t *nb = realloc(buf, cap * 2);
-      if (!nb)
-        free(buf);
-      buf = nb;
-      cap *= 2;
-    }
-  }
-  int bad = ferror(in);
-  fclose(in);
-  if (bad) {
-    free(buf);
-    snprintf(err, errlen, "cannot read trace '%s'", path);
-    return -1;
-  }
+  uint8_t *buf = (uint8_t *)text;
   f->data = buf;
   f->size = n;
   char e[512];

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xbt/log.h>
 
@@ -524,9 +525,16 @@ static enum pp_status load_platform(const struct pp_sim_config *cfg, char *err, 
     if (s != PP_OK)
       return s;
     file = tmp;
-  } else if (access(file, R_OK) != 0) {
-    snprintf(err, errlen, "platform file '%s': %s", file, strerror(errno));
-    return PP_IO;
+  } else {
+    struct stat st; /* SimGrid would block reading a FIFO, and abort on a directory */
+    if (stat(file, &st) != 0 || access(file, R_OK) != 0) {
+      snprintf(err, errlen, "platform file '%s': %s", file, strerror(errno));
+      return PP_IO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      snprintf(err, errlen, "platform file '%s' is not a regular file", file);
+      return PP_IO;
+    }
   }
   simgrid_load_platform(file);
   if (tmp[0])
