@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
+#include "p2p.h"
 
 static const char *const protocols[] = {
 #define PP_X(id, name, desc) [PP_PROTO_##id] = name,
@@ -116,6 +117,163 @@ enum pp_status pp_engine_cfg_check(const struct pp_engine_cfg *c, char *err, siz
   if (w->kind == PP_WORKLOAD_COLLECTIVE)
     return pp_coll_params_check(&c->coll, c->nranks, err, errlen);
   return PP_OK;
+}
+
+/* ------------------------------------------------------------------ memory estimate */
+
+/* Bookkeeping entries whose types are private to their modules are counted at a bound of their
+ * size (asserted by tests/test_engine.c, suite engine_mem, against what creation allocates). */
+#define MEM_REQ 1024u   /* p2p.c struct req */
+#define MEM_RX 160u     /* p2p.c struct rx */
+#define MEM_TX 32u      /* p2p.c struct tx */
+#define MEM_MENTRY 128u /* match.h struct pp_mentry, and its bucket */
+#define MEM_RCE 128u    /* rcache.h struct pp_rcache_entry, and its bucket */
+#define MEM_RING_MSG 80u  /* ring.c struct smsg / rmsg */
+#define MEM_RING_CONN 2048u /* ring.c struct conn and its share of struct ring */
+#define MEM_APP 8192u   /* a workload's own state */
+
+struct mem {
+  uint64_t total, big;
+  const char *what;
+};
+
+static void mem_add(struct mem *m, uint64_t bytes, const char *what)
+{
+  m->total += bytes;
+  if (bytes > m->big) {
+    m->big = bytes;
+    m->what = what;
+  }
+}
+
+static uint64_t pow2_ge(uint64_t x)
+{
+  uint64_t p = 16;
+  while (p < x)
+    p *= 2;
+  return p;
+}
+
+/* At most this many peers for one rank (engine_impl.h: PP_MAX_PEERS). */
+static uint32_t mem_peers(const struct pp_engine_cfg *c, uint32_t script_peers)
+{
+  const struct pp_workload *w = &c->workload;
+  uint32_t n = c->nranks - 1;
+  if (w->kind == PP_WORKLOAD_SCRIPT)
+    n = script_peers;
+  else if (w->kind != PP_WORKLOAD_API && w->pattern != PP_PATTERN_ALLTOALL)
+    n = w->pattern == PP_PATTERN_PAIR ? 1 : 2;
+  if (n > c->nranks - 1)
+    n = c->nranks - 1;
+  return n < PP_MAX_PEERS ? n : PP_MAX_PEERS;
+}
+
+static void mem_p2p(const struct pp_engine_cfg *c, uint32_t npeers, struct mem *m,
+                    struct pp_mem_need *q)
+{
+  struct pp_p2p_params p;
+  pp_p2p_params_resolve(c, &p);
+  uint64_t R = p.reply_slots, TR = (R + 1) / 2, D = p.credits;
+  uint64_t nrx = D + R + 2 + (D - 1) / p.credit_threshold + (R - 1) / TR;
+  uint64_t bsize = (64 + (uint64_t)p.eager_limit + 63) & ~63ull, nch = (uint64_t)npeers * p.channels;
+  q->qps = (uint32_t)nch;
+  q->send_wqes = nch * c->qp.sq_depth;
+  q->recv_wqes = nch * nrx;
+  uint64_t rx = nch * nrx, small = nch * (nrx + 4) + (uint64_t)p.max_requests * (p.pipeline + 1) + 1;
+  mem_add(m, rx * (bsize + MEM_RX), "p2p.credits, p2p.reply_slots and p2p.eager_limit");
+  mem_add(m, (uint64_t)p.send_buffers * (bsize + MEM_TX), "p2p.send_buffers and p2p.eager_limit");
+  mem_add(m, small * (64 + MEM_TX), "p2p.max_requests and p2p.pipeline");
+  mem_add(m, (uint64_t)p.max_requests * MEM_REQ, "p2p.max_requests");
+  mem_add(m, (pow2_ge(2ull * p.max_requests) + pow2_ge(8 * rx) + p.max_requests + 4 * rx) *
+                 MEM_MENTRY, "p2p.max_requests");
+  mem_add(m, (p.rcache_entries + pow2_ge(2ull * p.rcache_entries)) * (uint64_t)MEM_RCE,
+          "p2p.rcache_entries");
+  mem_add(m, (uint64_t)p.record * sizeof(struct pp_recv_record), "p2p.record");
+  mem_add(m, nch * 64 + c->nranks * 4ull + 8192, "ranks");
+}
+
+static void mem_ring(const struct pp_engine_cfg *c, uint32_t npeers, struct mem *m,
+                     struct pp_mem_need *q)
+{
+  const struct pp_ring_params *r = &c->ring;
+  q->qps = npeers * r->channels;
+  q->send_wqes = (uint64_t)q->qps * (2 * r->slots + 4);
+  q->recv_wqes = (uint64_t)q->qps * 2 * r->slots;
+  uint64_t area = (uint64_t)r->slots * 32 + 64 + 2 * 64; /* and their alignment */
+  mem_add(m, (uint64_t)npeers * r->channels * r->slots * r->slot_size,
+          "ring.channels, ring.slots and ring.slot_size");
+  mem_add(m, (uint64_t)npeers * (2 * r->channels * area + (uint64_t)r->channels * r->slots * 8 +
+                                 ((uint64_t)c->qp.sq_depth + c->qp.rq_depth) * MEM_RING_MSG +
+                                 MEM_RING_CONN),
+          "qp.sq_depth and qp.rq_depth");
+}
+
+/* The workload's buffers; *lat the latency samples it keeps. */
+static void mem_app(const struct pp_engine_cfg *c, uint64_t script_bytes, struct mem *m,
+                    uint64_t *lat)
+{
+  const struct pp_workload *w = &c->workload;
+  const struct pp_traffic *t = &c->traffic;
+  uint64_t size = w->size;
+  switch (w->kind) {
+  case PP_WORKLOAD_STREAM:
+    mem_add(m, ((uint64_t)c->qp.sq_depth + c->qp.rq_depth) * (size + 16),
+            "qp.sq_depth, qp.rq_depth and workload.size");
+    *lat = w->messages;
+    break;
+  case PP_WORKLOAD_TRAFFIC: {
+    uint64_t W = t->window ? t->window : 16, smax = t->size_max > size ? t->size_max : size;
+    uint64_t nsrc = w->pattern == PP_PATTERN_ALLTOALL ? c->nranks - 1u : 1;
+    bool wild = t->recv_mode == PP_RECV_ANY_SOURCE || t->recv_mode == PP_RECV_ANY;
+    mem_add(m, 2 * W * (smax + 64), "traffic.window and traffic.size_max");
+    mem_add(m, wild ? nsrc * w->messages * 4 : 0, "workload.messages");
+    *lat = nsrc * w->messages < 1000000 ? nsrc * w->messages : 1000000;
+    break;
+  }
+  case PP_WORKLOAD_COLLECTIVE: {
+    uint64_t W = c->coll.window < c->qp.rq_depth ? c->coll.window : c->qp.rq_depth;
+    uint64_t elems = c->coll.bytes / 4 + 1; /* the in-flight flags: at most one per element */
+    mem_add(m, c->coll.bytes + elems, "collective.size");
+    mem_add(m, W * (c->coll.chunk + 8), "collective.window and collective.chunk");
+    *lat = c->coll.iterations;
+    break;
+  }
+  default: /* script, api */
+    mem_add(m, script_bytes + 4096 + c->nranks * 8ull, "the script's message sizes and counts");
+    *lat = 1000000;
+    break;
+  }
+  mem_add(m, MEM_APP, "workload");
+}
+
+void pp_engine_mem_need(const struct pp_engine_cfg *cfg, struct pp_mem_need *out)
+{
+  uint64_t sbytes = 0, lat = 0;
+  uint32_t speers = 0;
+  if (cfg->workload.kind == PP_WORKLOAD_SCRIPT) /* the busiest rank */
+    for (uint32_t r = 0; r < cfg->nranks; r++) {
+      uint64_t b;
+      uint32_t n;
+      pp_script_need(cfg, r, &b, &n);
+      sbytes = b > sbytes ? b : sbytes;
+      speers = n > speers ? n : speers;
+    }
+  uint32_t npeers = mem_peers(cfg, speers);
+  struct mem m = {0};
+  mem_add(&m, sizeof(struct pp_engine) + ((uint64_t)cfg->qp.rq_depth * 2 + 64) *
+                                             sizeof(struct pp_timer), "the engine");
+  *out = (struct pp_mem_need){.qps = npeers,
+                              .send_wqes = (uint64_t)npeers * cfg->qp.sq_depth,
+                              .recv_wqes = (uint64_t)npeers * cfg->qp.rq_depth};
+  if (pp_p2p_proto(cfg->protocol))
+    mem_p2p(cfg, npeers, &m, out);
+  else if (cfg->protocol == PP_PROTO_RING_CREDITS || cfg->protocol == PP_PROTO_RING_CTS)
+    mem_ring(cfg, npeers, &m, out);
+  mem_app(cfg, sbytes, &m, &lat);
+  mem_add(&m, lat * sizeof(uint64_t), "workload.messages (a latency sample each)");
+  mem_add(&m, 16 * 4096, "the allocator's rounding"); /* a page per large buffer */
+  out->bytes = m.total;
+  out->biggest = m.what;
 }
 
 static const struct pp_proto_ops *const proto_table[PP_PROTO_COUNT] = {

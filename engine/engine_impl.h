@@ -128,6 +128,9 @@ struct pp_engine {
   bool violated[PP_MAX_PEERS];
 };
 
+/* script.c: the buffer bytes and the number of peers of `rank` under a script workload. */
+void pp_script_need(const struct pp_engine_cfg *c, uint32_t rank, uint64_t *bytes, uint32_t *npeers);
+
 /* --- for protocols --- */
 /* Registers memory with the backend. */
 enum pp_status pp_engine_reg(struct pp_engine *e, void *buf, size_t len, unsigned access,

@@ -130,6 +130,13 @@ static void peerset_add(void *ctx, uint32_t r)
   }
 }
 
+void pp_script_need(const struct pp_engine_cfg *c, uint32_t rank, uint64_t *bytes, uint32_t *npeers)
+{
+  struct peerset ps = {0};
+  script_peers(c, rank, bytes, peerset_add, &ps);
+  *npeers = ps.n;
+}
+
 #define CHECK(cond, ...)                                                                           \
   do {                                                                                             \
     if (!(cond)) {                                                                                 \

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -600,4 +601,143 @@ Test(cli, stalled_and_timed_out_runs_report_the_hang)
   rc = cli("run '" SCENARIOS "fast-consumer.yaml' --json");
   cr_assert_eq(rc, 0);
   cr_assert_null(path_of(out, "hang"), "a completed run has no hang object");
+}
+
+/* ================================================================ limits */
+
+/* ASan reserves terabytes of address space for its shadow memory: an RLIMIT_AS cannot be applied
+ * to an instrumented binary at all, so the address-space tests run in the plain builds. */
+#if defined(__SANITIZE_ADDRESS__)
+#define AS_LIMIT_TESTABLE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AS_LIMIT_TESTABLE 0
+#endif
+#endif
+#ifndef AS_LIMIT_TESTABLE
+#define AS_LIMIT_TESTABLE 1
+#endif
+
+/* Runs `prepost ARGS` under `ulimit -v kib` (RLIMIT_AS), the environment `env` before it. */
+static int cli_as(unsigned long kib, const char *env, const char *args)
+{
+  char a[2048];
+  snprintf(a, sizeof(a), "%s", args);
+  free(out);
+  free(err);
+  char cmd[4096];
+  snprintf(cmd, sizeof(cmd), "ulimit -v %lu && %s '%s' %s > '%s/out' 2> '%s/err' < /dev/null", kib,
+           env, PREPOST_CLI, a, tmpdir, tmpdir);
+  int st = system(cmd);
+  cr_assert(WIFEXITED(st), "prepost %s: did not exit normally (status %#x)", args, st);
+  char path[128];
+  snprintf(path, sizeof(path), "%s/out", tmpdir);
+  out = slurp(path);
+  snprintf(path, sizeof(path), "%s/err", tmpdir);
+  err = slurp(path);
+  return WEXITSTATUS(st);
+}
+
+static void write_ring_1024(void)
+{
+  write_file("ring-1024.yaml", "name: ring-1024\nranks: 1024\nprotocol: naive\n"
+                               "workload:\n  pattern: ring\n  messages: 4\n  size: 4KiB\n"
+                               "qp:\n  sq_depth: 8\n  rq_depth: 8\n");
+}
+
+/* 1,024 ranks, the documented maximum, in 8 GB of address space: SimGrid's default 8 MiB actor
+ * stacks alone took 8 GiB and it aborted ("Failed to allocate stack") from about 768 ranks. Both
+ * context factories: raw (the default) sizes stacks with contexts/stack-size, thread through
+ * the process's default thread attributes. About 0.3 s and 1 s. */
+Test(cli, ranks_1024_run_in_8_gb_of_address_space, .timeout = 120)
+{
+  if (!AS_LIMIT_TESTABLE)
+    cr_skip_test("ASan's shadow memory cannot live under an RLIMIT_AS");
+  write_ring_1024();
+  char args[256];
+  snprintf(args, sizeof(args), "run '%s/ring-1024.yaml' --json", tmpdir);
+  static const char *const env[] = {"", "PREPOST_SG_CONTEXTS=thread"};
+  for (int i = 0; i < 2; i++) {
+    int rc = cli_as(8ul << 20, env[i], args);
+    cr_assert_eq(rc, 0, "%s: exit %d; stderr:\n%.2000s", env[i], rc, err);
+    cr_assert_eq(num(out, "messages"), 1024 * 4, "%s", env[i]);
+    cr_assert_null(strstr(err, "prepost:"), "stderr: %s", err);
+  }
+}
+
+/* Too little address space: refused before anything is allocated, exit 2, with the amount, its
+ * parts and what to lower; never an abort. */
+Test(cli, too_little_address_space_is_refused_with_the_amount, .timeout = 60)
+{
+  if (!AS_LIMIT_TESTABLE)
+    cr_skip_test("ASan's shadow memory cannot live under an RLIMIT_AS");
+  write_ring_1024();
+  char args[256];
+  snprintf(args, sizeof(args), "run '%s/ring-1024.yaml'", tmpdir);
+  int rc = cli_as(3ul << 20, "", args);
+  cr_assert_eq(rc, 2, "exit %d; stderr:\n%.2000s", rc, err);
+  assert_has(err, "ring-1024.yaml: the run needs about ");
+  assert_has(err, "GiB (1024 ranks x ");
+  assert_has(err, "RLIMIT_AS, ulimit -v");
+  assert_has(err, "lower ranks or the NIC profile's max_mr");
+}
+
+Test(cli, limits_memory_refuses_a_run_that_needs_more)
+{
+  write_file("big.yaml", "name: big\nranks: 8\nworkload:\n  size: 1MiB\n"
+                         "qp:\n  sq_depth: 256\n  rq_depth: 256\nlimits:\n  memory: 1GiB\n");
+  char args[256];
+  snprintf(args, sizeof(args), "run '%s/big.yaml'", tmpdir);
+  int rc = cli(args);
+  cr_assert_eq(rc, 2, "exit %d; stderr:\n%s", rc, err);
+  assert_has(err, "the run needs about 4."); /* 4.0 GiB, 4.1 under ASan (1 MiB stacks) */
+  assert_has(err, " GiB (8 ranks x ");
+  assert_has(err, "more than limits.memory (1.0 GiB)");
+  assert_has(err, "lower ranks or qp.sq_depth, qp.rq_depth and workload.size, or raise limits.memory");
+  /* and the same run under a limit it fits in */
+  write_file("fits.yaml", "name: fits\nranks: 2\nworkload:\n  messages: 4\n  size: 1MiB\n"
+                          "qp:\n  sq_depth: 4\n  rq_depth: 4\nlimits:\n  memory: 1GiB\n");
+  snprintf(args, sizeof(args), "run '%s/fits.yaml'", tmpdir);
+  rc = cli(args);
+  cr_assert_eq(rc, 0, "exit %d; stderr:\n%s", rc, err);
+}
+
+/* Model, scenario and trace paths that are not regular files are refused with file:line: a FIFO
+ * named by `nic:` used to hang the CLI in its read (and one named by `platform:` hung SimGrid). */
+Test(cli, fifos_directories_and_devices_are_refused_as_model_paths, .timeout = 60)
+{
+  char fifo[128], text[512], args[512];
+  snprintf(fifo, sizeof(fifo), "%s/pipe", tmpdir);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  static const struct {
+    const char *key, *path, *why;
+  } cases[] = {
+      {"nic", NULL, "is a FIFO, not a regular file"},
+      {"platform", NULL, "is a FIFO, not a regular file"},
+      {"nic", "/tmp", "is a directory"},
+      {"platform", "/dev/null", "is a character device, not a regular file"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const char *path = cases[i].path ? cases[i].path : fifo;
+    snprintf(text, sizeof(text), "ranks: 2\n%s: %s\n", cases[i].key, path);
+    write_file("s.yaml", text);
+    snprintf(args, sizeof(args), "run '%s/s.yaml'", tmpdir);
+    int rc = cli(args);
+    cr_assert_eq(rc, 2, "%s: %s: exit %d; stderr:\n%s", cases[i].key, path, rc, err);
+    char want[512];
+    snprintf(want, sizeof(want), "s.yaml:2: %s file '%s': %s", cases[i].key, path, cases[i].why);
+    assert_has(err, want);
+  }
+  /* the scenario itself, and a trace, for every trace command */
+  snprintf(args, sizeof(args), "run '%s'", fifo);
+  cr_assert_eq(cli(args), 2, "stderr:\n%s", err);
+  assert_has(err, "cannot open: is a FIFO, not a regular file");
+  static const char *const trace_cmds[] = {"trace dump", "trace stats", "replay",
+                                           "trace export --pcap -o /dev/null",
+                                           "trace export --svg -o /dev/null"};
+  for (size_t i = 0; i < sizeof(trace_cmds) / sizeof(trace_cmds[0]); i++) {
+    snprintf(args, sizeof(args), "%s '%s'", trace_cmds[i], fifo);
+    cr_assert_eq(cli(args), 2, "%s: stderr:\n%s", trace_cmds[i], err);
+    assert_has(err, "is a FIFO, not a regular file");
+  }
 }

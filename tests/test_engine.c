@@ -1968,3 +1968,109 @@ Test(engine, loopback_slow_consumer_delivers_everything_intact)
   pp_engine_destroy(r);
   check_no_leaks();
 }
+
+/* ================================================================ memory estimate */
+
+#if !defined(HAVE_LSAN)
+#include <malloc.h>
+
+#include "tests/fakefabric.h"
+
+static struct ff MF;
+
+static uint64_t heap_bytes(void)
+{
+  struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+}
+
+/* pp_engine_mem_bytes() against what pp_engine_create() allocates (on the fake fabric, whose own
+ * queues are subtracted): never below it (it is what a run is refused on), at most 3x above it
+ * plus 128 KiB a rank (it prices every rank as the busiest one: a pair's sender and receiver
+ * both pay for the other's buffers). */
+static void check_estimate(const struct pp_engine_cfg *c, const char *what)
+{
+  struct pp_mem_need need;
+  pp_engine_mem_need(c, &need);
+  uint64_t est = need.bytes * c->nranks;
+  cr_assert_not_null(need.biggest, "%s: no largest term named", what);
+  uint64_t before = heap_bytes();
+  ff_create(&MF, c, 1);
+  uint64_t fake = 0;
+  for (uint32_t r = 0; r < MF.n; r++) {
+    fake += MF.nic[r].cq_cap * sizeof(struct pp_wc);
+    uint64_t sw = 0, rw = 0;
+    cr_assert_leq(ff_qp_count(&MF, r), need.qps, "%s: rank %u opened %u QPs, estimated %u", what,
+                  r, ff_qp_count(&MF, r), need.qps);
+    for (uint32_t i = 0; i < ff_qp_count(&MF, r); i++) {
+      const struct ff_qp *q = ff_qp_at(&MF, r, i);
+      uint32_t rq = q->init.max_recv_wr ? q->init.max_recv_wr : 1;
+      fake += q->init.max_send_wr * sizeof(struct ff_wr) + rq * sizeof(struct pp_recv_wr);
+      sw += q->init.max_send_wr;
+      rw += q->init.max_recv_wr;
+    }
+    cr_assert_leq(sw, need.send_wqes, "%s: rank %u: %llu send WQEs", what, r,
+                  (unsigned long long)sw);
+    cr_assert_leq(rw, need.recv_wqes, "%s: rank %u: %llu receive WQEs", what, r,
+                  (unsigned long long)rw);
+  }
+  uint64_t got = heap_bytes() - before - fake;
+  ff_fini(&MF);
+  cr_assert_geq(est, got, "%s: estimated %llu bytes, created %llu", what,
+                (unsigned long long)est, (unsigned long long)got);
+  cr_assert_leq(est, 3 * got + c->nranks * (128ull << 10), "%s: estimated %llu bytes, created %llu",
+                what, (unsigned long long)est, (unsigned long long)got);
+}
+
+Test(engine_mem, estimate_bounds_every_small_model_scenario)
+{
+  static const char *const names[] = {
+      "bench-pair",        "fast-consumer",          "hdr-pair",
+      "lossy",             "p2p-script",             "p2p-traffic",
+      "parity-rnr",        "ring-allreduce-8-1m",    "ring-slow-rank",
+      "rnr-slow-consumer-eager", "rnr-slow-consumer-ring", "rnr-slow-consumer-rndv",
+      "rnr-slow-consumer",
+  };
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    char path[512], err[512];
+    snprintf(path, sizeof(path), "%s/scenarios/%s.yaml", PREPOST_MODELS_DIR, names[i]);
+    static struct pp_scenario sc;
+    cr_assert_eq(pp_scenario_load(path, PREPOST_MODELS_DIR, &sc, err, sizeof(err)), PP_OK, "%s",
+                 err);
+    check_estimate(&sc.sim.engine, names[i]);
+  }
+}
+
+Test(engine_mem, estimate_follows_the_large_settings)
+{
+  struct pp_engine_cfg c = base_cfg();
+  c.nranks = 4;
+  c.workload.pattern = PP_PATTERN_RING;
+  c.workload.size = 256 << 10;
+  c.qp.sq_depth = 32;
+  c.qp.rq_depth = 32;
+  struct pp_mem_need need;
+  check_estimate(&c, "naive stream, 256 KiB x 64 buffers");
+  pp_engine_mem_need(&c, &need);
+  cr_assert_not_null(strstr(need.biggest, "qp.sq_depth"), "%s", need.biggest);
+
+  c.protocol = PP_PROTO_RING_CTS;
+  c.ring = (struct pp_ring_params){.slots = 16, .slot_size = 1 << 20, .channels = 2,
+                                   .credit_batch = 1};
+  check_estimate(&c, "ring-cts, 2 x 16 x 1 MiB slots");
+  pp_engine_mem_need(&c, &need);
+  cr_assert_not_null(strstr(need.biggest, "ring.slot_size"), "%s", need.biggest);
+
+  c = base_cfg();
+  c.nranks = 8;
+  c.protocol = PP_PROTO_EAGER;
+  c.workload.kind = PP_WORKLOAD_TRAFFIC;
+  c.workload.pattern = PP_PATTERN_ALLTOALL;
+  c.workload.size = 1024;
+  c.p2p.eager_limit = 64 << 10;
+  c.p2p.credits = 64;
+  check_estimate(&c, "eager alltoall, 64 credits of 64 KiB");
+  pp_engine_mem_need(&c, &need);
+  cr_assert_not_null(strstr(need.biggest, "p2p.credits"), "%s", need.biggest);
+}
+#endif

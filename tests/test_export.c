@@ -271,3 +271,91 @@ Test(export, svg_is_well_formed, .timeout = 120)
   cr_assert_eq(sh("$P trace export t.trace 2> /dev/null"), 2, "export needs a format");
   cr_assert_eq(sh("$P trace export --svg --pcap t.trace 2> /dev/null"), 2);
 }
+
+/* ================================================================ bounded by the trace */
+
+#include "engine/trace.h"
+
+static int file_sink(void *ctx, const void *buf, size_t len)
+{
+  return fwrite(buf, 1, len, ctx) == len ? 0 : -1;
+}
+
+/* A trace with every packet whose records are one honest 8 KiB SEND (2 packets at MTU 4096) and
+ * `n` more data packets of `len` bytes that say they span `npkts` MTU packets. */
+static void write_packets_trace(const char *name, uint32_t n, uint32_t len, uint32_t npkts)
+{
+  char path[128];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  cr_assert_not_null(f);
+  struct pp_trace_info info = {.version = "t", .backend = "simgrid", .scenario = "forged",
+                               .nranks = 2, .packets = PP_TRACE_PACKETS_ALL};
+  struct pp_trace_writer *w;
+  cr_assert_eq(pp_trace_writer_create(file_sink, f, &info, &w), PP_OK);
+  cr_assert_eq(pp_trace_kv_u64(w, "engine.qp.mtu", 4096), PP_OK);
+  cr_assert_eq(pp_trace_begin(w), PP_OK);
+  struct pp_trace_pkt k = {.kind = PP_TPKT_REQ, .opcode = PP_WR_SEND, .src_rank = 0,
+                           .dst_rank = 1, .src_qpn = 0x100, .dst_qpn = 0x101, .psn = 1,
+                           .npkts = 2, .len = 8192, .wire_bytes = 8300};
+  pp_trace_pkt_tx_id(w, 1000, &k);
+  for (uint32_t i = 0; i < n; i++) {
+    k.psn += k.npkts;
+    k.npkts = npkts;
+    k.len = len;
+    pp_trace_pkt_tx_id(w, 2000 + i, &k);
+  }
+  cr_assert_eq(pp_trace_finish(w), PP_OK);
+  pp_trace_writer_destroy(w);
+  cr_assert_eq(fclose(f), 0);
+}
+
+/* A forged packet count (4 billion MTU packets for 64 bytes) used to make `trace export --pcap`
+ * write frames until the disk was full: the counts are checked against the bytes before any
+ * output, exit 2, no file. */
+Test(export, pcap_refuses_a_packet_count_its_bytes_cannot_hold, .timeout = 60)
+{
+  write_packets_trace("ok.trace", 1, 12288, 3);
+  cr_assert_eq(sh("$P trace export --pcap ok.trace -o ok.pcap 2> err.txt"), 0);
+  /* pcap header 24 + 5 frames of 16 + headers + payload: 8192 + 12288 payload bytes */
+  long size = num("wc -c < ok.pcap");
+  cr_assert(size > 20480 && size < 20480 + 5 * 200, "%ld bytes", size);
+
+  write_packets_trace("lie.trace", 1, 64, 0xffffffffu);
+  cr_assert_eq(sh("$P trace export --pcap lie.trace -o lie.pcap 2> err.txt"), 2);
+  cr_assert_eq(sh("grep -q 'record 1 (pkt_tx of rank 0) is inconsistent: 64 bytes in 4294967295 "
+                  "MTU packets' err.txt"), 0);
+  cr_assert_eq(sh("grep -q 'corrupt or forged' err.txt"), 0);
+  cr_assert_neq(sh("test -e lie.pcap"), 0, "no capture written");
+  /* too few packets for the bytes (frames larger than any MTU) are as false */
+  write_packets_trace("few.trace", 1, 1 << 20, 1);
+  cr_assert_eq(sh("$P trace export --pcap few.trace -o few.pcap 2> err.txt"), 2);
+  cr_assert_eq(sh("grep -q '1048576 bytes in 1 MTU packets' err.txt"), 0);
+}
+
+/* Honest counts that still need more room than the output's file system has: refused up front
+ * with the size, before the file is created (here /proc, which has no free blocks). */
+Test(export, pcap_refuses_a_capture_larger_than_the_free_space, .timeout = 60)
+{
+  write_packets_trace("big.trace", 200, 1 << 20, 256);
+  cr_assert_eq(sh("$P trace export --pcap big.trace -o /proc/x.pcap 2> err.txt"), 2);
+  cr_assert_eq(sh("grep -q 'the capture would take up to 20[0-9.]* MiB (51202 frames), more "
+                  "than the 0.0 MiB free where .*/proc/x.pcap' err.txt"), 0);
+  cr_assert_eq(sh("grep -q -- '--snaplen N' err.txt"), 0);
+  /* with --snaplen 128 the same capture is small */
+  cr_assert_eq(sh("$P trace export --pcap big.trace --snaplen 128 -o s.pcap"), 0);
+  cr_assert(num("wc -c < s.pcap") < 200 * 256 * 160, "snaplen bounds each frame");
+}
+
+/* The Perfetto and SVG exports of the same forged trace: one slice per record, whatever the
+ * records claim (their output grows with the records present, not with the counts inside). */
+Test(export, perfetto_and_svg_stay_proportional_to_the_records, .timeout = 60)
+{
+  write_packets_trace("lie.trace", 100, 64, 0xffffffffu);
+  long in = num("wc -c < lie.trace");
+  cr_assert_eq(sh("$P trace export --perfetto lie.trace -o p.json"), 0);
+  cr_assert_eq(sh("$P trace export --svg lie.trace -o p.svg"), 0);
+  cr_assert(num("wc -c < p.json") < 1000 * in, "perfetto %ld bytes for %ld", num("wc -c < p.json"),
+            in);
+  cr_assert(num("wc -c < p.svg") < 1000 * in, "svg");
+}

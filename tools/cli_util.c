@@ -1,9 +1,11 @@
-#define _XOPEN_SOURCE 700 /* readlink, realpath */
+#define _XOPEN_SOURCE 700 /* readlink, realpath, O_CLOEXEC, S_ISSOCK, fdopen */
 #include "cli_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -75,4 +77,96 @@ void pp_json_string(FILE *out, const char *s)
       fputc(c, out);
   }
   fputc('"', out);
+}
+
+static const char *file_kind(mode_t m)
+{
+  return S_ISDIR(m)    ? "is a directory"
+         : S_ISFIFO(m) ? "is a FIFO, not a regular file"
+         : S_ISCHR(m)  ? "is a character device, not a regular file"
+         : S_ISBLK(m)  ? "is a block device, not a regular file"
+         : S_ISSOCK(m) ? "is a socket, not a regular file"
+                       : "is not a regular file";
+}
+
+/* Fails with err and errno set to `e`. */
+static FILE *open_fail(int fd, int e, const char *what, char *err, size_t errlen)
+{
+  snprintf(err, errlen, "%s", what ? what : strerror(e));
+  if (fd >= 0)
+    close(fd);
+  errno = e;
+  return NULL;
+}
+
+FILE *pp_open_regular(const char *path, char *err, size_t errlen)
+{
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return open_fail(fd, errno, NULL, err, errlen);
+  struct stat st;
+  int flags;
+  if (fstat(fd, &st) != 0 || (flags = fcntl(fd, F_GETFL)) < 0)
+    return open_fail(fd, errno, NULL, err, errlen);
+  if (!S_ISREG(st.st_mode))
+    return open_fail(fd, S_ISDIR(st.st_mode) ? EISDIR : EINVAL, file_kind(st.st_mode), err,
+                     errlen);
+  if (fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+    return open_fail(fd, errno, NULL, err, errlen);
+  FILE *f = fdopen(fd, "rb");
+  return f ? f : open_fail(fd, errno, NULL, err, errlen);
+}
+
+int pp_read_regular(const char *path, size_t max, char **data, size_t *len, bool *too_big,
+                    char *err, size_t errlen)
+{
+  *data = NULL;
+  *len = 0;
+  if (max > SIZE_MAX / 2)
+    max = SIZE_MAX / 2;
+  if (too_big)
+    *too_big = false;
+  FILE *f = pp_open_regular(path, err, errlen);
+  if (!f)
+    return -1;
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap + 1);
+  for (;;) {
+    if (!buf) {
+      snprintf(err, errlen, "out of memory");
+      fclose(f);
+      return -1;
+    }
+    size_t r = fread(buf + n, 1, cap - n, f);
+    n += r;
+    if (n > max) {
+      snprintf(err, errlen, "larger than %zu bytes", max);
+      if (too_big)
+        *too_big = true;
+      free(buf);
+      fclose(f);
+      return -1;
+    }
+    if (r == 0)
+      break;
+    if (n == cap) { /* n <= max < cap * 2: grow to at most max + 1, one byte tells "too big" */
+      size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+      char *nb = realloc(buf, ncap + 1);
+      if (!nb)
+        free(buf);
+      buf = nb;
+      cap = ncap;
+    }
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    snprintf(err, errlen, "read error");
+    free(buf);
+    return -1;
+  }
+  buf[n] = '\0';
+  *data = buf;
+  *len = n;
+  return 0;
 }

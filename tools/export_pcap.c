@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/engine.h"
 #include "engine/trace_codec.h"
 #include "trace_cli.h"
 
@@ -232,6 +233,72 @@ int pp_export_pcap_check(const struct pp_trace *t, char *err, size_t errlen)
   return -1;
 }
 
+/* The most bytes one frame takes: every header, the pad and the ICRC around its payload. */
+#define FRAME_OVERHEAD (ETH_LEN + IP_LEN + UDP_LEN + BTH_LEN + RETH_LEN + AETH_LEN + IMM_LEN + 3 + \
+                        ICRC_LEN)
+#define PCAP_REC_HDR 16u
+
+static uint64_t frame_bytes(uint32_t payload, uint32_t snaplen)
+{
+  uint64_t b = (uint64_t)payload + FRAME_OVERHEAD;
+  return PCAP_REC_HDR + (snaplen && b > snaplen ? snaplen : b);
+}
+
+/* One PKT_TX record's frames, checked against its bytes: the model sends a message of len bytes
+ * as ceil(len / MTU) packets, MTU 256..4096, so its packet count is no smaller than ceil(len /
+ * 4096) and no larger than ceil(len / 256) (a lying count would make the capture as large as it
+ * says); at most PP_MAX_MSG_SIZE bytes. */
+static int pkt_plan(const struct pp_trace_pkt *k, size_t i, uint32_t snaplen, uint64_t *frames,
+                    uint64_t *bytes, char *err, size_t errlen)
+{
+  uint32_t n = k->npkts ? k->npkts : 1;
+  bool data = (k->kind == PP_TPKT_REQ && k->opcode != PP_WR_RDMA_READ) ||
+              k->kind == PP_TPKT_READ_RESP;
+  uint64_t lo = data ? ((uint64_t)k->len + 4095) / 4096 : 0, hi = ((uint64_t)k->len + 255) / 256;
+  if (k->len > PP_MAX_MSG_SIZE || (data && (n < lo || n > (hi ? hi : 1)))) {
+    snprintf(err, errlen,
+             "record %zu (pkt_tx of rank %u) is inconsistent: %" PRIu32 " bytes in %" PRIu32
+             " MTU packets (a message of up to %u bytes spans ceil(bytes / MTU) packets, MTU "
+             "256..4096): the trace is corrupt or forged",
+             i, k->src_rank, k->len, n, PP_MAX_MSG_SIZE);
+    return -1;
+  }
+  if (k->has_ack && k->kind == PP_TPKT_REQ) {
+    *frames += 1;
+    *bytes += frame_bytes(0, snaplen);
+  }
+  if (!data) {
+    *frames += 1;
+    *bytes += frame_bytes(0, snaplen);
+    return 0;
+  }
+  *frames += n;
+  *bytes += (uint64_t)n * frame_bytes(0, snaplen) +
+            (snaplen && snaplen <= FRAME_OVERHEAD ? 0 : k->len); /* at most */
+  return 0;
+}
+
+int pp_export_pcap_plan(const struct pp_trace *t, const struct pp_export_opts *o,
+                        uint64_t *frames, uint64_t *bytes, char *err, size_t errlen)
+{
+  *frames = 0;
+  *bytes = 24; /* the file header */
+  if (pp_export_pcap_check(t, err, errlen))
+    return -1;
+  for (size_t i = 0; i < t->nrecs; i++) {
+    if (t->idx[i].type != PP_TREC_PKT_TX)
+      continue;
+    struct pp_trace_rec r;
+    if (pp_trace_get(t, i, &r) != PP_OK) {
+      snprintf(err, errlen, "record %zu cannot be read", i);
+      return -1;
+    }
+    if (pkt_plan(&r.u.pkt, i, o->snaplen, frames, bytes, err, errlen))
+      return -1;
+  }
+  return 0;
+}
+
 int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_opts *opts,
                    char *err, size_t errlen)
 {
@@ -240,7 +307,8 @@ int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_o
   const struct pp_trace_kv *kv = pp_trace_kv_find(t, "engine.qp.mtu");
   if (kv && kv->type == PP_TKV_U64 && kv->u >= 256 && kv->u <= 4096)
     mtu = (uint32_t)kv->u;
-  if (pp_export_pcap_check(t, err, errlen))
+  uint64_t frames, bytes;
+  if (pp_export_pcap_plan(t, opts, &frames, &bytes, err, errlen))
     return -1;
   size_t cap = 64;
   while (cap < 4 * (size_t)t->nranks + 64)

@@ -25,6 +25,7 @@
 
 #include "prepost/simnic.h"
 #include "prepost/engine.h"
+#include "tools/cli_util.h"
 
 #define MAX_TEXT_BYTES (1u << 20) /* larger inputs are refused */
 #define MAX_NODES 100000          /* so are documents with more values (bounds memory) */
@@ -729,47 +730,11 @@ static enum pp_status get_enum(struct ctx *c, const char *key, const struct node
 
 static enum pp_status read_file(struct ctx *c, const char *path, char **out, size_t *outlen)
 {
-  *out = NULL;
-  *outlen = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return fail(c, PP_IO, 0, "cannot open: %s", strerror(errno));
-  size_t cap = 4096, len = 0;
-  char *buf = malloc(cap);
-  if (!buf) {
-    fclose(f);
-    return fail(c, PP_NOMEM, 0, "out of memory");
-  }
-  for (;;) {
-    if (len == cap) {
-      if (cap > MAX_TEXT_BYTES) {
-        free(buf);
-        fclose(f);
-        return fail(c, PP_INVALID, 0, "file is larger than %u bytes", MAX_TEXT_BYTES);
-      }
-      char *nb = realloc(buf, cap * 2);
-      if (!nb) {
-        free(buf);
-        fclose(f);
-        return fail(c, PP_NOMEM, 0, "out of memory");
-      }
-      buf = nb;
-      cap *= 2;
-    }
-    size_t n = fread(buf + len, 1, cap - len, f);
-    len += n;
-    if (n == 0)
-      break;
-  }
-  if (ferror(f)) {
-    int e = errno;
-    free(buf);
-    fclose(f);
-    return fail(c, PP_IO, 0, "cannot read: %s", strerror(e));
-  }
-  fclose(f);
-  *out = buf;
-  *outlen = len;
+  char e[128];
+  bool big;
+  if (pp_read_regular(path, MAX_TEXT_BYTES, out, outlen, &big, e, sizeof e) != 0)
+    return big ? fail(c, PP_INVALID, 0, "file is larger than %u bytes", MAX_TEXT_BYTES)
+               : fail(c, PP_IO, 0, "cannot open: %s", e);
   return PP_OK;
 }
 
@@ -803,10 +768,13 @@ static enum pp_status resolve(struct ctx *c, const char *what, const struct node
   if (n < 0 || (size_t)n >= size)
     return fail(c, PP_INVALID, v->line, "%s file path is too long (at most %zu bytes), got %s",
                 what, size - 1, show(c, v));
-  FILE *f = fopen(out, "rb");
-  if (!f)
+  char e[128];
+  FILE *f = pp_open_regular(out, e, sizeof e);
+  if (!f && errno == ENOENT)
     return fail(c, PP_IO, v->line, "%s file %s not found%s", what, show(c, v),
                 rooted ? "" : " under models dir");
+  if (!f) /* a directory, a FIFO (which would block whoever reads it), a device */
+    return fail(c, PP_IO, v->line, "%s file %s: %s", what, show(c, v), e);
   fclose(f);
   return PP_OK;
 }
@@ -960,7 +928,7 @@ static const char *const faults_keys[] = {
     "qp_error_at", "qp_error_host", "qp_error_qp", "rkey_invalidate_at", "rkey_host", "cq_delay",
     "pause_ranks", "pause_at",   "pause",       "order_bits", "order_mask",  "order_window",
     "byzantine", "byzantine_rank", NULL};
-static const char *const limits_keys[] = {"max_sim_time", "no_progress", NULL};
+static const char *const limits_keys[] = {"max_sim_time", "no_progress", "memory", NULL};
 
 /* A section value that must be a mapping ("key:" alone counts as an empty one). */
 static enum pp_status section(struct ctx *c, const struct node *root, const char *key,
@@ -1328,6 +1296,9 @@ static enum pp_status parse_scenario(struct ctx *c, const struct node *root, str
   }
   if (limits && (v = get(limits, "no_progress")) &&
       (st = get_duration(c, "no_progress", v, &sim->no_progress_ns)))
+    return st;
+  if (limits && (v = get(limits, "memory")) &&
+      (st = get_size(c, "memory", v, 1ull << 20, 1ull << 50, &sim->memory_limit)))
     return st;
   sim->engine.rank = 0;
   sim->engine.seed = sim->seed;

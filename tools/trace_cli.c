@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
+#include <sys/statvfs.h>
 
 #include "buildinfo.h"
 #include "cli_util.h"
@@ -531,38 +532,14 @@ int pp_trace_file_load(const char *path, unsigned flags, struct pp_trace_file *f
                        size_t errlen)
 {
   memset(f, 0, sizeof(*f));
-  FILE *in = fopen(path, "rb");
-  if (!in) {
-    snprintf(err, errlen, "cannot read trace '%s': %s", path, strerror(errno));
+  char *text;
+  size_t n;
+  char e0[128];
+  if (pp_read_regular(path, SIZE_MAX, &text, &n, NULL, e0, sizeof e0) != 0) {
+    snprintf(err, errlen, "cannot read trace '%s': %s", path, e0);
     return -1;
   }
-  size_t cap = 1 << 16, n = 0;
-  uint8_t *buf = malloc(cap);
-  for (;;) {
-    if (!buf) {
-      fclose(in);
-      snprintf(err, errlen, "%s: out of memory", path);
-      return -1;
-    }
-    size_t r = fread(buf + n, 1, cap - n, in);
-    n += r;
-    if (r == 0)
-      break;
-    if (n == cap) {
-      uint8_t *nb = realloc(buf, cap * 2);
-      if (!nb)
-        free(buf);
-      buf = nb;
-      cap *= 2;
-    }
-  }
-  int bad = ferror(in);
-  fclose(in);
-  if (bad) {
-    free(buf);
-    snprintf(err, errlen, "cannot read trace '%s'", path);
-    return -1;
-  }
+  uint8_t *buf = (uint8_t *)text;
   char e[512];
   bool packed = is_zstd(buf, n);
   if (packed) {
@@ -765,6 +742,29 @@ static int cmd_dump(int argc, char **argv, bool stats)
   return EXIT_OK;
 }
 
+/* A capture of `bytes` fits on the file system of out_path (stdout: not known, not checked). */
+static int room_for(const char *out_path, uint64_t bytes, uint64_t frames, char *err,
+                    size_t errlen)
+{
+  if (!out_path || !strcmp(out_path, "-"))
+    return 0;
+  char dir[4096];
+  const char *slash = strrchr(out_path, '/');
+  snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - out_path) + 1 : 1,
+           slash ? out_path : ".");
+  struct statvfs fs;
+  if (statvfs(dir, &fs) != 0)
+    return 0; /* fopen will say what is wrong with the path */
+  uint64_t avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+  if (bytes <= avail)
+    return 0;
+  snprintf(err, errlen,
+           "the capture would take up to %.1f MiB (%" PRIu64 " frames), more than the %.1f MiB "
+           "free where '%s' goes: --snaplen N captures at most N bytes of each frame",
+           (double)bytes / (1 << 20), frames, (double)avail / (1 << 20), out_path);
+  return -1;
+}
+
 static int cmd_export(int argc, char **argv)
 {
   const char *path = NULL, *out_path = NULL, *kind = NULL;
@@ -810,7 +810,9 @@ static int cmd_export(int argc, char **argv)
     fprintf(stderr, "prepost: %s\n", err);
     return EXIT_USAGE;
   }
-  if (!strcmp(kind, "pcap") && pp_export_pcap_check(&f.t, err, sizeof(err))) {
+  uint64_t frames, bytes;
+  if (!strcmp(kind, "pcap") && (pp_export_pcap_plan(&f.t, &o, &frames, &bytes, err, sizeof(err)) ||
+                                room_for(out_path, bytes, frames, err, sizeof(err)))) {
     fprintf(stderr, "prepost: %s: %s\n", path, err); /* before -o FILE exists: no empty capture */
     pp_trace_file_free(&f);
     return EXIT_USAGE;

@@ -52,6 +52,11 @@ struct pp_export_opts {
 };
 /* 0 when the trace has every packet (trace.packets all), else -1 and what to record instead */
 int pp_export_pcap_check(const struct pp_trace *t, char *err, size_t errlen);
+/* What the capture will hold, computed before anything is written: the check above, every
+ * packet record's count checked against its bytes (-1 and a sentence for a corrupt or forged
+ * trace), the frames and an upper bound of the file's bytes. pp_export_pcap() calls it first. */
+int pp_export_pcap_plan(const struct pp_trace *t, const struct pp_export_opts *o,
+                        uint64_t *frames, uint64_t *bytes, char *err, size_t errlen);
 int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_opts *o, char *err,
                    size_t errlen);
 int pp_export_perfetto(const struct pp_trace *t, FILE *out, const struct pp_export_opts *o,

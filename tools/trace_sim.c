@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tools/cli_util.h"
+
 enum skind { S_UINT, S_F64, S_STR };
 
 #define F(key, field, kind)                                                    \
@@ -78,19 +80,8 @@ static int uset(void *p, size_t size, uint64_t v)
 
 static char *slurp(const char *path, size_t max, size_t *len)
 {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  char *buf = malloc(max + 1);
-  size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
-  fclose(f);
-  if (!buf || n > max) {
-    free(buf);
-    return NULL;
-  }
-  buf[n] = '\0';
-  *len = n;
-  return buf;
+  char *buf, e[128];
+  return pp_read_regular(path, max, &buf, len, NULL, e, sizeof e) == 0 ? buf : NULL;
 }
 
 enum pp_status pp_trace_kv_sim_cfg(struct pp_trace_writer *w, const struct pp_sim_config *cfg)

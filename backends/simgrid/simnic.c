@@ -135,6 +135,10 @@ struct simnic {
   uint64_t train_bytes;
   uint32_t tx_rr;
   uint32_t gen;
+  /* simnic_next_deadline's scan of the QPs (their earliest timer; can one transmit?), kept
+   * while no entry point has run that may change a QP (each clears qscan_ok) */
+  bool qscan_ok, qscan_tx;
+  uint64_t qscan_deadline;
   /* faults */
   struct simnic_pkt *delay_head, *delay_tail; /* transfers held back, release_at ascending */
   bool qp_error_done, rkey_done;
@@ -712,14 +716,6 @@ static void tx_kick(struct simnic *n)
   }
 }
 
-static bool tx_has_work(const struct simnic *n)
-{
-  for (uint32_t k = 0; k < n->nlive; k++)
-    if (qp_can_transmit(&n->qps[n->live[k]]))
-      return true;
-  return false;
-}
-
 /* ---------------------------------------------------------------- requester */
 
 static void on_progress(struct simnic *n, struct qp *qp)
@@ -1189,6 +1185,7 @@ static void on_one_packet(struct simnic *n, struct simnic_pkt *p)
 
 void simnic_on_packet(struct simnic *n, uint64_t now, struct simnic_pkt *p)
 {
+  n->qscan_ok = false;
   n->now = now;
   fault_events(n);
   while (p) {
@@ -1204,11 +1201,13 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
   return a < b ? a : b;
 }
 
-uint64_t simnic_next_deadline(const struct simnic *n)
+/* The QPs' share of the next deadline; depends on the QPs alone (not on the time). */
+static void qscan(struct simnic *n)
 {
   uint64_t d = UINT64_MAX;
+  bool tx = false;
   for (uint32_t k = 0; k < n->nlive; k++) {
-    const struct qp *qp = &n->qps[n->live[k]];
+    struct qp *qp = &n->qps[n->live[k]];
     if (qp->rnr_until)
       d = min_u64(d, qp->rnr_until);
     if (qp->ack_deadline)
@@ -1217,8 +1216,20 @@ uint64_t simnic_next_deadline(const struct simnic *n)
       d = min_u64(d, qp->ack_due);
     if (qp->pend)
       d = min_u64(d, qp->pend->due);
+    tx = tx || qp_can_transmit(qp);
   }
-  if (n->tx_free_at > n->now && tx_has_work(n))
+  n->qscan_deadline = d;
+  n->qscan_tx = tx;
+  n->qscan_ok = true;
+}
+
+uint64_t simnic_next_deadline(const struct simnic *cn)
+{
+  struct simnic *n = (struct simnic *)cn; /* the scan's cache is not the NIC's state */
+  if (!n->qscan_ok)
+    qscan(n);
+  uint64_t d = n->qscan_deadline;
+  if (n->tx_free_at > n->now && n->qscan_tx)
     d = min_u64(d, n->tx_free_at);
   if (n->delay_head)
     d = min_u64(d, n->delay_head->release_at);
@@ -1255,6 +1266,7 @@ static void qp_timers(struct simnic *n, struct qp *qp)
 
 void simnic_on_timer(struct simnic *n, uint64_t now)
 {
+  n->qscan_ok = false;
   n->now = now;
   fault_events(n);
   for (uint32_t k = 0; k < n->nlive; k++) {
@@ -1385,6 +1397,7 @@ void simnic_pkt_trace(const struct simnic_pkt *p, struct pp_trace_pkt *k)
 
 static int nic_reg_mr(void *nic, void *addr, size_t length, unsigned access, struct pp_mr *out)
 {
+  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   if ((!addr && length) || (access & ~7u))
     return PP_INVALID;
@@ -1412,6 +1425,7 @@ static int nic_reg_mr(void *nic, void *addr, size_t length, unsigned access, str
 
 static int nic_dereg_mr(void *nic, const struct pp_mr *mr)
 {
+  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   uint32_t i = key_index(mr->lkey);
   if (!mr_by_key(n, mr->lkey, 0))
@@ -1438,6 +1452,7 @@ static enum pp_status ring_push(struct ring *r, const struct pp_recv_wr *wr)
 
 static int nic_create_srq(void *nic, const struct pp_srq_init_attr *a, uint32_t *srq_num)
 {
+  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   if (a->max_wr < 1 || a->max_wr > n->f->prof.max_qp_wr || a->max_sge > PP_MAX_SGE)
     return PP_INVALID;
@@ -1462,6 +1477,7 @@ static int nic_create_srq(void *nic, const struct pp_srq_init_attr *a, uint32_t 
 
 static int nic_modify_srq(void *nic, uint32_t srq_num, uint32_t limit)
 {
+  ((struct simnic *)nic)->qscan_ok = false;
   struct srq *s = srq_get(nic, srq_num);
   if (!s)
     return PP_NOTFOUND;
@@ -1473,6 +1489,7 @@ static int nic_modify_srq(void *nic, uint32_t srq_num, uint32_t limit)
 
 static int nic_destroy_srq(void *nic, uint32_t srq_num)
 {
+  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   struct srq *s = srq_get(n, srq_num);
   if (!s)
@@ -1488,6 +1505,7 @@ static int nic_destroy_srq(void *nic, uint32_t srq_num)
 
 static int nic_create_qp(void *nic, const struct pp_qp_init_attr *a, uint32_t *qp_num)
 {
+  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   const struct pp_nic_profile *prof = &n->f->prof;
   if (a->max_send_wr < 1 || a->max_send_wr > prof->max_qp_wr || a->max_recv_wr > prof->max_qp_wr ||
@@ -1516,6 +1534,7 @@ static int nic_create_qp(void *nic, const struct pp_qp_init_attr *a, uint32_t *q
 
 static int nic_destroy_qp(void *nic, uint32_t qpn)
 {
+  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   struct qp *qp = qp_get(n, qpn);
   if (!qp)
@@ -1599,6 +1618,7 @@ static void apply_attrs(struct qp *qp, const struct pp_qp_attr *a, unsigned mask
 
 static int nic_modify_qp(void *nic, uint32_t qpn, const struct pp_qp_attr *a, unsigned mask)
 {
+  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   struct qp *qp = qp_get(n, qpn);
   if (!qp)
@@ -1634,6 +1654,7 @@ static int nic_modify_qp(void *nic, uint32_t qpn, const struct pp_qp_attr *a, un
 
 static int nic_post_send(void *nic, uint32_t qpn, const struct pp_send_wr *wr)
 {
+  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   struct qp *qp = qp_get(n, qpn);
   if (!qp)
@@ -1662,6 +1683,7 @@ static int nic_post_send(void *nic, uint32_t qpn, const struct pp_send_wr *wr)
 
 static int nic_post_recv(void *nic, uint32_t qpn, const struct pp_recv_wr *wr)
 {
+  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   struct qp *qp = qp_get(n, qpn);
   if (!qp)
@@ -1681,6 +1703,7 @@ static int nic_post_recv(void *nic, uint32_t qpn, const struct pp_recv_wr *wr)
 
 static int nic_post_srq_recv(void *nic, uint32_t srq_num, const struct pp_recv_wr *wr)
 {
+  ((struct simnic *)nic)->qscan_ok = false;
   struct srq *s = srq_get(nic, srq_num);
   if (!s)
     return PP_NOTFOUND;
@@ -1745,6 +1768,15 @@ static enum pp_status nic_init(struct simnic_fabric *f, struct simnic *n, uint32
   n->mrs = calloc(p->max_mr, sizeof(*n->mrs));
   n->cq = calloc(p->cq_depth, sizeof(*n->cq));
   return n->qps && n->live && n->srqs && n->mrs && n->cq ? PP_OK : PP_NOMEM;
+}
+
+uint64_t simnic_mem_bytes(const struct pp_nic_profile *p, uint64_t send_wqes, uint64_t recv_wqes)
+{
+  uint64_t srqs = p->max_srq ? p->max_srq : 1;
+  return sizeof(struct simnic) + (uint64_t)p->max_qp * (sizeof(struct qp) + sizeof(uint32_t)) +
+         srqs * sizeof(struct srq) + (uint64_t)p->max_mr * sizeof(struct mr) +
+         (uint64_t)p->cq_depth * sizeof(struct pp_wc) + send_wqes * sizeof(struct sq_wqe) +
+         recv_wqes * sizeof(struct pp_recv_wr);
 }
 
 enum pp_status simnic_fabric_create(uint32_t nhosts, const struct pp_nic_profile *profile,

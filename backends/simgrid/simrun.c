@@ -8,13 +8,14 @@
  * The run ends at global quiescence (every actor without a deadline and no packet in flight)
  * or at max_sim_time; the actor that sees it sends a shutdown token to every mailbox.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* pthread_setattr_default_np */
 #include "prepost/simrun.h"
 
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <simgrid/actor.h>
 #include <simgrid/barrier.h>
 #include <simgrid/comm.h>
@@ -24,6 +25,8 @@
 #include <simgrid/mailbox.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xbt/log.h>
 
@@ -337,6 +340,147 @@ static void rank_actor(int argc, char **argv)
   progress_loop(r, rank);
 }
 
+/* --------------------------------------------------------------- contexts */
+
+/* ASan cannot follow SimGrid's stack switching of ucontext/raw contexts, nor can valgrind
+ * (callgrind's call graph): PREPOST_SG_CONTEXTS=thread (any SimGrid factory name) selects the
+ * factory, thread by default under ASan. NULL: SimGrid's default (raw on x86-64). */
+static const char *context_factory(void)
+{
+  const char *c = getenv("PREPOST_SG_CONTEXTS");
+#if defined(__SANITIZE_ADDRESS__)
+  if (!c || !*c)
+    c = "thread";
+#endif
+  return c && *c ? c : NULL;
+}
+
+/* Each actor's stack. SimGrid's default is 8 MiB, so 1,024 ranks reserved 8 GiB of address space
+ * for stacks alone and SimGrid aborted ("Failed to allocate stack") under an 8 GB RLIMIT_AS from
+ * about 768 ranks. Measured high-water mark of a rank actor (its stack painted with a pattern at
+ * the start, scanned at the end): 26 KiB, over every scenario of models/scenarios with and
+ * without --trace --trace-packets --log --json, ctest's simulator suites and 400 explorer seeds
+ * (the collective and p2p workloads are the deepest). 256 KiB leaves ten times that; under ASan
+ * (redzones around every local) 1 MiB. SimGrid puts a guard page below each stack
+ * (contexts/guard-size), so an overflow is a SIGSEGV, not silent corruption. PREPOST_SG_STACK_KIB
+ * overrides it (16..1048576), e.g. for a program of the `api` workload with deep callbacks. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PP_SIM_STACK_KIB 1024u
+#else
+#define PP_SIM_STACK_KIB 256u
+#endif
+
+static uint32_t stack_kib(void)
+{
+  const char *v = getenv("PREPOST_SG_STACK_KIB");
+  char *end;
+  unsigned long k = v && *v ? strtoul(v, &end, 10) : 0;
+  return k >= 16 && k <= (1ul << 20) && !*end ? (uint32_t)k : PP_SIM_STACK_KIB;
+}
+
+/* The thread factory starts its actors with std::thread, which ignores contexts/stack-size and
+ * takes glibc's default (RLIMIT_STACK, 8 MiB): give the process's new threads the same size. */
+static enum pp_status thread_stack(uint32_t kib, char *err, size_t errlen)
+{
+  const char *c = context_factory();
+  if (!c || strcmp(c, "thread") != 0)
+    return PP_OK;
+  pthread_attr_t a;
+  int rc = pthread_attr_init(&a);
+  if (rc == 0) {
+    rc = pthread_attr_setstacksize(&a, (size_t)kib << 10);
+    if (rc == 0)
+      rc = pthread_setattr_default_np(&a);
+    pthread_attr_destroy(&a);
+  }
+  if (rc != 0) {
+    snprintf(err, errlen, "cannot set the actors' thread stack size to %u KiB: %s", kib,
+             strerror(rc));
+    return PP_IO;
+  }
+  return PP_OK;
+}
+
+/* --------------------------------------------------------------- memory */
+
+/* SimGrid's own share per rank (host, actor, mailbox, network model), measured: the smallest
+ * RLIMIT_AS under which a 1,024-rank ring runs, minus the estimate of the rest, over 1,024. */
+#define PP_SIM_SG_PER_RANK (64u << 10)
+
+void pp_sim_mem_need(const struct pp_sim_config *cfg, struct pp_sim_mem *out)
+{
+  struct pp_mem_need e;
+  pp_engine_mem_need(&cfg->engine, &e);
+  uint64_t page = 4096;
+  *out = (struct pp_sim_mem){
+      .engine = e.bytes,
+      .nic = simnic_mem_bytes(&cfg->nic, e.send_wqes, e.recv_wqes),
+      .stack = ((uint64_t)stack_kib() << 10) + page, /* and its guard page */
+      .simgrid = PP_SIM_SG_PER_RANK,
+      .biggest = e.biggest,
+  };
+  out->per_rank = out->engine + out->nic + out->stack + out->simgrid;
+  out->total = out->per_rank * cfg->engine.nranks;
+}
+
+static void fmt_bytes(char *buf, size_t len, uint64_t b)
+{
+  if (b >= (1ull << 30))
+    snprintf(buf, len, "%.1f GiB", (double)b / (1ull << 30));
+  else if (b >= (1ull << 20))
+    snprintf(buf, len, "%.1f MiB", (double)b / (1ull << 20));
+  else
+    snprintf(buf, len, "%.1f KiB", (double)b / 1024);
+}
+
+/* The address space this process already uses (/proc/self/statm), 0 if unknown. */
+static uint64_t mapped_now(void)
+{
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long pages = 0;
+  if (f) {
+    if (fscanf(f, "%lu", &pages) != 1)
+      pages = 0;
+    fclose(f);
+  }
+  return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Refuses a run that would not fit, before SimGrid or any engine allocates. */
+static enum pp_status mem_check(const struct pp_sim_config *cfg, char *err, size_t errlen)
+{
+  struct pp_sim_mem m;
+  pp_sim_mem_need(cfg, &m);
+  uint64_t limit = cfg->memory_limit ? cfg->memory_limit : UINT64_MAX;
+  const char *which = "limits.memory";
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    uint64_t used = mapped_now(), room = rl.rlim_cur > used ? rl.rlim_cur - used : 0;
+    if (room < limit) {
+      limit = room;
+      which = "the room the address-space limit (RLIMIT_AS, ulimit -v) leaves";
+    }
+  }
+  if (m.total <= limit)
+    return PP_OK;
+  char tot[32], per[32], eng[32], nic[32], stk[32], lim[32];
+  fmt_bytes(tot, sizeof(tot), m.total);
+  fmt_bytes(per, sizeof(per), m.per_rank);
+  fmt_bytes(eng, sizeof(eng), m.engine);
+  fmt_bytes(nic, sizeof(nic), m.nic);
+  fmt_bytes(stk, sizeof(stk), m.stack);
+  fmt_bytes(lim, sizeof(lim), limit);
+  const char *lower = m.engine >= m.nic && m.engine >= m.stack ? m.biggest
+                      : m.nic >= m.stack ? "the NIC profile's max_mr, cq_depth and max_qp"
+                                         : "PREPOST_SG_STACK_KIB";
+  snprintf(err, errlen,
+           "the run needs about %s (%u ranks x %s: engine %s, simulated NIC %s, stack %s), more "
+           "than %s (%s): lower ranks or %s%s",
+           tot, cfg->engine.nranks, per, eng, nic, stk, which, lim, lower,
+           cfg->memory_limit ? ", or raise limits.memory" : "");
+  return PP_LIMIT;
+}
+
 /* --------------------------------------------------------------- platform */
 
 static int natural_cmp(const void *pa, const void *pb)
@@ -374,17 +518,18 @@ static enum pp_status write_cluster(const struct pp_sim_config *cfg, uint32_t n,
       close(fd);
     return PP_IO;
   }
-  /* a route crosses two host links and a fat-pipe backbone: each link gets half the latency */
+  /* a route crosses the two host links (each gets half the latency) and nothing else: a
+   * crossbar switch. The backbone this had (FATPIPE at 4x the link rate, 0 ns) never bounded a
+   * flow, but every communication was a variable of its constraint in the bandwidth model:
+   * its cost grew with the number of flows in flight (callgrind: tools/bench-sim). */
   fprintf(f,
           "<?xml version='1.0'?>\n"
           "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
           "<platform version=\"4.1\">\n"
           "  <cluster id=\"cluster\" prefix=\"host\" suffix=\"\" radical=\"0-%u\" speed=\"1Gf\"\n"
-          "           bw=\"%.0fbps\" lat=\"%.3fns\" sharing_policy=\"SPLITDUPLEX\"\n"
-          "           bb_bw=\"%.0fbps\" bb_lat=\"0ns\" bb_sharing_policy=\"FATPIPE\"/>\n"
+          "           bw=\"%.0fbps\" lat=\"%.3fns\" sharing_policy=\"SPLITDUPLEX\"/>\n"
           "</platform>\n",
-          n - 1, cfg->platform.bandwidth_bps, cfg->platform.latency_ns / 2.0,
-          cfg->platform.bandwidth_bps * 4);
+          n - 1, cfg->platform.bandwidth_bps, cfg->platform.latency_ns / 2.0);
   fclose(f);
   return PP_OK;
 }
@@ -402,9 +547,16 @@ static enum pp_status load_platform(const struct pp_sim_config *cfg, char *err, 
     if (s != PP_OK)
       return s;
     file = tmp;
-  } else if (access(file, R_OK) != 0) {
-    snprintf(err, errlen, "platform file '%s': %s", file, strerror(errno));
-    return PP_IO;
+  } else {
+    struct stat st; /* SimGrid would block reading a FIFO, and abort on a directory */
+    if (stat(file, &st) != 0 || access(file, R_OK) != 0) {
+      snprintf(err, errlen, "platform file '%s': %s", file, strerror(errno));
+      return PP_IO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      snprintf(err, errlen, "platform file '%s' is not a regular file", file);
+      return PP_IO;
+    }
   }
   simgrid_load_platform(file);
   if (tmp[0])
@@ -543,19 +695,17 @@ enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_
   S.cfg = cfg;
   S.log = log;
   S.nranks = cfg->engine.nranks;
-  /* ASan cannot follow SimGrid's stack switching of ucontext/raw contexts, nor can valgrind
-   * (callgrind's call graph): PREPOST_SG_CONTEXTS=thread (any SimGrid factory name) selects the
-   * factory, thread by default under ASan. It must come through simgrid_init's arguments: set
-   * with sg_cfg_set_string() after simgrid_init() it is silently ignored. */
-  const char *contexts = getenv("PREPOST_SG_CONTEXTS");
-#if defined(__SANITIZE_ADDRESS__)
-  if (!contexts || !*contexts)
-    contexts = "thread";
-#endif
-  char arg0[] = "prepost", factory[128];
+  if ((s = mem_check(cfg, err, errlen)) != PP_OK)
+    return s;
+  char arg0[] = "prepost", factory[128], stack[64];
+  const char *contexts = context_factory();
+  uint32_t kib = stack_kib();
   snprintf(factory, sizeof(factory), "--cfg=contexts/factory:%s", contexts ? contexts : "");
-  char *argv[] = {arg0, contexts && *contexts ? factory : NULL, NULL};
-  int argc = argv[1] ? 2 : 1;
+  snprintf(stack, sizeof(stack), "--cfg=contexts/stack-size:%u", kib);
+  char *argv[] = {arg0, stack, contexts ? factory : NULL, NULL};
+  int argc = argv[2] ? 3 : 2;
+  if ((s = thread_stack(kib, err, errlen)) != PP_OK)
+    return s;
   xbt_log_control_set("root.thres:critical");
   simgrid_init(&argc, argv);
   sg_cfg_set_string("network/model", "CM02");

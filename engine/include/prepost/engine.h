@@ -218,6 +218,19 @@ struct pp_engine;
 /* Validates the configuration; on error writes a sentence into err. */
 enum pp_status pp_engine_cfg_check(const struct pp_engine_cfg *cfg, char *err, size_t errlen);
 
+/* What pp_engine_create() will ask for, for the busiest rank of a valid configuration: an upper
+ * estimate of the bytes it allocates (buffer pools, ring slots, eager and bounce buffers,
+ * latency samples, request and matching tables, the engine itself), and the QPs it opens with
+ * their queue depths (the backend's share). So a run can be refused before anything is
+ * allocated. */
+struct pp_mem_need {
+  uint64_t bytes;
+  uint32_t qps;
+  uint64_t send_wqes, recv_wqes; /* summed over the QPs */
+  const char *biggest;           /* the settings of the largest term of `bytes` */
+};
+void pp_engine_mem_need(const struct pp_engine_cfg *cfg, struct pp_mem_need *out);
+
 /* Allocates pools and buffers, registers memory, creates the QPs (taken to INIT) and pre-posts
  * receives. */
 enum pp_status pp_engine_create(const struct pp_engine_cfg *cfg, const struct pp_nic_ops *ops,

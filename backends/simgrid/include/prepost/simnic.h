@@ -114,6 +114,12 @@ struct simnic_wire {
                uint64_t wire_bytes);
 };
 
+/* Bytes one simulated NIC of `profile` allocates: its QP, SRQ, MR and CQ tables (sized by the
+ * profile's max_qp, max_srq, max_mr and cq_depth at creation), and QPs whose queues hold
+ * send_wqes and recv_wqes entries in all. */
+uint64_t simnic_mem_bytes(const struct pp_nic_profile *profile, uint64_t send_wqes,
+                          uint64_t recv_wqes);
+
 /* The fabric owns every NIC and the packet pool; nhosts NICs share one profile. */
 enum pp_status simnic_fabric_create(uint32_t nhosts, const struct pp_nic_profile *profile,
                                     const struct pp_faults *faults, uint64_t seed,

@@ -34,6 +34,9 @@ struct pp_sim_config {
   struct pp_engine_cfg engine; /* rank is set per actor */
   uint64_t seed;
   uint64_t max_sim_time_ns;    /* stop the run there (a bound, reported as a timeout) */
+  /* limits.memory: refuse a run whose estimated memory (pp_sim_mem_need) exceeds it; 0: only
+   * the address-space limit (RLIMIT_AS) if one is set */
+  uint64_t memory_limit;
   /* stop the run when no rank made progress (prepost/hang.h) for this long, simulated time on
    * SimGrid, wall time on verbs; 0: never */
   uint64_t no_progress_ns;
@@ -76,6 +79,17 @@ struct pp_run_result {
   struct pp_rank_result *ranks; /* nranks entries, malloc'd; free with pp_run_result_free() */
   struct pp_latency latency;    /* over every rank's sends */
 };
+
+/* What a run of cfg needs, estimated before anything is allocated: per rank its engine
+ * (pp_engine_mem_need), its simulated NIC (simnic_mem_bytes), its actor's stack and SimGrid's
+ * share; `total` for every rank. pp_sim_run() refuses a run whose total exceeds
+ * cfg->memory_limit or the room RLIMIT_AS leaves, with a sentence naming the amount and what to
+ * lower. */
+struct pp_sim_mem {
+  uint64_t engine, nic, stack, simgrid, per_rank, total;
+  const char *biggest; /* the settings of the largest engine term */
+};
+void pp_sim_mem_need(const struct pp_sim_config *cfg, struct pp_sim_mem *out);
 
 /* Runs the simulation. `log` (may be NULL) receives one line per NIC event, deterministic for a
  * given configuration and seed. Errors (bad platform, too few hosts) come back as a status with
