@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
-#include "p2p.h"
+#include "prepost/p2p.h"
 
 static const char *const protocols[] = {
 #define PP_X(id, name, desc) [PP_PROTO_##id] = name,

@@ -274,7 +274,7 @@ Test(export, svg_is_well_formed, .timeout = 120)
 
 /* ================================================================ bounded by the trace */
 
-#include "engine/trace.h"
+#include "prepost/trace.h"
 
 static int file_sink(void *ctx, const void *buf, size_t len)
 {

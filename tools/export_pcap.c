@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "prepost/engine.h"
 #include "engine/trace_codec.h"
 #include "trace_cli.h"
 
