@@ -1516,8 +1516,8 @@ static enum pp_status on_fin(struct pp_engine *e, uint64_t now, struct rx *x, co
     return violation(e, now, x, h->type, PP_VF_FLAGS, h->flags, F_ABORT, true);
   /* only a fragment whose CTS went (test bug early-cts: one may go before its fnext moved) */
   uint32_t sent = r->fnext + ((r->flags & R_BUGCTS) ? 1 : 0);
-  if (r->fdone >= sent)
-    return violation(e, now, x, h->type, PP_VF_FRAG, h->seq, sent - 1ull, true);
+  if (r->fdone >= sent) /* FINs with this one, against the CTSs that went */
+    return violation(e, now, x, h->type, PP_VF_FRAG, r->fdone + 1ull, sent, true);
   enum pp_status s = check_frag(e, now, x, h, r->fdone, r->got);
   if (s != PP_OK || x->state == RX_DEAD)
     return s;

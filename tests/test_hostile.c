@@ -13,7 +13,9 @@
  * victim sends the attacker is read off the victim's send queue (the attacker sees every byte
  * of its own traffic). Rank 0 is the victim, rank 1 an honest peer.
  */
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +26,7 @@
 #include "prepost/p2p.h"
 #include "fakefabric.h"
 #include "simnic_harness.h"
+#include "tools/report.h"
 
 #define VICTIM 0u
 #define HONEST 1u
@@ -1684,4 +1687,38 @@ Test(hostile_ring, cts_from_a_well_behaved_attacker_lands_in_its_slot)
   struct pp_rank_stats st;
   pp_engine_stats(RF.e[VICTIM], &st);
   cr_assert_eq(st.peer_violations, 0);
+}
+
+/* ---------------------------------------------------------------- the run's report */
+
+Test(hostile_p2p, the_report_names_the_peer_the_message_and_the_field)
+{
+  struct pp_engine_cfg c = p2p_cfg();
+  p2p_up(&c);
+  struct whdr h = eager(0, 5, 1u << 20);
+  forge_hdr(&h);
+  run();
+  expect_violation("EAGER", PP_VF_LEN);
+  struct pp_sim_config sc = {.name = "hostile", .engine = c, .seed = c.seed};
+  struct pp_rank_result rr[NR];
+  memset(rr, 0, sizeof(rr));
+  for (uint32_t r = 0; r < NR; r++) {
+    pp_engine_stats(S.e[r], &rr[r].stats);
+    snprintf(rr[r].host, sizeof(rr[r].host), "h%u", r);
+  }
+  struct pp_run_result res = {.outcome = PP_OUTCOME_ERRORS, .nranks = NR, .ranks = rr};
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  cr_assert_not_null(f);
+  pp_report_json(f, &sc, &res);
+  pp_report_table(f, &sc, &res);
+  fclose(f);
+  cr_assert(strstr(text, "\"peer_violations\": 1, \"first_violation\": {\"peer\": 2, "
+                         "\"message\": \"EAGER\", \"field\": \"len\", \"value\": 1048576"),
+            "%s", text);
+  cr_assert(strstr(text, "rank 0: 1 message of peers broke the protocol (connection failed), "
+                         "first: EAGER from rank 2: len 1048576, expected 0"),
+            "%s", text);
+  free(text);
 }
