@@ -183,6 +183,7 @@ Test(explore_gen, written_scenarios_read_back_identically)
       sp.gen = (int)g;
       sp.fault_rate = s % 2 ? 1.0 : 0.3;
       sp.bugs = s % 4 ? 0 : (1u << PP_BUG_COUNT) - 1;
+      sp.faults = s % 3 ? PP_FAULTS_ALL : PP_FAULTS_ALL | PP_FAULTS_OPT_IN; /* byzantine keys */
       pp_explore_generate(s, &sp, &sc);
       if (s % 5 == 0) { /* an exhaustive-mode ordering */
         sc.sim.faults.order_bits = 7;
@@ -191,6 +192,36 @@ Test(explore_gen, written_scenarios_read_back_identically)
       }
       round_trip(&sc);
     }
+}
+
+/* The byzantine fault is opt-in: "all" and the default space never draw it, naming it does,
+ * for every protocol but naive (whose messages are the data itself). */
+Test(explore_gen, byzantine_only_when_asked_for)
+{
+  static struct pp_scenario sc;
+  struct pp_explore_space sp;
+  uint32_t m;
+  char err[512];
+  cr_assert_eq(pp_faults_parse("all", &m, err, sizeof err), 0);
+  cr_assert_eq(m >> PP_FAULT_BYZANTINE & 1, 0);
+  cr_assert_eq(pp_faults_parse("byzantine", &m, err, sizeof err), 0);
+  cr_assert_eq(m, 1u << PP_FAULT_BYZANTINE);
+  pp_explore_space_default(&sp);
+  sp.fault_rate = 1;
+  unsigned drawn = 0;
+  for (uint64_t s = 1; s <= 200; s++) {
+    pp_explore_generate(s, &sp, &sc);
+    cr_assert_eq(sc.sim.faults.byzantine, 0, "seed %" PRIu64, s);
+  }
+  sp.faults = 1u << PP_FAULT_BYZANTINE;
+  for (uint64_t s = 1; s <= 200; s++) {
+    pp_explore_generate(s, &sp, &sc);
+    bool naive = sc.sim.engine.protocol == PP_PROTO_NAIVE;
+    cr_assert_eq(sc.sim.faults.byzantine > 0, !naive, "seed %" PRIu64, s);
+    cr_assert_lt(sc.sim.faults.byzantine_rank, sc.sim.engine.nranks);
+    drawn += !naive;
+  }
+  cr_assert_gt(drawn, 0);
 }
 
 Test(explore_gen, fault_lists)
