@@ -19,6 +19,9 @@ PP_PACKAGES=(cmake ninja-build pkg-config gcc g++ libsimgrid-dev libcriterion-de
 # tshark decodes the pcap export in tests/test_export.c (noninteractive: no setuid dumpcap).
 PP_PACKAGES+=(tshark)
 
+# libpcap reads captures (pcap, pcapng) for `prepost trace import --pcap` (tools/import.c).
+PP_PACKAGES+=(libpcap-dev)
+
 # The interpreter of the python3 package (not a pyenv/venv shim that may shadow it on PATH).
 PP_PYTHON=/usr/bin/python3
 [[ -x $PP_PYTHON ]] || PP_PYTHON=python3
