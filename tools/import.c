@@ -397,6 +397,9 @@ static int new_request(struct walk *w, struct pp_imp_conn *c, uint64_t ts,
 static int on_request(struct walk *w, struct pp_imp_conn *c, uint64_t ts,
                       const struct pp_ib_pkt *k)
 {
+  uint64_t since = ts - c->last_req_ts;
+  bool acked_prev = c->acked_prev;
+  c->acked_prev = false;
   c->req_pkts++;
   c->req_bytes += k->payload;
   c->last_req_ts = ts;
@@ -413,7 +416,12 @@ static int on_request(struct walk *w, struct pp_imp_conn *c, uint64_t ts,
   bool retrans = d >= 0x800000u;
   if (retrans) {
     c->retrans_pkts++;
-    if (!c->prev_retrans || k->psn != ((c->prev_psn + 1) & PSN_MASK)) { /* a go-back */
+    /* a go-back: to a PSN not after the previous request's (packets of a retransmission
+     * train can be missing: lost before the capture point), or the next PSN after one that
+     * was acknowledged meanwhile, later than the shortest ACK timeout (8.192 us, timeout 1)
+     * and RNR delay (10 us): the rest of a train whose end was lost */
+    if (!c->prev_retrans || !psn_ahead(k->psn, c->prev_psn) ||
+        (acked_prev && since >= 8192)) {
       c->retries++;
       if (c->rnr_open || c->cause == 1)
         c->rnr_retries++, c->rnr_open_retries += c->rnr_open;
@@ -449,6 +457,8 @@ static void ack_through(struct pp_imp_conn *c, uint32_t p, uint64_t ts)
     return;
   c->any_ack = true;
   c->acked_psn = p;
+  if (!psn_ahead(c->prev_psn, p))
+    c->acked_prev = true;
   while (c->ends_n && !psn_ahead((uint32_t)c->ends[c->ends_head], p)) {
     c->ends_head = (c->ends_head + 1) % c->ends_cap;
     c->ends_n--;
@@ -517,6 +527,11 @@ static int on_response(struct walk *w, struct pp_imp_conn *c, uint64_t ts,
   c->read_resp_pkts++;
   c->read_resp_bytes += k->payload;
   bool last = k->opcode == 0x0f || k->opcode == 0x10;
+  if (last && c->read_slack &&
+      psn_dist((k->psn + 1) & PSN_MASK, c->next_psn) <= c->read_slack) {
+    c->next_psn = (k->psn + 1) & PSN_MASK; /* the READ's PSNs, now known */
+    c->read_slack = 0;
+  }
   ack_through(c, last ? k->psn : (k->psn - 1) & PSN_MASK, ts);
   return pend_add(w, c, 1, ts, k, PP_WR_RDMA_READ, k->opcode == 0x0d || k->opcode == 0x10,
                   last);
@@ -581,6 +596,8 @@ static int walk_capture(struct walk *w, pcap_t *pc)
 {
   struct pp_import *m = w->m;
   int lt = pcap_datalink(pc);
+  if (lt == DLT_RAW)
+    lt = PP_LT_RAW; /* LINKTYPE_RAW (101) is read as the platform's DLT_RAW */
   const char *ltn = pcap_datalink_val_to_name(lt);
   snprintf(m->linktype, sizeof(m->linktype), "%s", ltn ? ltn : "?");
   if (!pp_ib_linktype_known(lt)) {

@@ -107,7 +107,7 @@ struct pp_imp_conn {
   uint64_t outstanding;               /* PSNs sent and not acknowledged at the end */
   /* internal: the walk (import.c) */
   uint32_t prev_psn, read_slack;
-  bool seen_req, prev_retrans, pend_open;
+  bool seen_req, prev_retrans, pend_open, acked_prev;
   int cause;                          /* of the next go-back: 1 RNR NAK, 2 sequence NAK */
   uint64_t message_bytes_acc;
   uint32_t miss_lo[16], miss_n[16];   /* PSN ranges of the gaps not filled yet */

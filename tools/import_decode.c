@@ -7,6 +7,8 @@
  * read is checked against the captured length; lengths in the headers are checked against each
  * other and against the frame's length on the wire.
  */
+#define _POSIX_C_SOURCE 200809L /* inet_ntop */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -293,15 +295,8 @@ void pp_ib_addr_format(const struct pp_ib_addr *a, char *buf, size_t len)
     snprintf(buf, len, "%u.%u.%u.%u", x[12], x[13], x[14], x[15]);
   } else if (a->fam == 'L') {
     snprintf(buf, len, "lid 0x%04x", be16(x));
-  } else { /* IPv6 without the :: shortening beyond leading zero groups: readable enough */
-    size_t o = 0;
-    int i = 0;
-    while (i < 8 && !be16(x + 2 * i))
-      i++;
-    if (i > 0)
-      o += (size_t)snprintf(buf + o, len - o, "::");
-    for (int j = i; j < 8 && o < len; j++)
-      o += (size_t)snprintf(buf + o, len - o, "%s%x", j > i ? ":" : "", be16(x + 2 * j));
+  } else if (!inet_ntop(AF_INET6, x, buf, (socklen_t)len)) {
+    snprintf(buf, len, "?");
   }
 }
 
