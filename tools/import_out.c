@@ -123,10 +123,14 @@ void pp_import_diagnose(const struct pp_import *m, const struct pp_imp_conn *c, 
     add(&s, "responder %s NAKed PSN 0x%06x with %s: requester %s goes to the error state", rs,
         c->fatal_nak_psn, nak_names[c->fatal_nak_code < PP_IMP_NAKS ? c->fatal_nak_code : 3],
         rq);
-  if (c->naks[0])
+  if (c->naks[0] && c->seq_retries)
     add(&s, "%" PRIu64 " PSN sequence error NAKs from %s: packets lost on the way, %s went "
             "back %" PRIu64 " times",
         c->naks[0], rs, rq, c->seq_retries);
+  else if (c->naks[0])
+    add(&s, "%" PRIu64 " PSN sequence error NAKs from %s that no go-back of their own followed%s",
+        c->naks[0], rs, c->rnr_naks ? " (for the packets behind an RNR-NAKed one: the RNR "
+                                      "retry resent them)" : "");
   if (c->timeout_retries)
     add(&s, "%s went back %" PRIu64 " times without a NAK (ACK timeouts: requests or ACKs "
             "lost)", rq, c->timeout_retries);
