@@ -5,7 +5,8 @@
  * responses, a PSN gap, a sequence-error NAK and the go-back) gives the same statistics in every
  * link type and file format the importer reads (pcap and pcapng; Ethernet with IPv4 and with a
  * VLAN tag and IPv6, Linux cooked SLL and SLL2, raw IP, RoCEv1, native InfiniBand), and tshark
- * decodes the same opcodes and PSNs; malformed and truncated captures fail with a sentence and
+ * decodes the same opcodes and PSNs; two captures of rxe (tests/captures) import as their runs
+ * reported; malformed and truncated captures fail with a sentence and
  * exit 2, and seeded mutations of real captures (through libpcap, and frame by frame through the
  * decoder on exact-size buffers) never read out of bounds (run under the asan preset).
  */
@@ -227,6 +228,60 @@ Test(import, scenario_out_reproduces_rnr, .timeout = 180)
   }
   cr_assert_eq(sh("grep -q '^  min_rnr_timer: 1$' s.yaml && grep -q '^  rnr_retry: 3$' s.yaml && "
                   "grep -q '^  rq_depth: 8$' s.yaml"), 0, "QP attributes from the wire");
+}
+
+/* ---------------------------------------------------------------- captures of rxe */
+
+#define CAPTURES PREPOST_SOURCE_DIR "/tests/captures"
+
+static struct pp_import *import_path(const char *path)
+{
+  char err[512];
+  struct pp_import *m;
+  cr_assert_eq(pp_import_pcap(path, &m, err, sizeof(err)), 0, "%s", err);
+  return m;
+}
+
+/* tcpdump -s 128 on the veth between two rxe devices (tests/verbs/suite.sh, step capture) while
+ * rnr-slow-consumer-retry0 ran over verbs: the run reported 9 messages, 1 RNR NAK, exit 1. */
+Test(import, rxe_capture_rnr_retry0, .timeout = 60)
+{
+  struct pp_import *m = import_path(CAPTURES "/rxe-rnr-retry0.pcap");
+  struct pp_imp_totals t;
+  pp_import_totals(m, &t);
+  cr_assert_eq(t.delivered, 9);
+  cr_assert_eq(t.rnr_naks, 1);
+  cr_assert_eq(t.retries, 0);
+  cr_assert_eq(m->nconns, 1);
+  cr_assert(pp_import_rnr_gave_up(&m->conns[0]));
+  char diag[2048];
+  pp_import_diagnose(m, &m->conns[0], diag, sizeof(diag));
+  cr_assert_not_null(strstr(diag, "exhausted rnr_retry"), "%s", diag);
+  pp_import_free(m);
+  /* its scenario ends the same way in simulation */
+  cr_assert_eq(sh("$P trace import --pcap " CAPTURES "/rxe-rnr-retry0.pcap --scenario-out s.yaml "
+                  "> /dev/null"), 0);
+  cr_assert_eq(sh("$P run s.yaml --json > sim.json"), 1, "error completions, as on rxe");
+  char *j = slurp("sim.json", NULL);
+  cr_assert_eq(json_u64(j, "messages"), 9);
+  cr_assert_eq(json_u64(j, "rnr_naks"), 1);
+  cr_assert_not_null(strstr(j, "\"RNR_RETRY_EXC_ERR\": 1"), "%s", j);
+  free(j);
+}
+
+/* ib_write_bw -n 200 -s 4096 between the two rxe devices: 200 WRITEs of 4 KiB, 4 packets each
+ * (rxe's 1024-byte MTU on a 1500-byte netdev). */
+Test(import, rxe_capture_perftest)
+{
+  struct pp_import *m = import_path(CAPTURES "/rxe-ib_write_bw.pcap");
+  cr_assert_eq(m->nconns, 1, "perftest's data QP (its handshake is TCP)");
+  const struct pp_imp_conn *c = &m->conns[0];
+  cr_assert_eq(c->by_op[0], 200);
+  cr_assert_eq(c->message_bytes, 200 * 4096);
+  cr_assert_eq(c->delivered, 200);
+  cr_assert_eq(c->rnr_naks, 0);
+  cr_assert_eq(c->outstanding, 0);
+  pp_import_free(m);
 }
 
 /* ---------------------------------------------------------------- hand-built captures */
@@ -625,11 +680,12 @@ Test(import, fuzz_mutated_captures, .timeout = 240)
                   "> /dev/null; $P trace export --pcap t.trace -o sim.pcap"), 0);
   write_capture("ng.pcapng", L_SLL2_6, true);
   write_capture("ib.pcap", L_IB_GRH, false);
-  const char *seeds[] = {"sim.pcap", "ng.pcapng", "ib.pcap"};
+  cr_assert_eq(sh("cp " CAPTURES "/rxe-rnr-retry0.pcap rxe.pcap"), 0);
+  const char *seeds[] = {"sim.pcap", "ng.pcapng", "ib.pcap", "rxe.pcap"};
   struct pp_prng r;
   pp_prng_seed(&r, 14);
   int ok = 0, bad = 0;
-  for (int s = 0; s < 3; s++) {
+  for (int s = 0; s < 4; s++) {
     size_t n;
     uint8_t *orig = (uint8_t *)slurp(seeds[s], &n);
     cr_assert_eq(fuzz_one(orig, n), 0, "%s reads unmutated", seeds[s]);

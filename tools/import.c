@@ -320,7 +320,7 @@ static int count_message(struct walk *w, struct pp_imp_conn *c, uint64_t ts,
 {
   bool first = op_first(k->opcode) || op_only(k->opcode);
   if (first || !c->pend_open)
-    c->pend_open = true, c->message_bytes_acc = 0;
+    c->pend_open = true, c->message_bytes_acc = 0, c->started++;
   c->message_bytes_acc += k->opcode == 0x0c ? k->dma_len : k->payload;
   if (!op_last(k->opcode))
     return 0;

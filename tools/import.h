@@ -75,6 +75,7 @@ struct pp_imp_conn {
   /* requests */
   uint64_t req_pkts, req_bytes;       /* every request packet (bytes: payload) */
   uint64_t messages, message_bytes;   /* distinct request messages sent (not retransmissions) */
+  uint64_t started;                   /* messages begun, also those never finished */
   uint64_t by_op[5];                  /* messages by enum pp_wr_opcode */
   uint64_t imm_msgs;                  /* with immediate data */
   uint64_t delivered;                 /* messages acknowledged by the responder */

@@ -420,7 +420,10 @@ int pp_import_scenario(const struct pp_import *m, const char *name, FILE *out, c
   qp_name(m, c, false, rq, sizeof(rq));
   qp_name(m, c, true, rs, sizeof(rs));
   pp_import_diagnose(m, c, diag, sizeof(diag));
-  uint64_t msgs = c->messages < PP_MAX_MESSAGES ? c->messages : PP_MAX_MESSAGES;
+  /* every message begun: a refused one may never have been finished on the wire */
+  uint64_t msgs = c->started > c->messages ? c->started : c->messages;
+  if (msgs > PP_MAX_MESSAGES)
+    msgs = PP_MAX_MESSAGES;
   uint64_t size = c->message_bytes / c->messages;
   uint64_t interval = offered_interval(c);
   /* RNR: the receiver had rq_depth buffers (what it accepted before the first RNR NAK) and
