@@ -4,7 +4,7 @@
  * rebuilt from its BTH/RETH/AETH/ImmDt headers (IBTA vol. 1, chapter 9), per-QP statistics, a
  * diagnosis, and from it a prepost trace (traces/FORMAT.md: pkt_tx/pkt_rx records, so that
  * `prepost trace export --perfetto/--svg/--pcap` draw it) and a scenario that reproduces an RNR
- * pattern in simulation. tools/README.md documents the command. */
+ * pattern in simulation. README.md (Traces) documents the command, traces/FORMAT.md the trace. */
 #ifndef PP_TOOLS_IMPORT_H
 #define PP_TOOLS_IMPORT_H
 
