@@ -230,6 +230,40 @@ Test(import, scenario_out_reproduces_rnr, .timeout = 180)
                   "grep -q '^  rq_depth: 8$' s.yaml"), 0, "QP attributes from the wire");
 }
 
+/* The pcap export as a capture tool reads it: MSN is the responder's count of completed
+ * messages (the four RNR NAKs for the refused SEND of retry3 all carry 8, the messages it had
+ * accepted), and the packets of a multi-packet message follow one another at line rate. */
+Test(import, export_msn_and_line_rate, .timeout = 120)
+{
+  if (system("command -v tshark > /dev/null 2>&1") != 0)
+    cr_skip_test("tshark is not installed (tools/lib.sh installs it)");
+  cr_assert_eq(sh("$P run $M/rnr-slow-consumer-retry3.yaml --trace t.trace --trace-packets "
+                  "> /dev/null; $P trace export --pcap t.trace -o t.pcap"), 0);
+  cr_assert_eq(sh("tshark -n -r t.pcap -Y 'infiniband.aeth.syndrome == 0x21' -T fields "
+                  "-e infiniband.aeth.msn 2>/dev/null | sort -u > msn.txt"), 0);
+  char *msn = slurp("msn.txt", NULL);
+  cr_assert_str_eq(msn, "8\n", "every RNR NAK says 8 messages completed");
+  free(msn);
+  struct pp_import *m = import_file("t.pcap");
+  cr_assert_eq(m->conns[0].msn, 8, "the last AETH's MSN: 8 delivered");
+  cr_assert_eq(m->conns[0].delivered, 8);
+  pp_import_free(m);
+  /* 28 KiB SENDs: 7 packets of 4154 bytes, 332 ns apart at 100 Gb/s, never out of order */
+  cr_assert_eq(sh("sed -e 's/size: 4KiB/size: 28KiB/' -e 's/messages: 200/messages: 5/' "
+                  "-e \"s#platforms/#$M/../platforms/#\" -e \"s#nics/#$M/../nics/#\" "
+                  "$M/fast-consumer.yaml > fc.yaml && $P run fc.yaml --trace f.trace "
+                  "--trace-packets > /dev/null && $P trace export --pcap f.trace -o f.pcap"), 0);
+  cr_assert_eq(sh("tshark -n -r f.pcap -T fields -e frame.time_delta -e frame.len "
+                  "-e infiniband.bth.opcode 2>/dev/null | head -7 > d.txt"), 0);
+  char *d = slurp("d.txt", NULL);
+  cr_assert_str_eq(d, "0.000000000\t4154\t0\n0.000000332\t4154\t1\n0.000000332\t4154\t1\n"
+                      "0.000000332\t4154\t1\n0.000000332\t4154\t1\n0.000000332\t4154\t1\n"
+                      "0.000000332\t4154\t2\n");
+  free(d);
+  cr_assert_eq(sh("test $(tshark -n -r f.pcap -T fields -e frame.time_delta 2>/dev/null | "
+                  "grep -c '^-') -eq 0"), 0, "time never goes back");
+}
+
 /* ---------------------------------------------------------------- captures of rxe */
 
 #define CAPTURES PREPOST_SOURCE_DIR "/tests/captures"
