@@ -291,7 +291,13 @@ Test(import, rxe_capture_rnr_retry0, .timeout = 60)
   char diag[2048];
   pp_import_diagnose(m, &m->conns[0], diag, sizeof(diag));
   cr_assert_not_null(strstr(diag, "exhausted rnr_retry"), "%s", diag);
+  cr_assert_gt(m->conns[0].outstanding, 0, "the refused message and what followed it");
   pp_import_free(m);
+  cr_assert_eq(sh("$P trace import --pcap " CAPTURES "/rxe-rnr-retry0.pcap --json > r.json"), 0);
+  char *r = slurp("r.json", NULL);
+  cr_assert_not_null(strstr(r, "\"last_unacked_psn\": "), "%s", r);
+  cr_assert_not_null(strstr(r, "\"rnr_retry_exhausted\": true"), "%s", r);
+  free(r);
   /* its scenario ends the same way in simulation */
   cr_assert_eq(sh("$P trace import --pcap " CAPTURES "/rxe-rnr-retry0.pcap --scenario-out s.yaml "
                   "> /dev/null"), 0);
@@ -589,6 +595,7 @@ Test(import, hand_built_json_and_diagnosis)
   cr_assert_not_null(strstr(j, "had no receive posted 1 times (1.28 ms in all"), "%s", j);
   cr_assert_not_null(strstr(j, "1 PSN sequence error NAKs"), "%s", j);
   cr_assert_eq(sh("python3 -c 'import json; json.load(open(\"c.json\"))'"), 0, "valid JSON");
+  cr_assert_not_null(strstr(j, "\"unacked_psn\": null, \"last_unacked_psn\": null"), "%s", j);
   free(j);
   cr_assert_eq(sh("$P trace import --pcap c.pcapng > c.txt && grep -q 'QP 0x11 (fe80::1) -> "
                   "QP 0x12 (fe80::2)' c.txt"), 0);

@@ -138,8 +138,8 @@ void pp_import_diagnose(const struct pp_import *m, const struct pp_imp_conn *c, 
     add(&s, "%" PRIu64 " PSN gaps in the requests to %s (%" PRIu64 " packets not on the wire "
             "where the capture was taken)", c->psn_gaps, rs, c->psn_gap_pkts);
   if (c->outstanding && !c->rnr_open)
-    add(&s, "%s has %" PRIu64 " PSNs unacknowledged at the end of the capture (from 0x%06x)",
-        rq, c->outstanding, (c->acked_psn + 1) & 0xffffff);
+    add(&s, "%s has %" PRIu64 " PSNs unacknowledged at the end of the capture (0x%06x..0x%06x)",
+        rq, c->outstanding, (c->acked_psn + 1) & 0xffffff, (c->next_psn - 1) & 0xffffff);
 }
 
 /* ---------------------------------------------------------------- reports */
@@ -236,9 +236,10 @@ static void json_conn(const struct pp_import *m, const struct pp_imp_conn *c, FI
                ", \"unacked_psn\": ",
           c->next_psn, c->acked_psn, c->outstanding);
   if (c->outstanding)
-    fprintf(out, "%u", (c->acked_psn + 1) & 0xffffff);
+    fprintf(out, "%u, \"last_unacked_psn\": %u", (c->acked_psn + 1) & 0xffffff,
+            (c->next_psn - 1) & 0xffffff);
   else
-    fprintf(out, "null");
+    fprintf(out, "null, \"last_unacked_psn\": null");
   pp_import_diagnose(m, c, diag, sizeof(diag));
   fprintf(out, ", \"diagnosis\": ");
   pp_json_string(out, diag);
