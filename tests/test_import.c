@@ -494,6 +494,7 @@ static void put16(FILE *f, uint16_t v) { cr_assert_eq(fwrite(&v, 2, 1, f), 1); }
 
 /* The conversation as a capture: classic pcap (nanosecond) or pcapng (if_tsresol 9). */
 static uint32_t snaplen; /* 0: whole frames */
+static size_t conv_from; /* the capture starts with this packet of the conversation */
 
 static void write_capture(const char *name, enum l2 l, bool ng)
 {
@@ -512,7 +513,7 @@ static void write_capture(const char *name, enum l2 l, bool ng)
     put32(f, 0xa1b23c4d), put16(f, 2), put16(f, 4), put32(f, 0), put32(f, 0);
     put32(f, 65535), put32(f, (uint32_t)lt);
   }
-  for (size_t i = 0; i < NCONV; i++) {
+  for (size_t i = conv_from; i < NCONV; i++) {
     uint8_t b[9000];
     uint32_t n = (uint32_t)frame(b, l, &conv[i]);
     uint64_t ts = 1700000000ull * 1000000000ull + conv[i].ts;
@@ -580,6 +581,22 @@ Test(import, hand_built_every_link_type_and_format)
       write_capture(name, (enum l2)l, ng);
       check_conversation(name, name);
     }
+}
+
+/* A capture that starts with a response (the ACK of a SEND before it): one direction still. */
+Test(import, hand_built_starts_mid_conversation)
+{
+  conv_from = 1;
+  write_capture("mid.pcap", L_ETH4, false);
+  conv_from = 0;
+  struct pp_import *m = import_file("mid.pcap");
+  cr_assert_eq(m->nconns, 1, "the ACK's direction is the requests' one");
+  cr_assert_eq(m->conns[0].messages, 6);
+  cr_assert_eq(m->conns[0].delivered, 6);
+  cr_assert_eq(m->conns[0].rnr_naks, 1);
+  cr_assert_eq(m->conns[0].req_qpn, 0x11);
+  cr_assert_eq(m->conns[0].resp_qpn, 0x12);
+  pp_import_free(m);
 }
 
 Test(import, hand_built_json_and_diagnosis)

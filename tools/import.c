@@ -126,22 +126,25 @@ static struct pp_imp_conn *conn_of_request(struct walk *w, uint32_t src, uint32_
       return c;
     }
   }
-  /* responses may have come first (the capture started mid-conversation): a direction with
-   * responses to this host pair and no requests yet, whose reverse is this QP */
-  struct pp_imp_conn *c = conn_new(w, src, dst);
-  if (!c)
+  /* responses may have come first (the capture started mid-conversation): a direction of this
+   * host pair with responses and no requests yet becomes this one */
+  struct pp_imp_conn *c = NULL;
+  for (size_t i = 0; i < m->nconns && !c; i++)
+    if (!m->conns[i].seen_req && m->conns[i].req_host == src && m->conns[i].resp_host == dst)
+      c = &m->conns[i];
+  if (!c && !(c = conn_new(w, src, dst)))
     return NULL;
   c->resp_qpn = qpn;
   c->seen_req = true;
-  for (size_t i = 0; i + 1 < m->nconns; i++) {
+  for (size_t i = 0; i < m->nconns && !c->req_qpn_known; i++) {
     struct pp_imp_conn *o = &m->conns[i];
-    if (o->req_host == dst && o->resp_host == src && o->req_qpn_known && o->req_qpn == qpn &&
-        o->seen_req) {
+    if (o != c && o->req_host == dst && o->resp_host == src && o->req_qpn_known &&
+        o->req_qpn == qpn && o->seen_req) {
       c->req_qpn = o->resp_qpn;
       c->req_qpn_known = true;
     }
   }
-  w->last_conn = m->nconns - 1;
+  w->last_conn = (size_t)(c - m->conns);
   return c;
 }
 
@@ -222,8 +225,7 @@ static int pend_add(struct walk *w, struct pp_imp_conn *c, int which, uint64_t t
   if ((first || psn_dist(k->psn, p->psn) != p->npkts) && flush_pend(w, c, which))
     return -1;
   if (!p->npkts)
-    *p = (struct pp_imp_pend){.t0 = ts, .psn = k->psn, .opcode = wr_op, .va = k->va,
-                              .rkey = k->rkey, .len = k->has_reth ? 0 : 0};
+    *p = (struct pp_imp_pend){.t0 = ts, .psn = k->psn, .opcode = wr_op};
   if (k->has_reth)
     p->va = k->va, p->rkey = k->rkey;
   if (k->has_imm)

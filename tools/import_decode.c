@@ -178,7 +178,8 @@ static int ipv6(struct cur *c, uint32_t off, struct pp_ib_pkt *k)
   const uint8_t *ip = c->p + off;
   uint32_t plen = be16(ip + 4);
   if (ip[0] >> 4 != 6)
-    return bad(c, "IPv6 header with version %u%.0u", ip[0] >> 4, 0);
+    return bad(c, "an IPv6 ethertype or link type with IP version %u (header byte 0x%02x)",
+               ip[0] >> 4, ip[0]);
   if (ip[6] != 17)
     return 0; /* extension headers: RoCEv2 NICs send none */
   if ((uint64_t)off + 40 + plen > c->len)
