@@ -309,6 +309,20 @@ Test(import, rxe_capture_rnr_retry0, .timeout = 60)
   free(j);
 }
 
+/* The same on a loaded host: rxe timed out once and resent 0x24eb16, then 0x24eb17 144 us later
+ * after the ACK of 0x24eb17 had come: one go-back (rxe's counters said 1 retry), not two. */
+Test(import, rxe_capture_slow_retransmission)
+{
+  struct pp_import *m = import_path(CAPTURES "/rxe-rnr-retry0-timeout.pcap");
+  struct pp_imp_totals t;
+  pp_import_totals(m, &t);
+  cr_assert_eq(t.delivered, 10);
+  cr_assert_eq(t.rnr_naks, 1);
+  cr_assert_eq(t.retries, 1);
+  cr_assert_eq(t.timeout_retries, 1);
+  pp_import_free(m);
+}
+
 /* ib_write_bw -n 200 -s 4096 between the two rxe devices: 200 WRITEs of 4 KiB, 4 packets each
  * (rxe's 1024-byte MTU on a 1500-byte netdev). */
 Test(import, rxe_capture_perftest)

@@ -419,11 +419,14 @@ static int on_request(struct walk *w, struct pp_imp_conn *c, uint64_t ts,
   if (retrans) {
     c->retrans_pkts++;
     /* a go-back: to a PSN not after the previous request's (packets of a retransmission
-     * train can be missing: lost before the capture point), or the next PSN after one that
-     * was acknowledged meanwhile, later than the shortest ACK timeout (8.192 us, timeout 1)
-     * and RNR delay (10 us): the rest of a train whose end was lost */
-    if (!c->prev_retrans || !psn_ahead(k->psn, c->prev_psn) ||
-        (acked_prev && since >= 8192)) {
+     * train can be missing: lost before the capture point), or to the first unacknowledged
+     * PSN right after an ACK of the train so far, later than the shortest ACK timeout
+     * (8.192 us, timeout 1) and than 8 times the train's own pace (a software NIC such as rxe
+     * under load sends a train's packets 100s of us apart): a train whose end was lost */
+    bool tail = acked_prev && k->psn == ((c->acked_psn + 1) & PSN_MASK) && since >= 8192 &&
+                since > 8 * c->train_gap_max;
+    if (!c->prev_retrans || !psn_ahead(k->psn, c->prev_psn) || tail) {
+      c->train_gap_max = 0;
       c->retries++;
       if (c->rnr_open || c->cause == 1)
         c->rnr_retries++, c->rnr_open_retries += c->rnr_open;
@@ -432,6 +435,8 @@ static int on_request(struct walk *w, struct pp_imp_conn *c, uint64_t ts,
       else
         c->timeout_retries++;
       c->cause = 0;
+    } else if (since > c->train_gap_max) {
+      c->train_gap_max = since;
     }
   } else if (d > c->read_slack) {
     c->psn_gaps++;

@@ -114,6 +114,7 @@ struct pp_imp_conn {
   uint32_t miss_lo[16], miss_n[16];   /* PSN ranges of the gaps not filled yet */
   size_t nmiss;
   uint64_t rnr_open_retries;          /* retries after the open streak's NAKs */
+  uint64_t train_gap_max;             /* the largest gap within the current retransmission */
   uint64_t msg_ts[64];                /* when the first 64 messages were sent: the offered rate */
   uint32_t nmsg_ts;
   struct pp_imp_pend { uint64_t t0, t1; uint32_t psn, npkts, len, opcode, rkey, imm; uint64_t va;

@@ -206,10 +206,10 @@ else
   for bw in ib_send_bw ib_write_bw; do
     for try in 1 2; do # perftest's closing handshake can fail under emulation: once more
       cap_start "$bw"
-      timeout 120 "$bw" -d rxb -x 1 -n 200 -s 4096 >"$OUT/$bw.server.txt" 2>&1 &
+      timeout 120 "$bw" -d rxb -x 1 -p 18600 -n 200 -s 4096 >"$OUT/$bw.server.txt" 2>&1 &
       srv=$!
-      sleep 1
-      timeout 120 "$bw" -d rxa -x 1 -n 200 -s 4096 127.0.0.1 >"$OUT/$bw.client.txt" 2>&1
+      for _ in $(seq 300); do ss -ltn | grep -q ':18600 ' && break; sleep 0.1; done
+      timeout 120 "$bw" -d rxa -x 1 -p 18600 -n 200 -s 4096 127.0.0.1 >"$OUT/$bw.client.txt" 2>&1
       rc=$?
       wait "$srv"
       cap_stop "$bw"
