@@ -9,6 +9,14 @@
  * the heads of received messages). ACKs the simulated NIC piggy-backs on a request become a
  * separate ACKNOWLEDGE just before it, as a real RC responder sends them. Rank r is host
  * 10.0.x.y with x.y = r + 1 and MAC 02:00:00:00:x:y.
+ *
+ * Time stamps: a record is the start of its transfer; its packets follow one another at the
+ * platform's bandwidth (sim.platform.bandwidth_bps, 100 Gb/s without it), each taking its
+ * frame's bytes on the wire, and a rank's link carries one frame at a time, up to the next
+ * record's time (frames stay in time order; a longer train shares that stamp). The AETH's MSN is
+ * the responder's count of completed messages: a message completes when the responder
+ * acknowledges its last PSN (an ACK, a NAK or RNR NAK for a later PSN, a piggy-backed ACK, the
+ * last response of a READ), so an RNR-NAKed message does not count until it is accepted.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -44,6 +52,10 @@ struct pcap_out {
   uint64_t frames;
   uint8_t *buf;
   size_t cap;
+  double ns_per_byte; /* the link's speed */
+  uint64_t *busy;     /* per rank: when its link is free (a frame starts no earlier) */
+  uint32_t nranks;
+  uint64_t limit;     /* the next record's time: no frame later, so time never goes back */
 };
 
 static void put_be16(uint8_t *p, uint32_t v)
@@ -182,6 +194,11 @@ static int write_frame(struct pcap_out *o, uint64_t ts, const struct frame *fr)
   }
   /* payload and pad are zeros; the ICRC is stored little-endian, as NICs put it on the wire */
   pp_put_le32(p + len - ICRC_LEN, icrc(ip, ib));
+  if (fr->src < o->nranks) { /* after the rank's previous frame, at line rate */
+    if (o->busy[fr->src] > ts)
+      ts = o->busy[fr->src] < o->limit ? o->busy[fr->src] : o->limit;
+    o->busy[fr->src] = ts + (uint64_t)((double)len * o->ns_per_byte + 0.5);
+  }
   uint32_t incl = o->snaplen && len > o->snaplen ? o->snaplen : (uint32_t)len;
   uint8_t rh[16];
   pp_put_le32(rh, (uint32_t)(ts / 1000000000u));
@@ -194,10 +211,13 @@ static int write_frame(struct pcap_out *o, uint64_t ts, const struct frame *fr)
   return 0;
 }
 
-/* Messages each responder QP has accepted (the MSN of its ACKs): keyed by (rank, qpn). */
+/* Messages each responder QP has completed (the MSN of its ACKs): keyed by (rank, qpn); `ends`
+ * is a ring of the last PSNs of the messages it has seen and not yet acknowledged. */
 struct msn_ent {
   uint32_t rank, qpn, msn, next_psn;
   bool used;
+  uint32_t *ends;
+  uint32_t head, n, cap;
 };
 
 static struct msn_ent *msn_of(struct msn_ent *tab, size_t cap, uint32_t rank, uint32_t qpn,
@@ -216,6 +236,39 @@ static struct msn_ent *msn_of(struct msn_ent *tab, size_t cap, uint32_t rank, ui
 static bool psn_after(uint32_t a, uint32_t b) /* a > b modulo 2^24 */
 {
   return a != b && ((a - b) & 0x800000u) == 0;
+}
+
+#define MSN_MAX_PENDING (1u << 20)
+
+/* A message the responder saw, to complete when it acknowledges its last PSN. */
+static int msn_push(struct msn_ent *e, uint32_t last_psn)
+{
+  if (e->n == e->cap) {
+    if (e->cap >= MSN_MAX_PENDING)
+      return -1;
+    uint32_t cap = e->cap ? e->cap * 2 : 16;
+    uint32_t *n = malloc(cap * sizeof(*n));
+    if (!n)
+      return -1;
+    for (uint32_t i = 0; i < e->n; i++)
+      n[i] = e->ends[(e->head + i) % e->cap];
+    free(e->ends);
+    e->ends = n;
+    e->cap = cap;
+    e->head = 0;
+  }
+  e->ends[(e->head + e->n++) % e->cap] = last_psn;
+  return 0;
+}
+
+/* The responder acknowledges every PSN through p: the messages ending there are complete. */
+static void msn_ack(struct msn_ent *e, uint32_t p)
+{
+  while (e->n && !psn_after(e->ends[e->head], p & 0xffffff)) {
+    e->head = (e->head + 1) % e->cap;
+    e->n--;
+    e->msn = (e->msn + 1) & 0xffffff;
+  }
 }
 
 int pp_export_pcap_check(const struct pp_trace *t, char *err, size_t errlen)
@@ -315,6 +368,15 @@ int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_o
     cap *= 2;
   struct msn_ent *msn = calloc(cap, sizeof(*msn));
   size_t nmsn = 0;
+  double bps = 100e9;
+  kv = pp_trace_kv_find(t, "sim.platform.bandwidth_bps");
+  if (kv && kv->type == PP_TKV_F64 && kv->f >= 1e6 && kv->f <= 1e15)
+    bps = kv->f;
+  else if (kv && kv->type == PP_TKV_U64 && kv->u >= 1000000u && kv->u <= 1000000000000000u)
+    bps = (double)kv->u;
+  o.ns_per_byte = 8e9 / bps;
+  o.nranks = t->nranks;
+  o.busy = calloc(t->nranks ? t->nranks : 1, sizeof(*o.busy));
   uint8_t gh[24];
   pp_put_le32(gh, 0xa1b23c4d); /* nanosecond time stamps */
   pp_put_le16(gh + 4, 2);
@@ -323,7 +385,8 @@ int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_o
   pp_put_le32(gh + 12, 0);
   pp_put_le32(gh + 16, o.snaplen ? o.snaplen : 65535 + ETH_LEN);
   pp_put_le32(gh + 20, 1); /* LINKTYPE_ETHERNET */
-  int rc = msn && fwrite(gh, 1, sizeof(gh), out) == sizeof(gh) ? 0 : -1;
+  int rc = msn && o.busy && fwrite(gh, 1, sizeof(gh), out) == sizeof(gh) ? 0 : -1;
+  size_t nx = 0; /* the next PKT_TX record after i */
   for (size_t i = 0; rc == 0 && i < t->nrecs; i++) {
     if (t->idx[i].type != PP_TREC_PKT_TX)
       continue;
@@ -333,6 +396,11 @@ int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_o
       break;
     }
     const struct pp_trace_pkt *k = &r.u.pkt;
+    while (nx < t->nrecs && (nx <= i || t->idx[nx].type != PP_TREC_PKT_TX))
+      nx++;
+    o.limit = nx < t->nrecs && t->idx[nx].ts > r.ts ? t->idx[nx].ts : r.ts;
+    if (nx >= t->nrecs)
+      o.limit = UINT64_MAX;
     if ((nmsn + 2) * 2 >= cap) { /* grow: rehash */
       struct msn_ent *n = calloc(cap * 2, sizeof(*n));
       if (!n) {
@@ -361,6 +429,7 @@ int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_o
         a.psn = (k->ack_psn - 1) & 0xffffff;
         a.aeth = true;
         a.syndrome = 0x1f;
+        msn_ack(own, k->ack_psn - 1);
         a.msn = own->msn;
         rc = write_frame(&o, r.ts, &a);
       }
@@ -407,12 +476,14 @@ int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_o
                              : OP_SEND_MIDDLE;
         rc = write_frame(&o, r.ts, &f);
       }
-      /* a new message for the responder: its MSN grows when it accepts it (approximation: the
-       * first time its PSN range is seen) */
+      /* a new message for the responder (the first time its PSN range is seen): it counts in
+       * the MSN once acknowledged */
       uint32_t end = (k->psn + n) & 0xffffff;
-      if (!resp->next_psn || psn_after(end, resp->next_psn)) {
+      uint32_t npsn = k->opcode == PP_WR_RDMA_READ && k->npkts ? k->npkts : n;
+      if (rc == 0 && (!resp->next_psn || psn_after(end, resp->next_psn))) {
         resp->next_psn = end;
-        resp->msn = (resp->msn + 1) & 0xffffff;
+        if (msn_push(resp, (k->psn + npsn - 1) & 0xffffff))
+          rc = -1;
       }
     } else if (k->kind == PP_TPKT_READ_RESP) {
       uint32_t n = k->npkts ? k->npkts : 1;
@@ -430,6 +501,7 @@ int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_o
                            : OP_READ_RESP_MIDDLE;
         f.aeth = first || last;
         f.syndrome = 0x1f;
+        msn_ack(resp, last ? f.psn : f.psn - 1);
         f.msn = resp->msn;
         rc = write_frame(&o, r.ts, &f);
       }
@@ -438,6 +510,7 @@ int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_o
       f.opcode = OP_ACK;
       f.psn = k->psn;
       f.aeth = true;
+      msn_ack(resp, k->kind == PP_TPKT_ACK ? k->psn : k->psn - 1);
       f.msn = resp->msn;
       f.syndrome = k->kind == PP_TPKT_ACK       ? 0x1f
                    : k->kind == PP_TPKT_RNR_NAK ? (uint8_t)(0x20 | (k->syndrome & 0x1f))
@@ -445,7 +518,10 @@ int pp_export_pcap(const struct pp_trace *t, FILE *out, const struct pp_export_o
       rc = write_frame(&o, r.ts, &f);
     }
   }
+  for (size_t j = 0; msn && j < cap; j++)
+    free(msn[j].ends);
   free(msn);
+  free(o.busy);
   free(o.buf);
   if (rc)
     snprintf(err, errlen, "writing the capture failed");

@@ -37,6 +37,9 @@ PP_PACKAGES+=(libjansson-dev libzstd-dev zstd)
 # shards with GNU parallel.
 PP_PACKAGES+=(slurm-wlm munge parallel)
 
+# libpcap reads captures (pcap, pcapng) for `prepost trace import --pcap` (tools/import.c).
+PP_PACKAGES+=(libpcap-dev)
+
 # The interpreter of the python3 package (not a pyenv/venv shim that may shadow it on PATH).
 PP_PYTHON=/usr/bin/python3
 [[ -x $PP_PYTHON ]] || PP_PYTHON=python3

@@ -1,6 +1,7 @@
 /* prepost run --trace, prepost trace dump|stats|export. */
 #define _POSIX_C_SOURCE 200809L
 #include "trace_cli.h"
+#include "import.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -582,6 +583,7 @@ const char *const pp_trace_usage =
     "       prepost trace merge -o FILE PART...\n"
     "       prepost trace export (--pcap|--perfetto|--svg) TRACE [-o FILE] [--snaplen N]\n"
     "                             [--max-events N] [--partial]\n"
+    "       prepost trace import --pcap CAPTURE [--json] [-o TRACE] [--scenario-out FILE]\n"
     "\n"
     "Traces are written by `prepost run SCENARIO --trace FILE` (format: traces/FORMAT.md).\n"
     "\n"
@@ -601,6 +603,9 @@ const char *const pp_trace_usage =
     "            -o FILE     output file (default: stdout)\n"
     "            --snaplen N pcap: capture at most N bytes per packet (default: whole packet)\n"
     "            --max-events N  svg: draw at most N messages (default 400)\n"
+    "  import    a RoCE/IB packet capture (pcap, pcapng): per-QP statistics, a diagnosis,\n"
+    "            -o TRACE  the capture as a trace for export; --scenario-out FILE  a scenario\n"
+    "            that reproduces its RNR pattern (`prepost trace import --help`)\n"
     "  --partial  read a trace cut short (no END chunk) up to its last complete chunk\n"
     "\n"
     "Exit codes: 0 success, 2 usage error or unreadable/corrupt trace (the message names the\n"
@@ -877,7 +882,7 @@ int pp_cli_trace(int argc, char **argv)
     fputs(pp_trace_usage, stdout);
     return EXIT_OK;
   }
-  for (int i = 1; i < argc; i++)
+  for (int i = 1; i < argc && strcmp(sub, "import"); i++)
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       fputs(pp_trace_usage, stdout);
       return EXIT_OK;
@@ -890,5 +895,7 @@ int pp_cli_trace(int argc, char **argv)
     return cmd_export(argc - 1, argv + 1);
   if (!strcmp(sub, "merge"))
     return cmd_merge(argc - 1, argv + 1);
+  if (!strcmp(sub, "import"))
+    return pp_cli_trace_import(argc - 1, argv + 1, PREPOST_VERSION);
   return usage("unknown trace subcommand '%s'", sub);
 }

@@ -13,9 +13,15 @@
 #                       expectation and its parity with the simulator
 #   traces              scenarios recorded on rxe (--trace: naive with RNR, eager, rndv, ring)
 #                       replay exactly (`prepost replay`, zero divergence) and export to Perfetto
+#   capture             tcpdump on the wire between two rxe devices (rxa, rxb on a veth pair, so
+#                       that packets leave by a netdev instead of rxe's internal loopback) while
+#                       prepost's slow consumer (RNR NAKs) and perftest run; `prepost trace
+#                       import --pcap` of each capture agrees with the run's own JSON (messages,
+#                       rnr_naks, retries) and with perftest's iterations and bytes
 #   port down           rxe0's netdev down: a run ends with exit 4 naming the port; doctor says
 #                       NOT READY; back up afterwards
-#   --only STEP         run only these steps (doctor, test_verbs_rxe, scenarios, traces, port-down)
+#   --only STEP         run only these steps (doctor, test_verbs_rxe, scenarios, traces, capture,
+#                       port-down)
 #   --bench             then tests/verbs/bench.sh (prepost bench vs perftest and UCX; no verdict)
 # Ends with "verbs suite: N passed, N failed"; exit 1 if anything failed.
 set -uo pipefail
@@ -103,6 +109,129 @@ for sc in parity-rnr rnr-slow-consumer-eager rnr-slow-consumer-rndv rnr-slow-con
     "$OUT/$sc.perfetto.json"
   ok $? "$sc: Perfetto export with protocol flows and counters"
 done
+fi
+
+if step capture; then
+echo "== captures on the wire, imported"
+# rxe sends to a local device through its internal loopback (no netdev sees it): two rxe
+# devices on the two ends of a veth pair, with addresses that are local only for packets coming
+# in (policy routing), make every packet cross pv0, where tcpdump sees both directions.
+cap_setup() {
+  modprobe veth 2>/dev/null
+  ip link add pv0 type veth peer name pv1 || return 1
+  ip addr add 10.77.1.1/32 dev pv0 && ip addr add 10.77.2.1/32 dev pv1 &&
+    ip link set pv0 up && ip link set pv1 up || return 1
+  ip route del local 10.77.1.1 table local && ip route del local 10.77.2.1 table local &&
+    ip route add 10.77.2.1/32 dev pv0 && ip route add 10.77.1.1/32 dev pv1 &&
+    ip route add local 10.77.2.1 dev pv1 table 100 && ip route add local 10.77.1.1 dev pv0 table 100 &&
+    ip rule add iif pv1 lookup 100 pref 10 && ip rule add iif pv0 lookup 100 pref 11 || return 1
+  ip neigh add 10.77.2.1 lladdr "$(cat /sys/class/net/pv1/address)" dev pv0 nud permanent &&
+    ip neigh add 10.77.1.1 lladdr "$(cat /sys/class/net/pv0/address)" dev pv1 nud permanent || return 1
+  for i in all pv0 pv1; do
+    sysctl -qw "net.ipv4.conf.$i.rp_filter=0" "net.ipv4.conf.$i.accept_local=1" || return 1
+  done
+  rdma link add rxa type rxe netdev pv0 && rdma link add rxb type rxe netdev pv1 || return 1
+  for _ in $(seq 100); do
+    grep -q ACTIVE /sys/class/infiniband/rxa/ports/1/state 2>/dev/null &&
+      grep -q ACTIVE /sys/class/infiniband/rxb/ports/1/state 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+cap_teardown() {
+  rdma link delete rxa 2>/dev/null
+  rdma link delete rxb 2>/dev/null
+  ip rule del pref 10 2>/dev/null
+  ip rule del pref 11 2>/dev/null
+  ip link del pv0 2>/dev/null
+}
+# cap_start NAME / cap_stop: tcpdump on pv0 into the guest's tmpfs (the shared folder is too slow
+# for it under emulation), a large buffer and 128-byte snapshots (the headers) so that it keeps up
+cap_start() {
+  CAP=/tmp/$1.pcap
+  tcpdump -i pv0 -B 65536 -s 128 -w "$CAP" udp port 4791 2>"$OUT/$1.tcpdump.err" &
+  TCPDUMP=$!
+  for _ in $(seq 50); do grep -q listening "$OUT/$1.tcpdump.err" && break; sleep 0.1; done
+}
+cap_stop() {
+  sleep 0.5
+  kill -INT "$TCPDUMP"
+  wait "$TCPDUMP"
+  cp "$CAP" "$OUT/"
+  sed 's/^/    /' "$OUT/$1.tcpdump.err" | grep -E 'captured|dropped'
+  grep -q '^0 packets dropped by kernel' "$OUT/$1.tcpdump.err"
+}
+# import_vs NAME RUN_JSON: the import's totals against the run's: messages delivered and RNR
+# NAKs equal; the import's go-backs (retries on the wire) between the run's RNR retries and its
+# retries: rxe's completer_retry_err (the run's timeout_retries) also counts the sequence-error
+# NAKs rxe sends after an RNR NAK, whose go-back on the wire is the RNR retry's
+import_vs() {
+  "$P" trace import --pcap "$OUT/$1.pcap" --json >"$OUT/$1.import.json" 2>"$OUT/$1.import.err" &&
+    "$P" trace import --pcap "$OUT/$1.pcap" >"$OUT/$1.import.txt" 2>&1 || return 1
+  grep -E '^totals|diagnosis' "$OUT/$1.import.txt" | sed 's/^/    /'
+  /usr/bin/python3 -c 'import json,sys
+r=json.load(open(sys.argv[1])); i=json.load(open(sys.argv[2]))
+tmo=sum(k.get("timeout_retries", 0) for k in r["ranks"])
+print("    run messages %d rnr_naks %d retries %d (timeout %d); import delivered %d rnr_naks %d "
+      "retries %d" % (r["messages"], r["rnr_naks"], r["retries"], tmo, i["delivered"],
+                      i["rnr_naks"], i["retries"]))
+sys.exit(0 if r["messages"] == i["delivered"] and r["rnr_naks"] == i["rnr_naks"] and
+         r["retries"] - tmo <= i["retries"] <= r["retries"] else 1)' "$2" "$OUT/$1.import.json"
+}
+if ! command -v tcpdump >/dev/null; then
+  ok 1 "capture: tcpdump is not installed (tools/guest/build installs it)"
+elif ! cap_setup >"$OUT/capture-setup.txt" 2>&1; then
+  sed 's/^/    /' "$OUT/capture-setup.txt"
+  ok 1 "capture: two rxe devices on a veth pair"
+else
+  printf '127.0.0.1:18515 rxa\n127.0.0.1:18516 rxb\n' >"$OUT/capture.ranks"
+  # (a) prepost's slow consumers over verbs, one rank per device: RNR NAKs on the wire
+  for sc in parity-rnr rnr-slow-consumer-retry0; do
+    cap_start "$sc"
+    timeout 240 "$P" run "models/scenarios/$sc.yaml" --backend verbs --rank 1 \
+      --ranks "$OUT/capture.ranks" --timeout 180 >"$OUT/$sc.cap-r1.out" 2>&1 &
+    r1=$!
+    timeout 240 "$P" run "models/scenarios/$sc.yaml" --backend verbs --rank 0 \
+      --ranks "$OUT/capture.ranks" --timeout 180 --json >"$OUT/$sc.cap.json" 2>"$OUT/$sc.cap-r0.err"
+    rc=$?
+    wait "$r1"
+    cap_stop "$sc"
+    ok $? "$sc: captured on pv0 (run exit $rc), tcpdump dropped nothing"
+    import_vs "$sc" "$OUT/$sc.cap.json"
+    ok $? "$sc: the import agrees with the run's JSON"
+  done
+  grep -q 'exhausted rnr_retry' "$OUT/rnr-slow-consumer-retry0.import.txt"
+  ok $? "rnr-slow-consumer-retry0: diagnosed as rnr_retry exhausted"
+  # (b) perftest: its iterations and bytes
+  for bw in ib_send_bw ib_write_bw; do
+    for try in 1 2; do # perftest's closing handshake can fail under emulation: once more
+      cap_start "$bw"
+      timeout 120 "$bw" -d rxb -x 1 -p 18600 -n 200 -s 4096 >"$OUT/$bw.server.txt" 2>&1 &
+      srv=$!
+      for _ in $(seq 300); do ss -ltn | grep -q ':18600 ' && break; sleep 0.1; done
+      timeout 120 "$bw" -d rxa -x 1 -p 18600 -n 200 -s 4096 127.0.0.1 >"$OUT/$bw.client.txt" 2>&1
+      rc=$?
+      wait "$srv"
+      cap_stop "$bw"
+      drops=$?
+      [[ $rc == 0 ]] && break
+      echo "    $bw attempt $try: exit $rc: $(grep -m1 -E 'Unable|Failed|Couldn' "$OUT/$bw.client.txt")"
+    done
+    ok $((rc | drops)) "$bw: captured on pv0 (exit $rc), tcpdump dropped nothing"
+    "$P" trace import --pcap "$OUT/$bw.pcap" --json >"$OUT/$bw.import.json" 2>&1
+    /usr/bin/python3 -c 'import json,re,sys
+i=json.load(open(sys.argv[1])); op=sys.argv[3]
+row=[l.split() for l in open(sys.argv[2]) if re.match(r"^\s*4096\s+\d+\s", l)][0]
+n=int(row[1]); data=[q for q in i["qps"] if q[op] > 0]
+print("    perftest: %d x %s bytes; import: %s messages, %d bytes, rnr_naks %d" %
+      (n, row[0], [q[op] for q in data], sum(q["message_bytes"] for q in data), i["rnr_naks"]))
+sys.exit(0 if len(data) == 1 and data[0][op] == n and data[0]["message_bytes"] == n * 4096 and
+         data[0]["delivered"] >= n else 1)' "$OUT/$bw.import.json" "$OUT/$bw.client.txt" \
+      "$([[ $bw == ib_send_bw ]] && echo sends || echo writes)"
+    ok $? "$bw: the import counts perftest's iterations and bytes"
+  done
+fi
+cap_teardown
 fi
 
 if step port-down; then
