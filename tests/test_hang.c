@@ -112,7 +112,7 @@ static void corpus_fini(void)
 
 TestSuite(corpus, .init = setup, .fini = corpus_fini);
 
-Test(corpus, rnr_retry_exceeded_names_the_dead_qp, .timeout = 60)
+Test(corpus, rnr_retry_exceeded_names_the_dead_qp, .timeout = 240)
 {
   explain("rnr-retry-exceeded");
   BOTH("rank 1 waits:");
@@ -125,7 +125,7 @@ Test(corpus, rnr_retry_exceeded_names_the_dead_qp, .timeout = 60)
   cr_assert(strstr(json_out, "\"cause\": \"qp_error: rank 0"), "%s", json_out);
 }
 
-Test(corpus, send_send_deadlock_is_a_cycle, .timeout = 60)
+Test(corpus, send_send_deadlock_is_a_cycle, .timeout = 240)
 {
   explain("send-send-deadlock");
   BOTH("0 -> 1 (");
@@ -139,7 +139,7 @@ Test(corpus, send_send_deadlock_is_a_cycle, .timeout = 60)
   cr_assert(strstr(out, "{\"hang\": {\"stuck_ranks\": 2"), "%s", out);
 }
 
-Test(corpus, send_send_with_credits_exhausted, .timeout = 60)
+Test(corpus, send_send_with_credits_exhausted, .timeout = 240)
 {
   explain("credits-send-send");
   BOTH("eager send tag 1 (1024 bytes) to rank 1 waits for credits (0 of 2 left");
@@ -149,7 +149,7 @@ Test(corpus, send_send_with_credits_exhausted, .timeout = 60)
   cr_assert(strstr(json_out, "\"kind\": \"credits\", \"peer\": 1"), "%s", json_out);
 }
 
-Test(corpus, rendezvous_waiting_on_an_unposted_receive, .timeout = 60)
+Test(corpus, rendezvous_waiting_on_an_unposted_receive, .timeout = 240)
 {
   explain("rndv-unposted-receive");
   BOTH("rank 0 waits:");
@@ -161,7 +161,7 @@ Test(corpus, rendezvous_waiting_on_an_unposted_receive, .timeout = 60)
             json_out);
 }
 
-Test(corpus, qp_error_mid_transfer, .timeout = 60)
+Test(corpus, qp_error_mid_transfer, .timeout = 240)
 {
   explain("qp-error-mid-transfer");
   BOTH("in ERROR since");
@@ -181,7 +181,7 @@ Test(corpus, ring_stalled_by_a_dead_rank, .timeout = 120)
             json_out);
 }
 
-Test(corpus, wildcard_matched_the_wrong_sender, .timeout = 60)
+Test(corpus, wildcard_matched_the_wrong_sender, .timeout = 240)
 {
   explain("wildcard-wrong-sender");
   BOTH("rndv send tag 5 (65536 bytes) to rank 2 waits for CTS");
@@ -196,7 +196,7 @@ Test(corpus, wildcard_matched_the_wrong_sender, .timeout = 60)
   cr_assert(strstr(json_out, "\"cause\": \"wildcard: rank 2"), "%s", json_out);
 }
 
-Test(corpus, retrying_for_ever_is_stopped_by_the_no_progress_bound, .timeout = 60)
+Test(corpus, retrying_for_ever_is_stopped_by_the_no_progress_bound, .timeout = 240)
 {
   explain("rnr-forever");
   cr_assert(strstr(run_out, "outcome  no_progress after 112"), "%s", run_out);
@@ -209,7 +209,7 @@ Test(corpus, retrying_for_ever_is_stopped_by_the_no_progress_bound, .timeout = 6
   cr_assert(strstr(json_out, "\"no_progress_ns\": 100000000"), "%s", json_out);
 }
 
-Test(corpus, completed_run_has_no_hang, .timeout = 60)
+Test(corpus, completed_run_has_no_hang, .timeout = 240)
 {
   cr_assert_eq(cli("run " PREPOST_MODELS_DIR "/scenarios/fast-consumer.yaml --trace ok.trace"),
                0);
