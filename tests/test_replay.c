@@ -374,3 +374,29 @@ Test(replay, the_engine_reader_names_a_compressed_trace)
   cr_assert(strstr(err, "zstd-compressed trace"), "%s", err);
   free(data);
 }
+
+/* A "zstd bomb": a few KB that expand to far more than the limit end in a sentence and exit 2,
+ * not in the OOM killer; the same file within a larger limit is read (and is no trace). */
+Test(replay, a_compressed_trace_that_expands_past_the_limit_is_refused, .timeout = 120)
+{
+  char cmd[256];
+  snprintf(cmd, sizeof(cmd), "cd '%s' && head -c 67108864 /dev/zero | zstd -q -19 -c > bomb.trace",
+           dir);
+  cr_assert_eq(system(cmd), 0);
+  cr_assert_lt(file_size("bomb.trace"), 65536, "not a bomb");
+  setenv("PREPOST_TRACE_MAX_BYTES", "1048576", 1);
+  int rc = cli("trace stats bomb.trace");
+  unsetenv("PREPOST_TRACE_MAX_BYTES");
+  char path[128];
+  snprintf(path, sizeof(path), "%s/err.txt", dir);
+  char *err = slurp(path);
+  cr_assert_eq(rc, 2, "%s", err);
+  cr_assert(strstr(err, "expands to more than 1048576 bytes"), "%s", err);
+  cr_assert(strstr(err, "PREPOST_TRACE_MAX_BYTES"), "%s", err);
+  free(err);
+  /* within the limit it decompresses, and the reader then says it is no trace */
+  cr_assert_eq(cli("trace stats bomb.trace"), 2, "%s", out);
+  err = slurp(path);
+  cr_assert_null(strstr(err, "expands to more than"), "%s", err);
+  free(err);
+}

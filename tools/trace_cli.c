@@ -10,6 +10,7 @@
 #include <string.h>
 #include <zstd.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "buildinfo.h"
 #include "cli_util.h"
@@ -100,6 +101,21 @@ static bool is_zstd(const uint8_t *p, size_t n)
   return n >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd;
 }
 
+/* The largest plain trace a compressed one may expand to: $PREPOST_TRACE_MAX_BYTES, else half the
+ * machine's memory (a crafted stream of a few KB can claim terabytes: a "zstd bomb" must end in
+ * an error, not in the OOM killer). */
+static size_t zexpand_max(void)
+{
+  const char *env = getenv("PREPOST_TRACE_MAX_BYTES");
+  uint64_t v;
+  if (env && *env && pp_cli_parse_u64(env, &v) == 0 && v > 0)
+    return v < SIZE_MAX ? (size_t)v : SIZE_MAX;
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || psz <= 0)
+    return (size_t)1 << 32;
+  return (size_t)pages / 2 * (size_t)psz;
+}
+
 /* The plain trace of a compressed one. With PP_TRACE_PARTIAL a stream cut short gives what was
  * flushed before the cut (whole chunks, then perhaps part of one: pp_trace_open stops before it);
  * without, it is an error. */
@@ -107,7 +123,10 @@ static int zexpand(const uint8_t *in, size_t n, unsigned flags, uint8_t **out, s
                    char *err, size_t errlen)
 {
   ZSTD_DCtx *d = ZSTD_createDCtx();
+  size_t max = zexpand_max();
   size_t cap = (n < SIZE_MAX / 16 ? n * 16 : n) + (1u << 16);
+  if (cap > max)
+    cap = max;
   uint8_t *buf = d ? malloc(cap) : NULL;
   int rc = -1;
   if (!buf) {
@@ -119,13 +138,18 @@ static int zexpand(const uint8_t *in, size_t n, unsigned flags, uint8_t **out, s
   size_t ret = 0;
   while (ib.pos < ib.size || ob.pos == ob.size) {
     if (ob.pos == ob.size) {
-      uint8_t *b = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+      if (cap >= max) {
+        snprintf(err, errlen, "the compressed trace expands to more than %zu bytes (the limit: "
+                 "half this machine's memory; PREPOST_TRACE_MAX_BYTES sets another)", max);
+        goto done;
+      }
+      uint8_t *b = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2 < max ? cap * 2 : max) : NULL;
       if (!b) {
         snprintf(err, errlen, "out of memory");
         goto done;
       }
       buf = b;
-      cap *= 2;
+      cap = cap * 2 < max ? cap * 2 : max;
       ob.dst = buf;
       ob.size = cap;
     }
