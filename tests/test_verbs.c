@@ -763,6 +763,7 @@ Test(verbs, coordinator_stops_a_run_without_progress_and_collects_the_hang)
   const struct pp_hang *h = c.res.hang;
   cr_assert_not_null(h);
   cr_assert_eq(h->trigger, PP_HANG_TRIGGER_NO_PROGRESS);
+  cr_assert_eq(h->clock, PP_HANG_CLOCK_RUN, "wall-clock time from GO, not CLOCK_MONOTONIC");
   cr_assert_eq(h->no_progress_ns, 300000000ull);
   cr_assert_eq(h->stuck, 2);
   cr_assert_eq(h->rank[1].nwaits, 2);

@@ -1058,6 +1058,7 @@ static struct pp_hang *hang_of(struct coord *c, const struct pp_run_result *res)
   h->trigger = res->outcome == PP_OUTCOME_NO_PROGRESS ? PP_HANG_TRIGGER_NO_PROGRESS
                : res->outcome == PP_OUTCOME_TIMEOUT   ? PP_HANG_TRIGGER_TIMEOUT
                                                       : PP_HANG_TRIGGER_QUIESCENCE;
+  h->clock = PP_HANG_CLOCK_RUN; /* at_ns from the coordinator's GO, waits from each rank's */
   h->at_ns = res->sim_time_ns;
   h->no_progress_ns = c->a->no_progress_ns;
   for (uint32_t i = 0; i < c->n; i++)

@@ -696,6 +696,9 @@ static int send_result(struct rank *r)
   boot_put_result(&b, &rr, s, ns);
   struct pp_wait w[PP_HANG_MAX_WAITS];
   size_t nw = pp_engine_pending(r->e, w, PP_HANG_MAX_WAITS);
+  /* the engine's times are CLOCK_MONOTONIC; the hang report's are from GO (PP_HANG_CLOCK_RUN) */
+  for (size_t i = 0; i < nw && i < PP_HANG_MAX_WAITS; i++)
+    w[i].since_ns = w[i].since_ns > r->t0 ? w[i].since_ns - r->t0 : 0;
   boot_put_waits(&b, w, nw < PP_HANG_MAX_WAITS ? (uint32_t)nw : PP_HANG_MAX_WAITS, (uint32_t)nw);
   int rc = b.bad ? -1 : boot_send(r->fd, BOOT_RESULT, &b, boot_now_ns() + 30000000000ull);
   boot_buf_free(&b);
