@@ -114,18 +114,41 @@ Test(verbs, address_and_result_round_trip)
   r.stats.done = true;
   r.nic.rnr_naks_received = 42;
   snprintf(r.host, sizeof(r.host), "h/rxe0");
-  uint64_t samples[3] = {5, 6, 7}, *got, n;
-  boot_put_result(&b, &r, samples, 3);
-  boot_get_result(&b, &r2, &got, &n);
+  static struct pp_hist h;
+  pp_hist_reset(&h);
+  pp_hist_record(&h, 5);
+  pp_hist_record(&h, 6);
+  pp_hist_record(&h, 70000);
+  struct pp_hist *got;
+  boot_put_result(&b, &r, NULL);
+  size_t without = b.len;
+  boot_buf_free(&b);
+  boot_put_result(&b, &r, &h);
+  cr_assert_eq(b.len - without, 4 * 8 + 4 + 3 * (4 + 8),
+               "the histogram travels as count, min, max, sum and its non-empty buckets");
+  boot_get_result(&b, &r2, &got);
   cr_assert_not(b.bad);
   cr_assert_eq(r2.stats.messages_sent, 7);
   cr_assert_eq(r2.stats.status_counts[PP_WC_RNR_RETRY_EXC_ERR], 1);
   cr_assert(r2.stats.done);
   cr_assert_eq(r2.nic.rnr_naks_received, 42);
   cr_assert_str_eq(r2.host, "h/rxe0");
-  cr_assert_eq(n, 3);
-  cr_assert_eq(got[2], 7);
+  cr_assert(got);
+  cr_assert_eq(memcmp(got, &h, sizeof(h)), 0, "the same histogram");
   free(got);
+  /* one that does not add up (its count says 4 samples) is refused */
+  h.count = 4;
+  boot_buf_free(&b);
+  boot_put_result(&b, &r, &h);
+  boot_get_result(&b, &r2, &got);
+  cr_assert(b.bad);
+  cr_assert_null(got);
+  boot_buf_free(&b);
+  /* a rank without latency sends none */
+  boot_put_result(&b, &r, NULL);
+  boot_get_result(&b, &r2, &got);
+  cr_assert_not(b.bad);
+  cr_assert_null(got);
   boot_buf_free(&b);
 }
 
@@ -398,9 +421,11 @@ Test(verbs, coordinator_runs_fake_ranks_to_quiescence)
     rr.nic.rnr_naks_received = 4; /* both ranks read one device's counters */
     rr.nic.rnr_naks_sent = 4;
     snprintf(rr.host, sizeof(rr.host), "fakehost/fake0");
-    uint64_t s[1] = {1000};
+    static struct pp_hist h;
+    pp_hist_reset(&h);
+    pp_hist_record(&h, r == 1 ? 1000 : 3000);
     struct boot_buf o = {0};
-    boot_put_result(&o, &rr, s, r == 1 ? 1 : 0);
+    boot_put_result(&o, &rr, &h);
     cr_assert_eq(boot_send(fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
     boot_buf_free(&o);
   }
@@ -419,7 +444,12 @@ Test(verbs, coordinator_runs_fake_ranks_to_quiescence)
   cr_assert_eq(c.res.ranks[1].nic.rnr_naks_received, 0);
   cr_assert_eq(c.res.ranks[1].nic.rnr_naks_sent, 4, "the receiver gets the NAKs sent");
   cr_assert_eq(c.res.ranks[0].nic.rnr_naks_sent, 0);
+  /* both ranks' histograms merged: the same summary as the simulator's (engine/hist.h) */
+  cr_assert_eq(c.res.latency.count, 2);
   cr_assert_eq(c.res.latency.p50, 1000);
+  cr_assert_eq(c.res.latency.max, 3000);
+  cr_assert(c.res.latency_hist);
+  cr_assert_eq(c.res.latency_hist->bucket[pp_hist_index(3000)], 1);
   pp_run_result_free(&c.res);
   boot_buf_free(&b);
   close(c.a.listen_fd);
@@ -716,7 +746,7 @@ static void fake_stuck_result(int fd, const struct pp_wait *w, uint32_t n)
   rr.stats.status_counts[PP_WC_SUCCESS] = 1;
   snprintf(rr.host, sizeof(rr.host), "fakehost/fake0");
   struct boot_buf o = {0};
-  boot_put_result(&o, &rr, NULL, 0);
+  boot_put_result(&o, &rr, NULL);
   boot_put_waits(&o, w, n, n);
   cr_assert_eq(boot_send(fd, BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
   boot_buf_free(&o);

@@ -20,7 +20,7 @@ static void rank_totals(const struct pp_rank_result *r, struct totals *t)
     t->status[k] += r->stats.status_counts[k];
 }
 
-static void json_counts(FILE *out, const struct totals *t, const struct pp_latency *lat)
+static void json_counts(FILE *out, const struct totals *t, const struct pp_hist_summary *lat)
 {
   fprintf(out,
           "\"messages\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"rnr_naks\": %" PRIu64
@@ -33,9 +33,12 @@ static void json_counts(FILE *out, const struct totals *t, const struct pp_laten
     fprintf(out, "%s\"%s\": %" PRIu64, sep, pp_wc_status_name((enum pp_wc_status)k), t->status[k]);
     sep = ", ";
   }
+  /* engine/hist.h: nearest-rank percentiles within 1/256 of the sample, min/max/count exact */
   fprintf(out,
-          "}, \"latency_ns\": {\"p50\": %" PRIu64 ", \"p99\": %" PRIu64 ", \"max\": %" PRIu64 "}",
-          lat->p50, lat->p99, lat->max);
+          "}, \"latency_ns\": {\"count\": %" PRIu64 ", \"min\": %" PRIu64 ", \"p50\": %" PRIu64
+          ", \"p90\": %" PRIu64 ", \"p99\": %" PRIu64 ", \"p999\": %" PRIu64 ", \"max\": %" PRIu64
+          ", \"mean\": %" PRIu64 "}",
+          lat->count, lat->min, lat->p50, lat->p90, lat->p99, lat->p999, lat->max, lat->mean);
 }
 
 void pp_report_json(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res)

@@ -690,10 +690,8 @@ static int send_result(struct rank *r)
   rr.receives = (struct pp_recv_record *)recs; /* only read by boot_put_result */
   vnic_ops.query_counters(r->nic, &rr.nic);
   snprintf(rr.host, sizeof(rr.host), "%.31s/%.31s", r->host, vnic_device_name(r->nic));
-  const uint64_t *s;
-  size_t ns = pp_engine_latency_samples(r->e, &s);
   struct boot_buf b = {0};
-  boot_put_result(&b, &rr, s, ns);
+  boot_put_result(&b, &rr, pp_engine_latency_hist(r->e));
   struct pp_wait w[PP_HANG_MAX_WAITS];
   size_t nw = pp_engine_pending(r->e, w, PP_HANG_MAX_WAITS);
   /* the engine's times are CLOCK_MONOTONIC; the hang report's are from GO (PP_HANG_CLOCK_RUN) */
