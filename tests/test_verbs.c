@@ -14,8 +14,10 @@
 #include <unistd.h>
 
 #include "backends/verbs/boot.h"
+#include "backends/verbs/counters.h"
 #include "backends/verbs/verbsnic.h"
 #include "backends/verbs/verbsrun.h"
+#include "tools/report.h"
 
 #define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"
 
@@ -848,4 +850,166 @@ Test(verbs, coordinator_reports_the_hang_of_a_stalled_run)
   pp_run_result_free(&c.res);
   boot_buf_free(&b);
   close(c.a.listen_fd);
+}
+
+/* ---------------------------------------------------------------- per-driver counters */
+
+static char sysfs[64];
+
+static void put_file(const char *dev, const char *file, const char *text)
+{
+  char path[512], cmd[600];
+  snprintf(path, sizeof(path), "%s/%s/ports/1/%s", sysfs, dev, file);
+  snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", path);
+  cr_assert_eq(system(cmd), 0);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static void put_counter(const char *dev, const char *file, uint64_t v)
+{
+  char text[32];
+  snprintf(text, sizeof(text), "%llu\n", (unsigned long long)v);
+  put_file(dev, file, text);
+}
+
+static void make_sysfs(void)
+{
+  snprintf(sysfs, sizeof(sysfs), "/tmp/pp-sysfs-XXXXXX");
+  cr_assert_not_null(mkdtemp(sysfs));
+}
+
+static void remove_sysfs(void)
+{
+  char cmd[128];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", sysfs);
+  cr_assert_eq(system(cmd), 0);
+}
+
+/* Reads dev's counters (mark), lets set() change the files, reads again and maps the delta. */
+static const struct vnic_driver *delta_of(const char *dev, void (*set)(const char *dev, int step),
+                                          struct pp_nic_counters *out)
+{
+  set(dev, 0);
+  const struct vnic_driver *d = vnic_driver_of(sysfs, dev, 1);
+  struct vnic_raw mark, now;
+  vnic_raw_read(sysfs, dev, 1, d, &mark);
+  set(dev, 1);
+  vnic_raw_read(sysfs, dev, 1, d, &now);
+  vnic_counters_map(d, &now, &mark, out);
+  return d;
+}
+
+static void rxe_files(const char *dev, int step)
+{
+  put_counter(dev, "hw_counters/rcvd_rnr_err", 100 + 10 * (uint64_t)step);
+  put_counter(dev, "hw_counters/send_rnr_err", 7 + 4 * (uint64_t)step);
+  put_counter(dev, "hw_counters/retry_rnr_exceeded_err", (uint64_t)step);
+  put_counter(dev, "hw_counters/completer_retry_err", 50 + 3 * (uint64_t)step);
+  put_counter(dev, "hw_counters/sent_pkts", 1000 + 200 * (uint64_t)step);
+}
+
+static void mlx5_files(const char *dev, int step)
+{
+  put_counter(dev, "hw_counters/out_of_buffer", 5 + 6 * (uint64_t)step);
+  put_counter(dev, "hw_counters/rnr_nak_retry_err", 20 + 8 * (uint64_t)step);
+  put_counter(dev, "hw_counters/local_ack_timeout_err", 2 + 2 * (uint64_t)step);
+  put_counter(dev, "hw_counters/out_of_sequence", 0);
+  if (!strcmp(dev, "mlx5_0")) { /* extended counters and the PMA counters: not on every device */
+    put_counter(dev, "hw_counters/req_rnr_retries_exceeded", (uint64_t)step);
+    put_counter(dev, "counters/port_xmit_packets", 4000 + 900 * (uint64_t)step);
+  }
+}
+
+static void unknown_files(const char *dev, int step)
+{
+  put_counter(dev, "hw_counters/rnr_naks_whatever", 3 + (uint64_t)step);
+}
+
+#define HAVE(c, f) pp_nic_counter_have(&(c), PP_NIC_CNT_##f)
+
+Test(verbs_counters, rxe_names)
+{
+  make_sysfs();
+  struct pp_nic_counters c;
+  const struct vnic_driver *d = delta_of("rxe0", rxe_files, &c);
+  cr_assert_str_eq(vnic_driver_name(d), "rxe");
+  cr_assert(HAVE(c, rnr_naks_received) && c.rnr_naks_received == 10);
+  cr_assert(HAVE(c, rnr_naks_sent) && c.rnr_naks_sent == 4);
+  cr_assert(HAVE(c, rnr_retries) && c.rnr_retries == 9, "10 RNR NAKs, 1 exhausted the budget");
+  cr_assert(HAVE(c, timeout_retries) && c.timeout_retries == 3);
+  cr_assert(HAVE(c, packets_sent) && c.packets_sent == 200);
+  cr_assert(!HAVE(c, packets_dropped) && !HAVE(c, acks_sent), "rxe counts neither");
+  remove_sysfs();
+}
+
+Test(verbs_counters, mlx5_q_counter_names)
+{
+  make_sysfs();
+  struct pp_nic_counters c;
+  const struct vnic_driver *d = delta_of("mlx5_0", mlx5_files, &c);
+  cr_assert_str_eq(vnic_driver_name(d), "mlx5");
+  cr_assert(HAVE(c, rnr_naks_sent) && c.rnr_naks_sent == 6, "out_of_buffer");
+  cr_assert(HAVE(c, rnr_naks_received) && c.rnr_naks_received == 9,
+            "rnr_nak_retry_err + req_rnr_retries_exceeded: %llu",
+            (unsigned long long)c.rnr_naks_received);
+  cr_assert(HAVE(c, rnr_retries) && c.rnr_retries == 8, "rnr_nak_retry_err");
+  cr_assert(HAVE(c, timeout_retries) && c.timeout_retries == 2, "local_ack_timeout_err");
+  cr_assert(HAVE(c, packets_sent) && c.packets_sent == 900, "counters/port_xmit_packets");
+  /* without the extended and PMA counters: the optional term counts 0, packets_sent is null */
+  d = delta_of("mlx5_1", mlx5_files, &c);
+  cr_assert_str_eq(vnic_driver_name(d), "mlx5");
+  cr_assert(HAVE(c, rnr_naks_received) && c.rnr_naks_received == 8);
+  cr_assert(!HAVE(c, packets_sent), "no port_xmit_packets: not available, not 0");
+  cr_assert_eq(c.packets_sent, 0);
+  remove_sysfs();
+}
+
+Test(verbs_counters, unknown_driver_or_unreadable_file_is_not_available)
+{
+  make_sysfs();
+  struct pp_nic_counters c;
+  const struct vnic_driver *d = delta_of("foo0", unknown_files, &c);
+  cr_assert_null(d);
+  cr_assert_str_eq(vnic_driver_name(d), "unknown");
+  cr_assert_eq(c.missing, (1u << PP_NIC_COUNTER_COUNT) - 1, "every counter: not available");
+  /* no such device at all */
+  cr_assert_null(vnic_driver_of(sysfs, "nodev", 1));
+  /* an rxe whose completer_retry_err does not hold a number */
+  rxe_files("rxe1", 0);
+  put_file("rxe1", "hw_counters/completer_retry_err", "n/a\n");
+  d = vnic_driver_of(sysfs, "rxe1", 1);
+  struct vnic_raw mark, now;
+  vnic_raw_read(sysfs, "rxe1", 1, d, &mark);
+  vnic_raw_read(sysfs, "rxe1", 1, d, &now);
+  vnic_counters_map(d, &now, &mark, &c);
+  cr_assert(!HAVE(c, timeout_retries));
+  cr_assert(HAVE(c, rnr_naks_received) && c.rnr_naks_received == 0);
+  remove_sysfs();
+}
+
+Test(verbs_counters, json_says_null_for_what_is_not_counted)
+{
+  struct pp_sim_config cfg = {0};
+  snprintf(cfg.name, sizeof(cfg.name), "t");
+  cfg.engine.nranks = 2;
+  struct pp_rank_result rr[2] = {0};
+  rr[0].nic.rnr_naks_received = 3;
+  rr[0].nic.missing = 1u << PP_NIC_CNT_packets_dropped | 1u << PP_NIC_CNT_timeout_retries;
+  rr[1].nic.rnr_naks_sent = 3;
+  rr[1].nic.missing = 1u << PP_NIC_CNT_packets_dropped;
+  struct pp_run_result res = {.nranks = 2, .ranks = rr};
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  pp_report_json_on(f, &cfg, &res, "verbs");
+  fclose(f);
+  cr_assert(strstr(buf, "\"rnr_naks\": 3, \"retries\": null,"), "%s", buf);
+  cr_assert(strstr(buf, "\"rnr_naks_sent\": 0, \"timeout_retries\": null, \"packets_dropped\": null"),
+            "%s", buf);
+  cr_assert(strstr(buf, "\"rnr_naks_sent\": 3, \"timeout_retries\": 0, \"packets_dropped\": null"),
+            "%s", buf);
+  free(buf);
 }

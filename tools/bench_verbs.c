@@ -441,16 +441,23 @@ static void engine_bench(const struct opts *o, const char *proto, double raw_rtt
     snprintf(bw->note, sizeof(bw->note), "failed: %s", err);
   } else {
     uint64_t bytes = 0, rnr = 0;
+    bool have_rnr = true;
     for (uint32_t i = 0; i < res.nranks; i++) {
       bytes += res.ranks[i].stats.bytes_received;
       rnr += res.ranks[i].nic.rnr_naks_received;
+      have_rnr = have_rnr && pp_nic_counter_have(&res.ranks[i].nic, PP_NIC_CNT_rnr_naks_received);
     }
+    char rnrs[48];
+    if (have_rnr)
+      snprintf(rnrs, sizeof(rnrs), "%" PRIu64 " RNR NAKs", rnr);
+    else
+      snprintf(rnrs, sizeof(rnrs), "RNR NAKs: counter not available");
     char paths[128];
     p2p_paths(&res, paths, sizeof(paths));
     bw->value = (double)bytes / (res.sim_time_ns / 1e9) / 1048576.0;
     bw->extra = -1;
-    snprintf(bw->note, sizeof(bw->note), "%u B x %u back to back, %" PRIu64 " RNR NAKs%s",
-             o->bw_size, c->workload.messages, rnr, paths);
+    snprintf(bw->note, sizeof(bw->note), "%u B x %u back to back, %s%s", o->bw_size,
+             c->workload.messages, rnrs, paths);
     pp_run_result_free(&res);
   }
 }

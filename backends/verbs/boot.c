@@ -269,6 +269,7 @@ void boot_put_result(struct boot_buf *b, const struct pp_rank_result *r, const s
   boot_put64(b, c->packets_sent);
   boot_put64(b, c->packets_dropped);
   boot_put64(b, c->acks_sent);
+  boot_put32(b, c->missing); /* what the device does not count (counters.h) */
   boot_put_bytes(b, r->host, sizeof(r->host));
   put_hist(b, lat);
   /* p2p protocols: their statistics and every completed receive (source, tag, size, status,
@@ -293,6 +294,7 @@ void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, struct pp_his
   c->packets_sent = boot_get64(b);
   c->packets_dropped = boot_get64(b);
   c->acks_sent = boot_get64(b);
+  c->missing = boot_get32(b);
   boot_get_bytes(b, r->host, sizeof(r->host));
   r->host[sizeof(r->host) - 1] = '\0';
   get_hist(b, lat);
@@ -1077,8 +1079,8 @@ static void credit_counters(struct coord *c, struct pp_run_result *res)
       continue;
     for (uint32_t j = i; j < c->n; j++)
       if (!strcmp(c->r[j].host, c->r[i].host) && !strcmp(c->r[j].dev, c->r[i].dev) &&
-          c->r[j].addr.port == c->r[i].addr.port)
-        res->ranks[j].nic = (struct pp_nic_counters){0};
+          c->r[j].addr.port == c->r[i].addr.port) /* credited below; what is missing stays so */
+        res->ranks[j].nic = (struct pp_nic_counters){.missing = res->ranks[j].nic.missing};
     if (sender < 0)
       sender = (int)i;
     if (receiver < 0)
