@@ -852,6 +852,85 @@ Test(verbs, coordinator_reports_the_hang_of_a_stalled_run)
   close(c.a.listen_fd);
 }
 
+/* A coordinator that did not run for longer than the bound (its CPU taken: busy-polling ranks
+ * on few CPUs) finds PROGRESS waiting unread: it reads it before judging, the run goes on. The
+ * launcher's check() callback is where it is kept from running here. */
+static int stall_once(void *ctx, char *err, size_t errlen)
+{
+  (void)err, (void)errlen;
+  int *fd = ctx, f = __atomic_load_n(fd, __ATOMIC_SEQ_CST);
+  if (f < 0)
+    return 0;
+  /* 0.3 s bound: the rank says STATE then PROGRESS, and the coordinator sleeps 0.5 s before it
+   * reads them (one message per rank per pass: the STATE first) */
+  send_state(f, false, false, 1);
+  cr_assert_eq(boot_send(f, BOOT_PROGRESS, NULL, boot_now_ns() + 1000000000ull), 0);
+  __atomic_store_n(fd, -1, __ATOMIC_SEQ_CST);
+  usleep(500000);
+  return 0;
+}
+
+Test(verbs, coordinator_reads_waiting_progress_before_it_judges)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  static int stall_fd = -1;
+  stall_fd = -1;
+  char err[256];
+  c.cfg = cfg2();
+  c.port = 0;
+  int lfd = boot_listen("127.0.0.1", &c.port, err, sizeof(err));
+  cr_assert_geq(lfd, 0, "%s", err);
+  c.a = (struct boot_coord_args){.listen_fd = lfd, .cfg = &c.cfg, .boot_timeout_ns = 5000000000ull,
+                                 .run_timeout_ns = 10000000000ull, .no_progress_ns = 300000000ull,
+                                 .check = stall_once, .check_ctx = &stall_fd};
+  snprintf(c.a.where, sizeof(c.a.where), "127.0.0.1:%u", c.port);
+  cr_assert_eq(pthread_create(&th, NULL, coord_thread, &c), 0);
+  int fd[2];
+  struct boot_buf b = {0};
+  fake_start(&c, fd, &b);
+  send_state(fd[0], false, false, 1);
+  send_state(fd[1], false, false, 1);
+  usleep(100000);
+  __atomic_store_n(&stall_fd, fd[0], __ATOMIC_SEQ_CST); /* the next check() stalls */
+  while (__atomic_load_n(&stall_fd, __ATOMIC_SEQ_CST) >= 0)
+    usleep(10000);
+  usleep(600000); /* past the stall; then both ranks report idle and done */
+  send_state(fd[0], true, true, 2);
+  send_state(fd[1], true, true, 2);
+  for (int r = 0; r < 2; r++) {
+    uint32_t t = recv_type(fd[r], &b);
+    cr_assert_eq(t, BOOT_PROBE, "not stopped as no_progress (message %u)", t);
+    uint64_t id = boot_get64(&b);
+    struct boot_buf o = {0};
+    boot_put64(&o, id);
+    boot_put8(&o, 1);
+    boot_put64(&o, 2);
+    cr_assert_eq(boot_send(fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
+    boot_buf_free(&o);
+  }
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(fd[r], &b), BOOT_STOP);
+    struct pp_rank_result rr = {0};
+    rr.stats.done = true;
+    struct boot_buf o = {0};
+    boot_put_result(&o, &rr, NULL);
+    cr_assert_eq(boot_send(fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
+    boot_buf_free(&o);
+  }
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(fd[r], &b), BOOT_BYE);
+    cr_assert_eq(boot_get8(&b), PP_OUTCOME_COMPLETED);
+    close(fd[r]);
+  }
+  pthread_join(th, NULL);
+  cr_assert_eq(c.s, PP_OK, "%s", c.err);
+  cr_assert_eq(c.res.outcome, PP_OUTCOME_COMPLETED);
+  pp_run_result_free(&c.res);
+  boot_buf_free(&b);
+  close(c.a.listen_fd);
+}
+
 /* ---------------------------------------------------------------- per-driver counters */
 
 static char sysfs[64];

@@ -712,6 +712,7 @@ struct run_state {
   bool stop;
   bool no_progress;   /* stopped by the no-progress bound */
   uint64_t progress_at; /* the last PROGRESS from any rank (or GO) */
+  uint64_t np_suspect;  /* when the bound was first seen passed (0: not yet; run_until) */
 };
 
 struct coord {
@@ -956,10 +957,20 @@ static enum pp_status on_hello_phase(struct coord *c, uint32_t rank, uint32_t ty
 
 /* ----- the run: quiescence detection */
 
+/* The no-progress bound passed. Not yet a verdict: a coordinator that did not run for a while
+ * (its CPU taken by busy-polling ranks, or the whole machine descheduled) has PROGRESS messages
+ * waiting unread. So it suspects first, and stops only if none came in the next bound/8 (every
+ * rank that moves reports each bound/8), read in the meantime by pump(). */
 static bool run_until(struct coord *c)
 {
-  uint64_t bound = c->a->no_progress_ns;
-  if (!c->rs.stop && bound && boot_now_ns() - c->rs.progress_at >= bound)
+  uint64_t bound = c->a->no_progress_ns, now = boot_now_ns();
+  if (c->rs.stop || !bound || now - c->rs.progress_at < bound) {
+    c->rs.np_suspect = 0;
+    return c->rs.stop;
+  }
+  if (!c->rs.np_suspect)
+    c->rs.np_suspect = now;
+  else if (now - c->rs.np_suspect >= (bound / 8 ? bound / 8 : 1))
     c->rs.stop = c->rs.no_progress = true;
   return c->rs.stop;
 }
