@@ -706,6 +706,8 @@ Test(verbs_cli, usage_errors)
       {"--backend verbs --no-progress soon", "'--no-progress' must be a duration"},
       {"--backend verbs --no-progress", "--no-progress needs a value"},
       {"--backend verbs --trace", "--trace needs a value"},
+      {"--backend verbs --progress spin", "--progress: 'busy' or 'event', got 'spin'"},
+      {"--backend verbs --progress", "--progress needs a value"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char args[512];
