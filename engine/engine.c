@@ -208,7 +208,8 @@ static void mem_ring(const struct pp_engine_cfg *c, uint32_t npeers, struct mem 
           "qp.sq_depth and qp.rq_depth");
 }
 
-/* The workload's buffers; *lat the latency samples it keeps. */
+/* The workload's buffers; *lat: the latency samples it records (kept in one fixed-size
+ * histogram, prepost/hist.h, when there are any). */
 static void mem_app(const struct pp_engine_cfg *c, uint64_t script_bytes, struct mem *m,
                     uint64_t *lat)
 {
@@ -270,7 +271,7 @@ void pp_engine_mem_need(const struct pp_engine_cfg *cfg, struct pp_mem_need *out
   else if (cfg->protocol == PP_PROTO_RING_CREDITS || cfg->protocol == PP_PROTO_RING_CTS)
     mem_ring(cfg, npeers, &m, out);
   mem_app(cfg, sbytes, &m, &lat);
-  mem_add(&m, lat * sizeof(uint64_t), "workload.messages (a latency sample each)");
+  mem_add(&m, lat ? sizeof(struct pp_hist) : 0, "the latency histogram");
   mem_add(&m, 16 * 4096, "the allocator's rounding"); /* a page per large buffer */
   out->bytes = m.total;
   out->biggest = m.what;
