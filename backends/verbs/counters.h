@@ -1,6 +1,6 @@
 /*
  * The device's counters, per driver: which sysfs files of a port
- * (/sys/class/infiniband/DEV/ports/PORT/...) feed which engine/nic.h counter, for rxe (Soft-RoCE,
+ * (/sys/class/infiniband/DEV/ports/PORT/...) feed which prepost/nic.h counter, for rxe (Soft-RoCE,
  * drivers/infiniband/sw/rxe/rxe_hw_counters.c) and mlx5 (ConnectX, the q-counters of
  * drivers/infiniband/hw/mlx5/counters.c), documented in backends/verbs/README.md. A driver is
  * told by a file only it has; an unknown driver, or a counter whose file is absent, is marked
