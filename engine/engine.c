@@ -208,7 +208,8 @@ static void mem_ring(const struct pp_engine_cfg *c, uint32_t npeers, struct mem 
           "qp.sq_depth and qp.rq_depth");
 }
 
-/* The workload's buffers; *lat the latency samples it keeps. */
+/* The workload's buffers; *lat: the latency samples it records (kept in one fixed-size
+ * histogram, prepost/hist.h, when there are any). */
 static void mem_app(const struct pp_engine_cfg *c, uint64_t script_bytes, struct mem *m,
                     uint64_t *lat)
 {
@@ -270,7 +271,7 @@ void pp_engine_mem_need(const struct pp_engine_cfg *cfg, struct pp_mem_need *out
   else if (cfg->protocol == PP_PROTO_RING_CREDITS || cfg->protocol == PP_PROTO_RING_CTS)
     mem_ring(cfg, npeers, &m, out);
   mem_app(cfg, sbytes, &m, &lat);
-  mem_add(&m, lat * sizeof(uint64_t), "workload.messages (a latency sample each)");
+  mem_add(&m, lat ? sizeof(struct pp_hist) : 0, "the latency histogram");
   mem_add(&m, 16 * 4096, "the allocator's rounding"); /* a page per large buffer */
   out->bytes = m.total;
   out->biggest = m.what;
@@ -321,8 +322,8 @@ enum pp_status pp_engine_add_peer(struct pp_engine *e, uint32_t peer)
 
 void pp_engine_latency(struct pp_engine *e, uint64_t ns)
 {
-  if (e->nlat < e->lat_cap)
-    e->lat[e->nlat++] = ns;
+  if (e->lat)
+    pp_hist_record(e->lat, ns);
 }
 
 enum pp_status pp_app_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
@@ -427,8 +428,10 @@ enum pp_status pp_engine_create(const struct pp_engine_cfg *cfg, const struct pp
   enum pp_status s = pp_timerq_init(&e->timers, cfg->qp.rq_depth * 2 + 64);
   if (s == PP_OK)
     s = e->appops->plan(e);
-  if (s == PP_OK && e->lat_cap && !(e->lat = calloc(e->lat_cap, sizeof(*e->lat))))
+  if (s == PP_OK && e->lat_cap && !(e->lat = malloc(sizeof(*e->lat))))
     s = PP_NOMEM;
+  if (s == PP_OK && e->lat)
+    pp_hist_reset(e->lat);
   if (s == PP_OK)
     s = e->proto->create(e);
   if (s == PP_OK)
@@ -547,47 +550,26 @@ bool pp_engine_done(const struct pp_engine *e)
   return e->started && e->appops->done(e) && e->proto->quiet(e);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-void pp_latency_of(const uint64_t *samples, uint64_t n, struct pp_latency *out)
-{
-  *out = (struct pp_latency){0};
-  if (n == 0)
-    return;
-  uint64_t *s = malloc(n * sizeof(*s));
-  if (!s)
-    return;
-  memcpy(s, samples, n * sizeof(*s));
-  qsort(s, n, sizeof(*s), cmp_u64);
-  /* nearest-rank percentiles */
-  out->p50 = s[(n * 50 + 99) / 100 - 1];
-  out->p99 = s[(n * 99 + 99) / 100 - 1];
-  out->max = s[n - 1];
-  free(s);
-}
-
 void pp_engine_stats(const struct pp_engine *e, struct pp_rank_stats *out)
 {
   *out = e->st;
   out->done = pp_engine_done(e);
-  pp_latency_of(e->lat, e->nlat, &out->latency);
+  if (e->lat)
+    pp_hist_summarize(e->lat, &out->latency);
+  else
+    out->latency = (struct pp_hist_summary){0};
 }
 
 void pp_engine_counts(const struct pp_engine *e, struct pp_rank_stats *out)
 {
   *out = e->st;
   out->done = pp_engine_done(e);
-  out->latency = (struct pp_latency){0};
+  out->latency = (struct pp_hist_summary){0};
 }
 
-size_t pp_engine_latency_samples(const struct pp_engine *e, const uint64_t **samples)
+const struct pp_hist *pp_engine_latency_hist(const struct pp_engine *e)
 {
-  *samples = e->lat;
-  return e->nlat;
+  return e->lat;
 }
 
 /* ---------------------------------------------------------------- untrusted peers */

@@ -118,8 +118,8 @@ struct pp_engine {
   uint64_t start_ns;
   struct pp_timerq timers;
   struct pp_prng prng;
-  uint64_t *lat;
-  uint64_t nlat, lat_cap;
+  struct pp_hist *lat; /* latency of the rank's successful sends (NULL: it sends none) */
+  uint64_t lat_cap;    /* set by the workload's plan: non-zero when the rank records latency */
   struct pp_rank_stats st;
   uint64_t finished; /* sends and receives finished towards the workload (progress) */
   struct pp_qp_seen qps[PP_MAX_QPS];
@@ -151,7 +151,7 @@ void pp_engine_violation(struct pp_engine *e, uint64_t now, const struct pp_viol
 
 /* Adds a peer rank (once); PP_LIMIT past PP_MAX_PEERS. */
 enum pp_status pp_engine_add_peer(struct pp_engine *e, uint32_t peer);
-/* Records one latency sample (bounded by lat_cap). */
+/* Records one latency sample into the rank's histogram (prepost/hist.h). */
 void pp_engine_latency(struct pp_engine *e, uint64_t ns);
 
 /* --- protocol -> workload --- (PP_INVALID: no such outstanding message; a protocol returns it

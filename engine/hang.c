@@ -48,6 +48,28 @@ const char *pp_hang_trigger_name(enum pp_hang_trigger t)
   return pp_name_of(trigger_names, PP_NAMES_COUNT(trigger_names), t);
 }
 
+static const char *const clock_names[] = {
+#define PP_X(id, name, desc) [PP_HANG_CLOCK_##id] = name,
+    PP_HANG_CLOCK_LIST(PP_X)
+#undef PP_X
+};
+
+static const char *const clock_descs[] = {
+#define PP_X(id, name, desc) [PP_HANG_CLOCK_##id] = desc,
+    PP_HANG_CLOCK_LIST(PP_X)
+#undef PP_X
+};
+
+const char *pp_hang_clock_name(enum pp_hang_clock c)
+{
+  return pp_name_of(clock_names, PP_NAMES_COUNT(clock_names), c);
+}
+
+const char *pp_hang_clock_desc(enum pp_hang_clock c)
+{
+  return pp_name_of(clock_descs, PP_NAMES_COUNT(clock_descs), c);
+}
+
 void pp_wait_add(struct pp_wait *out, size_t max, size_t *n, enum pp_wait_kind kind,
                  uint32_t peer, uint32_t tag, uint64_t since_ns, const char *fmt, ...)
 {

@@ -1118,14 +1118,18 @@ Test(engine, completions_post_pending_messages_never_exceeding_sq_depth)
   for (int k = 1; k < PP_WC_STATUS_COUNT; k++)
     cr_assert_eq(st.status_counts[k], 0);
   cr_assert_eq(st.messages_received, 0);
-  const uint64_t *lat;
-  cr_assert_eq(pp_engine_latency_samples(e, &lat), 10);
-  /* back to back: every message was submitted at start (0); latency = completion time */
+  const struct pp_hist *lat = pp_engine_latency_hist(e);
+  cr_assert_eq(lat->count, 10);
+  /* back to back: every message was submitted at start (0); latency = completion time: one
+   * sample in the bucket of each of 100, 200, ... 1000 (distinct buckets: prepost/hist.h) */
   for (unsigned i = 0; i < 10; i++)
-    cr_assert_eq(lat[i], 100 * (i + 1), "sample %u = %llu", i, (unsigned long long)lat[i]);
+    cr_assert_eq(lat->bucket[pp_hist_index(100 * (i + 1))], 1, "sample %u", i);
+  cr_assert_eq(st.latency.count, 10);
+  cr_assert_eq(st.latency.min, 100);
   cr_assert_eq(st.latency.max, 1000);
-  cr_assert_eq(st.latency.p50, 500);
+  cr_assert_eq(st.latency.p50, 500); /* bucket [500, 501]: its midpoint is 500 */
   cr_assert_eq(st.latency.p99, 1000);
+  cr_assert_eq(st.latency.mean, 550);
   /* nothing more happens after the last completion */
   unsigned calls = F0.ncalls;
   cr_assert_eq(pp_engine_on_timer(e, UINT64_MAX - 1), PP_OK);
@@ -1159,11 +1163,12 @@ Test(engine, interval_posts_one_then_one_per_timer)
   cr_assert_eq(complete_send(e, &F0, PP_WC_SUCCESS, 7100), PP_OK);
   cr_assert_eq(complete_send(e, &F0, PP_WC_SUCCESS, 7200), PP_OK);
   cr_assert_eq(complete_send(e, &F0, PP_WC_SUCCESS, 7300), PP_OK);
-  const uint64_t *lat;
-  cr_assert_eq(pp_engine_latency_samples(e, &lat), 3);
-  cr_assert_eq(lat[0], 7100 - 5000);
-  cr_assert_eq(lat[1], 7200 - 6000);
-  cr_assert_eq(lat[2], 7300 - 7000);
+  const struct pp_hist *lat = pp_engine_latency_hist(e);
+  cr_assert_eq(lat->count, 3);
+  cr_assert_eq(lat->bucket[pp_hist_index(7100 - 5000)], 1);
+  cr_assert_eq(lat->bucket[pp_hist_index(7200 - 6000)], 1);
+  cr_assert_eq(lat->min, 7300 - 7000);
+  cr_assert_eq(lat->max, 7100 - 5000);
   cr_assert(pp_engine_done(e));
   pp_engine_destroy(e);
   check_no_leaks();
@@ -1203,9 +1208,11 @@ Test(engine, interval_submissions_queue_when_the_send_queue_is_full)
   cr_assert_eq(complete_send(e, &F0, PP_WC_SUCCESS, 900), PP_OK);
   cr_assert_eq(F0.nsend, 6);
   cr_assert_leq(F0.max_outstanding, 2);
-  const uint64_t *lat;
-  pp_engine_latency_samples(e, &lat);
-  cr_assert_eq(lat[2], 800 - 200, "queueing time counts: seq 2 submitted at 200");
+  /* queueing time counts: seq k was submitted at 100 k and completed at 600 + 100 k */
+  const struct pp_hist *lat = pp_engine_latency_hist(e);
+  cr_assert_eq(lat->count, 4);
+  cr_assert(lat->min == 600 && lat->max == 600, "%llu..%llu", (unsigned long long)lat->min,
+            (unsigned long long)lat->max);
   pp_engine_destroy(e);
   check_no_leaks();
 }
@@ -1231,9 +1238,9 @@ Test(engine, error_completion_stops_posting_and_flushes_are_counted)
   cr_assert_eq(st.status_counts[PP_WC_SUCCESS], 0);
   cr_assert_eq(st.messages_sent, 0);
   cr_assert_eq(st.bytes_sent, 0);
-  const uint64_t *lat;
-  cr_assert_eq(pp_engine_latency_samples(e, &lat), 0, "failed sends have no latency");
+  cr_assert_eq(pp_engine_latency_hist(e)->count, 0, "failed sends have no latency");
   cr_assert_eq(st.latency.max, 0);
+  cr_assert_eq(st.latency.count, 0);
   pp_engine_destroy(e);
   check_no_leaks();
 }
@@ -1423,11 +1430,11 @@ Test(engine, post_send_again_at_start_is_retried_at_the_next_submit)
   cr_assert_eq(complete_send(e, &F0, PP_WC_SUCCESS, 2100), PP_OK);
   cr_assert_eq(complete_send(e, &F0, PP_WC_SUCCESS, 2200), PP_OK);
   cr_assert_eq(complete_send(e, &F0, PP_WC_SUCCESS, 2300), PP_OK);
-  const uint64_t *lat;
-  cr_assert_eq(pp_engine_latency_samples(e, &lat), 3);
-  cr_assert_eq(lat[0], 2100, "seq 0 was submitted at 0: the wait counts");
-  cr_assert_eq(lat[1], 2200 - 1000);
-  cr_assert_eq(lat[2], 2300 - 2000);
+  const struct pp_hist *lat = pp_engine_latency_hist(e);
+  cr_assert_eq(lat->count, 3);
+  cr_assert_eq(lat->max, 2100, "seq 0 was submitted at 0: the wait counts");
+  cr_assert_eq(lat->bucket[pp_hist_index(2200 - 1000)], 1);
+  cr_assert_eq(lat->min, 2300 - 2000);
   cr_assert(pp_engine_done(e));
   pp_engine_destroy(e);
   check_no_leaks();
@@ -1781,11 +1788,10 @@ Test(engine, no_events_no_calls)
   for (int i = 0; i < 100; i++) {
     struct pp_rank_stats st;
     struct pp_conn_info ci;
-    const uint64_t *lat;
     cr_assert_eq(pp_engine_next_deadline(e), d);
     pp_engine_done(e);
     pp_engine_stats(e, &st);
-    pp_engine_latency_samples(e, &lat);
+    pp_engine_latency_hist(e);
     pp_engine_local_info(e, 1, &ci);
     cr_assert_eq(pp_engine_on_timer(e, d - 1), PP_OK);
   }
@@ -1796,53 +1802,6 @@ Test(engine, no_events_no_calls)
 }
 
 /* ================================================================ statistics */
-
-Test(engine, latency_nearest_rank)
-{
-  uint64_t v[100];
-  for (int i = 0; i < 100; i++) /* 1..100, scrambled */
-    v[i] = (uint64_t)((i * 37) % 100) + 1;
-  uint64_t copy[100];
-  memcpy(copy, v, sizeof(v));
-  struct pp_latency l;
-  pp_latency_of(v, 100, &l);
-  cr_assert_eq(l.p50, 50);
-  cr_assert_eq(l.p99, 99);
-  cr_assert_eq(l.max, 100);
-  cr_assert_eq(memcmp(v, copy, sizeof(v)), 0, "the samples are not reordered");
-
-  uint64_t three[] = {30, 10, 20};
-  pp_latency_of(three, 3, &l);
-  cr_assert_eq(l.p50, 20); /* rank ceil(1.5) = 2 */
-  cr_assert_eq(l.p99, 30); /* rank ceil(2.97) = 3 */
-  cr_assert_eq(l.max, 30);
-
-  uint64_t ten[] = {100, 90, 80, 70, 60, 50, 40, 30, 20, 10};
-  pp_latency_of(ten, 10, &l);
-  cr_assert_eq(l.p50, 50); /* rank 5 */
-  cr_assert_eq(l.p99, 100);
-
-  uint64_t two[] = {7, 3};
-  pp_latency_of(two, 2, &l);
-  cr_assert_eq(l.p50, 3);
-  cr_assert_eq(l.p99, 7);
-
-  uint64_t one[] = {42};
-  pp_latency_of(one, 1, &l);
-  cr_assert(l.p50 == 42 && l.p99 == 42 && l.max == 42);
-
-  l = (struct pp_latency){1, 2, 3};
-  pp_latency_of(NULL, 0, &l);
-  cr_assert(l.p50 == 0 && l.p99 == 0 && l.max == 0);
-
-  uint64_t big[1000];
-  for (int i = 0; i < 1000; i++)
-    big[i] = 1000 - i;
-  pp_latency_of(big, 1000, &l);
-  cr_assert_eq(l.p50, 500);
-  cr_assert_eq(l.p99, 990);
-  cr_assert_eq(l.max, 1000);
-}
 
 /* ================================================================ message contents */
 

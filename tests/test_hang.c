@@ -207,6 +207,10 @@ Test(corpus, retrying_for_ever_is_stopped_by_the_no_progress_bound, .timeout = 2
   BOTH("cause: cycle through rank 1, but its next timer (workload) fires at 30000000000 ns");
   cr_assert(strstr(json_out, "\"trigger\": \"no_progress\""), "%s", json_out);
   cr_assert(strstr(json_out, "\"no_progress_ns\": 100000000"), "%s", json_out);
+  /* one time base per report, named: simulated time for the run, trace time for the replay */
+  cr_assert(strstr(run_out, "  times: simulated ns from the run's start\n"), "%s", run_out);
+  cr_assert(strstr(json_out, "\"time_base\": \"sim\", \"at_ns\": 1125"), "%s", json_out);
+  cr_assert(strstr(out, "  times: ns from the trace's origin\n"), "%s", out);
 }
 
 Test(corpus, completed_run_has_no_hang, .timeout = 240)

@@ -124,7 +124,7 @@ static int f_post_recv(void *nic, uint32_t q, const struct pp_recv_wr *wr)
 static int f_query(void *nic, struct pp_nic_counters *c)
 {
   ((struct fnic *)nic)->calls++;
-  *c = (struct pp_nic_counters){1, 2, 3, 4, 5, 6, 7};
+  *c = (struct pp_nic_counters){1, 2, 3, 4, 5, 6, 7, 0};
   return PP_OK;
 }
 

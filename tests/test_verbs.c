@@ -22,8 +22,10 @@
 #include <unistd.h>
 
 #include "backends/verbs/boot.h"
+#include "backends/verbs/counters.h"
 #include "prepost/verbsnic.h"
 #include "prepost/verbsrun.h"
+#include "tools/report.h"
 
 #define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"
 
@@ -122,18 +124,41 @@ Test(verbs, address_and_result_round_trip)
   r.stats.done = true;
   r.nic.rnr_naks_received = 42;
   snprintf(r.host, sizeof(r.host), "h/rxe0");
-  uint64_t samples[3] = {5, 6, 7}, *got, n;
-  boot_put_result(&b, &r, samples, 3);
-  boot_get_result(&b, &r2, &got, &n);
+  static struct pp_hist h;
+  pp_hist_reset(&h);
+  pp_hist_record(&h, 5);
+  pp_hist_record(&h, 6);
+  pp_hist_record(&h, 70000);
+  struct pp_hist *got;
+  boot_put_result(&b, &r, NULL);
+  size_t without = b.len;
+  boot_buf_free(&b);
+  boot_put_result(&b, &r, &h);
+  cr_assert_eq(b.len - without, 4 * 8 + 4 + 3 * (4 + 8),
+               "the histogram travels as count, min, max, sum and its non-empty buckets");
+  boot_get_result(&b, &r2, &got);
   cr_assert_not(b.bad);
   cr_assert_eq(r2.stats.messages_sent, 7);
   cr_assert_eq(r2.stats.status_counts[PP_WC_RNR_RETRY_EXC_ERR], 1);
   cr_assert(r2.stats.done);
   cr_assert_eq(r2.nic.rnr_naks_received, 42);
   cr_assert_str_eq(r2.host, "h/rxe0");
-  cr_assert_eq(n, 3);
-  cr_assert_eq(got[2], 7);
+  cr_assert(got);
+  cr_assert_eq(memcmp(got, &h, sizeof(h)), 0, "the same histogram");
   free(got);
+  /* one that does not add up (its count says 4 samples) is refused */
+  h.count = 4;
+  boot_buf_free(&b);
+  boot_put_result(&b, &r, &h);
+  boot_get_result(&b, &r2, &got);
+  cr_assert(b.bad);
+  cr_assert_null(got);
+  boot_buf_free(&b);
+  /* a rank without latency sends none */
+  boot_put_result(&b, &r, NULL);
+  boot_get_result(&b, &r2, &got);
+  cr_assert_not(b.bad);
+  cr_assert_null(got);
   boot_buf_free(&b);
 }
 
@@ -473,9 +498,11 @@ Test(verbs, coordinator_runs_fake_ranks_to_quiescence)
     rr.nic.rnr_naks_received = 4; /* both ranks read one device's counters */
     rr.nic.rnr_naks_sent = 4;
     snprintf(rr.host, sizeof(rr.host), "fakehost/fake0");
-    uint64_t s[1] = {1000};
+    static struct pp_hist h;
+    pp_hist_reset(&h);
+    pp_hist_record(&h, r == 1 ? 1000 : 3000);
     struct boot_buf o = {0};
-    boot_put_result(&o, &rr, s, r == 1 ? 1 : 0);
+    boot_put_result(&o, &rr, &h);
     cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
     boot_buf_free(&o);
   }
@@ -494,7 +521,12 @@ Test(verbs, coordinator_runs_fake_ranks_to_quiescence)
   cr_assert_eq(c.res.ranks[1].nic.rnr_naks_received, 0);
   cr_assert_eq(c.res.ranks[1].nic.rnr_naks_sent, 4, "the receiver gets the NAKs sent");
   cr_assert_eq(c.res.ranks[0].nic.rnr_naks_sent, 0);
+  /* both ranks' histograms merged: the same summary as the simulator's (prepost/hist.h) */
+  cr_assert_eq(c.res.latency.count, 2);
   cr_assert_eq(c.res.latency.p50, 1000);
+  cr_assert_eq(c.res.latency.max, 3000);
+  cr_assert(c.res.latency_hist);
+  cr_assert_eq(c.res.latency_hist->bucket[pp_hist_index(3000)], 1);
   pp_run_result_free(&c.res);
   boot_buf_free(&b);
   close(c.a.listen_fd);
@@ -691,7 +723,7 @@ static void drive_job(struct boot_link fd[2])
     struct pp_rank_result rr = {0};
     rr.stats.done = true;
     o.len = 0;
-    boot_put_result(&o, &rr, NULL, 0);
+    boot_put_result(&o, &rr, NULL);
     cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
   }
   for (int r = 0; r < 2; r++) {
@@ -1372,6 +1404,8 @@ Test(verbs_cli, usage_errors)
       {"--backend verbs --no-progress soon", "'--no-progress' must be a duration"},
       {"--backend verbs --no-progress", "--no-progress needs a value"},
       {"--backend verbs --trace", "--trace needs a value"},
+      {"--backend verbs --progress spin", "--progress: 'busy' or 'event', got 'spin'"},
+      {"--backend verbs --progress", "--progress needs a value"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char args[512];
@@ -1414,7 +1448,7 @@ static void fake_stuck_result(struct boot_link *fd, const struct pp_wait *w, uin
   rr.stats.status_counts[PP_WC_SUCCESS] = 1;
   snprintf(rr.host, sizeof(rr.host), "fakehost/fake0");
   struct boot_buf o = {0};
-  boot_put_result(&o, &rr, NULL, 0);
+  boot_put_result(&o, &rr, NULL);
   boot_put_waits(&o, w, n, n);
   cr_assert_eq(boot_send(fd, BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
   boot_buf_free(&o);
@@ -1461,6 +1495,7 @@ Test(verbs, coordinator_stops_a_run_without_progress_and_collects_the_hang)
   const struct pp_hang *h = c.res.hang;
   cr_assert_not_null(h);
   cr_assert_eq(h->trigger, PP_HANG_TRIGGER_NO_PROGRESS);
+  cr_assert_eq(h->clock, PP_HANG_CLOCK_RUN, "wall-clock time from GO, not CLOCK_MONOTONIC");
   cr_assert_eq(h->no_progress_ns, 300000000ull);
   cr_assert_eq(h->stuck, 2);
   cr_assert_eq(h->rank[1].nwaits, 2);
@@ -1515,4 +1550,239 @@ Test(verbs, coordinator_reports_the_hang_of_a_stalled_run)
   pp_run_result_free(&c.res);
   boot_buf_free(&b);
   close(c.a.listen_fd);
+}
+
+/* A coordinator that did not run for longer than the bound (its CPU taken: busy-polling ranks
+ * on few CPUs) finds PROGRESS waiting unread: it reads it before judging, the run goes on. The
+ * launcher's check() callback is where it is kept from running here. */
+static int stall_once(void *ctx, char *err, size_t errlen)
+{
+  (void)err, (void)errlen;
+  struct boot_link **fd = ctx, *f = __atomic_load_n(fd, __ATOMIC_SEQ_CST);
+  if (!f)
+    return 0;
+  /* 0.3 s bound: the rank says STATE then PROGRESS, and the coordinator sleeps 0.5 s before it
+   * reads them (one message per rank per pass: the STATE first) */
+  send_state(f, false, false, 1);
+  cr_assert_eq(boot_send(f, BOOT_PROGRESS, NULL, boot_now_ns() + 1000000000ull), 0);
+  __atomic_store_n(fd, NULL, __ATOMIC_SEQ_CST);
+  usleep(500000);
+  return 0;
+}
+
+Test(verbs, coordinator_reads_waiting_progress_before_it_judges)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  static struct boot_link *stall_fd;
+  stall_fd = NULL;
+  coord_init(&c, 5000000000ull, 300000000ull);
+  c.a.check = stall_once;
+  c.a.check_ctx = &stall_fd;
+  cr_assert_eq(pthread_create(&th, NULL, coord_thread, &c), 0);
+  struct boot_link fd[2];
+  struct boot_buf b = {0};
+  fake_start(&c, fd, &b);
+  send_state(&fd[0], false, false, 1);
+  send_state(&fd[1], false, false, 1);
+  usleep(100000);
+  __atomic_store_n(&stall_fd, &fd[0], __ATOMIC_SEQ_CST); /* the next check() stalls */
+  while (__atomic_load_n(&stall_fd, __ATOMIC_SEQ_CST))
+    usleep(10000);
+  usleep(600000); /* past the stall; then both ranks report idle and done */
+  send_state(&fd[0], true, true, 2);
+  send_state(&fd[1], true, true, 2);
+  for (int r = 0; r < 2; r++) {
+    uint32_t t = recv_type(&fd[r], &b);
+    cr_assert_eq(t, BOOT_PROBE, "not stopped as no_progress (message %u)", t);
+    uint64_t id = boot_get64(&b);
+    struct boot_buf o = {0};
+    boot_put64(&o, id);
+    boot_put8(&o, 1);
+    boot_put64(&o, 2);
+    cr_assert_eq(boot_send(&fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
+    boot_buf_free(&o);
+  }
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
+    struct pp_rank_result rr = {0};
+    rr.stats.done = true;
+    struct boot_buf o = {0};
+    boot_put_result(&o, &rr, NULL);
+    cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
+    boot_buf_free(&o);
+  }
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
+    cr_assert_eq(boot_get8(&b), PP_OUTCOME_COMPLETED);
+    close(fd[r].fd);
+  }
+  pthread_join(th, NULL);
+  cr_assert_eq(c.s, PP_OK, "%s", c.err);
+  cr_assert_eq(c.res.outcome, PP_OUTCOME_COMPLETED);
+  pp_run_result_free(&c.res);
+  boot_buf_free(&b);
+  close(c.a.listen_fd);
+}
+
+/* ---------------------------------------------------------------- per-driver counters */
+
+static char sysfs[64];
+
+static void put_file(const char *dev, const char *file, const char *text)
+{
+  char path[512], cmd[600];
+  snprintf(path, sizeof(path), "%s/%s/ports/1/%s", sysfs, dev, file);
+  snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", path);
+  cr_assert_eq(system(cmd), 0);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static void put_counter(const char *dev, const char *file, uint64_t v)
+{
+  char text[32];
+  snprintf(text, sizeof(text), "%llu\n", (unsigned long long)v);
+  put_file(dev, file, text);
+}
+
+static void make_sysfs(void)
+{
+  snprintf(sysfs, sizeof(sysfs), "/tmp/pp-sysfs-XXXXXX");
+  cr_assert_not_null(mkdtemp(sysfs));
+}
+
+static void remove_sysfs(void)
+{
+  char cmd[128];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", sysfs);
+  cr_assert_eq(system(cmd), 0);
+}
+
+/* Reads dev's counters (mark), lets set() change the files, reads again and maps the delta. */
+static const struct vnic_driver *delta_of(const char *dev, void (*set)(const char *dev, int step),
+                                          struct pp_nic_counters *out)
+{
+  set(dev, 0);
+  const struct vnic_driver *d = vnic_driver_of(sysfs, dev, 1);
+  struct vnic_raw mark, now;
+  vnic_raw_read(sysfs, dev, 1, d, &mark);
+  set(dev, 1);
+  vnic_raw_read(sysfs, dev, 1, d, &now);
+  vnic_counters_map(d, &now, &mark, out);
+  return d;
+}
+
+static void rxe_files(const char *dev, int step)
+{
+  put_counter(dev, "hw_counters/rcvd_rnr_err", 100 + 10 * (uint64_t)step);
+  put_counter(dev, "hw_counters/send_rnr_err", 7 + 4 * (uint64_t)step);
+  put_counter(dev, "hw_counters/retry_rnr_exceeded_err", (uint64_t)step);
+  put_counter(dev, "hw_counters/completer_retry_err", 50 + 3 * (uint64_t)step);
+  put_counter(dev, "hw_counters/sent_pkts", 1000 + 200 * (uint64_t)step);
+}
+
+static void mlx5_files(const char *dev, int step)
+{
+  put_counter(dev, "hw_counters/out_of_buffer", 5 + 6 * (uint64_t)step);
+  put_counter(dev, "hw_counters/rnr_nak_retry_err", 20 + 8 * (uint64_t)step);
+  put_counter(dev, "hw_counters/local_ack_timeout_err", 2 + 2 * (uint64_t)step);
+  put_counter(dev, "hw_counters/out_of_sequence", 0);
+  if (!strcmp(dev, "mlx5_0")) { /* extended counters and the PMA counters: not on every device */
+    put_counter(dev, "hw_counters/req_rnr_retries_exceeded", (uint64_t)step);
+    put_counter(dev, "counters/port_xmit_packets", 4000 + 900 * (uint64_t)step);
+  }
+}
+
+static void unknown_files(const char *dev, int step)
+{
+  put_counter(dev, "hw_counters/rnr_naks_whatever", 3 + (uint64_t)step);
+}
+
+#define HAVE(c, f) pp_nic_counter_have(&(c), PP_NIC_CNT_##f)
+
+Test(verbs_counters, rxe_names)
+{
+  make_sysfs();
+  struct pp_nic_counters c;
+  const struct vnic_driver *d = delta_of("rxe0", rxe_files, &c);
+  cr_assert_str_eq(vnic_driver_name(d), "rxe");
+  cr_assert(HAVE(c, rnr_naks_received) && c.rnr_naks_received == 10);
+  cr_assert(HAVE(c, rnr_naks_sent) && c.rnr_naks_sent == 4);
+  cr_assert(HAVE(c, rnr_retries) && c.rnr_retries == 9, "10 RNR NAKs, 1 exhausted the budget");
+  cr_assert(HAVE(c, timeout_retries) && c.timeout_retries == 3);
+  cr_assert(HAVE(c, packets_sent) && c.packets_sent == 200);
+  cr_assert(!HAVE(c, packets_dropped) && !HAVE(c, acks_sent), "rxe counts neither");
+  remove_sysfs();
+}
+
+Test(verbs_counters, mlx5_q_counter_names)
+{
+  make_sysfs();
+  struct pp_nic_counters c;
+  const struct vnic_driver *d = delta_of("mlx5_0", mlx5_files, &c);
+  cr_assert_str_eq(vnic_driver_name(d), "mlx5");
+  cr_assert(HAVE(c, rnr_naks_sent) && c.rnr_naks_sent == 6, "out_of_buffer");
+  cr_assert(HAVE(c, rnr_naks_received) && c.rnr_naks_received == 9,
+            "rnr_nak_retry_err + req_rnr_retries_exceeded: %llu",
+            (unsigned long long)c.rnr_naks_received);
+  cr_assert(HAVE(c, rnr_retries) && c.rnr_retries == 8, "rnr_nak_retry_err");
+  cr_assert(HAVE(c, timeout_retries) && c.timeout_retries == 2, "local_ack_timeout_err");
+  cr_assert(HAVE(c, packets_sent) && c.packets_sent == 900, "counters/port_xmit_packets");
+  /* without the extended and PMA counters: the optional term counts 0, packets_sent is null */
+  d = delta_of("mlx5_1", mlx5_files, &c);
+  cr_assert_str_eq(vnic_driver_name(d), "mlx5");
+  cr_assert(HAVE(c, rnr_naks_received) && c.rnr_naks_received == 8);
+  cr_assert(!HAVE(c, packets_sent), "no port_xmit_packets: not available, not 0");
+  cr_assert_eq(c.packets_sent, 0);
+  remove_sysfs();
+}
+
+Test(verbs_counters, unknown_driver_or_unreadable_file_is_not_available)
+{
+  make_sysfs();
+  struct pp_nic_counters c;
+  const struct vnic_driver *d = delta_of("foo0", unknown_files, &c);
+  cr_assert_null(d);
+  cr_assert_str_eq(vnic_driver_name(d), "unknown");
+  cr_assert_eq(c.missing, (1u << PP_NIC_COUNTER_COUNT) - 1, "every counter: not available");
+  /* no such device at all */
+  cr_assert_null(vnic_driver_of(sysfs, "nodev", 1));
+  /* an rxe whose completer_retry_err does not hold a number */
+  rxe_files("rxe1", 0);
+  put_file("rxe1", "hw_counters/completer_retry_err", "n/a\n");
+  d = vnic_driver_of(sysfs, "rxe1", 1);
+  struct vnic_raw mark, now;
+  vnic_raw_read(sysfs, "rxe1", 1, d, &mark);
+  vnic_raw_read(sysfs, "rxe1", 1, d, &now);
+  vnic_counters_map(d, &now, &mark, &c);
+  cr_assert(!HAVE(c, timeout_retries));
+  cr_assert(HAVE(c, rnr_naks_received) && c.rnr_naks_received == 0);
+  remove_sysfs();
+}
+
+Test(verbs_counters, json_says_null_for_what_is_not_counted)
+{
+  struct pp_sim_config cfg = {0};
+  snprintf(cfg.name, sizeof(cfg.name), "t");
+  cfg.engine.nranks = 2;
+  struct pp_rank_result rr[2] = {0};
+  rr[0].nic.rnr_naks_received = 3;
+  rr[0].nic.missing = 1u << PP_NIC_CNT_packets_dropped | 1u << PP_NIC_CNT_timeout_retries;
+  rr[1].nic.rnr_naks_sent = 3;
+  rr[1].nic.missing = 1u << PP_NIC_CNT_packets_dropped;
+  struct pp_run_result res = {.nranks = 2, .ranks = rr};
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  pp_report_json_on(f, &cfg, &res, "verbs");
+  fclose(f);
+  cr_assert(strstr(buf, "\"rnr_naks\": 3, \"retries\": null,"), "%s", buf);
+  cr_assert(strstr(buf, "\"rnr_naks_sent\": 0, \"timeout_retries\": null, \"packets_dropped\": null"),
+            "%s", buf);
+  cr_assert(strstr(buf, "\"rnr_naks_sent\": 3, \"timeout_retries\": 0, \"packets_dropped\": null"),
+            "%s", buf);
+  free(buf);
 }

@@ -34,7 +34,7 @@
 
 const char *const pp_cli_bench_usage =
     "usage: prepost bench [--backend verbs] [--device NAME] [--gid-index N] [--iters N]\n"
-    "                     [--lat-size B] [--bw-size B] [--busy-poll] [--json]\n"
+    "                     [--lat-size B] [--bw-size B] [--progress busy|event] [--json]\n"
     "\n"
     "Measures on an RDMA device (two processes on one device), in perftest's units:\n"
     "  raw_send_lat       raw verbs SEND ping-pong, usec (half round trip; typical = median)\n"
@@ -49,8 +49,8 @@ const char *const pp_cli_bench_usage =
     "  --iters N      latency iterations (default 1000; bandwidth uses 2 x N messages)\n"
     "  --lat-size B   latency message size (default 64)\n"
     "  --bw-size B    bandwidth message size (default 65536)\n"
-    "  --busy-poll    the engine's ranks spin on the CQ (default: they sleep on the completion\n"
-    "                 channel, which is faster where CPUs are scarce, as in the emulated guest)\n"
+    "  --progress M   how the engine's ranks wait: busy (default) polls the CQs, event sleeps\n"
+    "                 on the completion channel when idle (as `prepost run`); --busy-poll = busy\n"
     "  --json         one JSON object on stdout\n"
     "\n"
     "Exit codes: 0 measured, 2 usage error, 4 no usable device or a run failed.\n";
@@ -58,7 +58,8 @@ const char *const pp_cli_bench_usage =
 struct opts {
   struct vnic_config nic;
   uint32_t iters, lat_size, bw_size;
-  bool json, busy_poll;
+  bool json;
+  enum pp_verbs_progress progress;
 };
 
 struct result {
@@ -348,7 +349,7 @@ static int engine_run(const struct opts *o, struct pp_sim_config *sc, struct pp_
   struct pp_verbs_opts vo;
   pp_verbs_opts_default(&vo);
   vo.nic = o->nic;
-  vo.busy_poll = o->busy_poll;
+  vo.progress = o->progress;
   vo.run_timeout_ns = 120000000000ull;
   bool reporter;
   enum pp_status s = pp_verbs_run(sc, &vo, res, &reporter, err, errlen);
@@ -440,16 +441,23 @@ static void engine_bench(const struct opts *o, const char *proto, double raw_rtt
     snprintf(bw->note, sizeof(bw->note), "failed: %s", err);
   } else {
     uint64_t bytes = 0, rnr = 0;
+    bool have_rnr = true;
     for (uint32_t i = 0; i < res.nranks; i++) {
       bytes += res.ranks[i].stats.bytes_received;
       rnr += res.ranks[i].nic.rnr_naks_received;
+      have_rnr = have_rnr && pp_nic_counter_have(&res.ranks[i].nic, PP_NIC_CNT_rnr_naks_received);
     }
+    char rnrs[48];
+    if (have_rnr)
+      snprintf(rnrs, sizeof(rnrs), "%" PRIu64 " RNR NAKs", rnr);
+    else
+      snprintf(rnrs, sizeof(rnrs), "RNR NAKs: counter not available");
     char paths[128];
     p2p_paths(&res, paths, sizeof(paths));
     bw->value = (double)bytes / (res.sim_time_ns / 1e9) / 1048576.0;
     bw->extra = -1;
-    snprintf(bw->note, sizeof(bw->note), "%u B x %u back to back, %" PRIu64 " RNR NAKs%s",
-             o->bw_size, c->workload.messages, rnr, paths);
+    snprintf(bw->note, sizeof(bw->note), "%u B x %u back to back, %s%s", o->bw_size,
+             c->workload.messages, rnrs, paths);
     pp_run_result_free(&res);
   }
 }
@@ -474,7 +482,7 @@ int pp_verbs_bench_main(int argc, char **argv)
       continue;
     }
     if (!strcmp(a, "--busy-poll")) {
-      o.busy_poll = true;
+      o.progress = PP_VERBS_PROGRESS_BUSY;
       continue;
     }
     if (i + 1 >= argc)
@@ -484,6 +492,11 @@ int pp_verbs_bench_main(int argc, char **argv)
     if (!strcmp(a, "--backend")) {
       if (strcmp(v, "verbs"))
         return usage_error("bench runs on the verbs backend only, got --backend '%s'", v);
+    } else if (!strcmp(a, "--progress")) {
+      int m = pp_verbs_progress_from_name(v);
+      if (m < 0)
+        return usage_error("--progress: 'busy' or 'event', got '%s'", v);
+      o.progress = (enum pp_verbs_progress)m;
     } else if (!strcmp(a, "--device")) {
       snprintf(o.nic.device, sizeof(o.nic.device), "%s", v);
     } else if (!strcmp(a, "--gid-index")) {

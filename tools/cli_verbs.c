@@ -25,12 +25,13 @@ enum { EXIT_OK = 0, EXIT_ERRORS = 1, EXIT_USAGE = 2, EXIT_STALLED = 3 };
 const char *const pp_cli_verbs_run_usage =
     "usage: prepost run SCENARIO --backend verbs [--device NAME] [--ib-port N] [--gid-index N]\n"
     "                   [--rank R --ranks TABLE] [--port P] [--timeout S] [--boot-timeout S]\n"
-    "                   [--busy-poll] [--seed N] [--log FILE] [--trace FILE] [--json]\n"
+    "                   [--progress busy|event] [--seed N] [--log FILE] [--trace FILE] [--json]\n"
     "                   [--models DIR] [--no-progress T]\n"
     "\n"
     "Runs SCENARIO on an RDMA device through libibverbs, one process per rank, with the same\n"
-    "report as the simulator (counts from real completions; RNR NAKs from the device's\n"
-    "hw_counters where it has them, e.g. rxe). Platform and NIC model of the scenario are ignored.\n"
+    "report as the simulator (counts from real completions; RNR NAKs and retries from the\n"
+    "device's counters, rxe or mlx5 names, null where it has none). Platform and NIC model of the\n"
+    "scenario are ignored.\n"
     "\n"
     "Without --rank, every rank runs on this machine (forked processes on one device) and this\n"
     "process coordinates. With --rank R --ranks TABLE, this process is rank R only; start one per\n"
@@ -50,7 +51,9 @@ const char *const pp_cli_verbs_run_usage =
     "  --port P           launcher: the TCP port of the coordinator on 127.0.0.1 (default: any)\n"
     "  --timeout S        bound of the data phase in wall-clock seconds (default 120)\n"
     "  --boot-timeout S   bound of each bootstrap step (default 20)\n"
-    "  --busy-poll        spin on the CQ instead of sleeping on the completion channel\n"
+    "  --progress MODE    how ranks wait for completions: busy (default) polls the CQs without\n"
+    "                     ever sleeping; event sleeps on the completion channel when there is\n"
+    "                     nothing to do (idle CPU, a wake-up per message); --busy-poll = busy\n"
     "  --no-progress T    stop when no rank made progress for T of wall-clock time (a duration:\n"
     "                     500ms, 2s; 0: never; default: the scenario's limits.no_progress, 1s);\n"
     "                     then, as when the ranks stall, each rank's hang report is collected\n"
@@ -154,14 +157,14 @@ int pp_cli_run_verbs(int argc, char **argv)
       continue;
     }
     if (!strcmp(a, "--busy-poll")) {
-      o.busy_poll = true;
+      o.progress = PP_VERBS_PROGRESS_BUSY;
       continue;
     }
     if (a[0] == '-' && a[1]) {
       static const char *const valued[] = {"--backend", "--device", "--ib-port", "--gid-index",
                                            "--rank",    "--ranks",  "--port",    "--timeout",
                                            "--boot-timeout", "--seed", "--log",  "--models",
-                                           "--no-progress", "--trace"};
+                                           "--no-progress", "--trace", "--progress"};
       bool known = false;
       for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
         known = known || !strcmp(a, valued[k]);
@@ -173,6 +176,11 @@ int pp_cli_run_verbs(int argc, char **argv)
       if (!strcmp(a, "--backend")) {
         if (strcmp(val, "verbs"))
           return pp_cli_usage_error("prepost", U, "--backend: 'simgrid' or 'verbs', got '%s'", val);
+      } else if (!strcmp(a, "--progress")) {
+        int m = pp_verbs_progress_from_name(val);
+        if (m < 0)
+          return pp_cli_usage_error("prepost", U, "--progress: 'busy' or 'event', got '%s'", val);
+        o.progress = (enum pp_verbs_progress)m;
       } else if (!strcmp(a, "--device")) {
         if (strlen(val) >= sizeof(o.nic.device))
           return pp_cli_usage_error("prepost", U, "--device: name too long: '%s'", val);

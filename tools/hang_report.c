@@ -55,7 +55,7 @@ void pp_hang_print(FILE *out, const struct pp_hang *h)
   }
   fprintf(out, "hang: %u of %u ranks are not done", h->stuck, h->nranks);
   print_trigger(out, h);
-  fprintf(out, "\n");
+  fprintf(out, "\n  times: %s\n", pp_hang_clock_desc((enum pp_hang_clock)h->clock));
   for (uint32_t r = 0; r < h->nranks; r++)
     print_rank(out, h, r);
   fprintf(out, "  wait-for graph:");
@@ -119,8 +119,10 @@ static void json_rank(FILE *out, const struct pp_hang *h, uint32_t r)
 
 void pp_hang_json(FILE *out, const struct pp_hang *h)
 {
-  fprintf(out, "{\"stuck_ranks\": %u, \"trigger\": \"%s\", \"at_ns\": %" PRIu64, h->stuck,
-          pp_hang_trigger_name((enum pp_hang_trigger)h->trigger), h->at_ns);
+  fprintf(out,
+          "{\"stuck_ranks\": %u, \"trigger\": \"%s\", \"time_base\": \"%s\", \"at_ns\": %" PRIu64,
+          h->stuck, pp_hang_trigger_name((enum pp_hang_trigger)h->trigger),
+          pp_hang_clock_name((enum pp_hang_clock)h->clock), h->at_ns);
   if (h->trigger == PP_HANG_TRIGGER_NO_PROGRESS)
     fprintf(out, ", \"no_progress_ns\": %" PRIu64, h->no_progress_ns);
   fprintf(out, ", \"cause\": ");

@@ -10,7 +10,7 @@
 /* "hang: ..." then per rank what it waits for, the wait-for graph, the cycle and the cause;
  * "no hang: every rank's engine is done" when nobody is stuck. */
 void pp_hang_print(FILE *out, const struct pp_hang *h);
-/* {"stuck_ranks": n, "trigger": ..., "cause": ..., "ranks": [...], "silent": [...],
+/* {"stuck_ranks": n, "trigger": ..., "time_base": "sim"|"run"|"trace", "at_ns": ..., "cause": ..., "ranks": [...], "silent": [...],
  *  "edges": [...], "cycle": [...]} */
 void pp_hang_json(FILE *out, const struct pp_hang *h);
 

@@ -790,6 +790,7 @@ static int hang_report(FILE *o, struct replay *R, bool json)
   if (pp_hang_init(&h, t->nranks) != PP_OK)
     return EXIT_USAGE;
   h.trigger = PP_HANG_TRIGGER_REPLAY;
+  h.clock = PP_HANG_CLOCK_TRACE;
   uint64_t end = 0;
   for (uint32_t r = 0; r < t->nranks; r++)
     end = R->ranks[r].now > end ? R->ranks[r].now : end;

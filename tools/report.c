@@ -8,24 +8,40 @@
 
 struct totals {
   uint64_t messages, bytes, rnr_naks, retries, status[PP_WC_STATUS_COUNT];
+  /* a rank's device does not count them (pp_nic_counters.missing): the sum would be a guess */
+  bool no_rnr_naks, no_retries;
 };
 
 static void rank_totals(const struct pp_rank_result *r, struct totals *t)
 {
+  const struct pp_nic_counters *c = &r->nic;
   t->messages += r->stats.messages_received;
   t->bytes += r->stats.bytes_received;
-  t->rnr_naks += r->nic.rnr_naks_received;
-  t->retries += r->nic.rnr_retries + r->nic.timeout_retries;
+  t->rnr_naks += c->rnr_naks_received;
+  t->retries += c->rnr_retries + c->timeout_retries;
+  t->no_rnr_naks = t->no_rnr_naks || !pp_nic_counter_have(c, PP_NIC_CNT_rnr_naks_received);
+  t->no_retries = t->no_retries || !pp_nic_counter_have(c, PP_NIC_CNT_rnr_retries) ||
+                  !pp_nic_counter_have(c, PP_NIC_CNT_timeout_retries);
   for (int k = 0; k < PP_WC_STATUS_COUNT; k++)
     t->status[k] += r->stats.status_counts[k];
 }
 
-static void json_counts(FILE *out, const struct totals *t, const struct pp_latency *lat)
+/* A counter, or null: "counter not available" (the device does not count it). */
+static void json_counter(FILE *out, const char *key, uint64_t v, bool missing)
 {
-  fprintf(out,
-          "\"messages\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"rnr_naks\": %" PRIu64
-          ", \"retries\": %" PRIu64 ", \"status_counts\": {",
-          t->messages, t->bytes, t->rnr_naks, t->retries);
+  if (missing)
+    fprintf(out, "\"%s\": null", key);
+  else
+    fprintf(out, "\"%s\": %" PRIu64, key, v);
+}
+
+static void json_counts(FILE *out, const struct totals *t, const struct pp_hist_summary *lat)
+{
+  fprintf(out, "\"messages\": %" PRIu64 ", \"bytes\": %" PRIu64 ", ", t->messages, t->bytes);
+  json_counter(out, "rnr_naks", t->rnr_naks, t->no_rnr_naks);
+  fprintf(out, ", ");
+  json_counter(out, "retries", t->retries, t->no_retries);
+  fprintf(out, ", \"status_counts\": {");
   const char *sep = "";
   for (int k = 0; k < PP_WC_STATUS_COUNT; k++) {
     if (!t->status[k])
@@ -33,9 +49,12 @@ static void json_counts(FILE *out, const struct totals *t, const struct pp_laten
     fprintf(out, "%s\"%s\": %" PRIu64, sep, pp_wc_status_name((enum pp_wc_status)k), t->status[k]);
     sep = ", ";
   }
+  /* prepost/hist.h: nearest-rank percentiles within 1/256 of the sample, min/max/count exact */
   fprintf(out,
-          "}, \"latency_ns\": {\"p50\": %" PRIu64 ", \"p99\": %" PRIu64 ", \"max\": %" PRIu64 "}",
-          lat->p50, lat->p99, lat->max);
+          "}, \"latency_ns\": {\"count\": %" PRIu64 ", \"min\": %" PRIu64 ", \"p50\": %" PRIu64
+          ", \"p90\": %" PRIu64 ", \"p99\": %" PRIu64 ", \"p999\": %" PRIu64 ", \"max\": %" PRIu64
+          ", \"mean\": %" PRIu64 "}",
+          lat->count, lat->min, lat->p50, lat->p90, lat->p99, lat->p999, lat->max, lat->mean);
 }
 
 void pp_report_json(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res)
@@ -82,9 +101,17 @@ void pp_report_json_on(FILE *out, const struct pp_sim_config *cfg, const struct 
       pp_json_string(out, t);
       fputc('}', out);
     }
-    fprintf(out, ", \"rnr_naks_sent\": %" PRIu64 ", \"timeout_retries\": %" PRIu64
-                 ", \"packets_dropped\": %" PRIu64 "}",
-            r->nic.rnr_naks_sent, r->nic.timeout_retries, r->nic.packets_dropped);
+    const struct pp_nic_counters *c = &r->nic;
+    fprintf(out, ", ");
+    json_counter(out, "rnr_naks_sent", c->rnr_naks_sent,
+                 !pp_nic_counter_have(c, PP_NIC_CNT_rnr_naks_sent));
+    fprintf(out, ", ");
+    json_counter(out, "timeout_retries", c->timeout_retries,
+                 !pp_nic_counter_have(c, PP_NIC_CNT_timeout_retries));
+    fprintf(out, ", ");
+    json_counter(out, "packets_dropped", c->packets_dropped,
+                 !pp_nic_counter_have(c, PP_NIC_CNT_packets_dropped));
+    fprintf(out, "}");
   }
   fprintf(out, "]");
   if (res->hang) {
@@ -105,6 +132,15 @@ static void status_list(FILE *out, const uint64_t *status)
   }
   if (!*sep)
     fprintf(out, "-");
+}
+
+/* A counter for the table, or "n/a" (counter not available). */
+static void table_counter(char *buf, size_t len, uint64_t v, bool missing)
+{
+  if (missing)
+    snprintf(buf, len, "n/a");
+  else
+    snprintf(buf, len, "%" PRIu64, v);
 }
 
 void pp_report_table(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res)
@@ -128,17 +164,21 @@ void pp_report_table_on(FILE *out, const struct pp_sim_config *cfg,
     const struct pp_rank_result *r = &res->ranks[i];
     struct totals t = {0};
     rank_totals(r, &t);
-    fprintf(out, "%-5u %-10s %5s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %8" PRIu64
-                 " %11.2f %11.2f %11.2f  ",
-            i, r->host, r->stats.done ? "yes" : "no", r->stats.messages_sent, t.messages,
-            t.rnr_naks, t.retries, r->stats.latency.p50 / 1e3, r->stats.latency.p99 / 1e3,
-            r->stats.latency.max / 1e3);
+    char rnr[24], ret[24];
+    table_counter(rnr, sizeof(rnr), t.rnr_naks, t.no_rnr_naks);
+    table_counter(ret, sizeof(ret), t.retries, t.no_retries);
+    fprintf(out, "%-5u %-10s %5s %9" PRIu64 " %9" PRIu64 " %9s %8s %11.2f %11.2f %11.2f  ", i,
+            r->host, r->stats.done ? "yes" : "no", r->stats.messages_sent, t.messages, rnr, ret,
+            r->stats.latency.p50 / 1e3, r->stats.latency.p99 / 1e3, r->stats.latency.max / 1e3);
     status_list(out, t.status);
     fputc('\n', out);
   }
-  fprintf(out, "%-5s %-10s %5s %9s %9" PRIu64 " %9" PRIu64 " %8" PRIu64 " %11.2f %11.2f %11.2f  ",
-          "all", "", "", "", all.messages, all.rnr_naks, all.retries, res->latency.p50 / 1e3,
-          res->latency.p99 / 1e3, res->latency.max / 1e3);
+  char rnr[24], ret[24];
+  table_counter(rnr, sizeof(rnr), all.rnr_naks, all.no_rnr_naks);
+  table_counter(ret, sizeof(ret), all.retries, all.no_retries);
+  fprintf(out, "%-5s %-10s %5s %9s %9" PRIu64 " %9s %8s %11.2f %11.2f %11.2f  ", "all", "", "",
+          "", all.messages, rnr, ret, res->latency.p50 / 1e3, res->latency.p99 / 1e3,
+          res->latency.max / 1e3);
   status_list(out, all.status);
   fputc('\n', out);
   for (uint32_t i = 0; i < res->nranks; i++) {

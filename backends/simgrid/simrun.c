@@ -612,7 +612,7 @@ static struct pp_hang *hang_of(enum pp_outcome o)
 
 static void collect(struct pp_run_result *res)
 {
-  uint64_t total = 0, errors = 0;
+  uint64_t errors = 0;
   bool all_done = true;
   for (uint32_t i = 0; i < S.nranks; i++) {
     struct pp_rank_result *rr = &res->ranks[i];
@@ -629,24 +629,22 @@ static void collect(struct pp_run_result *res)
     pp_p2p_stats(S.ranks[i].engine, &rr->p2p);
     rr->nreceives = pp_p2p_receives_copy(S.ranks[i].engine, &rr->receives, &rr->receives_dropped);
     snprintf(rr->host, sizeof(rr->host), "%s", sg_host_get_name(S.ranks[i].host));
-    const uint64_t *s;
-    total += pp_engine_latency_samples(S.ranks[i].engine, &s);
     for (int k = 1; k < PP_WC_STATUS_COUNT; k++)
       errors += rr->stats.status_counts[k];
     errors += rr->stats.corrupt;
     all_done = all_done && rr->stats.done;
   }
-  uint64_t *all = malloc((total ? total : 1) * sizeof(*all)), at = 0;
-  for (uint32_t i = 0; all && i < S.nranks; i++) {
-    const uint64_t *s;
-    size_t n = pp_engine_latency_samples(S.ranks[i].engine, &s);
-    if (n) /* a rank that sends nothing has no sample array (s is NULL) */
-      memcpy(all + at, s, n * sizeof(*s));
-    at += n;
+  for (uint32_t i = 0; i < S.nranks; i++) {
+    const struct pp_hist *h = pp_engine_latency_hist(S.ranks[i].engine);
+    if (!h) /* a rank that sends nothing records no latency */
+      continue;
+    if (!res->latency_hist && (res->latency_hist = malloc(sizeof(*res->latency_hist))))
+      pp_hist_reset(res->latency_hist);
+    if (res->latency_hist)
+      pp_hist_merge(res->latency_hist, h);
   }
-  if (all)
-    pp_latency_of(all, at, &res->latency);
-  free(all);
+  if (res->latency_hist)
+    pp_hist_summarize(res->latency_hist, &res->latency);
   res->sim_time_ns = S.end_ns;
   if (errors)
     res->outcome = PP_OUTCOME_ERRORS;
@@ -776,4 +774,6 @@ void pp_run_result_free(struct pp_run_result *res)
     pp_hang_free(res->hang);
   free(res->hang);
   res->hang = NULL;
+  free(res->latency_hist);
+  res->latency_hist = NULL;
 }

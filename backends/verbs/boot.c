@@ -230,8 +230,66 @@ static void get_stats(struct boot_buf *b, struct pp_rank_stats *s)
   boot_get_bytes(b, s, sizeof(*s));
 }
 
-void boot_put_result(struct boot_buf *b, const struct pp_rank_result *r, const uint64_t *samples,
-                     uint64_t nsamples)
+/* A latency histogram (prepost/hist.h): 0, or 1, count, min, max, sum and the non-empty buckets
+ * as (index, count), indexes increasing: at most PP_HIST_BUCKETS x 12 bytes whatever the run's
+ * length. */
+static void put_hist(struct boot_buf *b, const struct pp_hist *h)
+{
+  boot_put8(b, h != NULL);
+  if (!h)
+    return;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < PP_HIST_BUCKETS; i++)
+    n += h->bucket[i] != 0;
+  boot_put64(b, h->count);
+  boot_put64(b, h->min);
+  boot_put64(b, h->max);
+  boot_put64(b, h->sum);
+  boot_put32(b, n);
+  for (uint32_t i = 0; i < PP_HIST_BUCKETS; i++)
+    if (h->bucket[i]) {
+      boot_put32(b, i);
+      boot_put64(b, h->bucket[i]);
+    }
+}
+
+/* *out: malloc'd, NULL when the rank sent none; b->bad on a malformed or inconsistent one. */
+static void get_hist(struct boot_buf *b, struct pp_hist **out)
+{
+  *out = NULL;
+  if (!boot_get8(b) || b->bad)
+    return;
+  struct pp_hist *h = malloc(sizeof(*h));
+  if (!h) {
+    b->bad = true;
+    return;
+  }
+  pp_hist_reset(h);
+  h->count = boot_get64(b);
+  h->min = boot_get64(b);
+  h->max = boot_get64(b);
+  h->sum = boot_get64(b);
+  uint32_t n = boot_get32(b);
+  if (n > PP_HIST_BUCKETS)
+    b->bad = true;
+  for (uint32_t k = 0, last = 0; k < n && !b->bad; k++) {
+    uint32_t i = boot_get32(b);
+    uint64_t c = boot_get64(b);
+    if (i >= PP_HIST_BUCKETS || (k && i <= last) || !c)
+      b->bad = true;
+    else
+      h->bucket[i] = c;
+    last = i;
+  }
+  if (b->bad || !pp_hist_valid(h)) {
+    b->bad = true;
+    free(h);
+    return;
+  }
+  *out = h;
+}
+
+void boot_put_result(struct boot_buf *b, const struct pp_rank_result *r, const struct pp_hist *lat)
 {
   put_stats(b, &r->stats);
   const struct pp_nic_counters *c = &r->nic;
@@ -242,10 +300,9 @@ void boot_put_result(struct boot_buf *b, const struct pp_rank_result *r, const u
   boot_put64(b, c->packets_sent);
   boot_put64(b, c->packets_dropped);
   boot_put64(b, c->acks_sent);
+  boot_put32(b, c->missing); /* what the device does not count (counters.h) */
   boot_put_bytes(b, r->host, sizeof(r->host));
-  boot_put64(b, nsamples);
-  for (uint64_t i = 0; i < nsamples; i++)
-    boot_put64(b, samples[i]);
+  put_hist(b, lat);
   /* p2p protocols: their statistics and every completed receive (source, tag, size, status,
    * checksum, in completion order), as bytes with their sizes as a check, like the stats */
   boot_put32(b, (uint32_t)sizeof(r->p2p));
@@ -257,8 +314,7 @@ void boot_put_result(struct boot_buf *b, const struct pp_rank_result *r, const u
   boot_put64(b, r->receives_dropped);
 }
 
-void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, uint64_t **samples,
-                     uint64_t *nsamples)
+void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, struct pp_hist **lat)
 {
   get_stats(b, &r->stats);
   struct pp_nic_counters *c = &r->nic;
@@ -269,24 +325,13 @@ void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, uint64_t **sa
   c->packets_sent = boot_get64(b);
   c->packets_dropped = boot_get64(b);
   c->acks_sent = boot_get64(b);
+  c->missing = boot_get32(b);
   boot_get_bytes(b, r->host, sizeof(r->host));
   r->host[sizeof(r->host) - 1] = '\0';
   printable(r->host);
-  uint64_t n = boot_get64(b);
-  *samples = NULL;
-  *nsamples = 0;
-  if (b->bad || n > (b->len - b->at) / 8) {
-    b->bad = true;
+  get_hist(b, lat);
+  if (b->bad)
     return;
-  }
-  if (n && (*samples = malloc(n * sizeof(**samples)))) {
-    for (uint64_t i = 0; i < n; i++)
-      (*samples)[i] = boot_get64(b);
-    *nsamples = n;
-  } else if (n) {
-    b->bad = true;
-    return;
-  }
   r->receives = NULL;
   r->nreceives = 0;
   if (boot_get32(b) != sizeof(r->p2p)) {
@@ -321,6 +366,8 @@ void boot_result_free(struct pp_run_result *res)
     pp_hang_free(res->hang);
   free(res->hang);
   res->hang = NULL;
+  free(res->latency_hist);
+  res->latency_hist = NULL;
 }
 
 void boot_put_waits(struct boot_buf *b, const struct pp_wait *w, uint32_t n, uint32_t total)
@@ -1044,7 +1091,7 @@ struct crank {
   char host[BOOT_HOST_MAX], dev[VNIC_NAME_MAX];
   bool *has;                 /* [nranks]: has a pp_conn_info for rank j */
   struct pp_conn_info *info; /* [nranks] */
-  uint64_t *samples, nsamples;
+  struct pp_hist *lat; /* from its RESULT, NULL when it records no latency */
   struct pp_wait waits[PP_HANG_MAX_WAITS]; /* from its RESULT */
   uint32_t nwaits, total_waits;
 };
@@ -1055,6 +1102,7 @@ struct run_state {
   bool stop;
   bool no_progress;   /* stopped by the no-progress bound */
   uint64_t progress_at; /* the last PROGRESS from any rank (or GO) */
+  uint64_t np_suspect;  /* when the bound was first seen passed (0: not yet; run_until) */
 };
 
 struct coord {
@@ -1576,10 +1624,20 @@ static enum pp_status on_hello_phase(struct coord *c, uint32_t rank, uint32_t ty
 
 /* ----- the run: quiescence detection */
 
+/* The no-progress bound passed. Not yet a verdict: a coordinator that did not run for a while
+ * (its CPU taken by busy-polling ranks, or the whole machine descheduled) has PROGRESS messages
+ * waiting unread. So it suspects first, and stops only if none came in the next bound/8 (every
+ * rank that moves reports each bound/8), read in the meantime by pump(). */
 static bool run_until(struct coord *c)
 {
-  uint64_t bound = c->a->no_progress_ns;
-  if (!c->rs.stop && bound && boot_now_ns() - c->rs.progress_at >= bound)
+  uint64_t bound = c->a->no_progress_ns, now = boot_now_ns();
+  if (c->rs.stop || !bound || now - c->rs.progress_at < bound) {
+    c->rs.np_suspect = 0;
+    return c->rs.stop;
+  }
+  if (!c->rs.np_suspect)
+    c->rs.np_suspect = now;
+  else if (now - c->rs.np_suspect >= (bound / 8 ? bound / 8 : 1))
     c->rs.stop = c->rs.no_progress = true;
   return c->rs.stop;
 }
@@ -1653,7 +1711,7 @@ static enum pp_status on_result_msg(struct coord *c, uint32_t rank, uint32_t typ
   struct crank *r = &c->r[rank];
   if (r->result)
     return unexpected(c, rank, type);
-  boot_get_result(b, &c->res->ranks[rank], &r->samples, &r->nsamples);
+  boot_get_result(b, &c->res->ranks[rank], &r->lat);
   if (!b->bad && b->at < b->len) /* what its pending operations wait for */
     r->nwaits = boot_get_waits(b, r->waits, PP_HANG_MAX_WAITS, &r->total_waits);
   if (b->bad)
@@ -1699,8 +1757,8 @@ static void credit_counters(struct coord *c, struct pp_run_result *res)
       continue;
     for (uint32_t j = i; j < c->n; j++)
       if (!strcmp(c->r[j].host, c->r[i].host) && !strcmp(c->r[j].dev, c->r[i].dev) &&
-          c->r[j].addr.port == c->r[i].addr.port)
-        res->ranks[j].nic = (struct pp_nic_counters){0};
+          c->r[j].addr.port == c->r[i].addr.port) /* credited below; what is missing stays so */
+        res->ranks[j].nic = (struct pp_nic_counters){.missing = res->ranks[j].nic.missing};
     if (sender < 0)
       sender = (int)i;
     if (receiver < 0)
@@ -1725,6 +1783,7 @@ static struct pp_hang *hang_of(struct coord *c, const struct pp_run_result *res)
   h->trigger = res->outcome == PP_OUTCOME_NO_PROGRESS ? PP_HANG_TRIGGER_NO_PROGRESS
                : res->outcome == PP_OUTCOME_TIMEOUT   ? PP_HANG_TRIGGER_TIMEOUT
                                                       : PP_HANG_TRIGGER_QUIESCENCE;
+  h->clock = PP_HANG_CLOCK_RUN; /* at_ns from the coordinator's GO, waits from each rank's */
   h->at_ns = res->sim_time_ns;
   h->no_progress_ns = c->a->no_progress_ns;
   for (uint32_t i = 0; i < c->n; i++)
@@ -1737,7 +1796,7 @@ static struct pp_hang *hang_of(struct coord *c, const struct pp_run_result *res)
 
 static void outcome(struct coord *c, struct pp_run_result *res, bool timed_out)
 {
-  uint64_t errors = 0, total = 0, at = 0;
+  uint64_t errors = 0;
   bool all_done = true;
   for (uint32_t i = 0; i < c->n; i++) {
     const struct pp_rank_result *rr = &res->ranks[i];
@@ -1745,17 +1804,15 @@ static void outcome(struct coord *c, struct pp_run_result *res, bool timed_out)
       errors += rr->stats.status_counts[k];
     errors += rr->stats.corrupt;
     all_done = all_done && rr->stats.done;
-    total += c->r[i].nsamples;
+    if (!c->r[i].lat)
+      continue;
+    if (!res->latency_hist && (res->latency_hist = malloc(sizeof(*res->latency_hist))))
+      pp_hist_reset(res->latency_hist);
+    if (res->latency_hist)
+      pp_hist_merge(res->latency_hist, c->r[i].lat);
   }
-  uint64_t *all = malloc((total ? total : 1) * sizeof(*all));
-  for (uint32_t i = 0; all && i < c->n; i++) {
-    if (c->r[i].nsamples)
-      memcpy(all + at, c->r[i].samples, c->r[i].nsamples * sizeof(*all));
-    at += c->r[i].nsamples;
-  }
-  if (all)
-    pp_latency_of(all, at, &res->latency);
-  free(all);
+  if (res->latency_hist) /* the same percentiles as the simulator's (prepost/hist.h) */
+    pp_hist_summarize(res->latency_hist, &res->latency);
   if (errors)
     res->outcome = PP_OUTCOME_ERRORS;
   else if (all_done)
@@ -1907,7 +1964,7 @@ enum pp_status boot_coordinate(const struct boot_coord_args *a, struct pp_run_re
   for (uint32_t i = 0; c.r && i < c.n; i++) {
     free(c.r[i].has);
     free(c.r[i].info);
-    free(c.r[i].samples);
+    free(c.r[i].lat);
   }
   free(c.r);
   free(c.pending);

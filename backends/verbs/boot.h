@@ -106,12 +106,12 @@ void boot_put_conn_info(struct boot_buf *b, const struct pp_conn_info *ci);
 void boot_get_conn_info(struct boot_buf *b, struct pp_conn_info *ci);
 void boot_put_addr(struct boot_buf *b, const struct vnic_addr *a);
 void boot_get_addr(struct boot_buf *b, struct vnic_addr *a);
-/* What a rank reports at the end: stats, counters, host, latency samples. */
-void boot_put_result(struct boot_buf *b, const struct pp_rank_result *r, const uint64_t *samples,
-                     uint64_t nsamples);
-/* samples: malloc'd (free it), NULL when none; r->receives malloc'd too. */
-void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, uint64_t **samples,
-                     uint64_t *nsamples);
+/* What a rank reports at the end: stats, counters, host, its latency histogram (prepost/hist.h,
+ * NULL: it records none; a bounded size however long the run). */
+void boot_put_result(struct boot_buf *b, const struct pp_rank_result *r, const struct pp_hist *lat);
+/* *lat: malloc'd (free it), NULL when none; r->receives malloc'd too. A histogram that does not
+ * add up sets b->bad. */
+void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, struct pp_hist **lat);
 /* A rank's pending waits (prepost/hang.h), appended to its RESULT: the first n of total. */
 void boot_put_waits(struct boot_buf *b, const struct pp_wait *w, uint32_t n, uint32_t total);
 /* Reads at most max waits into w (the rest are skipped); returns how many were read, *total how

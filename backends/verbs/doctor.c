@@ -6,6 +6,7 @@
 #include "doctor.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <infiniband/verbs.h>
 #include <stdbool.h>
@@ -15,7 +16,30 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "counters.h"
 #include "prepost/verbsnic.h"
+
+/* The port's counters by its driver's names (counters.h), each value or "counter not
+ * available". */
+static void print_counters(FILE *out, const char *dev, int port)
+{
+  const struct vnic_driver *d = vnic_driver_of(VNIC_SYSFS_ROOT, dev, port);
+  if (!d) {
+    fprintf(out, "            hw_counters: unknown driver: counter not available (RNR NAK and "
+                 "retry counts are null in reports)\n");
+    return;
+  }
+  struct vnic_raw raw;
+  vnic_raw_read(VNIC_SYSFS_ROOT, dev, port, d, &raw);
+  fprintf(out, "            hw_counters (%s names; RNR NAKs and retries are counted from them):\n",
+          vnic_driver_name(d));
+  for (unsigned i = 0; i < vnic_driver_nraw(d); i++) {
+    if (raw.have[i])
+      fprintf(out, "              %-40s %" PRIu64 "\n", vnic_driver_raw(d, i), raw.v[i]);
+    else
+      fprintf(out, "              %-40s counter not available\n", vnic_driver_raw(d, i));
+  }
+}
 
 static const char *phys_state(uint8_t s)
 {
@@ -176,11 +200,7 @@ static void one_device(FILE *out, struct ibv_device *d, struct verdict *v)
               vnic_gid_type_name(g[i].type), g[i].netdev[0] ? g[i].netdev : "-",
               (int)g[i].index == pick ? "   <- prepost's default" : "");
     }
-    struct vnic_hw_counters hc;
-    vnic_read_hw_counters(name, p, &hc);
-    fprintf(out, "            hw_counters: %s\n",
-            hc.have ? "yes (RNR NAKs are counted from them)"
-                    : "none known (RNR NAK counts will read 0)");
+    print_counters(out, name, p);
     bool usable = pa.state == IBV_PORT_ACTIVE &&
                   (pa.link_layer != IBV_LINK_LAYER_ETHERNET || k > 0) && !reg;
     if (usable) {

@@ -3,6 +3,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "prepost/verbsnic.h"
+#include "counters.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -68,7 +69,8 @@ struct vnic {
   struct ibv_mr **mrs; /* grown on demand (registration caches register many regions) */
   uint32_t mr_cap, max_mr;
   uint64_t sends_out; /* send WRs outstanding on every QP (the sum of their sq_len) */
-  struct vnic_hw_counters mark;
+  const struct vnic_driver *drv; /* whose counter names (counters.h); NULL: unknown */
+  struct vnic_raw mark;           /* the counters' zero (vnic_counters_mark) */
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -192,27 +194,17 @@ const char *vnic_gid_type_name(int type)
   }
 }
 
-static uint64_t read_counter(const char *device, int port, const char *name, bool *ok)
-{
-  char path[256];
-  snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/hw_counters/%s", device, port,
-           name);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return 0;
-  unsigned long long v = 0;
-  if (fscanf(f, "%llu", &v) == 1)
-    *ok = true;
-  fclose(f);
-  return v;
-}
-
 /* The kernel caches hw_counters for `lifespan` ms (10 by default) after each read: wait that long
  * (plus a tick) so that what follows is read fresh. */
 static void wait_lifespan(const char *device, int port)
 {
-  bool ok = false;
-  uint64_t ms = read_counter(device, port, "lifespan", &ok);
+  char path[256];
+  snprintf(path, sizeof(path), VNIC_SYSFS_ROOT "/%s/ports/%d/hw_counters/lifespan", device, port);
+  FILE *f = fopen(path, "r");
+  unsigned long long ms = 0;
+  bool ok = f && fscanf(f, "%llu", &ms) == 1;
+  if (f)
+    fclose(f);
   if (!ok)
     return;
   if (ms > 1000)
@@ -221,19 +213,6 @@ static void wait_lifespan(const char *device, int port)
   nanosleep(&t, NULL);
 }
 
-void vnic_read_hw_counters(const char *device, int port, struct vnic_hw_counters *c)
-{
-  bool ok = false;
-  *c = (struct vnic_hw_counters){0};
-  c->rcvd_rnr_err = read_counter(device, port, "rcvd_rnr_err", &ok);
-  c->send_rnr_err = read_counter(device, port, "send_rnr_err", &ok);
-  c->retry_rnr_exceeded_err = read_counter(device, port, "retry_rnr_exceeded_err", &ok);
-  c->retry_exceeded_err = read_counter(device, port, "retry_exceeded_err", &ok);
-  c->completer_retry_err = read_counter(device, port, "completer_retry_err", &ok);
-  c->sent_pkts = read_counter(device, port, "sent_pkts", &ok);
-  c->rcvd_pkts = read_counter(device, port, "rcvd_pkts", &ok);
-  c->have = ok;
-}
 
 /* ---------------------------------------------------------------- open / close */
 
@@ -817,29 +796,14 @@ static int op_post_srq_recv(void *nic, uint32_t srq_num, const struct pp_recv_wr
   return post_recv_common(NULL, srq, wr);
 }
 
-static uint64_t delta(uint64_t now, uint64_t then)
-{
-  return now >= then ? now - then : 0;
-}
-
 static int op_query_counters(void *nic, struct pp_nic_counters *out)
 {
   struct vnic *n = nic;
-  struct vnic_hw_counters c;
+  struct vnic_raw now;
   wait_lifespan(n->device, n->port);
-  vnic_read_hw_counters(n->device, n->port, &c);
-  *out = (struct pp_nic_counters){0};
-  if (!c.have)
-    return PP_UNSUPPORTED;
-  const struct vnic_hw_counters *m = &n->mark;
-  uint64_t rnr = delta(c.rcvd_rnr_err, m->rcvd_rnr_err);
-  uint64_t rnr_exc = delta(c.retry_rnr_exceeded_err, m->retry_rnr_exceeded_err);
-  out->rnr_naks_received = rnr;
-  out->rnr_naks_sent = delta(c.send_rnr_err, m->send_rnr_err);
-  out->rnr_retries = rnr > rnr_exc ? rnr - rnr_exc : 0; /* every RNR NAK not fatal was retried */
-  out->timeout_retries = delta(c.completer_retry_err, m->completer_retry_err);
-  out->packets_sent = delta(c.sent_pkts, m->sent_pkts);
-  return PP_OK;
+  vnic_raw_read(VNIC_SYSFS_ROOT, n->device, n->port, n->drv, &now);
+  vnic_counters_map(n->drv, &now, &n->mark, out); /* what the driver lacks is marked missing */
+  return n->drv ? PP_OK : PP_UNSUPPORTED;
 }
 
 const struct pp_nic_ops vnic_ops = {
@@ -976,6 +940,7 @@ uint64_t vnic_sends_outstanding(const struct vnic *n)
 
 void vnic_counters_mark(struct vnic *n)
 {
+  n->drv = vnic_driver_of(VNIC_SYSFS_ROOT, n->device, n->port);
   wait_lifespan(n->device, n->port);
-  vnic_read_hw_counters(n->device, n->port, &n->mark);
+  vnic_raw_read(VNIC_SYSFS_ROOT, n->device, n->port, n->drv, &n->mark);
 }

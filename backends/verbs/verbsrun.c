@@ -1,8 +1,9 @@
 /*
  * The verbs driver: one process per rank, each owning its engine and its verbs NIC, time from
- * CLOCK_MONOTONIC in nanoseconds. The progress loop polls the CQs into the engine, fires the
- * engine's timers when due and otherwise sleeps on the completion channel, the async event fd and
- * the control socket until the next deadline. See verbsrun.h and boot.h.
+ * CLOCK_MONOTONIC in nanoseconds. The progress loop polls the CQs into the engine a bounded batch
+ * at a time, fires the engine's timers when due and, at a fixed period, looks at the control
+ * socket and async events and reports progress and state; it busy-polls, or (--progress event)
+ * sleeps on the completion channel when there is nothing to do. See verbsrun.h and boot.h.
  */
 #define _GNU_SOURCE
 #include "prepost/verbsrun.h"
@@ -265,20 +266,60 @@ static int trace_close(struct rank *r)
   return rc;
 }
 
-/* Hands completions and async events to the engine until there are none; -1 on a CQ error or an
- * engine refusal (err set). */
-static int drain(struct rank *r)
+/* ---- the progress engine
+ *
+ * One pass of the loop: hand at most POLL_BUDGET completions to the engine, fire its timers when
+ * due, and, every HOUSEKEEP_NS of wall time, the housekeeping: async events and control messages
+ * (one non-blocking ppoll on their two fds), the no-progress watch, the idle/done state report
+ * and the trace flush. The budget bounds the work between two looks at the clock: rxe completes
+ * work inside ibv_post_send, so under a bandwidth run the CQ is never empty, and a loop that
+ * drains it to the end would starve the timers, the reports and the coordinator's messages.
+ *
+ * busy (the default): the loop never sleeps and makes no system call on the data path (polling
+ * a CQ is a user-space read of its ring; the housekeeping's ppoll runs at most once every
+ * HOUSEKEEP_NS). event: once a pass finds nothing to do and no timer is due within
+ * SPIN_BEFORE_DEADLINE_NS, the rank arms the CQs and sleeps in ppoll on the completion channel,
+ * the async event fd and the control socket until the next deadline: less CPU on idle waits, a
+ * wake-up latency per message. */
+
+/* Completions handed to the engine per pass (vnic_poll_cq takes up to 32 per call). */
+#define POLL_BUDGET 64
+/* How often a busy rank looks at its control socket and async events, its progress and state. */
+#define HOUSEKEEP_NS 100000ull
+
+const char *pp_verbs_progress_name(enum pp_verbs_progress m)
+{
+  static const char *const names[] = {
+#define PP_X(id, name, desc) [PP_VERBS_PROGRESS_##id] = name,
+      PP_VERBS_PROGRESS_LIST(PP_X)
+#undef PP_X
+  };
+  return (unsigned)m < sizeof(names) / sizeof(names[0]) ? names[m] : "?";
+}
+
+int pp_verbs_progress_from_name(const char *s)
+{
+  for (int m = 0; m < PP_VERBS_PROGRESS_COUNT; m++)
+    if (!strcmp(s, pp_verbs_progress_name((enum pp_verbs_progress)m)))
+      return m;
+  return -1;
+}
+
+/* Hands at most `budget` completions to the engine; how many, or -1 on a CQ error or an engine
+ * refusal (err set). */
+static int drain(struct rank *r, int budget)
 {
   struct pp_wc wc[32];
-  struct pp_async_event ev;
-  for (;;) {
-    uint64_t now = boot_now_ns();
-    int n = vnic_poll_cq(r->nic, wc, 32);
+  int done = 0;
+  while (done < budget) {
+    int want = budget - done < 32 ? budget - done : 32;
+    int n = vnic_poll_cq(r->nic, wc, want);
     if (n < 0) {
       errf(r->err, r->errlen, "rank %u: polling the CQ of %s failed", r->id,
            vnic_device_name(r->nic));
       return -1;
     }
+    uint64_t now = n ? boot_now_ns() : 0;
     for (int i = 0; i < n; i++) {
       logline(r, "wc qp %u wr_id %#" PRIx64 " %s %s len %u%s", wc[i].qp_num, wc[i].wr_id,
               pp_wc_opcode_name(wc[i].opcode), pp_wc_status_name(wc[i].status), wc[i].byte_len,
@@ -290,16 +331,27 @@ static int drain(struct rank *r)
         return -1;
       }
     }
-    int a = 0;
-    while (vnic_get_async_event(r->nic, &ev)) {
-      logline(r, "async %s qp %u srq %u", pp_event_name(ev.type), ev.qp_num, ev.srq_num);
-      pp_tr_on_async(r->tr, r->e, now, &ev);
-      a++;
-    }
-    r->gen += (uint64_t)(n + a);
-    if (n == 0 && a == 0)
-      return 0;
+    r->gen += (uint64_t)n;
+    done += n;
+    if (n < want)
+      break; /* the CQs are empty for now */
   }
+  return done;
+}
+
+/* Hands the pending async events to the engine (their fd said readable); how many. */
+static int drain_async(struct rank *r)
+{
+  struct pp_async_event ev;
+  int a = 0;
+  uint64_t now = boot_now_ns();
+  while (vnic_get_async_event(r->nic, &ev)) {
+    logline(r, "async %s qp %u srq %u", pp_event_name(ev.type), ev.qp_num, ev.srq_num);
+    pp_tr_on_async(r->tr, r->e, now, &ev);
+    a++;
+  }
+  r->gen += (uint64_t)a;
+  return a;
 }
 
 static int send_state(struct rank *r, bool idle, bool done)
@@ -341,7 +393,9 @@ static int control(struct rank *r, struct boot_buf *b)
     return -1;
   }
   uint64_t id = boot_get64(b);
-  if (drain(r))
+  /* what is in the CQ now counts: a completion not yet polled makes the reply's gen differ from
+   * the idle report's, and the probe void */
+  if (drain(r, POLL_BUDGET) < 0)
     return -1;
   struct boot_buf o = {0};
   boot_put64(&o, id);
@@ -361,11 +415,11 @@ static int control(struct rank *r, struct boot_buf *b)
  * cost more than the messages. The end of a run is detected this much later. */
 #define IDLE_GRACE_NS 5000000ull
 
-/* How long before a timer's deadline a rank stops sleeping and polls instead. A ppoll sleep ends
- * up to the timer slack (50 us) plus the wake-up latency (tens of us in a VM) late: a workload
- * that posts every 2 us would be paced at one message per ~60 us, and a slow consumer would no
- * longer be slower than its sender. Sleeping until this margin and polling the rest keeps timers
- * within microseconds at the cost of at most this much CPU per timer. */
+/* event mode: how long before a timer's deadline a rank stops sleeping and polls instead. A
+ * ppoll sleep ends up to the timer slack (50 us) plus the wake-up latency (tens of us in a VM)
+ * late: a workload that posts every 2 us would be paced at one message per ~60 us, and a slow
+ * consumer would no longer be slower than its sender. Sleeping until this margin and polling the
+ * rest keeps timers within microseconds at the cost of at most this much CPU per timer. */
 #define SPIN_BEFORE_DEADLINE_NS 100000ull
 
 /* The no-progress bound (prepost/hang.h): the progress mark is looked at every bound/8 after
@@ -390,113 +444,150 @@ static int watch_progress(struct rank *r, struct watch *w, uint64_t now)
   return boot_send(&r->l, BOOT_PROGRESS, NULL, now + 10000000000ull);
 }
 
+/* The loop's state between passes. */
+struct loop {
+  struct watch w;
+  struct boot_buf b;
+  bool sent_idle, sent_done;
+  uint64_t sent_gen, seen_gen, quiet_since, next_house;
+};
+
+/* The idle/done report: idleness only after IDLE_GRACE_NS without activity, and again at once
+ * when something happened since (the gen). -1: lost the coordinator. */
+static int report_state(struct rank *r, struct loop *L, uint64_t now)
+{
+  bool idle = is_idle(r), done = pp_engine_done(r->e);
+  if (!idle || r->gen != L->seen_gen) {
+    L->quiet_since = now;
+    L->seen_gen = r->gen;
+  }
+  bool report = idle && (L->sent_idle || now - L->quiet_since >= IDLE_GRACE_NS);
+  if (report == L->sent_idle && done == L->sent_done && (!report || r->gen == L->sent_gen))
+    return 0;
+  logline(r, "state %s%s (deadline %s, %" PRIu64 " sends outstanding)", report ? "idle" : "busy",
+          done ? ", done" : "", pp_engine_next_deadline(r->e) == PP_NO_DEADLINE ? "none" : "set",
+          vnic_sends_outstanding(r->nic));
+  if (send_state(r, report, done))
+    return -1;
+  L->sent_idle = report;
+  L->sent_done = done;
+  L->sent_gen = r->gen;
+  return 0;
+}
+
+/* Async events and a control message whose fds are readable: 1 STOP, 0 go on, -1 failure. */
+static int service_fds(struct rank *r, struct loop *L, bool async_ready, bool ctl_ready)
+{
+  if (async_ready)
+    drain_async(r);
+  return ctl_ready ? control(r, &L->b) : 0;
+}
+
+/* The housekeeping (see the top of this section); poll_fds: look at the async and control fds
+ * first (every HOUSEKEEP_NS; an event-mode rank about to sleep leaves them to the sleep's
+ * ppoll). 1 STOP, 0 go on, -1 failure. */
+static int housekeeping(struct rank *r, struct loop *L, uint64_t now, bool poll_fds)
+{
+  L->next_house = now + HOUSEKEEP_NS;
+  if (poll_fds) {
+    struct pollfd pf[2] = {{.fd = vnic_async_fd(r->nic), .events = POLLIN},
+                           {.fd = r->l.fd, .events = POLLIN}};
+    struct timespec zero = {0, 0};
+    int k = ppoll(pf, 2, &zero, NULL);
+    if (k < 0 && errno != EINTR) {
+      errf(r->err, r->errlen, "rank %u: ppoll: %s", r->id, strerror(errno));
+      return -1;
+    }
+    int c = k > 0 ? service_fds(r, L, pf[0].revents != 0, pf[1].revents != 0) : 0;
+    if (c)
+      return c;
+  }
+  if (watch_progress(r, &L->w, now) || report_state(r, L, now)) {
+    errf(r->err, r->errlen, "rank %u: lost the coordinator", r->id);
+    return -1;
+  }
+  trace_tick(r, now);
+  return 0;
+}
+
+/* event mode, nothing to do: arms the CQs and sleeps until a completion, an async event, a
+ * control message or the next deadline (the engine's timer, the idle report, the progress
+ * watch). 1 STOP, 0 go on, -1 failure. */
+static int sleep_for_event(struct rank *r, struct loop *L, uint64_t now, uint64_t d)
+{
+  if (d != PP_NO_DEADLINE && d - now <= SPIN_BEFORE_DEADLINE_NS)
+    return 0; /* the deadline is near: poll the CQ until it is due */
+  if (vnic_arm_cq(r->nic)) {
+    errf(r->err, r->errlen, "rank %u: ibv_req_notify_cq failed", r->id);
+    return -1;
+  }
+  /* a completion that arrived before the arm raises no event: look once more */
+  int n = drain(r, POLL_BUDGET);
+  if (n != 0)
+    return n < 0 ? -1 : 0;
+  uint64_t wait = d == PP_NO_DEADLINE ? 1000000000ull : d - now;
+  if (wait > 1000000000ull)
+    wait = 1000000000ull;
+  if (d != PP_NO_DEADLINE && wait == d - now)
+    wait -= SPIN_BEFORE_DEADLINE_NS; /* wake up early, poll the rest */
+  bool idle = is_idle(r);
+  if (idle && !L->sent_idle && L->quiet_since + IDLE_GRACE_NS - now < wait)
+    wait = L->quiet_since + IDLE_GRACE_NS - now; /* wake up to report idleness */
+  struct watch *w = &L->w;
+  if (w->step && r->gen != w->gen && (w->next <= now || w->next - now < wait))
+    wait = w->next > now ? w->next - now : 0; /* wake up to look at the progress mark */
+  struct timespec ts = {(time_t)(wait / 1000000000ull), (long)(wait % 1000000000ull)};
+  struct pollfd pf[3] = {{.fd = vnic_comp_fd(r->nic), .events = POLLIN},
+                         {.fd = vnic_async_fd(r->nic), .events = POLLIN},
+                         {.fd = r->l.fd, .events = POLLIN}};
+  int k = ppoll(pf, 3, &ts, NULL);
+  if (k < 0 && errno != EINTR) {
+    errf(r->err, r->errlen, "rank %u: ppoll: %s", r->id, strerror(errno));
+    return -1;
+  }
+  if (k <= 0)
+    return 0;
+  if (pf[0].revents)
+    vnic_consume_cq_events(r->nic);
+  return service_fds(r, L, pf[1].revents != 0, pf[2].revents != 0);
+}
+
 static int progress(struct rank *r)
 {
-  struct boot_buf b = {0};
-  bool sent_idle = false, sent_done = false;
-  uint64_t sent_gen = UINT64_MAX, seen_gen = UINT64_MAX, quiet_since = 0;
-  unsigned spins = 0;
-  int ret = 0;
   uint64_t bound = r->cfg->no_progress_ns;
-  struct watch w = {.step = bound ? (bound / 8 ? bound / 8 : 1) : 0, .gen = r->gen};
-  w.mark = bound ? pp_engine_progress_mark(r->e) : 0;
-  for (;;) {
-    if (drain(r)) {
-      ret = -1;
+  struct loop L = {.sent_gen = UINT64_MAX, .seen_gen = UINT64_MAX};
+  L.w = (struct watch){.step = bound ? (bound / 8 ? bound / 8 : 1) : 0, .gen = r->gen};
+  L.w.mark = bound ? pp_engine_progress_mark(r->e) : 0;
+  bool busy = r->o->progress == PP_VERBS_PROGRESS_BUSY;
+  int rc = 0;
+  while (rc == 0) {
+    int n = drain(r, POLL_BUDGET);
+    if (n < 0) {
+      rc = -1;
       break;
     }
     uint64_t now = boot_now_ns();
-    if (watch_progress(r, &w, now)) {
-      errf(r->err, r->errlen, "rank %u: lost the coordinator", r->id);
-      ret = -1;
-      break;
-    }
     uint64_t d = pp_engine_next_deadline(r->e);
-    if (d <= now) {
+    bool timer = d <= now;
+    if (timer) {
       logline(r, "timer due %+.1f us", ((double)now - (double)d) / 1e3);
       enum pp_status s = pp_tr_on_timer(r->tr, r->e, now);
       r->gen++;
       if (s != PP_OK) {
         errf(r->err, r->errlen, "rank %u: engine timer: %s", r->id, pp_status_desc(s));
-        ret = -1;
+        rc = -1;
         break;
       }
-      continue;
+      d = pp_engine_next_deadline(r->e);
     }
-    bool idle = is_idle(r), done = pp_engine_done(r->e);
-    if (!idle || r->gen != seen_gen) {
-      quiet_since = now;
-      seen_gen = r->gen;
-    }
-    /* once reported, idleness is reported again at once when something happened (the gen) */
-    bool report = idle && (sent_idle || now - quiet_since >= IDLE_GRACE_NS);
-    if (report != sent_idle || done != sent_done || (report && r->gen != sent_gen)) {
-      logline(r, "state %s%s (deadline %s, %" PRIu64 " sends outstanding)",
-              report ? "idle" : "busy", done ? ", done" : "",
-              d == PP_NO_DEADLINE ? "none" : "set", vnic_sends_outstanding(r->nic));
-      if (send_state(r, report, done)) {
-        errf(r->err, r->errlen, "rank %u: lost the coordinator", r->id);
-        ret = -1;
-        break;
-      }
-      sent_idle = report;
-      sent_done = done;
-      sent_gen = r->gen;
-    }
-    struct pollfd pf[3] = {{.fd = vnic_comp_fd(r->nic), .events = POLLIN},
-                           {.fd = vnic_async_fd(r->nic), .events = POLLIN},
-                           {.fd = r->l.fd, .events = POLLIN}};
-    struct timespec ts = {0, 0}, *tsp = &ts;
-    if (r->o->busy_poll) {
-      if (++spins % 256 != 0)
-        continue; /* spin on the CQ; look at the control socket now and then */
-    } else {
-      if (d != PP_NO_DEADLINE && d - now <= SPIN_BEFORE_DEADLINE_NS)
-        continue; /* the deadline is near: poll the CQ until it is due */
-      if (vnic_arm_cq(r->nic)) {
-        errf(r->err, r->errlen, "rank %u: ibv_req_notify_cq failed", r->id);
-        ret = -1;
-        break;
-      }
-      /* a completion that arrived before the arm raises no event: look once more */
-      int before = (int)r->gen;
-      if (drain(r)) {
-        ret = -1;
-        break;
-      }
-      if ((int)r->gen != before)
-        continue;
-      uint64_t wait = d == PP_NO_DEADLINE ? 1000000000ull : d - now;
-      if (wait > 1000000000ull)
-        wait = 1000000000ull;
-      if (d != PP_NO_DEADLINE && wait == d - now)
-        wait -= SPIN_BEFORE_DEADLINE_NS; /* wake up early, poll the rest */
-      if (idle && !report && quiet_since + IDLE_GRACE_NS - now < wait)
-        wait = quiet_since + IDLE_GRACE_NS - now; /* wake up to report idleness */
-      if (w.step && r->gen != w.gen && (w.next <= now || w.next - now < wait))
-        wait = w.next > now ? w.next - now : 0; /* wake up to look at the progress mark */
-      ts.tv_sec = (time_t)(wait / 1000000000ull);
-      ts.tv_nsec = (long)(wait % 1000000000ull);
-    }
-    trace_tick(r, now);
-    int k = ppoll(pf, 3, tsp, NULL);
-    if (k < 0 && errno != EINTR) {
-      errf(r->err, r->errlen, "rank %u: ppoll: %s", r->id, strerror(errno));
-      ret = -1;
-      break;
-    }
-    if (k > 0 && pf[0].revents)
-      vnic_consume_cq_events(r->nic);
-    if (k > 0 && pf[2].revents) {
-      int c = control(r, &b);
-      if (c) {
-        ret = c > 0 ? 0 : -1;
-        break;
-      }
-    }
+    bool worked = n > 0 || timer, due = now >= L.next_house;
+    if (due || (!busy && !worked))
+      rc = housekeeping(r, &L, now, due);
+    if (rc == 0 && !busy && !worked)
+      rc = sleep_for_event(r, &L, now, d);
   }
-  boot_buf_free(&b);
-  return ret;
+  boot_buf_free(&L.b);
+  return rc > 0 ? 0 : -1;
 }
 
 /* Waits for one message of `want` type; -1 with err on anything else. */
@@ -604,12 +695,13 @@ static int send_result(struct rank *r)
   rr.receives = (struct pp_recv_record *)recs; /* only read by boot_put_result */
   vnic_ops.query_counters(r->nic, &rr.nic);
   snprintf(rr.host, sizeof(rr.host), "%.31s/%.31s", r->host, vnic_device_name(r->nic));
-  const uint64_t *s;
-  size_t ns = pp_engine_latency_samples(r->e, &s);
   struct boot_buf b = {0};
-  boot_put_result(&b, &rr, s, ns);
+  boot_put_result(&b, &rr, pp_engine_latency_hist(r->e));
   struct pp_wait w[PP_HANG_MAX_WAITS];
   size_t nw = pp_engine_pending(r->e, w, PP_HANG_MAX_WAITS);
+  /* the engine's times are CLOCK_MONOTONIC; the hang report's are from GO (PP_HANG_CLOCK_RUN) */
+  for (size_t i = 0; i < nw && i < PP_HANG_MAX_WAITS; i++)
+    w[i].since_ns = w[i].since_ns > r->t0 ? w[i].since_ns - r->t0 : 0;
   boot_put_waits(&b, w, nw < PP_HANG_MAX_WAITS ? (uint32_t)nw : PP_HANG_MAX_WAITS, (uint32_t)nw);
   int rc = b.bad ? -1 : boot_send(&r->l, BOOT_RESULT, &b, boot_now_ns() + 30000000000ull);
   boot_buf_free(&b);

@@ -141,6 +141,15 @@ def expect(what, rxe, rc):
             d.append(f"want a hang object with stuck ranks: {h!r}")
         elif not h.get("cause", "").startswith(what[5:]):
             d.append(f"want the cause {what[5:]!r}...: {h.get('cause')!r}")
+        # one time base: wall-clock ns from GO, for at_ns and every wait (CLOCK_MONOTONIC
+        # values, the guest's uptime, would lie far past at_ns; a timer note's time is when it
+        # fires, in the future)
+        if h and h.get("time_base") != "run":
+            d.append(f"want time_base 'run': {h.get('time_base')!r}")
+        late = [w["since_ns"] for r in (h or {}).get("ranks", []) for w in r["waits"]
+                if w["kind"] != "timer" and w["since_ns"] > h["at_ns"] + 2_000_000_000]
+        if late:
+            d.append(f"waits since after the hang was detected ({h['at_ns']} ns): {late[:4]}")
     else:
         d.append(f"unknown expectation {what!r}")
     return d

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "collective.h"
+#include "hist.h"
 #include "nic.h"
 #include "p2p_cfg.h"
 #include "ring.h"
@@ -191,10 +192,6 @@ struct pp_violation {
 /* "CTS from rank 1: off 65536, expected 0 (a fragment offset ...)" into buf. */
 void pp_violation_text(const struct pp_violation *v, char *buf, size_t len);
 
-struct pp_latency {
-  uint64_t p50, p99, max;
-};
-
 struct pp_rank_stats {
   uint64_t messages_sent;     /* send WRs completed successfully */
   uint64_t messages_received; /* messages delivered to the application, intact */
@@ -205,7 +202,7 @@ struct pp_rank_stats {
                                  (used before release) */
   uint64_t status_counts[PP_WC_STATUS_COUNT];
   uint64_t async_events;
-  struct pp_latency latency;  /* post to send completion, successful sends */
+  struct pp_hist_summary latency; /* post to send completion, successful sends (hist.h) */
   bool done;
   struct pp_ring_stats ring;  /* ring protocols */
   struct pp_coll_stats coll;  /* collective workload */
@@ -253,15 +250,14 @@ uint64_t pp_engine_next_deadline(const struct pp_engine *e);
 
 /* All of this rank's operations completed, successfully or not. */
 bool pp_engine_done(const struct pp_engine *e);
-/* Fills the rank's statistics (computes latency percentiles). */
+/* Fills the rank's statistics (with the latency percentiles of its histogram). */
 void pp_engine_stats(const struct pp_engine *e, struct pp_rank_stats *out);
-/* The same without the latency percentiles (which sort every sample): counts only, cheap. */
+/* The same without the latency percentiles (a walk over the histogram): counts only, cheap. */
 void pp_engine_counts(const struct pp_engine *e, struct pp_rank_stats *out);
 
-/* The latency samples (ns) of this rank's successful sends, in completion order. */
-size_t pp_engine_latency_samples(const struct pp_engine *e, const uint64_t **samples);
-/* Nearest-rank p50/p99/max of n samples (copies and sorts them). */
-void pp_latency_of(const uint64_t *samples, uint64_t n, struct pp_latency *out);
+/* The histogram (prepost/hist.h) of the latencies (ns) of this rank's successful sends: every
+ * sample, in fixed memory; NULL when the rank sends nothing. */
+const struct pp_hist *pp_engine_latency_hist(const struct pp_engine *e);
 
 /* The peer rank sends go to / receives come from, or -1. */
 int pp_workload_dest(const struct pp_workload *w, uint32_t rank, uint32_t nranks);

@@ -128,10 +128,27 @@ enum pp_hang_trigger {
 };
 const char *pp_hang_trigger_name(enum pp_hang_trigger t);
 
+/* What at_ns, every wait's since_ns and last_input_ns count from: one base per report.
+ * X(id, name, description) */
+#define PP_HANG_CLOCK_LIST(X)                                                                 \
+  X(SIM, "sim", "simulated ns from the run's start")                                          \
+  X(RUN, "run", "wall-clock ns from the data phase's start (GO), on each rank's own clock; "  \
+                "0 for a wait begun before it")                                               \
+  X(TRACE, "trace", "ns from the trace's origin")
+
+enum pp_hang_clock {
+#define PP_X(id, name, desc) PP_HANG_CLOCK_##id,
+  PP_HANG_CLOCK_LIST(PP_X)
+#undef PP_X
+};
+const char *pp_hang_clock_name(enum pp_hang_clock c);
+const char *pp_hang_clock_desc(enum pp_hang_clock c);
+
 struct pp_hang {
   uint32_t nranks, stuck;
   uint8_t trigger;         /* enum pp_hang_trigger */
-  uint64_t at_ns;          /* when it was detected (simulated, wall or trace time) */
+  uint8_t clock;           /* enum pp_hang_clock: the base of every time below (SIM by default) */
+  uint64_t at_ns;          /* when it was detected */
   uint64_t no_progress_ns; /* the bound, for NO_PROGRESS */
   struct pp_hang_rank *rank;
   struct pp_hang_edge *edge;

@@ -12,6 +12,7 @@
 #ifndef PP_NIC_H
 #define PP_NIC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -241,7 +242,24 @@ struct pp_srq_init_attr {
   uint32_t srq_limit;
 };
 
-/* What the NIC counted; the verbs backend reads hw_counters where the device has them. */
+/* What the NIC counted; the verbs backend reads the device's counters where it has them
+ * (backends/verbs/counters.h maps each driver's names). X(field, description), in struct order. */
+#define PP_NIC_COUNTER_LIST(X)                                                                \
+  X(rnr_naks_sent, "RNR NAKs sent (responder side)")                                         \
+  X(rnr_naks_received, "RNR NAKs received (requester side)")                                 \
+  X(rnr_retries, "retransmissions after an RNR NAK")                                         \
+  X(timeout_retries, "retransmissions after an ACK timeout")                                 \
+  X(packets_sent, "packets sent")                                                            \
+  X(packets_dropped, "packets dropped by injected loss")                                     \
+  X(acks_sent, "ACKs sent")
+
+enum pp_nic_counter {
+#define PP_X(f, desc) PP_NIC_CNT_##f,
+  PP_NIC_COUNTER_LIST(PP_X)
+#undef PP_X
+  PP_NIC_COUNTER_COUNT
+};
+
 struct pp_nic_counters {
   uint64_t rnr_naks_sent;     /* responder side */
   uint64_t rnr_naks_received; /* requester side */
@@ -250,7 +268,15 @@ struct pp_nic_counters {
   uint64_t packets_sent;
   uint64_t packets_dropped;   /* injected loss */
   uint64_t acks_sent;
+  /* bit (1u << PP_NIC_CNT_x) set: the device does not count x ("counter not available": JSON
+   * null, never a silent 0). 0 on the simulator, which counts everything. */
+  uint32_t missing;
 };
+/* Is counter k counted in c? */
+static inline bool pp_nic_counter_have(const struct pp_nic_counters *c, enum pp_nic_counter k)
+{
+  return !(c->missing & (1u << k));
+}
 
 /*
  * The backend's operations. A backend defines one `static const struct pp_nic_ops` filled with

@@ -77,7 +77,10 @@ struct pp_run_result {
   uint64_t sim_time_ns;
   uint32_t nranks;
   struct pp_rank_result *ranks; /* nranks entries, malloc'd; free with pp_run_result_free() */
-  struct pp_latency latency;    /* over every rank's sends */
+  /* latency over every rank's sends: the ranks' histograms merged (prepost/hist.h; malloc'd,
+   * NULL when no rank records latency or memory ran out) and its summary */
+  struct pp_hist *latency_hist;
+  struct pp_hist_summary latency;
 };
 
 /* What a run of cfg needs, estimated before anything is allocated: per rank its engine

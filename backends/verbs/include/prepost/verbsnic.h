@@ -42,18 +42,6 @@ struct vnic_addr {
   uint8_t port;
 };
 
-/* hw_counters of a port (rxe names); `have` is false when the device exposes none of them. */
-struct vnic_hw_counters {
-  bool have;
-  uint64_t rcvd_rnr_err;           /* RNR NAKs received (requester) */
-  uint64_t send_rnr_err;           /* RNR NAKs sent (responder) */
-  uint64_t retry_rnr_exceeded_err; /* RNR retry budget exhausted */
-  uint64_t retry_exceeded_err;     /* transport retry budget exhausted */
-  uint64_t completer_retry_err;    /* retransmissions (timeout or NAK sequence error) */
-  uint64_t sent_pkts;
-  uint64_t rcvd_pkts;
-};
-
 struct vnic;
 
 /* The table the engine drives (designated initializers, no NULL slot). */
@@ -93,10 +81,10 @@ int vnic_comp_fd(const struct vnic *n);
 int vnic_async_fd(const struct vnic *n);
 /* Send WRs posted and not completed yet, signalled or not (0 when the send side is quiet). */
 uint64_t vnic_sends_outstanding(const struct vnic *n);
-/* Takes the current hw_counters as the zero of query_counters. */
+/* Takes the device's current counters (its driver's, backends/verbs/counters.h) as the zero of
+ * query_counters, which marks what the driver does not count as missing (PP_UNSUPPORTED, all
+ * missing, for a driver counters.c does not know). */
 void vnic_counters_mark(struct vnic *n);
-/* Raw hw_counters of a device port (absolute values). */
-void vnic_read_hw_counters(const char *device, int port, struct vnic_hw_counters *out);
 
 /* A GID table entry as doctor and the GID choice see it. */
 struct vnic_gid {

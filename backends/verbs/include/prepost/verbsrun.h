@@ -48,6 +48,21 @@ struct pp_verbs_trace {
 /* The part file of rank `rank` of trace `path`. */
 void pp_verbs_trace_part(const char *path, uint32_t rank, char *out, size_t len);
 
+/* How a rank waits for completions (verbsrun.c's progress engine). X(id, name, description) */
+#define PP_VERBS_PROGRESS_LIST(X)                                                             \
+  X(BUSY, "busy", "busy-poll the CQs, never sleep (the default: latency)")                    \
+  X(EVENT, "event", "sleep on the completion channel when there is nothing to do (idle CPU)")
+
+enum pp_verbs_progress {
+#define PP_X(id, name, desc) PP_VERBS_PROGRESS_##id,
+  PP_VERBS_PROGRESS_LIST(PP_X)
+#undef PP_X
+  PP_VERBS_PROGRESS_COUNT
+};
+const char *pp_verbs_progress_name(enum pp_verbs_progress m);
+/* The mode named s, or -1. */
+int pp_verbs_progress_from_name(const char *s);
+
 struct pp_verbs_opts {
   struct vnic_config nic;
   int rank;                            /* -1: launcher mode */
@@ -57,7 +72,7 @@ struct pp_verbs_opts {
   uint16_t coord_port;                 /* launcher mode: 0 = any free port */
   uint64_t boot_timeout_ns;            /* each bootstrap step (0: 20 s) */
   uint64_t run_timeout_ns;             /* the data phase (0: 120 s) */
-  bool busy_poll;                      /* spin on the CQ instead of sleeping on its channel */
+  enum pp_verbs_progress progress;     /* busy (0, the default) or event */
   int log_fd;                          /* -1: no event log; else one line per completion/event */
   struct pp_verbs_trace trace;         /* trace.path NULL: no trace */
   /* The job secret that authenticates the bootstrap (backends/verbs/boot.h). Launcher mode
