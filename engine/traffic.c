@@ -491,8 +491,8 @@ static enum pp_status traffic_recv_done(struct pp_engine *e, uint64_t now, uint6
   if (check(e, r, &st, a->rbuf + (size_t)cookie * a->size_max)) {
     e->st.messages_received++;
     e->st.bytes_received += st.len;
-  } else if (st.error != PP_P2P_E_FAILED) {
-    e->st.corrupt++;
+  } else if (st.error != PP_P2P_E_FAILED && st.error != PP_P2P_E_PEER) {
+    e->st.corrupt++; /* PEER: a lie detected, the peer failed (peer_violations counts it) */
   }
   a->r_done++;
   if (a->slow && a->r_issued < a->r_total) {

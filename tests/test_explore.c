@@ -575,6 +575,43 @@ Test(explore_run, byzantine_peer_mutates_and_a_data_lie_is_caught)
   }
 }
 
+/* A protocol violation blamed on a peer (stats.peer_violations): with no liar in the run a false
+ * alarm of the checks (protocol), unless a fatal fault fired (a request failed with its QP); with
+ * a byzantine rank it must name the liar. Judged on a completed run's result, built here. */
+Test(explore_check, a_violation_must_name_the_liar)
+{
+  static struct pp_scenario sc;
+  struct pp_rank_result ranks[2];
+  struct pp_run_result res = {.outcome = PP_OUTCOME_COMPLETED, .nranks = 2, .ranks = ranks};
+  char why[256];
+  base(&sc, PP_PROTO_EAGER);
+  sc.sim.engine.workload.pattern = PP_PATTERN_PAIR;
+  memset(ranks, 0, sizeof ranks);
+  for (int i = 0; i < 2; i++)
+    ranks[i].stats.done = true;
+  ranks[1].stats.messages_received = sc.sim.engine.workload.messages;
+  cr_assert_eq(pp_explore_check(&sc, &res, why, sizeof why), PP_INV_OK, "%s", why);
+  ranks[1].stats.peer_violations = 1;
+  ranks[1].stats.first_violation.peer = 0;
+  cr_assert_eq(pp_explore_check(&sc, &res, why, sizeof why), PP_INV_PROTOCOL, "%s", why);
+  cr_assert_not_null(strstr(why, "rank 1 failed an honest peer"), "%s", why);
+  ranks[0].faults.qp_errors = 1; /* a fatal fault explains it (and the error completions) */
+  cr_assert_eq(pp_explore_check(&sc, &res, why, sizeof why), PP_INV_OK, "%s", why);
+  ranks[0].faults.qp_errors = 0;
+  sc.sim.faults.byzantine = 0.3; /* rank 0 lies: rank 1 blaming it is a clear reaction */
+  sc.sim.faults.byzantine_rank = 0;
+  cr_assert_eq(pp_explore_check(&sc, &res, why, sizeof why), PP_INV_OK, "%s", why);
+  sc.sim.engine.nranks = 3; /* a third, honest rank 2 blamed instead */
+  struct pp_rank_result r3[3];
+  memset(r3, 0, sizeof r3);
+  r3[0] = ranks[0], r3[1] = ranks[1];
+  r3[2].stats.done = true;
+  r3[1].stats.first_violation.peer = 2;
+  res.nranks = 3, res.ranks = r3;
+  cr_assert_eq(pp_explore_check(&sc, &res, why, sizeof why), PP_INV_PROTOCOL, "%s", why);
+  cr_assert_not_null(strstr(why, "blamed honest rank 2"), "%s", why);
+}
+
 Test(explore_run, slow_consumer_makes_naive_rnr_and_retry0_fail)
 {
   static struct pp_scenario sc;

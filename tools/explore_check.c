@@ -7,7 +7,10 @@
  *  reuse      no buffer changed while the application held it (stats.early_reuse: the stream
  *             workload's slow consumer re-checks a buffer's bytes when it releases it)
  *  protocol   the protocol's own invariant counters (ring: a chunk in an unreleased slot, ...)
- *             and the protocol entry's check (pp_explore_gen.check)
+ *             and the protocol entry's check (pp_explore_gen.check); no rank failed a peer for
+ *             a protocol violation (stats.peer_violations: with no liar, a false alarm),
+ *             unless a fatal fault fired (a request failed with its QP; the peer's reply to it,
+ *             on another channel, finds nothing that takes it)
  *  rnr        zero RNR NAKs under a flow-controlled protocol (naive is exempt: it is the
  *             positive control; so is a scenario with the srq fault, whose NIC hides WQEs)
  *  errors     no error completion unless an injected fatal fault (qp-error, rkey) fired
@@ -23,6 +26,8 @@
  * ranks that do not exchange messages with the liar must finish as if nothing happened (errors,
  * rnr, hang, delivery). A rank that talks to the liar may see error completions, RNR NAKs, its
  * protocol counting violations (it detected a lie) or wait for ever: that is a clear reaction.
+ * A receive that completes with PP_P2P_E_PEER (the liar's connection failed) is such a reaction,
+ * not a corrupt message; but the violation must name the liar (protocol: an honest rank blamed).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -133,6 +138,12 @@ static enum pp_inv check_byzantine(const struct pp_scenario *sc, const struct pp
                i, st->early_reuse, b);
       return PP_INV_REUSE;
     }
+    if (st->peer_violations && st->first_violation.peer != b) {
+      snprintf(why, len, "honest rank %u blamed honest rank %u for a protocol violation "
+                         "(byzantine rank %u)",
+               i, st->first_violation.peer, b);
+      return PP_INV_PROTOCOL;
+    }
   }
   for (uint32_t i = 0; i < res->nranks; i++) {
     const struct pp_rank_result *r = &res->ranks[i];
@@ -190,6 +201,14 @@ enum pp_inv pp_explore_check(const struct pp_scenario *sc, const struct pp_run_r
              s.reuse, s.first_reuse);
     return PP_INV_REUSE;
   }
+  bool fatal = s.fired.qp_errors + s.fired.rkeys > 0;
+  for (uint32_t i = 0; i < res->nranks && !fatal; i++)
+    if (res->ranks[i].stats.peer_violations) { /* no liar here: a false alarm of the checks */
+      char v[192];
+      pp_violation_text(&res->ranks[i].stats.first_violation, v, sizeof v);
+      snprintf(why, len, "rank %u failed an honest peer for a protocol violation: %s", i, v);
+      return PP_INV_PROTOCOL;
+    }
   if (g && g->check) {
     enum pp_inv inv = g->check(sc, res, why, len);
     if (inv != PP_INV_OK)
@@ -201,7 +220,6 @@ enum pp_inv pp_explore_check(const struct pp_scenario *sc, const struct pp_run_r
              s.rnr, pp_protocol_name(cfg->engine.protocol), s.first_rnr);
     return PP_INV_RNR;
   }
-  bool fatal = s.fired.qp_errors + s.fired.rkeys > 0;
   if (s.errors && !fatal) {
     char list[256];
     status_list(&s, list, sizeof list);
