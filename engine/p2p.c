@@ -928,11 +928,15 @@ static enum pp_status violation(struct pp_engine *e, uint64_t now, struct rx *x,
 {
   struct p2p *p = P2P(e);
   uint32_t pi = p->ch[x->ch].peer;
+  x->state = RX_DEAD;
+  /* A peer that failed already (a QP error on one of its channels) is judged no more: what it
+   * sent before its other channels went to ERROR may name requests that failed with it. */
+  if (p->peer[pi].failed)
+    return PP_OK;
   struct pp_violation v = {.peer = p->peer[pi].rank, .field = (uint8_t)f, .at_most = at_most,
                            .value = value, .limit = limit};
   snprintf(v.msg, sizeof(v.msg), "%s", pp_p2p_msg_name((enum pp_p2p_msg)type));
   pp_engine_violation(e, now, &v);
-  x->state = RX_DEAD;
   fail_peer(e, now, pi, UINT32_MAX, PP_P2P_E_PEER, PP_WC_GENERAL_ERR);
   return PP_OK;
 }

@@ -8,9 +8,8 @@
  *             workload's slow consumer re-checks a buffer's bytes when it releases it)
  *  protocol   the protocol's own invariant counters (ring: a chunk in an unreleased slot, ...)
  *             and the protocol entry's check (pp_explore_gen.check); no rank failed a peer for
- *             a protocol violation (stats.peer_violations: with no liar, a false alarm),
- *             unless a fatal fault fired (a request failed with its QP; the peer's reply to it,
- *             on another channel, finds nothing that takes it)
+ *             a protocol violation (stats.peer_violations: with no liar, a false alarm; also
+ *             after a fatal fault: a peer that failed with its QP is judged no more)
  *  rnr        zero RNR NAKs under a flow-controlled protocol (naive is exempt: it is the
  *             positive control; so is a scenario with the srq fault, whose NIC hides WQEs)
  *  errors     no error completion unless an injected fatal fault (qp-error, rkey) fired
@@ -202,7 +201,7 @@ enum pp_inv pp_explore_check(const struct pp_scenario *sc, const struct pp_run_r
     return PP_INV_REUSE;
   }
   bool fatal = s.fired.qp_errors + s.fired.rkeys > 0;
-  for (uint32_t i = 0; i < res->nranks && !fatal; i++)
+  for (uint32_t i = 0; i < res->nranks; i++)
     if (res->ranks[i].stats.peer_violations) { /* no liar here: a false alarm of the checks */
       char v[192];
       pp_violation_text(&res->ranks[i].stats.first_violation, v, sizeof v);
