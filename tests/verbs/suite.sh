@@ -151,12 +151,16 @@ cap_teardown() {
 # for it under emulation), a large buffer and 128-byte snapshots (the headers) so that it keeps up
 cap_start() {
   CAP=/tmp/$1.pcap
-  tcpdump -i pv0 -B 65536 -s 128 -w "$CAP" udp port 4791 2>"$OUT/$1.tcpdump.err" &
+  # --immediate-mode: without it libpcap hands packets over in blocks (TPACKET_V3) and the block
+  # still open when tcpdump is stopped is lost; on a fast guest a whole short run fitted in one
+  # ("0 packets captured", 180 of perftest's 200 writes)
+  tcpdump -i pv0 --immediate-mode -B 65536 -s 128 -w "$CAP" udp port 4791 \
+    2>"$OUT/$1.tcpdump.err" &
   TCPDUMP=$!
-  for _ in $(seq 50); do grep -q listening "$OUT/$1.tcpdump.err" && break; sleep 0.1; done
+  for _ in $(seq 300); do grep -q listening "$OUT/$1.tcpdump.err" && break; sleep 0.1; done
 }
 cap_stop() {
-  sleep 0.5
+  sleep 1
   kill -INT "$TCPDUMP"
   wait "$TCPDUMP"
   cp "$CAP" "$OUT/"
@@ -205,8 +209,17 @@ else
     import_vs "$sc" "$OUT/$sc.cap.json"
     ok $? "$sc: the import agrees with the run's JSON"
   done
-  grep -q 'exhausted rnr_retry' "$OUT/rnr-slow-consumer-retry0.import.txt"
-  ok $? "rnr-slow-consumer-retry0: diagnosed as rnr_retry exhausted"
+  # whether the slow consumer falls behind the sender on rxe depends on the guest's speed
+  # (tests/verbs/scenarios.list: rnr-exc-if-rnr): after an RNR NAK the import must say the
+  # requester exhausted rnr_retry; without one it must not claim it
+  if /usr/bin/python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["rnr_naks"] else 1)' \
+       "$OUT/rnr-slow-consumer-retry0.cap.json"; then
+    grep -q 'exhausted rnr_retry' "$OUT/rnr-slow-consumer-retry0.import.txt"
+    ok $? "rnr-slow-consumer-retry0: an RNR NAK, diagnosed as rnr_retry exhausted"
+  else
+    ! grep -q 'exhausted rnr_retry' "$OUT/rnr-slow-consumer-retry0.import.txt"
+    ok $? "rnr-slow-consumer-retry0: no RNR NAK this time, and no rnr_retry diagnosis"
+  fi
   # (b) perftest: its iterations and bytes
   for bw in ib_send_bw ib_write_bw; do
     for try in 1 2; do # perftest's closing handshake can fail under emulation: once more
