@@ -196,6 +196,18 @@ Test(fleet, merge_refuses_other_builds_mixes_ranges_and_missing_shards)
   /* not a summary */
   cr_assert_eq(sh("mkdir -p j && echo {} > j/summary.json && $PREPOST explore merge --out m j"), 2);
   cr_assert(strstr(err_text, "is not a summary"), "%s", err_text);
+  /* a failure entry without an integer seed (a damaged or edited summary) */
+  json_t *d = load("s2");
+  json_t *bad = json_pack("[{s:s, s:[s]}]", "seed", "zz", "files", "..");
+  cr_assert_not_null(bad);
+  json_object_set_new(d, "failures", bad);
+  char zp[128];
+  cr_assert_eq(sh("mkdir -p z"), 0);
+  snprintf(zp, sizeof zp, "%s/z/summary.json", tmpdir);
+  cr_assert_eq(json_dump_file(d, zp, 0), 0);
+  json_decref(d);
+  cr_assert_eq(sh("$PREPOST explore merge --partial --out m z"), 2);
+  cr_assert(strstr(err_text, "a failure without a seed"), "%s", err_text);
 }
 
 /* ================================================================ JUnit, progress, build */

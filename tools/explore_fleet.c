@@ -613,6 +613,9 @@ static int merge_one(struct merge *m, json_t *s, const char *arg, const char *di
   /* failures, one per seed; the same seed twice must have the same verdict */
   json_t *f;
   json_array_foreach(json_object_get(s, "failures"), i, f) {
+    if (!json_is_integer(json_object_get(f, "seed")) || int_at(f, "seed", NULL) < 0)
+      return merge_error("%s: a failure without a seed%s", arg,
+                         " (not written by prepost explore --json: damaged or edited?)");
     char key[32];
     snprintf(key, sizeof key, "%" JSON_INTEGER_FORMAT, int_at(f, "seed", NULL));
     json_t *seen = json_object_get(m->by_seed, key);
@@ -631,8 +634,8 @@ static int merge_one(struct merge *m, json_t *s, const char *arg, const char *di
     json_t *name;
     json_array_foreach(json_object_get(f, "files"), j, name) {
       const char *n = json_string_value(name);
-      if (!n || strchr(n, '/'))
-        continue;
+      if (!n || !*n || strchr(n, '/') || !strcmp(n, ".") || !strcmp(n, ".."))
+        continue; /* a file name of the shard's own directory, nothing else */
       char from[2 * PP_PATH_MAX], to[2 * PP_PATH_MAX];
       snprintf(from, sizeof from, "%s/%s", dir, n);
       snprintf(to, sizeof to, "%s/%s", m->outdir, n);
