@@ -23,6 +23,7 @@
 
 #include "backends/verbs/boot.h"
 #include "backends/verbs/counters.h"
+#include "backends/verbs/launch.h"
 #include "prepost/verbsnic.h"
 #include "prepost/verbsrun.h"
 #include "tools/report.h"
@@ -256,6 +257,122 @@ Test(verbs, rank_tables)
 }
 
 /* ================================================================ sockets */
+
+/* ================================================================ the launchers' environment */
+
+static int env_of(struct pp_launch_env *le, char *err, size_t errlen, ...)
+{
+  char *envp[16];
+  va_list ap;
+  va_start(ap, errlen);
+  int n = 0;
+  for (char *e; n < 15 && (e = va_arg(ap, char *));)
+    envp[n++] = e;
+  va_end(ap);
+  envp[n] = NULL;
+  return pp_launch_env_parse(envp, le, err, errlen);
+}
+
+Test(launch, open_mpi_and_slurm_environments)
+{
+  struct pp_launch_env le;
+  char err[512];
+  cr_assert_eq(env_of(&le, err, sizeof(err), "HOME=/root", "PATH=/bin", NULL), 0,
+               "no launcher's variables");
+  cr_assert_eq(le.kind, PP_LAUNCH_ENV_NONE);
+  cr_assert_eq(env_of(&le, err, sizeof(err), "OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=4",
+                      NULL), 1, "%s", err);
+  cr_assert_eq(le.kind, PP_LAUNCH_ENV_OMPI);
+  cr_assert_eq(le.rank, 2);
+  cr_assert_eq(le.size, 4);
+  cr_assert_eq(le.nhosts, 0);
+  /* mpirun inside a Slurm allocation: Open MPI's variables are the job's */
+  cr_assert_eq(env_of(&le, err, sizeof(err), "SLURM_PROCID=0", "SLURM_NTASKS=8",
+                      "SLURM_NODELIST=n[1-8]", "OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2",
+                      NULL), 1, "%s", err);
+  cr_assert_eq(le.kind, PP_LAUNCH_ENV_OMPI);
+  cr_assert_eq(le.rank, 1);
+  cr_assert_eq(le.size, 2);
+  /* srun: rank, size and the step's hosts (task 0 on the first) */
+  cr_assert_eq(env_of(&le, err, sizeof(err), "SLURM_PROCID=3", "SLURM_NTASKS=4",
+                      "SLURM_NODELIST=all[01-64]", "SLURM_STEP_NODELIST=gpu[07-08],cpu1", NULL),
+               1, "%s", err);
+  cr_assert_eq(le.kind, PP_LAUNCH_ENV_SLURM);
+  cr_assert_eq(le.rank, 3);
+  cr_assert_eq(le.size, 4);
+  cr_assert_eq(le.nhosts, 3);
+  cr_assert_str_eq(le.first_host, "gpu07");
+  cr_assert_eq(env_of(&le, err, sizeof(err), "SLURM_PROCID=0", "SLURM_NPROCS=2",
+                      "SLURM_NODELIST=a", NULL), 1, "SLURM_NPROCS, the older name: %s", err);
+  cr_assert_eq(le.size, 2);
+  cr_assert_str_eq(le.first_host, "a");
+  const char *bad[][4] = {
+      {"OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=2", NULL, "not a rank below"},
+      {"OMPI_COMM_WORLD_RANK=x", "OMPI_COMM_WORLD_SIZE=2", NULL, "OMPI_COMM_WORLD_RANK='x'"},
+      {"OMPI_COMM_WORLD_RANK=-1", "OMPI_COMM_WORLD_SIZE=2", NULL, "not a rank below"},
+      {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=0", NULL, "not a number of ranks"},
+      {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=5000", NULL, "not a number of ranks"},
+      {"OMPI_COMM_WORLD_RANK=0", NULL, NULL, "OMPI_COMM_WORLD_SIZE is not"},
+      {"SLURM_PROCID=1", "SLURM_NTASKS=2 ", NULL, "not a number of ranks"},
+      {"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_NODELIST=n[1-", "unbalanced brackets"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    err[0] = '\0';
+    cr_assert_eq(env_of(&le, err, sizeof(err), bad[i][0], bad[i][1], bad[i][2], NULL), -1,
+                 "case %zu", i);
+    cr_assert_not_null(strstr(err, bad[i][3]), "case %zu: '%s' not in '%s'", i, bad[i][3], err);
+  }
+}
+
+Test(launch, slurm_host_lists)
+{
+  static char hosts[PP_MAX_RANKS * BOOT_HOST_MAX];
+  char err[256];
+  uint32_t n;
+  struct {
+    const char *list;
+    uint32_t n;
+    const char *first, *last;
+  } ok[] = {
+      {"node1", 1, "node1", "node1"},
+      {"a,b,c", 3, "a", "c"},
+      {"n[1-3]", 3, "n1", "n3"},
+      {"n[08-10]", 3, "n08", "n10"},            /* the lower bound's width is kept */
+      {"gpu[07-08,11],cpu1", 4, "gpu07", "cpu1"},
+      {"r[1-2]-n[01-02]", 4, "r1-n01", "r2-n02"}, /* two ranges: the rightmost varies fastest */
+      {"x[3]y", 1, "x3y", "x3y"},
+      {"a,,b", 2, "a", "b"},
+      {"n[0-1023]", 1024, "n0", "n1023"},
+  };
+  for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+    cr_assert_eq(pp_launch_hostlist(ok[i].list, hosts, PP_MAX_RANKS, &n, err, sizeof(err)), 0,
+                 "%s: %s", ok[i].list, err);
+    cr_assert_eq(n, ok[i].n, "%s: %u hosts", ok[i].list, n);
+    cr_assert_str_eq(hosts, ok[i].first, "%s", ok[i].list);
+    cr_assert_str_eq(hosts + (size_t)(n - 1) * BOOT_HOST_MAX, ok[i].last, "%s", ok[i].list);
+  }
+  cr_assert_eq(pp_launch_hostlist("r[1-2]-n[01-02]", hosts, 4, &n, err, sizeof(err)), 0);
+  cr_assert_str_eq(hosts + BOOT_HOST_MAX, "r1-n02");
+  cr_assert_eq(pp_launch_hostlist("n[1-4]", NULL, 8, &n, err, sizeof(err)), 0, "count only");
+  cr_assert_eq(n, 4);
+  const char *bad[][2] = {
+      {"n[1-3", "unbalanced"},  {"n1-3]", "unbalanced"}, {"n[[1]]", "unbalanced"},
+      {"n[3-1]", "bad range"},  {"n[a-b]", "bad range"},       {"n[-2]", "bad range"},
+      {"n[1-]", "bad range"},   {"n[]", "bad range"},          {"n[0-1024]", "more than 1024"},
+      {"n[0-4294967294]", "more than 1024"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    err[0] = '\0';
+    cr_assert_eq(pp_launch_hostlist(bad[i][0], hosts, PP_MAX_RANKS, &n, err, sizeof(err)), -1,
+                 "%s", bad[i][0]);
+    cr_assert_not_null(strstr(err, bad[i][1]), "%s: '%s' not in '%s'", bad[i][0], bad[i][1], err);
+  }
+  char longname[BOOT_HOST_MAX + 8];
+  memset(longname, 'h', sizeof(longname) - 1);
+  longname[sizeof(longname) - 1] = '\0';
+  cr_assert_eq(pp_launch_hostlist(longname, hosts, 4, &n, err, sizeof(err)), -1);
+  cr_assert_not_null(strstr(err, "longer than"), "%s", err);
+}
 
 Test(verbs, listen_on_a_busy_port_says_so)
 {
@@ -750,6 +867,67 @@ static void real_job(struct coord_ctx *c, pthread_t th)
 {
   struct boot_link fd[2] = {fake_hello(c->port, 0, &c->cfg), fake_hello(c->port, 1, &c->cfg)};
   job_completes(c, th, fd);
+}
+
+/* PMIx runs (boot_coord_args.tables_exchanged): the ranks exchanged addresses and pp_conn_info
+ * through the launcher and say READY right after HELLO; the coordinator sends no TABLE, goes
+ * on to GO when every rank is READY, and runs the job as usual. Without the flag a READY before
+ * the TABLE is refused. */
+Test(verbs, coordinator_without_tables_for_pmix_runs)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  coord_init(&c, 5000000000ull, 0);
+  c.a.tables_exchanged = true;
+  cr_assert_eq(pthread_create(&th, NULL, coord_thread, &c), 0);
+  struct boot_link fd[2];
+  struct boot_buf b = {0}, o = {0};
+  for (uint32_t r = 0; r < 2; r++) { /* rank 0 READY before rank 1 even joined */
+    fd[r] = fake_hello(c.port, r, &c.cfg);
+    cr_assert_eq(boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull), 0);
+  }
+  for (int r = 0; r < 2; r++)
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_GO, "GO, no TABLE");
+  for (int r = 0; r < 2; r++)
+    send_state(&fd[r], true, true, 1);
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE);
+    o.len = 0;
+    boot_put64(&o, boot_get64(&b));
+    boot_put8(&o, 1);
+    boot_put64(&o, 1);
+    cr_assert_eq(boot_send(&fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
+  }
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
+    struct pp_rank_result rr = {0};
+    rr.stats.done = true;
+    o.len = 0;
+    boot_put_result(&o, &rr, NULL);
+    cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
+  }
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
+    cr_assert_eq(boot_get8(&b), PP_OUTCOME_COMPLETED);
+    close(fd[r].fd);
+  }
+  pthread_join(th, NULL);
+  cr_assert_eq(c.s, PP_OK, "%s", c.err);
+  cr_assert_eq(c.res.outcome, PP_OUTCOME_COMPLETED);
+  pp_run_result_free(&c.res);
+  close(c.a.listen_fd);
+
+  /* the TCP bootstrap: a READY before the TABLE is a protocol error */
+  start_coord(&c, 5000000000ull, &th);
+  fd[0] = fake_hello(c.port, 0, &c.cfg);
+  cr_assert_eq(boot_send(&fd[0], BOOT_READY, NULL, boot_now_ns() + 1000000000ull), 0);
+  pthread_join(th, NULL);
+  cr_assert_neq(c.s, PP_OK);
+  cr_assert_not_null(strstr(c.err, "unexpected message"), "%s", c.err);
+  close(fd[0].fd);
+  close(c.a.listen_fd);
+  boot_buf_free(&o);
+  boot_buf_free(&b);
 }
 
 /* A raw TCP connection to the coordinator (no handshake). */
@@ -1406,6 +1584,14 @@ Test(verbs_cli, usage_errors)
       {"--backend verbs --trace", "--trace needs a value"},
       {"--backend verbs --progress spin", "--progress: 'busy' or 'event', got 'spin'"},
       {"--backend verbs --progress", "--progress needs a value"},
+      {"--backend verbs --launch slurm", "--launch: 'auto', 'fork', 'table', 'env' or 'pmix'"},
+      {"--backend verbs --coordinator host:99999", "--coordinator wants HOST[:PORT]"},
+      {"--backend verbs --launch table", "--launch table needs --rank R --ranks TABLE"},
+      {"--backend verbs --launch fork --rank 0 --ranks 127.0.0.1,127.0.0.1",
+       "--rank and --ranks go with --launch table"},
+      /* the environment of `prepost` here has no launcher's variables */
+      {"--backend verbs --launch env", "no launcher variables tell this process its rank"},
+      {"--backend verbs --coordinator 127.0.0.1:1", "no launcher variables tell this process"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char args[512];
@@ -1417,6 +1603,21 @@ Test(verbs_cli, usage_errors)
   cr_assert_eq(cli("run " SCENARIOS "fast-consumer.yaml --backend verbs --rank 1 --ranks "
                    "127.0.0.1"),
                2, "the table has 1 entry, the scenario 2 ranks: %s", errs);
+  /* Open MPI's environment without PMIx: rank and size from it, checked against the scenario */
+  cr_assert_eq(cli("run " SCENARIOS "fast-consumer.yaml --backend verbs --coordinator "
+                   "127.0.0.1:1 --launch env"), 2);
+  cr_assert_eq(setenv("OMPI_COMM_WORLD_RANK", "1", 1), 0);
+  cr_assert_eq(setenv("OMPI_COMM_WORLD_SIZE", "3", 1), 0);
+  cr_assert_eq(cli("run " SCENARIOS "fast-consumer.yaml --backend verbs --coordinator "
+                   "127.0.0.1:1"), 2);
+  assert_has(errs, "the launcher started 3 processes (Open MPI (OMPI_COMM_WORLD_RANK/SIZE)), "
+                   "the scenario has 2 ranks");
+  cr_assert_eq(setenv("OMPI_COMM_WORLD_SIZE", "2", 1), 0);
+  cr_assert_eq(cli("run " SCENARIOS "fast-consumer.yaml --backend verbs --coordinator "
+                   "127.0.0.1:1"), 2);
+  assert_has(errs, "needs the job's secret");
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
   cr_assert_eq(cli("run --backend verbs --help"), 0);
   assert_has(out, "usage: prepost run SCENARIO --backend verbs");
   cr_assert_eq(cli("bench --iters 1"), 2);

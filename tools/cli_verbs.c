@@ -24,7 +24,8 @@ enum { EXIT_OK = 0, EXIT_ERRORS = 1, EXIT_USAGE = 2, EXIT_STALLED = 3 };
 
 const char *const pp_cli_verbs_run_usage =
     "usage: prepost run SCENARIO --backend verbs [--device NAME] [--ib-port N] [--gid-index N]\n"
-    "                   [--rank R --ranks TABLE] [--port P] [--timeout S] [--boot-timeout S]\n"
+    "                   [--rank R --ranks TABLE] [--launch MODE] [--coordinator HOST[:PORT]]\n"
+    "                   [--port P] [--timeout S] [--boot-timeout S]\n"
     "                   [--progress busy|event] [--seed N] [--log FILE] [--trace FILE] [--json]\n"
     "                   [--models DIR] [--no-progress T]\n"
     "\n"
@@ -38,17 +39,28 @@ const char *const pp_cli_verbs_run_usage =
     "rank. TABLE is a file with one 'HOST[:PORT] [DEVICE]' line per rank, or 'HOST:PORT,HOST,...';\n"
     "rank 0 listens on its entry (port 18515 by default) and prints the report.\n"
     "\n"
+    "Under a PMIx launcher (`mpirun -n N prepost run S --backend verbs`, `srun --mpi=pmix`)\n"
+    "rank, size and connection information come through PMIx; rank 0 coordinates and reports.\n"
+    "Without PMIx: rank and size from OMPI_COMM_WORLD_RANK/SIZE or SLURM_PROCID/NTASKS, the\n"
+    "ranks meet at --coordinator (Slurm: by default SLURM_NODELIST's first host, port 18515).\n"
+    "\n"
     "The bootstrap is authenticated by a per-job secret (not encrypted). The launcher makes one\n"
     "for its forked ranks. With --rank, every process reads the same secret from the file named\n"
     "by PREPOST_JOB_SECRET_FILE (32 random bytes or 64 hex digits, mode 0600; make it with\n"
     "`(umask 077; head -c 32 /dev/urandom > job.secret)` and copy it to every host), or from\n"
-    "PREPOST_JOB_SECRET (64 hex digits). Connections without it are dropped and logged.\n"
+    "PREPOST_JOB_SECRET (64 hex digits). Connections without it are dropped and logged. Under\n"
+    "PMIx, without either variable, rank 0 makes one and hands it to the others through PMIx.\n"
     "\n"
     "  --device NAME      RDMA device (default: the first with an ACTIVE port)\n"
     "  --ib-port N        port of the device (default: its first ACTIVE port)\n"
     "  --gid-index N      GID index for RoCE (default: the RoCE v2 IPv4-mapped GID, else the\n"
     "                     first RoCE v2 one)\n"
-    "  --port P           launcher: the TCP port of the coordinator on 127.0.0.1 (default: any)\n"
+    "  --launch MODE      auto (default): table with --rank, pmix under a PMIx launcher, env\n"
+    "                     with --coordinator, else fork (every rank on this machine); or one of\n"
+    "                     fork, table, env, pmix\n"
+    "  --coordinator H:P  env: where rank 0 listens and the others connect; pmix: where rank 0's\n"
+    "                     coordinator listens (default: its RoCE GID's IPv4 address, any port)\n"
+    "  --port P           fork: the TCP port of the coordinator on 127.0.0.1 (default: any)\n"
     "  --timeout S        bound of the data phase in wall-clock seconds (default 120)\n"
     "  --boot-timeout S   bound of each bootstrap step (default 20)\n"
     "  --progress MODE    how ranks wait for completions: busy (default) polls the CQs without\n"
@@ -164,7 +176,8 @@ int pp_cli_run_verbs(int argc, char **argv)
       static const char *const valued[] = {"--backend", "--device", "--ib-port", "--gid-index",
                                            "--rank",    "--ranks",  "--port",    "--timeout",
                                            "--boot-timeout", "--seed", "--log",  "--models",
-                                           "--no-progress", "--trace", "--progress"};
+                                           "--no-progress", "--trace", "--progress",
+                                           "--launch", "--coordinator"};
       bool known = false;
       for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
         known = known || !strcmp(a, valued[k]);
@@ -181,6 +194,20 @@ int pp_cli_run_verbs(int argc, char **argv)
         if (m < 0)
           return pp_cli_usage_error("prepost", U, "--progress: 'busy' or 'event', got '%s'", val);
         o.progress = (enum pp_verbs_progress)m;
+      } else if (!strcmp(a, "--launch")) {
+        int m = pp_verbs_launch_from_name(val);
+        if (m < 0)
+          return pp_cli_usage_error("prepost", U,
+                                    "--launch: 'auto', 'fork', 'table', 'env' or 'pmix', got '%s'",
+                                    val);
+        o.launch = (enum pp_verbs_launch)m;
+      } else if (!strcmp(a, "--coordinator")) {
+        char h[256], e2[300];
+        uint16_t p;
+        if (strlen(val) >= sizeof(o.coordinator) ||
+            boot_parse_hostport(val, PP_VERBS_DEFAULT_PORT, h, sizeof(h), &p, e2, sizeof(e2)))
+          return pp_cli_usage_error("prepost", U, "--coordinator wants HOST[:PORT], got '%s'", val);
+        snprintf(o.coordinator, sizeof(o.coordinator), "%s", val);
       } else if (!strcmp(a, "--device")) {
         if (strlen(val) >= sizeof(o.nic.device))
           return pp_cli_usage_error("prepost", U, "--device: name too long: '%s'", val);

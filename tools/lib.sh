@@ -37,6 +37,11 @@ PP_PACKAGES+=(libjansson-dev libzstd-dev zstd)
 # shards with GNU parallel.
 PP_PACKAGES+=(slurm-wlm munge parallel)
 
+# Started by a cluster's launcher: libpmix-dev is the PMIx client the verbs backend links
+# (backends/verbs/pmix.c: rank, size and connection information from mpirun or srun --mpi=pmix);
+# openmpi-bin's mpirun launches prepost ranks in the guest suite's mpirun step (tests/verbs/suite.sh).
+PP_PACKAGES+=(libpmix-dev openmpi-bin)
+
 # libpcap reads captures (pcap, pcapng) for `prepost trace import --pcap` (tools/import.c).
 PP_PACKAGES+=(libpcap-dev)
 

@@ -1618,7 +1618,10 @@ static enum pp_status on_ready(struct coord *c, uint32_t rank, uint32_t type, st
 static enum pp_status on_hello_phase(struct coord *c, uint32_t rank, uint32_t type,
                                      struct boot_buf *b)
 {
-  (void)b;
+  /* the ranks exchanged their connection information elsewhere (PMIx): they connect their QPs
+   * without waiting for a TABLE, and a READY may come before every HELLO did */
+  if (c->a->tables_exchanged && type == BOOT_READY)
+    return on_ready(c, rank, type, b);
   return unexpected(c, rank, type);
 }
 
@@ -1911,8 +1914,9 @@ enum pp_status boot_coordinate(const struct boot_coord_args *a, struct pp_run_re
     c.nlog = 0; /* one summary line past the budget */
     coord_log(&c, "bootstrap: %u unauthenticated connection(s) dropped in all", c.ndropped);
   }
-  /* 2. the table, then every rank READY (its QPs at RTS) */
-  if (s == PP_OK)
+  /* 2. the table (unless the ranks exchanged it through PMIx), then every rank READY (its QPs
+   * at RTS) */
+  if (s == PP_OK && !a->tables_exchanged)
     s = send_tables(&c);
   if (s == PP_OK) {
     s = pump(&c, false, on_ready, all_ready, boot_now_ns() + a->boot_timeout_ns, &to);

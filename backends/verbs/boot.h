@@ -224,6 +224,9 @@ struct boot_coord_args {
   void (*log)(void *ctx, const char *line);
   void *log_ctx;
   struct boot_coord_stats *stats; /* filled when the coordinator returns (NULL: not wanted) */
+  /* The ranks exchanged their addresses and pp_conn_info through the launcher (PMIx, pmix.h):
+   * no TABLE is sent, and a rank's READY may follow its HELLO at once. */
+  bool tables_exchanged;
 };
 
 /* What the coordinator shed on its way. */

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "boot.h"
+#include "launch.h"
+#include "pmix.h"
 #include "prepost/p2p.h"
 #include "prepost/trace.h"
 
@@ -162,6 +164,9 @@ struct rank {
   uint64_t gen; /* activity: completions, events and timers processed */
   uint64_t t0;
   char host[BOOT_HOST_MAX];
+  char chost[256];    /* the coordinator ("": not known yet, PMIx mode before the exchange) */
+  uint16_t cport;
+  uint8_t secret[BOOT_SECRET_BYTES]; /* the job's (PMIx mode: possibly learned from rank 0) */
   char *err;
   size_t errlen;
 };
@@ -712,12 +717,12 @@ static int send_result(struct rank *r)
 
 /* Tells the coordinator why this rank cannot run (so that it aborts at once instead of waiting
  * for the bootstrap timeout). Best effort, bounded. */
-static void report_failure(struct rank *r, const char *chost, uint16_t cport)
+static void report_failure(struct rank *r)
 {
   char e2[512];
   struct boot_link fresh, *l = &r->l; /* its own link: the sequence numbers go on */
   if (l->fd < 0) { /* it failed before joining: join to say so */
-    if (boot_join(chost, cport, r->id, &r->cfg->engine, r->o->secret,
+    if (!r->chost[0] || boot_join(r->chost, r->cport, r->id, &r->cfg->engine, r->secret,
                   boot_now_ns() + 2000000000ull, &fresh, e2, sizeof(e2)))
       return;
     l = &fresh;
@@ -727,15 +732,349 @@ static void report_failure(struct rank *r, const char *chost, uint16_t cport)
     close(fresh.fd);
 }
 
-/* Runs rank `id` to the end; fills *outcome from the coordinator's BYE. */
+/* The TCP bootstrap: join the coordinator, HELLO, TABLE, connect the QPs, READY. -1 with
+ * r->err set. */
+static int tcp_bootstrap(struct rank *r, struct boot_buf *b)
+{
+  char e2[700];
+  uint64_t bt = r->o->boot_timeout_ns;
+  if (boot_join(r->chost, r->cport, r->id, &r->cfg->engine, r->secret, boot_now_ns() + bt, &r->l,
+                e2, sizeof(e2))) {
+    errf(r->err, r->errlen, "rank %u: bootstrap: %s", r->id, e2);
+    return -1;
+  }
+  /* the coordinator waits up to bt for everyone's HELLO, then bt for everyone's READY */
+  if (send_hello(r) ||
+      expect(r, BOOT_TABLE, "the address table", b, boot_now_ns() + 2 * bt + 5000000000ull))
+    return -1;
+  if (connect_peers(r, b)) {
+    report_failure(r);
+    return -1;
+  }
+  if (boot_send(&r->l, BOOT_READY, NULL, boot_now_ns() + bt)) {
+    errf(r->err, r->errlen, "rank %u: lost the coordinator before READY", r->id);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- started by a PMIx launcher (pmix.h)
+ *
+ * Every rank puts, under its own name, "prepost.addr" (a magic, the version of this exchange, the
+ * scenario's hash, its port address, host and device) and, for every rank j it talks to,
+ * "prepost.ci.j" (its pp_conn_info for j: only the edges of the plan, not a full table per
+ * rank); rank 0 also "prepost.coord", the address of the coordinator it runs (a thread, as in a
+ * rank table run), and "prepost.secret" when the job's secret was not given in the environment.
+ * One collecting fence, then every rank reads what it needs, connects its QPs, and joins the
+ * coordinator for the rest of the run (GO, progress, quiescence, results), which sends no TABLE. */
+
+#define PMIX_MAGIC 0x584d5050u /* "PPMX" */
+#define PMIX_XCHG_VERSION 1u
+#define PMIX_ADDR_BYTES (16u + BOOT_ADDR_BYTES + BOOT_HOST_MAX + VNIC_NAME_MAX)
+
+struct coord_thread {
+  struct boot_coord_args a;
+  struct pp_run_result *res;
+  enum pp_status s;
+  char err[1024];
+  pthread_t th;
+  bool started;
+};
+
+static void *coord_main(void *p)
+{
+  struct coord_thread *t = p;
+  t->s = boot_coordinate(&t->a, t->res, t->err, sizeof(t->err));
+  return NULL;
+}
+
+/* Starts the coordinator thread on lfd (which it then owns until coord_join). -1: err set. */
+static int coord_start(struct coord_thread *t, int lfd, const char *where,
+                       const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+                       const uint8_t *secret, bool exchanged, char *err, size_t errlen)
+{
+  t->a = (struct boot_coord_args){.listen_fd = lfd,
+                                  .cfg = &cfg->engine,
+                                  .boot_timeout_ns = o->boot_timeout_ns,
+                                  .run_timeout_ns = o->run_timeout_ns,
+                                  .no_progress_ns = cfg->no_progress_ns,
+                                  .secret = secret,
+                                  .tables_exchanged = exchanged};
+  snprintf(t->a.where, sizeof(t->a.where), "%s", where);
+  if (pthread_create(&t->th, NULL, coord_main, t)) {
+    errf(err, errlen, "cannot start the coordinator thread");
+    return -1;
+  }
+  t->started = true;
+  return 0;
+}
+
+/* After rank 0's own run (status s, its message e2): the whole run's status, its result in
+ * t->res when PP_OK (then *reporter). */
+static enum pp_status coord_join(struct coord_thread *t, enum pp_status s, const char *e2,
+                                 bool *reporter, char *err, size_t errlen)
+{
+  pthread_join(t->th, NULL);
+  close(t->a.listen_fd);
+  if (t->s != PP_OK) {
+    /* the coordinator's view names the failing rank; add rank 0's own failure if any */
+    if (s != PP_OK && !strstr(t->err, "rank 0"))
+      errf(err, errlen, "%s; %s", t->err, e2);
+    else
+      errf(err, errlen, "%s", t->err);
+    return t->s;
+  }
+  if (s != PP_OK) {
+    errf(err, errlen, "%s", e2);
+    boot_result_free(t->res);
+    return s;
+  }
+  *reporter = true;
+  return PP_OK;
+}
+
+struct pmix_boot {
+  struct vpmix *px;
+  bool secret_known;       /* r->secret holds the job's secret already */
+  bool publish_secret;     /* rank 0: put it as "prepost.secret" */
+  struct coord_thread *ct; /* rank 0: the coordinator it starts */
+};
+
+/* Rank 0: where its coordinator listens and what the others are told: --coordinator, else the
+ * IPv4 address of its RoCE v2 GID (the network the ranks share), else the host name PMIx gives
+ * (the node's name, as the launcher reaches it). */
+static void coord_host_of(struct rank *r, struct pmix_boot *pb, char *host, size_t len,
+                          uint16_t *port)
+{
+  char e2[256];
+  *port = 0;
+  if (r->o->coordinator[0] &&
+      boot_parse_hostport(r->o->coordinator, PP_VERBS_DEFAULT_PORT, host, len, port, e2,
+                          sizeof(e2)) == 0)
+    return;
+  struct vnic_addr a;
+  vnic_local_addr(r->nic, &a);
+  static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (a.link_layer == 2 && !memcmp(a.gid, v4mapped, sizeof(v4mapped))) {
+    snprintf(host, len, "%u.%u.%u.%u", a.gid[12], a.gid[13], a.gid[14], a.gid[15]);
+    return;
+  }
+  if (vpmix_hostname(pb->px, r->id, host, len, e2, sizeof(e2)))
+    snprintf(host, len, "%s", r->host);
+}
+
+/* Rank 0: listens, starts the coordinator, puts its address (and the secret). -1: err set. */
+static int pmix_coordinator(struct rank *r, struct pmix_boot *pb)
+{
+  char host[256], where[300], e2[512];
+  uint16_t port;
+  if (r->o->coordinator[0] &&
+      boot_parse_hostport(r->o->coordinator, PP_VERBS_DEFAULT_PORT, host, sizeof(host), &port,
+                          e2, sizeof(e2))) {
+    errf(r->err, r->errlen, "--coordinator: %s", e2);
+    return -1;
+  }
+  coord_host_of(r, pb, host, sizeof(host), &port);
+  int lfd = boot_listen(host, &port, e2, sizeof(e2));
+  if (lfd < 0) {
+    errf(r->err, r->errlen, "rank 0: the coordinator: %s", e2);
+    return -1;
+  }
+  snprintf(where, sizeof(where), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+  if (coord_start(pb->ct, lfd, where, r->cfg, r->o, r->secret, true, r->err, r->errlen)) {
+    close(lfd);
+    return -1;
+  }
+  snprintf(r->chost, sizeof(r->chost), "%s", host);
+  r->cport = port;
+  logline(r, "coordinator at %s", where);
+  if (vpmix_put(pb->px, "prepost.coord", where, strlen(where), e2, sizeof(e2)) ||
+      (pb->publish_secret &&
+       vpmix_put(pb->px, "prepost.secret", r->secret, BOOT_SECRET_BYTES, e2, sizeof(e2)))) {
+    errf(r->err, r->errlen, "rank 0: %s", e2);
+    return -1;
+  }
+  return 0;
+}
+
+/* Puts this rank's address and its pp_conn_info for every peer it talks to. -1: err set. */
+static int pmix_put_mine(struct rank *r, struct pmix_boot *pb)
+{
+  char e2[512], key[32];
+  struct vnic_addr a;
+  vnic_local_addr(r->nic, &a);
+  struct boot_buf b = {0};
+  char h[BOOT_HOST_MAX] = {0}, d[VNIC_NAME_MAX] = {0};
+  snprintf(h, sizeof(h), "%s", r->host);
+  snprintf(d, sizeof(d), "%s", vnic_device_name(r->nic));
+  boot_put32(&b, PMIX_MAGIC);
+  boot_put32(&b, PMIX_XCHG_VERSION);
+  boot_put64(&b, boot_cfg_hash(&r->cfg->engine));
+  boot_put_addr(&b, &a);
+  boot_put_bytes(&b, h, sizeof(h));
+  boot_put_bytes(&b, d, sizeof(d));
+  int rc = b.bad ? -1 : vpmix_put(pb->px, "prepost.addr", b.p, b.len, e2, sizeof(e2));
+  for (uint32_t j = 0; rc == 0 && j < r->cfg->engine.nranks; j++) {
+    struct pp_conn_info ci;
+    if (j == r->id || !pp_tr_local_info(r->tr, r->e, j, &ci))
+      continue;
+    b.len = 0;
+    boot_put_conn_info(&b, &ci);
+    snprintf(key, sizeof(key), "prepost.ci.%u", j);
+    rc = b.bad ? -1 : vpmix_put(pb->px, key, b.p, b.len, e2, sizeof(e2));
+  }
+  boot_buf_free(&b);
+  if (rc)
+    errf(r->err, r->errlen, "rank %u: %s", r->id, b.bad ? "out of memory" : e2);
+  return rc;
+}
+
+/* After the fence: every rank's address and what it put for this rank, as a TABLE
+ * (boot_get_table's layout) for connect_peers. -1: err set. */
+static int pmix_table(struct rank *r, struct pmix_boot *pb, struct boot_buf *table)
+{
+  char e2[512], key[32];
+  uint32_t n = r->cfg->engine.nranks;
+  uint64_t hash = boot_cfg_hash(&r->cfg->engine);
+  struct boot_buf g = {0}, ci = {0};
+  table->len = table->at = 0;
+  int rc = 0;
+  for (uint32_t j = 0; rc == 0 && j < n; j++) {
+    int k = vpmix_get(pb->px, j, "prepost.addr", &g, PMIX_ADDR_BYTES, e2, sizeof(e2));
+    if (k <= 0) {
+      errf(r->err, r->errlen, "rank %u: %s", r->id,
+           k ? e2 : "a rank put no address (is every process of the job a prepost rank?)");
+      rc = -1;
+      break;
+    }
+    uint32_t magic = boot_get32(&g), version = boot_get32(&g);
+    uint64_t h = boot_get64(&g);
+    struct vnic_addr a;
+    boot_get_addr(&g, &a);
+    if (g.bad || magic != PMIX_MAGIC || version != PMIX_XCHG_VERSION) {
+      errf(r->err, r->errlen, "rank %u: rank %u's PMIx address is not a prepost exchange of "
+                              "version %u", r->id, j, PMIX_XCHG_VERSION);
+      rc = -1;
+    } else if (h != hash) {
+      errf(r->err, r->errlen, "rank %u: rank %u runs another scenario (ranks, protocol, "
+                              "workload, QP attributes or seed differ)", r->id, j);
+      rc = -1;
+    }
+    boot_put_addr(table, &a);
+  }
+  for (uint32_t j = 0; rc == 0 && j < n; j++) {
+    struct pp_conn_info info = {0};
+    int k = 0;
+    if (j != r->id) {
+      snprintf(key, sizeof(key), "prepost.ci.%u", r->id);
+      k = vpmix_get(pb->px, j, key, &ci, BOOT_CONN_INFO_BYTES, e2, sizeof(e2));
+      if (k > 0)
+        boot_get_conn_info(&ci, &info);
+      if (k < 0 || ci.bad) {
+        errf(r->err, r->errlen, "rank %u: %s", r->id, k < 0 ? e2 : "a truncated pp_conn_info");
+        rc = -1;
+      }
+    }
+    boot_put8(table, k > 0);
+    boot_put_conn_info(table, &info);
+  }
+  boot_buf_free(&g);
+  boot_buf_free(&ci);
+  if (rc == 0 && table->bad) {
+    errf(r->err, r->errlen, "out of memory");
+    rc = -1;
+  }
+  return rc;
+}
+
+/* Rank 0's coordinator address and (when the environment gave none) the secret. -1: err set. */
+static int pmix_coord_of(struct rank *r, struct pmix_boot *pb)
+{
+  char e2[512];
+  struct boot_buf g = {0};
+  int rc = -1;
+  if (r->id != 0) {
+    int k = vpmix_get(pb->px, 0, "prepost.coord", &g, 299, e2, sizeof(e2));
+    char where[300] = {0};
+    if (k > 0)
+      memcpy(where, g.p, g.len);
+    if (k <= 0) {
+      errf(r->err, r->errlen, "rank %u: %s", r->id, k ? e2 : "rank 0 put no coordinator address");
+      goto out;
+    }
+    if (boot_parse_hostport(where, PP_VERBS_DEFAULT_PORT, r->chost, sizeof(r->chost), &r->cport,
+                            e2, sizeof(e2))) {
+      errf(r->err, r->errlen, "rank %u: rank 0's coordinator address: %s", r->id, e2);
+      goto out;
+    }
+  }
+  if (!pb->secret_known) {
+    int k = vpmix_get(pb->px, 0, "prepost.secret", &g, BOOT_SECRET_BYTES, e2, sizeof(e2));
+    if (k <= 0 || g.len != BOOT_SECRET_BYTES) {
+      errf(r->err, r->errlen, "rank %u: %s", r->id,
+           k < 0 ? e2
+                 : "rank 0 published no job secret: it has one from its environment "
+                   "(PREPOST_JOB_SECRET_FILE or PREPOST_JOB_SECRET) and this rank has none: "
+                   "give every rank the same (mpirun -x PREPOST_JOB_SECRET_FILE)");
+      goto out;
+    }
+    memcpy(r->secret, g.p, BOOT_SECRET_BYTES);
+    pb->secret_known = true;
+  }
+  rc = 0;
+out:
+  boot_buf_free(&g);
+  return rc;
+}
+
+/* The PMIx bootstrap: exchange, connect the QPs, join the coordinator, HELLO (for its host
+ * and device names), READY. -1 with r->err set. */
+static int pmix_bootstrap(struct rank *r, struct pmix_boot *pb, struct boot_buf *b)
+{
+  char e2[700];
+  uint64_t bt = r->o->boot_timeout_ns;
+  if ((r->id == 0 && pmix_coordinator(r, pb)) || pmix_put_mine(r, pb))
+    return -1;
+  if (vpmix_fence(pb->px, 2 * bt, e2, sizeof(e2))) {
+    errf(r->err, r->errlen, "rank %u: %s", r->id, e2);
+    return -1;
+  }
+  if (pmix_coord_of(r, pb) || pmix_table(r, pb, b))
+    return -1;
+  /* failures from here on are told to the coordinator (report_failure) */
+  if (connect_peers(r, b)) {
+    report_failure(r);
+    return -1;
+  }
+  if (boot_join(r->chost, r->cport, r->id, &r->cfg->engine, r->secret, boot_now_ns() + bt, &r->l,
+                e2, sizeof(e2))) {
+    errf(r->err, r->errlen, "rank %u: bootstrap: %s", r->id, e2);
+    return -1;
+  }
+  if (send_hello(r))
+    return -1;
+  if (boot_send(&r->l, BOOT_READY, NULL, boot_now_ns() + bt)) {
+    errf(r->err, r->errlen, "rank %u: lost the coordinator before READY", r->id);
+    return -1;
+  }
+  return 0;
+}
+
+/* Runs rank `id` to the end; fills *outcome from the coordinator's BYE. pb: started by a PMIx
+ * launcher (chost, cport then unused), else NULL. */
 static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
                                 uint32_t id, const char *chost, uint16_t cport,
-                                const char *device, enum pp_outcome *outcome, char *err,
-                                size_t errlen)
+                                const char *device, struct pmix_boot *pb,
+                                enum pp_outcome *outcome, char *err, size_t errlen)
 {
   struct rank r = {.cfg = cfg, .o = o, .id = id, .l = {.fd = -1}, .err = err, .errlen = errlen};
   struct boot_buf b = {0};
   enum pp_status s = PP_IO;
+  if (!pb) {
+    snprintf(r.chost, sizeof(r.chost), "%s", chost);
+    r.cport = cport;
+  }
+  memcpy(r.secret, o->secret, sizeof(r.secret));
   gethostname(r.host, sizeof(r.host) - 1);
   r.t0 = boot_now_ns();
   struct vnic_config nc = o->nic;
@@ -745,13 +1084,13 @@ static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp
   s = vnic_open(&nc, cfg->engine.nranks, &r.nic, e2, sizeof(e2));
   if (s != PP_OK) {
     errf(err, errlen, "rank %u: %s", id, e2);
-    report_failure(&r, chost, cport);
+    report_failure(&r);
     return s;
   }
   struct pp_engine_cfg ecfg = cfg->engine;
   ecfg.rank = id;
   if (o->trace.path && trace_open(&r, &ecfg)) {
-    report_failure(&r, chost, cport);
+    report_failure(&r);
     s = PP_IO;
     goto out;
   }
@@ -762,27 +1101,13 @@ static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp
          s == PP_NOMEM || s == PP_PROTECTION
              ? " (memory registration: check `ulimit -l`, see `prepost doctor`)"
              : "");
-    report_failure(&r, chost, cport);
+    report_failure(&r);
     goto out;
   }
   s = PP_IO;
   uint64_t bt = o->boot_timeout_ns;
-  if (boot_join(chost, cport, id, &cfg->engine, o->secret, boot_now_ns() + bt, &r.l, e2,
-                sizeof(e2))) {
-    errf(err, errlen, "rank %u: bootstrap: %s", id, e2);
+  if (pb ? pmix_bootstrap(&r, pb, &b) : tcp_bootstrap(&r, &b))
     goto out;
-  }
-  /* the coordinator waits up to bt for everyone's HELLO, then bt for everyone's READY */
-  if (send_hello(&r) || expect(&r, BOOT_TABLE, "the address table", &b, boot_now_ns() + 2 * bt + 5000000000ull))
-    goto out;
-  if (connect_peers(&r, &b)) {
-    report_failure(&r, chost, cport);
-    goto out;
-  }
-  if (boot_send(&r.l, BOOT_READY, NULL, boot_now_ns() + bt)) {
-    errf(err, errlen, "rank %u: lost the coordinator before READY", id);
-    goto out;
-  }
   if (expect(&r, BOOT_GO, "GO", &b, boot_now_ns() + bt + 5000000000ull))
     goto out;
   vnic_counters_mark(r.nic);
@@ -792,12 +1117,12 @@ static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp
   s = pp_tr_start(r.tr, r.e, r.t0);
   if (s != PP_OK) {
     errf(err, errlen, "rank %u: starting the workload: %s", id, pp_status_desc(s));
-    report_failure(&r, chost, cport);
+    report_failure(&r);
     goto out;
   }
   s = PP_IO;
   if (progress(&r)) {
-    report_failure(&r, chost, cport);
+    report_failure(&r);
     goto out;
   }
   if (send_result(&r))
@@ -930,7 +1255,8 @@ static enum pp_status launch(const struct pp_sim_config *cfg, const struct pp_ve
       close(lfd);
       char e2[1024];
       enum pp_outcome oc = PP_OUTCOME_COMPLETED;
-      enum pp_status rs = rank_main(cfg, o, i, o->coord_host, port, NULL, &oc, e2, sizeof(e2));
+      enum pp_status rs =
+          rank_main(cfg, o, i, o->coord_host, port, NULL, NULL, &oc, e2, sizeof(e2));
       if (rs != PP_OK) {
         fprintf(stderr, "prepost: %s\n", e2);
         fflush(stderr);
@@ -961,20 +1287,6 @@ static enum pp_status launch(const struct pp_sim_config *cfg, const struct pp_ve
 
 /* ---------------------------------------------------------------- rank table mode */
 
-struct coord_thread {
-  struct boot_coord_args a;
-  struct pp_run_result *res;
-  enum pp_status s;
-  char err[1024];
-};
-
-static void *coord_main(void *p)
-{
-  struct coord_thread *t = p;
-  t->s = boot_coordinate(&t->a, t->res, t->err, sizeof(t->err));
-  return NULL;
-}
-
 static enum pp_status one_rank(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
                                struct pp_run_result *res, bool *reporter, char *err,
                                size_t errlen)
@@ -997,8 +1309,8 @@ static enum pp_status one_rank(const struct pp_sim_config *cfg, const struct pp_
   const struct pp_verbs_rank_entry *c = &o->table[0];
   enum pp_outcome oc = PP_OUTCOME_COMPLETED;
   if (id != 0) {
-    enum pp_status s = rank_main(cfg, o, id, c->host, c->port, o->table[id].device, &oc, err,
-                                 errlen);
+    enum pp_status s = rank_main(cfg, o, id, c->host, c->port, o->table[id].device, NULL, &oc,
+                                 err, errlen);
     res->outcome = oc;
     return s;
   }
@@ -1007,38 +1319,144 @@ static enum pp_status one_rank(const struct pp_sim_config *cfg, const struct pp_
   if (lfd < 0)
     return PP_IO;
   struct coord_thread t = {.res = res};
-  t.a = (struct boot_coord_args){.listen_fd = lfd,
-                                 .cfg = &cfg->engine,
-                                 .boot_timeout_ns = o->boot_timeout_ns,
-                                 .run_timeout_ns = o->run_timeout_ns,
-                                 .no_progress_ns = cfg->no_progress_ns,
-                                 .secret = o->secret};
-  snprintf(t.a.where, sizeof(t.a.where), "%s:%u", c->host, port);
-  pthread_t th;
-  if (pthread_create(&th, NULL, coord_main, &t)) {
+  char where[300];
+  snprintf(where, sizeof(where), "%s:%u", c->host, port);
+  if (coord_start(&t, lfd, where, cfg, o, o->secret, false, err, errlen)) {
     close(lfd);
-    errf(err, errlen, "cannot start the coordinator thread");
     return PP_IO;
   }
   char e2[1024];
-  enum pp_status s = rank_main(cfg, o, 0, c->host, port, c->device, &oc, e2, sizeof(e2));
-  pthread_join(th, NULL);
-  close(lfd);
-  if (t.s != PP_OK) {
-    /* the coordinator's view names the failing rank; add rank 0's own failure if any */
-    if (s != PP_OK && !strstr(t.err, "rank 0"))
-      errf(err, errlen, "%s; %s", t.err, e2);
-    else
-      errf(err, errlen, "%s", t.err);
-    return t.s;
+  enum pp_status s = rank_main(cfg, o, 0, c->host, port, c->device, NULL, &oc, e2, sizeof(e2));
+  return coord_join(&t, s, e2, reporter, err, errlen);
+}
+
+/* ---------------------------------------------------------------- launched by a launcher */
+
+const char *pp_verbs_launch_name(enum pp_verbs_launch m)
+{
+  static const char *const names[] = {
+#define PP_X(id, name, desc) [PP_VERBS_LAUNCH_##id] = name,
+      PP_VERBS_LAUNCH_LIST(PP_X)
+#undef PP_X
+  };
+  return (unsigned)m < sizeof(names) / sizeof(names[0]) ? names[m] : "?";
+}
+
+int pp_verbs_launch_from_name(const char *s)
+{
+  for (int m = 0; m < PP_VERBS_LAUNCH_COUNT; m++)
+    if (!strcmp(s, pp_verbs_launch_name((enum pp_verbs_launch)m)))
+      return m;
+  return -1;
+}
+
+/* env and pmix modes: the secret from the environment when it has one. 1 found, 0 none, -1 err. */
+static int secret_of_env(struct pp_verbs_opts *o, char *err, size_t errlen)
+{
+  if (o->has_secret)
+    return 1;
+  int k = boot_secret_from_env(o->secret, err, errlen);
+  o->has_secret = k > 0;
+  return k;
+}
+
+/* Rank and size from Open MPI's or Slurm's environment, the TCP bootstrap at --coordinator (or
+ * Slurm's first host): a rank table whose entries all name the coordinator. */
+static enum pp_status env_run(const struct pp_sim_config *cfg, struct pp_verbs_opts *o,
+                              struct pp_run_result *res, bool *reporter, char *err,
+                              size_t errlen)
+{
+  extern char **environ;
+  struct pp_launch_env le;
+  char e2[512];
+  int k = pp_launch_env_parse(environ, &le, e2, sizeof(e2));
+  if (k <= 0) {
+    errf(err, errlen, "%s", k ? e2 : "--launch env: no launcher variables tell this process its "
+                                     "rank (OMPI_COMM_WORLD_RANK/SIZE, SLURM_PROCID/NTASKS); "
+                                     "without a launcher use --rank R --ranks TABLE");
+    return PP_INVALID;
   }
-  if (s != PP_OK) {
-    errf(err, errlen, "%s", e2);
-    boot_result_free(res);
-    return s;
+  uint32_t n = cfg->engine.nranks;
+  if (le.size != n) {
+    errf(err, errlen, "the launcher started %u processes (%s), the scenario has %u ranks", le.size,
+         pp_launch_env_kind_desc(le.kind), n);
+    return PP_INVALID;
   }
-  *reporter = true;
-  return PP_OK;
+  char spec[320];
+  if (o->coordinator[0])
+    snprintf(spec, sizeof(spec), "%s", o->coordinator);
+  else if (le.first_host[0])
+    snprintf(spec, sizeof(spec), "%s", le.first_host); /* where srun places task 0 */
+  else {
+    errf(err, errlen, "--launch env: the TCP bootstrap needs the coordinator's address: "
+                      "--coordinator HOST:PORT (rank %u of %s listens there)", 0u,
+         pp_launch_env_kind_desc(le.kind));
+    return PP_INVALID;
+  }
+  if (secret_of_env(o, err, errlen) < 0)
+    return PP_INVALID;
+  struct pp_verbs_rank_entry *t = calloc(n, sizeof(*t));
+  if (!t) {
+    errf(err, errlen, "out of memory");
+    return PP_NOMEM;
+  }
+  if (boot_parse_hostport(spec, PP_VERBS_DEFAULT_PORT, t[0].host, sizeof(t[0].host), &t[0].port,
+                          e2, sizeof(e2))) {
+    errf(err, errlen, "--coordinator: %s", e2);
+    free(t);
+    return PP_INVALID;
+  }
+  for (uint32_t i = 1; i < n; i++)
+    t[i] = t[0];
+  t[0].device[0] = '\0';
+  o->table = t;
+  o->ntable = n;
+  o->rank = (int)le.rank;
+  enum pp_status s = one_rank(cfg, o, res, reporter, err, errlen);
+  free(t);
+  return s;
+}
+
+/* Started by a PMIx launcher: rank, size, the exchange and (when the environment has none) the
+ * job's secret through PMIx; rank 0 runs the coordinator. */
+static enum pp_status pmix_run(const struct pp_sim_config *cfg, struct pp_verbs_opts *o,
+                               struct pp_run_result *res, bool *reporter, char *err,
+                               size_t errlen)
+{
+  struct coord_thread t = {.res = res};
+  struct pmix_boot pb = {.ct = &t};
+  uint32_t id, size, n = cfg->engine.nranks;
+  if (vpmix_init(&pb.px, &id, &size, err, errlen))
+    return PP_IO;
+  enum pp_status s = PP_INVALID;
+  int k = secret_of_env(o, err, errlen);
+  if (k < 0)
+    goto out;
+  if (size != n) {
+    errf(err, errlen, "the PMIx launcher started %u processes, the scenario has %u ranks "
+                      "(mpirun -n %u)", size, n, n);
+    goto out;
+  }
+  pb.secret_known = k > 0;
+  if (id == 0 && !pb.secret_known) {
+    s = PP_IO;
+    if (boot_secret_generate(o->secret, err, errlen))
+      goto out;
+    o->has_secret = pb.secret_known = pb.publish_secret = true;
+  }
+  enum pp_outcome oc = PP_OUTCOME_COMPLETED;
+  char e2[1024];
+  s = rank_main(cfg, o, id, NULL, 0, NULL, &pb, &oc, e2, sizeof(e2));
+  if (id == 0 && t.started) {
+    s = coord_join(&t, s, e2, reporter, err, errlen);
+  } else {
+    if (s != PP_OK)
+      errf(err, errlen, "%s", e2);
+    res->outcome = oc;
+  }
+out:
+  vpmix_finalize(pb.px);
+  return s;
 }
 
 enum pp_status pp_verbs_run(const struct pp_sim_config *cfg, const struct pp_verbs_opts *opts,
@@ -1055,9 +1473,26 @@ enum pp_status pp_verbs_run(const struct pp_sim_config *cfg, const struct pp_ver
   if (!o.run_timeout_ns)
     o.run_timeout_ns = 120000000000ull;
   signal(SIGPIPE, SIG_IGN);
-  if (o.rank < 0 && o.trace.path && !o.trace.origin_ns)
-    o.trace.origin_ns = boot_now_ns(); /* one time scale for every forked rank */
-  if (o.rank < 0) {
+  enum pp_verbs_launch m = o.launch;
+  if (m == PP_VERBS_LAUNCH_AUTO)
+    m = o.rank >= 0          ? PP_VERBS_LAUNCH_TABLE
+        : vpmix_launched()   ? PP_VERBS_LAUNCH_PMIX
+        : o.coordinator[0]   ? PP_VERBS_LAUNCH_ENV
+                             : PP_VERBS_LAUNCH_FORK;
+  if ((m == PP_VERBS_LAUNCH_TABLE) != (o.rank >= 0)) {
+    errf(err, errlen, m == PP_VERBS_LAUNCH_TABLE ? "--launch table needs --rank R --ranks TABLE"
+                                                 : "--rank and --ranks go with --launch table "
+                                                   "(or auto), not --launch %s",
+         pp_verbs_launch_name(m));
+    return PP_INVALID;
+  }
+  if (m == PP_VERBS_LAUNCH_PMIX)
+    return pmix_run(cfg, &o, res, reporter, err, errlen);
+  if (m == PP_VERBS_LAUNCH_ENV)
+    return env_run(cfg, &o, res, reporter, err, errlen);
+  if (m == PP_VERBS_LAUNCH_FORK) {
+    if (o.trace.path && !o.trace.origin_ns)
+      o.trace.origin_ns = boot_now_ns(); /* one time scale for every forked rank */
     s = launch(cfg, &o, res, err, errlen);
     *reporter = s == PP_OK;
     return s;

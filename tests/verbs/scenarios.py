@@ -5,10 +5,17 @@ compared with it field by field (timings excluded). One PASS/FAIL line per check
 "N passed, N failed" line; exit 1 if anything failed.
 
 usage: scenarios.py PREPOST [--list FILE] [--models DIR] [--only NAME] [--out DIR]
+                    [--launcher CMD]
+
+--launcher CMD: start the verbs run through a cluster's launcher, one process per rank: CMD is
+put before the prepost command line, with {n} replaced by the scenario's number of ranks (e.g.
+"mpirun.openmpi --allow-run-as-root --oversubscribe -n {n}": the ranks learn rank, size and each
+other's connection information through PMIx, backends/verbs/README.md).
 """
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -162,6 +169,7 @@ def main():
     ap.add_argument("--models", default=os.path.join(HERE, "..", "..", "models"))
     ap.add_argument("--only", action="append")
     ap.add_argument("--out", default=os.environ.get("GUEST_OUT", "/tmp"))
+    ap.add_argument("--launcher")
     a = ap.parse_args()
     passed = failed = 0
 
@@ -191,8 +199,17 @@ def main():
             path = os.path.join(a.models, "scenarios", name + ".yaml")
         base = [a.prepost, "run", path, "--json", "--models", a.models]
         src, sout, serr, st = run(base, 300)
-        rrc, rout, rerr, rt = run(base + ["--backend", "verbs", "--timeout", "180"] + extra, 240)
-        for tag, out, err_, rc in (("simgrid", sout, serr, src), ("verbs", rout, rerr, rrc)):
+        vcmd = base + ["--backend", "verbs", "--timeout", "180"] + extra
+        vtag = "verbs"
+        if a.launcher:
+            try:
+                n = len(json.loads(sout)["ranks"])
+            except (ValueError, KeyError):
+                n = 0
+            vcmd = [x.replace("{n}", str(n)) for x in shlex.split(a.launcher)] + vcmd
+            vtag = "verbs-" + os.path.basename(shlex.split(a.launcher)[0]).split(".")[0]
+        rrc, rout, rerr, rt = run(vcmd, 240)
+        for tag, out, err_, rc in (("simgrid", sout, serr, src), (vtag, rout, rerr, rrc)):
             base_name = os.path.basename(name)
             with open(os.path.join(a.out, f"{base_name}.{tag}.json"), "w") as g:
                 g.write(out)
@@ -206,11 +223,11 @@ def main():
         try:
             rxe = json.loads(rout)
         except ValueError:
-            report(False, f"{name}: verbs run", [f"exit {rrc}", rerr.strip()[-800:]])
+            report(False, f"{name}: {vtag} run", [f"exit {rrc}", rerr.strip()[-800:]])
             continue
         summary = (f"{rxe['outcome']}, {rxe['messages']} messages, {rxe['rnr_naks']} RNR NAKs "
                    f"(simulated {sim['rnr_naks']}), {rxe['status_counts']}, {rt:.1f} s")
-        report(not expect(want, rxe, rrc), f"{name}: verbs {want}: {summary}",
+        report(not expect(want, rxe, rrc), f"{name}: {vtag} {want}: {summary}",
                expect(want, rxe, rrc))
         d = compare(mode, sim, rxe)
         ks, kr = keys(sim), keys(rxe)

@@ -20,10 +20,13 @@
 #                       rnr_naks, retries) and with perftest's iterations and bytes
 #   progress            ring-cts bandwidth (tests/verbs/bw/) completes in both progress modes,
 #                       eager in event mode: a run that moves is not stopped as no_progress
+#   mpirun              Open MPI's mpirun starts one prepost process per rank (PMIx: rank, size,
+#                       connection information) for a p2p and a ring scenario; parity with the
+#                       simulator as in scenarios.py
 #   port down           rxe0's netdev down: a run ends with exit 4 naming the port; doctor says
 #                       NOT READY; back up afterwards
 #   --only STEP         run only these steps (doctor, test_verbs_rxe, scenarios, traces, capture,
-#                       progress, port-down)
+#                       progress, mpirun, port-down)
 #   --bench             then tests/verbs/bench.sh (prepost bench vs perftest and UCX; no verdict)
 # Ends with "verbs suite: N passed, N failed"; exit 1 if anything failed.
 set -uo pipefail
@@ -272,6 +275,23 @@ for run in ring-cts:busy ring-cts:event eager:event; do
   [[ $rc == 0 && $got == "completed 2000 "* ]]
   ok $? "$sc bandwidth, --progress $mode: exit $rc, ${got:-no report}"
 done
+fi
+
+if step mpirun; then
+echo "== launched by Open MPI's mpirun (PMIx): p2p and ring scenarios, parity with the simulator"
+# one process per rank, started by mpirun; rank, size, the job secret and every rank's address
+# and pp_conn_info come through PMIx (put, fence, get), rank 0 runs the coordinator
+if command -v mpirun.openmpi >/dev/null; then
+  /usr/bin/python3 tests/verbs/scenarios.py "$P" --only p2p-script --only rnr-slow-consumer-ring \
+    --launcher "mpirun.openmpi --allow-run-as-root --oversubscribe -n {n}" --out "$OUT" \
+    >"$OUT/mpirun.txt" 2>&1
+  rc=$?
+  grep -E '^(PASS|FAIL|    )' "$OUT/mpirun.txt" | sed 's/^/    /'
+  [[ $rc == 0 ]] && grep -q '^4 passed, 0 failed' "$OUT/mpirun.txt"
+  ok $? "mpirun launches prepost ranks: p2p-script and rnr-slow-consumer-ring as the simulator"
+else
+  ok 1 "mpirun: mpirun.openmpi is not installed (openmpi-bin, tools/lib.sh)"
+fi
 fi
 
 if step port-down; then

@@ -63,6 +63,27 @@ const char *pp_verbs_progress_name(enum pp_verbs_progress m);
 /* The mode named s, or -1. */
 int pp_verbs_progress_from_name(const char *s);
 
+/* How this process learns its rank and meets the others. X(id, name, description) */
+#define PP_VERBS_LAUNCH_LIST(X)                                                               \
+  X(AUTO, "auto", "table with --rank, else pmix under a PMIx launcher, else env with "       \
+                  "--coordinator, else fork")                                                 \
+  X(FORK, "fork", "this process coordinates and forks every rank on this machine")            \
+  X(TABLE, "table", "one rank per process, --rank R --ranks TABLE")                           \
+  X(ENV, "env", "one rank per process, rank and size from Open MPI's or Slurm's environment, " \
+                "the TCP bootstrap at --coordinator")                                         \
+  X(PMIX, "pmix", "one rank per process, started by a PMIx launcher (mpirun, srun "           \
+                  "--mpi=pmix): rank, size, hosts and connection information through PMIx")
+
+enum pp_verbs_launch {
+#define PP_X(id, name, desc) PP_VERBS_LAUNCH_##id,
+  PP_VERBS_LAUNCH_LIST(PP_X)
+#undef PP_X
+  PP_VERBS_LAUNCH_COUNT
+};
+const char *pp_verbs_launch_name(enum pp_verbs_launch m);
+/* The mode named s, or -1. */
+int pp_verbs_launch_from_name(const char *s);
+
 struct pp_verbs_opts {
   struct vnic_config nic;
   int rank;                            /* -1: launcher mode */
@@ -79,6 +100,11 @@ struct pp_verbs_opts {
    * makes one when has_secret is false; rank table mode needs it (the same on every host). */
   uint8_t secret[PP_VERBS_SECRET_BYTES];
   bool has_secret;
+  enum pp_verbs_launch launch;         /* auto (0, the default) */
+  /* "HOST[:PORT]" (port 18515 by default) or "": env mode: the coordinator every rank connects
+   * to and rank 0 listens on; pmix mode: where rank 0's coordinator listens (default: the IPv4
+   * address of its RoCE GID, else its host name, any free port). */
+  char coordinator[300];
 };
 
 void pp_verbs_opts_default(struct pp_verbs_opts *o);
