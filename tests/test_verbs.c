@@ -1664,6 +1664,88 @@ static const struct pp_wait rank1_waits[] = {
 
 /* Busy ranks (a timer each: never idle) that stop telling PROGRESS: the coordinator stops the run
  * after the bound, collects the ranks' waits and names the cause. */
+static void mark_answer(struct boot_link *l, uint64_t id, bool moved)
+{
+  struct boot_buf o = {0};
+  boot_put64(&o, id);
+  boot_put8(&o, moved);
+  cr_assert_eq(boot_send(l, BOOT_MARK_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
+  boot_buf_free(&o);
+}
+
+/* A rank inside one long system call (rxe's ibv_post_send on a loaded emulated guest) sends no
+ * PROGRESS for longer than the bound, yet moves: the coordinator asks before it judges, and the
+ * late answer "moved" clears the suspicion. Then nobody moves: both answer "still", STOP. And a
+ * rank that cannot answer at all is judged after another bound. */
+Test(verbs, coordinator_asks_before_it_judges_no_progress)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  start_coord_np(&c, 5000000000ull, 300000000ull, &th);
+  struct boot_link fd[2];
+  struct boot_buf b = {0};
+  fake_start(&c, fd, &b);
+  send_state(&fd[0], false, false, 1);
+  send_state(&fd[1], false, false, 1);
+  uint64_t t0 = boot_now_ns();
+  cr_assert_eq(recv_type(&fd[0], &b), BOOT_MARK_PROBE);
+  uint64_t id = boot_get64(&b);
+  cr_assert_eq(recv_type(&fd[1], &b), BOOT_MARK_PROBE);
+  cr_assert((boot_now_ns() - t0) / 1e9 > 0.25, "asked once the bound passed");
+  mark_answer(&fd[1], id, false);
+  usleep(250000); /* rank 0 is "inside a system call": it answers late, and it moved */
+  mark_answer(&fd[0], id, true);
+  /* no STOP: the next suspicion comes a bound after the answer */
+  uint64_t t1 = boot_now_ns();
+  cr_assert_eq(recv_type(&fd[0], &b), BOOT_MARK_PROBE, "a new suspicion, not a STOP");
+  uint64_t id2 = boot_get64(&b);
+  cr_assert_neq(id2, id);
+  cr_assert_eq(recv_type(&fd[1], &b), BOOT_MARK_PROBE);
+  cr_assert((boot_now_ns() - t1) / 1e9 > 0.25, "the answer 'moved' counted as progress");
+  mark_answer(&fd[0], id, false); /* a stale answer to the first probe counts for nothing */
+  mark_answer(&fd[0], id2, false);
+  usleep(100000);
+  mark_answer(&fd[1], id2, false);
+  for (int r = 0; r < 2; r++)
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP, "both still: no progress");
+  for (int r = 0; r < 2; r++)
+    fake_stuck_result(&fd[r], r ? rank1_waits : rank0_waits, r ? 2 : 1);
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
+    cr_assert_eq(boot_get8(&b), PP_OUTCOME_NO_PROGRESS);
+    close(fd[r].fd);
+  }
+  pthread_join(th, NULL);
+  cr_assert_eq(c.s, PP_OK, "%s", c.err);
+  cr_assert_eq(c.res.outcome, PP_OUTCOME_NO_PROGRESS);
+  pp_run_result_free(&c.res);
+  close(c.a.listen_fd);
+
+  /* a rank that never answers: STOP a bound after the question */
+  start_coord_np(&c, 5000000000ull, 300000000ull, &th);
+  fake_start(&c, fd, &b);
+  send_state(&fd[0], false, false, 1);
+  send_state(&fd[1], false, false, 1);
+  cr_assert_eq(recv_type(&fd[0], &b), BOOT_MARK_PROBE);
+  mark_answer(&fd[0], boot_get64(&b), false);
+  cr_assert_eq(recv_type(&fd[1], &b), BOOT_MARK_PROBE); /* and rank 1 says nothing */
+  uint64_t t2 = boot_now_ns();
+  cr_assert_eq(recv_type(&fd[0], &b), BOOT_STOP);
+  cr_assert((boot_now_ns() - t2) / 1e9 > 0.25, "a bound to answer");
+  cr_assert_eq(recv_type(&fd[1], &b), BOOT_STOP);
+  for (int r = 0; r < 2; r++)
+    fake_stuck_result(&fd[r], r ? rank1_waits : rank0_waits, r ? 2 : 1);
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
+    close(fd[r].fd);
+  }
+  pthread_join(th, NULL);
+  cr_assert_eq(c.res.outcome, PP_OUTCOME_NO_PROGRESS);
+  pp_run_result_free(&c.res);
+  boot_buf_free(&b);
+  close(c.a.listen_fd);
+}
+
 Test(verbs, coordinator_stops_a_run_without_progress_and_collects_the_hang)
 {
   struct coord_ctx c;
@@ -1678,6 +1760,11 @@ Test(verbs, coordinator_stops_a_run_without_progress_and_collects_the_hang)
   usleep(200000);
   cr_assert_eq(boot_send(&fd[0], BOOT_PROGRESS, NULL, boot_now_ns() + 1000000000ull), 0);
   uint64_t t1 = boot_now_ns();
+  /* the bound passed: the coordinator asks, both answer that they did not move */
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_MARK_PROBE, "asked before judged");
+    mark_answer(&fd[r], boot_get64(&b), false);
+  }
   for (int r = 0; r < 2; r++)
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP, "no probe: nobody is idle");
   double after = (boot_now_ns() - t1) / 1e9, total = (boot_now_ns() - t0) / 1e9;
@@ -1795,6 +1882,10 @@ Test(verbs, coordinator_reads_waiting_progress_before_it_judges)
   send_state(&fd[1], true, true, 2);
   for (int r = 0; r < 2; r++) {
     uint32_t t = recv_type(&fd[r], &b);
+    /* back from its stall the coordinator may ask before it read the PROGRESS: the answer
+     * comes after the PROGRESS cleared the suspicion and counts for nothing */
+    for (; t == BOOT_MARK_PROBE; t = recv_type(&fd[r], &b))
+      mark_answer(&fd[r], boot_get64(&b), false);
     cr_assert_eq(t, BOOT_PROBE, "not stopped as no_progress (message %u)", t);
     uint64_t id = boot_get64(&b);
     struct boot_buf o = {0};

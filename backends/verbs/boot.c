@@ -1086,6 +1086,7 @@ struct crank {
   struct rx rx;
   char peer[80];
   bool hello, ready, idle, done, replied, reply_idle, result;
+  bool mark_still; /* answered the MARK_PROBE in flight: its progress mark did not change */
   uint64_t gen, reply_gen;
   struct vnic_addr addr;
   char host[BOOT_HOST_MAX], dev[VNIC_NAME_MAX];
@@ -1103,6 +1104,7 @@ struct run_state {
   bool no_progress;   /* stopped by the no-progress bound */
   uint64_t progress_at; /* the last PROGRESS from any rank (or GO) */
   uint64_t np_suspect;  /* when the bound was first seen passed (0: not yet; run_until) */
+  uint64_t mark_id;     /* the MARK_PROBE in flight (sent at np_suspect) */
 };
 
 struct coord {
@@ -1627,10 +1629,34 @@ static enum pp_status on_hello_phase(struct coord *c, uint32_t rank, uint32_t ty
 
 /* ----- the run: quiescence detection */
 
-/* The no-progress bound passed. Not yet a verdict: a coordinator that did not run for a while
- * (its CPU taken by busy-polling ranks, or the whole machine descheduled) has PROGRESS messages
- * waiting unread. So it suspects first, and stops only if none came in the next bound/8 (every
- * rank that moves reports each bound/8), read in the meantime by pump(). */
+/* Asks every rank whether its progress mark changed (after it polled its CQs). */
+static void send_mark_probe(struct coord *c)
+{
+  struct boot_buf b = {0};
+  boot_put64(&b, ++c->rs.mark_id);
+  uint64_t dl = boot_now_ns() + 5000000000ull;
+  for (uint32_t i = 0; i < c->n; i++) {
+    c->r[i].mark_still = false;
+    boot_send(&c->r[i].l, BOOT_MARK_PROBE, &b, dl);
+  }
+  boot_buf_free(&b);
+}
+
+static bool all_still(const struct coord *c)
+{
+  for (uint32_t i = 0; i < c->n; i++)
+    if (!c->r[i].mark_still)
+      return false;
+  return true;
+}
+
+/* The no-progress bound passed. Not yet a verdict: silence is not proof. A coordinator that did
+ * not run for a while (its CPU taken by busy-polling ranks, or the whole machine descheduled)
+ * has PROGRESS messages waiting unread, and a rank inside one long system call cannot report
+ * (rxe does its protocol work inside ibv_post_send: on a loaded emulated guest one call took
+ * 0.6-1.6 s while data moved). So the coordinator suspects and asks every rank (MARK_PROBE);
+ * a PROGRESS, or a rank that answers it moved, clears the suspicion; it stops when every rank
+ * answered that its mark did not change, or when some did not answer within another bound. */
 static bool run_until(struct coord *c)
 {
   uint64_t bound = c->a->no_progress_ns, now = boot_now_ns();
@@ -1638,10 +1664,12 @@ static bool run_until(struct coord *c)
     c->rs.np_suspect = 0;
     return c->rs.stop;
   }
-  if (!c->rs.np_suspect)
+  if (!c->rs.np_suspect) {
     c->rs.np_suspect = now;
-  else if (now - c->rs.np_suspect >= (bound / 8 ? bound / 8 : 1))
+    send_mark_probe(c);
+  } else if (all_still(c) || now - c->rs.np_suspect >= bound) {
     c->rs.stop = c->rs.no_progress = true;
+  }
   return c->rs.stop;
 }
 
@@ -1664,6 +1692,19 @@ static enum pp_status on_run_msg(struct coord *c, uint32_t rank, uint32_t type,
   struct crank *r = &c->r[rank];
   if (type == BOOT_PROGRESS) {
     c->rs.progress_at = boot_now_ns();
+    return PP_OK;
+  }
+  if (type == BOOT_MARK_REPLY) {
+    uint64_t id = boot_get64(b);
+    bool moved = boot_get8(b) != 0;
+    if (b->bad)
+      return unexpected(c, rank, type);
+    if (!c->rs.np_suspect || id != c->rs.mark_id)
+      return PP_OK; /* the suspicion it answers is over */
+    if (moved)
+      c->rs.progress_at = boot_now_ns();
+    else
+      r->mark_still = true;
     return PP_OK;
   }
   if (type == BOOT_STATE) {
@@ -1707,7 +1748,8 @@ static enum pp_status on_run_msg(struct coord *c, uint32_t rank, uint32_t type,
 static enum pp_status on_result_msg(struct coord *c, uint32_t rank, uint32_t type,
                                     struct boot_buf *b)
 {
-  if (type == BOOT_STATE || type == BOOT_PROBE_REPLY || type == BOOT_PROGRESS)
+  if (type == BOOT_STATE || type == BOOT_PROBE_REPLY || type == BOOT_PROGRESS ||
+      type == BOOT_MARK_REPLY)
     return PP_OK; /* late run messages */
   if (type != BOOT_RESULT)
     return unexpected(c, rank, type);

@@ -29,7 +29,11 @@
  * starts on GO. While running it reports STATE (idle: no engine deadline and no signalled send
  * outstanding; done); when every rank is idle the coordinator PROBEs, and if nobody moved in
  * between it says STOP. A rank also says PROGRESS when its progress mark changed (looked at every
- * no_progress/8): when none came for no_progress, the coordinator says STOP as well. Ranks
+ * no_progress/8): when none came for no_progress, the coordinator asks every rank (MARK_PROBE)
+ * and says STOP as well only when each answered that its mark did not change, or when not all
+ * answered within another no_progress (a rank inside a long system call answers late, and
+ * moved: rxe does its protocol work inside ibv_post_send, over a second on a loaded emulated
+ * guest, backends/verbs/README.md). Ranks
  * answer with their RESULT (with what their pending operations wait for: the hang report) and
  * get BYE with the run's outcome.
  * Every wait has a deadline; every failure names what failed.
@@ -63,6 +67,8 @@ enum boot_msg {
   BOOT_CHALLENGE, /* coordinator -> new connection: magic, version, Nc */
   BOOT_AUTH,      /* connection -> coordinator: magic, version, rank, nranks, hash, Nr, MAC */
   BOOT_AUTH_OK,   /* coordinator -> rank: its MAC (proof it holds the secret) */
+  BOOT_MARK_PROBE, /* coordinator -> rank: u64 id: did your progress mark change? */
+  BOOT_MARK_REPLY, /* rank -> coordinator: u64 id, u8 moved (after polling its CQs) */
 };
 
 #define BOOT_MAGIC 0x54425050u    /* "PPBT", first in CHALLENGE and AUTH */

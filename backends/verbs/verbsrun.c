@@ -167,6 +167,7 @@ struct rank {
   char chost[256];    /* the coordinator ("": not known yet, PMIx mode before the exchange) */
   uint16_t cport;
   uint8_t secret[BOOT_SECRET_BYTES]; /* the job's (PMIx mode: possibly learned from rank 0) */
+  struct watch *watch; /* the no-progress watch of the data phase (NULL before) */
   char *err;
   size_t errlen;
 };
@@ -375,6 +376,8 @@ static bool is_idle(struct rank *r)
   return pp_engine_next_deadline(r->e) == PP_NO_DEADLINE && vnic_sends_outstanding(r->nic) == 0;
 }
 
+static int mark_reply(struct rank *r, struct boot_buf *b);
+
 /* A control message during the run: 1 STOP, 0 handled, -1 failure (err set). */
 static int control(struct rank *r, struct boot_buf *b)
 {
@@ -393,6 +396,8 @@ static int control(struct rank *r, struct boot_buf *b)
          boot_sanitize(b->p, b->len, t, sizeof(t)));
     return -1;
   }
+  if (type == BOOT_MARK_PROBE)
+    return mark_reply(r, b);
   if (type != BOOT_PROBE) {
     errf(r->err, r->errlen, "rank %u: unexpected control message %u", r->id, type);
     return -1;
@@ -433,6 +438,36 @@ static int control(struct rank *r, struct boot_buf *b)
 struct watch {
   uint64_t step, mark, gen, next;
 };
+
+/* The coordinator suspects no progress (boot.h, MARK_PROBE): what is in the CQ now counts (this
+ * rank may just be back from a long ibv_post_send), then whether the mark changed since it was
+ * last looked at. 0, or -1 (err set). */
+static int mark_reply(struct rank *r, struct boot_buf *b)
+{
+  uint64_t id = boot_get64(b);
+  if (b->bad) {
+    errf(r->err, r->errlen, "rank %u: a truncated MARK_PROBE", r->id);
+    return -1;
+  }
+  if (drain(r, POLL_BUDGET) < 0)
+    return -1;
+  struct watch *w = r->watch;
+  uint64_t m = pp_engine_progress_mark(r->e);
+  bool moved = w && m != w->mark;
+  if (w) {
+    w->mark = m;
+    w->gen = r->gen;
+  }
+  logline(r, "mark probe %" PRIu64 ": %s", id, moved ? "moved" : "still");
+  struct boot_buf o = {0};
+  boot_put64(&o, id);
+  boot_put8(&o, moved);
+  int rc = boot_send(&r->l, BOOT_MARK_REPLY, &o, boot_now_ns() + 10000000000ull);
+  boot_buf_free(&o);
+  if (rc)
+    errf(r->err, r->errlen, "rank %u: lost the coordinator", r->id);
+  return rc ? -1 : 0;
+}
 
 /* -1: lost the coordinator. */
 static int watch_progress(struct rank *r, struct watch *w, uint64_t now)
@@ -563,6 +598,7 @@ static int progress(struct rank *r)
   struct loop L = {.sent_gen = UINT64_MAX, .seen_gen = UINT64_MAX};
   L.w = (struct watch){.step = bound ? (bound / 8 ? bound / 8 : 1) : 0, .gen = r->gen};
   L.w.mark = bound ? pp_engine_progress_mark(r->e) : 0;
+  r->watch = &L.w;
   bool busy = r->o->progress == PP_VERBS_PROGRESS_BUSY;
   int rc = 0;
   while (rc == 0) {
@@ -592,6 +628,7 @@ static int progress(struct rank *r)
       rc = sleep_for_event(r, &L, now, d);
   }
   boot_buf_free(&L.b);
+  r->watch = NULL;
   return rc > 0 ? 0 : -1;
 }
 
