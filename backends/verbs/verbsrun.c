@@ -918,7 +918,9 @@ static int pmix_coordinator(struct rank *r, struct pmix_boot *pb)
     return -1;
   }
   snprintf(where, sizeof(where), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
-  if (coord_start(pb->ct, lfd, where, r->cfg, r->o, r->secret, true, r->err, r->errlen)) {
+  /* the options' secret (rank 0's is always there: pmix_run), not this rank's copy: the thread
+   * outlives rank_main */
+  if (coord_start(pb->ct, lfd, where, r->cfg, r->o, r->o->secret, true, r->err, r->errlen)) {
     close(lfd);
     return -1;
   }
