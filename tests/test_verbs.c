@@ -1622,6 +1622,25 @@ Test(verbs_cli, usage_errors)
   assert_has(out, "usage: prepost run SCENARIO --backend verbs");
   cr_assert_eq(cli("bench --iters 1"), 2);
   assert_has(errs, "--iters wants");
+  const char *bench_bad[][2] = {
+      {"--rows raw_send,nosuch", "--rows wants names among raw_send"},
+      {"--rows ''", "--rows wants"},
+      {"--sizes 0", "--sizes wants up to 32 sizes"},
+      {"--sizes 64,16MiB", "--sizes wants"},
+      {"--sizes 4KiB,x", "--sizes wants"},
+      {"--test all", "--test: 'lat', 'bw' or 'both', got 'all'"},
+      {"--lat-size 9M", "--lat-size wants 1..8388608"},
+      {"--report_gbits --frobnicate 1", "unknown option '--frobnicate'"},
+  };
+  for (size_t i = 0; i < sizeof(bench_bad) / sizeof(bench_bad[0]); i++) {
+    char args[256];
+    snprintf(args, sizeof(args), "bench %s", bench_bad[i][0]);
+    cr_assert_eq(cli(args), 2, "bench %s: exit 2", bench_bad[i][0]);
+    assert_has(errs, bench_bad[i][1]);
+  }
+  cr_assert_eq(cli("bench --help"), 0);
+  assert_has(out, "--report_gbits");
+  assert_has(out, "t_typical (the median)");
   cr_assert_eq(cli("run " SCENARIOS "fast-consumer.yaml --backend simgrid --json"), 0,
                "--backend simgrid is the default backend: %s", errs);
   assert_has(out, "\"backend\": \"simgrid\"");

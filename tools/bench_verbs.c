@@ -27,6 +27,7 @@
 #include "backends/verbs/boot.h"
 #include "prepost/verbsnic.h"
 #include "prepost/verbsrun.h"
+#include "prepost/hist.h"
 #include "prepost/p2p.h"
 #include "cli_util.h"
 #include "cli_verbs.h"
@@ -34,56 +35,145 @@
 
 const char *const pp_cli_bench_usage =
     "usage: prepost bench [--backend verbs] [--device NAME] [--gid-index N] [--iters N]\n"
-    "                     [--lat-size B] [--bw-size B] [--progress busy|event] [--json]\n"
+    "                     [-a | --sizes LIST] [--lat-size B] [--bw-size B] [--rows LIST]\n"
+    "                     [--test lat|bw|both] [--report_gbits] [--progress busy|event] [--json]\n"
     "\n"
-    "Measures on an RDMA device (two processes on one device), in perftest's units:\n"
-    "  raw_send_lat       raw verbs SEND ping-pong, usec (half round trip; typical = median)\n"
-    "  raw_write_bw       raw verbs RDMA WRITE stream, MB/sec (2^20 bytes)\n"
-    "  <protocol>_lat     the engine, one message at a time: half the wall time per message,\n"
-    "                     usec (a post -> completion round trip with the engine on both sides)\n"
-    "  <protocol>_bw      the engine, back-to-back stream: received MB/sec over wall time\n"
-    "for each protocol of this build (naive, eager, rndv, ring-*; skipped with a reason when the\n"
-    "stream workload cannot drive it). Emulated devices (rxe) give meaningful ratios only\n"
-    "between figures measured in the same run.\n"
+    "Measures on an RDMA device (two processes on one device), in perftest's conventions, one\n"
+    "row per path and message size:\n"
+    "  raw_send, raw_write, raw_read   raw verbs through the backend, no engine: latency as\n"
+    "                     ib_send_lat / ib_write_lat (ping-pong, half a round trip) and\n"
+    "                     ib_read_lat (one RDMA READ); bandwidth as ib_send_bw / ib_write_bw /\n"
+    "                     ib_read_bw (a stream of 2 x N operations, 128 outstanding)\n"
+    "  eager, rget, rput   the engine's point-to-point paths (protocol eager with eager_limit at\n"
+    "                     the size; rndv with RGET; rndv with RPUT)\n"
+    "  ring-credits, ring-cts   the ring FIFO protocols\n"
+    "Latency, usec: t_min, t_typical (the median), t_avg, t_max, the 99th and 99.9th percentiles\n"
+    "of half a round trip (raw_read: of one READ, as ib_read_lat); for the engine's rows, half of\n"
+    "each message's post -> send completion with one message in flight. Bandwidth: bytes\n"
+    "received over the wall time of a back-to-back stream, MB/sec (2^20 bytes), or Gb/sec\n"
+    "(10^9 bits) with --report_gbits, and the message rate. Emulated devices (rxe) give\n"
+    "meaningful ratios only between figures of the same run.\n"
     "\n"
     "  --iters N      latency iterations (default 1000; bandwidth uses 2 x N messages)\n"
-    "  --lat-size B   latency message size (default 64)\n"
-    "  --bw-size B    bandwidth message size (default 65536)\n"
-    "  --progress M   how the engine's ranks wait: busy (default) polls the CQs, event sleeps\n"
-    "                 on the completion channel when idle (as `prepost run`); --busy-poll = busy\n"
+    "  -a, --all      every size from 2 to 2^23 bytes, powers of two (perftest's -a)\n"
+    "  --sizes LIST   sizes for both tests, e.g. 64,4KiB,64KiB,1MiB\n"
+    "  --lat-size B   latency size without -a/--sizes (default 64)\n"
+    "  --bw-size B    bandwidth size without -a/--sizes (default 65536)\n"
+    "  --rows LIST    the rows to run (default all): raw_send,raw_write,raw_read,eager,rget,rput,\n"
+    "                 ring-credits,ring-cts\n"
+    "  --test T       lat, bw or both (default)\n"
+    "  --report_gbits bandwidth in Gb/sec instead of MB/sec\n"
+    "  --progress M   how the engine's ranks wait: busy (default) or event (as `prepost run`)\n"
     "  --json         one JSON object on stdout\n"
     "\n"
-    "Exit codes: 0 measured, 2 usage error, 4 no usable device or a run failed.\n";
+    "Exit codes: 0 measured, 2 usage error, 4 no usable device or the raw measurement failed\n"
+    "(a failed engine row is reported as failed, with the reason).\n";
+
+/* The rows, in the order they run. X(id, name, raw) */
+#define BENCH_ROWS(X)                                                                         \
+  X(RAW_SEND, "raw_send", 1)                                                                  \
+  X(RAW_WRITE, "raw_write", 1)                                                                \
+  X(RAW_READ, "raw_read", 1)                                                                  \
+  X(EAGER, "eager", 0)                                                                        \
+  X(RGET, "rget", 0)                                                                          \
+  X(RPUT, "rput", 0)                                                                          \
+  X(RING_CREDITS, "ring-credits", 0)                                                          \
+  X(RING_CTS, "ring-cts", 0)
+
+enum row {
+#define PP_X(id, name, raw) ROW_##id,
+  BENCH_ROWS(PP_X)
+#undef PP_X
+  NROWS
+};
+static const char *const row_names[] = {
+#define PP_X(id, name, raw) [ROW_##id] = name,
+    BENCH_ROWS(PP_X)
+#undef PP_X
+};
+static const bool row_raw[] = {
+#define PP_X(id, name, raw) [ROW_##id] = raw,
+    BENCH_ROWS(PP_X)
+#undef PP_X
+};
+
+#define MAX_SIZES 32
+#define MAX_SIZE (1u << 23)
 
 struct opts {
   struct vnic_config nic;
-  uint32_t iters, lat_size, bw_size;
-  bool json;
+  uint32_t iters;
+  uint32_t sizes[MAX_SIZES], nsizes; /* -a or --sizes; else lat_size and bw_size */
+  uint32_t lat_size, bw_size;
+  bool rows[NROWS];
+  bool lat, bw, gbits, json;
   enum pp_verbs_progress progress;
 };
 
+/* One measurement: a row, a test, a size. */
 struct result {
-  char path[48];
-  char unit[16];
-  double value;
-  double extra; /* latency: average; bandwidth: -1 */
-  char note[1400];
+  enum row row;
+  bool is_lat;
+  uint32_t size, iters;
+  bool ok;
+  struct pp_hist_summary lat; /* ns, already halved where the row reports half a round trip */
+  double bw_bytes_s, msg_rate;
+  char note[1200];
 };
+
+struct results {
+  struct result *r;
+  uint32_t n, cap;
+};
+
+static struct result *add_result(struct results *rs, enum row row, bool is_lat, uint32_t size)
+{
+  if (rs->n == rs->cap) {
+    uint32_t cap = rs->cap ? 2 * rs->cap : 32;
+    struct result *x = realloc(rs->r, cap * sizeof(*x));
+    if (!x)
+      return NULL;
+    rs->r = x;
+    rs->cap = cap;
+  }
+  struct result *r = &rs->r[rs->n++];
+  *r = (struct result){.row = row, .is_lat = is_lat, .size = size};
+  return r;
+}
+
+/* The sizes a test runs. */
+static uint32_t sizes_of(const struct opts *o, bool lat, uint32_t *out)
+{
+  if (o->nsizes) {
+    memcpy(out, o->sizes, o->nsizes * sizeof(*out));
+    return o->nsizes;
+  }
+  out[0] = lat ? o->lat_size : o->bw_size;
+  return 1;
+}
 
 /* ---------------------------------------------------------------- raw verbs */
 
+/* One process's end: a buffer of two halves, `in` (the peer writes and sends into it) and `out`
+ * (the source of this side's writes and sends, and of the peer's reads). */
 struct raw_ep {
   struct vnic *nic;
   struct pp_mr mr;
   uint8_t *buf;
+  size_t half;
   uint32_t qpn, psn;
+  uint32_t rposted; /* receives posted */
 };
 
 struct raw_wire {
   uint8_t addr[BOOT_ADDR_BYTES];
   uint32_t qpn, psn, rkey;
-  uint64_t raddr;
+  uint64_t in, out;
 };
+
+#define RAW_DEPTH 128u    /* bandwidth: operations outstanding */
+#define RAW_RECVS 16u     /* receives kept posted between steps */
+#define RAW_RD_ATOMIC 16u /* READs outstanding */
 
 static int xfer(int sock, const void *out, void *in, size_t n)
 {
@@ -99,22 +189,28 @@ static int xfer(int sock, const void *out, void *in, size_t n)
   return 0;
 }
 
-static int raw_setup(struct raw_ep *e, const struct vnic_config *nc, uint32_t me, size_t bufsz,
-                     uint32_t depth, int sock, struct raw_wire *peer, char *err, size_t errlen)
+static int sync_peer(int sock)
+{
+  char a = 's', b;
+  return xfer(sock, &a, &b, 1);
+}
+
+static int raw_setup(struct raw_ep *e, const struct vnic_config *nc, uint32_t me, size_t half,
+                     int sock, struct raw_wire *peer, char *err, size_t errlen)
 {
   if (vnic_open(nc, 2, &e->nic, err, errlen) != PP_OK)
     return -1;
-  e->buf = aligned_alloc(4096, (bufsz + 4095) / 4096 * 4096);
-  if (!e->buf || vnic_ops.reg_mr(e->nic, e->buf, bufsz,
-                                 PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE, &e->mr)) {
-    snprintf(err, errlen, "raw: memory registration failed");
+  e->half = (half + 4095) / 4096 * 4096;
+  e->buf = aligned_alloc(4096, 2 * e->half);
+  unsigned acc = PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ;
+  if (!e->buf || vnic_ops.reg_mr(e->nic, e->buf, 2 * e->half, acc, &e->mr)) {
+    snprintf(err, errlen, "raw: memory registration of %zu bytes failed", 2 * e->half);
     return -1;
   }
-  memset(e->buf, 0, bufsz);
-  struct pp_qp_init_attr ia = {.max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 1,
-                               .max_recv_sge = 1, .peer = 1 - me};
-  struct pp_qp_attr init = {.qp_state = PP_QPS_INIT,
-                            .qp_access_flags = PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE};
+  memset(e->buf, 0, 2 * e->half);
+  struct pp_qp_init_attr ia = {.max_send_wr = RAW_DEPTH, .max_recv_wr = 2 * RAW_DEPTH,
+                               .max_send_sge = 1, .max_recv_sge = 1, .peer = 1 - me};
+  struct pp_qp_attr init = {.qp_state = PP_QPS_INIT, .qp_access_flags = acc};
   if (vnic_ops.create_qp(e->nic, &ia, &e->qpn) ||
       vnic_ops.modify_qp(e->nic, e->qpn, &init, PP_QP_STATE | PP_QP_ACCESS_FLAGS)) {
     snprintf(err, errlen, "raw: QP creation failed");
@@ -126,7 +222,8 @@ static int raw_setup(struct raw_ep *e, const struct vnic_config *nc, uint32_t me
   struct boot_buf b = {0};
   boot_put_addr(&b, &a);
   struct raw_wire mine = {.qpn = e->qpn, .psn = e->psn, .rkey = e->mr.rkey,
-                          .raddr = (uint64_t)(uintptr_t)e->buf};
+                          .in = (uint64_t)(uintptr_t)e->buf,
+                          .out = (uint64_t)(uintptr_t)(e->buf + e->half)};
   memcpy(mine.addr, b.p, BOOT_ADDR_BYTES);
   boot_buf_free(&b);
   if (xfer(sock, &mine, peer, sizeof(mine))) {
@@ -139,9 +236,9 @@ static int raw_setup(struct raw_ep *e, const struct vnic_config *nc, uint32_t me
   vnic_set_peer_addr(e->nic, 1 - me, &pa);
   struct pp_qp_attr rtr = {.qp_state = PP_QPS_RTR, .path_mtu = PP_MTU_4096,
                            .dest_qp_num = peer->qpn, .rq_psn = peer->psn,
-                           .max_dest_rd_atomic = 1, .min_rnr_timer = 1};
+                           .max_dest_rd_atomic = RAW_RD_ATOMIC, .min_rnr_timer = 1};
   struct pp_qp_attr rts = {.qp_state = PP_QPS_RTS, .sq_psn = e->psn, .timeout = 14,
-                           .retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 1};
+                           .retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = RAW_RD_ATOMIC};
   if (vnic_ops.modify_qp(e->nic, e->qpn, &rtr,
                          PP_QP_STATE | PP_QP_PATH_MTU | PP_QP_DEST_QPN | PP_QP_RQ_PSN |
                              PP_QP_MAX_DEST_RD_ATOMIC | PP_QP_MIN_RNR_TIMER) ||
@@ -161,151 +258,236 @@ static void raw_close(struct raw_ep *e)
   free(e->buf);
 }
 
-static int post_recv(struct raw_ep *e, uint32_t len, uint64_t id)
+static int post_recv(struct raw_ep *e)
 {
-  struct pp_recv_wr w = {.wr_id = id, .num_sge = 1,
-                         .sg_list = {{.addr = (uint64_t)(uintptr_t)e->buf, .length = len,
-                                      .lkey = e->mr.lkey}}};
-  return vnic_ops.post_recv(e->nic, e->qpn, &w);
+  struct pp_recv_wr w = {.wr_id = 7, .num_sge = 1,
+                         .sg_list = {{.addr = (uint64_t)(uintptr_t)e->buf,
+                                      .length = (uint32_t)e->half, .lkey = e->mr.lkey}}};
+  if (vnic_ops.post_recv(e->nic, e->qpn, &w))
+    return -1;
+  e->rposted++;
+  return 0;
 }
 
-static int post_send(struct raw_ep *e, enum pp_wr_opcode op, uint32_t len, const struct raw_wire *peer,
-                     uint64_t off)
+/* SEND and WRITE go from `out` (WRITE: to the peer's `in`); READ from the peer's `out` into
+ * `in`. Signalled. PP_AGAIN when the send queue is full. */
+static int post_op(struct raw_ep *e, enum pp_wr_opcode op, uint32_t len, const struct raw_wire *peer)
 {
+  bool rd = op == PP_WR_RDMA_READ;
+  uint8_t *local = rd ? e->buf : e->buf + e->half;
   struct pp_send_wr w = {.wr_id = 1, .opcode = op, .send_flags = PP_SEND_SIGNALED, .num_sge = 1,
-                         .sg_list = {{.addr = (uint64_t)(uintptr_t)e->buf, .length = len,
+                         .sg_list = {{.addr = (uint64_t)(uintptr_t)local, .length = len,
                                       .lkey = e->mr.lkey}},
-                         .remote_addr = peer->raddr + off, .rkey = peer->rkey};
+                         .remote_addr = rd ? peer->out : peer->in, .rkey = peer->rkey};
   return vnic_ops.post_send(e->nic, e->qpn, &w);
 }
 
-/* Busy-polls until a completion of the wanted side arrives (recv: opcode >= RECV). Counts the
- * other side's completions in *others. -1 on an error completion or after 30 s. */
-static int wait_wc(struct raw_ep *e, bool recv, uint64_t *others)
+/* Polls the CQ once: receive and send completions counted; -1 on an error completion. */
+static int reap(struct raw_ep *e, uint32_t *recvs, uint32_t *sends)
 {
-  struct pp_wc wc[16];
-  uint64_t dl = boot_now_ns() + 30000000000ull;
-  for (;;) {
-    int n = vnic_poll_cq(e->nic, wc, 1);
-    for (int i = 0; i < n; i++) {
-      if (wc[i].status != PP_WC_SUCCESS)
-        return -1;
-      bool is_recv = wc[i].opcode >= PP_WC_OP_RECV;
-      if (is_recv == recv)
-        return 0;
-      (*others)++;
+  struct pp_wc wc[32];
+  int n = vnic_poll_cq(e->nic, wc, 32);
+  for (int i = 0; i < n; i++) {
+    if (wc[i].status != PP_WC_SUCCESS)
+      return -1;
+    if (wc[i].opcode >= PP_WC_OP_RECV) {
+      (*recvs)++;
+      e->rposted--;
+    } else {
+      (*sends)++;
     }
-    if (n < 0 || boot_now_ns() > dl)
+  }
+  return n < 0 ? -1 : 0;
+}
+
+#define RAW_STEP_NS 60000000000ull /* one step (row, test, size) at most this long */
+
+/* Until `want` receives arrived: -1 on an error or after the step's bound. */
+static int wait_recvs(struct raw_ep *e, uint32_t want, uint32_t *got, uint64_t dl)
+{
+  uint32_t sends = 0;
+  while (*got < want)
+    if (reap(e, got, &sends) || boot_now_ns() > dl)
+      return -1;
+  return 0;
+}
+
+/* The end of a step: every send completed, the receives topped up. */
+static int settle(struct raw_ep *e, uint64_t dl)
+{
+  uint32_t r = 0, s = 0;
+  while (vnic_sends_outstanding(e->nic))
+    if (reap(e, &r, &s) || boot_now_ns() > dl)
+      return -1;
+  while (e->rposted < RAW_RECVS)
+    if (post_recv(e))
+      return -1;
+  return 0;
+}
+
+/* Latency, one side; the client (me 0) records into h: half a round trip (SEND and WRITE
+ * ping-pong) or one READ. */
+static int raw_lat(struct raw_ep *e, uint32_t me, enum row row, uint32_t size, uint32_t iters,
+                   const struct raw_wire *peer, struct pp_hist *h)
+{
+  uint64_t dl = boot_now_ns() + RAW_STEP_NS;
+  volatile uint8_t *in_last = e->buf + size - 1;
+  uint8_t *out_last = e->buf + e->half + size - 1;
+  uint32_t recvs = 0, sends = 0;
+  for (uint32_t i = 0; i < iters; i++) {
+    uint8_t seq = (uint8_t)(i % 250 + 1);
+    uint64_t t = boot_now_ns();
+    if (row == ROW_RAW_READ) {
+      if (me == 0) {
+        uint32_t want = sends + 1;
+        if (post_op(e, PP_WR_RDMA_READ, size, peer))
+          return -1;
+        while (sends < want)
+          if (reap(e, &recvs, &sends) || boot_now_ns() > dl)
+            return -1;
+        pp_hist_record(h, boot_now_ns() - t);
+      }
+      continue;
+    }
+    enum pp_wr_opcode op = row == ROW_RAW_SEND ? PP_WR_SEND : PP_WR_RDMA_WRITE;
+    for (int turn = 0; turn < 2; turn++) {
+      if ((turn == 0) == (me == 0)) { /* the client sends first, the server answers */
+        *out_last = seq;
+        if (post_op(e, op, size, peer))
+          return -1;
+      } else if (op == PP_WR_SEND) {
+        if (wait_recvs(e, recvs + 1, &recvs, dl) || post_recv(e))
+          return -1;
+      } else {
+        while (*in_last != seq) /* the last byte of a WRITE lands last (rxe, like perftest) */
+          if (reap(e, &recvs, &sends) || boot_now_ns() > dl)
+            return -1;
+      }
+    }
+    if (me == 0)
+      pp_hist_record(h, (boot_now_ns() - t) / 2);
+  }
+  return 0;
+}
+
+/* Bandwidth: the client streams 2 x iters operations, RAW_DEPTH outstanding; the server
+ * receives (SEND). The client's bytes per second of wall time, from the first post to the last
+ * completion. */
+static int raw_bw(struct raw_ep *e, uint32_t me, enum row row, uint32_t size, uint32_t n,
+                  const struct raw_wire *peer, double *bytes_s)
+{
+  uint64_t dl = boot_now_ns() + RAW_STEP_NS;
+  uint32_t recvs = 0, sends = 0, posted = 0;
+  enum pp_wr_opcode op = row == ROW_RAW_SEND    ? PP_WR_SEND
+                         : row == ROW_RAW_WRITE ? PP_WR_RDMA_WRITE
+                                                : PP_WR_RDMA_READ;
+  if (me == 1) {
+    if (op != PP_WR_SEND)
+      return 0;
+    while (e->rposted < RAW_DEPTH)
+      if (post_recv(e))
+        return -1;
+    while (recvs < n) {
+      uint32_t before = recvs;
+      if (reap(e, &recvs, &sends) || boot_now_ns() > dl)
+        return -1;
+      for (uint32_t k = before; k < recvs; k++)
+        if (post_recv(e))
+          return -1;
+    }
+    return 0;
+  }
+  uint64_t t0 = boot_now_ns();
+  while (sends < n) {
+    while (posted < n && posted - sends < RAW_DEPTH) {
+      int s = post_op(e, op, size, peer);
+      if (s == PP_AGAIN)
+        break;
+      if (s)
+        return -1;
+      posted++;
+    }
+    if (reap(e, &recvs, &sends) || boot_now_ns() > dl)
       return -1;
   }
+  *bytes_s = (double)n * size / ((boot_now_ns() - t0) / 1e9);
+  return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* One side of the raw measurements; the client (me == 0) fills r. */
-static int raw_side(const struct opts *o, uint32_t me, int sock, struct result *lat,
-                    struct result *bw, char *err, size_t errlen)
+/* One side of every raw step, in the same order on both; the client (me 0) adds the results. */
+static int raw_side(const struct opts *o, uint32_t me, int sock, struct results *rs, char *err,
+                    size_t errlen)
 {
   struct raw_ep e = {0};
   struct raw_wire peer;
-  size_t bufsz = o->bw_size > o->lat_size ? o->bw_size : o->lat_size;
-  const uint32_t depth = 128;
+  uint32_t sz[MAX_SIZES], maxsz = 1;
+  for (int lat = 1; lat >= 0; lat--)
+    for (uint32_t k = 0, n = sizes_of(o, lat, sz); k < n; k++)
+      maxsz = sz[k] > maxsz ? sz[k] : maxsz;
+  struct pp_hist *h = malloc(sizeof(*h));
   int rc = -1;
-  uint64_t others = 0;
-  double *rtt = calloc(o->iters, sizeof(*rtt));
-  char sync = 's', got;
-  if (!rtt || raw_setup(&e, &o->nic, me, bufsz, depth, sock, &peer, err, errlen))
+  if (!h || raw_setup(&e, &o->nic, me, maxsz, sock, &peer, err, errlen) ||
+      settle(&e, boot_now_ns() + RAW_STEP_NS))
     goto out;
-  /* --- SEND ping-pong */
-  for (uint32_t i = 0; i < 16; i++)
-    if (post_recv(&e, o->lat_size, 100 + i)) {
-      snprintf(err, errlen, "raw: post_recv failed");
-      goto out;
-    }
-  if (xfer(sock, &sync, &got, 1))
-    goto out;
-  for (uint32_t i = 0; i < o->iters; i++) {
-    uint64_t t = boot_now_ns();
-    if (me == 0) {
-      if (post_send(&e, PP_WR_SEND, o->lat_size, &peer, 0) || wait_wc(&e, true, &others))
-        goto fail;
-    } else {
-      if (wait_wc(&e, true, &others) || post_send(&e, PP_WR_SEND, o->lat_size, &peer, 0))
-        goto fail;
-    }
-    if (post_recv(&e, o->lat_size, 100))
-      goto fail;
-    rtt[i] = (double)(boot_now_ns() - t); /* send completions are reaped by wait_wc */
-  }
-  if (me == 0) {
-    double sum = 0;
-    for (uint32_t i = 0; i < o->iters; i++)
-      sum += rtt[i];
-    qsort(rtt, o->iters, sizeof(*rtt), cmp_double);
-    *lat = (struct result){.value = rtt[o->iters / 2] / 2e3, .extra = sum / o->iters / 2e3};
-    snprintf(lat->path, sizeof(lat->path), "raw_send_lat");
-    snprintf(lat->unit, sizeof(lat->unit), "usec");
-    snprintf(lat->note, sizeof(lat->note), "%u B SEND ping-pong, %u iterations", o->lat_size,
-             o->iters);
-  }
-  /* drain outstanding send completions before the bandwidth part */
-  {
-    struct pp_wc wc[32];
-    uint64_t dl = boot_now_ns() + 2000000000ull;
-    while (vnic_sends_outstanding(e.nic) && boot_now_ns() < dl)
-      vnic_poll_cq(e.nic, wc, 32);
-  }
-  if (xfer(sock, &sync, &got, 1))
-    goto out;
-  /* --- RDMA WRITE stream, client -> server */
-  if (me == 0) {
-    uint32_t n = 2 * o->iters, posted = 0, done = 0;
-    struct pp_wc wc[32];
-    uint64_t t0 = boot_now_ns();
-    while (done < n) {
-      while (posted < n && posted - done < depth) {
-        int s = post_send(&e, PP_WR_RDMA_WRITE, o->bw_size, &peer, 0);
-        if (s == PP_AGAIN)
-          break;
-        if (s)
-          goto fail;
-        posted++;
+  for (int lat = 1; lat >= 0; lat--) {
+    if (lat ? !o->lat : !o->bw)
+      continue;
+    uint32_t n = sizes_of(o, lat, sz);
+    for (int row = 0; row < NROWS; row++) {
+      if (!row_raw[row] || !o->rows[row])
+        continue;
+      for (uint32_t k = 0; k < n; k++) {
+        memset(e.buf, 0, 2 * e.half);
+        if (sync_peer(sock))
+          goto lost;
+        pp_hist_reset(h);
+        double bps = 0;
+        uint32_t iters = lat ? o->iters : 2 * o->iters;
+        int s = lat ? raw_lat(&e, me, (enum row)row, sz[k], iters, &peer, h)
+                    : raw_bw(&e, me, (enum row)row, sz[k], iters, &peer, &bps);
+        if (s || settle(&e, boot_now_ns() + RAW_STEP_NS)) {
+          snprintf(err, errlen, "raw: %s %s at %u B: a work request failed or timed out",
+                   row_names[row], lat ? "latency" : "bandwidth", sz[k]);
+          goto out;
+        }
+        if (sync_peer(sock))
+          goto lost;
+        if (me != 0)
+          continue;
+        struct result *r = add_result(rs, (enum row)row, lat, sz[k]);
+        if (!r) {
+          snprintf(err, errlen, "out of memory");
+          goto out;
+        }
+        r->iters = iters;
+        r->ok = true;
+        if (lat) {
+          pp_hist_summarize(h, &r->lat);
+          snprintf(r->note, sizeof(r->note), "%s", row == ROW_RAW_READ
+                                                       ? "one RDMA READ (ib_read_lat)"
+                                                   : row == ROW_RAW_SEND
+                                                       ? "SEND ping-pong, half (ib_send_lat)"
+                                                       : "WRITE ping-pong, half (ib_write_lat)");
+        } else {
+          r->bw_bytes_s = bps;
+          r->msg_rate = bps / sz[k];
+          snprintf(r->note, sizeof(r->note), "%u outstanding (ib_%s_bw)", RAW_DEPTH,
+                   row == ROW_RAW_SEND ? "send" : row == ROW_RAW_WRITE ? "write" : "read");
+        }
       }
-      int k = vnic_poll_cq(e.nic, wc, 32);
-      for (int i = 0; i < k; i++) {
-        if (wc[i].status != PP_WC_SUCCESS)
-          goto fail;
-        if (wc[i].opcode == PP_WC_OP_RDMA_WRITE)
-          done++;
-      }
-      if (k < 0)
-        goto fail;
     }
-    double s = (boot_now_ns() - t0) / 1e9;
-    *bw = (struct result){.value = (double)n * o->bw_size / s / 1048576.0, .extra = -1};
-    snprintf(bw->path, sizeof(bw->path), "raw_write_bw");
-    snprintf(bw->unit, sizeof(bw->unit), "MB/sec");
-    snprintf(bw->note, sizeof(bw->note), "%u B RDMA WRITE x %u, %u outstanding", o->bw_size, n,
-             depth);
   }
-  if (xfer(sock, &sync, &got, 1))
-    goto out;
   rc = 0;
   goto out;
-fail:
-  snprintf(err, errlen, "raw: a work request failed or timed out");
+lost:
+  snprintf(err, errlen, "raw: lost the peer process");
 out:
-  free(rtt);
+  free(h);
   raw_close(&e);
   return rc;
 }
 
-static int raw_bench(const struct opts *o, struct result *lat, struct result *bw, char *err,
-                     size_t errlen)
+static int raw_bench(const struct opts *o, struct results *rs, char *err, size_t errlen)
 {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
@@ -322,13 +504,13 @@ static int raw_bench(const struct opts *o, struct result *lat, struct result *bw
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     close(sv[0]);
     char e2[256];
-    int rc = raw_side(o, 1, sv[1], NULL, NULL, e2, sizeof(e2));
+    int rc = raw_side(o, 1, sv[1], NULL, e2, sizeof(e2));
     if (rc)
       fprintf(stderr, "prepost bench: server: %s\n", e2);
     _exit(rc ? 1 : 0);
   }
   close(sv[1]);
-  int rc = raw_side(o, 0, sv[0], lat, bw, err, errlen);
+  int rc = raw_side(o, 0, sv[0], rs, err, errlen);
   close(sv[0]);
   int st;
   if (rc)
@@ -339,10 +521,6 @@ static int raw_bench(const struct opts *o, struct result *lat, struct result *bw
 
 /* ---------------------------------------------------------------- engine paths */
 
-/* The protocols to measure, by name: those not in this build are reported as skipped. New
- * protocols land here. */
-static const char *const protocols[] = {"naive", "eager", "rndv", "ring-credits", "ring-cts"};
-
 static int engine_run(const struct opts *o, struct pp_sim_config *sc, struct pp_run_result *res,
                       char *err, size_t errlen)
 {
@@ -350,6 +528,7 @@ static int engine_run(const struct opts *o, struct pp_sim_config *sc, struct pp_
   pp_verbs_opts_default(&vo);
   vo.nic = o->nic;
   vo.progress = o->progress;
+  vo.launch = PP_VERBS_LAUNCH_FORK; /* both ranks here, whoever started this process */
   vo.run_timeout_ns = 120000000000ull;
   bool reporter;
   enum pp_status s = pp_verbs_run(sc, &vo, res, &reporter, err, errlen);
@@ -363,7 +542,7 @@ static int engine_run(const struct opts *o, struct pp_sim_config *sc, struct pp_
   return 0;
 }
 
-/* Which p2p paths the messages of a run took ("eager 2000", "rndv-get 2000"...), or "". */
+/* Which p2p paths the messages of a run took ("; eager 2000", "; rndv-get 2000"...), or "". */
 static void p2p_paths(const struct pp_run_result *res, char *buf, size_t len)
 {
   static const char *const names[] = {[PP_P2P_EAGER] = "eager", [PP_P2P_RNDV_PUT] = "rndv-put",
@@ -380,65 +559,60 @@ static void p2p_paths(const struct pp_run_result *res, char *buf, size_t len)
     }
 }
 
-static void engine_bench(const struct opts *o, const char *proto, double raw_rtt_ns,
-                         struct result *lat, struct result *bw)
+/* The scenario of an engine row: rank 0 streams to rank 1; latency with one message in flight
+ * (a window of one send buffer), bandwidth back to back. */
+static void engine_cfg(const struct opts *o, enum row row, bool lat, uint32_t size,
+                       struct pp_scenario *sc)
 {
-  snprintf(lat->path, sizeof(lat->path), "%s_lat", proto);
-  snprintf(bw->path, sizeof(bw->path), "%s_bw", proto);
-  snprintf(lat->unit, sizeof(lat->unit), "usec");
-  snprintf(bw->unit, sizeof(bw->unit), "MB/sec");
-  lat->value = bw->value = -1;
-  int p = pp_protocol_from_name(proto);
-  if (p < 0) {
-    snprintf(lat->note, sizeof(lat->note), "skipped: protocol '%s' is not in this build", proto);
-    snprintf(bw->note, sizeof(bw->note), "%s", lat->note);
+  pp_scenario_defaults(sc);
+  snprintf(sc->sim.name, sizeof(sc->sim.name), "bench-%s-%s-%u", row_names[row],
+           lat ? "lat" : "bw", size);
+  struct pp_engine_cfg *c = &sc->sim.engine;
+  c->protocol = row == ROW_EAGER          ? PP_PROTO_EAGER
+                : row == ROW_RING_CREDITS ? PP_PROTO_RING_CREDITS
+                : row == ROW_RING_CTS     ? PP_PROTO_RING_CTS
+                                          : PP_PROTO_RNDV;
+  if (row == ROW_EAGER)
+    c->p2p.eager_limit = size; /* every message eager, however large (the check bounds it) */
+  if (row == ROW_RGET && size > c->p2p.rget_limit)
+    c->p2p.rget_limit = size;
+  if (row == ROW_RPUT)
+    c->p2p.rget_limit = 0;
+  c->qp.sq_depth = lat ? 1 : 64;
+  c->qp.rq_depth = lat ? 64 : 256;
+  c->qp.min_rnr_timer = 1;
+  c->workload.messages = lat ? o->iters : 2 * o->iters;
+  c->workload.size = size;
+  c->workload.interval_ns = 0;
+}
+
+static void engine_bench(const struct opts *o, enum row row, bool lat, uint32_t size,
+                         struct result *r)
+{
+  static struct pp_scenario sc;
+  char err[1024], paths[128];
+  engine_cfg(o, row, lat, size, &sc);
+  r->iters = sc.sim.engine.workload.messages;
+  struct pp_run_result res;
+  if (pp_engine_cfg_check(&sc.sim.engine, err, sizeof(err)) != PP_OK) {
+    snprintf(r->note, sizeof(r->note), "skipped: %s", err);
     return;
   }
-  static struct pp_scenario sc;
-  char err[1024];
-  /* latency: one message at a time (a window of one), back to back: each message is posted
-   * when the previous one completed, so wall time / messages is one post -> completion round
-   * trip with the engine's work on both sides; half of it compares with ib_send_lat */
-  (void)raw_rtt_ns;
-  pp_scenario_defaults(&sc);
-  snprintf(sc.sim.name, sizeof(sc.sim.name), "bench-%s-lat", proto);
-  struct pp_engine_cfg *c = &sc.sim.engine;
-  c->protocol = (enum pp_protocol)p;
-  c->qp.sq_depth = 1;
-  c->qp.rq_depth = 64;
-  c->qp.min_rnr_timer = 1;
-  c->workload.messages = o->iters;
-  c->workload.size = o->lat_size;
-  c->workload.interval_ns = 0;
-  struct pp_run_result res;
-  if (pp_engine_cfg_check(c, err, sizeof(err)) != PP_OK) {
-    snprintf(lat->note, sizeof(lat->note), "skipped: %s", err);
-  } else if (engine_run(o, &sc.sim, &res, err, sizeof(err))) {
-    snprintf(lat->note, sizeof(lat->note), "failed: %s", err);
-  } else {
-    char paths[128];
-    p2p_paths(&res, paths, sizeof(paths));
-    lat->value = (double)res.sim_time_ns / o->iters / 2e3;
-    lat->extra = -1;
-    snprintf(lat->note, sizeof(lat->note),
-             "%u B x %u, one at a time: half of (wall time / messages)%s", o->lat_size, o->iters,
-             paths);
-    pp_run_result_free(&res);
+  if (engine_run(o, &sc.sim, &res, err, sizeof(err))) {
+    snprintf(r->note, sizeof(r->note), "failed: %s", err);
+    return;
   }
-  /* bandwidth: back to back */
-  pp_scenario_defaults(&sc);
-  snprintf(sc.sim.name, sizeof(sc.sim.name), "bench-%s-bw", proto);
-  c->protocol = (enum pp_protocol)p;
-  c->qp.sq_depth = 64;
-  c->qp.rq_depth = 256;
-  c->qp.min_rnr_timer = 1;
-  c->workload.messages = 2 * o->iters;
-  c->workload.size = o->bw_size;
-  c->workload.interval_ns = 0;
-  if (pp_engine_cfg_check(c, err, sizeof(err)) != PP_OK) {
-    snprintf(bw->note, sizeof(bw->note), "skipped: %s", err);
-  } else if (engine_run(o, &sc.sim, &res, err, sizeof(err))) {
-    snprintf(bw->note, sizeof(bw->note), "failed: %s", err);
+  p2p_paths(&res, paths, sizeof(paths));
+  r->ok = true;
+  if (lat) {
+    /* half of each message's post -> send completion (its round trip through the peer) */
+    r->lat = res.latency;
+    uint64_t *f[] = {&r->lat.min, &r->lat.p50, &r->lat.p90, &r->lat.p99, &r->lat.p999,
+                     &r->lat.max, &r->lat.mean};
+    for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+      *f[i] /= 2;
+    snprintf(r->note, sizeof(r->note), "one in flight, half of post -> send completion%s",
+             paths);
   } else {
     uint64_t bytes = 0, rnr = 0;
     bool have_rnr = true;
@@ -447,29 +621,169 @@ static void engine_bench(const struct opts *o, const char *proto, double raw_rtt
       rnr += res.ranks[i].nic.rnr_naks_received;
       have_rnr = have_rnr && pp_nic_counter_have(&res.ranks[i].nic, PP_NIC_CNT_rnr_naks_received);
     }
-    char rnrs[48];
+    r->bw_bytes_s = (double)bytes / (res.sim_time_ns / 1e9);
+    r->msg_rate = r->bw_bytes_s / size;
     if (have_rnr)
-      snprintf(rnrs, sizeof(rnrs), "%" PRIu64 " RNR NAKs", rnr);
+      snprintf(r->note, sizeof(r->note), "back to back, %" PRIu64 " RNR NAKs%s", rnr, paths);
     else
-      snprintf(rnrs, sizeof(rnrs), "RNR NAKs: counter not available");
-    char paths[128];
-    p2p_paths(&res, paths, sizeof(paths));
-    bw->value = (double)bytes / (res.sim_time_ns / 1e9) / 1048576.0;
-    bw->extra = -1;
-    snprintf(bw->note, sizeof(bw->note), "%u B x %u back to back, %s%s", o->bw_size,
-             c->workload.messages, rnrs, paths);
-    pp_run_result_free(&res);
+      snprintf(r->note, sizeof(r->note), "back to back, RNR NAKs: counter not available%s",
+               paths);
+  }
+  pp_run_result_free(&res);
+}
+
+/* ---------------------------------------------------------------- output */
+
+static double bw_value(const struct opts *o, const struct result *r)
+{
+  return o->gbits ? r->bw_bytes_s * 8 / 1e9 : r->bw_bytes_s / 1048576.0;
+}
+
+static void json_str(const char *s)
+{
+  putchar('"');
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\')
+      printf("\\%c", *s);
+    else if ((unsigned char)*s < 0x20)
+      printf("\\u%04x", (unsigned char)*s);
+    else
+      putchar(*s);
+  }
+  putchar('"');
+}
+
+static void print_json(const struct opts *o, const struct results *rs, const char *dev, int gidx,
+                       uint32_t mtu)
+{
+  printf("{\"backend\": \"verbs\", \"device\": ");
+  json_str(dev);
+  printf(", \"gid_index\": %d, \"active_mtu\": %u, \"iters\": %u, \"progress\": \"%s\", "
+         "\"lat_unit\": \"usec\", \"bw_unit\": \"%s\", \"results\": [",
+         gidx, mtu, o->iters, pp_verbs_progress_name(o->progress), o->gbits ? "Gb/sec" : "MB/sec");
+  for (uint32_t i = 0; i < rs->n; i++) {
+    const struct result *r = &rs->r[i];
+    printf("%s{\"path\": \"%s_%s\", \"row\": \"%s\", \"test\": \"%s\", \"size\": %u, "
+           "\"iters\": %u, \"unit\": \"%s\", ",
+           i ? ", " : "", row_names[r->row], r->is_lat ? "lat" : "bw", row_names[r->row],
+           r->is_lat ? "lat" : "bw", r->size, r->iters,
+           r->is_lat ? "usec" : o->gbits ? "Gb/sec" : "MB/sec");
+    if (!r->ok)
+      printf("\"value\": null, ");
+    else if (r->is_lat)
+      printf("\"value\": %.3f, \"t_min\": %.3f, \"t_typical\": %.3f, \"t_avg\": %.3f, "
+             "\"t_max\": %.3f, \"p99\": %.3f, \"p99_9\": %.3f, \"samples\": %" PRIu64 ", ",
+             r->lat.p50 / 1e3, r->lat.min / 1e3, r->lat.p50 / 1e3, r->lat.mean / 1e3,
+             r->lat.max / 1e3, r->lat.p99 / 1e3, r->lat.p999 / 1e3, r->lat.count);
+    else
+      printf("\"value\": %.6f, \"bw_average\": %.6f, \"msg_rate_mpps\": %.6f, ",
+             bw_value(o, r), bw_value(o, r), r->msg_rate / 1e6);
+    printf("\"note\": ");
+    json_str(r->note);
+    printf("}");
+  }
+  printf("]}\n");
+}
+
+/* perftest's columns, one block per row and test. */
+static void print_table(const struct opts *o, const struct results *rs, const char *dev, int gidx,
+                        uint32_t mtu)
+{
+  printf("prepost bench on %s (GID index %d, MTU %u), progress %s\n", dev, gidx, mtu,
+         pp_verbs_progress_name(o->progress));
+  for (uint32_t i = 0; i < rs->n; i++) {
+    const struct result *r = &rs->r[i];
+    bool head = i == 0 || rs->r[i - 1].row != r->row || rs->r[i - 1].is_lat != r->is_lat;
+    if (head) {
+      printf("\n %s %s\n", row_names[r->row], r->is_lat ? "latency" : "bandwidth");
+      if (r->is_lat)
+        printf(" %-8s %-11s %11s %11s %15s %11s %15s %17s\n", "#bytes", "#iterations",
+               "t_min[usec]", "t_max[usec]", "t_typical[usec]", "t_avg[usec]",
+               "99% percentile", "99.9% percentile");
+      else
+        printf(" %-8s %-11s %20s %14s\n", "#bytes", "#iterations",
+               o->gbits ? "BW average[Gb/sec]" : "BW average[MB/sec]", "MsgRate[Mpps]");
+    }
+    if (!r->ok)
+      printf(" %-8u %-11u %s\n", r->size, r->iters, r->note);
+    else if (r->is_lat)
+      printf(" %-8u %-11u %11.2f %11.2f %15.2f %11.2f %15.2f %17.2f  %s\n", r->size, r->iters,
+             r->lat.min / 1e3, r->lat.max / 1e3, r->lat.p50 / 1e3, r->lat.mean / 1e3,
+             r->lat.p99 / 1e3, r->lat.p999 / 1e3, r->note);
+    else
+      printf(" %-8u %-11u %20.2f %14.6f  %s\n", r->size, r->iters, bw_value(o, r),
+             r->msg_rate / 1e6, r->note);
   }
 }
+
+/* ---------------------------------------------------------------- command line */
 
 static int usage_error(const char *fmt, const char *arg)
 {
   return pp_cli_usage_error("prepost", pp_cli_bench_usage, fmt, arg);
 }
 
+/* "4096", "64B", "4KiB", "4K", "1MiB", "1M": bytes in 1..MAX_SIZE. */
+static int parse_size(const char *s, uint32_t *out)
+{
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *s == '-' || *s == '+')
+    return -1;
+  if (!strcmp(end, "KiB") || !strcmp(end, "K"))
+    v <<= 10;
+  else if (!strcmp(end, "MiB") || !strcmp(end, "M"))
+    v <<= 20;
+  else if (*end && strcmp(end, "B"))
+    return -1;
+  if (v < 1 || v > MAX_SIZE)
+    return -1;
+  *out = (uint32_t)v;
+  return 0;
+}
+
+static int parse_sizes(const char *s, struct opts *o)
+{
+  char buf[512];
+  if (strlen(s) >= sizeof(buf))
+    return -1;
+  snprintf(buf, sizeof(buf), "%s", s);
+  o->nsizes = 0;
+  char *save;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (o->nsizes >= MAX_SIZES || parse_size(t, &o->sizes[o->nsizes]))
+      return -1;
+    o->nsizes++;
+  }
+  return o->nsizes ? 0 : -1;
+}
+
+static int parse_rows(const char *s, struct opts *o)
+{
+  char buf[512];
+  if (strlen(s) >= sizeof(buf))
+    return -1;
+  snprintf(buf, sizeof(buf), "%s", s);
+  memset(o->rows, 0, sizeof(o->rows));
+  char *save;
+  int n = 0;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), n++) {
+    int k = 0;
+    while (k < NROWS && strcmp(t, row_names[k]))
+      k++;
+    if (k == NROWS)
+      return -1;
+    o->rows[k] = true;
+  }
+  return n ? 0 : -1;
+}
+
 int pp_verbs_bench_main(int argc, char **argv)
 {
-  struct opts o = {.iters = 1000, .lat_size = 64, .bw_size = 65536};
+  struct opts o = {.iters = 1000, .lat_size = 64, .bw_size = 65536, .lat = true, .bw = true};
+  for (int k = 0; k < NROWS; k++)
+    o.rows[k] = true;
   o.nic.gid_index = -1;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
@@ -479,6 +793,16 @@ int pp_verbs_bench_main(int argc, char **argv)
     }
     if (!strcmp(a, "--json")) {
       o.json = true;
+      continue;
+    }
+    if (!strcmp(a, "--report_gbits")) {
+      o.gbits = true;
+      continue;
+    }
+    if (!strcmp(a, "-a") || !strcmp(a, "--all")) {
+      o.nsizes = 0;
+      for (uint32_t v = 2; v <= MAX_SIZE; v *= 2)
+        o.sizes[o.nsizes++] = v;
       continue;
     }
     if (!strcmp(a, "--busy-poll")) {
@@ -498,6 +822,8 @@ int pp_verbs_bench_main(int argc, char **argv)
         return usage_error("--progress: 'busy' or 'event', got '%s'", v);
       o.progress = (enum pp_verbs_progress)m;
     } else if (!strcmp(a, "--device")) {
+      if (strlen(v) >= sizeof(o.nic.device))
+        return usage_error("--device: name too long: '%s'", v);
       snprintf(o.nic.device, sizeof(o.nic.device), "%s", v);
     } else if (!strcmp(a, "--gid-index")) {
       if (pp_cli_parse_u32(v, 0, 255, &x))
@@ -507,11 +833,24 @@ int pp_verbs_bench_main(int argc, char **argv)
       if (pp_cli_parse_u32(v, 10, 10000000, &o.iters))
         return usage_error("--iters wants 10..10000000, got '%s'", v);
     } else if (!strcmp(a, "--lat-size")) {
-      if (pp_cli_parse_u32(v, PP_MSG_HEADER, 1u << 20, &o.lat_size))
-        return usage_error("--lat-size wants 16..1048576 bytes, got '%s'", v);
+      if (parse_size(v, &o.lat_size))
+        return usage_error("--lat-size wants 1..8388608 bytes, got '%s'", v);
     } else if (!strcmp(a, "--bw-size")) {
-      if (pp_cli_parse_u32(v, PP_MSG_HEADER, 1u << 26, &o.bw_size))
-        return usage_error("--bw-size wants 16..67108864 bytes, got '%s'", v);
+      if (parse_size(v, &o.bw_size))
+        return usage_error("--bw-size wants 1..8388608 bytes, got '%s'", v);
+    } else if (!strcmp(a, "--sizes")) {
+      if (parse_sizes(v, &o))
+        return usage_error("--sizes wants up to 32 sizes of 1..8388608 bytes (4096, 64KiB, "
+                           "1M), comma-separated, got '%s'", v);
+    } else if (!strcmp(a, "--rows")) {
+      if (parse_rows(v, &o))
+        return usage_error("--rows wants names among raw_send, raw_write, raw_read, eager, "
+                           "rget, rput, ring-credits, ring-cts, got '%s'", v);
+    } else if (!strcmp(a, "--test")) {
+      if (strcmp(v, "lat") && strcmp(v, "bw") && strcmp(v, "both"))
+        return usage_error("--test: 'lat', 'bw' or 'both', got '%s'", v);
+      o.lat = strcmp(v, "bw") != 0;
+      o.bw = strcmp(v, "lat") != 0;
     } else {
       return usage_error("unknown option '%s'", a);
     }
@@ -527,45 +866,44 @@ int pp_verbs_bench_main(int argc, char **argv)
   int gidx = vnic_gid_index(probe);
   uint32_t mtu = vnic_active_mtu(probe);
   vnic_close(probe);
-  enum { NPROTO = sizeof(protocols) / sizeof(protocols[0]) };
-  struct result r[2 + 2 * NPROTO];
-  memset(r, 0, sizeof(r));
-  int nr = 2;
-  fprintf(stderr, "prepost bench: raw verbs on %s...\n", dev);
-  if (raw_bench(&o, &r[0], &r[1], err, sizeof(err))) {
-    fprintf(stderr, "prepost: bench: %s\n", err);
-    return PP_EXIT_BACKEND;
-  }
-  for (int i = 0; i < NPROTO; i++, nr += 2) {
-    fprintf(stderr, "prepost bench: engine, protocol %s...\n", protocols[i]);
-    engine_bench(&o, protocols[i], r[0].value * 2e3, &r[nr], &r[nr + 1]);
-  }
-  if (o.json) {
-    printf("{\"backend\": \"verbs\", \"device\": \"%s\", \"gid_index\": %d, \"active_mtu\": %u, "
-           "\"lat_size\": %u, \"bw_size\": %u, \"iters\": %u, \"results\": [",
-           dev, gidx, mtu, o.lat_size, o.bw_size, o.iters);
-    for (int i = 0; i < nr; i++) {
-      printf("%s{\"path\": \"%s\", \"unit\": \"%s\", ", i ? ", " : "", r[i].path, r[i].unit);
-      if (r[i].value >= 0)
-        printf("\"value\": %.3f, ", r[i].value);
-      else
-        printf("\"value\": null, ");
-      printf("\"note\": \"");
-      for (const char *c = r[i].note; *c; c++)
-        printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
-      printf("\"}");
-    }
-    printf("]}\n");
-  } else {
-    printf("prepost bench on %s (GID index %d, MTU %u): latency %u B, bandwidth %u B\n\n", dev,
-           gidx, mtu, o.lat_size, o.bw_size);
-    printf("%-20s %12s %-7s  %s\n", "path", "value", "unit", "how");
-    for (int i = 0; i < nr; i++) {
-      if (r[i].value >= 0)
-        printf("%-20s %12.2f %-7s  %s\n", r[i].path, r[i].value, r[i].unit, r[i].note);
-      else
-        printf("%-20s %12s %-7s  %s\n", r[i].path, "-", r[i].unit, r[i].note);
+  struct results rs = {0};
+  bool any_raw = false;
+  for (int k = 0; k < NROWS; k++)
+    any_raw = any_raw || (row_raw[k] && o.rows[k]);
+  if (any_raw) {
+    fprintf(stderr, "prepost bench: raw verbs on %s...\n", dev);
+    if (raw_bench(&o, &rs, err, sizeof(err))) {
+      fprintf(stderr, "prepost: bench: %s\n", err);
+      free(rs.r);
+      return PP_EXIT_BACKEND;
     }
   }
+  uint32_t sz[MAX_SIZES];
+  for (int lat = 1; lat >= 0; lat--) {
+    if (lat ? !o.lat : !o.bw)
+      continue;
+    uint32_t n = sizes_of(&o, lat, sz);
+    for (int row = 0; row < NROWS; row++) {
+      if (row_raw[row] || !o.rows[row])
+        continue;
+      for (uint32_t k = 0; k < n; k++) {
+        fprintf(stderr, "prepost bench: %s %s, %u B...\n", row_names[row],
+                lat ? "latency" : "bandwidth", sz[k]);
+        struct result *r = add_result(&rs, (enum row)row, lat, sz[k]);
+        if (!r) {
+          fprintf(stderr, "prepost: bench: out of memory\n");
+          free(rs.r);
+          return PP_EXIT_BACKEND;
+        }
+        engine_bench(&o, (enum row)row, lat, sz[k], r);
+      }
+    }
+  }
+  /* latency blocks first, then bandwidth, rows in their order */
+  if (o.json)
+    print_json(&o, &rs, dev, gidx, mtu);
+  else
+    print_table(&o, &rs, dev, gidx, mtu);
+  free(rs.r);
   return 0;
 }

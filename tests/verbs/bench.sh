@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # tests/verbs/bench.sh [BUILD_DIR] [ITERS]: prepost bench next to perftest and ucx_perftest, in
-# the same boot of the Soft-RoCE guest, and the ratios (absolute figures under emulation mean
-# little; ratios measured side by side do):
+# the same boot of the Soft-RoCE guest, and the ratios of like against like (absolute figures
+# under emulation mean little; ratios measured side by side do):
 #
 #   tools/guest/run tests/verbs/bench.sh build/default
 #
-# Latency: 64 B, usec, half a round trip (ib_send_lat t_typical; ucx tag_lat 50th percentile).
-# Bandwidth: 64 KiB, MB/sec (ib_write_bw BW average; ucx tag_bw average). Engine rows come from
-# `prepost bench --json` (see `prepost bench --help` for how each is measured). Not a test: it
-# prints a table and fails only when a tool could not run.
+# Latency: LAT_SIZES (default 64 B), usec, t_typical (the median) against t_typical: ib_send_lat,
+# ib_write_lat (half a round trip), ib_read_lat (one READ), ucx_perftest tag_lat (its median).
+# Bandwidth: BW_SIZES (default 64 KiB), MB/sec average against average: ib_send_bw, ib_write_bw,
+# ib_read_bw, ucx_perftest tag_bw and ucp_put_bw. Engine rows come from `prepost bench --json`
+# (`prepost bench --help` says how each is measured). Prints a table and writes
+# $GUEST_OUT/bench-ratios.json: {"ratios": {KEY: ratio}, "figures": {...}, "sizes": ...}, one key
+# per ratio, e.g. eager_lat_vs_send_lat, rget_lat_vs_read_plus_eager_lat, eager_bw_vs_write_bw,
+# rndv_bw_vs_write_bw (RGET), rput_bw_vs_write_bw, ring_bw_vs_write_bw (ring-cts). Not a test:
+# it fails only when a tool could not run.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 B=${1:-build/default}
@@ -16,6 +21,8 @@ N=${2:-1000}
 P=$B/tools/prepost
 OUT=${GUEST_OUT:-$(mktemp -d)}
 DEV=$(ls /sys/class/infiniband | head -1)
+LAT_SIZES=${LAT_SIZES:-64}
+BW_SIZES=${BW_SIZES:-65536}
 [[ -n $DEV ]] || { echo "bench.sh: no RDMA device"; exit 1; }
 
 # perftest: server in the background, client against 127.0.0.1 (GID 1: RoCE v2 IPv4-mapped)
@@ -26,59 +33,163 @@ pair() { # name port server-args... -- client-args...
   while [[ $1 != -- ]]; do s+=("$1"); shift; done
   shift
   c=("$@")
-  timeout 120 "${s[@]}" >"$OUT/$name.srv" 2>&1 &
+  timeout 300 "${s[@]}" >"$OUT/$name.srv" 2>&1 &
   local sp=$!
   sleep 1
-  timeout 120 "${c[@]}" >"$OUT/$name.cli" 2>&1
+  timeout 300 "${c[@]}" >"$OUT/$name.cli" 2>&1
   local rc=$?
   wait $sp
   return $rc
 }
 D=(-d "$DEV" -x 1)
-pair send_lat 18515 ib_send_lat "${D[@]}" -s 64 -n "$N" -p 18515 -- \
-  ib_send_lat "${D[@]}" -s 64 -n "$N" -p 18515 127.0.0.1 || echo "bench.sh: ib_send_lat failed"
-pair write_bw 18516 ib_write_bw "${D[@]}" -s 65536 -n $((2 * N)) -p 18516 -- \
-  ib_write_bw "${D[@]}" -s 65536 -n $((2 * N)) -p 18516 127.0.0.1 || echo "bench.sh: ib_write_bw failed"
+port=18600
+for t in send write read; do
+  for s in $LAT_SIZES; do
+    port=$((port + 1))
+    pair "${t}_lat_$s" $port "ib_${t}_lat" "${D[@]}" -s "$s" -n "$N" -p $port -- \
+      "ib_${t}_lat" "${D[@]}" -s "$s" -n "$N" -p $port 127.0.0.1 || echo "bench.sh: ib_${t}_lat $s failed"
+  done
+  for s in $BW_SIZES; do
+    port=$((port + 1))
+    pair "${t}_bw_$s" $port "ib_${t}_bw" "${D[@]}" -s "$s" -n $((2 * N)) -p $port -- \
+      "ib_${t}_bw" "${D[@]}" -s "$s" -n $((2 * N)) -p $port 127.0.0.1 || echo "bench.sh: ib_${t}_bw $s failed"
+  done
+done
 # UCX: its UD wire-up times out on the IPv4-mapped GID here; the fe80:: GID (index 0) works
 export UCX_NET_DEVICES=$DEV:1 UCX_TLS=rc_verbs,ud_verbs,self UCX_IB_GID_INDEX=0 UCX_WARN_UNUSED_ENV_VARS=n
-pair tag_lat 13337 ucx_perftest -p 13337 -- \
-  ucx_perftest -p 13337 -t tag_lat -s 64 -n "$N" 127.0.0.1 || echo "bench.sh: ucx tag_lat failed"
-pair tag_bw 13338 ucx_perftest -p 13338 -- \
-  ucx_perftest -p 13338 -t tag_bw -s 65536 -n $((2 * N)) 127.0.0.1 || echo "bench.sh: ucx tag_bw failed"
+for s in $LAT_SIZES; do
+  port=$((port + 1))
+  pair "tag_lat_$s" $port ucx_perftest -p $port -- \
+    ucx_perftest -p $port -t tag_lat -s "$s" -n "$N" 127.0.0.1 || echo "bench.sh: ucx tag_lat $s failed"
+done
+for s in $BW_SIZES; do
+  for t in tag_bw ucp_put_bw; do
+    port=$((port + 1))
+    pair "${t}_$s" $port ucx_perftest -p $port -- \
+      ucx_perftest -p $port -t $t -s "$s" -n $((2 * N)) 127.0.0.1 || echo "bench.sh: ucx $t $s failed"
+  done
+done
 unset UCX_NET_DEVICES UCX_TLS UCX_IB_GID_INDEX
 
-"$P" bench --iters "$N" --lat-size 64 --bw-size 65536 --json >"$OUT/prepost-bench.json" 2>"$OUT/prepost-bench.err"
+"$P" bench --iters "$N" --sizes "$(echo $LAT_SIZES | tr ' ' ,)" --test lat --json \
+  >"$OUT/prepost-bench-lat.json" 2>"$OUT/prepost-bench-lat.err"
 prc=$?
-
-# figures: perftest's result line starts with the size; UCX's with "Final:"
-pt_lat=$(awk '$1 == 64 && NF >= 5 {print $5}' "$OUT/send_lat.cli" | tail -1)
-pt_bw=$(awk '$1 == 65536 && NF >= 4 {print $4}' "$OUT/write_bw.cli" | tail -1)
-ucx_lat=$(awk '$1 == "Final:" {print $3}' "$OUT/tag_lat.cli" | tail -1)
-ucx_bw=$(awk '$1 == "Final:" {print $6}' "$OUT/tag_bw.cli" | tail -1)
-echo "perftest: ib_send_lat 64 B t_typical ${pt_lat:-?} usec; ib_write_bw 64 KiB ${pt_bw:-?} MB/sec"
-echo "UCX:      tag_lat 64 B 50%ile ${ucx_lat:-?} usec; tag_bw 64 KiB ${ucx_bw:-?} MB/sec"
+"$P" bench --iters "$N" --sizes "$(echo $BW_SIZES | tr ' ' ,)" --test bw --json \
+  >"$OUT/prepost-bench-bw.json" 2>"$OUT/prepost-bench-bw.err"
+prc=$((prc | $?))
 if ((prc != 0)); then
   echo "bench.sh: prepost bench failed:"
-  cat "$OUT/prepost-bench.err"
+  cat "$OUT/prepost-bench-lat.err" "$OUT/prepost-bench-bw.err"
   exit 1
 fi
-/usr/bin/python3 - "$OUT/prepost-bench.json" "${pt_lat:-}" "${pt_bw:-}" "${ucx_lat:-}" "${ucx_bw:-}" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-ref = {"usec": (sys.argv[2], sys.argv[4]), "MB/sec": (sys.argv[3], sys.argv[5])}
-def num(x):
+/usr/bin/python3 - "$OUT" "$LAT_SIZES" "$BW_SIZES" <<'PY'
+import json, os, sys
+out, lat_sizes, bw_sizes = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+
+def lines(name):
     try:
-        return float(x)
-    except ValueError:
-        return None
-print(f"prepost bench on {d['device']} (GID index {d['gid_index']}, MTU {d['active_mtu']}), "
-      f"{d['iters']} iterations")
-print(f"{'path':<18} {'value':>10} {'unit':<7} {'/perftest':>10} {'/UCX':>8}  how")
-for r in d["results"]:
-    v = r["value"]
-    pt, ucx = (num(x) for x in ref[r["unit"]])
-    ratio = lambda ref_: f"{v / ref_:.2f}" if v is not None and ref_ else "-"
-    val = f"{v:.2f}" if v is not None else "-"
-    print(f"{r['path']:<18} {val:>10} {r['unit']:<7} {ratio(pt):>10} {ratio(ucx):>8}  {r['note']}")
-print("ratios: latency > 1 is slower than the reference, bandwidth < 1 is slower")
+        return open(os.path.join(out, name)).read().splitlines()
+    except OSError:
+        return []
+
+def perftest(name, size, col):
+    # perftest's result line starts with the size: latency t_typical is column 5, bandwidth
+    # BW average column 4
+    v = None
+    for l in lines(name + ".cli"):
+        f = l.split()
+        if len(f) > col and f[0] == str(size):
+            try:
+                v = float(f[col - 1])
+            except ValueError:
+                pass
+    return v
+
+def ucx(name, col):
+    v = None
+    for l in lines(name + ".cli"):
+        f = l.split()
+        if f and f[0] == "Final:" and len(f) >= col:
+            try:
+                v = float(f[col - 1])
+            except ValueError:
+                pass
+    return v
+
+ref = {}  # (tool, test, size) -> value
+for s in lat_sizes:
+    for t in ("send", "write", "read"):
+        ref[(t, "lat", s)] = perftest(f"{t}_lat_{s}", s, 5)
+    ref[("ucx_tag", "lat", s)] = ucx(f"tag_lat_{s}", 3)   # typical (median) latency
+for s in bw_sizes:
+    for t in ("send", "write", "read"):
+        ref[(t, "bw", s)] = perftest(f"{t}_bw_{s}", s, 4)
+    ref[("ucx_tag", "bw", s)] = ucx(f"tag_bw_{s}", 6)     # average bandwidth
+    ref[("ucx_put", "bw", s)] = ucx(f"ucp_put_bw_{s}", 6)
+
+eng = {}  # (row, test, size) -> value (t_typical or bw average)
+dev = None
+for f in ("prepost-bench-lat.json", "prepost-bench-bw.json"):
+    d = json.load(open(os.path.join(out, f)))
+    dev = d
+    for r in d["results"]:
+        eng[(r["row"], r["test"], str(r["size"]))] = r["value"]
+
+ratios, figures = {}, {}
+def ratio(key, num, den):
+    if num is not None and den:
+        ratios[key] = round(num / den, 4)
+    else:
+        ratios[key] = None
+
+multi_lat, multi_bw = len(lat_sizes) > 1, len(bw_sizes) > 1
+for s in lat_sizes:
+    sfx = f"_{s}" if multi_lat else ""
+    e = lambda row: eng.get((row, "lat", s))
+    r = lambda t: ref.get((t, "lat", s))
+    ratio("raw_send_lat_vs_send_lat" + sfx, e("raw_send"), r("send"))
+    ratio("raw_write_lat_vs_write_lat" + sfx, e("raw_write"), r("write"))
+    ratio("raw_read_lat_vs_read_lat" + sfx, e("raw_read"), r("read"))
+    ratio("eager_lat_vs_send_lat" + sfx, e("eager"), r("send"))
+    ratio("eager_lat_vs_ucx_tag_lat" + sfx, e("eager"), r("ucx_tag"))
+    ratio("rget_lat_vs_read_lat" + sfx, e("rget"), r("read"))
+    ratio("rget_lat_vs_read_plus_eager_lat" + sfx, e("rget"),
+          (r("read") + e("eager")) if r("read") is not None and e("eager") is not None else None)
+    ratio("rput_lat_vs_write_lat" + sfx, e("rput"), r("write"))
+    ratio("ring_credits_lat_vs_write_lat" + sfx, e("ring-credits"), r("write"))
+    ratio("ring_lat_vs_write_lat" + sfx, e("ring-cts"), r("write"))
+for s in bw_sizes:
+    sfx = f"_{s}" if multi_bw else ""
+    e = lambda row: eng.get((row, "bw", s))
+    r = lambda t: ref.get((t, "bw", s))
+    ratio("raw_send_bw_vs_send_bw" + sfx, e("raw_send"), r("send"))
+    ratio("raw_write_bw_vs_write_bw" + sfx, e("raw_write"), r("write"))
+    ratio("raw_read_bw_vs_read_bw" + sfx, e("raw_read"), r("read"))
+    ratio("eager_bw_vs_write_bw" + sfx, e("eager"), r("write"))
+    ratio("eager_bw_vs_ucx_tag_bw" + sfx, e("eager"), r("ucx_tag"))
+    ratio("rndv_bw_vs_write_bw" + sfx, e("rget"), r("write"))
+    ratio("rput_bw_vs_write_bw" + sfx, e("rput"), r("write"))
+    ratio("rput_bw_vs_ucx_put_bw" + sfx, e("rput"), r("ucx_put"))
+    ratio("ring_credits_bw_vs_write_bw" + sfx, e("ring-credits"), r("write"))
+    ratio("ring_bw_vs_write_bw" + sfx, e("ring-cts"), r("write"))
+for (k, t, s), v in sorted(ref.items()):
+    figures[f"{'ib_' + k if k in ('send', 'write', 'read') else k}_{t}_{s}"] = v
+for (k, t, s), v in sorted(eng.items()):
+    figures[f"prepost_{k}_{t}_{s}"] = v
+doc = {"device": dev["device"], "active_mtu": dev["active_mtu"], "iters": dev["iters"],
+       "lat_sizes": [int(x) for x in lat_sizes], "bw_sizes": [int(x) for x in bw_sizes],
+       "lat_unit": "usec (t_typical, the median)", "bw_unit": "MB/sec (average)",
+       "ratios": ratios, "figures": figures}
+with open(os.path.join(out, "bench-ratios.json"), "w") as f:
+    json.dump(doc, f, indent=1, sort_keys=True)
+print(f"prepost bench on {dev['device']} (MTU {dev['active_mtu']}), {dev['iters']} iterations; "
+      "latency usec t_typical, bandwidth MB/sec average")
+print(f"{'figure':<34} {'value':>10}")
+for k, v in figures.items():
+    print(f"{k:<34} {v if v is None else round(v, 2):>10}")
+print(f"\n{'ratio (like against like)':<40} {'value':>8}")
+for k, v in ratios.items():
+    print(f"{k:<40} {'-' if v is None else f'{v:.2f}':>8}")
+print("latency ratio > 1: slower than the reference; bandwidth ratio < 1: slower")
+print("written: " + os.path.join(out, "bench-ratios.json"))
 PY
