@@ -21,7 +21,8 @@
 #   progress            ring-cts bandwidth (tests/verbs/bw/) completes in both progress modes,
 #                       eager in event mode: a run that moves is not stopped as no_progress
 #   bw-soak             (only with --only bw-soak) $BW_RUNS (20) consecutive bandwidth runs of
-#                       eager, rndv, ring-credits and ring-cts in busy mode: every one completes
+#                       eager, rndv, ring-credits and ring-cts ($BW_PATHS) in busy mode: every
+#                       one completes
 #                       (no false no_progress); the outcome counts per path
 #   mpirun              Open MPI's mpirun starts one prepost process per rank (PMIx: rank, size,
 #                       connection information) for a p2p and a ring scenario; parity with the
@@ -287,7 +288,7 @@ echo "== no false no_progress in \$BW_RUNS consecutive bandwidth runs of every p
 # no_progress while moving is a false verdict; the counts are printed per path. Not in the
 # default set (80 runs: 15-60 min under emulation): --only bw-soak.
 runs=${BW_RUNS:-20}
-for sc in eager rndv ring-credits ring-cts; do
+for sc in ${BW_PATHS:-eager rndv ring-credits ring-cts}; do
   declare -A n=()
   for i in $(seq "$runs"); do
     timeout 300 "$P" run "tests/verbs/bw/$sc.yaml" --backend verbs --progress busy --json \
