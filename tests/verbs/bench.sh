@@ -35,9 +35,17 @@ pair() { # name port server-args... -- client-args...
   c=("$@")
   timeout 300 "${s[@]}" >"$OUT/$name.srv" 2>&1 &
   local sp=$!
-  sleep 1
-  timeout 300 "${c[@]}" >"$OUT/$name.cli" 2>&1
-  local rc=$?
+  local rc=1 try
+  # a slow guest may not be listening yet: the client fails at once then, so try again while
+  # the server lives (at most 10 times)
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    sleep 1
+    timeout 300 "${c[@]}" >"$OUT/$name.cli" 2>&1
+    rc=$?
+    ((rc == 0)) && break
+    kill -0 $sp 2>/dev/null || break
+    grep -qiE "couldn't connect|unable to (init|connect)|connection refused" "$OUT/$name.cli" || break
+  done
   wait $sp
   return $rc
 }
@@ -186,7 +194,7 @@ print(f"prepost bench on {dev['device']} (MTU {dev['active_mtu']}), {dev['iters'
       "latency usec t_typical, bandwidth MB/sec average")
 print(f"{'figure':<34} {'value':>10}")
 for k, v in figures.items():
-    print(f"{k:<34} {v if v is None else round(v, 2):>10}")
+    print(f"{k:<34} {'-' if v is None else f'{v:.2f}':>10}")
 print(f"\n{'ratio (like against like)':<40} {'value':>8}")
 for k, v in ratios.items():
     print(f"{k:<40} {'-' if v is None else f'{v:.2f}':>8}")
