@@ -10,6 +10,7 @@
  * success.
  */
 #include "tools/scenario.h"
+#include "prepost/param.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -320,16 +321,6 @@ static bool is_empty(const struct node *n)
 /* ------------------------------------------------------------------------------------------ */
 /* Typed values                                                                               */
 
-/* [+-]digits[.digits][ ]*[letters]: the shape shared by integers, durations and sizes. */
-struct num {
-  bool neg, ovf, dot;
-  uint64_t ip; /* integer part (valid unless ovf) */
-  const char *frac;
-  size_t nfrac;
-  const char *unit;
-  size_t nunit;
-};
-
 static bool is_digit(char ch)
 {
   return ch >= '0' && ch <= '9';
@@ -340,77 +331,22 @@ static bool is_alpha(char ch)
   return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
 }
 
-static bool parse_num(const struct node *v, struct num *o)
+/* The typed getters: the one set of value parsers (prepost/param.h) on a scalar node, the
+ * failure as "FILE:LINE: 'KEY' must be ..., got 'VALUE'". */
+static enum pp_status scalar_fail(struct ctx *c, enum pp_status st, const char *key,
+                                  const struct node *v, const char *why)
 {
-  memset(o, 0, sizeof *o);
-  if (v->kind != NODE_SCALAR)
-    return false;
-  const char *s = v->str;
-  size_t len = v->len, i = 0;
-  while (i < len && s[i] == ' ')
-    i++;
-  while (len > i && s[len - 1] == ' ')
-    len--;
-  if (i < len && (s[i] == '+' || s[i] == '-')) {
-    o->neg = s[i] == '-';
-    i++;
-  }
-  size_t start = i;
-  for (; i < len && is_digit(s[i]); i++) {
-    unsigned d = (unsigned)(s[i] - '0');
-    if (o->ip > (UINT64_MAX - d) / 10)
-      o->ovf = true;
-    else
-      o->ip = o->ip * 10 + d;
-  }
-  if (i == start)
-    return false;
-  if (i < len && s[i] == '.') {
-    o->dot = true;
-    o->frac = s + ++i;
-    while (i < len && is_digit(s[i]))
-      i++;
-    o->nfrac = (size_t)(s + i - o->frac);
-    if (!o->nfrac)
-      return false;
-  }
-  while (i < len && s[i] == ' ')
-    i++;
-  o->unit = s + i;
-  o->nunit = len - i;
-  for (; i < len; i++)
-    if (!is_alpha(s[i]))
-      return false;
-  return true;
-}
-
-static bool unit_is(const struct num *n, const char *u)
-{
-  size_t l = strlen(u);
-  return n->nunit == l && memcmp(n->unit, u, l) == 0;
-}
-
-static bool frac_is_zero(const struct num *n)
-{
-  for (size_t i = 0; i < n->nfrac; i++)
-    if (n->frac[i] != '0')
-      return false;
-  return true;
+  return fail(c, st, v->line, "'%s' %s, got %s", key, why, show(c, v));
 }
 
 static enum pp_status get_uint(struct ctx *c, const char *key, const struct node *v, uint64_t min,
                                uint64_t max, uint64_t *out)
 {
-  struct num n;
-  if (!parse_num(v, &n) || n.dot || n.nunit)
-    return fail(c, PP_PARSE, v->line, "'%s' must be an integer %" PRIu64 "..%" PRIu64 ", got %s",
-                key, min, max, show(c, v));
-  if (n.ovf || (n.neg && n.ip) || n.ip < min || n.ip > max)
-    return fail(c, PP_INVALID, v->line,
-                "'%s' must be an integer %" PRIu64 "..%" PRIu64 ", got %s", key, min, max,
-                show(c, v));
-  *out = n.ip;
-  return PP_OK;
+  char why[160];
+  bool scalar = v->kind == NODE_SCALAR; /* a mapping or sequence: the shape's sentence */
+  enum pp_status st = pp_parse_uint(scalar ? v->str : "", scalar ? v->len : 0, min, max, out,
+                                    why, sizeof why);
+  return st == PP_OK ? st : scalar_fail(c, st, key, v, why);
 }
 
 static enum pp_status get_u32(struct ctx *c, const char *key, const struct node *v, uint32_t min,
@@ -436,14 +372,15 @@ static enum pp_status get_u8(struct ctx *c, const char *key, const struct node *
 /* One of the IB path MTUs, in bytes. */
 static enum pp_status get_mtu(struct ctx *c, const char *key, const struct node *v, uint32_t *out)
 {
-  struct num n;
-  if (!parse_num(v, &n) || n.dot || n.nunit)
-    return fail(c, PP_PARSE, v->line, "'%s' must be one of 256, 512, 1024, 2048, 4096, got %s",
-                key, show(c, v));
-  if (n.ovf || n.neg || n.ip > UINT32_MAX || pp_mtu_from_bytes((uint32_t)n.ip) == 0)
-    return fail(c, PP_INVALID, v->line, "'%s' must be one of 256, 512, 1024, 2048, 4096, got %s",
-                key, show(c, v));
-  *out = (uint32_t)n.ip;
+  uint64_t x;
+  enum pp_status st = v->kind == NODE_SCALAR
+                          ? pp_parse_uint(v->str, v->len, 0, UINT32_MAX, &x, NULL, 0)
+                          : PP_PARSE;
+  if (st == PP_OK && pp_mtu_from_bytes((uint32_t)x) == 0)
+    st = PP_INVALID;
+  if (st != PP_OK)
+    return scalar_fail(c, st, key, v, "must be one of 256, 512, 1024, 2048, 4096");
+  *out = (uint32_t)x;
   return PP_OK;
 }
 
@@ -451,52 +388,11 @@ static enum pp_status get_mtu(struct ctx *c, const char *key, const struct node 
 static enum pp_status get_duration(struct ctx *c, const char *key, const struct node *v,
                                    uint64_t *out)
 {
-  static const struct {
-    const char *unit;
-    uint64_t mult;
-    unsigned digits; /* mult = 10^digits */
-  } units[] = {{"ns", 1, 0}, {"us", 1000, 3}, {"ms", 1000000, 6}, {"s", 1000000000, 9}};
-  struct num n;
-  uint64_t mult = 1;
-  unsigned digits = 0;
-  if (!parse_num(v, &n))
-    goto bad;
-  if (n.nunit) {
-    size_t i = 0;
-    while (i < sizeof units / sizeof units[0] && !unit_is(&n, units[i].unit))
-      i++;
-    if (i == sizeof units / sizeof units[0])
-      goto bad;
-    mult = units[i].mult;
-    digits = units[i].digits;
-  } else if (n.dot) {
-    goto bad; /* fractions need a unit */
-  }
-  /* Fraction: keep digits+1 decimals; the first dropped one decides half-up rounding. */
-  size_t k = n.nfrac < digits + 1 ? n.nfrac : digits + 1;
-  uint64_t f = 0;
-  for (size_t i = 0; i < k; i++)
-    f = f * 10 + (uint64_t)(n.frac[i] - '0');
-  uint64_t frac_ns;
-  if (k <= digits) {
-    frac_ns = f;
-    for (size_t i = k; i < digits; i++)
-      frac_ns *= 10;
-  } else {
-    frac_ns = (f + 5) / 10;
-  }
-  if (n.neg && (n.ip || !frac_is_zero(&n)))
-    return fail(c, PP_INVALID, v->line, "'%s' must not be negative, got %s", key, show(c, v));
-  if (n.ovf || n.ip > (UINT64_MAX - frac_ns) / mult)
-    return fail(c, PP_INVALID, v->line, "'%s' must be at most %" PRIu64 " ns, got %s", key,
-                UINT64_MAX, show(c, v));
-  *out = n.ip * mult + frac_ns;
-  return PP_OK;
-bad:
-  return fail(c, PP_PARSE, v->line,
-              "'%s' must be a duration such as 500ns, 2us, 1.5ms or 10s (a bare integer is ns), "
-              "got %s",
-              key, show(c, v));
+  char why[160];
+  bool scalar = v->kind == NODE_SCALAR;
+  enum pp_status st = pp_parse_duration(scalar ? v->str : "", scalar ? v->len : 0, 0, UINT64_MAX,
+                                        out, why, sizeof why);
+  return st == PP_OK ? st : scalar_fail(c, st, key, v, why);
 }
 
 enum pp_status pp_duration_parse(const char *text, const char *key, uint64_t *out, char *err,
@@ -515,44 +411,11 @@ enum pp_status pp_duration_parse(const char *text, const char *key, uint64_t *ou
 static enum pp_status get_size(struct ctx *c, const char *key, const struct node *v, uint64_t min,
                                uint64_t max, uint64_t *out)
 {
-  static const struct {
-    const char *unit;
-    uint64_t mult;
-  } units[] = {{"B", 1},           {"KiB", 1u << 10},   {"MiB", 1u << 20},
-               {"GiB", 1u << 30},  {"KB", 1000},        {"MB", 1000000},
-               {"GB", 1000000000}};
-  struct num n;
-  uint64_t mult = 1;
-  if (!parse_num(v, &n) || n.nfrac > 9)
-    goto bad;
-  if (n.nunit) {
-    size_t i = 0;
-    while (i < sizeof units / sizeof units[0] && !unit_is(&n, units[i].unit))
-      i++;
-    if (i == sizeof units / sizeof units[0])
-      goto bad;
-    mult = units[i].mult;
-  }
-  uint64_t f = 0, p10 = 1;
-  for (size_t i = 0; i < n.nfrac; i++) {
-    f = f * 10 + (uint64_t)(n.frac[i] - '0');
-    p10 *= 10;
-  }
-  if ((f * mult) % p10)
-    return fail(c, PP_INVALID, v->line, "'%s' is not a whole number of bytes, got %s", key,
-                show(c, v));
-  uint64_t frac_b = f * mult / p10;
-  if (n.ovf || (n.neg && (n.ip || f)) || n.ip > (UINT64_MAX - frac_b) / mult ||
-      n.ip * mult + frac_b < min || n.ip * mult + frac_b > max)
-    return fail(c, PP_INVALID, v->line,
-                "'%s' must be a size %" PRIu64 "..%" PRIu64 " bytes, got %s", key, min, max,
-                show(c, v));
-  *out = n.ip * mult + frac_b;
-  return PP_OK;
-bad:
-  return fail(c, PP_PARSE, v->line,
-              "'%s' must be a size such as 4096, 64B, 4KiB, 1MiB or 1GB, got %s", key,
-              show(c, v));
+  char why[160];
+  bool scalar = v->kind == NODE_SCALAR;
+  enum pp_status st = pp_parse_size(scalar ? v->str : "", scalar ? v->len : 0, min, max, out, why,
+                                    sizeof why);
+  return st == PP_OK ? st : scalar_fail(c, st, key, v, why);
 }
 
 /* [+-]digits[.digits][(e|E)[+-]digits][ ]*[letters] -> *val and the unit. */
