@@ -94,7 +94,7 @@ Test(replay, recorded_runs_replay_exactly, .timeout = 120)
 Test(replay, until_dumps_the_state, .timeout = 60)
 {
   record("rnr-slow-consumer", "t.trace");
-  cr_assert_eq(cli("replay t.trace --at 1000000"), 0, "%s", out);
+  cr_assert_eq(cli("replay t.trace --at 1ms"), 0, "%s", out);
   cr_assert(strstr(out, "replay stopped before record"), "%s", out);
   cr_assert(strstr(out, "rank 0: "), "%s", out);
   cr_assert(strstr(out, "qp 0x100 -> rank 1: RTS"), "QP state: %s", out);
@@ -113,7 +113,7 @@ Test(replay, until_dumps_the_state, .timeout = 60)
 Test(replay, qp_error_shows_in_the_state, .timeout = 60)
 {
   record("rnr-slow-consumer-retry0", "t.trace");
-  cr_assert_eq(cli("replay t.trace --at 999999999"), 0);
+  cr_assert_eq(cli("replay t.trace --at 999999999ns"), 0);
   cr_assert(strstr(out, "qp 0x100 -> rank 1: ERR"), "the sender's QP died: %s", out);
   cr_assert(strstr(out, "RNR_RETRY_EXC_ERR=1"), "%s", out);
 }

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -53,9 +54,15 @@ struct node {
   size_t nkids, cap;
 };
 
+/* Nodes of `--set KEY=VALUE` i carry the line SET_LINE + i: messages name the assignment. */
+#define SET_LINE (ULONG_MAX / 2)
+
 struct ctx {
   const char *path;       /* for messages */
   const char *models_dir; /* may be NULL */
+  const char *const *sets; /* the --set assignments applied over the file */
+  size_t nsets;
+  const char *const *in_set; /* while parsing the value of one: every message is about it */
   char *err;
   size_t errlen;
   char shown[SHOW_MAX + 16];
@@ -67,9 +74,13 @@ static enum pp_status fail(struct ctx *c, enum pp_status st, unsigned long line,
 static enum pp_status fail(struct ctx *c, enum pp_status st, unsigned long line, const char *fmt,
                            ...)
 {
+  if (c->in_set)
+    line = SET_LINE + (size_t)(c->in_set - c->sets);
   if (c->err && c->errlen > 0) {
-    int n = line ? snprintf(c->err, c->errlen, "%s:%lu: ", c->path, line)
-                 : snprintf(c->err, c->errlen, "%s: ", c->path);
+    int n = line >= SET_LINE && line - SET_LINE < c->nsets
+                ? snprintf(c->err, c->errlen, "%s: --set %s: ", c->path, c->sets[line - SET_LINE])
+            : line ? snprintf(c->err, c->errlen, "%s:%lu: ", c->path, line)
+                   : snprintf(c->err, c->errlen, "%s: ", c->path);
     if (n >= 0 && (size_t)n < c->errlen) {
       va_list ap;
       va_start(ap, fmt);
@@ -617,7 +628,23 @@ static void base_name(const char *path, char *buf, size_t size)
   buf[l] = '\0';
 }
 
-/* A file named by a scenario key, relative to models_dir unless absolute; must be readable. */
+/* The directory of the scenario file ("." for a bare file name); false when there is no file. */
+static bool scenario_dir(const struct ctx *c, char *buf, size_t size)
+{
+  if (!c->path || c->path[0] == '<')
+    return false;
+  const char *slash = strrchr(c->path, '/');
+  if (!slash)
+    return snprintf(buf, size, ".") > 0;
+  int n = snprintf(buf, size, "%.*s", slash == c->path ? 1 : (int)(slash - c->path), c->path);
+  return n > 0 && (size_t)n < size;
+}
+
+/*
+ * A file named by a scenario key (platform, nic), which must be a readable regular file: an
+ * absolute path as it is; a relative one next to the scenario file first, then under the models
+ * directory. Not found: the message names every directory searched.
+ */
 static enum pp_status resolve(struct ctx *c, const char *what, const struct node *v, char *out,
                               size_t size)
 {
@@ -625,21 +652,44 @@ static enum pp_status resolve(struct ctx *c, const char *what, const struct node
   enum pp_status st = get_string(c, what, v, rel, sizeof rel);
   if (st != PP_OK)
     return st;
-  bool rooted = rel[0] == '/' || !c->models_dir || !c->models_dir[0];
-  int n = rooted ? snprintf(out, size, "%s", rel)
-                 : snprintf(out, size, "%s/%s", c->models_dir, rel);
-  if (n < 0 || (size_t)n >= size)
-    return fail(c, PP_INVALID, v->line, "%s file path is too long (at most %zu bytes), got %s",
-                what, size - 1, show(c, v));
-  char e[128];
-  FILE *f = pp_open_regular(out, e, sizeof e);
-  if (!f && errno == ENOENT)
-    return fail(c, PP_IO, v->line, "%s file %s not found%s", what, show(c, v),
-                rooted ? "" : " under models dir");
-  if (!f) /* a directory, a FIFO (which would block whoever reads it), a device */
-    return fail(c, PP_IO, v->line, "%s file %s: %s", what, show(c, v), e);
-  fclose(f);
-  return PP_OK;
+  char dirs[2][PP_PATH_MAX];
+  size_t ndirs = 0;
+  if (rel[0] != '/') {
+    if (scenario_dir(c, dirs[ndirs], sizeof dirs[0]))
+      ndirs++;
+    if (c->models_dir && c->models_dir[0] &&
+        !(ndirs && !strcmp(dirs[0], c->models_dir)) &&
+        snprintf(dirs[ndirs], sizeof dirs[0], "%s", c->models_dir) < (int)sizeof dirs[0])
+      ndirs++;
+  }
+  char searched[2 * PP_PATH_MAX + 8] = "";
+  for (size_t i = 0; i < (ndirs ? ndirs : 1); i++) {
+    int n = ndirs ? snprintf(out, size, "%s/%s", dirs[i], rel) : snprintf(out, size, "%s", rel);
+    if (n < 0 || (size_t)n >= size)
+      return fail(c, PP_INVALID, v->line, "%s file path is too long (at most %zu bytes), got %s",
+                  what, size - 1, show(c, v));
+    char e[128];
+    FILE *f = pp_open_regular(out, e, sizeof e);
+    if (f) {
+      fclose(f);
+      return PP_OK;
+    }
+    if (errno != ENOENT && !ndirs) /* a directory, a FIFO (which would block a reader), ... */
+      return fail(c, PP_IO, v->line, "%s file %s: %s", what, show(c, v), e);
+    if (errno != ENOENT)
+      return fail(c, PP_IO, v->line, "%s file %s (%s): %s", what, show(c, v), out, e);
+    if (ndirs)
+      snprintf(searched + strlen(searched), sizeof searched - strlen(searched), "%s%s",
+               i ? ", " : "", dirs[i]);
+  }
+  if (!ndirs)
+    return fail(c, PP_IO, v->line, "%s file %s not found", what, show(c, v));
+  return fail(c, PP_IO, v->line, "%s file %s not found (searched %s: %s)", what, show(c, v),
+              ndirs > 1 ? "next to the scenario, then the models directory"
+              : c->models_dir && c->models_dir[0] && !strcmp(dirs[0], c->models_dir)
+                  ? "the models directory"
+                  : "next to the scenario",
+              searched);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1172,12 +1222,109 @@ static enum pp_status parse_scenario(struct ctx *c, const struct node *root, str
   return check_profile(c, &sim->nic, 1);
 }
 
-enum pp_status pp_scenario_parse(const char *text, size_t len, const char *path,
-                                 const char *models_dir, struct pp_scenario *sc, char *err,
-                                 size_t errlen)
+/* Marks a tree (a --set value) as coming from assignment i. */
+static void mark_set(struct node *n, size_t i)
+{
+  n->line = SET_LINE + i;
+  for (size_t k = 0; k < n->nkids; k++)
+    mark_set(n->kids[k], i);
+}
+
+static struct node *scalar_node(const char *s, size_t len, unsigned long line)
+{
+  struct node *n = calloc(1, sizeof *n);
+  if (!n || !(n->str = malloc(len + 1))) {
+    free(n);
+    return NULL;
+  }
+  n->kind = NODE_SCALAR;
+  n->line = line;
+  n->len = len;
+  memcpy(n->str, s, len);
+  n->str[len] = '\0';
+  return n;
+}
+
+/* Index in map->kids of the value of key [k, k + klen), or -1. */
+static long find_kid(const struct node *map, const char *k, size_t klen)
+{
+  for (size_t i = 0; i + 1 < map->nkids; i += 2) {
+    const struct node *key = map->kids[i];
+    if (key->kind == NODE_SCALAR && key->len == klen && memcmp(key->str, k, klen) == 0)
+      return (long)i + 1;
+  }
+  return -1;
+}
+
+/* Assignment i, "A.B.C=VALUE", into the tree: the mappings on the way are made (or an empty
+ * "A:" becomes one); the value (YAML: a scalar or a flow sequence like [1, 3]) replaces the
+ * key's value or is added. Unknown keys are left to the schema check, which names them. */
+static enum pp_status apply_set(struct ctx *c, struct node *root, size_t i)
+{
+  const char *a = c->sets[i], *eq = strchr(a, '=');
+  unsigned long line = SET_LINE + i;
+  if (!eq || eq == a)
+    return fail(c, PP_PARSE, line, "--set wants KEY=VALUE or SECTION.KEY=VALUE");
+  struct node *map = root, *val = NULL;
+  const char *k = a;
+  for (;;) {
+    const char *dot = memchr(k, '.', (size_t)(eq - k));
+    size_t klen = dot ? (size_t)(dot - k) : (size_t)(eq - k);
+    if (klen == 0)
+      return fail(c, PP_PARSE, line, "--set wants KEY=VALUE or SECTION.KEY=VALUE");
+    long at = find_kid(map, k, klen);
+    if (!dot) {
+      c->in_set = &c->sets[i];
+      enum pp_status st = load_tree(c, eq + 1, strlen(eq + 1), &val);
+      c->in_set = NULL;
+      if (st != PP_OK)
+        return st;
+      if (!val && !(val = scalar_node("", 0, line)))
+        return fail(c, PP_NOMEM, line, "out of memory");
+      mark_set(val, i);
+      if (at >= 0) {
+        node_free(map->kids[at]);
+        map->kids[at] = val;
+        return PP_OK;
+      }
+      struct node *key = scalar_node(k, klen, line);
+      if (!key || !node_add(map, key) || !node_add(map, val)) {
+        node_free(val);
+        return fail(c, PP_NOMEM, line, "out of memory");
+      }
+      return PP_OK;
+    }
+    struct node *sub = at >= 0 ? map->kids[at] : NULL;
+    if (sub && is_empty(sub)) { /* "qp:" alone: an empty mapping */
+      sub->kind = NODE_MAP;
+      sub->len = 0;
+    }
+    if (sub && sub->kind != NODE_MAP)
+      return fail(c, PP_PARSE, line, "'%.*s' is not a mapping in the scenario (line %lu)",
+                  (int)klen, k, sub->line);
+    if (!sub) {
+      struct node *key = scalar_node(k, klen, line);
+      sub = calloc(1, sizeof *sub);
+      if (!key || !sub || !node_add(map, key) || !node_add(map, sub)) {
+        free(sub);
+        return fail(c, PP_NOMEM, line, "out of memory");
+      }
+      sub->kind = NODE_MAP;
+      sub->line = line;
+    }
+    map = sub;
+    k = dot + 1;
+  }
+}
+
+static enum pp_status parse_with(const char *text, size_t len, const char *path,
+                                 const char *models_dir, const char *const *sets, size_t nsets,
+                                 struct pp_scenario *sc, char *err, size_t errlen)
 {
   struct ctx c = {.path = path ? path : "<scenario>",
                   .models_dir = models_dir,
+                  .sets = sets,
+                  .nsets = nsets,
                   .err = err,
                   .errlen = errlen};
   if (err && errlen)
@@ -1199,11 +1346,19 @@ enum pp_status pp_scenario_parse(const char *text, size_t len, const char *path,
   struct node *root = NULL;
   if (st == PP_OK)
     st = load_tree(&c, text, len, &root);
-  if (st == PP_OK && !root)
+  if (st == PP_OK && !root && nsets) { /* an empty file, all of it from --set */
+    if ((root = calloc(1, sizeof *root)))
+      *root = (struct node){.kind = NODE_MAP, .line = 1};
+    else
+      st = fail(&c, PP_NOMEM, 0, "out of memory");
+  } else if (st == PP_OK && !root) {
     st = fail(&c, PP_PARSE, 1, "empty scenario (expected a mapping with at least 'ranks')");
-  else if (st == PP_OK && root->kind != NODE_MAP)
+  }
+  if (st == PP_OK && root->kind != NODE_MAP)
     st = fail(&c, PP_PARSE, root->line, "expected a mapping at top level, got %s",
               top_kind(root));
+  for (size_t i = 0; st == PP_OK && i < nsets; i++)
+    st = apply_set(&c, root, i);
   if (st == PP_OK)
     st = parse_scenario(&c, root, s);
   node_free(root);
@@ -1213,8 +1368,16 @@ enum pp_status pp_scenario_parse(const char *text, size_t len, const char *path,
   return st;
 }
 
-enum pp_status pp_scenario_load(const char *path, const char *models_dir, struct pp_scenario *sc,
-                                char *err, size_t errlen)
+enum pp_status pp_scenario_parse(const char *text, size_t len, const char *path,
+                                 const char *models_dir, struct pp_scenario *sc, char *err,
+                                 size_t errlen)
+{
+  return parse_with(text, len, path, models_dir, NULL, 0, sc, err, errlen);
+}
+
+enum pp_status pp_scenario_load_set(const char *path, const char *models_dir,
+                                    const char *const *sets, size_t nsets,
+                                    struct pp_scenario *sc, char *err, size_t errlen)
 {
   struct ctx c = {.path = path ? path : "<scenario>", .err = err, .errlen = errlen};
   if (err && errlen)
@@ -1226,7 +1389,59 @@ enum pp_status pp_scenario_load(const char *path, const char *models_dir, struct
   enum pp_status st = read_file(&c, path, &text, &len);
   if (st != PP_OK)
     return st;
-  st = pp_scenario_parse(text, len, path, models_dir, sc, err, errlen);
+  st = parse_with(text, len, path, models_dir, sets, nsets, sc, err, errlen);
   free(text);
   return st;
+}
+
+enum pp_status pp_scenario_load(const char *path, const char *models_dir, struct pp_scenario *sc,
+                                char *err, size_t errlen)
+{
+  return pp_scenario_load_set(path, models_dir, NULL, 0, sc, err, errlen);
+}
+
+bool pp_scenario_runs_nothing(const struct pp_scenario *sc, char *why, size_t whylen)
+{
+  const struct pp_engine_cfg *e = &sc->sim.engine;
+  if (e->workload.kind == PP_WORKLOAD_API) {
+    snprintf(why, whylen, "workload 'api' is driven by a program that embeds the engine: "
+                          "`prepost run` has nothing to run (use stream, traffic, script or "
+                          "collective)");
+    return true;
+  }
+  if (e->workload.kind != PP_WORKLOAD_SCRIPT)
+    return false; /* stream, traffic: messages >= 1; collective: iterations >= 1 */
+  for (uint16_t p = 0; p < e->script.nprogs; p++) {
+    const struct pp_script_prog *pg = &e->script.prog[p];
+    bool any_rank = false;
+    for (size_t w = 0; w < sizeof pg->ranks / sizeof pg->ranks[0]; w++)
+      any_rank = any_rank || pg->ranks[w];
+    for (uint16_t i = 0; any_rank && i < pg->n; i++) {
+      uint8_t k = e->script.op[pg->first + i].kind;
+      if (k != PP_SOP_WAIT && k != PP_SOP_WAITALL && k != PP_SOP_CANCEL && k != PP_SOP_COMPUTE)
+        return false;
+    }
+  }
+  snprintf(why, whylen, "the script sends and receives nothing (no program has a send, receive "
+                        "or probe): the run would do nothing");
+  return true;
+}
+
+void pp_scenario_print_keys(FILE *out)
+{
+  static const struct {
+    const char *section;
+    const char *const *keys;
+  } secs[] = {{NULL, top_keys},        {"workload", workload_keys}, {"qp", qp_keys},
+              {"p2p", p2p_keys},       {"ring", ring_keys},         {"collective", collective_keys},
+              {"faults", faults_keys}, {"limits", limits_keys},     {"nic", nic_keys},
+              {"platform.cluster", cluster_keys}};
+  fprintf(out, "Scenario keys (models/scenarios/README.md), for a scenario file and for\n"
+               "`prepost run --set KEY=VALUE` (SECTION.KEY for the keys of a section):\n");
+  for (size_t i = 0; i < sizeof secs / sizeof secs[0]; i++) {
+    fprintf(out, "\n%s:\n", secs[i].section ? secs[i].section : "top level");
+    for (const char *const *k = secs[i].keys; *k; k++)
+      fprintf(out, "  %s%s%s\n", secs[i].section ? secs[i].section : "",
+              secs[i].section ? "." : "", *k);
+  }
 }

@@ -124,7 +124,10 @@ static const struct unit {
 } size_units[] = {{"B", 1},           {"KiB", 1ull << 10}, {"MiB", 1ull << 20},
                   {"GiB", 1ull << 30}, {"TiB", 1ull << 40}, {"KB", 1000},
                   {"MB", 1000000},     {"GB", 1000000000},  {"TB", 1000000000000ull}},
-  time_units[] = {{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}};
+  /* min and h for wall-clock bounds on the command line; the canonical text uses ns..s */
+  time_units[] = {{"ns", 1},          {"us", 1000},          {"ms", 1000000},
+                  {"s", 1000000000}, {"min", 60000000000ull}, {"h", 3600000000000ull}};
+#define FORMAT_TIME_UNITS 4 /* ns, us, ms, s */
 
 static const struct unit *find_unit(const struct num *n, const struct unit *u, size_t count)
 {
@@ -187,10 +190,19 @@ enum pp_status pp_parse_duration(const char *s, size_t len, uint64_t lo, uint64_
   }
   /* Fraction: keep digits+1 decimals; the first dropped one decides half-up rounding. */
   size_t k = n.nfrac < digits + 1 ? n.nfrac : digits + 1;
-  uint64_t f = 0, frac_ns;
+  uint64_t f = 0, frac_ns, p10 = 1;
   for (size_t i = 0; i < k; i++)
     f = f * 10 + (uint64_t)(n.frac[i] - '0');
-  if (k <= digits) {
+  bool decimal = true; /* mult = 10^digits; min and h are 6 * 10^10 and 36 * 10^11 */
+  for (uint64_t m = mult; m > 1 && decimal; m /= 10)
+    decimal = m % 10 == 0;
+  if (!decimal) { /* at most 9 decimals: f * (mult / 10^k) is exact and below mult */
+    if (n.nfrac > 9)
+      goto bad;
+    for (size_t i = 0; i < k; i++)
+      p10 *= 10;
+    frac_ns = f * (mult / p10);
+  } else if (k <= digits) {
     frac_ns = f;
     for (size_t i = k; i < digits; i++)
       frac_ns *= 10;
@@ -254,7 +266,7 @@ size_t pp_format_size(uint64_t bytes, char *buf, size_t len)
 
 size_t pp_format_duration(uint64_t ns, char *buf, size_t len)
 {
-  return format_units(ns, time_units, sizeof time_units / sizeof time_units[0], buf, len);
+  return format_units(ns, time_units, FORMAT_TIME_UNITS, buf, len);
 }
 
 /* ---------------------------------------------------------------------- field tables */
