@@ -868,3 +868,30 @@ Test(cli, fifos_directories_and_devices_are_refused_as_model_paths, .timeout = 6
     assert_has(err, "is a FIFO, not a regular file");
   }
 }
+
+/* ================================================================ what the table shows */
+
+Test(cli, table_shows_the_longest_credit_stalls_first)
+{
+  /* 20 ranks, rank 18 slow: the stall is on 17->18, past the first 16 connections */
+  cr_assert_eq(cli("run '" SCENARIOS "ring-slow-rank.yaml' --set ranks=20 "
+                   "--set collective.slow_ranks=[18] --set collective.iterations=6 "
+                   "--set collective.size=1MiB"),
+               0, "%s", err);
+  const char *line = strstr(out, "credit stalls: 17->18 ");
+  cr_assert_not_null(line, "the longest stall comes first:\n%s", out);
+  cr_assert_not_null(strstr(line, " never stalled\n"), "the others are counted:\n%s", line);
+  cr_assert_null(strstr(line, " 0.00 us"), "no connection without a stall is listed:\n%s", line);
+}
+
+Test(cli, table_has_a_dash_where_there_are_no_latency_samples)
+{
+  cr_assert_eq(cli("run '" SCENARIOS "fast-consumer.yaml'"), 0, "%s", err);
+  /* rank 1 only receives: no send latency, not 0.00 */
+  const char *r1 = strstr(out, "\n1     host1");
+  cr_assert_not_null(r1, "%s", out);
+  char row[256];
+  snprintf(row, sizeof row, "%.*s", (int)strcspn(r1 + 1, "\n"), r1 + 1);
+  cr_assert_not_null(strstr(row, "  -           -           -  "), "%s", row);
+  cr_assert_null(strstr(row, "0.00"), "%s", row);
+}
