@@ -1342,3 +1342,73 @@ Test(set, assignments_are_scenario_text_checked_as_the_file)
   unlink(path);
   rmdir(dir);
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* The field tables of the built-in sections (prepost/param.h)                                */
+
+Test(tables, built_in_tables_are_valid_and_their_defaults_are_the_scenario_defaults)
+{
+  static struct pp_scenario sc;
+  pp_scenario_defaults(&sc);
+  struct pp_engine_cfg *e = &sc.sim.engine;
+  const struct {
+    const char *name;
+    const struct pp_param *t;
+    size_t n, size;
+    const void *obj;
+  } tabs[] = {
+      {"qp", pp_qp_param_table, pp_qp_param_count, sizeof e->qp, &e->qp},
+      {"workload", pp_workload_param_table, pp_workload_param_count, sizeof e->workload,
+       &e->workload},
+      {"traffic", pp_traffic_param_table, pp_traffic_param_count, sizeof e->traffic, &e->traffic},
+      {"p2p", pp_p2p_param_table, pp_p2p_param_count, sizeof e->p2p, &e->p2p},
+      {"ring", pp_ring_param_table, pp_ring_param_count, sizeof e->ring, &e->ring},
+      {"collective", pp_coll_param_table, pp_coll_param_count, sizeof e->coll, &e->coll},
+      {"nic", pp_nic_param_table, pp_nic_param_count, sizeof sc.sim.nic, &sc.sim.nic},
+      {"limits", pp_limits_param_table, pp_limits_param_count, sizeof sc.sim, &sc.sim},
+  };
+  for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++) {
+    char why[256];
+    cr_assert(pp_params_valid(tabs[i].t, tabs[i].n, tabs[i].size, why, sizeof why), "%s: %s",
+              tabs[i].name, why);
+    for (size_t k = 0; k < tabs[i].n; k++) {
+      const struct pp_param *p = &tabs[i].t[k];
+      cr_assert_eq(pp_param_get(p, tabs[i].obj), p->def, "%s.%s: the table says %llu",
+                   tabs[i].name, p->key, (unsigned long long)p->def);
+      cr_assert(p->doc && *p->doc, "%s.%s has a sentence", tabs[i].name, p->key);
+    }
+    /* every key of the table is a key the section accepts: the parser reads it */
+    for (size_t k = 0; k < tabs[i].n; k++) {
+      char text[256], fmt[64];
+      const struct pp_param *p = &tabs[i].t[k];
+      pp_param_format_default(p, fmt, sizeof fmt);
+      if (!strcmp(fmt, "derived") || !strcmp(p->key, "root"))
+        continue;
+      const char *sec = !strcmp(tabs[i].name, "traffic") ? "workload" : tabs[i].name;
+      snprintf(text, sizeof text, "ranks: 2\nprotocol: eager\n%s:\n  %s: %s\n", sec, p->key, fmt);
+      cr_assert_eq(parse(text, &sc), PP_OK, "%s%s", text, err);
+    }
+  }
+}
+
+Test(tables, canonical_text_reads_back_through_the_parser)
+{
+  static struct pp_scenario sc;
+  cr_assert_eq(parse("ranks: 2\nprotocol: ring-cts\nring: {slot_size: 65536, credit_idle: 1500}\n"
+                     "limits: {max_sim_time: 2000000000, memory: 4194304}\n",
+                     &sc),
+               PP_OK, "%s", err);
+  char text[512];
+  size_t at = (size_t)snprintf(text, sizeof text, "ranks: 2\nprotocol: ring-cts\nring:\n");
+  for (size_t k = 0; k < pp_ring_param_count; k++) {
+    char v[64];
+    pp_param_format(&pp_ring_param_table[k], &sc.sim.engine.ring, v, sizeof v);
+    at += (size_t)snprintf(text + at, sizeof text - at, "  %s: %s\n", pp_ring_param_table[k].key,
+                           v);
+  }
+  cr_assert(strstr(text, "slot_size: 64KiB\n") && strstr(text, "credit_idle: 1500ns\n"), "%s",
+            text);
+  struct pp_ring_params before = sc.sim.engine.ring;
+  cr_assert_eq(parse(text, &sc), PP_OK, "%s%s", text, err);
+  cr_assert_eq(memcmp(&before, &sc.sim.engine.ring, sizeof before), 0, "%s", text);
+}

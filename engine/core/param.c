@@ -399,6 +399,18 @@ size_t pp_param_format(const struct pp_param *p, const void *obj, char *buf, siz
   return w < 0 ? 0 : (size_t)w;
 }
 
+size_t pp_param_format_default(const struct pp_param *p, char *buf, size_t len)
+{
+  if (p->flags & PP_PARAM_F_DERIVED && p->def == 0) {
+    int w = snprintf(buf, len, "derived");
+    return w < 0 ? 0 : (size_t)w;
+  }
+  struct pp_param one = *p;
+  one.offset = 0;
+  one.width = 8;
+  return pp_param_format(&one, &p->def, buf, len);
+}
+
 void pp_params_defaults(const struct pp_param *t, size_t n, void *obj)
 {
   for (size_t i = 0; i < n; i++)
@@ -410,7 +422,7 @@ enum pp_status pp_params_check(const struct pp_param *t, size_t n, const void *o
 {
   for (size_t i = 0; i < n; i++) {
     uint64_t v = pp_param_get(&t[i], obj);
-    if (v >= t[i].min && v <= t[i].max)
+    if ((v >= t[i].min && v <= t[i].max) || (t[i].flags & PP_PARAM_F_DERIVED && v == 0))
       continue;
     char lo[32], hi[32];
     pp_param_format(&(struct pp_param){.kind = t[i].kind == PP_PARAM_ENUM ? PP_PARAM_UINT
@@ -444,7 +456,9 @@ bool pp_params_valid(const struct pp_param *t, size_t n, size_t obj_size, char *
       bad = "has a width other than 1, 2, 4 or 8 bytes";
     else if ((size_t)p->offset + p->width > obj_size)
       bad = "lies outside the parameter struct";
-    else if (!(p->min <= p->def && p->def <= p->max) || p->max > wmax)
+    else if ((!(p->min <= p->def && p->def <= p->max) &&
+              !(p->flags & PP_PARAM_F_DERIVED && p->def == 0)) ||
+             p->max > wmax || p->min > p->max)
       bad = "needs min <= default <= max within its width";
     else if (p->kind == PP_PARAM_ENUM && !p->names)
       bad = "is an enum without names";
