@@ -364,8 +364,9 @@ enum pp_status pp_param_set(const struct pp_param *p, void *obj, const char *tex
     st = pp_parse_duration(text, len, p->min, p->max, &v, why, whylen);
     break;
   case PP_PARAM_BOOL:
+    b = false; /* read only when parsed: a refused text leaves it unset */
     st = pp_parse_bool(text, len, &b, why, whylen);
-    v = b;
+    v = st == PP_OK && b;
     break;
   case PP_PARAM_ENUM:
     return set_enum(p, obj, text, len, why, whylen);
