@@ -1365,13 +1365,13 @@ Test(verbs_cli, missing_device_is_exit_4_with_the_reason)
   cr_assert_eq(out[0], '\0');
   cr_assert((boot_now_ns() - t0) / 1e9 < 10);
   rc = cli("run " SCENARIOS "fast-consumer.yaml --backend verbs --device nosuchdev0 --rank 1 "
-           "--ranks 127.0.0.1:1,127.0.0.1 --boot-timeout 1");
+           "--ranks 127.0.0.1:1,127.0.0.1 --boot-timeout 1s");
   cr_assert_eq(rc, 2, "a rank table run without the job secret: exit %d\n%s", rc, errs);
   assert_has(errs, "needs the job's secret on every host: set PREPOST_JOB_SECRET_FILE");
   setenv("PREPOST_JOB_SECRET", "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
          1);
   rc = cli("run " SCENARIOS "fast-consumer.yaml --backend verbs --device nosuchdev0 --rank 1 "
-           "--ranks 127.0.0.1:1,127.0.0.1 --boot-timeout 1");
+           "--ranks 127.0.0.1:1,127.0.0.1 --boot-timeout 1s");
   unsetenv("PREPOST_JOB_SECRET");
   cr_assert_eq(rc, 4, "exit %d\n%s", rc, errs);
   assert_has(errs, "rank 1: no RDMA device");
@@ -1393,19 +1393,22 @@ Test(verbs_cli, missing_device_is_exit_4_with_the_reason)
 Test(verbs_cli, usage_errors)
 {
   const char *bad[][2] = {
-      {"--backend nosuch", "--backend: 'simgrid' or 'verbs'"},
+      {"--backend nosuch", "--backend must be simgrid or verbs, got 'nosuch'"},
       {"--backend verbs --rank 1", "--rank and --ranks go together"},
       {"--backend verbs --ranks a,b", "--rank and --ranks go together"},
-      {"--backend verbs --ib-port 0", "--ib-port wants 1..255"},
-      {"--backend verbs --gid-index x", "--gid-index wants"},
-      {"--backend verbs --timeout -1", "--timeout wants seconds"},
-      {"--backend verbs --port 70000", "--port wants 0..65535"},
+      {"--backend verbs --ib-port 0", "--ib-port must be an integer 1..255, got '0'"},
+      {"--backend verbs --gid-index x", "--gid-index must be an integer 0..255"},
+      {"--backend verbs --timeout -1", "--timeout must not be negative"},
+      {"--backend verbs --timeout 10", "--timeout needs a unit: a duration such as 500ns"},
+      {"--backend=verbs --timeout=0", "--timeout must be a duration 1ns.."},
+      {"--backend verbs --port 70000", "--port must be an integer 0..65535"},
       {"--backend verbs --frobnicate", "unknown option '--frobnicate'"},
-      {"--backend verbs --no-progress soon", "'--no-progress' must be a duration"},
-      {"--backend verbs --no-progress", "--no-progress needs a value"},
-      {"--backend verbs --trace", "--trace needs a value"},
-      {"--backend verbs --progress spin", "--progress: 'busy' or 'event', got 'spin'"},
-      {"--backend verbs --progress", "--progress needs a value"},
+      {"--backend verbs --no-progress soon", "--no-progress must be a duration such as 500ns"},
+      {"--backend verbs --no-progress", "option '--no-progress' needs a value"},
+      {"--backend verbs --trace", "option '--trace' needs a value"},
+      {"--backend verbs --progress spin", "--progress must be busy or event, got 'spin'"},
+      {"--backend verbs --progress", "option '--progress' needs a value"},
+      {"--backend verbs --set qp.rnr_retry=9", "--set qp.rnr_retry=9: 'rnr_retry' must be"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char args[512];
@@ -1420,7 +1423,7 @@ Test(verbs_cli, usage_errors)
   cr_assert_eq(cli("run --backend verbs --help"), 0);
   assert_has(out, "usage: prepost run SCENARIO --backend verbs");
   cr_assert_eq(cli("bench --iters 1"), 2);
-  assert_has(errs, "--iters wants");
+  assert_has(errs, "--iters must be an integer 10..10000000, got '1'");
   cr_assert_eq(cli("run " SCENARIOS "fast-consumer.yaml --backend simgrid --json"), 0,
                "--backend simgrid is the default backend: %s", errs);
   assert_has(out, "\"backend\": \"simgrid\"");

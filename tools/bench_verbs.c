@@ -34,7 +34,8 @@
 
 const char *const pp_cli_bench_usage =
     "usage: prepost bench [--backend verbs] [--device NAME] [--gid-index N] [--iters N]\n"
-    "                     [--lat-size B] [--bw-size B] [--progress busy|event] [--json]\n"
+    "                     [--lat-size SIZE] [--bw-size SIZE] [--progress busy|event]\n"
+    "                     [--busy-poll] [--json] [-h|--help]\n"
     "\n"
     "Measures on an RDMA device (two processes on one device), in perftest's units:\n"
     "  raw_send_lat       raw verbs SEND ping-pong, usec (half round trip; typical = median)\n"
@@ -47,11 +48,12 @@ const char *const pp_cli_bench_usage =
     "between figures measured in the same run.\n"
     "\n"
     "  --iters N      latency iterations (default 1000; bandwidth uses 2 x N messages)\n"
-    "  --lat-size B   latency message size (default 64)\n"
-    "  --bw-size B    bandwidth message size (default 65536)\n"
+    "  --lat-size S   latency message size, 16 bytes..1MiB (default 64)\n"
+    "  --bw-size S    bandwidth message size, 16 bytes..64MiB (default 64KiB)\n"
     "  --progress M   how the engine's ranks wait: busy (default) polls the CQs, event sleeps\n"
     "                 on the completion channel when idle (as `prepost run`); --busy-poll = busy\n"
     "  --json         one JSON object on stdout\n"
+    "  --device NAME, --gid-index N: as for `prepost run --backend verbs`\n"
     "\n"
     "Exit codes: 0 measured, 2 usage error, 4 no usable device or a run failed.\n";
 
@@ -462,60 +464,81 @@ static void engine_bench(const struct opts *o, const char *proto, double raw_rtt
   }
 }
 
-static int usage_error(const char *fmt, const char *arg)
-{
-  return pp_cli_usage_error("prepost", pp_cli_bench_usage, fmt, arg);
-}
-
 int pp_verbs_bench_main(int argc, char **argv)
 {
   struct opts o = {.iters = 1000, .lat_size = 64, .bw_size = 65536};
   o.nic.gid_index = -1;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  enum { B_BACKEND = 256, B_PROGRESS, B_DEVICE, B_GID, B_ITERS, B_LAT, B_BW, B_JSON, B_BUSY };
+  static const struct option opts[] = {{"backend", required_argument, NULL, B_BACKEND},
+                                       {"progress", required_argument, NULL, B_PROGRESS},
+                                       {"device", required_argument, NULL, B_DEVICE},
+                                       {"gid-index", required_argument, NULL, B_GID},
+                                       {"iters", required_argument, NULL, B_ITERS},
+                                       {"lat-size", required_argument, NULL, B_LAT},
+                                       {"bw-size", required_argument, NULL, B_BW},
+                                       {"json", no_argument, NULL, B_JSON},
+                                       {"busy-poll", no_argument, NULL, B_BUSY},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "h", .longs = opts,
+                          .who = "prepost", .usage = pp_cli_bench_usage};
+  int c, m;
+  uint64_t x;
+  while ((c = pp_cli_next(&g)) != PP_CLI_END) {
+    switch (c) {
+    case PP_CLI_BAD:
+      return 2;
+    case 'h':
       fputs(pp_cli_bench_usage, stdout);
       return 0;
-    }
-    if (!strcmp(a, "--json")) {
+    case B_JSON:
       o.json = true;
-      continue;
-    }
-    if (!strcmp(a, "--busy-poll")) {
+      break;
+    case B_BUSY:
       o.progress = PP_VERBS_PROGRESS_BUSY;
-      continue;
-    }
-    if (i + 1 >= argc)
-      return usage_error(a[0] == '-' ? "%s needs a value" : "unexpected argument '%s'", a);
-    const char *v = argv[++i];
-    uint32_t x;
-    if (!strcmp(a, "--backend")) {
-      if (strcmp(v, "verbs"))
-        return usage_error("bench runs on the verbs backend only, got --backend '%s'", v);
-    } else if (!strcmp(a, "--progress")) {
-      int m = pp_verbs_progress_from_name(v);
-      if (m < 0)
-        return usage_error("--progress: 'busy' or 'event', got '%s'", v);
+      break;
+    case B_BACKEND:
+      if (strcmp(g.arg, "verbs"))
+        return pp_cli_opt_error(&g, "must be verbs (bench runs on the verbs backend only), got "
+                                    "'%s'", g.arg);
+      break;
+    case B_PROGRESS:
+      if ((m = pp_verbs_progress_from_name(g.arg)) < 0)
+        return pp_cli_opt_error(&g, "must be busy or event, got '%s'", g.arg);
       o.progress = (enum pp_verbs_progress)m;
-    } else if (!strcmp(a, "--device")) {
-      snprintf(o.nic.device, sizeof(o.nic.device), "%s", v);
-    } else if (!strcmp(a, "--gid-index")) {
-      if (pp_cli_parse_u32(v, 0, 255, &x))
-        return usage_error("--gid-index wants 0..255, got '%s'", v);
+      break;
+    case B_DEVICE:
+      if (strlen(g.arg) >= sizeof(o.nic.device))
+        return pp_cli_opt_error(&g, "name is too long: '%s'", g.arg);
+      snprintf(o.nic.device, sizeof(o.nic.device), "%s", g.arg);
+      break;
+    case B_GID:
+      if (pp_cli_opt_uint(&g, 0, 255, &x))
+        return 2;
       o.nic.gid_index = (int)x;
-    } else if (!strcmp(a, "--iters")) {
-      if (pp_cli_parse_u32(v, 10, 10000000, &o.iters))
-        return usage_error("--iters wants 10..10000000, got '%s'", v);
-    } else if (!strcmp(a, "--lat-size")) {
-      if (pp_cli_parse_u32(v, PP_MSG_HEADER, 1u << 20, &o.lat_size))
-        return usage_error("--lat-size wants 16..1048576 bytes, got '%s'", v);
-    } else if (!strcmp(a, "--bw-size")) {
-      if (pp_cli_parse_u32(v, PP_MSG_HEADER, 1u << 26, &o.bw_size))
-        return usage_error("--bw-size wants 16..67108864 bytes, got '%s'", v);
-    } else {
-      return usage_error("unknown option '%s'", a);
+      break;
+    case B_ITERS:
+      if (pp_cli_opt_uint(&g, 10, 10000000, &x))
+        return 2;
+      o.iters = (uint32_t)x;
+      break;
+    case B_LAT:
+      if (pp_cli_opt_size(&g, PP_MSG_HEADER, 1u << 20, &x))
+        return 2;
+      o.lat_size = (uint32_t)x;
+      break;
+    case B_BW:
+      if (pp_cli_opt_size(&g, PP_MSG_HEADER, 1u << 26, &x))
+        return 2;
+      o.bw_size = (uint32_t)x;
+      break;
+    default:
+      return pp_cli_opt_error(&g, "is not handled%s", "");
     }
   }
+  if (g.rest < argc)
+    return pp_cli_usage_error("prepost", pp_cli_bench_usage, "unexpected argument '%s'",
+                              argv[g.rest]);
   char err[1024];
   struct vnic *probe;
   if (vnic_open(&o.nic, 2, &probe, err, sizeof(err)) != PP_OK) {

@@ -124,7 +124,10 @@ static const struct unit {
 } size_units[] = {{"B", 1},           {"KiB", 1ull << 10}, {"MiB", 1ull << 20},
                   {"GiB", 1ull << 30}, {"TiB", 1ull << 40}, {"KB", 1000},
                   {"MB", 1000000},     {"GB", 1000000000},  {"TB", 1000000000000ull}},
-  time_units[] = {{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}};
+  /* min and h for wall-clock bounds on the command line; the canonical text uses ns..s */
+  time_units[] = {{"ns", 1},          {"us", 1000},          {"ms", 1000000},
+                  {"s", 1000000000}, {"min", 60000000000ull}, {"h", 3600000000000ull}};
+#define FORMAT_TIME_UNITS 4 /* ns, us, ms, s */
 
 static const struct unit *find_unit(const struct num *n, const struct unit *u, size_t count)
 {
@@ -187,10 +190,19 @@ enum pp_status pp_parse_duration(const char *s, size_t len, uint64_t lo, uint64_
   }
   /* Fraction: keep digits+1 decimals; the first dropped one decides half-up rounding. */
   size_t k = n.nfrac < digits + 1 ? n.nfrac : digits + 1;
-  uint64_t f = 0, frac_ns;
+  uint64_t f = 0, frac_ns, p10 = 1;
   for (size_t i = 0; i < k; i++)
     f = f * 10 + (uint64_t)(n.frac[i] - '0');
-  if (k <= digits) {
+  bool decimal = true; /* mult = 10^digits; min and h are 6 * 10^10 and 36 * 10^11 */
+  for (uint64_t m = mult; m > 1 && decimal; m /= 10)
+    decimal = m % 10 == 0;
+  if (!decimal) { /* at most 9 decimals: f * (mult / 10^k) is exact and below mult */
+    if (n.nfrac > 9)
+      goto bad;
+    for (size_t i = 0; i < k; i++)
+      p10 *= 10;
+    frac_ns = f * (mult / p10);
+  } else if (k <= digits) {
     frac_ns = f;
     for (size_t i = k; i < digits; i++)
       frac_ns *= 10;
@@ -254,7 +266,7 @@ size_t pp_format_size(uint64_t bytes, char *buf, size_t len)
 
 size_t pp_format_duration(uint64_t ns, char *buf, size_t len)
 {
-  return format_units(ns, time_units, sizeof time_units / sizeof time_units[0], buf, len);
+  return format_units(ns, time_units, FORMAT_TIME_UNITS, buf, len);
 }
 
 /* ---------------------------------------------------------------------- field tables */
@@ -352,8 +364,9 @@ enum pp_status pp_param_set(const struct pp_param *p, void *obj, const char *tex
     st = pp_parse_duration(text, len, p->min, p->max, &v, why, whylen);
     break;
   case PP_PARAM_BOOL:
+    b = false; /* read only when parsed: a refused text leaves it unset */
     st = pp_parse_bool(text, len, &b, why, whylen);
-    v = b;
+    v = st == PP_OK && b;
     break;
   case PP_PARAM_ENUM:
     return set_enum(p, obj, text, len, why, whylen);
@@ -387,6 +400,18 @@ size_t pp_param_format(const struct pp_param *p, const void *obj, char *buf, siz
   return w < 0 ? 0 : (size_t)w;
 }
 
+size_t pp_param_format_default(const struct pp_param *p, char *buf, size_t len)
+{
+  if (p->flags & PP_PARAM_F_DERIVED && p->def == 0) {
+    int w = snprintf(buf, len, "derived");
+    return w < 0 ? 0 : (size_t)w;
+  }
+  struct pp_param one = *p;
+  one.offset = 0;
+  one.width = 8;
+  return pp_param_format(&one, &p->def, buf, len);
+}
+
 void pp_params_defaults(const struct pp_param *t, size_t n, void *obj)
 {
   for (size_t i = 0; i < n; i++)
@@ -398,7 +423,7 @@ enum pp_status pp_params_check(const struct pp_param *t, size_t n, const void *o
 {
   for (size_t i = 0; i < n; i++) {
     uint64_t v = pp_param_get(&t[i], obj);
-    if (v >= t[i].min && v <= t[i].max)
+    if ((v >= t[i].min && v <= t[i].max) || (t[i].flags & PP_PARAM_F_DERIVED && v == 0))
       continue;
     char lo[32], hi[32];
     pp_param_format(&(struct pp_param){.kind = t[i].kind == PP_PARAM_ENUM ? PP_PARAM_UINT
@@ -432,7 +457,9 @@ bool pp_params_valid(const struct pp_param *t, size_t n, size_t obj_size, char *
       bad = "has a width other than 1, 2, 4 or 8 bytes";
     else if ((size_t)p->offset + p->width > obj_size)
       bad = "lies outside the parameter struct";
-    else if (!(p->min <= p->def && p->def <= p->max) || p->max > wmax)
+    else if ((!(p->min <= p->def && p->def <= p->max) &&
+              !(p->flags & PP_PARAM_F_DERIVED && p->def == 0)) ||
+             p->max > wmax || p->min > p->max)
       bad = "needs min <= default <= max within its width";
     else if (p->kind == PP_PARAM_ENUM && !p->names)
       bad = "is an enum without names";

@@ -191,7 +191,7 @@ def main():
             path = os.path.join(a.models, "scenarios", name + ".yaml")
         base = [a.prepost, "run", path, "--json", "--models", a.models]
         src, sout, serr, st = run(base, 300)
-        rrc, rout, rerr, rt = run(base + ["--backend", "verbs", "--timeout", "180"] + extra, 240)
+        rrc, rout, rerr, rt = run(base + ["--backend", "verbs", "--timeout", "180s"] + extra, 240)
         for tag, out, err_, rc in (("simgrid", sout, serr, src), ("verbs", rout, rerr, rrc)):
             base_name = os.path.basename(name)
             with open(os.path.join(a.out, f"{base_name}.{tag}.json"), "w") as g:

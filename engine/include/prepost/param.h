@@ -9,7 +9,8 @@
  * writer and `help`. The value parsers below are the only ones the tools use, so a duration or a
  * size is spelled the same everywhere:
  *
- *   duration  "250ns", "2us", "1.5ms", "10s"; a bare integer is nanoseconds
+ *   duration  "250ns", "2us", "1.5ms", "10s" (also "5min", "1h"); a bare integer is nanoseconds
+ *             in a scenario (the command line's options want the unit: tools/cli_util.h)
  *   size      "4096", "64B", "4KiB", "1MiB", "1GiB" (powers of 2), "4KB", "1MB", "1GB" (of 10)
  *   integer   decimal digits; no sign, no unit
  *   bool      true/false, yes/no, on/off, 1/0
@@ -54,18 +55,26 @@ struct pp_param {
   const char *doc;  /* one sentence */
   uint8_t kind;     /* enum pp_param_kind */
   uint8_t width;    /* bytes of the unsigned integer member: 1, 2, 4 or 8 (bool: 1) */
+  uint8_t flags;    /* PP_PARAM_F_* */
   uint32_t offset;  /* of the member in the module's parameter struct */
   uint64_t min, max, def;     /* enum: indices into names */
   const char *const *names;   /* enum: names[min..max], NULL-free */
 };
 
-/* An entry for member `m` of struct type `T` (an unsigned integer type, or bool). */
-#define PP_PARAM_ENTRY(T, m, kind_, lo, hi, dflt, doc_, names_)                \
+/* Flags. DERIVED: the default is 0, outside [min, max], and means "the module derives it" (the
+ * doc says from what); a value that is given must be within [min, max]. */
+#define PP_PARAM_F_DERIVED 1u
+
+/* An entry for member `m` of struct type `T` (an unsigned integer type, or bool), named key_. */
+#define PP_PARAM_KEYED(key_, T, m, kind_, lo, hi, dflt, doc_, names_, flags_)  \
   {                                                                            \
-    .key = #m, .doc = (doc_), .kind = (kind_), .width = sizeof(((T *)0)->m),   \
-    .offset = (uint32_t)offsetof(T, m), .min = (lo), .max = (hi),              \
-    .def = (dflt), .names = (names_)                                           \
+    .key = (key_), .doc = (doc_), .kind = (kind_), .width = sizeof(((T *)0)->m), \
+    .flags = (flags_), .offset = (uint32_t)offsetof(T, m), .min = (lo),        \
+    .max = (hi), .def = (dflt), .names = (names_)                              \
   }
+/* The same, named as the member. */
+#define PP_PARAM_ENTRY(T, m, kind_, lo, hi, dflt, doc_, names_)                \
+  PP_PARAM_KEYED(#m, T, m, kind_, lo, hi, dflt, doc_, names_, 0)
 #define PP_PARAM_UINT(T, m, lo, hi, dflt, doc)                                 \
   PP_PARAM_ENTRY(T, m, PP_PARAM_UINT, lo, hi, dflt, doc, NULL)
 #define PP_PARAM_SIZE(T, m, lo, hi, dflt, doc)                                 \
@@ -97,6 +106,11 @@ size_t pp_format_size(uint64_t bytes, char *buf, size_t len);
 size_t pp_format_duration(uint64_t ns, char *buf, size_t len);
 
 /* ---- field tables ---- */
+/* The table of a module's section: `extern const struct pp_param NAME_param_table[]` and its
+ * entry count (the built-in ones: qp, workload, traffic, p2p, ring, coll, nic, limits). */
+#define PP_PARAM_TABLE(name)                                                   \
+  extern const struct pp_param name##_param_table[];                           \
+  extern const size_t name##_param_count
 /* The entry named key (exact), or NULL. */
 const struct pp_param *pp_param_find(const struct pp_param *t, size_t n, const char *key);
 /* The member's value (enum: its index, bool: 0/1). */
@@ -109,6 +123,8 @@ enum pp_status pp_param_set(const struct pp_param *p, void *obj, const char *tex
                             char *why, size_t whylen);
 /* The canonical text of the member's value (enum: its name). */
 size_t pp_param_format(const struct pp_param *p, const void *obj, char *buf, size_t len);
+/* The canonical text of the entry's default ("derived" for PP_PARAM_F_DERIVED). */
+size_t pp_param_format_default(const struct pp_param *p, char *buf, size_t len);
 /* Every member its default. */
 void pp_params_defaults(const struct pp_param *t, size_t n, void *obj);
 /* Every member within its bounds; else PP_INVALID and "KEY must be ..., got ..." in err. */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "prepost/nic.h"
+#include "prepost/param.h"
 
 #include "prepost/export.h"
 
@@ -98,6 +99,9 @@ struct pp_fault_counts {
 
 /* Fills a profile with the values of the default ("cx6-100g") model. */
 void pp_nic_profile_default(struct pp_nic_profile *p);
+/* The integer keys of a NIC profile (a file, or the scenario's inline `nic:`), in
+ * backends/simgrid/sim_param.c; `name` is a string, outside the table. */
+PP_PARAM_TABLE(pp_nic);
 /* Checks a profile; on error writes a sentence into err. */
 enum pp_status pp_nic_profile_check(const struct pp_nic_profile *p, char *err, size_t errlen);
 

@@ -42,6 +42,10 @@ struct pp_sim_config {
   uint64_t no_progress_ns;
 };
 
+/* The scenario section `limits` (max_sim_time, no_progress, memory: members of struct
+ * pp_sim_config), backends/simgrid/sim_param.c. */
+PP_PARAM_TABLE(pp_limits);
+
 #define PP_OUTCOME_LIST(X)                                                     \
   X(COMPLETED, "completed", "every operation completed successfully")          \
   X(ERRORS, "errors", "the run ended with error completions")                  \
