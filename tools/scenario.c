@@ -1233,6 +1233,10 @@ static enum pp_status parse_ring_keys(struct ctx *c, const struct node *root,
     e->workload.kind = (enum pp_workload_kind)k;
     if (e->workload.kind == PP_WORKLOAD_COLLECTIVE && !get(workload, "pattern"))
       e->workload.pattern = PP_PATTERN_RING;
+    if (e->workload.kind == PP_WORKLOAD_APP)
+      return fail(c, PP_INVALID, v->line,
+                  "workload 'app' is a program's callbacks (prepost/app.h, pp_sim_run_app): a "
+                  "scenario cannot run it");
   }
   if ((st = section(c, root, "ring", ring_keys, &ring)) ||
       (st = section(c, root, "collective", collective_keys, &coll)))

@@ -363,7 +363,7 @@ static const char *context_factory(void)
  * (the collective and p2p workloads are the deepest). 256 KiB leaves ten times that; under ASan
  * (redzones around every local) 1 MiB. SimGrid puts a guard page below each stack
  * (contexts/guard-size), so an overflow is a SIGSEGV, not silent corruption. PREPOST_SG_STACK_KIB
- * overrides it (16..1048576), e.g. for a program of the `api` workload with deep callbacks. */
+ * overrides it (16..1048576), e.g. for an application (prepost/app.h) with deep callbacks. */
 #if defined(__SANITIZE_ADDRESS__)
 #define PP_SIM_STACK_KIB 1024u
 #else
