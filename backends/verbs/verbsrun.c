@@ -149,7 +149,7 @@ fail:
 /* ---------------------------------------------------------------- one rank */
 
 struct rank {
-  const struct pp_sim_config *cfg;
+  const struct pp_run_cfg *cfg;
   const struct pp_verbs_opts *o;
   uint32_t id;
   struct vnic *nic;
@@ -728,7 +728,7 @@ static void report_failure(struct rank *r, const char *chost, uint16_t cport)
 }
 
 /* Runs rank `id` to the end; fills *outcome from the coordinator's BYE. */
-static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+static enum pp_status rank_main(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *o,
                                 uint32_t id, const char *chost, uint16_t cport,
                                 const char *device, enum pp_outcome *outcome, char *err,
                                 size_t errlen)
@@ -882,7 +882,7 @@ static void reap(struct children *ch, uint64_t grace_ns)
     }
 }
 
-static enum pp_status launch(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+static enum pp_status launch(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *o,
                              struct pp_run_result *res, char *err, size_t errlen)
 {
   uint32_t n = cfg->engine.nranks;
@@ -975,7 +975,7 @@ static void *coord_main(void *p)
   return NULL;
 }
 
-static enum pp_status one_rank(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+static enum pp_status one_rank(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *o,
                                struct pp_run_result *res, bool *reporter, char *err,
                                size_t errlen)
 {
@@ -1034,14 +1034,14 @@ static enum pp_status one_rank(const struct pp_sim_config *cfg, const struct pp_
   }
   if (s != PP_OK) {
     errf(err, errlen, "%s", e2);
-    boot_result_free(res);
+    pp_run_result_free(res);
     return s;
   }
   *reporter = true;
   return PP_OK;
 }
 
-enum pp_status pp_verbs_run(const struct pp_sim_config *cfg, const struct pp_verbs_opts *opts,
+enum pp_status pp_verbs_run(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *opts,
                             struct pp_run_result *res, bool *reporter, char *err, size_t errlen)
 {
   memset(res, 0, sizeof(*res));

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "prepost/nic.h"
+#include "prepost/run.h"
 
 #include "prepost/export.h"
 
@@ -83,18 +84,7 @@ struct pp_faults {
   bool byzantine_data_lies; /* test-only, no scenario key: pp_byz_set_data_lies() */
 };
 
-/* How often each fault fired on a host. */
-struct pp_fault_counts {
-  uint64_t jittered;    /* wire transfers delayed by jitter */
-  uint64_t ordered;     /* wire transfers delayed by order_mask */
-  uint64_t scrambled;   /* RDMA WRITEs placed out of order */
-  uint64_t srq_starved; /* requests refused (RNR) while an SRQ held only unusable WQEs */
-  uint64_t qp_errors;   /* QPs forced to ERROR */
-  uint64_t rkeys;       /* rkeys invalidated */
-  uint64_t cq_delays;   /* (driver) completion polls postponed */
-  uint64_t pauses;      /* (driver) process pauses */
-  uint64_t byzantine;   /* (driver) work requests the byzantine peer mutated, dropped, ... */
-};
+/* How often each fault fired on a host: struct pp_fault_counts of prepost/run.h. */
 
 /* Fills a profile with the values of the default ("cx6-100g") model. */
 void pp_nic_profile_default(struct pp_nic_profile *p);
