@@ -785,7 +785,7 @@ static enum pp_status resolve(struct ctx *c, const char *what, const struct node
 static const char *const nic_keys[] = {"name",   "mtu",       "header_bytes", "wqe",
                                        "ack_every", "ack_delay", "max_qp",    "max_qp_wr",
                                        "max_srq", "max_mr",    "cq_depth",  "max_rd_atomic",
-                                       "train",   NULL};
+                                       "train",   "line_rate", NULL};
 
 static enum pp_status parse_profile(struct ctx *c, const struct node *map, const char *where,
                                     struct pp_nic_profile *p)
@@ -818,6 +818,8 @@ static enum pp_status parse_profile(struct ctx *c, const struct node *map, const
     st = get_u32(c, "max_rd_atomic", v, 1, 255, &p->max_rd_atomic);
   if (st == PP_OK && (v = get(map, "train")))
     st = get_u32(c, "train", v, 1, 256, &p->train_max);
+  if (st == PP_OK && (v = get(map, "line_rate")))
+    st = get_bandwidth(c, "line_rate", v, &p->line_rate_bps);
   return st;
 }
 
@@ -1231,12 +1233,12 @@ static enum pp_status parse_ring_keys(struct ctx *c, const struct node *root,
                        &k)))
       return st;
     e->workload.kind = (enum pp_workload_kind)k;
-    if (e->workload.kind == PP_WORKLOAD_COLLECTIVE && !get(workload, "pattern"))
-      e->workload.pattern = PP_PATTERN_RING;
     if (e->workload.kind == PP_WORKLOAD_APP)
       return fail(c, PP_INVALID, v->line,
                   "workload 'app' is a program's callbacks (prepost/app.h, pp_sim_run_app): a "
                   "scenario cannot run it");
+    if (e->workload.kind == PP_WORKLOAD_COLLECTIVE && !get(workload, "pattern"))
+      e->workload.pattern = PP_PATTERN_RING;
   }
   if ((st = section(c, root, "ring", ring_keys, &ring)) ||
       (st = section(c, root, "collective", collective_keys, &coll)))

@@ -700,7 +700,13 @@ static enum pp_status sim_run(const struct pp_sim_config *cfg, const struct pp_s
     S.ranks[i].nic = simnic_fabric_nic(S.fabric, i);
     /* the NIC serialises at the rate of the path to its neighbour (its own port link) */
     sg_host_t peer = S.ranks[(i + 1) % S.nranks].host;
-    simnic_set_line_rate(S.ranks[i].nic, sg_host_get_route_bandwidth(S.ranks[i].host, peer) * 8);
+    double bps = sg_host_get_route_bandwidth(S.ranks[i].host, peer) * 8;
+    if (simnic_set_line_rate(S.ranks[i].nic, bps) != PP_OK) {
+      snprintf(err, errlen, "the platform's link of host %s has no usable bandwidth (%g bit/s)",
+               sg_host_get_name(S.ranks[i].host), bps);
+      s = PP_INVALID;
+      goto out_cleanup;
+    }
   }
   S.barrier = sg_barrier_init(S.nranks);
   for (uint32_t i = 0; i < S.nranks; i++) {
