@@ -25,6 +25,8 @@ extern "C" {
 #endif
 PP_API_BEGIN
 
+struct pp_verbs_app; /* prepost/verbsapp.h */
+
 #define PP_VERBS_DEFAULT_PORT 18515
 #define PP_VERBS_SECRET_BYTES 32
 
@@ -79,6 +81,9 @@ struct pp_verbs_opts {
    * makes one when has_secret is false; rank table mode needs it (the same on every host). */
   uint8_t secret[PP_VERBS_SECRET_BYTES];
   bool has_secret;
+  /* An application's ranks (prepost/verbsapp.h, pp_verbs_run_app sets it); NULL: the
+   * configuration's workload. */
+  const struct pp_verbs_app *app;
 };
 
 void pp_verbs_opts_default(struct pp_verbs_opts *o);
