@@ -95,3 +95,10 @@ const struct app_log_ev *app_log_find(uint32_t rank, pp_req req)
       return &APP_LOG.ev[i];
   return NULL;
 }
+
+bool app_log_status_eq(const struct pp_p2p_status *a, const struct pp_p2p_status *b)
+{
+  return a->source == b->source && a->tag == b->tag && a->ctx == b->ctx && a->len == b->len &&
+         a->msg_len == b->msg_len && a->error == b->error && a->proto == b->proto &&
+         a->wc_status == b->wc_status && a->done_ns == b->done_ns;
+}

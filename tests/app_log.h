@@ -40,6 +40,8 @@ extern struct app_log APP_LOG;
 void app_log_reset(void);
 /* Callbacks that record into APP_LOG (user_data: the rank, (void *)(uintptr_t)rank). */
 void app_log_callbacks(struct pp_app_callbacks *cb);
+/* The same status, field by field (the struct has padding: never memcmp it). */
+bool app_log_status_eq(const struct pp_p2p_status *a, const struct pp_p2p_status *b);
 /* The completion rank's request `req` was reported with, or NULL. */
 const struct app_log_ev *app_log_find(uint32_t rank, pp_req req);
 

@@ -350,7 +350,7 @@ static struct pp_p2p_status done(uint32_t rank, pp_req *r)
   const struct app_log_ev *ev = app_log_find(rank, *r);
   cr_assert(pp_p2p_test(S.e[rank], r, &st), "request of rank %u not complete", rank);
   cr_assert_not_null(ev, "rank %u: the completion reached its callback", rank);
-  cr_assert_eq(memcmp(&ev->st, &st, sizeof(st)), 0, "rank %u: the callback's status (%s) is "
+  cr_assert(app_log_status_eq(&ev->st, &st), "rank %u: the callback's status (%s) is "
                "the request's (%s)", rank, pp_p2p_err_name(ev->st.error),
                pp_p2p_err_name(st.error));
   return st;

@@ -268,7 +268,7 @@ static struct pp_p2p_status done(uint32_t rank, pp_req *r)
   cr_assert(pp_p2p_test(C.e[rank], r, &st), "request of rank %u not complete", rank);
   cr_assert_eq(*r, PP_REQ_NULL, "a completed request's handle is cleared");
   cr_assert_not_null(ev, "rank %u: the request's completion reached its callback", rank);
-  cr_assert_eq(memcmp(&ev->st, &st, sizeof(st)), 0,
+  cr_assert(app_log_status_eq(&ev->st, &st),
                "rank %u: the callback's status is the request's (error %s / %s, len %u / %u)",
                rank, pp_p2p_err_name(ev->st.error), pp_p2p_err_name(st.error), ev->st.len,
                st.len);
