@@ -20,7 +20,9 @@
  * Requests. A completion callback gets the request's handle and its full status; the request
  * stays allocated (pp_p2p_test would return the same status) until pp_p2p_test() releases it,
  * which the callback may do at once: `pp_p2p_test(e, &req, NULL)`. Requests not released count
- * against p2p.max_requests (pp_p2p_isend then returns PP_AGAIN).
+ * against p2p.max_requests (pp_p2p_isend then returns PP_AGAIN). A request the program released
+ * with pp_p2p_test before its callback ran (it completed inside the same event) is not reported:
+ * the program has its status already.
  *
  * Probes: pp_p2p_iprobe() answers at once; a program that waits for a message without taking it
  * (MPI_Probe) asks again from `progress`, which runs after every event.
