@@ -574,6 +574,28 @@ Test(units, loss_and_integers)
 
 /* ------------------------------------------------------------------------------------------ */
 
+Test(scenario, a_nic_line_rate_is_a_bandwidth_and_never_zero)
+{
+  static struct pp_scenario s;
+  char err[512];
+  const char *ok = "ranks: 2\nnic:\n  line_rate: 25Gbps\n";
+  cr_assert_eq(pp_scenario_parse(ok, strlen(ok), "t.yaml", MODELS, &s, err, sizeof(err)),
+               PP_OK, "%s", err);
+  cr_assert_eq(s.sim.nic.line_rate_bps, 25e9);
+  const char *def = "ranks: 2\n";
+  cr_assert_eq(pp_scenario_parse(def, strlen(def), "t.yaml", MODELS, &s, err, sizeof(err)),
+               PP_OK, "%s", err);
+  cr_assert_eq(s.sim.nic.line_rate_bps, 100e9, "the default NIC's 100 Gb/s port");
+  const char *hdr = "ranks: 2\nnic: nics/hdr-ib-200g.yaml\n";
+  cr_assert_eq(pp_scenario_parse(hdr, strlen(hdr), "t.yaml", MODELS, &s, err, sizeof(err)),
+               PP_OK, "%s", err);
+  cr_assert_eq(s.sim.nic.line_rate_bps, 200e9);
+  const char *zero = "ranks: 2\nnic:\n  line_rate: 0\n";
+  cr_assert_neq(pp_scenario_parse(zero, strlen(zero), "t.yaml", MODELS, &s, err,
+                                  sizeof(err)), PP_OK);
+  cr_assert(strstr(err, "line_rate"), "%s", err);
+}
+
 Test(errors, unknown_keys)
 {
   expect_error("ranks: 2\nqp:\n  rnr_retry: 3\n  foo: 1\n", PP_PARSE,
@@ -595,7 +617,7 @@ Test(errors, unknown_keys)
   expect_error("ranks: 2\nnic:\n  mtu: 1024\n  speed: 5\n", PP_PARSE,
                "t.yaml:4: unknown key 'speed' in 'nic' (expected one of: name, mtu, header_bytes, "
                "wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, cq_depth, "
-               "max_rd_atomic, train)");
+               "max_rd_atomic, train, line_rate)");
   expect_error("ranks: 2\nfaults: {loss: 0, bogus: 1}\n", PP_PARSE,
                "t.yaml:2: unknown key 'bogus' in 'faults' (expected one of: loss, until, jitter, "
                "scramble, scramble_delay, srq_delay, qp_error_at, qp_error_host, qp_error_qp, "
@@ -816,7 +838,7 @@ Test(errors, nic_file_errors_name_the_nic_file)
   snprintf(want, sizeof want,
            "%s:3: unknown key 'acks' in the NIC profile (expected one of: name, mtu, "
            "header_bytes, wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, "
-           "cq_depth, max_rd_atomic, train)",
+           "cq_depth, max_rd_atomic, train, line_rate)",
            nic);
   cr_assert_str_eq(err, want);
 

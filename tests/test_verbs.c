@@ -24,6 +24,7 @@
 #include "backends/verbs/boot.h"
 #include "backends/verbs/counters.h"
 #include "prepost/verbsnic.h"
+#include "prepost/verbsapp.h"
 #include "prepost/verbsrun.h"
 #include "tools/report.h"
 
@@ -1788,4 +1789,81 @@ Test(verbs_counters, json_says_null_for_what_is_not_counted)
   cr_assert(strstr(buf, "\"rnr_naks_sent\": 3, \"timeout_retries\": 0, \"packets_dropped\": null"),
             "%s", buf);
   free(buf);
+}
+
+/* ================================================================ applications (prepost/verbsapp.h) */
+
+static struct pp_run_cfg app_cfg(void)
+{
+  struct pp_run_cfg c = {.seed = 1};
+  snprintf(c.name, sizeof(c.name), "app");
+  c.engine = (struct pp_engine_cfg){.nranks = 2, .protocol = PP_PROTO_EAGER, .seed = 1};
+  c.engine.qp = (struct pp_qp_params){.min_rnr_timer = 1, .rnr_retry = 7, .timeout = 14,
+                                      .retry_cnt = 7, .max_rd_atomic = 1, .mtu = 4096,
+                                      .sq_depth = 64, .rq_depth = 64};
+  pp_p2p_params_default(&c.engine.p2p);
+  return c;
+}
+
+static enum pp_status app_rank(void *ctx, uint32_t rank, struct pp_app_callbacks *cb,
+                               void **user_data)
+{
+  (void)ctx, (void)rank, (void)user_data;
+  pp_app_callbacks_default(cb);
+  return PP_OK;
+}
+
+Test(verbs_app, a_rank_checks_its_configuration_and_callbacks_before_the_device)
+{
+  struct pp_run_cfg c = app_cfg();
+  struct pp_app_callbacks cb;
+  pp_app_callbacks_default(&cb);
+  struct pp_verbs_rank *r = (struct pp_verbs_rank *)&cb;
+  char err[512] = "";
+  cb.done = NULL;
+  cr_assert_eq(pp_verbs_rank_open(&c, 0, NULL, &cb, NULL, &r, err, sizeof(err)), PP_INVALID);
+  cr_assert_null(r);
+  cr_assert(strstr(err, "a callback is not set"), "%s", err);
+  pp_app_callbacks_default(&cb);
+  c.engine.protocol = PP_PROTO_NAIVE;
+  cr_assert_eq(pp_verbs_rank_open(&c, 0, NULL, &cb, NULL, &r, err, sizeof(err)), PP_INVALID);
+  cr_assert(strstr(err, "workload 'app' needs protocol eager or rndv"), "%s", err);
+  c = app_cfg();
+  cr_assert_eq(pp_verbs_rank_open(&c, 2, NULL, &cb, NULL, &r, err, sizeof(err)), PP_INVALID,
+               "rank 2 of 2");
+  pp_verbs_rank_close(NULL);
+}
+
+Test(verbs_app, a_rank_names_the_device_it_cannot_open)
+{
+  struct pp_run_cfg c = app_cfg();
+  struct pp_app_callbacks cb;
+  pp_app_callbacks_default(&cb);
+  struct vnic_config nic = {.gid_index = -1};
+  snprintf(nic.device, sizeof(nic.device), "no_such_dev0");
+  struct pp_verbs_rank *r;
+  char err[512] = "";
+  enum pp_status s = pp_verbs_rank_open(&c, 1, &nic, &cb, NULL, &r, err, sizeof(err));
+  cr_assert_eq(s, PP_NOTFOUND, "%s: %s", pp_status_name(s), err);
+  cr_assert_null(r);
+  /* without any device (this machine) the list is empty; with one (the guest), it names ours */
+  cr_assert(strstr(err, "rank 1: ") && (strstr(err, "no_such_dev0") || strstr(err, "no RDMA device")),
+            "%s", err);
+}
+
+Test(verbs_app, the_bootstrapped_run_wants_a_factory_and_no_trace)
+{
+  struct pp_run_cfg c = app_cfg();
+  struct pp_verbs_opts o;
+  pp_verbs_opts_default(&o);
+  struct pp_run_result res;
+  bool reporter = true;
+  char err[512] = "";
+  struct pp_verbs_app none = {0}, app = {.rank = app_rank};
+  cr_assert_eq(pp_verbs_run_app(&c, &o, &none, &res, &reporter, err, sizeof(err)), PP_INVALID);
+  cr_assert(strstr(err, "rank factory"), "%s", err);
+  cr_assert_not(reporter);
+  o.trace.path = "t.trace";
+  cr_assert_eq(pp_verbs_run_app(&c, &o, &app, &res, &reporter, err, sizeof(err)), PP_UNSUPPORTED);
+  cr_assert(strstr(err, "not recorded"), "%s", err);
 }

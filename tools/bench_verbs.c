@@ -354,7 +354,9 @@ static int engine_run(const struct opts *o, struct pp_sim_config *sc, struct pp_
   vo.progress = o->progress;
   vo.run_timeout_ns = 120000000000ull;
   bool reporter;
-  enum pp_status s = pp_verbs_run(sc, &vo, res, &reporter, err, errlen);
+  static struct pp_run_cfg rc;
+  pp_sim_run_cfg(sc, &rc);
+  enum pp_status s = pp_verbs_run(&rc, &vo, res, &reporter, err, errlen);
   if (s != PP_OK)
     return -1;
   if (res->outcome != PP_OUTCOME_COMPLETED) {

@@ -321,7 +321,9 @@ int pp_cli_run_verbs(int argc, char **argv)
   }
   struct pp_run_result res;
   bool reporter = false;
-  enum pp_status s = pp_verbs_run(&sc.sim, &o, &res, &reporter, err, sizeof(err));
+  static struct pp_run_cfg run; /* the scenario's backend-neutral part (prepost/run.h) */
+  pp_sim_run_cfg(&sc.sim, &run);
+  enum pp_status s = pp_verbs_run(&run, &o, &res, &reporter, err, sizeof(err));
   if (o.log_fd >= 0)
     close(o.log_fd);
   free(o.table);

@@ -736,7 +736,7 @@ static enum pp_status resolve(struct ctx *c, const char *what, const struct node
 static const char *const nic_keys[] = {"name",   "mtu",       "header_bytes", "wqe",
                                        "ack_every", "ack_delay", "max_qp",    "max_qp_wr",
                                        "max_srq", "max_mr",    "cq_depth",  "max_rd_atomic",
-                                       "train",   NULL};
+                                       "train",   "line_rate", NULL};
 
 static enum pp_status parse_profile(struct ctx *c, const struct node *map, const char *where,
                                     struct pp_nic_profile *p)
@@ -749,6 +749,8 @@ static enum pp_status parse_profile(struct ctx *c, const struct node *map, const
     st = get_mtu(c, "mtu", v, &p->mtu);
   if (st == PP_OK) /* the rest: prepost/simnic.h's table */
     st = get_params(c, map, pp_nic_param_table, pp_nic_param_count, mtu_key, p);
+  if (st == PP_OK && (v = get(map, "line_rate")))
+    st = get_bandwidth(c, "line_rate", v, &p->line_rate_bps);
   return st;
 }
 
@@ -1072,6 +1074,11 @@ static enum pp_status parse_ring_keys(struct ctx *c, const struct node *root,
   if (workload && get(workload, "kind") && e->workload.kind == PP_WORKLOAD_COLLECTIVE &&
       !get(workload, "pattern"))
     e->workload.pattern = PP_PATTERN_RING;
+  const struct node *kind = workload ? get(workload, "kind") : NULL;
+  if (kind && e->workload.kind == PP_WORKLOAD_APP)
+    return fail(c, PP_INVALID, kind->line,
+                "workload 'app' is a program's callbacks (prepost/app.h, pp_sim_run_app): a "
+                "scenario cannot run it");
   if ((st = section(c, root, "ring", ring_keys, &ring)) ||
       (st = section(c, root, "collective", collective_keys, &coll)))
     return st;
@@ -1326,8 +1333,8 @@ enum pp_status pp_scenario_load(const char *path, const char *models_dir, struct
 bool pp_scenario_runs_nothing(const struct pp_scenario *sc, char *why, size_t whylen)
 {
   const struct pp_engine_cfg *e = &sc->sim.engine;
-  if (e->workload.kind == PP_WORKLOAD_API) {
-    snprintf(why, whylen, "workload 'api' is driven by a program that embeds the engine: "
+  if (e->workload.kind == PP_WORKLOAD_APP) { /* refused by the parser; a cfg built otherwise */
+    snprintf(why, whylen, "workload 'app' is a program's callbacks (prepost/app.h): "
                           "`prepost run` has nothing to run (use stream, traffic, script or "
                           "collective)");
     return true;

@@ -22,7 +22,9 @@
 #include <unistd.h>
 
 #include "boot.h"
+#include "prepost/app.h"
 #include "prepost/p2p.h"
+#include "prepost/verbsapp.h"
 #include "prepost/trace.h"
 
 #define EXIT_RANK_FAILED 4
@@ -149,7 +151,7 @@ fail:
 /* ---------------------------------------------------------------- one rank */
 
 struct rank {
-  const struct pp_sim_config *cfg;
+  const struct pp_run_cfg *cfg;
   const struct pp_verbs_opts *o;
   uint32_t id;
   struct vnic *nic;
@@ -728,7 +730,7 @@ static void report_failure(struct rank *r, const char *chost, uint16_t cport)
 }
 
 /* Runs rank `id` to the end; fills *outcome from the coordinator's BYE. */
-static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+static enum pp_status rank_main(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *o,
                                 uint32_t id, const char *chost, uint16_t cport,
                                 const char *device, enum pp_outcome *outcome, char *err,
                                 size_t errlen)
@@ -755,7 +757,16 @@ static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp
     s = PP_IO;
     goto out;
   }
-  s = pp_tr_engine_create(r.tr, boot_now_ns(), &ecfg, &vnic_ops, r.nic, &r.e);
+  if (o->app) { /* the application's callbacks for this rank (prepost/verbsapp.h) */
+    struct pp_app_callbacks cb;
+    void *ud = NULL;
+    pp_app_callbacks_default(&cb);
+    s = o->app->rank(o->app->ctx, id, &cb, &ud);
+    if (s == PP_OK)
+      s = pp_engine_create_app(&ecfg, &vnic_ops, r.nic, &cb, ud, &r.e);
+  } else {
+    s = pp_tr_engine_create(r.tr, boot_now_ns(), &ecfg, &vnic_ops, r.nic, &r.e);
+  }
   if (s != PP_OK) {
     errf(err, errlen, "rank %u: creating the engine on %s failed: %s%s", id,
          vnic_device_name(r.nic), pp_status_desc(s),
@@ -882,7 +893,7 @@ static void reap(struct children *ch, uint64_t grace_ns)
     }
 }
 
-static enum pp_status launch(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+static enum pp_status launch(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *o,
                              struct pp_run_result *res, char *err, size_t errlen)
 {
   uint32_t n = cfg->engine.nranks;
@@ -975,7 +986,7 @@ static void *coord_main(void *p)
   return NULL;
 }
 
-static enum pp_status one_rank(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+static enum pp_status one_rank(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *o,
                                struct pp_run_result *res, bool *reporter, char *err,
                                size_t errlen)
 {
@@ -1034,14 +1045,14 @@ static enum pp_status one_rank(const struct pp_sim_config *cfg, const struct pp_
   }
   if (s != PP_OK) {
     errf(err, errlen, "%s", e2);
-    boot_result_free(res);
+    pp_run_result_free(res);
     return s;
   }
   *reporter = true;
   return PP_OK;
 }
 
-enum pp_status pp_verbs_run(const struct pp_sim_config *cfg, const struct pp_verbs_opts *opts,
+enum pp_status pp_verbs_run(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *opts,
                             struct pp_run_result *res, bool *reporter, char *err, size_t errlen)
 {
   memset(res, 0, sizeof(*res));
@@ -1063,4 +1074,26 @@ enum pp_status pp_verbs_run(const struct pp_sim_config *cfg, const struct pp_ver
     return s;
   }
   return one_rank(cfg, &o, res, reporter, err, errlen);
+}
+
+enum pp_status pp_verbs_run_app(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *opts,
+                                const struct pp_verbs_app *app, struct pp_run_result *res,
+                                bool *reporter, char *err, size_t errlen)
+{
+  static struct pp_run_cfg c; /* 13 KB; forked ranks inherit it */
+  memset(res, 0, sizeof(*res));
+  *reporter = false;
+  if (!app || !app->rank) {
+    errf(err, errlen, "an application run needs a rank factory (struct pp_verbs_app.rank)");
+    return PP_INVALID;
+  }
+  if (opts->trace.path) {
+    errf(err, errlen, "an application run is not recorded: no trace with pp_verbs_run_app");
+    return PP_UNSUPPORTED;
+  }
+  c = *cfg;
+  c.engine.workload = (struct pp_workload){.kind = PP_WORKLOAD_APP};
+  struct pp_verbs_opts o = *opts;
+  o.app = app;
+  return pp_verbs_run(&c, &o, res, reporter, err, errlen);
 }

@@ -80,7 +80,7 @@ struct pp_qp_params {
   X(STREAM, "stream", "a stream of messages per pattern, checked byte by byte") \
   X(SCRIPT, "script", "per-rank MPI-style operation lists")                    \
   X(TRAFFIC, "traffic", "generated p2p messages, checked")                     \
-  X(API, "api", "the embedding program calls pp_p2p_*")                        \
+  X(APP, "app", "the embedding program's callbacks (prepost/app.h)")          \
   X(COLLECTIVE, "collective", "ring allreduce/allgather/broadcast, checked")
 
 enum pp_workload_kind {
