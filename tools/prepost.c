@@ -10,6 +10,7 @@
 #include "cli_util.h"
 #include "cli_verbs.h"
 #include "explore.h"
+#include "mpi/mpirun.h"
 #include "report.h"
 #include "scenario.h"
 #include "trace_cli.h"
@@ -27,6 +28,7 @@ static const char *const main_usage =
     "  trace          dump, summarise or export (pcap, perfetto, svg) a trace\n"
     "  replay TRACE   re-drive the engines with a trace's inputs and check their outputs\n"
     "  explore        seeded exploration of races and faults: invariants, shrinking, replay\n"
+    "  mpirun -n N PROG  run an unmodified MPI program (mpicc.mpich) on the simulated backend\n"
     "  help COMMAND   show the help of a command\n"
     "\n"
     "Exit codes: 0 every operation completed successfully, 1 the run ended with error\n"
@@ -221,6 +223,8 @@ int main(int argc, char **argv)
     return pp_cli_replay(argc - 2, argv + 2);
   if (!strcmp(cmd, "explore"))
     return pp_cli_explore(argc - 2, argv + 2);
+  if (!strcmp(cmd, "mpirun"))
+    return pp_mpirun_main(argc - 2, argv + 2);
   if (!strcmp(cmd, "help")) {
     if (argc > 2 && !strcmp(argv[2], "run")) {
       fputs(run_usage, stdout);
@@ -232,6 +236,10 @@ int main(int argc, char **argv)
     }
     if (argc > 2 && (!strcmp(argv[2], "trace") || !strcmp(argv[2], "replay"))) {
       fputs(strcmp(argv[2], "trace") ? pp_replay_usage : pp_trace_usage, stdout);
+      return EXIT_OK;
+    }
+    if (argc > 2 && !strcmp(argv[2], "mpirun")) {
+      fputs(pp_mpirun_usage, stdout);
       return EXIT_OK;
     }
     if (argc > 2 && !strcmp(argv[2], "explore")) {

@@ -107,6 +107,21 @@ void pp_run_result_free(struct pp_run_result *res);
 struct pp_trace_writer;
 void pp_sim_set_trace(struct pp_trace_writer *w);
 
+/* An application driving the engines of a run of workload "api" from inside their actors (the
+ * MPI launcher, tools/mpi/): `step` runs in rank `rank`'s actor once its engine has started and
+ * again after every event the actor handled; it may call pp_p2p_* on `e` at `now` and returns its
+ * own next deadline (PP_NO_DEADLINE: only an engine event wakes it). A rank whose application is
+ * not `done` at the end is stuck (outcome stalled, timeout or no progress, never completed);
+ * `stop` true ends the run at once (e.g. MPI_Abort). The interim seam until the engine's
+ * application callbacks land; NULL (the default) runs no application. */
+struct pp_sim_app {
+  void *ctx;
+  uint64_t (*step)(void *ctx, uint32_t rank, struct pp_engine *e, uint64_t now);
+  bool (*done)(void *ctx, uint32_t rank);
+  bool (*stop)(void *ctx);
+};
+void pp_sim_set_app(const struct pp_sim_app *app);
+
 PP_API_END
 #ifdef __cplusplus
 }
