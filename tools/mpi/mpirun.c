@@ -121,7 +121,8 @@ static int sim_config(const struct opts *o, struct pp_scenario *sc, uint64_t *po
     snprintf(sc->sim.name, sizeof(sc->sim.name), "mpirun");
     sc->sim.engine.protocol = PP_PROTO_EAGER;
   }
-  sc->sim.engine.nranks = o->n;
+  /* the engine wants a peer: -n 1 simulates a second rank that runs no process */
+  sc->sim.engine.nranks = o->n < 2 ? 2 : o->n;
   sc->sim.engine.workload = (struct pp_workload){
       .kind = PP_WORKLOAD_API, .pattern = PP_PATTERN_RING, .messages = 1, .size = 4096};
   if (o->has_seed)

@@ -418,9 +418,9 @@ static uint64_t serve(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t rank, 
 static uint64_t app_step(void *ctx, uint32_t rank, struct pp_engine *e, uint64_t now)
 {
   struct pp_mpi_srv *s = ctx;
-  struct rank *r = &s->r[rank];
-  if (s->stop)
+  if (s->stop || rank >= s->cfg.nranks) /* -n 1: the engine's second rank has no process */
     return PP_NO_DEADLINE;
+  struct rank *r = &s->r[rank];
   switch (r->state) {
   case R_NEW: {
     char go = 1;
@@ -478,7 +478,7 @@ static uint64_t app_step(void *ctx, uint32_t rank, struct pp_engine *e, uint64_t
 static bool app_done(void *ctx, uint32_t rank)
 {
   struct pp_mpi_srv *s = ctx;
-  return s->r[rank].state == R_EXITED;
+  return rank >= s->cfg.nranks || s->r[rank].state == R_EXITED;
 }
 
 static bool app_stop(void *ctx)

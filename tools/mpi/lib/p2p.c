@@ -371,7 +371,7 @@ static int start_send(const char *fn, SEND_ARGS, bool sync, MPI_Request *req)
   size_t bytes = 0;
   int e;
   if ((e = check_comm(fn, comm, &c)) || (e = check_buf(fn, c, buf, count, dt, &bytes)) ||
-      (e = check_dest(fn, c, dest)) || (e = check_tag(fn, c, tag, false)))
+      (e = check_tag(fn, c, tag, false)) || (e = check_dest(fn, c, dest)))
     return e;
   return pp_start_send(fn, c, 0, buf, bytes, dest, tag, sync, req);
 }
@@ -383,7 +383,7 @@ static int start_recv(const char *fn, void *buf, int count, MPI_Datatype dt, int
   size_t bytes = 0;
   int e;
   if ((e = check_comm(fn, comm, &c)) || (e = check_buf(fn, c, buf, count, dt, &bytes)) ||
-      (e = check_source(fn, c, source)) || (e = check_tag(fn, c, tag, true)))
+      (e = check_tag(fn, c, tag, true)) || (e = check_source(fn, c, source)))
     return e;
   return pp_start_recv(fn, c, 0, buf, bytes, source, tag, req);
 }
@@ -519,8 +519,8 @@ static int probe(const char *fn, int source, int tag, MPI_Comm comm, bool block,
 {
   struct pp_comm *c;
   int e;
-  if ((e = check_comm(fn, comm, &c)) || (e = check_source(fn, c, source)) ||
-      (e = check_tag(fn, c, tag, true)))
+  if ((e = check_comm(fn, comm, &c)) || (e = check_tag(fn, c, tag, true)) ||
+      (e = check_source(fn, c, source)))
     return e;
   if (flag)
     *flag = 0;
