@@ -40,7 +40,7 @@ struct rank {
   int fd;
   pid_t pid;
   enum rstate state;
-  bool finalized, aborted;
+  bool inited, finalized, aborted;
   int status;                /* wait status once EXITED */
   struct slot *slots;
   uint32_t nfree, *free_list;
@@ -148,13 +148,14 @@ static void exited(struct pp_mpi_srv *s, uint32_t rank)
     ;
   r->status = st;
   r->pid = 0;
-  bool ok = r->finalized && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  /* a program that never called MPI_Init (mpirun -n 2 hostname) may exit 0 */
+  bool ok = (r->finalized || !r->inited) && WIFEXITED(st) && WEXITSTATUS(st) == 0;
   if (!ok && !r->aborted && s->failed_rank < 0 && s->abort_rank < 0) {
     s->failed_rank = (int)rank;
     if (WIFSIGNALED(st))
       snprintf(s->why, sizeof(s->why), "rank %u was killed by signal %d (%s)%s", rank,
                WTERMSIG(st), strsignal(WTERMSIG(st)), r->finalized ? " after MPI_Finalize" : "");
-    else if (!r->finalized)
+    else if (r->inited && !r->finalized)
       snprintf(s->why, sizeof(s->why), "rank %u exited with status %d without MPI_Finalize",
                rank, WEXITSTATUS(st));
     else
@@ -348,6 +349,7 @@ static enum next serve_one(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t r
   struct pp_link_rep rep = rep_of(&q, 0, now);
   switch ((enum pp_link_op)q.op) {
   case PP_LINK_INIT:
+    r->inited = true;
     rep.rank = rank;
     rep.size = s->cfg.nranks;
     return reply(r, &rep) ? N_READ : N_END;
@@ -580,7 +582,7 @@ static void report_rank(const struct pp_mpi_srv *s, uint32_t i, FILE *out)
   int32_t peer = waits_for(s, i, &sl);
   switch (r->state) {
   case R_EXITED:
-    fprintf(out, "  rank %u: %s\n", i, r->finalized ? "finalized" : "exited");
+    fprintf(out, "  rank %u: %s\n", i, r->finalized ? "finalized and exited" : "exited");
     return;
   case R_BLOCKED:
     break;
