@@ -254,12 +254,27 @@ static bool probe(struct pp_engine *e, const struct pp_link_req *q, struct pp_li
 
 /* ------------------------------------------------------------------ serving */
 
+/* The engine refused a request of the rank's call: say why before the library raises its error
+ * (the request table, shared by sends and receives, is p2p.max_requests; the data copies have a
+ * slot each). */
+static void refused(const struct pp_mpi_srv *s, uint32_t rank, const struct pp_link_req *q,
+                    enum pp_status st)
+{
+  fprintf(stderr, "prepost mpirun: rank %u: %s: the engine refused the %s: %s%s\n", rank,
+          q->call.fn, q->op == PP_LINK_ISEND ? "send" : "receive", pp_status_desc(st),
+          st == PP_AGAIN || st == PP_LIMIT ? " (more requests outstanding than p2p.max_requests "
+                                             "allows; raise it in a --scenario)"
+                                           : "");
+  (void)s;
+}
+
 /* What serving one request leads to. */
 enum next { N_READ, N_WAIT, N_SLEEP, N_END };
 
-static enum next do_isend(struct pp_engine *e, struct pp_mpi_srv *s, struct rank *r,
+static enum next do_isend(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t rank,
                           const struct pp_link_req *q, uint64_t now)
 {
+  struct rank *r = &s->r[rank];
   void *buf = malloc(q->len ? q->len : 1);
   if (!buf || (q->len && !read_all(r->fd, buf, q->len))) {
     free(buf);
@@ -284,13 +299,15 @@ static enum next do_isend(struct pp_engine *e, struct pp_mpi_srv *s, struct rank
   } else {
     free(buf);
   }
-  (void)s;
+  if (rep.status != PP_OK)
+    refused(s, rank, q, (enum pp_status)rep.status);
   return reply(r, &rep) ? N_READ : N_END;
 }
 
-static enum next do_irecv(struct pp_engine *e, struct rank *r, const struct pp_link_req *q,
-                          uint64_t now)
+static enum next do_irecv(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t rank,
+                          const struct pp_link_req *q, uint64_t now)
 {
+  struct rank *r = &s->r[rank];
   uint32_t idx;
   struct slot *sl = slot_new(r, &idx);
   struct pp_link_rep rep = rep_of(q, PP_LIMIT, now);
@@ -309,6 +326,8 @@ static enum next do_irecv(struct pp_engine *e, struct rank *r, const struct pp_l
   }
   if (sl && rep.status != PP_OK)
     slot_free(r, sl);
+  if (rep.status != PP_OK)
+    refused(s, rank, q, (enum pp_status)rep.status);
   return reply(r, &rep) ? N_READ : N_END;
 }
 
@@ -356,9 +375,9 @@ static enum next serve_one(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t r
   case PP_LINK_ISEND:
     if (q.len > PP_LINK_MAX_MSG || q.peer < 0 || (uint32_t)q.peer >= s->cfg.nranks)
       return N_END;
-    return do_isend(e, s, r, &q, now);
+    return do_isend(e, s, rank, &q, now);
   case PP_LINK_IRECV:
-    return q.len > PP_LINK_MAX_MSG ? N_END : do_irecv(e, r, &q, now);
+    return q.len > PP_LINK_MAX_MSG ? N_END : do_irecv(e, s, rank, &q, now);
   case PP_LINK_TEST:
     return do_test(e, s, r, &q, now);
   case PP_LINK_PROBE:

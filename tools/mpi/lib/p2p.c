@@ -175,7 +175,8 @@ int pp_start_send(const char *fn, const struct pp_comm *c, int ctx_off, const vo
   if (rep.status != 0) {
     l->used = false;
     *out = MPI_REQUEST_NULL;
-    return pp_err(c, fn, MPI_ERR_INTERN, "the engine refused the send (status %d)", rep.status);
+    return pp_err(c, fn, MPI_ERR_NO_MEM, "the engine refused the send (status %d, the launcher "
+                                         "said why)", rep.status);
   }
   l->id = rep.id;
   return MPI_SUCCESS;
@@ -202,7 +203,8 @@ int pp_start_recv(const char *fn, const struct pp_comm *c, int ctx_off, void *bu
   if (rep.status != 0) {
     l->used = false;
     *out = MPI_REQUEST_NULL;
-    return pp_err(c, fn, MPI_ERR_INTERN, "the engine refused the receive (status %d)", rep.status);
+    return pp_err(c, fn, MPI_ERR_NO_MEM, "the engine refused the receive (status %d, the "
+                                         "launcher said why)", rep.status);
   }
   l->id = rep.id;
   return MPI_SUCCESS;
