@@ -120,6 +120,7 @@ static struct slot *slot_new(struct rank *r, uint32_t *idx)
 
 static void slot_free(struct rank *r, struct slot *sl)
 {
+  assert(sl->used && r->nfree < UINT32_MAX);
   free(sl->buf);
   sl->buf = NULL;
   sl->used = false;
@@ -489,7 +490,9 @@ static uint64_t app_step(void *ctx, uint32_t rank, struct pp_engine *e, uint64_t
     }
     return serve(e, s, rank, now);
   }
-  case R_RUNNING: /* not reached: a running rank is served to its next stop */
+  case R_RUNNING: /* a running rank is served to its next stop, never left running */
+    assert(!"rank left running");
+    break;
   case R_EXITED:
     break;
   }
