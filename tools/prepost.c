@@ -10,6 +10,7 @@
 #include "cli_util.h"
 #include "cli_verbs.h"
 #include "explore.h"
+#include "mpi/mpirun.h"
 #include "report.h"
 #include "scenario.h"
 #include "trace_cli.h"
@@ -27,6 +28,7 @@ static const char *const main_usage =
     "  trace          dump, summarise, merge, import or export (pcap, perfetto, svg) a trace\n"
     "  replay TRACE   re-drive the engines with a trace's inputs and check their outputs\n"
     "  explore        seeded exploration of races and faults: invariants, shrinking, replay\n"
+    "  mpirun -n N PROG  run an unmodified MPI program (mpicc.mpich) on the simulated backend\n"
     "  help [COMMAND] show the help of a command (`help help`: about the options)\n"
     "\n"
     "Options: `--seed=7` and `--seed 7` are the same, a long option may be shortened to a\n"
@@ -298,6 +300,7 @@ static const char *usage_of(const char *cmd)
               {"trace", &pp_trace_usage},
               {"replay", &pp_replay_usage},
               {"explore", &pp_explore_usage},
+              {"mpirun", &pp_mpirun_usage},
               {"help", &help_usage}};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (!strcmp(cmd, cmds[i].name))
@@ -353,6 +356,8 @@ int main(int argc, char **argv)
     return pp_cli_replay(argc - 1, argv + 1);
   if (!strcmp(cmd, "explore"))
     return pp_cli_explore(argc - 1, argv + 1);
+  if (!strcmp(cmd, "mpirun")) /* its own parser: PROG's arguments follow it */
+    return pp_mpirun_main(argc - 2, argv + 2);
   if (!strcmp(cmd, "help"))
     return cmd_help(argc - 1, argv + 1);
   return pp_cli_usage_error("prepost", main_usage, cmd[0] == '-' ? "unknown option '%s'"

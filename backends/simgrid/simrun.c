@@ -50,6 +50,7 @@ struct rank_state {
   uint64_t poll_at, frozen_until;
   bool poll_armed, paused_once;
   uint64_t cq_delays;
+  uint64_t app_deadline; /* pp_sim_hook: the application's own next deadline */
 };
 
 static struct sim {
@@ -73,6 +74,12 @@ static struct sim {
 static char shutdown_token;
 static struct pp_trace_writer *trace_writer;
 static bool trace_all_packets;
+static const struct pp_sim_hook *sim_app;
+
+void pp_sim_set_hook(const struct pp_sim_hook *app)
+{
+  sim_app = app;
+}
 
 void pp_sim_set_trace(struct pp_trace_writer *w)
 {
@@ -149,6 +156,8 @@ static uint64_t rank_deadline(const struct rank_state *r)
     a = r->frozen_until;
   else if (r->poll_armed && r->poll_at < a)
     a = r->poll_at;
+  if (!r->frozen_until && r->app_deadline < a)
+    a = r->app_deadline;
   return a < b ? a : b;
 }
 
@@ -196,6 +205,18 @@ static void connect_rank(struct rank_state *r, uint32_t rank)
     if (s != PP_OK)
       fail(s, "connecting the QP", rank);
   }
+}
+
+/* pp_sim_hook: lets the rank's application run at `now`, then drains what it caused. */
+static void app_step(struct rank_state *r, uint32_t rank, uint64_t now)
+{
+  if (!sim_app)
+    return;
+  r->app_deadline = sim_app->step(sim_app->ctx, rank, r->engine, now);
+  if (sim_app->stop && sim_app->stop(sim_app->ctx))
+    stop_all();
+  else
+    drain(r, rank, now);
 }
 
 static void progress_loop(struct rank_state *r, uint32_t rank)
@@ -251,6 +272,7 @@ static void progress_loop(struct rank_state *r, uint32_t rank)
       if (poll_due(r, now))
         drain(r, rank, now);
     }
+    app_step(r, rank, now);
   }
 }
 
@@ -337,6 +359,8 @@ static void rank_actor(int argc, char **argv)
   if (s != PP_OK)
     fail(s, "starting the workload", rank);
   drain(r, rank, now);
+  r->app_deadline = UINT64_MAX;
+  app_step(r, rank, now);
   progress_loop(r, rank);
 }
 
@@ -620,6 +644,8 @@ static void collect(struct pp_run_result *res)
     pp_p2p_stats(S.ranks[i].engine, &rr->p2p);
     rr->nreceives = pp_p2p_receives_copy(S.ranks[i].engine, &rr->receives, &rr->receives_dropped);
     snprintf(rr->host, sizeof(rr->host), "%s", sg_host_get_name(S.ranks[i].host));
+    if (sim_app && sim_app->done) /* an MPI launcher's ranks: done when their process is */
+      rr->stats.done = rr->stats.done && sim_app->done(sim_app->ctx, i);
   }
   for (uint32_t i = 0; i < S.nranks; i++)
     pp_run_result_add_latency(res, pp_engine_latency_hist(S.ranks[i].engine));

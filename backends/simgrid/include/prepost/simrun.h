@@ -84,6 +84,21 @@ static inline void pp_sim_run_cfg(const struct pp_sim_config *cfg, struct pp_run
 struct pp_trace_writer;
 void pp_sim_set_trace(struct pp_trace_writer *w);
 
+/* An application driving the engines of a run of workload "api" from inside their actors (the
+ * MPI launcher, tools/mpi/): `step` runs in rank `rank`'s actor once its engine has started and
+ * again after every event the actor handled; it may call pp_p2p_* on `e` at `now` and returns its
+ * own next deadline (PP_NO_DEADLINE: only an engine event wakes it). A rank whose application is
+ * not `done` at the end is stuck (outcome stalled, timeout or no progress, never completed);
+ * `stop` true ends the run at once (e.g. MPI_Abort). The interim seam until the engine's
+ * application callbacks land; NULL (the default) runs no application. */
+struct pp_sim_hook {
+  void *ctx;
+  uint64_t (*step)(void *ctx, uint32_t rank, struct pp_engine *e, uint64_t now);
+  bool (*done)(void *ctx, uint32_t rank);
+  bool (*stop)(void *ctx);
+};
+void pp_sim_set_hook(const struct pp_sim_hook *app);
+
 PP_API_END
 #ifdef __cplusplus
 }
