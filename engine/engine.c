@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
+#include "prepost/app.h"
 #include "prepost/p2p.h"
 
 static const char *const protocols[] = {
@@ -90,9 +91,11 @@ enum pp_status pp_engine_cfg_check(const struct pp_engine_cfg *c, char *err, siz
   CHECK(w->pattern != PP_PATTERN_PAIR || c->nranks % 2 == 0 || pp_p2p_app(w->kind),
         "pattern 'pair' needs an even number of ranks, got %u", c->nranks);
   CHECK(c->nranks >= 2, "a workload needs at least 2 ranks, got %u", c->nranks);
-  CHECK(w->messages >= 1 && w->messages <= PP_MAX_MESSAGES, "messages must be 1..%u, got %u",
-        PP_MAX_MESSAGES, w->messages);
-  CHECK(w->size >= PP_MSG_HEADER && w->size <= PP_MAX_MSG_SIZE,
+  /* the app workload's program sends what it likes: pattern, messages and size are not its */
+  bool app = w->kind == PP_WORKLOAD_APP;
+  CHECK(app || (w->messages >= 1 && w->messages <= PP_MAX_MESSAGES),
+        "messages must be 1..%u, got %u", PP_MAX_MESSAGES, w->messages);
+  CHECK(app || (w->size >= PP_MSG_HEADER && w->size <= PP_MAX_MSG_SIZE),
         "message size must be %u..%u bytes, got %u", PP_MSG_HEADER, PP_MAX_MSG_SIZE, w->size);
   CHECK(q->min_rnr_timer <= 31, "min_rnr_timer must be 0..31, got %u", q->min_rnr_timer);
   CHECK(q->rnr_retry <= 7, "rnr_retry must be 0..7, got %u", q->rnr_retry);
@@ -161,7 +164,7 @@ static uint32_t mem_peers(const struct pp_engine_cfg *c, uint32_t script_peers)
   uint32_t n = c->nranks - 1;
   if (w->kind == PP_WORKLOAD_SCRIPT)
     n = script_peers;
-  else if (w->kind != PP_WORKLOAD_API && w->pattern != PP_PATTERN_ALLTOALL)
+  else if (w->kind != PP_WORKLOAD_APP && w->pattern != PP_PATTERN_ALLTOALL)
     n = w->pattern == PP_PATTERN_PAIR ? 1 : 2;
   if (n > c->nranks - 1)
     n = c->nranks - 1;
@@ -239,7 +242,7 @@ static void mem_app(const struct pp_engine_cfg *c, uint64_t script_bytes, struct
     *lat = c->coll.iterations;
     break;
   }
-  default: /* script, api */
+  default: /* script, app */
     mem_add(m, script_bytes + 4096 + c->nranks * 8ull, "the script's message sizes and counts");
     *lat = 1000000;
     break;
@@ -289,7 +292,7 @@ static const struct pp_app_ops *const app_table[PP_WORKLOAD_COUNT] = {
     [PP_WORKLOAD_STREAM] = &pp_stream_ops,
     [PP_WORKLOAD_SCRIPT] = &pp_script_ops,
     [PP_WORKLOAD_TRAFFIC] = &pp_traffic_ops,
-    [PP_WORKLOAD_API] = &pp_script_ops,
+    [PP_WORKLOAD_APP] = &pp_app_workload_ops,
     [PP_WORKLOAD_COLLECTIVE] = &pp_collective_ops,
 };
 
@@ -338,6 +341,33 @@ enum pp_status pp_app_recv_done(struct pp_engine *e, uint64_t now, uint64_t cook
 {
   e->finished++;
   return e->appops->recv_done(e, now, cookie, st, src, tag, len);
+}
+
+enum pp_status pp_app_p2p_done(struct pp_engine *e, uint64_t now, bool recv, uint64_t req,
+                               uint64_t cookie, const struct pp_p2p_status *st)
+{
+  e->finished++;
+  return e->appops->p2p_done(e, now, recv, req, cookie, st);
+}
+
+static int peer_index(const struct pp_engine *e, uint32_t peer);
+
+/* The first failure of the connection to peers[i] goes to the workload, once. */
+static void peer_failed(struct pp_engine *e, uint64_t now, int i, const struct pp_peer_failure *f)
+{
+  if (i < 0 || e->peer_down[i])
+    return;
+  e->peer_down[i] = true;
+  if (e->appops->peer_failed)
+    e->appops->peer_failed(e, now, f);
+}
+
+static int qp_index(const struct pp_engine *e, uint32_t qpn)
+{
+  for (uint32_t i = 0; i < e->nqps; i++)
+    if (e->qps[i].qpn == qpn)
+      return (int)i;
+  return -1;
 }
 
 enum pp_status pp_engine_reg(struct pp_engine *e, void *buf, size_t len, unsigned access,
@@ -412,6 +442,12 @@ enum pp_status pp_engine_push_timer(struct pp_engine *e, uint64_t deadline,
 enum pp_status pp_engine_create(const struct pp_engine_cfg *cfg, const struct pp_nic_ops *ops,
                                 void *nic, struct pp_engine **out)
 {
+  return pp_engine_create_with(cfg, ops, nic, NULL, out);
+}
+
+enum pp_status pp_engine_create_with(const struct pp_engine_cfg *cfg, const struct pp_nic_ops *ops,
+                                     void *nic, const void *app_arg, struct pp_engine **out)
+{
   char err[256];
   *out = NULL;
   if (!pp_nic_ops_complete(ops) || pp_engine_cfg_check(cfg, err, sizeof(err)) != PP_OK)
@@ -424,6 +460,7 @@ enum pp_status pp_engine_create(const struct pp_engine_cfg *cfg, const struct pp
   e->nic = nic;
   e->proto = proto_table[cfg->protocol];
   e->appops = app_table[cfg->workload.kind];
+  e->app_arg = app_arg;
   pp_prng_seed(&e->prng, cfg->seed * 0x100000001b3ull + cfg->rank);
   enum pp_status s = pp_timerq_init(&e->timers, cfg->qp.rq_depth * 2 + 64);
   if (s == PP_OK)
@@ -503,15 +540,35 @@ enum pp_status pp_engine_start(struct pp_engine *e, uint64_t now)
   return e->appops->start(e, now);
 }
 
+/* A completion in error: the QP's first error is kept (hang reports) and, once the protocol
+ * has seen it (a violation it found first is the reason), the peer's failure is told. */
+static enum pp_status on_wc_error(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
+{
+  int q = qp_index(e, wc->qp_num);
+  bool first = q >= 0 && e->qps[q].error == PP_WC_SUCCESS;
+  if (first) {
+    e->qps[q].error = (uint8_t)wc->status;
+    e->qps[q].error_ns = now;
+  }
+  enum pp_status s = e->proto->on_wc(e, now, wc);
+  if (s != PP_OK)
+    return s;
+  if (first)
+    peer_failed(e, now, peer_index(e, e->qps[q].peer),
+                &(struct pp_peer_failure){.peer = e->qps[q].peer,
+                                          .kind = PP_PEER_FAIL_QP_ERROR,
+                                          .wc_status = (uint8_t)wc->status,
+                                          .qp_num = wc->qp_num,
+                                          .at_ns = now});
+  return e->appops->pump(e, now);
+}
+
 enum pp_status pp_engine_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
 {
   if ((unsigned)wc->status < PP_WC_STATUS_COUNT)
     e->st.status_counts[wc->status]++;
-  for (uint32_t i = 0; wc->status != PP_WC_SUCCESS && i < e->nqps; i++)
-    if (e->qps[i].qpn == wc->qp_num && e->qps[i].error == PP_WC_SUCCESS) {
-      e->qps[i].error = (uint8_t)wc->status;
-      e->qps[i].error_ns = now;
-    }
+  if (wc->status != PP_WC_SUCCESS)
+    return on_wc_error(e, now, wc);
   enum pp_status s = e->proto->on_wc(e, now, wc);
   if (s != PP_OK)
     return s;
@@ -521,9 +578,16 @@ enum pp_status pp_engine_on_wc(struct pp_engine *e, uint64_t now, const struct p
 enum pp_status pp_engine_on_async(struct pp_engine *e, uint64_t now,
                                   const struct pp_async_event *ev)
 {
-  (void)now;
-  (void)ev;
   e->st.async_events++;
+  int q = ev->type == PP_EVENT_QP_FATAL ? qp_index(e, ev->qp_num) : -1;
+  if (q >= 0)
+    peer_failed(e, now, peer_index(e, e->qps[q].peer),
+                &(struct pp_peer_failure){.peer = e->qps[q].peer,
+                                          .kind = PP_PEER_FAIL_QP_FATAL,
+                                          .qp_num = ev->qp_num,
+                                          .at_ns = now});
+  if (e->appops->async_event)
+    e->appops->async_event(e, now, ev);
   return PP_OK;
 }
 
@@ -615,5 +679,10 @@ void pp_engine_violation(struct pp_engine *e, uint64_t now, const struct pp_viol
     e->violated[i] = true;
     e->viol[i] = *v;
     e->viol[i].at_ns = now;
+    peer_failed(e, now, i,
+                &(struct pp_peer_failure){.peer = v->peer,
+                                          .kind = PP_PEER_FAIL_VIOLATION,
+                                          .violation = e->viol[i],
+                                          .at_ns = now});
   }
 }

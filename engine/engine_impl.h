@@ -16,6 +16,9 @@
 #include "prepost/prng.h"
 #include "timerq.h"
 
+struct pp_p2p_status;   /* prepost/p2p.h */
+struct pp_peer_failure; /* prepost/app.h */
+
 /* A message handed to a protocol: send `len` bytes of `buf` to `peer`, or receive up to `len`
  * bytes into `buf` from `peer`. `mr` covers `buf` (registered by the workload with local write,
  * remote write and remote read access, so zero-copy protocols may expose it). The protocol owns
@@ -83,12 +86,21 @@ struct pp_app_ops {
   size_t (*dump)(const struct pp_engine *e, char *buf, size_t len);
   /* Optional, as the protocol's `pending` (NULL: a workload not done says so in general). */
   size_t (*pending)(const struct pp_engine *e, struct pp_wait *out, size_t max);
+  /* Optional (NULL: send_done / recv_done get it): a p2p request completed, with its handle
+   * (still allocated: pp_p2p_test releases it) and its full status (engine/workload/app.c). */
+  enum pp_status (*p2p_done)(struct pp_engine *e, uint64_t now, bool recv, uint64_t req,
+                             uint64_t cookie, const struct pp_p2p_status *st);
+  /* Optional (NULL: not reported): the connection to a peer failed, once per peer. */
+  void (*peer_failed)(struct pp_engine *e, uint64_t now, const struct pp_peer_failure *f);
+  /* Optional (NULL: only counted): an async event of the device. */
+  void (*async_event)(struct pp_engine *e, uint64_t now, const struct pp_async_event *ev);
 };
 
 extern const struct pp_app_ops pp_stream_ops;
 extern const struct pp_app_ops pp_collective_ops; /* collective.c */
-extern const struct pp_app_ops pp_script_ops;     /* script.c: script and api */
+extern const struct pp_app_ops pp_script_ops;     /* script.c */
 extern const struct pp_app_ops pp_traffic_ops;    /* traffic.c */
+extern const struct pp_app_ops pp_app_workload_ops; /* workload/app.c: the program's callbacks */
 
 /* Timer owners: the kind of a timer in the queue. */
 enum pp_timer_owner { PP_TIMER_APP = 1, PP_TIMER_PROTO = 2 };
@@ -126,7 +138,14 @@ struct pp_engine {
   uint32_t nqps;
   struct pp_violation viol[PP_MAX_PEERS]; /* viol[i]: the first violation of peers[i] */
   bool violated[PP_MAX_PEERS];
+  bool peer_down[PP_MAX_PEERS]; /* peer_down[i]: the failure of peers[i] was reported */
+  const void *app_arg; /* what pp_engine_create_with() gave the workload (its plan reads it) */
 };
+
+/* pp_engine_create() with an argument for the workload's plan (e->app_arg; the app workload's
+ * callbacks). */
+enum pp_status pp_engine_create_with(const struct pp_engine_cfg *cfg, const struct pp_nic_ops *ops,
+                                     void *nic, const void *app_arg, struct pp_engine **out);
 
 /* script.c: the buffer bytes and the number of peers of `rank` under a script workload. */
 void pp_script_need(const struct pp_engine_cfg *c, uint32_t rank, uint64_t *bytes, uint32_t *npeers);
@@ -160,6 +179,9 @@ enum pp_status pp_app_send_done(struct pp_engine *e, uint64_t now, uint64_t cook
                                 enum pp_wc_status st);
 enum pp_status pp_app_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
                                 enum pp_wc_status st, uint32_t src, uint64_t tag, uint32_t len);
+/* p2p -> a workload with a p2p_done slot: request `req` (its handle) completed with *st. */
+enum pp_status pp_app_p2p_done(struct pp_engine *e, uint64_t now, bool recv, uint64_t req,
+                               uint64_t cookie, const struct pp_p2p_status *st);
 
 /* Message contents: a header and a pattern derived from (source, seq), checked byte by byte. */
 void pp_msg_fill(uint8_t *buf, uint32_t size, uint32_t src, uint64_t seq);

@@ -6,9 +6,6 @@
  * sequence number), so each receive of at least PP_MSG_HEADER bytes is checked against the
  * source it reports. An operation's buffers (size * count bytes, allocated at creation) are
  * reused by every repetition of its program.
- *
- * The api workload shares this file: no program, every other rank a peer; the embedding program
- * calls the pp_p2p_* functions itself.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,12 +199,6 @@ static enum pp_status script_plan(struct pp_engine *e)
   if (!s)
     return PP_NOMEM;
   e->as = s;
-  if (e->cfg.workload.kind == PP_WORKLOAD_API) {
-    for (uint32_t r = 0; r < e->cfg.nranks; r++)
-      if (r != e->cfg.rank && pp_engine_add_peer(e, r) != PP_OK)
-        return PP_LIMIT;
-    return PP_OK;
-  }
   uint64_t bytes;
   script_peers(&e->cfg, e->cfg.rank, &bytes, plan_add, e);
   const struct pp_script *sc = &e->cfg.script;
@@ -225,8 +216,6 @@ static enum pp_status script_plan(struct pp_engine *e)
 static enum pp_status script_create(struct pp_engine *e)
 {
   struct script *s = e->as;
-  if (e->cfg.workload.kind == PP_WORKLOAD_API)
-    return PP_OK;
   const struct pp_script *sc = &e->cfg.script;
   uint64_t off = 0;
   for (uint32_t k = 0; k < s->nprogs; k++) {
@@ -341,7 +330,7 @@ static void advance(struct pp_engine *e, struct script *s)
 static enum pp_status script_pump(struct pp_engine *e, uint64_t now)
 {
   struct script *s = e->as;
-  if (e->cfg.workload.kind == PP_WORKLOAD_API || !e->started)
+  if (!e->started)
     return PP_OK;
   while (s->pi < s->nprogs) {
     const struct pp_script_prog *pg = &e->cfg.script.prog[s->progs[s->pi]];
@@ -431,8 +420,6 @@ static enum pp_status script_on_timer(struct pp_engine *e, uint64_t now, uint32_
 static enum pp_status reap(struct pp_engine *e, uint64_t cookie, bool recv)
 {
   struct script *s = e->as;
-  if (e->cfg.workload.kind == PP_WORKLOAD_API)
-    return PP_OK;
   if (cookie >= s->nout || !s->out[cookie].used || s->out[cookie].recv != recv)
     return PP_INVALID;
   struct out *o = &s->out[cookie];
@@ -490,7 +477,7 @@ static enum pp_status script_recv_done(struct pp_engine *e, uint64_t now, uint64
 static bool script_done(const struct pp_engine *e)
 {
   const struct script *s = e->as;
-  return e->cfg.workload.kind == PP_WORKLOAD_API || (s->pi == s->nprogs && s->total_left == 0);
+  return s->pi == s->nprogs && s->total_left == 0;
 }
 
 /* The operation the rank's program stands at, and the ANY_SOURCE receives that matched. */
@@ -498,7 +485,7 @@ static size_t script_pending(const struct pp_engine *e, struct pp_wait *out, siz
 {
   const struct script *s = e->as;
   size_t n = 0;
-  if (!s || e->cfg.workload.kind == PP_WORKLOAD_API)
+  if (!s)
     return 0;
   uint32_t nw = s->nwild < WILD_KEEP ? s->nwild : WILD_KEEP;
   for (uint32_t i = 0; i < nw; i++) {

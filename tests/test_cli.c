@@ -176,7 +176,8 @@ Test(cli, bad_seed)
     snprintf(args, sizeof(args), "run '" SCENARIOS "fast-consumer.yaml' --seed %s", bad[i]);
     assert_usage_error(cli(args), "--seed");
   }
-  assert_usage_error(cli("run '" SCENARIOS "fast-consumer.yaml' --seed"), "--seed needs a value");
+  assert_usage_error(cli("run '" SCENARIOS "fast-consumer.yaml' --seed"),
+                     "option '--seed' needs a value");
 }
 
 Test(cli, bad_scenario_content)
@@ -528,9 +529,135 @@ Test(cli, run_help_documents_no_progress)
 Test(cli, bad_no_progress)
 {
   assert_usage_error(cli("run '" SCENARIOS "fast-consumer.yaml' --no-progress soon"),
-                     "'--no-progress' must be a duration such as 500ns");
+                     "--no-progress must be a duration such as 500ns, 2us, 1.5ms, 10s, 5min or "
+                     "1h, got 'soon'");
   assert_usage_error(cli("run '" SCENARIOS "fast-consumer.yaml' --no-progress"),
-                     "--no-progress needs a value");
+                     "option '--no-progress' needs a value");
+  /* a bare number meant ns here and seconds elsewhere: on the command line it needs its unit */
+  assert_usage_error(cli("run '" SCENARIOS "fast-consumer.yaml' --no-progress 5"),
+                     "--no-progress needs a unit: a duration such as 500ns");
+}
+
+/* ================================================================ options (getopt_long) */
+
+Test(cli, options_take_their_value_with_or_without_an_equals_sign)
+{
+  cr_assert_eq(cli("run '" SCENARIOS "fast-consumer.yaml' --seed=7 --json"), 0, "%s", err);
+  assert_has(out, "\"seed\": 7");
+  char *first = strdup(out);
+  cr_assert_eq(cli("run --json --seed 7 '" SCENARIOS "fast-consumer.yaml'"), 0, "%s", err);
+  cr_assert_str_eq(out, first, "--seed=7 and --seed 7, before or after the scenario: the same run");
+  free(first);
+  cr_assert_eq(cli("run '" SCENARIOS "fast-consumer.yaml' --no-progress=2ms --backend=simgrid"),
+               0, "%s", err);
+}
+
+Test(cli, one_message_for_each_kind_of_option_error)
+{
+  const char *const S = "run '" SCENARIOS "fast-consumer.yaml' ";
+  const struct {
+    const char *args, *message;
+  } cases[] = {
+      {"--frob", "prepost: unknown option '--frob'\n"},
+      {"--frob=1", "prepost: unknown option '--frob'\n"},
+      {"-x", "prepost: unknown option '-x'\n"},
+      {"--seed", "prepost: option '--seed' needs a value\n"},
+      {"--json=yes", "prepost: option '--json' takes no value\n"},
+      {"--s 3", "prepost: ambiguous option '--s' (--seed, --set)\n"},
+      {"--seed 12x", "prepost: --seed must be an integer 0..18446744073709551615, got '12x'\n"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char args[512];
+    snprintf(args, sizeof args, "%s%s", S, cases[i].args);
+    assert_usage_error(cli(args), cases[i].message);
+    cr_assert(!strncmp(err, cases[i].message, strlen(cases[i].message)), "%s:\n%s",
+              cases[i].args, err);
+  }
+  /* the same messages from the other commands */
+  assert_usage_error(cli("trace dump --frob x"), "prepost: unknown option '--frob'");
+  assert_usage_error(cli("replay x.trace --until"), "prepost: option '--until' needs a value");
+  static const char *const explore[][2] = {
+      {"explore --list=1", "prepost explore: option '--list' takes no value"},
+      {"explore --timeout 60", "prepost explore: --timeout needs a unit"},
+      {"explore --time 3", "prepost explore: --time needs a unit"},
+  };
+  for (size_t i = 0; i < sizeof explore / sizeof explore[0]; i++) {
+    cr_assert_eq(cli(explore[i][0]), 2, "%s", explore[i][0]);
+    assert_has(err, explore[i][1]);
+    assert_has(err, "usage: prepost explore");
+  }
+  assert_usage_error(cli("trace export --svg --snaplen 64KiB x"),
+                     "--snaplen must be a size 0..65535 bytes, got '64KiB'");
+}
+
+Test(cli, help_of_every_command_and_of_help)
+{
+  static const char *const cmds[] = {"run", "doctor", "bench", "trace", "replay", "explore"};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    char args[64], want[64];
+    snprintf(args, sizeof args, "help %s", cmds[i]);
+    cr_assert_eq(cli(args), 0, "%s", args);
+    snprintf(want, sizeof want, "usage: prepost %s", cmds[i]);
+    assert_has(out, want);
+    assert_has(out, "Exit codes:");
+    assert_has(out, "--help");
+    char *help = strdup(out);
+    snprintf(args, sizeof args, "%s --help", cmds[i]);
+    cr_assert_eq(cli(args), 0, "%s", args);
+    cr_assert_str_eq(out, help, "`help %s` and `%s --help` print the same", cmds[i], cmds[i]);
+    free(help);
+  }
+  cr_assert_eq(cli("help help"), 0);
+  assert_has(out, "usage: prepost help [COMMAND]");
+  assert_has(out, "`--seed=7` or `--seed 7`");
+  assert_has(out, "An option's duration needs its unit");
+  assert_has(out, "Exit codes:");
+  assert_usage_error(cli("help frob"), "no help for unknown command 'frob'");
+}
+
+Test(cli, set_overrides_scenario_keys_as_the_file_would)
+{
+  /* the same run as a scenario file that says it */
+  write_file("base.yaml", "ranks: 2\nprotocol: eager\nworkload: {messages: 20, size: 4096}\n");
+  write_file("said.yaml", "ranks: 4\nprotocol: eager\nworkload: {messages: 20, size: 64KiB}\n"
+                          "qp: {rnr_retry: 3}\np2p: {eager_limit: 8KiB}\n");
+  char args[1024];
+  snprintf(args, sizeof args, "run '%s/said.yaml' --json", tmpdir);
+  cr_assert_eq(cli(args), 0, "%s", err);
+  char *said = strdup(strstr(out, "\"protocol\""));
+  snprintf(args, sizeof args,
+           "run '%s/base.yaml' --json --set ranks=4 --set workload.size=64KiB "
+           "--set=qp.rnr_retry=3 --set p2p.eager_limit=8KiB",
+           tmpdir);
+  cr_assert_eq(cli(args), 0, "%s", err);
+  cr_assert_str_eq(strstr(out, "\"protocol\""), said);
+  free(said);
+  assert_has(out, "\"messages\": 40"); /* 2 pairs of 20 */
+  /* checked as the file's own keys, the message names the assignment */
+  snprintf(args, sizeof args, "run '%s/base.yaml' --set qp.rnr_retry=9", tmpdir);
+  cr_assert_eq(cli(args), 2);
+  assert_has(err, "base.yaml: --set qp.rnr_retry=9: 'rnr_retry' must be an integer 0..7, got '9'");
+  snprintf(args, sizeof args, "run '%s/base.yaml' --set qp.frob=1", tmpdir);
+  cr_assert_eq(cli(args), 2);
+  assert_has(err, "--set qp.frob=1: unknown key 'frob' in 'qp' (expected one of:");
+  snprintf(args, sizeof args, "run '%s/base.yaml' --set rnr_retry", tmpdir);
+  cr_assert_eq(cli(args), 2);
+  assert_has(err, "--set rnr_retry: --set wants KEY=VALUE or SECTION.KEY=VALUE");
+  snprintf(args, sizeof args, "run '%s/base.yaml' --set workload.messages=5 "
+                              "--set workload.messages=7 --json", tmpdir);
+  cr_assert_eq(cli(args), 0, "%s", err);
+  assert_has(out, "\"messages\": 7,"); /* the later one wins */
+}
+
+Test(cli, a_scenario_that_runs_nothing_says_so)
+{
+  write_file("idle.yaml", "ranks: 2\nprotocol: eager\nworkload: {kind: script}\n"
+                          "script:\n  - {ranks: all, ops: [compute: 1us, waitall]}\n");
+  char args[512];
+  snprintf(args, sizeof args, "run '%s/idle.yaml'", tmpdir);
+  cr_assert_eq(cli(args), 2, "%s", out);
+  assert_has(err, "the script sends and receives nothing");
+  cr_assert_eq(out[0], '\0');
 }
 
 Test(cli, no_progress_stops_a_run_that_retries_for_ever)
@@ -740,4 +867,31 @@ Test(cli, fifos_directories_and_devices_are_refused_as_model_paths, .timeout = 6
     cr_assert_eq(cli(args), 2, "%s: stderr:\n%s", trace_cmds[i], err);
     assert_has(err, "is a FIFO, not a regular file");
   }
+}
+
+/* ================================================================ what the table shows */
+
+Test(cli, table_shows_the_longest_credit_stalls_first)
+{
+  /* 20 ranks, rank 18 slow: the stall is on 17->18, past the first 16 connections */
+  cr_assert_eq(cli("run '" SCENARIOS "ring-slow-rank.yaml' --set ranks=20 "
+                   "--set collective.slow_ranks=[18] --set collective.iterations=6 "
+                   "--set collective.size=1MiB"),
+               0, "%s", err);
+  const char *line = strstr(out, "credit stalls: 17->18 ");
+  cr_assert_not_null(line, "the longest stall comes first:\n%s", out);
+  cr_assert_not_null(strstr(line, " never stalled\n"), "the others are counted:\n%s", line);
+  cr_assert_null(strstr(line, " 0.00 us"), "no connection without a stall is listed:\n%s", line);
+}
+
+Test(cli, table_has_a_dash_where_there_are_no_latency_samples)
+{
+  cr_assert_eq(cli("run '" SCENARIOS "fast-consumer.yaml'"), 0, "%s", err);
+  /* rank 1 only receives: no send latency, not 0.00 */
+  const char *r1 = strstr(out, "\n1     host1");
+  cr_assert_not_null(r1, "%s", out);
+  char row[256];
+  snprintf(row, sizeof row, "%.*s", (int)strcspn(r1 + 1, "\n"), r1 + 1);
+  cr_assert_not_null(strstr(row, "  -           -           -  "), "%s", row);
+  cr_assert_null(strstr(row, "0.00"), "%s", row);
 }

@@ -962,7 +962,7 @@ Test(explore_cli, exhaustive_finds_a_race_the_plain_run_passes)
   snprintf(path, sizeof path, "%s/race.yaml", tmpdir);
   cr_assert_eq(pp_scenario_write_file(path, &sc, "expect: ok"), 0);
   cr_assert_eq(cli("--replay race.yaml"), 0, "%s", out_text);
-  cr_assert_eq(cli("--exhaustive 3 --window 2 --replay race.yaml --out f"), 1, "%s", out_text);
+  cr_assert_eq(cli("--exhaustive 3 --window 2ns --replay race.yaml --out f"), 1, "%s", out_text);
   assert_has("exhaustive: 8 orderings");
   assert_has("2 failing (errors 2)");
   assert_has("FAIL ordering 0x1 [errors]");

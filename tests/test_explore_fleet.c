@@ -244,7 +244,7 @@ Test(fleet, junit_has_the_shape_ci_systems_read)
 Test(fleet, progress_lines_off_a_terminal)
 {
   cr_assert_eq(sh("$PREPOST explore --seeds 60 --max-messages 20 --faults none --no-trace "
-                  "--progress 0.02 --out o"),
+                  "--progress 20ms --out o"),
                0, "%s", err_text);
   const char *p = strstr(err_text, "explore: progress ");
   cr_assert_not_null(p, "no progress line in:\n%s", err_text);

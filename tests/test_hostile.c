@@ -23,7 +23,9 @@
 #include "prepost/engine.h"
 #include "engine/engine_impl.h"
 #include "prepost/hang.h"
+#include "prepost/app.h"
 #include "prepost/p2p.h"
+#include "app_log.h"
 #include "fakefabric.h"
 #include "simnic_harness.h"
 #include "tools/report.h"
@@ -187,8 +189,7 @@ static struct pp_engine_cfg p2p_cfg(void)
                                .mtu = 4096,
                                .sq_depth = 64,
                                .rq_depth = 8};
-  c.workload = (struct pp_workload){.kind = PP_WORKLOAD_API, .pattern = PP_PATTERN_RING,
-                                    .messages = 1, .size = 4096};
+  c.workload = (struct pp_workload){.kind = PP_WORKLOAD_APP};
   pp_p2p_params_default(&c.p2p);
   c.p2p.eager_limit = 4096;
   c.p2p.rget_limit = 64 << 10;
@@ -211,11 +212,14 @@ static void p2p_up(const struct pp_engine_cfg *cfg)
   S.h = h_create(NR, &prof, 0, cfg->seed);
   char err[256] = "";
   cr_assert_eq(pp_engine_cfg_check(cfg, err, sizeof(err)), PP_OK, "%s", err);
+  struct pp_app_callbacks cb;
+  app_log_callbacks(&cb);
   for (uint32_t r = 0; r < NR; r++) {
     struct pp_engine_cfg c = *cfg;
     c.rank = r;
     S.nic[r] = h_nic(S.h, r);
-    cr_assert_eq(pp_engine_create(&c, &wops, S.nic[r], &S.e[r]), PP_OK);
+    cr_assert_eq(pp_engine_create_app(&c, &wops, S.nic[r], &cb, (void *)(uintptr_t)r, &S.e[r]),
+                 PP_OK);
   }
   for (uint32_t r = 0; r < NR; r++)
     for (uint32_t p = 0; p < NR; p++) {
@@ -239,6 +243,7 @@ static void p2p_down(void)
     h_destroy(S.h);
   memset(&S, 0, sizeof(S));
   guards_free();
+  app_log_reset();
 }
 
 TestSuite(hostile_p2p, .fini = p2p_down);
@@ -338,10 +343,16 @@ static unsigned count_posted(uint32_t host, uint32_t to, uint8_t opcode, int typ
   return n;
 }
 
+/* Request r of rank `rank` is complete, and its callback reported the same status. */
 static struct pp_p2p_status done(uint32_t rank, pp_req *r)
 {
   struct pp_p2p_status st;
+  const struct app_log_ev *ev = app_log_find(rank, *r);
   cr_assert(pp_p2p_test(S.e[rank], r, &st), "request of rank %u not complete", rank);
+  cr_assert_not_null(ev, "rank %u: the completion reached its callback", rank);
+  cr_assert(app_log_status_eq(&ev->st, &st), "rank %u: the callback's status (%s) is "
+               "the request's (%s)", rank, pp_p2p_err_name(ev->st.error),
+               pp_p2p_err_name(st.error));
   return st;
 }
 
@@ -365,6 +376,17 @@ static void expect_violation(const char *msg, enum pp_violation_field f)
                pp_violation_field_name(f));
   cr_assert_eq(simnic_qp_state(S.nic[VICTIM], qp_to(VICTIM, ATTACKER)), PP_QPS_ERR);
   cr_assert_neq(simnic_qp_state(S.nic[VICTIM], qp_to(VICTIM, HONEST)), PP_QPS_ERR);
+  /* the application heard of it once, with the violation itself */
+  cr_assert_eq(APP_LOG.nfail[VICTIM], 1, "peer failures told the victim: %u",
+               APP_LOG.nfail[VICTIM]);
+  const struct pp_peer_failure *pf = &APP_LOG.fail[VICTIM][0];
+  cr_assert_eq(pf->peer, ATTACKER);
+  cr_assert_eq(pf->kind, PP_PEER_FAIL_VIOLATION, "told %s",
+               pp_peer_failure_name((enum pp_peer_failure_kind)pf->kind));
+  cr_assert_str_eq(pf->violation.msg, msg);
+  cr_assert_eq(pf->violation.field, f);
+  cr_assert_eq(pf->violation.at_ns, st.first_violation.at_ns);
+  cr_assert_eq(APP_LOG.nfail[HONEST], 0, "the honest peer's connections did not fail");
   struct pp_wait w[32];
   size_t n = pp_engine_pending(S.e[VICTIM], w, 32);
   bool said = false;
@@ -381,6 +403,8 @@ static void expect_no_violation(void)
     struct pp_rank_stats st;
     pp_engine_stats(S.e[r], &st);
     cr_assert_eq(st.peer_violations, 0, "rank %u", r);
+    for (uint32_t i = 0; i < APP_LOG.nfail[r]; i++)
+      cr_assert_neq(APP_LOG.fail[r][i].kind, PP_PEER_FAIL_VIOLATION, "rank %u was told of one", r);
   }
 }
 

@@ -2,16 +2,20 @@
  * engine/p2p.c: MPI point-to-point semantics and the eager / rendezvous protocols, with two to
  * four engines on simulated NICs driven by the SimGrid-free harness (tests/simnic_harness.c), so
  * every RC rule holds (an RNR NAK is counted, rnr_retry 0 kills the QP) and every test is fast
- * and deterministic. The application is the test itself (workload "api"); a recording wrapper
- * around the NIC ops counts registrations and what they expose.
+ * and deterministic. The application is the test itself: its callbacks (prepost/app.h,
+ * tests/app_log.c) record every completion, and each request the test completes is checked
+ * against what its callback reported; a recording wrapper around the NIC ops counts
+ * registrations and what they expose.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "prepost/simrun.h"
+#include "prepost/app.h"
 #include "prepost/engine.h"
 #include "prepost/p2p.h"
+#include "app_log.h"
 #include "simnic_harness.h"
 
 #pragma GCC diagnostic push
@@ -112,8 +116,7 @@ static struct pp_engine_cfg base(uint32_t n)
                                .mtu = 4096,
                                .sq_depth = 64,
                                .rq_depth = 8};
-  c.workload = (struct pp_workload){.kind = PP_WORKLOAD_API, .pattern = PP_PATTERN_RING,
-                                    .messages = 1, .size = 4096};
+  c.workload = (struct pp_workload){.kind = PP_WORKLOAD_APP};
   pp_p2p_params_default(&c.p2p);
   c.seed = 1;
   return c;
@@ -134,11 +137,15 @@ static void up(const struct pp_engine_cfg *cfg, double loss)
   C.h = h_create(C.n, &prof, loss, cfg->seed);
   char err[256] = "";
   cr_assert_eq(pp_engine_cfg_check(cfg, err, sizeof(err)), PP_OK, "%s", err);
+  struct pp_app_callbacks cb;
+  app_log_callbacks(&cb);
   for (uint32_t r = 0; r < C.n; r++) {
     struct pp_engine_cfg c = *cfg;
     c.rank = r;
     REG.nic[r] = h_nic(C.h, r);
-    cr_assert_eq(pp_engine_create(&c, &wops, h_nic(C.h, r), &C.e[r]), PP_OK);
+    cr_assert_eq(pp_engine_create_app(&c, &wops, h_nic(C.h, r), &cb, (void *)(uintptr_t)r,
+                                      &C.e[r]),
+                 PP_OK);
   }
   for (uint32_t r = 0; r < C.n; r++)
     for (uint32_t p = 0; p < C.n; p++) {
@@ -163,6 +170,7 @@ static void down(void)
   memset(&C, 0, sizeof(C));
   memset(&REG, 0, sizeof(REG));
   memset(&READS, 0, sizeof(READS));
+  app_log_reset();
   max_mr = 4096;
 }
 
@@ -251,12 +259,19 @@ static uint8_t *pattern(uint32_t len, uint32_t seed)
   return b;
 }
 
-/* Tests request r of rank `rank`, which must be complete. */
+/* Tests request r of rank `rank`, which must be complete and reported to its callback with the
+ * same status. */
 static struct pp_p2p_status done(uint32_t rank, pp_req *r)
 {
   struct pp_p2p_status st;
+  const struct app_log_ev *ev = app_log_find(rank, *r);
   cr_assert(pp_p2p_test(C.e[rank], r, &st), "request of rank %u not complete", rank);
   cr_assert_eq(*r, PP_REQ_NULL, "a completed request's handle is cleared");
+  cr_assert_not_null(ev, "rank %u: the request's completion reached its callback", rank);
+  cr_assert(app_log_status_eq(&ev->st, &st),
+               "rank %u: the callback's status is the request's (error %s / %s, len %u / %u)",
+               rank, pp_p2p_err_name(ev->st.error), pp_p2p_err_name(st.error), ev->st.len,
+               st.len);
   return st;
 }
 
@@ -810,7 +825,9 @@ Test(p2p, sends_need_a_started_engine)
   pp_nic_profile_default(&prof);
   C.h = h_create(2, &prof, 0, 1);
   C.n = 1;
-  cr_assert_eq(pp_engine_create(&cfg, &simnic_ops, h_nic(C.h, 0), &C.e[0]), PP_OK);
+  struct pp_app_callbacks cb;
+  pp_app_callbacks_default(&cb);
+  cr_assert_eq(pp_engine_create_app(&cfg, &simnic_ops, h_nic(C.h, 0), &cb, NULL, &C.e[0]), PP_OK);
   uint8_t a[8];
   pp_req r;
   cr_assert_eq(pp_p2p_isend(C.e[0], 0, a, 8, 1, 1, 0, 0, &r), PP_STATE);

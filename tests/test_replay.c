@@ -94,7 +94,7 @@ Test(replay, recorded_runs_replay_exactly, .timeout = 120)
 Test(replay, until_dumps_the_state, .timeout = 60)
 {
   record("rnr-slow-consumer", "t.trace");
-  cr_assert_eq(cli("replay t.trace --at 1000000"), 0, "%s", out);
+  cr_assert_eq(cli("replay t.trace --at 1ms"), 0, "%s", out);
   cr_assert(strstr(out, "replay stopped before record"), "%s", out);
   cr_assert(strstr(out, "rank 0: "), "%s", out);
   cr_assert(strstr(out, "qp 0x100 -> rank 1: RTS"), "QP state: %s", out);
@@ -113,7 +113,7 @@ Test(replay, until_dumps_the_state, .timeout = 60)
 Test(replay, qp_error_shows_in_the_state, .timeout = 60)
 {
   record("rnr-slow-consumer-retry0", "t.trace");
-  cr_assert_eq(cli("replay t.trace --at 999999999"), 0);
+  cr_assert_eq(cli("replay t.trace --at 999999999ns"), 0);
   cr_assert(strstr(out, "qp 0x100 -> rank 1: ERR"), "the sender's QP died: %s", out);
   cr_assert(strstr(out, "RNR_RETRY_EXC_ERR=1"), "%s", out);
 }
@@ -261,6 +261,12 @@ Test(replay, sim_what_if, .timeout = 120)
   cr_assert(strstr(out, "\"outcome\": \"completed\""), "%s", out);
   cr_assert_eq(cli("replay t.trace --sim --set engine.qp.rq_depth=256 --set messages=50"), 0,
                "enough receive buffers: no RNR at all: %s", out);
+  /* the scenario's own spelling, through the section's field table */
+  cr_assert_eq(cli("replay t.trace --sim --set qp.rnr_retry=7 --json"), 0, "%s", out);
+  cr_assert(strstr(out, "\"outcome\": \"completed\""), "%s", out);
+  cr_assert_eq(cli("replay t.trace --sim --set qp.rnr_retry=8 2> e.txt; test $? = 2 && grep -q "
+                   "\"'qp.rnr_retry' must be an integer 0..7, got '8'\" e.txt"),
+               0, "a value out of the table's bounds is refused with its sentence");
   cr_assert_eq(cli("replay t.trace --sim --list-keys"), 0);
   cr_assert(strstr(out, "engine.qp.rnr_retry=0\n"), "%s", out);
   cr_assert(strstr(out, "sim.faults.loss="), "%s", out);

@@ -574,6 +574,28 @@ Test(units, loss_and_integers)
 
 /* ------------------------------------------------------------------------------------------ */
 
+Test(scenario, a_nic_line_rate_is_a_bandwidth_and_never_zero)
+{
+  static struct pp_scenario s;
+  char err[512];
+  const char *ok = "ranks: 2\nnic:\n  line_rate: 25Gbps\n";
+  cr_assert_eq(pp_scenario_parse(ok, strlen(ok), "t.yaml", MODELS, &s, err, sizeof(err)),
+               PP_OK, "%s", err);
+  cr_assert_eq(s.sim.nic.line_rate_bps, 25e9);
+  const char *def = "ranks: 2\n";
+  cr_assert_eq(pp_scenario_parse(def, strlen(def), "t.yaml", MODELS, &s, err, sizeof(err)),
+               PP_OK, "%s", err);
+  cr_assert_eq(s.sim.nic.line_rate_bps, 100e9, "the default NIC's 100 Gb/s port");
+  const char *hdr = "ranks: 2\nnic: nics/hdr-ib-200g.yaml\n";
+  cr_assert_eq(pp_scenario_parse(hdr, strlen(hdr), "t.yaml", MODELS, &s, err, sizeof(err)),
+               PP_OK, "%s", err);
+  cr_assert_eq(s.sim.nic.line_rate_bps, 200e9);
+  const char *zero = "ranks: 2\nnic:\n  line_rate: 0\n";
+  cr_assert_neq(pp_scenario_parse(zero, strlen(zero), "t.yaml", MODELS, &s, err,
+                                  sizeof(err)), PP_OK);
+  cr_assert(strstr(err, "line_rate"), "%s", err);
+}
+
 Test(errors, unknown_keys)
 {
   expect_error("ranks: 2\nqp:\n  rnr_retry: 3\n  foo: 1\n", PP_PARSE,
@@ -595,7 +617,7 @@ Test(errors, unknown_keys)
   expect_error("ranks: 2\nnic:\n  mtu: 1024\n  speed: 5\n", PP_PARSE,
                "t.yaml:4: unknown key 'speed' in 'nic' (expected one of: name, mtu, header_bytes, "
                "wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, cq_depth, "
-               "max_rd_atomic, train)");
+               "max_rd_atomic, train, line_rate)");
   expect_error("ranks: 2\nfaults: {loss: 0, bogus: 1}\n", PP_PARSE,
                "t.yaml:2: unknown key 'bogus' in 'faults' (expected one of: loss, until, jitter, "
                "scramble, scramble_delay, srq_delay, qp_error_at, qp_error_host, qp_error_qp, "
@@ -721,15 +743,18 @@ Test(errors, missing_files)
   unlink(path);
   rmdir(fifo);
 
+  /* A relative path: next to the scenario ("." for t.yaml), then the models directory. */
   expect_error("ranks: 2\nplatform: platforms/x.xml\n", PP_IO,
-               "t.yaml:2: platform file 'platforms/x.xml' not found under models dir");
+               "t.yaml:2: platform file 'platforms/x.xml' not found (searched next to the "
+               "scenario, then the models directory: ., " MODELS ")");
   expect_error("ranks: 2\nplatform: /nonexistent-dir/x.xml\n", PP_IO,
                "t.yaml:2: platform file '/nonexistent-dir/x.xml' not found");
   expect_error("ranks: 2\nplatform: ''\n", PP_PARSE,
                "t.yaml:2: 'platform' must be a file path or { cluster: { bandwidth: ..., latency: "
                "... } }");
   expect_error("ranks: 2\n\nnic: nics/none.yaml\n", PP_IO,
-               "t.yaml:3: nic file 'nics/none.yaml' not found under models dir");
+               "t.yaml:3: nic file 'nics/none.yaml' not found (searched next to the scenario, "
+               "then the models directory: ., " MODELS ")");
   /* Absolute paths are used as they are. */
   expect_ok("ranks: 2\nplatform: " MODELS "/platforms/hdr-200g-2host.xml\nnic: " MODELS
             "/nics/ideal.yaml\n",
@@ -813,7 +838,7 @@ Test(errors, nic_file_errors_name_the_nic_file)
   snprintf(want, sizeof want,
            "%s:3: unknown key 'acks' in the NIC profile (expected one of: name, mtu, "
            "header_bytes, wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, "
-           "cq_depth, max_rd_atomic, train)",
+           "cq_depth, max_rd_atomic, train, line_rate)",
            nic);
   cr_assert_str_eq(err, want);
 
@@ -865,11 +890,18 @@ Test(errors, error_buffer_handling)
   cr_assert_eq(pp_scenario_parse(NULL, 0, "t.yaml", MODELS, &sc, err, sizeof err), PP_PARSE);
   cr_assert_eq(pp_scenario_parse("ranks: 2", 8, "t.yaml", MODELS, NULL, err, sizeof err),
                PP_INVALID);
-  /* Without a models dir, relative paths are taken from the current directory. */
+  /* Without a models dir, relative paths are taken from the scenario's directory only. */
   cr_assert_eq(pp_scenario_parse("ranks: 2\nnic: nics/ideal.yaml", 29, "t.yaml", NULL, &sc, err,
                                  sizeof err),
                PP_IO);
-  cr_assert_str_eq(err, "t.yaml:2: nic file 'nics/ideal.yaml' not found");
+  cr_assert_str_eq(err, "t.yaml:2: nic file 'nics/ideal.yaml' not found (searched next to the "
+                        "scenario: .)");
+  /* Without a scenario file, the models dir only. */
+  cr_assert_eq(pp_scenario_parse("ranks: 2\nnic: nics/none.yaml", 28, NULL, MODELS, &sc, err,
+                                 sizeof err),
+               PP_IO);
+  cr_assert_str_eq(err, "<scenario>:2: nic file 'nics/none.yaml' not found (searched the models "
+                        "directory: " MODELS ")");
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1239,4 +1271,166 @@ Test(ring_keys, shipped_ring_scenarios)
   cr_assert_lt(sc.sim.engine.coll.slow_from, sc.sim.engine.coll.slow_until);
   cr_assert_gt(sc.sim.engine.coll.iterations, sc.sim.engine.coll.slow_until, "it recovers");
   cr_assert_eq(sc.sim.engine.qp.rnr_retry, 0);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Relative platform: and nic: paths: next to the scenario first, then the models directory    */
+
+static void write_text(const char *path, const char *text)
+{
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f, "%s", path);
+  fputs(text, f);
+  cr_assert_eq(fclose(f), 0);
+}
+
+Test(paths, relative_model_paths_resolve_next_to_the_scenario_first)
+{
+  char dir[] = "/tmp/prepost-scn-XXXXXX", path[64], nics[64], prof[128];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(nics, sizeof nics, "%s/nics", dir);
+  cr_assert_eq(mkdir(nics, 0700), 0);
+  /* the same relative name as a shipped profile (nics/ideal.yaml): the scenario's own wins */
+  snprintf(prof, sizeof prof, "%s/ideal.yaml", nics);
+  write_text(prof, "name: mine\nmtu: 1024\n");
+  snprintf(path, sizeof path, "%s/s.yaml", dir);
+  write_text(path, "ranks: 2\nnic: nics/ideal.yaml\nplatform: platforms/hdr-200g-2host.xml\n");
+  static struct pp_scenario sc;
+  cr_assert_eq(pp_scenario_load(path, MODELS, &sc, err, sizeof err), PP_OK, "%s", err);
+  cr_assert_str_eq(sc.sim.nic.name, "mine");
+  cr_assert_eq(sc.sim.nic.mtu, 1024);
+  /* not next to it: the models directory's */
+  cr_assert_str_eq(sc.sim.platform.file, MODELS "/platforms/hdr-200g-2host.xml");
+  /* neither: both directories named */
+  write_text(path, "ranks: 2\nplatform: platforms/nope.xml\n");
+  cr_assert_eq(pp_scenario_load(path, MODELS, &sc, err, sizeof err), PP_IO);
+  char want[1024];
+  snprintf(want, sizeof want,
+           "%s:2: platform file 'platforms/nope.xml' not found (searched next to the scenario, "
+           "then the models directory: %s, %s)",
+           path, dir, MODELS);
+  cr_assert_str_eq(err, want);
+  unlink(path);
+  unlink(prof);
+  rmdir(nics);
+  rmdir(dir);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* --set KEY=VALUE over a scenario file                                                        */
+
+Test(set, assignments_are_scenario_text_checked_as_the_file)
+{
+  char dir[] = "/tmp/prepost-set-XXXXXX", path[256];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/s.yaml", dir);
+  write_text(path, "ranks: 2\nprotocol: eager\nqp:\nlimits: {no_progress: 1s}\n");
+  static struct pp_scenario sc;
+  const char *sets[] = {"ranks=16",          "qp.rnr_retry=3",       "p2p.eager_limit=8KiB",
+                        "limits.no_progress=2500", "workload.slow_ranks=[1, 3]",
+                        "platform.cluster.latency=2us", "ranks=8"};
+  cr_assert_eq(pp_scenario_load_set(path, MODELS, sets, 7, &sc, err, sizeof err), PP_OK, "%s",
+               err);
+  cr_assert_eq(sc.sim.engine.nranks, 8, "the later assignment wins");
+  cr_assert_eq(sc.sim.engine.qp.rnr_retry, 3, "an empty 'qp:' becomes a mapping");
+  cr_assert_eq(sc.sim.engine.p2p.eager_limit, 8192);
+  cr_assert_eq(sc.sim.no_progress_ns, 2500, "a bare integer is ns, as in the file");
+  cr_assert_eq(sc.sim.engine.workload.consume_ranks, (1u << 1) | (1u << 3));
+  cr_assert_eq(sc.sim.platform.latency_ns, 2000);
+  const struct {
+    const char *set, *msg;
+  } bad[] = {
+      {"qp.rnr_retry=8", "--set qp.rnr_retry=8: 'rnr_retry' must be an integer 0..7, got '8'"},
+      {"frob=1", "--set frob=1: unknown key 'frob' at top level (expected one of:"},
+      {"protocol.x=1", "--set protocol.x=1: 'protocol' is not a mapping in the scenario (line 2)"},
+      {"=1", "--set =1: --set wants KEY=VALUE or SECTION.KEY=VALUE"},
+      {"qp..x=1", "--set qp..x=1: --set wants KEY=VALUE or SECTION.KEY=VALUE"},
+      {"ranks", "--set ranks: --set wants KEY=VALUE or SECTION.KEY=VALUE"},
+      {"workload.size=[1", "--set workload.size=[1: YAML syntax error"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cr_assert_neq(pp_scenario_load_set(path, MODELS, &bad[i].set, 1, &sc, err, sizeof err), PP_OK,
+                  "%s", bad[i].set);
+    char want[512];
+    snprintf(want, sizeof want, "%s: %s", path, bad[i].msg);
+    cr_assert(!strncmp(err, want, strlen(want)), "%s:\n%s\nwanted\n%s", bad[i].set, err, want);
+  }
+  /* an empty file, all from --set */
+  write_text(path, "");
+  const char *only[] = {"ranks=4"};
+  cr_assert_eq(pp_scenario_load_set(path, MODELS, only, 1, &sc, err, sizeof err), PP_OK, "%s",
+               err);
+  cr_assert_eq(sc.sim.engine.nranks, 4);
+  unlink(path);
+  rmdir(dir);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The field tables of the built-in sections (prepost/param.h)                                */
+
+Test(tables, built_in_tables_are_valid_and_their_defaults_are_the_scenario_defaults)
+{
+  static struct pp_scenario sc;
+  pp_scenario_defaults(&sc);
+  struct pp_engine_cfg *e = &sc.sim.engine;
+  const struct {
+    const char *name;
+    const struct pp_param *t;
+    size_t n, size;
+    const void *obj;
+  } tabs[] = {
+      {"qp", pp_qp_param_table, pp_qp_param_count, sizeof e->qp, &e->qp},
+      {"workload", pp_workload_param_table, pp_workload_param_count, sizeof e->workload,
+       &e->workload},
+      {"traffic", pp_traffic_param_table, pp_traffic_param_count, sizeof e->traffic, &e->traffic},
+      {"p2p", pp_p2p_param_table, pp_p2p_param_count, sizeof e->p2p, &e->p2p},
+      {"ring", pp_ring_param_table, pp_ring_param_count, sizeof e->ring, &e->ring},
+      {"collective", pp_coll_param_table, pp_coll_param_count, sizeof e->coll, &e->coll},
+      {"nic", pp_nic_param_table, pp_nic_param_count, sizeof sc.sim.nic, &sc.sim.nic},
+      {"limits", pp_limits_param_table, pp_limits_param_count, sizeof sc.sim, &sc.sim},
+  };
+  for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++) {
+    char why[256];
+    cr_assert(pp_params_valid(tabs[i].t, tabs[i].n, tabs[i].size, why, sizeof why), "%s: %s",
+              tabs[i].name, why);
+    for (size_t k = 0; k < tabs[i].n; k++) {
+      const struct pp_param *p = &tabs[i].t[k];
+      cr_assert_eq(pp_param_get(p, tabs[i].obj), p->def, "%s.%s: the table says %llu",
+                   tabs[i].name, p->key, (unsigned long long)p->def);
+      cr_assert(p->doc && *p->doc, "%s.%s has a sentence", tabs[i].name, p->key);
+    }
+    /* every key of the table is a key the section accepts: the parser reads it */
+    for (size_t k = 0; k < tabs[i].n; k++) {
+      char text[256], fmt[64];
+      const struct pp_param *p = &tabs[i].t[k];
+      pp_param_format_default(p, fmt, sizeof fmt);
+      if (!strcmp(fmt, "derived") || !strcmp(p->key, "root"))
+        continue;
+      const char *sec = !strcmp(tabs[i].name, "traffic") ? "workload" : tabs[i].name;
+      snprintf(text, sizeof text, "ranks: 2\nprotocol: eager\n%s:\n  %s: %s\n", sec, p->key, fmt);
+      cr_assert_eq(parse(text, &sc), PP_OK, "%s%s", text, err);
+    }
+  }
+}
+
+Test(tables, canonical_text_reads_back_through_the_parser)
+{
+  static struct pp_scenario sc;
+  cr_assert_eq(parse("ranks: 2\nprotocol: ring-cts\nring: {slot_size: 65536, credit_idle: 1500}\n"
+                     "limits: {max_sim_time: 2000000000, memory: 4194304}\n",
+                     &sc),
+               PP_OK, "%s", err);
+  char text[512];
+  size_t at = (size_t)snprintf(text, sizeof text, "ranks: 2\nprotocol: ring-cts\nring:\n");
+  for (size_t k = 0; k < pp_ring_param_count; k++) {
+    char v[64];
+    pp_param_format(&pp_ring_param_table[k], &sc.sim.engine.ring, v, sizeof v);
+    at += (size_t)snprintf(text + at, sizeof text - at, "  %s: %s\n", pp_ring_param_table[k].key,
+                           v);
+  }
+  cr_assert(strstr(text, "slot_size: 64KiB\n") && strstr(text, "credit_idle: 1500ns\n"), "%s",
+            text);
+  struct pp_ring_params before = sc.sim.engine.ring;
+  cr_assert_eq(parse(text, &sc), PP_OK, "%s%s", text, err);
+  cr_assert_eq(memcmp(&before, &sc.sim.engine.ring, sizeof before), 0, "%s", text);
 }

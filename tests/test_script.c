@@ -220,12 +220,10 @@ Test(script, repeated_ping_pong_on_several_communicators)
   cr_assert(rtt > 2000 && rtt < 10000, "round trip %.0f ns", rtt);
 }
 
-Test(script, the_api_workload_runs_nothing)
+Test(script, a_scenario_cannot_name_the_app_workload)
 {
-  parse("ranks: 3\nprotocol: rndv\nworkload: {kind: api}\n");
-  run();
-  cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED);
-  cr_assert_eq(res.ranks[0].nreceives, 0);
+  cr_assert(strstr(parse_error("ranks: 3\nprotocol: rndv\nworkload: {kind: app}\n", PP_INVALID),
+                   "e.yaml:3: workload 'app' is a program's callbacks"));
 }
 
 /* ================================================================ scenario errors */

@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -979,6 +980,45 @@ Test(simnic, send_completion_waits_for_ack)
   cr_assert_geq(send->at, ack + LATENCY, "send completion before its ACK could arrive");
   cr_assert_leq(send->at, ack + LATENCY + 100);
   cr_assert_geq(send->at, t0 + 2 * LATENCY);
+  free(l);
+  pair_free(p);
+}
+
+/* The NIC serialises at its profile's line rate from the start (no driver call needed), and a
+ * rate that would make the bandwidth infinite, or no rate, is refused. */
+Test(simnic, a_nic_serialises_at_its_profiles_line_rate)
+{
+  struct pp_nic_profile prof;
+  pp_nic_profile_default(&prof);
+  cr_assert_eq(prof.line_rate_bps, 100e9, "the default profile's port: 100 Gb/s");
+  prof.wqe_ns = 0;
+  prof.line_rate_bps = 1e9; /* 8 ns per byte */
+  struct pair *p = pair_alloc(&prof, 0, 1);
+  struct h_qp_opts o = h_qp_defaults();
+  pair_connect(p, &o);
+  recv_ok(p, B, 100, 0, 4096);
+  recv_ok(p, B, 101, 4096, 4096);
+  uint64_t t0 = p->h->now;
+  post_ok(p, A, PP_WR_SEND, 1, 0, 4096, 0, true);
+  post_ok(p, A, PP_WR_SEND, 2, 4096, 4096, 0, true);
+  struct wc_log *l = calloc(1, sizeof(*l));
+  run_logged(p->h, l, FOREVER);
+  cr_assert_eq(log_count(l, B), 2);
+  uint64_t second = log_nth(l, B, 1)->at;
+  /* the second leaves once the first has been serialised (the wire itself is the harness') */
+  cr_assert_geq(second, t0 + 4096 * 8, "two 4 KiB messages one after the other at 1 Gb/s: "
+                "the second arrived at %" PRIu64 " ns", second - t0);
+  cr_assert_lt(second, t0 + 4200 * 8 + 4 * LATENCY);
+  struct simnic *n = h_nic(p->h, A);
+  cr_assert_eq(simnic_set_line_rate(n, 0), PP_INVALID);
+  cr_assert_eq(simnic_set_line_rate(n, -1), PP_INVALID);
+  cr_assert_eq(simnic_set_line_rate(n, INFINITY), PP_INVALID);
+  cr_assert_eq(simnic_set_line_rate(n, NAN), PP_INVALID);
+  cr_assert_eq(simnic_set_line_rate(n, 25e9), PP_OK);
+  char err[128];
+  prof.line_rate_bps = 0;
+  cr_assert_eq(pp_nic_profile_check(&prof, err, sizeof(err)), PP_INVALID);
+  cr_assert(strstr(err, "line_rate"), "%s", err);
   free(l);
   pair_free(p);
 }

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "prepost/simapp.h"
 #include "prepost/simrun.h"
 
 /* scenario.h's opening comment trips -Wcomment (see tools/scenario.c) */
@@ -435,4 +436,184 @@ Test(simrun, seed_changes_the_lossy_run, .timeout = 120)
   free(x1);
   free(x2);
   free(xj);
+}
+
+/* ================================================================ applications (prepost/simapp.h) */
+
+/* A ring exchange played by the program's callbacks: every rank sends ROUND_BYTES to the next
+ * rank and receives from the previous one, ROUNDS times; after each receive it "computes" for
+ * COMPUTE_NS (pp_app_timer) before the next round. Bytes are checked, each round's time is
+ * recorded with pp_app_latency. */
+#define ROUNDS 8u
+#define ROUND_BYTES (64u << 10)
+#define COMPUTE_NS 20000u
+
+struct ringer {
+  uint32_t rank, n, round, got, timers, sends_done;
+  uint64_t round_start;
+  uint8_t *out, *in;
+  bool bad, never_done;
+};
+
+static struct ringer ringers[8];
+
+static enum pp_status ring_post(struct pp_engine *e, uint64_t now, struct ringer *g)
+{
+  for (uint32_t i = 0; i < ROUND_BYTES; i++)
+    g->out[i] = (uint8_t)(g->rank * 53 + g->round * 7 + i);
+  pp_req r;
+  g->round_start = now;
+  enum pp_status s = pp_p2p_irecv(e, now, g->in, ROUND_BYTES, (g->rank + g->n - 1) % g->n, 5, 0,
+                                  g->round, &r);
+  return s == PP_OK ? pp_p2p_isend(e, now, g->out, ROUND_BYTES, (g->rank + 1) % g->n, 5, 0,
+                                   g->round, &r)
+                    : s;
+}
+
+static enum pp_status ring_start(struct pp_engine *e, uint64_t now, void *ud)
+{
+  return ring_post(e, now, ud);
+}
+
+static enum pp_status ring_send_done(struct pp_engine *e, uint64_t now, pp_req req,
+                                     uint64_t cookie, const struct pp_p2p_status *st, void *ud)
+{
+  (void)now, (void)cookie;
+  struct ringer *g = ud;
+  g->bad = g->bad || st->error != PP_P2P_E_OK;
+  g->sends_done++;
+  return pp_p2p_test(e, &req, NULL) ? PP_OK : PP_STATE;
+}
+
+static enum pp_status ring_recv_done(struct pp_engine *e, uint64_t now, pp_req req,
+                                     uint64_t cookie, const struct pp_p2p_status *st, void *ud)
+{
+  struct ringer *g = ud;
+  uint32_t from = (g->rank + g->n - 1) % g->n;
+  g->bad = g->bad || st->error != PP_P2P_E_OK || st->len != ROUND_BYTES || st->source != from ||
+           cookie != g->round;
+  for (uint32_t i = 0; i < ROUND_BYTES && !g->bad; i++)
+    g->bad = g->in[i] != (uint8_t)(from * 53 + g->round * 7 + i);
+  g->got++;
+  if (!pp_p2p_test(e, &req, NULL))
+    return PP_STATE;
+  return pp_app_timer(e, now + COMPUTE_NS, g->round);
+}
+
+static enum pp_status ring_timer(struct pp_engine *e, uint64_t now, uint32_t arg, void *ud)
+{
+  struct ringer *g = ud;
+  g->timers++;
+  if (arg != g->round)
+    return PP_INVALID;
+  pp_app_latency(e, now - g->round_start);
+  return ++g->round < ROUNDS ? ring_post(e, now, g) : PP_OK;
+}
+
+static bool ring_done(const struct pp_engine *e, void *ud)
+{
+  (void)e;
+  const struct ringer *g = ud;
+  return !g->never_done && g->round == ROUNDS && g->sends_done == ROUNDS;
+}
+
+static uint32_t fail_rank = UINT32_MAX; /* the factory refuses this rank */
+static char app_err[1024];
+
+static enum pp_status ring_rank(void *ctx, uint32_t rank, struct pp_app_callbacks *cb,
+                                void **user_data)
+{
+  struct ringer *all = ctx;
+  if (rank == fail_rank)
+    return PP_INVALID;
+  cr_assert_lt(rank, 8);
+  struct ringer *g = &all[rank];
+  g->rank = rank;
+  g->n = sc.sim.engine.nranks;
+  g->out = malloc(ROUND_BYTES);
+  g->in = malloc(ROUND_BYTES);
+  cr_assert(g->out && g->in);
+  cb->start = ring_start;
+  cb->send_done = ring_send_done;
+  cb->recv_done = ring_recv_done;
+  cb->timer = ring_timer;
+  cb->done = ring_done;
+  *user_data = g;
+  return PP_OK;
+}
+
+static enum pp_status run_app(void)
+{
+  char err[1024] = "";
+  struct pp_sim_app app = {.rank = ring_rank, .ctx = ringers};
+  enum pp_status s = pp_sim_run_app(&sc.sim, &app, NULL, &res, err, sizeof(err));
+  if (s == PP_OK) {
+    cr_assert_eq(res.nranks, sc.sim.engine.nranks);
+  } else {
+    snprintf(app_err, sizeof(app_err), "%s", err);
+  }
+  return s;
+}
+
+Test(simrun, an_application_runs_its_ranks_from_callbacks_with_compute_time_and_the_line_rate)
+{
+  /* 4 ranks on a generated 10 Gb/s cluster: each round moves 64 KiB per link (52 us at 10 Gb/s)
+   * and computes 20 us after its receive */
+  parse("ranks: 4\nprotocol: eager\nplatform: {cluster: {bandwidth: 10Gbps, latency: 1us}}\n"
+        "workload: {pattern: pair, messages: 1, size: 16B}\n");
+  cr_assert_eq(run_app(), PP_OK, "%s", app_err);
+  cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "%s", pp_outcome_name(res.outcome));
+  for (uint32_t r = 0; r < 4; r++) {
+    const struct ringer *g = &ringers[r];
+    cr_assert_not(g->bad, "rank %u: every byte, source, tag and cookie", r);
+    cr_assert_eq(g->got, ROUNDS);
+    cr_assert_eq(g->timers, ROUNDS, "rank %u: one compute timer per round", r);
+    cr_assert_eq(res.ranks[r].stats.messages_sent, ROUNDS, "the run contract counts the sends");
+    cr_assert_eq(res.ranks[r].stats.messages_received, ROUNDS);
+    cr_assert_eq(res.ranks[r].stats.bytes_received, (uint64_t)ROUNDS * ROUND_BYTES);
+    cr_assert(res.ranks[r].stats.done);
+    free(g->out);
+    free(g->in);
+  }
+  cr_assert_null(res.hang);
+  double wire_ns = ROUND_BYTES * 8.0 / 10e9 * 1e9; /* 52 us per round at the line rate */
+  cr_assert_geq(res.sim_time_ns, (uint64_t)(ROUNDS * (wire_ns + COMPUTE_NS)),
+                "the line rate and the compute time are modelled: %llu ns",
+                (unsigned long long)res.sim_time_ns);
+  cr_assert_lt(res.sim_time_ns, (uint64_t)(ROUNDS * (wire_ns + COMPUTE_NS) * 1.5));
+  cr_assert_not_null(res.latency_hist, "the ranks' pp_app_latency samples, merged");
+  cr_assert_eq(res.latency.count, 4 * ROUNDS);
+  cr_assert_geq(res.latency.min, (uint64_t)(wire_ns + COMPUTE_NS));
+}
+
+Test(simrun, an_application_that_is_never_done_ends_stalled_with_a_hang_report)
+{
+  parse("ranks: 2\nprotocol: rndv\n");
+  ringers[1].never_done = true;
+  cr_assert_eq(run_app(), PP_OK, "%s", app_err);
+  cr_assert_eq(res.outcome, PP_OUTCOME_STALLED, "%s", pp_outcome_name(res.outcome));
+  cr_assert(res.ranks[0].stats.done);
+  cr_assert_not(res.ranks[1].stats.done);
+  cr_assert_not_null(res.hang);
+  cr_assert_eq(res.hang->rank[1].state, PP_HANG_STUCK);
+  cr_assert_eq(res.hang->rank[0].state, PP_HANG_DONE);
+}
+
+Test(simrun, an_application_rank_factory_that_fails_fails_the_run)
+{
+  parse("ranks: 3\nprotocol: eager\nworkload: {pattern: ring}\n");
+  fail_rank = 1;
+  cr_assert_eq(run_app(), PP_INVALID);
+  cr_assert(strstr(app_err, "rank 1: the application's rank factory"), "%s", app_err);
+}
+
+Test(simrun, an_application_needs_a_p2p_protocol_and_a_factory)
+{
+  parse("ranks: 2\nprotocol: ring-cts\n");
+  char err[256] = "";
+  struct pp_sim_app none = {0};
+  cr_assert_eq(pp_sim_run_app(&sc.sim, &none, NULL, &res, err, sizeof(err)), PP_INVALID);
+  cr_assert(strstr(err, "rank factory"), "%s", err);
+  cr_assert_eq(run_app(), PP_INVALID);
+  cr_assert(strstr(app_err, "workload 'app' needs protocol eager or rndv"), "%s", app_err);
 }

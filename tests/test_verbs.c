@@ -25,6 +25,7 @@
 #include "backends/verbs/counters.h"
 #include "backends/verbs/launch.h"
 #include "prepost/verbsnic.h"
+#include "prepost/verbsapp.h"
 #include "prepost/verbsrun.h"
 #include "tools/report.h"
 
@@ -1543,13 +1544,13 @@ Test(verbs_cli, missing_device_is_exit_4_with_the_reason)
   cr_assert_eq(out[0], '\0');
   cr_assert((boot_now_ns() - t0) / 1e9 < 10);
   rc = cli("run " SCENARIOS "fast-consumer.yaml --backend verbs --device nosuchdev0 --rank 1 "
-           "--ranks 127.0.0.1:1,127.0.0.1 --boot-timeout 1");
+           "--ranks 127.0.0.1:1,127.0.0.1 --boot-timeout 1s");
   cr_assert_eq(rc, 2, "a rank table run without the job secret: exit %d\n%s", rc, errs);
   assert_has(errs, "needs the job's secret on every host: set PREPOST_JOB_SECRET_FILE");
   setenv("PREPOST_JOB_SECRET", "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
          1);
   rc = cli("run " SCENARIOS "fast-consumer.yaml --backend verbs --device nosuchdev0 --rank 1 "
-           "--ranks 127.0.0.1:1,127.0.0.1 --boot-timeout 1");
+           "--ranks 127.0.0.1:1,127.0.0.1 --boot-timeout 1s");
   unsetenv("PREPOST_JOB_SECRET");
   cr_assert_eq(rc, 4, "exit %d\n%s", rc, errs);
   assert_has(errs, "rank 1: no RDMA device");
@@ -1571,21 +1572,27 @@ Test(verbs_cli, missing_device_is_exit_4_with_the_reason)
 Test(verbs_cli, usage_errors)
 {
   const char *bad[][2] = {
-      {"--backend nosuch", "--backend: 'simgrid' or 'verbs'"},
+      {"--backend nosuch", "--backend must be simgrid or verbs, got 'nosuch'"},
       {"--backend verbs --rank 1", "--rank and --ranks go together"},
       {"--backend verbs --ranks a,b", "--rank and --ranks go together"},
-      {"--backend verbs --ib-port 0", "--ib-port wants 1..255"},
-      {"--backend verbs --gid-index x", "--gid-index wants"},
-      {"--backend verbs --timeout -1", "--timeout wants seconds"},
-      {"--backend verbs --port 70000", "--port wants 0..65535"},
+      {"--backend verbs --ib-port 0", "--ib-port must be an integer 1..255, got '0'"},
+      {"--backend verbs --gid-index x", "--gid-index must be an integer 0..255"},
+      {"--backend verbs --timeout -1", "--timeout must not be negative"},
+      {"--backend verbs --timeout 10", "--timeout needs a unit: a duration such as 500ns"},
+      {"--backend=verbs --timeout=0", "--timeout must be a duration 1ns.."},
+      {"--backend verbs --port 70000", "--port must be an integer 0..65535"},
       {"--backend verbs --frobnicate", "unknown option '--frobnicate'"},
-      {"--backend verbs --no-progress soon", "'--no-progress' must be a duration"},
-      {"--backend verbs --no-progress", "--no-progress needs a value"},
-      {"--backend verbs --trace", "--trace needs a value"},
-      {"--backend verbs --progress spin", "--progress: 'busy' or 'event', got 'spin'"},
-      {"--backend verbs --progress", "--progress needs a value"},
-      {"--backend verbs --launch slurm", "--launch: 'auto', 'fork', 'table', 'env' or 'pmix'"},
-      {"--backend verbs --coordinator host:99999", "--coordinator wants HOST[:PORT]"},
+      {"--backend verbs --no-progress soon", "--no-progress must be a duration such as 500ns"},
+      {"--backend verbs --no-progress", "option '--no-progress' needs a value"},
+      {"--backend verbs --trace", "option '--trace' needs a value"},
+      {"--backend verbs --progress spin", "--progress must be busy or event, got 'spin'"},
+      {"--backend verbs --progress", "option '--progress' needs a value"},
+      {"--backend verbs --set qp.rnr_retry=9", "--set qp.rnr_retry=9: 'rnr_retry' must be"},
+      {"--backend verbs --launch slurm",
+       "--launch must be auto, fork, table, env or pmix, got 'slurm'"},
+      {"--backend verbs --launch", "option '--launch' needs a value"},
+      {"--backend verbs --coordinator host:99999", "--coordinator wants HOST[:PORT], got"},
+      {"--backend verbs --coordinator", "option '--coordinator' needs a value"},
       {"--backend verbs --launch table", "--launch table needs --rank R --ranks TABLE"},
       {"--backend verbs --launch fork --rank 0 --ranks 127.0.0.1,127.0.0.1",
        "--rank and --ranks go with --launch table"},
@@ -1621,16 +1628,20 @@ Test(verbs_cli, usage_errors)
   cr_assert_eq(cli("run --backend verbs --help"), 0);
   assert_has(out, "usage: prepost run SCENARIO --backend verbs");
   cr_assert_eq(cli("bench --iters 1"), 2);
-  assert_has(errs, "--iters wants");
+  assert_has(errs, "--iters must be an integer 10..10000000, got '1'");
   const char *bench_bad[][2] = {
-      {"--rows raw_send,nosuch", "--rows wants names among raw_send"},
-      {"--rows ''", "--rows wants"},
-      {"--sizes 0", "--sizes wants up to 32 sizes"},
-      {"--sizes 64,16MiB", "--sizes wants"},
-      {"--sizes 4KiB,x", "--sizes wants"},
-      {"--test all", "--test: 'lat', 'bw' or 'both', got 'all'"},
-      {"--lat-size 9M", "--lat-size wants 1..8388608"},
+      {"--rows raw_send,nosuch", "--rows must name rows among raw_send"},
+      {"--rows ''", "--rows must name rows"},
+      {"--rows", "option '--rows' needs a value"},
+      {"--sizes 0", "--sizes must be a size 1..8388608 bytes, got '0'"},
+      {"--sizes 64,16MiB", "--sizes must be a size 1..8388608 bytes, got '16MiB'"},
+      {"--sizes 4KiB,x", "--sizes must be a size such as 4096"},
+      {"--sizes ,", "--sizes wants a comma-separated list of sizes"},
+      {"--test all", "--test must be lat, bw or both, got 'all'"},
+      {"--lat-size 9MiB", "--lat-size must be a size 1..8388608 bytes, got '9MiB'"},
+      {"--lat-size 9M", "--lat-size must be a size such as 4096"},
       {"--report_gbits --frobnicate 1", "unknown option '--frobnicate'"},
+      {"-a --all --report_gbits extra", "unexpected argument 'extra'"},
   };
   for (size_t i = 0; i < sizeof(bench_bad) / sizeof(bench_bad[0]); i++) {
     char args[256];
@@ -2096,4 +2107,81 @@ Test(verbs_counters, json_says_null_for_what_is_not_counted)
   cr_assert(strstr(buf, "\"rnr_naks_sent\": 3, \"timeout_retries\": 0, \"packets_dropped\": null"),
             "%s", buf);
   free(buf);
+}
+
+/* ================================================================ applications (prepost/verbsapp.h) */
+
+static struct pp_run_cfg app_cfg(void)
+{
+  struct pp_run_cfg c = {.seed = 1};
+  snprintf(c.name, sizeof(c.name), "app");
+  c.engine = (struct pp_engine_cfg){.nranks = 2, .protocol = PP_PROTO_EAGER, .seed = 1};
+  c.engine.qp = (struct pp_qp_params){.min_rnr_timer = 1, .rnr_retry = 7, .timeout = 14,
+                                      .retry_cnt = 7, .max_rd_atomic = 1, .mtu = 4096,
+                                      .sq_depth = 64, .rq_depth = 64};
+  pp_p2p_params_default(&c.engine.p2p);
+  return c;
+}
+
+static enum pp_status app_rank(void *ctx, uint32_t rank, struct pp_app_callbacks *cb,
+                               void **user_data)
+{
+  (void)ctx, (void)rank, (void)user_data;
+  pp_app_callbacks_default(cb);
+  return PP_OK;
+}
+
+Test(verbs_app, a_rank_checks_its_configuration_and_callbacks_before_the_device)
+{
+  struct pp_run_cfg c = app_cfg();
+  struct pp_app_callbacks cb;
+  pp_app_callbacks_default(&cb);
+  struct pp_verbs_rank *r = (struct pp_verbs_rank *)&cb;
+  char err[512] = "";
+  cb.done = NULL;
+  cr_assert_eq(pp_verbs_rank_open(&c, 0, NULL, &cb, NULL, &r, err, sizeof(err)), PP_INVALID);
+  cr_assert_null(r);
+  cr_assert(strstr(err, "a callback is not set"), "%s", err);
+  pp_app_callbacks_default(&cb);
+  c.engine.protocol = PP_PROTO_NAIVE;
+  cr_assert_eq(pp_verbs_rank_open(&c, 0, NULL, &cb, NULL, &r, err, sizeof(err)), PP_INVALID);
+  cr_assert(strstr(err, "workload 'app' needs protocol eager or rndv"), "%s", err);
+  c = app_cfg();
+  cr_assert_eq(pp_verbs_rank_open(&c, 2, NULL, &cb, NULL, &r, err, sizeof(err)), PP_INVALID,
+               "rank 2 of 2");
+  pp_verbs_rank_close(NULL);
+}
+
+Test(verbs_app, a_rank_names_the_device_it_cannot_open)
+{
+  struct pp_run_cfg c = app_cfg();
+  struct pp_app_callbacks cb;
+  pp_app_callbacks_default(&cb);
+  struct vnic_config nic = {.gid_index = -1};
+  snprintf(nic.device, sizeof(nic.device), "no_such_dev0");
+  struct pp_verbs_rank *r;
+  char err[512] = "";
+  enum pp_status s = pp_verbs_rank_open(&c, 1, &nic, &cb, NULL, &r, err, sizeof(err));
+  cr_assert_eq(s, PP_NOTFOUND, "%s: %s", pp_status_name(s), err);
+  cr_assert_null(r);
+  /* without any device (this machine) the list is empty; with one (the guest), it names ours */
+  cr_assert(strstr(err, "rank 1: ") && (strstr(err, "no_such_dev0") || strstr(err, "no RDMA device")),
+            "%s", err);
+}
+
+Test(verbs_app, the_bootstrapped_run_wants_a_factory_and_no_trace)
+{
+  struct pp_run_cfg c = app_cfg();
+  struct pp_verbs_opts o;
+  pp_verbs_opts_default(&o);
+  struct pp_run_result res;
+  bool reporter = true;
+  char err[512] = "";
+  struct pp_verbs_app none = {0}, app = {.rank = app_rank};
+  cr_assert_eq(pp_verbs_run_app(&c, &o, &none, &res, &reporter, err, sizeof(err)), PP_INVALID);
+  cr_assert(strstr(err, "rank factory"), "%s", err);
+  cr_assert_not(reporter);
+  o.trace.path = "t.trace";
+  cr_assert_eq(pp_verbs_run_app(&c, &o, &app, &res, &reporter, err, sizeof(err)), PP_UNSUPPORTED);
+  cr_assert(strstr(err, "not recorded"), "%s", err);
 }

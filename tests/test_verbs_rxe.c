@@ -496,9 +496,9 @@ Test(boot, rank_table_mode_runs_two_processes)
  * costs seconds under emulation; the CLI's mapping of these failures to exit 4 is in
  * tests/test_verbs.c). */
 
-static struct pp_sim_config fast_consumer(void)
+static struct pp_run_cfg fast_consumer(void)
 {
-  struct pp_sim_config c = {.seed = 1};
+  struct pp_run_cfg c = {.seed = 1};
   snprintf(c.name, sizeof(c.name), "fast-consumer");
   c.engine = (struct pp_engine_cfg){.nranks = 2, .protocol = PP_PROTO_NAIVE, .seed = 1};
   c.engine.qp = (struct pp_qp_params){.min_rnr_timer = 1, .rnr_retry = 7, .timeout = 14,
@@ -509,7 +509,7 @@ static struct pp_sim_config fast_consumer(void)
   return c;
 }
 
-static enum pp_status drive(const struct pp_sim_config *c, int rank, const char *table,
+static enum pp_status drive(const struct pp_run_cfg *c, int rank, const char *table,
                             uint16_t port, const char *device, int gid, double boot_s,
                             char *err, double *secs)
 {
@@ -533,14 +533,14 @@ static enum pp_status drive(const struct pp_sim_config *c, int rank, const char 
   enum pp_status s = pp_verbs_run(c, &o, &res, &reporter, err, 1024);
   *secs = (boot_now_ns() - t0) / 1e9;
   if (s == PP_OK && reporter)
-    boot_result_free(&res);
+    pp_run_result_free(&res);
   free(o.table);
   return s;
 }
 
 Test(boot, absent_peer_ends_in_bounded_time)
 {
-  struct pp_sim_config c = fast_consumer();
+  struct pp_run_cfg c = fast_consumer();
   char err[1024], table[64];
   double s;
   snprintf(table, sizeof(table), "127.0.0.1:%u,127.0.0.1", free_port());
@@ -556,7 +556,7 @@ Test(boot, absent_peer_ends_in_bounded_time)
 
 Test(boot, wrong_address_is_named)
 {
-  struct pp_sim_config c = fast_consumer();
+  struct pp_run_cfg c = fast_consumer();
   char err[1024];
   double s;
   /* 192.0.2.0/24 is TEST-NET-1: not an address of this machine, and not routed */
@@ -572,7 +572,7 @@ Test(boot, wrong_address_is_named)
 
 Test(boot, busy_port_is_named)
 {
-  struct pp_sim_config c = fast_consumer();
+  struct pp_run_cfg c = fast_consumer();
   char err[1024];
   double s;
   uint16_t p = 0;
@@ -586,7 +586,7 @@ Test(boot, busy_port_is_named)
 
 Test(boot, missing_device_port_and_gid_are_named)
 {
-  struct pp_sim_config c = fast_consumer();
+  struct pp_run_cfg c = fast_consumer();
   char err[1024];
   double s;
   cr_assert_eq(drive(&c, -1, NULL, 0, "mlx5_9", -1, 2, err, &s), PP_NOTFOUND);
@@ -601,7 +601,7 @@ Test(boot, missing_device_port_and_gid_are_named)
 
 Test(boot, launcher_runs_the_ranks_in_process_forks)
 {
-  struct pp_sim_config c = fast_consumer();
+  struct pp_run_cfg c = fast_consumer();
   struct pp_verbs_opts o;
   pp_verbs_opts_default(&o);
   struct pp_run_result res;
@@ -617,5 +617,5 @@ Test(boot, launcher_runs_the_ranks_in_process_forks)
   cr_assert_eq(res.ranks[0].stats.status_counts[PP_WC_SUCCESS], 20);
   cr_assert_eq(res.ranks[0].nic.rnr_naks_received, 0, "every receive was pre-posted");
   cr_assert_gt(res.sim_time_ns, 0);
-  boot_result_free(&res);
+  pp_run_result_free(&res);
 }

@@ -29,14 +29,16 @@
 #include "prepost/verbsrun.h"
 #include "prepost/hist.h"
 #include "prepost/p2p.h"
+#include "prepost/param.h"
 #include "cli_util.h"
 #include "cli_verbs.h"
 #include "scenario.h"
 
 const char *const pp_cli_bench_usage =
     "usage: prepost bench [--backend verbs] [--device NAME] [--gid-index N] [--iters N]\n"
-    "                     [-a | --sizes LIST] [--lat-size B] [--bw-size B] [--rows LIST]\n"
-    "                     [--test lat|bw|both] [--report_gbits] [--progress busy|event] [--json]\n"
+    "                     [-a | --sizes LIST] [--lat-size SIZE] [--bw-size SIZE] [--rows LIST]\n"
+    "                     [--test lat|bw|both] [--report_gbits] [--progress busy|event]\n"
+    "                     [--busy-poll] [--json] [-h|--help]\n"
     "\n"
     "Measures on an RDMA device (two processes on one device), in perftest's conventions, one\n"
     "row per path and message size:\n"
@@ -56,15 +58,17 @@ const char *const pp_cli_bench_usage =
     "\n"
     "  --iters N      latency iterations (default 1000; bandwidth uses 2 x N messages)\n"
     "  -a, --all      every size from 2 to 2^23 bytes, powers of two (perftest's -a)\n"
-    "  --sizes LIST   sizes for both tests, e.g. 64,4KiB,64KiB,1MiB\n"
-    "  --lat-size B   latency size without -a/--sizes (default 64)\n"
-    "  --bw-size B    bandwidth size without -a/--sizes (default 65536)\n"
+    "  --sizes LIST   sizes for both tests, 1 byte..8MiB each, e.g. 64,4KiB,64KiB,1MiB\n"
+    "  --lat-size S   latency size without -a/--sizes, 1 byte..8MiB (default 64)\n"
+    "  --bw-size S    bandwidth size without -a/--sizes, 1 byte..8MiB (default 64KiB)\n"
     "  --rows LIST    the rows to run (default all): raw_send,raw_write,raw_read,eager,rget,rput,\n"
     "                 ring-credits,ring-cts\n"
     "  --test T       lat, bw or both (default)\n"
     "  --report_gbits bandwidth in Gb/sec instead of MB/sec\n"
-    "  --progress M   how the engine's ranks wait: busy (default) or event (as `prepost run`)\n"
+    "  --progress M   how the engine's ranks wait: busy (default) polls the CQs, event sleeps\n"
+    "                 on the completion channel when idle (as `prepost run`); --busy-poll = busy\n"
     "  --json         one JSON object on stdout\n"
+    "  --device NAME, --gid-index N: as for `prepost run --backend verbs`\n"
     "\n"
     "Exit codes: 0 measured, 2 usage error, 4 no usable device or the raw measurement failed\n"
     "(a failed engine row is reported as failed, with the reason).\n";
@@ -531,7 +535,9 @@ static int engine_run(const struct opts *o, struct pp_sim_config *sc, struct pp_
   vo.launch = PP_VERBS_LAUNCH_FORK; /* both ranks here, whoever started this process */
   vo.run_timeout_ns = 120000000000ull;
   bool reporter;
-  enum pp_status s = pp_verbs_run(sc, &vo, res, &reporter, err, errlen);
+  static struct pp_run_cfg rc;
+  pp_sim_run_cfg(sc, &rc);
+  enum pp_status s = pp_verbs_run(&rc, &vo, res, &reporter, err, errlen);
   if (s != PP_OK)
     return -1;
   if (res->outcome != PP_OUTCOME_COMPLETED) {
@@ -718,44 +724,33 @@ static void print_table(const struct opts *o, const struct results *rs, const ch
 
 /* ---------------------------------------------------------------- command line */
 
-static int usage_error(const char *fmt, const char *arg)
-{
-  return pp_cli_usage_error("prepost", pp_cli_bench_usage, fmt, arg);
-}
-
-/* "4096", "64B", "4KiB", "4K", "1MiB", "1M": bytes in 1..MAX_SIZE. */
-static int parse_size(const char *s, uint32_t *out)
-{
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || *s == '-' || *s == '+')
-    return -1;
-  if (!strcmp(end, "KiB") || !strcmp(end, "K"))
-    v <<= 10;
-  else if (!strcmp(end, "MiB") || !strcmp(end, "M"))
-    v <<= 20;
-  else if (*end && strcmp(end, "B"))
-    return -1;
-  if (v < 1 || v > MAX_SIZE)
-    return -1;
-  *out = (uint32_t)v;
-  return 0;
-}
-
-static int parse_sizes(const char *s, struct opts *o)
+/* "64,4KiB,1MiB": up to MAX_SIZES sizes of 1..MAX_SIZE bytes, each through the one size parser
+ * (pp_parse_size). 0, or -1 with why set. */
+static int parse_sizes(const char *s, struct opts *o, char *why, size_t whylen)
 {
   char buf[512];
-  if (strlen(s) >= sizeof(buf))
+  if (strlen(s) >= sizeof(buf)) {
+    snprintf(why, whylen, "is too long");
     return -1;
+  }
   snprintf(buf, sizeof(buf), "%s", s);
   o->nsizes = 0;
   char *save;
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (o->nsizes >= MAX_SIZES || parse_size(t, &o->sizes[o->nsizes]))
+    uint64_t v;
+    if (o->nsizes >= MAX_SIZES) {
+      snprintf(why, whylen, "takes at most %u sizes", MAX_SIZES);
       return -1;
-    o->nsizes++;
+    }
+    char w[160];
+    if (pp_parse_size(t, strlen(t), 1, MAX_SIZE, &v, w, sizeof(w)) != PP_OK) {
+      snprintf(why, whylen, "%s, got '%s'", w, t);
+      return -1;
+    }
+    o->sizes[o->nsizes++] = (uint32_t)v;
   }
+  if (!o->nsizes)
+    snprintf(why, whylen, "wants a comma-separated list of sizes");
   return o->nsizes ? 0 : -1;
 }
 
@@ -785,76 +780,108 @@ int pp_verbs_bench_main(int argc, char **argv)
   for (int k = 0; k < NROWS; k++)
     o.rows[k] = true;
   o.nic.gid_index = -1;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  enum { B_BACKEND = 256, B_PROGRESS, B_DEVICE, B_GID, B_ITERS, B_LAT, B_BW, B_JSON, B_BUSY,
+         B_SIZES, B_ROWS, B_TEST, B_GBITS };
+  static const struct option opts[] = {{"backend", required_argument, NULL, B_BACKEND},
+                                       {"progress", required_argument, NULL, B_PROGRESS},
+                                       {"device", required_argument, NULL, B_DEVICE},
+                                       {"gid-index", required_argument, NULL, B_GID},
+                                       {"iters", required_argument, NULL, B_ITERS},
+                                       {"lat-size", required_argument, NULL, B_LAT},
+                                       {"bw-size", required_argument, NULL, B_BW},
+                                       {"json", no_argument, NULL, B_JSON},
+                                       {"busy-poll", no_argument, NULL, B_BUSY},
+                                       {"all", no_argument, NULL, 'a'},
+                                       {"sizes", required_argument, NULL, B_SIZES},
+                                       {"rows", required_argument, NULL, B_ROWS},
+                                       {"test", required_argument, NULL, B_TEST},
+                                       {"report_gbits", no_argument, NULL, B_GBITS},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "ha", .longs = opts,
+                          .who = "prepost", .usage = pp_cli_bench_usage};
+  int c, m;
+  uint64_t x;
+  while ((c = pp_cli_next(&g)) != PP_CLI_END) {
+    switch (c) {
+    case PP_CLI_BAD:
+      return 2;
+    case 'h':
       fputs(pp_cli_bench_usage, stdout);
       return 0;
-    }
-    if (!strcmp(a, "--json")) {
+    case B_JSON:
       o.json = true;
-      continue;
-    }
-    if (!strcmp(a, "--report_gbits")) {
+      break;
+    case B_GBITS:
       o.gbits = true;
-      continue;
-    }
-    if (!strcmp(a, "-a") || !strcmp(a, "--all")) {
+      break;
+    case 'a':
       o.nsizes = 0;
       for (uint32_t v = 2; v <= MAX_SIZE; v *= 2)
         o.sizes[o.nsizes++] = v;
-      continue;
+      break;
+    case B_SIZES: {
+      char why[200];
+      if (parse_sizes(g.arg, &o, why, sizeof(why)))
+        return pp_cli_opt_error(&g, "%s", why);
+      break;
     }
-    if (!strcmp(a, "--busy-poll")) {
+    case B_ROWS:
+      if (parse_rows(g.arg, &o))
+        return pp_cli_opt_error(&g, "must name rows among raw_send, raw_write, raw_read, eager, "
+                                    "rget, rput, ring-credits, ring-cts, got '%s'", g.arg);
+      break;
+    case B_TEST:
+      if (strcmp(g.arg, "lat") && strcmp(g.arg, "bw") && strcmp(g.arg, "both"))
+        return pp_cli_opt_error(&g, "must be lat, bw or both, got '%s'", g.arg);
+      o.lat = strcmp(g.arg, "bw") != 0;
+      o.bw = strcmp(g.arg, "lat") != 0;
+      break;
+    case B_BUSY:
       o.progress = PP_VERBS_PROGRESS_BUSY;
-      continue;
-    }
-    if (i + 1 >= argc)
-      return usage_error(a[0] == '-' ? "%s needs a value" : "unexpected argument '%s'", a);
-    const char *v = argv[++i];
-    uint32_t x;
-    if (!strcmp(a, "--backend")) {
-      if (strcmp(v, "verbs"))
-        return usage_error("bench runs on the verbs backend only, got --backend '%s'", v);
-    } else if (!strcmp(a, "--progress")) {
-      int m = pp_verbs_progress_from_name(v);
-      if (m < 0)
-        return usage_error("--progress: 'busy' or 'event', got '%s'", v);
+      break;
+    case B_BACKEND:
+      if (strcmp(g.arg, "verbs"))
+        return pp_cli_opt_error(&g, "must be verbs (bench runs on the verbs backend only), got "
+                                    "'%s'", g.arg);
+      break;
+    case B_PROGRESS:
+      if ((m = pp_verbs_progress_from_name(g.arg)) < 0)
+        return pp_cli_opt_error(&g, "must be busy or event, got '%s'", g.arg);
       o.progress = (enum pp_verbs_progress)m;
-    } else if (!strcmp(a, "--device")) {
-      if (strlen(v) >= sizeof(o.nic.device))
-        return usage_error("--device: name too long: '%s'", v);
-      snprintf(o.nic.device, sizeof(o.nic.device), "%s", v);
-    } else if (!strcmp(a, "--gid-index")) {
-      if (pp_cli_parse_u32(v, 0, 255, &x))
-        return usage_error("--gid-index wants 0..255, got '%s'", v);
+      break;
+    case B_DEVICE:
+      if (strlen(g.arg) >= sizeof(o.nic.device))
+        return pp_cli_opt_error(&g, "name is too long: '%s'", g.arg);
+      snprintf(o.nic.device, sizeof(o.nic.device), "%s", g.arg);
+      break;
+    case B_GID:
+      if (pp_cli_opt_uint(&g, 0, 255, &x))
+        return 2;
       o.nic.gid_index = (int)x;
-    } else if (!strcmp(a, "--iters")) {
-      if (pp_cli_parse_u32(v, 10, 10000000, &o.iters))
-        return usage_error("--iters wants 10..10000000, got '%s'", v);
-    } else if (!strcmp(a, "--lat-size")) {
-      if (parse_size(v, &o.lat_size))
-        return usage_error("--lat-size wants 1..8388608 bytes, got '%s'", v);
-    } else if (!strcmp(a, "--bw-size")) {
-      if (parse_size(v, &o.bw_size))
-        return usage_error("--bw-size wants 1..8388608 bytes, got '%s'", v);
-    } else if (!strcmp(a, "--sizes")) {
-      if (parse_sizes(v, &o))
-        return usage_error("--sizes wants up to 32 sizes of 1..8388608 bytes (4096, 64KiB, "
-                           "1M), comma-separated, got '%s'", v);
-    } else if (!strcmp(a, "--rows")) {
-      if (parse_rows(v, &o))
-        return usage_error("--rows wants names among raw_send, raw_write, raw_read, eager, "
-                           "rget, rput, ring-credits, ring-cts, got '%s'", v);
-    } else if (!strcmp(a, "--test")) {
-      if (strcmp(v, "lat") && strcmp(v, "bw") && strcmp(v, "both"))
-        return usage_error("--test: 'lat', 'bw' or 'both', got '%s'", v);
-      o.lat = strcmp(v, "bw") != 0;
-      o.bw = strcmp(v, "lat") != 0;
-    } else {
-      return usage_error("unknown option '%s'", a);
+      break;
+    case B_ITERS:
+      if (pp_cli_opt_uint(&g, 10, 10000000, &x))
+        return 2;
+      o.iters = (uint32_t)x;
+      break;
+    case B_LAT:
+      if (pp_cli_opt_size(&g, 1, MAX_SIZE, &x))
+        return 2;
+      o.lat_size = (uint32_t)x;
+      break;
+    case B_BW:
+      if (pp_cli_opt_size(&g, 1, MAX_SIZE, &x))
+        return 2;
+      o.bw_size = (uint32_t)x;
+      break;
+    default:
+      return pp_cli_opt_error(&g, "is not handled%s", "");
     }
   }
+  if (g.rest < argc)
+    return pp_cli_usage_error("prepost", pp_cli_bench_usage, "unexpected argument '%s'",
+                              argv[g.rest]);
   char err[1024];
   struct vnic *probe;
   if (vnic_open(&o.nic, 2, &probe, err, sizeof(err)) != PP_OK) {

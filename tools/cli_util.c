@@ -1,5 +1,6 @@
 #define _XOPEN_SOURCE 700 /* readlink, realpath, O_CLOEXEC, S_ISSOCK, fdopen */
 #include "cli_util.h"
+#include "prepost/param.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +41,138 @@ int pp_cli_usage_error(const char *who, const char *usage, const char *fmt, cons
   fprintf(stderr, fmt, arg);
   fprintf(stderr, "\n\n%s", usage);
   return 2;
+}
+
+/* ---------------------------------------------------------------- options */
+
+/* argv[i] as given, up to a '=' (into buf). */
+static const char *spelled(const struct pp_cli_opts *o, int i, char *buf, size_t len)
+{
+  const char *a = i > 0 && i < o->argc ? o->argv[i] : "?";
+  size_t n = strcspn(a, "=");
+  snprintf(buf, len, "%.*s", (int)n, a);
+  return buf;
+}
+
+/* "--s" matching --seed and --set: the candidates, else NULL. */
+static const char *ambiguous(const struct pp_cli_opts *o, const char *given, char *buf,
+                             size_t len)
+{
+  size_t n = strlen(given) - 2, at = 0, hits = 0;
+  buf[0] = '\0';
+  for (const struct option *l = o->longs; l && l->name; l++)
+    if (strlen(l->name) > n && !strncmp(l->name, given + 2, n)) {
+      if (at < len)
+        at += (size_t)snprintf(buf + at, len - at, "%s--%s", hits ? ", " : "", l->name);
+      hits++;
+    }
+  return hits > 1 ? buf : NULL;
+}
+
+int pp_cli_next(struct pp_cli_opts *o)
+{
+  char shorts[64];
+  snprintf(shorts, sizeof shorts, ":%s", o->shorts ? o->shorts : "");
+  static const struct option none[] = {{0, 0, 0, 0}};
+  if (!o->started) {
+    optind = 0; /* glibc: a full reinitialisation (another command may have parsed before) */
+    o->started = true;
+  }
+  opterr = 0;
+  int li = -1;
+  int c = getopt_long(o->argc, o->argv, shorts, o->longs ? o->longs : none, &li);
+  o->arg = optarg;
+  if (c == -1) {
+    o->rest = optind;
+    return PP_CLI_END;
+  }
+  char given[48], list[256];
+  if (c == '?' || c == ':') {
+    spelled(o, optind - 1, given, sizeof given);
+    bool is_long = !strncmp(given, "--", 2);
+    if (!is_long && optopt)
+      snprintf(given, sizeof given, "-%c", optopt);
+    if (c == ':')
+      return pp_cli_usage_error(o->who, o->usage, "option '%s' needs a value", given),
+             PP_CLI_BAD;
+    if (is_long && optopt && strchr(o->argv[optind - 1], '='))
+      return pp_cli_usage_error(o->who, o->usage, "option '%s' takes no value", given),
+             PP_CLI_BAD;
+    if (is_long && ambiguous(o, given, list, sizeof list)) {
+      char msg[400];
+      snprintf(msg, sizeof msg, "ambiguous option '%s' (%s)", given, list);
+      return pp_cli_usage_error(o->who, o->usage, "%s", msg), PP_CLI_BAD;
+    }
+    return pp_cli_usage_error(o->who, o->usage, "unknown option '%s'", given), PP_CLI_BAD;
+  }
+  if (li >= 0)
+    snprintf(o->name, sizeof o->name, "--%s", o->longs[li].name);
+  else
+    snprintf(o->name, sizeof o->name, "-%c", c);
+  return c;
+}
+
+int pp_cli_opt_error(const struct pp_cli_opts *o, const char *fmt, const char *arg)
+{
+  char f[256];
+  snprintf(f, sizeof f, "%s %s", o->name, fmt);
+  return pp_cli_usage_error(o->who, o->usage, f, arg);
+}
+
+static int opt_value(const struct pp_cli_opts *o, enum pp_status st, const char *why)
+{
+  if (st == PP_OK)
+    return 0;
+  char msg[320];
+  snprintf(msg, sizeof msg, "%s %s, got '%s'", o->name, why, o->arg ? o->arg : "");
+  return pp_cli_usage_error(o->who, o->usage, "%s", msg);
+}
+
+int pp_cli_opt_uint(const struct pp_cli_opts *o, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+  char why[160];
+  const char *a = o->arg ? o->arg : "";
+  return opt_value(o, pp_parse_uint(a, strlen(a), lo, hi, out, why, sizeof why), why);
+}
+
+int pp_cli_opt_size(const struct pp_cli_opts *o, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+  char why[160];
+  const char *a = o->arg ? o->arg : "";
+  return opt_value(o, pp_parse_size(a, strlen(a), lo, hi, out, why, sizeof why), why);
+}
+
+int pp_cli_opt_duration(const struct pp_cli_opts *o, uint64_t lo, uint64_t hi, uint64_t *ns)
+{
+  char why[200];
+  return opt_value(o, pp_cli_parse_duration(o->arg ? o->arg : "", lo, hi, ns, why, sizeof why),
+                   why);
+}
+
+enum pp_status pp_cli_parse_duration(const char *text, uint64_t lo, uint64_t hi, uint64_t *ns,
+                                     char *why, size_t whylen)
+{
+  static const char units[] = "500ns, 2us, 1.5ms, 10s, 5min or 1h";
+  size_t len = strlen(text);
+  bool digits = false, zero = true; /* a bare integer (blanks aside), and whether it is 0 */
+  for (size_t j = 0; j < len; j++) {
+    if (text[j] == ' ')
+      continue;
+    if (text[j] < '0' || text[j] > '9') {
+      digits = false;
+      break;
+    }
+    digits = true;
+    zero = zero && text[j] == '0';
+  }
+  if (digits && !zero) {
+    snprintf(why, whylen, "needs a unit: a duration such as %s", units);
+    return PP_PARSE;
+  }
+  enum pp_status st = pp_parse_duration(text, len, lo, hi, ns, why, whylen);
+  if (st == PP_PARSE)
+    snprintf(why, whylen, "must be a duration such as %s", units);
+  return st;
 }
 
 int pp_cli_parse_u64(const char *s, uint64_t *out)

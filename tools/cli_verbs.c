@@ -25,9 +25,10 @@ enum { EXIT_OK = 0, EXIT_ERRORS = 1, EXIT_USAGE = 2, EXIT_STALLED = 3 };
 const char *const pp_cli_verbs_run_usage =
     "usage: prepost run SCENARIO --backend verbs [--device NAME] [--ib-port N] [--gid-index N]\n"
     "                   [--rank R --ranks TABLE] [--launch MODE] [--coordinator HOST[:PORT]]\n"
-    "                   [--port P] [--timeout S] [--boot-timeout S]\n"
-    "                   [--progress busy|event] [--seed N] [--log FILE] [--trace FILE] [--json]\n"
-    "                   [--models DIR] [--no-progress T]\n"
+    "                   [--port P] [--timeout T] [--boot-timeout T]\n"
+    "                   [--progress busy|event] [--busy-poll] [--seed N] [--set KEY=VALUE]...\n"
+    "                   [--log FILE] [--trace FILE] [--json] [--models DIR] [--no-progress T]\n"
+    "                   [-h|--help]\n"
     "\n"
     "Runs SCENARIO on an RDMA device through libibverbs, one process per rank, with the same\n"
     "report as the simulator (counts from real completions; RNR NAKs and retries from the\n"
@@ -46,10 +47,9 @@ const char *const pp_cli_verbs_run_usage =
     "\n"
     "The bootstrap is authenticated by a per-job secret (not encrypted). The launcher makes one\n"
     "for its forked ranks. With --rank, every process reads the same secret from the file named\n"
-    "by PREPOST_JOB_SECRET_FILE (32 random bytes or 64 hex digits, mode 0600; make it with\n"
-    "`(umask 077; head -c 32 /dev/urandom > job.secret)` and copy it to every host), or from\n"
-    "PREPOST_JOB_SECRET (64 hex digits). Connections without it are dropped and logged. Under\n"
-    "PMIx, without either variable, rank 0 makes one and hands it to the others through PMIx.\n"
+    "by PREPOST_JOB_SECRET_FILE (32 random bytes or 64 hex digits, mode 0600, copied to every\n"
+    "host), or from PREPOST_JOB_SECRET (64 hex digits). Connections without it are dropped and\n"
+    "logged. Under PMIx, without either variable, rank 0 makes one and hands it to the others.\n"
     "\n"
     "  --device NAME      RDMA device (default: the first with an ACTIVE port)\n"
     "  --ib-port N        port of the device (default: its first ACTIVE port)\n"
@@ -61,27 +61,27 @@ const char *const pp_cli_verbs_run_usage =
     "  --coordinator H:P  env: where rank 0 listens and the others connect; pmix: where rank 0's\n"
     "                     coordinator listens (default: its RoCE GID's IPv4 address, any port)\n"
     "  --port P           fork: the TCP port of the coordinator on 127.0.0.1 (default: any)\n"
-    "  --timeout S        bound of the data phase in wall-clock seconds (default 120)\n"
-    "  --boot-timeout S   bound of each bootstrap step (default 20)\n"
-    "  --progress MODE    how ranks wait for completions: busy (default) polls the CQs without\n"
-    "                     ever sleeping; event sleeps on the completion channel when there is\n"
-    "                     nothing to do (idle CPU, a wake-up per message); --busy-poll = busy\n"
+    "  --timeout T        bound of the data phase, wall-clock (a duration with its unit: 90s,\n"
+    "                     2min; default 120s)\n"
+    "  --boot-timeout T   bound of each bootstrap step (default 20s)\n"
+    "  --progress MODE    busy (default) polls the CQs without sleeping; event sleeps on the\n"
+    "                     completion channel when idle (a wake-up per message); --busy-poll = busy\n"
     "  --no-progress T    stop when no rank made progress for T of wall-clock time (a duration:\n"
     "                     500ms, 2s; 0: never; default: the scenario's limits.no_progress, 1s);\n"
     "                     then, as when the ranks stall, each rank's hang report is collected\n"
     "                     and printed (--json: a \"hang\" object)\n"
-    "  --seed N, --log FILE, --json, --models DIR: as for the simulator (the log has one line\n"
-    "                     per completion and async event, stamped with wall-clock time)\n"
+    "  --seed N, --set KEY=VALUE, --log FILE, --json, --models DIR: as for the simulator (the\n"
+    "                     log has one line per completion and async event, stamped with\n"
+    "                     wall-clock time)\n"
     "  --trace FILE       record every rank (traces/FORMAT.md; time in ns from the run's start):\n"
     "                     each rank process writes FILE.rankN, merged into FILE at the end\n"
     "                     (with --rank: merge them with `prepost trace merge -o FILE PART...`)\n"
     "\n"
     "Exit codes: 0 completed, 1 error completions, 2 usage or input error, 3 stalled, timeout\n"
-    "or no progress,\n"
-    "4 the backend could not start (no device, port down, bootstrap failed: the message says).\n";
+    "or no progress, 4 the backend could not start (no device, port down, bootstrap failed: the message says).\n";
 
 const char *const pp_cli_doctor_usage =
-    "usage: prepost doctor [--device NAME]\n"
+    "usage: prepost doctor [--device NAME] [-h|--help]\n"
     "\n"
     "Checks whether this machine can run the verbs backend: RDMA kernel modules, devices, each\n"
     "port's state, physical state, link layer and active MTU, the GID table with RoCE versions\n"
@@ -90,17 +90,6 @@ const char *const pp_cli_doctor_usage =
     "\n"
     "Exit codes: 0 ready (possibly with a warning), 1 not ready (no device, port down, ...),\n"
     "2 usage error.\n";
-
-static int parse_seconds(const char *s, uint64_t *ns)
-{
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || *end || end == s || !(v > 0) || v > 1e6)
-    return -1;
-  *ns = (uint64_t)llround(v * 1e9);
-  return 0;
-}
 
 static int exit_code_of(enum pp_outcome o)
 {
@@ -150,6 +139,36 @@ out:
   return rc;
 }
 
+enum { O_BACKEND = 256, O_DEVICE, O_IB_PORT, O_GID_INDEX, O_RANK, O_RANKS, O_PORT, O_TIMEOUT,
+       O_BOOT_TIMEOUT, O_SEED, O_SET, O_LOG, O_MODELS, O_NO_PROGRESS, O_TRACE, O_PROGRESS,
+       O_JSON, O_BUSY_POLL, O_LAUNCH, O_COORDINATOR };
+
+static const struct option verbs_options[] = {
+    {"backend", required_argument, NULL, O_BACKEND},
+    {"device", required_argument, NULL, O_DEVICE},
+    {"ib-port", required_argument, NULL, O_IB_PORT},
+    {"gid-index", required_argument, NULL, O_GID_INDEX},
+    {"rank", required_argument, NULL, O_RANK},
+    {"ranks", required_argument, NULL, O_RANKS},
+    {"port", required_argument, NULL, O_PORT},
+    {"timeout", required_argument, NULL, O_TIMEOUT},
+    {"boot-timeout", required_argument, NULL, O_BOOT_TIMEOUT},
+    {"seed", required_argument, NULL, O_SEED},
+    {"set", required_argument, NULL, O_SET},
+    {"log", required_argument, NULL, O_LOG},
+    {"models", required_argument, NULL, O_MODELS},
+    {"no-progress", required_argument, NULL, O_NO_PROGRESS},
+    {"trace", required_argument, NULL, O_TRACE},
+    {"progress", required_argument, NULL, O_PROGRESS},
+    {"json", no_argument, NULL, O_JSON},
+    {"busy-poll", no_argument, NULL, O_BUSY_POLL},
+    {"launch", required_argument, NULL, O_LAUNCH},
+    {"coordinator", required_argument, NULL, O_COORDINATOR},
+    {"help", no_argument, NULL, 'h'},
+    {0, 0, 0, 0}};
+
+#define MAX_WALL_NS (1000000ull * 1000000000ull) /* 10^6 s */
+
 int pp_cli_run_verbs(int argc, char **argv)
 {
   const char *scenario = NULL, *log = NULL, *models = NULL, *ranks = NULL;
@@ -158,116 +177,139 @@ int pp_cli_run_verbs(int argc, char **argv)
   struct pp_verbs_opts o;
   pp_verbs_opts_default(&o);
   const char *const U = pp_cli_verbs_run_usage;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+  size_t nsets = 0;
+  if (!sets)
+    return EXIT_USAGE;
+  struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "h", .longs = verbs_options,
+                          .who = "prepost", .usage = U};
+  int c, rc = -1;
+  while (rc < 0 && (c = pp_cli_next(&g)) != PP_CLI_END) {
+    switch (c) {
+    case PP_CLI_BAD:
+      rc = EXIT_USAGE;
+      break;
+    case 'h':
       fputs(U, stdout);
-      return EXIT_OK;
-    }
-    if (!strcmp(a, "--json")) {
+      rc = EXIT_OK;
+      break;
+    case O_JSON:
       json = true;
-      continue;
-    }
-    if (!strcmp(a, "--busy-poll")) {
+      break;
+    case O_BUSY_POLL:
       o.progress = PP_VERBS_PROGRESS_BUSY;
-      continue;
-    }
-    if (a[0] == '-' && a[1]) {
-      static const char *const valued[] = {"--backend", "--device", "--ib-port", "--gid-index",
-                                           "--rank",    "--ranks",  "--port",    "--timeout",
-                                           "--boot-timeout", "--seed", "--log",  "--models",
-                                           "--no-progress", "--trace", "--progress",
-                                           "--launch", "--coordinator"};
-      bool known = false;
-      for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
-        known = known || !strcmp(a, valued[k]);
-      if (!known)
-        return pp_cli_usage_error("prepost", U, "unknown option '%s'", a);
-      if (i + 1 >= argc)
-        return pp_cli_usage_error("prepost", U, "%s needs a value", a);
-      const char *val = argv[++i];
-      if (!strcmp(a, "--backend")) {
-        if (strcmp(val, "verbs"))
-          return pp_cli_usage_error("prepost", U, "--backend: 'simgrid' or 'verbs', got '%s'", val);
-      } else if (!strcmp(a, "--progress")) {
-        int m = pp_verbs_progress_from_name(val);
-        if (m < 0)
-          return pp_cli_usage_error("prepost", U, "--progress: 'busy' or 'event', got '%s'", val);
+      break;
+    case O_BACKEND:
+      if (strcmp(g.arg, "verbs") && strcmp(g.arg, "simgrid"))
+        rc = pp_cli_opt_error(&g, "must be simgrid or verbs, got '%s'", g.arg);
+      break;
+    case O_PROGRESS: {
+      int m = pp_verbs_progress_from_name(g.arg);
+      if (m < 0)
+        rc = pp_cli_opt_error(&g, "must be busy or event, got '%s'", g.arg);
+      else
         o.progress = (enum pp_verbs_progress)m;
-      } else if (!strcmp(a, "--launch")) {
-        int m = pp_verbs_launch_from_name(val);
-        if (m < 0)
-          return pp_cli_usage_error("prepost", U,
-                                    "--launch: 'auto', 'fork', 'table', 'env' or 'pmix', got '%s'",
-                                    val);
-        o.launch = (enum pp_verbs_launch)m;
-      } else if (!strcmp(a, "--coordinator")) {
-        char h[256], e2[300];
-        uint16_t p;
-        if (strlen(val) >= sizeof(o.coordinator) ||
-            boot_parse_hostport(val, PP_VERBS_DEFAULT_PORT, h, sizeof(h), &p, e2, sizeof(e2)))
-          return pp_cli_usage_error("prepost", U, "--coordinator wants HOST[:PORT], got '%s'", val);
-        snprintf(o.coordinator, sizeof(o.coordinator), "%s", val);
-      } else if (!strcmp(a, "--device")) {
-        if (strlen(val) >= sizeof(o.nic.device))
-          return pp_cli_usage_error("prepost", U, "--device: name too long: '%s'", val);
-        snprintf(o.nic.device, sizeof(o.nic.device), "%s", val);
-      } else if (!strcmp(a, "--ib-port")) {
-        if (pp_cli_parse_u64(val, &v) || v < 1 || v > 255)
-          return pp_cli_usage_error("prepost", U, "--ib-port wants 1..255, got '%s'", val);
-        o.nic.port = (int)v;
-      } else if (!strcmp(a, "--gid-index")) {
-        if (pp_cli_parse_u64(val, &v) || v > 255)
-          return pp_cli_usage_error("prepost", U, "--gid-index wants 0..255, got '%s'", val);
-        o.nic.gid_index = (int)v;
-      } else if (!strcmp(a, "--rank")) {
-        if (pp_cli_parse_u64(val, &v) || v >= PP_MAX_RANKS)
-          return pp_cli_usage_error("prepost", U, "--rank wants a rank number, got '%s'", val);
-        o.rank = (int)v;
-      } else if (!strcmp(a, "--ranks")) {
-        ranks = val;
-      } else if (!strcmp(a, "--port")) {
-        if (pp_cli_parse_u64(val, &v) || v > 65535)
-          return pp_cli_usage_error("prepost", U, "--port wants 0..65535, got '%s'", val);
-        o.coord_port = (uint16_t)v;
-      } else if (!strcmp(a, "--timeout")) {
-        if (parse_seconds(val, &o.run_timeout_ns))
-          return pp_cli_usage_error("prepost", U, "--timeout wants seconds > 0, got '%s'", val);
-      } else if (!strcmp(a, "--boot-timeout")) {
-        if (parse_seconds(val, &o.boot_timeout_ns))
-          return pp_cli_usage_error("prepost", U, "--boot-timeout wants seconds > 0, got '%s'", val);
-      } else if (!strcmp(a, "--seed")) {
-        if (pp_cli_parse_u64(val, &seed))
-          return pp_cli_usage_error("prepost", U, "--seed wants a non-negative integer, got '%s'", val);
-        has_seed = true;
-      } else if (!strcmp(a, "--log")) {
-        log = val;
-      } else if (!strcmp(a, "--no-progress")) {
-        char e2[512];
-        if (pp_duration_parse(val, "--no-progress", &no_progress, e2, sizeof(e2)) != PP_OK)
-          return pp_cli_usage_error("prepost", U, "%s", e2);
-        has_np = true;
-      } else if (!strcmp(a, "--trace")) {
-        o.trace.path = val;
-      } else {
-        models = val;
-      }
-      continue;
+      break;
     }
-    if (scenario)
-      return pp_cli_usage_error("prepost", U, "one scenario at a time (extra argument '%s')", a);
-    scenario = a;
+    case O_LAUNCH: {
+      int m = pp_verbs_launch_from_name(g.arg);
+      if (m < 0)
+        rc = pp_cli_opt_error(&g, "must be auto, fork, table, env or pmix, got '%s'", g.arg);
+      else
+        o.launch = (enum pp_verbs_launch)m;
+      break;
+    }
+    case O_COORDINATOR: {
+      char h[256], e2[300];
+      uint16_t p;
+      if (strlen(g.arg) >= sizeof(o.coordinator) ||
+          boot_parse_hostport(g.arg, PP_VERBS_DEFAULT_PORT, h, sizeof(h), &p, e2, sizeof(e2)))
+        rc = pp_cli_opt_error(&g, "wants HOST[:PORT], got '%s'", g.arg);
+      else
+        snprintf(o.coordinator, sizeof(o.coordinator), "%s", g.arg);
+      break;
+    }
+    case O_DEVICE:
+      if (strlen(g.arg) >= sizeof(o.nic.device))
+        rc = pp_cli_opt_error(&g, "name is too long: '%s'", g.arg);
+      else
+        snprintf(o.nic.device, sizeof(o.nic.device), "%s", g.arg);
+      break;
+    case O_IB_PORT:
+      if ((rc = pp_cli_opt_uint(&g, 1, 255, &v) ? EXIT_USAGE : -1) < 0)
+        o.nic.port = (int)v;
+      break;
+    case O_GID_INDEX:
+      if ((rc = pp_cli_opt_uint(&g, 0, 255, &v) ? EXIT_USAGE : -1) < 0)
+        o.nic.gid_index = (int)v;
+      break;
+    case O_RANK:
+      if ((rc = pp_cli_opt_uint(&g, 0, PP_MAX_RANKS - 1, &v) ? EXIT_USAGE : -1) < 0)
+        o.rank = (int)v;
+      break;
+    case O_RANKS:
+      ranks = g.arg;
+      break;
+    case O_PORT:
+      if ((rc = pp_cli_opt_uint(&g, 0, 65535, &v) ? EXIT_USAGE : -1) < 0)
+        o.coord_port = (uint16_t)v;
+      break;
+    case O_TIMEOUT:
+      rc = pp_cli_opt_duration(&g, 1, MAX_WALL_NS, &o.run_timeout_ns) ? EXIT_USAGE : -1;
+      break;
+    case O_BOOT_TIMEOUT:
+      rc = pp_cli_opt_duration(&g, 1, MAX_WALL_NS, &o.boot_timeout_ns) ? EXIT_USAGE : -1;
+      break;
+    case O_SEED:
+      rc = pp_cli_opt_uint(&g, 0, UINT64_MAX, &seed) ? EXIT_USAGE : -1;
+      has_seed = true;
+      break;
+    case O_SET:
+      sets[nsets++] = g.arg;
+      break;
+    case O_LOG:
+      log = g.arg;
+      break;
+    case O_NO_PROGRESS:
+      rc = pp_cli_opt_duration(&g, 0, UINT64_MAX, &no_progress) ? EXIT_USAGE : -1;
+      has_np = true;
+      break;
+    case O_TRACE:
+      o.trace.path = g.arg;
+      break;
+    case O_MODELS:
+      models = g.arg;
+      break;
+    default:
+      rc = pp_cli_opt_error(&g, "is not handled%s", "");
+    }
   }
-  if (!scenario)
-    return pp_cli_usage_error("prepost", U, "%s", "missing SCENARIO");
-  if ((o.rank >= 0) != (ranks != NULL))
+  if (rc < 0 && g.rest >= argc)
+    rc = pp_cli_usage_error("prepost", U, "%s", "missing SCENARIO");
+  else if (rc < 0 && g.rest + 1 < argc)
+    rc = pp_cli_usage_error("prepost", U, "one scenario at a time (extra argument '%s')",
+                            argv[g.rest + 1]);
+  if (rc >= 0) {
+    free(sets);
+    return rc;
+  }
+  scenario = argv[g.rest];
+  if ((o.rank >= 0) != (ranks != NULL)) {
+    free(sets);
     return pp_cli_usage_error("prepost", U, "%s", "--rank and --ranks go together");
+  }
   if (!models)
     models = pp_cli_models_dir();
   static struct pp_scenario sc;
   char err[2048];
-  if (pp_scenario_load(scenario, models, &sc, err, sizeof(err)) != PP_OK) {
+  enum pp_status ls = pp_scenario_load_set(scenario, models, sets, nsets, &sc, err, sizeof(err));
+  free(sets);
+  if (ls != PP_OK) {
     fprintf(stderr, "prepost: %s\n", err);
+    return EXIT_USAGE;
+  }
+  if (pp_scenario_runs_nothing(&sc, err, sizeof(err))) {
+    fprintf(stderr, "prepost: %s: %s\n", scenario, err);
     return EXIT_USAGE;
   }
   if (has_seed)
@@ -308,7 +350,9 @@ int pp_cli_run_verbs(int argc, char **argv)
   }
   struct pp_run_result res;
   bool reporter = false;
-  enum pp_status s = pp_verbs_run(&sc.sim, &o, &res, &reporter, err, sizeof(err));
+  static struct pp_run_cfg run; /* the scenario's backend-neutral part (prepost/run.h) */
+  pp_sim_run_cfg(&sc.sim, &run);
+  enum pp_status s = pp_verbs_run(&run, &o, &res, &reporter, err, sizeof(err));
   if (o.log_fd >= 0)
     close(o.log_fd);
   free(o.table);
@@ -321,7 +365,7 @@ int pp_cli_run_verbs(int argc, char **argv)
     fprintf(stderr, "prepost: %s: verbs backend: %s\n", scenario, err);
     return s == PP_INVALID ? EXIT_USAGE : PP_EXIT_BACKEND;
   }
-  int rc = exit_code_of(res.outcome);
+  rc = exit_code_of(res.outcome);
   if (reporter) {
     if (json)
       pp_report_json_on(stdout, &sc.sim, &res, "verbs");
@@ -337,18 +381,25 @@ int pp_cli_run_verbs(int argc, char **argv)
 
 int pp_cli_doctor(int argc, char **argv)
 {
+  static const struct option opts[] = {{"device", required_argument, NULL, 'd'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "h", .longs = opts,
+                          .who = "prepost", .usage = pp_cli_doctor_usage};
   const char *device = NULL;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+  int c;
+  while ((c = pp_cli_next(&g)) != PP_CLI_END) {
+    if (c == PP_CLI_BAD)
+      return EXIT_USAGE;
+    if (c == 'h') {
       fputs(pp_cli_doctor_usage, stdout);
       return EXIT_OK;
     }
-    if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-      device = argv[++i];
-      continue;
-    }
-    return pp_cli_usage_error("prepost", pp_cli_doctor_usage, "unexpected argument '%s'", argv[i]);
+    device = g.arg;
   }
+  if (g.rest < argc)
+    return pp_cli_usage_error("prepost", pp_cli_doctor_usage, "unexpected argument '%s'",
+                              argv[g.rest]);
   return pp_verbs_doctor(stdout, device);
 }
 

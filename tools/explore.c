@@ -6,6 +6,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "engine/bugs.h"
+#include "prepost/param.h"
 #include "tools/buildinfo.h"
 #include "tools/cli_util.h"
 #include "tools/explore.h"
@@ -23,9 +26,10 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 const char *const pp_explore_usage =
     "usage: prepost explore [--seeds N | --time T] [--from SEED] [--protocol P] [--faults LIST]\n"
-    "                       [--jobs J] [OPTIONS]\n"
+    "                       [--jobs J] [OPTIONS (all below)]\n"
     "       prepost explore --replay FILE|DIR... [--jobs J]\n"
-    "       prepost explore --exhaustive K [--window NS] --from SEED [OPTIONS]\n"
+    "       prepost explore --exhaustive K [--window T] --from SEED [OPTIONS]\n"
+    "       prepost explore --list\n"
     "       prepost explore merge [--out DIR] [--junit FILE] [--partial] DIR...\n"
     "\n"
     "Deterministic simulation testing: for each seed, generate a scenario (ranks, protocol and\n"
@@ -35,7 +39,7 @@ const char *const pp_explore_usage =
     "and shrunk to a smaller scenario failing the same invariant.\n"
     "\n"
     "  --seeds N          run N seeds (default 100)\n"
-    "  --time T           run seeds for T seconds of wall-clock time (30s, 5m, 1h)\n"
+    "  --time T           run seeds for T of wall-clock time (a duration: 30s, 5min, 1h)\n"
     "  --from SEED        the first seed (default 1); seeds are consecutive\n"
     "  --shard K/N        run shard K (1..N) of the seeds: from+K-1, from+K-1+N, ... (the N\n"
     "                     shards of a range run exactly its seeds, each once; with --time each\n"
@@ -43,19 +47,19 @@ const char *const pp_explore_usage =
     "  --json             write OUT/summary.json: build (version, commit), mix, seeds, failures\n"
     "                     per invariant, every failure, rates (`explore merge` combines them)\n"
     "  --junit FILE       write a JUnit XML report (one testcase per invariant) for CI systems\n"
-    "  --progress S       off a terminal, a progress line on stderr every S seconds (seeds done\n"
-    "                     of total, rate, ETA, failures; default 60, 0: none)\n"
+    "  --progress T       off a terminal, a progress line on stderr every T (seeds done of\n"
+    "                     total, rate, ETA, failures; default 60s, 0: none)\n"
     "  --protocol P       only protocol P (default: the mix of the flow-controlled protocols;\n"
     "                     'naive' is the positive control: its RNR failures must be found)\n"
     "  --faults LIST      faults a seed may draw, comma-separated, 'all' (default: all but\n"
     "                     the opt-in byzantine) or 'none'\n"
     "  --fault-rate P     probability that each of them is on in a seed (default 0.3)\n"
     "  --max-ranks N      (default 8)   --max-messages N (default 200)\n"
-    "  --max-size BYTES   (default 65536)\n"
+    "  --max-size SIZE    (default 64KiB)\n"
     "  --bug NAME         switch a test-only protocol bug on (engine/bugs.h; repeatable)\n"
     "  --jobs J           runs in parallel (default 1)\n"
-    "  --timeout S        wall-clock bound per run in seconds (default 60): past it the run is\n"
-    "                     killed and reported as a hang of the simulator\n"
+    "  --timeout T        wall-clock bound per run (default 60s): past it the run is killed\n"
+    "                     and reported as a hang of the simulator\n"
     "  --out DIR          where failing scenarios, traces and shrunk scenarios go\n"
     "                     (default explore-failures)\n"
     "  --no-shrink        do not shrink   --shrink-runs N: candidates per failure (default 150)\n"
@@ -67,10 +71,13 @@ const char *const pp_explore_usage =
     "  --replay PATH...   run scenario files (a directory: its *.yaml) and check their verdict\n"
     "                     against their '# expect: INVARIANT' line (default ok)\n"
     "  --exhaustive K     for one seed (--from) or scenario (--replay FILE), run all 2^K\n"
-    "                     orderings: wire transfer i < K arrives --window NS (default 1: after\n"
-    "                     whatever else happens at the same instant) late when bit i is set\n"
+    "                     orderings: wire transfer i < K arrives --window T (simulated, default\n"
+    "                     1ns: after whatever else happens at the same instant) late when bit i\n"
+    "                     is set\n"
     "  --list             the protocols, faults, invariants and test bugs\n"
     "  -v, --verbose      one line per seed\n"
+    "  -h, --help         this help\n"
+    "Durations need their unit (30s, 5min, 1h, 250us); sizes take 4096, 64KiB, 1MiB.\n"
     "\n"
     "`prepost explore merge --help`: combining the outputs of shards (tools/explore-slurm and\n"
     "tools/explore-parallel run shards on Slurm and with GNU parallel).\n"
@@ -102,21 +109,13 @@ static int usage_error(const char *fmt, const char *arg)
   return pp_cli_usage_error("prepost explore", pp_explore_usage, fmt, arg);
 }
 
-/* "30", "30s", "5m", "1h", "1.5s" */
-static int parse_seconds(const char *s, double *out)
+/* A wall-clock option in seconds, through the one duration parser (a unit is needed). */
+static int opt_seconds(const struct pp_cli_opts *g, uint64_t lo_ns, double *out)
 {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || !(v >= 0))
-    return -1;
-  if (!strcmp(end, "m"))
-    v *= 60;
-  else if (!strcmp(end, "h"))
-    v *= 3600;
-  else if (*end && strcmp(end, "s"))
-    return -1;
-  *out = v;
+  uint64_t ns;
+  if (pp_cli_opt_duration(g, lo_ns, 1000000ull * 1000000000ull, &ns))
+    return EXIT_USAGE;
+  *out = (double)ns / 1e9;
   return 0;
 }
 
@@ -141,105 +140,173 @@ static int parse_args(int argc, char **argv, struct opts *o)
   o->shard = o->shards = 1;
   o->progress_s = 60;
   bool have_seeds = false;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    uint64_t x;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  enum { X_SEEDS = 256, X_FROM, X_JOBS, X_MAX_RANKS, X_MAX_MESSAGES, X_MAX_SIZE, X_SHRINK_RUNS,
+         X_SHRINK_MAX, X_STOP_AFTER, X_EXHAUSTIVE, X_WINDOW, X_TIME, X_TIMEOUT, X_FAULT_RATE,
+         X_PROTOCOL, X_FAULTS, X_BUG, X_OUT, X_JUNIT, X_SHARD, X_PROGRESS, X_NO_SHRINK,
+         X_NO_TRACE, X_LIST, X_KEEP_ALL, X_JSON, X_REPLAY };
+  static const struct option opts[] = {
+      {"seeds", required_argument, NULL, X_SEEDS},
+      {"from", required_argument, NULL, X_FROM},
+      {"jobs", required_argument, NULL, X_JOBS},
+      {"max-ranks", required_argument, NULL, X_MAX_RANKS},
+      {"max-messages", required_argument, NULL, X_MAX_MESSAGES},
+      {"max-size", required_argument, NULL, X_MAX_SIZE},
+      {"shrink-runs", required_argument, NULL, X_SHRINK_RUNS},
+      {"shrink-max", required_argument, NULL, X_SHRINK_MAX},
+      {"stop-after", required_argument, NULL, X_STOP_AFTER},
+      {"exhaustive", required_argument, NULL, X_EXHAUSTIVE},
+      {"window", required_argument, NULL, X_WINDOW},
+      {"time", required_argument, NULL, X_TIME},
+      {"timeout", required_argument, NULL, X_TIMEOUT},
+      {"fault-rate", required_argument, NULL, X_FAULT_RATE},
+      {"protocol", required_argument, NULL, X_PROTOCOL},
+      {"faults", required_argument, NULL, X_FAULTS},
+      {"bug", required_argument, NULL, X_BUG},
+      {"out", required_argument, NULL, X_OUT},
+      {"junit", required_argument, NULL, X_JUNIT},
+      {"shard", required_argument, NULL, X_SHARD},
+      {"progress", required_argument, NULL, X_PROGRESS},
+      {"no-shrink", no_argument, NULL, X_NO_SHRINK},
+      {"no-trace", no_argument, NULL, X_NO_TRACE},
+      {"list", no_argument, NULL, X_LIST},
+      {"keep-all", no_argument, NULL, X_KEEP_ALL},
+      {"json", no_argument, NULL, X_JSON},
+      {"replay", no_argument, NULL, X_REPLAY},
+      {"verbose", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},
+      {0, 0, 0, 0}};
+  struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "hv", .longs = opts,
+                          .who = "prepost explore", .usage = pp_explore_usage};
+  bool replay = false;
+  int c;
+  uint64_t x;
+  char err[512];
+  while ((c = pp_cli_next(&g)) != PP_CLI_END) {
+    switch (c) {
+    case PP_CLI_BAD:
+      return EXIT_USAGE;
+    case 'h':
       fputs(pp_explore_usage, stdout);
       return EXIT_OK + 100;
-    } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+    case 'v':
       o->verbose = true;
-    } else if (!strcmp(a, "--no-shrink")) {
+      break;
+    case X_NO_SHRINK:
       o->shrink = false;
-    } else if (!strcmp(a, "--no-trace")) {
+      break;
+    case X_NO_TRACE:
       o->trace = false;
-    } else if (!strcmp(a, "--list")) {
+      break;
+    case X_LIST:
       o->list = true;
-    } else if (!strcmp(a, "--keep-all")) {
+      break;
+    case X_KEEP_ALL:
       o->keep_all = true;
-    } else if (!strcmp(a, "--json")) {
+      break;
+    case X_JSON:
       o->json = true;
-    } else if (!strcmp(a, "--replay")) {
-      o->replay = (const char **)&argv[i + 1];
-      while (i + 1 < argc && argv[i + 1][0] != '-') {
-        o->nreplay++;
-        i++;
-      }
-      if (!o->nreplay)
-        return usage_error("%s needs at least one file or directory", a);
-    } else if (i + 1 >= argc) {
-      return usage_error(a[0] == '-' ? "%s needs a value or is unknown" : "unexpected argument '%s'",
-                         a);
-    } else {
-      const char *v = argv[++i];
-      if (!strcmp(a, "--seeds") || !strcmp(a, "--from") || !strcmp(a, "--jobs") ||
-          !strcmp(a, "--max-ranks") || !strcmp(a, "--max-messages") ||
-          !strcmp(a, "--max-size") || !strcmp(a, "--shrink-runs") ||
-          !strcmp(a, "--shrink-max") || !strcmp(a, "--stop-after") ||
-          !strcmp(a, "--exhaustive") || !strcmp(a, "--window")) {
-        if (pp_cli_parse_u64(v, &x))
-          return usage_error("a non-negative integer is expected, got '%s'", v);
-        if (!strcmp(a, "--seeds"))
-          o->seeds = x, have_seeds = true;
-        else if (!strcmp(a, "--from"))
-          o->from = x;
-        else if (!strcmp(a, "--jobs"))
-          o->jobs = x < 1 ? 1 : x > 64 ? 64 : (unsigned)x;
-        else if (!strcmp(a, "--max-ranks"))
-          o->sp.max_ranks = x < 2 ? 2 : x > 64 ? 64 : (uint32_t)x;
-        else if (!strcmp(a, "--max-messages"))
-          o->sp.max_messages = x < 1 ? 1 : x > 100000 ? 100000 : (uint32_t)x;
-        else if (!strcmp(a, "--max-size"))
-          o->sp.max_size = x < PP_MSG_HEADER ? PP_MSG_HEADER : x > (1u << 24) ? 1u << 24 : (uint32_t)x;
-        else if (!strcmp(a, "--shrink-runs"))
-          o->shrink_runs = (unsigned)x;
-        else if (!strcmp(a, "--shrink-max"))
-          o->shrink_max = (unsigned)x;
-        else if (!strcmp(a, "--stop-after"))
-          o->stop_after = (unsigned)x;
-        else if (!strcmp(a, "--exhaustive"))
-          o->exhaustive = x > 16 ? 16 : (unsigned)x;
-        else
-          o->window = x;
-      } else if (!strcmp(a, "--time")) {
-        if (parse_seconds(v, &o->time_s))
-          return usage_error("--time wants a duration such as 30s, 5m or 1h, got '%s'", v);
-      } else if (!strcmp(a, "--timeout")) {
-        if (parse_seconds(v, &o->timeout_s))
-          return usage_error("--timeout wants seconds, got '%s'", v);
-      } else if (!strcmp(a, "--fault-rate")) {
-        char *end;
-        double p = strtod(v, &end);
-        if (*end || !(p >= 0 && p <= 1))
-          return usage_error("--fault-rate wants a probability 0..1, got '%s'", v);
-        o->sp.fault_rate = p;
-      } else if (!strcmp(a, "--protocol")) {
-        if ((o->sp.gen = pp_explore_gen_by_name(v)) < 0)
-          return usage_error("unknown protocol '%s' (see --list)", v);
-      } else if (!strcmp(a, "--faults")) {
-        char err[512];
-        if (pp_faults_parse(v, &o->sp.faults, err, sizeof err))
-          return usage_error("%s", err);
-        o->faults_given = true;
-      } else if (!strcmp(a, "--bug")) {
-        int b = pp_bug_from_name(v);
-        if (b < 0)
-          return usage_error("unknown test bug '%s' (see --list)", v);
-        o->sp.bugs |= 1u << b;
-      } else if (!strcmp(a, "--out")) {
-        o->out = v;
-      } else if (!strcmp(a, "--junit")) {
-        o->junit = v;
-      } else if (!strcmp(a, "--shard")) {
-        if (pp_fleet_parse_shard(v, &o->shard, &o->shards))
-          return usage_error("--shard wants K/N with 1 <= K <= N, got '%s'", v);
-      } else if (!strcmp(a, "--progress")) {
-        if (parse_seconds(v, &o->progress_s))
-          return usage_error("--progress wants seconds, got '%s'", v);
-      } else {
-        return usage_error("unknown option '%s'", a);
-      }
+      break;
+    case X_REPLAY:
+      replay = true;
+      break;
+    case X_SEEDS:
+    case X_FROM:
+    case X_JOBS:
+    case X_MAX_RANKS:
+    case X_MAX_MESSAGES:
+    case X_SHRINK_RUNS:
+    case X_SHRINK_MAX:
+    case X_STOP_AFTER:
+    case X_EXHAUSTIVE:
+      if (pp_cli_opt_uint(&g, 0, UINT64_MAX, &x))
+        return EXIT_USAGE;
+      if (c == X_SEEDS)
+        o->seeds = x, have_seeds = true;
+      else if (c == X_FROM)
+        o->from = x;
+      else if (c == X_JOBS)
+        o->jobs = x < 1 ? 1 : x > 64 ? 64 : (unsigned)x;
+      else if (c == X_MAX_RANKS)
+        o->sp.max_ranks = x < 2 ? 2 : x > 64 ? 64 : (uint32_t)x;
+      else if (c == X_MAX_MESSAGES)
+        o->sp.max_messages = x < 1 ? 1 : x > 100000 ? 100000 : (uint32_t)x;
+      else if (c == X_SHRINK_RUNS)
+        o->shrink_runs = x > UINT_MAX ? UINT_MAX : (unsigned)x;
+      else if (c == X_SHRINK_MAX)
+        o->shrink_max = x > UINT_MAX ? UINT_MAX : (unsigned)x;
+      else if (c == X_STOP_AFTER)
+        o->stop_after = x > UINT_MAX ? UINT_MAX : (unsigned)x;
+      else
+        o->exhaustive = x > 16 ? 16 : (unsigned)x;
+      break;
+    case X_MAX_SIZE:
+      if (pp_cli_opt_size(&g, 0, UINT64_MAX, &x))
+        return EXIT_USAGE;
+      o->sp.max_size = x < PP_MSG_HEADER ? PP_MSG_HEADER : x > (1u << 24) ? 1u << 24 : (uint32_t)x;
+      break;
+    case X_WINDOW:
+      if (pp_cli_opt_duration(&g, 0, UINT64_MAX, &o->window))
+        return EXIT_USAGE;
+      break;
+    case X_TIME:
+      if (opt_seconds(&g, 0, &o->time_s))
+        return EXIT_USAGE;
+      break;
+    case X_TIMEOUT:
+      if (opt_seconds(&g, 1000000, &o->timeout_s)) /* at least 1 ms */
+        return EXIT_USAGE;
+      break;
+    case X_PROGRESS:
+      if (opt_seconds(&g, 0, &o->progress_s))
+        return EXIT_USAGE;
+      break;
+    case X_FAULT_RATE: {
+      char *end;
+      errno = 0;
+      double p = strtod(g.arg, &end);
+      if (errno || end == g.arg || *end || !(p >= 0 && p <= 1))
+        return pp_cli_opt_error(&g, "must be a probability 0..1, got '%s'", g.arg);
+      o->sp.fault_rate = p;
+      break;
     }
+    case X_PROTOCOL:
+      if ((o->sp.gen = pp_explore_gen_by_name(g.arg)) < 0)
+        return usage_error("unknown protocol '%s' (see --list)", g.arg);
+      break;
+    case X_FAULTS:
+      if (pp_faults_parse(g.arg, &o->sp.faults, err, sizeof err))
+        return usage_error("%s", err);
+      o->faults_given = true;
+      break;
+    case X_BUG: {
+      int b = pp_bug_from_name(g.arg);
+      if (b < 0)
+        return usage_error("unknown test bug '%s' (see --list)", g.arg);
+      o->sp.bugs |= 1u << b;
+      break;
+    }
+    case X_OUT:
+      o->out = g.arg;
+      break;
+    case X_JUNIT:
+      o->junit = g.arg;
+      break;
+    case X_SHARD:
+      if (pp_fleet_parse_shard(g.arg, &o->shard, &o->shards))
+        return pp_cli_opt_error(&g, "must be K/N with 1 <= K <= N, got '%s'", g.arg);
+      break;
+    default:
+      return pp_cli_opt_error(&g, "is not handled%s", "");
+    }
+  }
+  if (replay) {
+    o->replay = (const char **)argv + g.rest;
+    o->nreplay = argc - g.rest;
+    if (!o->nreplay)
+      return usage_error("%s", "--replay needs at least one file or directory");
+  } else if (g.rest < argc) {
+    return usage_error("unexpected argument '%s' (scenario files go after --replay)",
+                       argv[g.rest]);
   }
   if (!have_seeds && !(o->time_s > 0))
     o->seeds = 100;
@@ -295,8 +362,11 @@ static void repro_flags(const struct opts *o, char *buf, size_t len)
   for (int b = 0; b < PP_BUG_COUNT; b++)
     if (o->sp.bugs >> b & 1)
       ADD(" --bug %s", pp_bug_name((enum pp_bug)b));
-  if (o->timeout_s != 60)
-    ADD(" --timeout %g", o->timeout_s);
+  if (o->timeout_s != 60) {
+    char t[32];
+    pp_format_duration((uint64_t)llround(o->timeout_s * 1e9), t, sizeof t);
+    ADD(" --timeout %s", t);
+  }
 #undef ADD
 }
 
@@ -747,7 +817,7 @@ static int exhaustive(const struct opts *o)
       snprintf(from, sizeof from, "--from %" PRIu64 "%s", o->from, flags);
     snprintf(comment, sizeof comment,
              "found by: prepost explore --exhaustive %u --window %" PRIu64
-             " %s (ordering 0x%" PRIx64 ")\nbuild: prepost %s, commit %s\nexpect: %s",
+             "ns %s (ordering 0x%" PRIx64 ")\nbuild: prepost %s, commit %s\nexpect: %s",
              k, o->window, from, first_fail, pp_build_version(), pp_build_commit(),
              pp_inv_name(v.inv));
     printf("FAIL ordering 0x%" PRIx64 " [%s] %s\n", first_fail, pp_inv_name(v.inv), v.why);
@@ -759,8 +829,8 @@ static int exhaustive(const struct opts *o)
 
 int pp_cli_explore(int argc, char **argv)
 {
-  if (argc > 0 && !strcmp(argv[0], "merge"))
-    return pp_cli_explore_merge(argc - 1, argv + 1);
+  if (argc > 1 && !strcmp(argv[1], "merge"))
+    return pp_cli_explore_merge(argc - 1, argv + 1); /* argv[0]: "merge" */
   static struct opts o;
   memset(&o, 0, sizeof o);
   int rc = parse_args(argc, argv, &o);

@@ -434,7 +434,7 @@ int pp_fleet_report(const struct pp_fleet_run *r, bool json, const char *junit)
 /* ------------------------------------------------------------------ merge */
 
 const char *const pp_explore_merge_usage =
-    "usage: prepost explore merge [--out DIR] [--junit FILE] [--partial] DIR|FILE...\n"
+    "usage: prepost explore merge [--out DIR] [--junit FILE] [--partial] [-h|--help] DIR|FILE...\n"
     "\n"
     "Combines the outputs of shards (each the --out DIR of `prepost explore --shard K/N --json`,\n"
     "or its summary.json) into one summary (OUT/summary.json: seeds, totals, failures per\n"
@@ -730,27 +730,33 @@ int pp_cli_explore_merge(int argc, char **argv)
   bool partial = false;
   const char *in[MERGE_MAX_INPUTS];
   int nin = 0;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  enum { M_PARTIAL = 256, M_OUT, M_JUNIT };
+  static const struct option opts[] = {{"partial", no_argument, NULL, M_PARTIAL},
+                                       {"out", required_argument, NULL, M_OUT},
+                                       {"junit", required_argument, NULL, M_JUNIT},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "h", .longs = opts,
+                          .who = "prepost explore merge", .usage = pp_explore_merge_usage};
+  int c;
+  while ((c = pp_cli_next(&g)) != PP_CLI_END) {
+    if (c == PP_CLI_BAD)
+      return EXIT_USAGE;
+    if (c == 'h') {
       fputs(pp_explore_merge_usage, stdout);
       return EXIT_OK;
-    } else if (!strcmp(a, "--partial")) {
-      partial = true;
-    } else if (!strcmp(a, "--out") || !strcmp(a, "--junit")) {
-      if (i + 1 >= argc)
-        return pp_cli_usage_error("prepost explore merge", pp_explore_merge_usage,
-                                  "%s needs a value", a);
-      *(!strcmp(a, "--out") ? &outdir : &junit) = argv[++i];
-    } else if (a[0] == '-') {
-      return pp_cli_usage_error("prepost explore merge", pp_explore_merge_usage,
-                                "unknown option '%s'", a);
-    } else if (nin == MERGE_MAX_INPUTS) {
-      return pp_cli_usage_error("prepost explore merge", pp_explore_merge_usage,
-                                "too many inputs (at most 4096): merge in steps, from '%s' on", a);
-    } else {
-      in[nin++] = a;
     }
+    if (c == M_PARTIAL)
+      partial = true;
+    else
+      *(c == M_OUT ? &outdir : &junit) = g.arg;
+  }
+  for (int i = g.rest; i < argc; i++) {
+    if (nin == MERGE_MAX_INPUTS)
+      return pp_cli_usage_error("prepost explore merge", pp_explore_merge_usage,
+                                "too many inputs (at most 4096): merge in steps, from '%s' on",
+                                argv[i]);
+    in[nin++] = argv[i];
   }
   if (!nin)
     return pp_cli_usage_error("prepost explore merge", pp_explore_merge_usage, "%s",

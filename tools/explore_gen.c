@@ -191,15 +191,31 @@ static void gen_ring(struct pp_prng *r, const struct pp_explore_space *sp, struc
   p->credit_idle_ns = chance(r, 0.5) ? 0 : logrnd(r, 100, 20000);
 }
 
+/* The keys of a field table (prepost/param.h) as "  key: value" lines in its canonical text
+ * (64KiB, 1500ns, 2ms: what the scenario parser reads back to the same value), but those in
+ * skip (NULL-terminated, may be NULL); a "derived" key still 0 is left out (its default). */
+static void write_params(FILE *out, const struct pp_param *t, size_t n, const void *obj,
+                         const char *const *skip)
+{
+  for (size_t i = 0; i < n; i++) {
+    bool skipped = false;
+    for (const char *const *k = skip; k && *k && !skipped; k++)
+      skipped = !strcmp(*k, t[i].key);
+    if (skipped || (t[i].flags & PP_PARAM_F_DERIVED && pp_param_get(&t[i], obj) == 0))
+      continue;
+    char v[64];
+    pp_param_format(&t[i], obj, v, sizeof v);
+    fprintf(out, "  %s: %s\n", t[i].key, v);
+  }
+}
+
 static void write_ring(FILE *out, const struct pp_scenario *sc, const char *section)
 {
   const struct pp_ring_params *p = &sc->sim.engine.ring;
   if (strcmp(section, "top"))
     return;
-  fprintf(out,
-          "ring:\n  slots: %u\n  slot_size: %u\n  channels: %u\n  credit_batch: %u\n"
-          "  credit_idle: %" PRIu64 "\n",
-          p->slots, p->slot_size, p->channels, p->credit_batch, p->credit_idle_ns);
+  fprintf(out, "ring:\n");
+  write_params(out, pp_ring_param_table, pp_ring_param_count, p, NULL);
 }
 
 static bool halve(uint32_t *v, uint32_t min)
@@ -375,34 +391,12 @@ static void write_p2p(FILE *out, const struct pp_scenario *sc, const char *secti
   const struct pp_engine_cfg *e = &sc->sim.engine;
   const struct pp_traffic *t = &e->traffic;
   const struct pp_p2p_params *p = &e->p2p;
-  if (!strcmp(section, "workload")) {
-    /* 0 means "the default" for these: such a key is left out */
-    if (t->size_max)
-      fprintf(out, "  size_max: %u\n", t->size_max);
-    fprintf(out, "  size_dist: %s\n  receives: %s\n", pp_size_dist_name((enum pp_size_dist)t->dist),
-            pp_recv_mode_name((enum pp_recv_mode)t->recv_mode));
-    if (t->tags)
-      fprintf(out, "  tags: %u\n", t->tags);
-    if (t->window)
-      fprintf(out, "  window: %u\n", t->window);
+  if (!strcmp(section, "workload")) { /* a "derived" key still 0 is left out */
+    write_params(out, pp_traffic_param_table, pp_traffic_param_count, t, NULL);
     return;
   }
-  fprintf(out, "p2p:\n  eager_limit: %u\n  rget_limit: %u\n  record: %u\n", p->eager_limit,
-          p->rget_limit, p->record);
-#define OPT(key, field)                                                        \
-  if (p->field)                                                                \
-  fprintf(out, "  " key ": %" PRIu64 "\n", (uint64_t)p->field)
-  OPT("frag_size", frag_size);
-  OPT("pipeline", pipeline);
-  OPT("channels", channels);
-  OPT("credits", credits);
-  OPT("credit_threshold", credit_threshold);
-  OPT("reply_slots", reply_slots);
-  OPT("send_buffers", send_buffers);
-  OPT("max_requests", max_requests);
-  OPT("rcache_entries", rcache_entries);
-  OPT("rcache_bytes", rcache_bytes);
-#undef OPT
+  fprintf(out, "p2p:\n");
+  write_params(out, pp_p2p_param_table, pp_p2p_param_count, p, NULL);
 }
 
 /* Faults that apply to every protocol running the stream workload. */
@@ -751,28 +745,18 @@ int pp_scenario_write(FILE *out, const struct pp_scenario *sc, const char *comme
   else
     fprintf(out, "platform:\n  cluster: {bandwidth: %.17g, latency: %" PRIu64 "}\n",
             s->platform.bandwidth_bps, s->platform.latency_ns);
-  fprintf(out,
-          "nic:\n  name: \"%s\"\n  mtu: %u\n  header_bytes: %u\n  wqe: %" PRIu64
-          "\n  ack_every: %u\n  ack_delay: %" PRIu64 "\n  max_qp: %u\n  max_qp_wr: %u\n"
-          "  max_srq: %u\n  max_mr: %u\n  cq_depth: %u\n  max_rd_atomic: %u\n  train: %u\n",
-          nic->name, nic->mtu, nic->header_bytes, nic->wqe_ns, nic->ack_every, nic->ack_delay_ns,
-          nic->max_qp, nic->max_qp_wr, nic->max_srq, nic->max_mr, nic->cq_depth,
-          nic->max_rd_atomic, nic->train_max);
+  /* the sections with a field table: every key, in its canonical text */
+  fprintf(out, "nic:\n  name: \"%s\"\n", nic->name);
+  write_params(out, pp_nic_param_table, pp_nic_param_count, nic, NULL);
   fprintf(out, "protocol: %s\n", pp_protocol_name(e->protocol));
-  fprintf(out,
-          "workload:\n  kind: %s\n  pattern: %s\n  messages: %u\n  size: %u\n  interval: %" PRIu64
-          "\n  consume: %" PRIu64 "\n  consume_jitter: %" PRIu64 "\n  post_delay: %" PRIu64 "\n",
-          pp_workload_name(w->kind), pp_pattern_name(w->pattern), w->messages, w->size,
-          w->interval_ns, w->consume_ns, w->consume_jitter_ns, w->post_delay_ns);
+  fprintf(out, "workload:\n");
+  write_params(out, pp_workload_param_table, pp_workload_param_count, w, NULL);
   if (w->consume_ranks)
     write_mask(out, "slow_ranks", w->consume_ranks);
   if (g && g->write)
     g->write(out, sc, "workload");
-  fprintf(out,
-          "qp:\n  min_rnr_timer: %u\n  rnr_retry: %u\n  timeout: %u\n  retry_cnt: %u\n"
-          "  max_rd_atomic: %u\n  mtu: %u\n  sq_depth: %u\n  rq_depth: %u\n",
-          q->min_rnr_timer, q->rnr_retry, q->timeout, q->retry_cnt, q->max_rd_atomic, q->mtu,
-          q->sq_depth, q->rq_depth);
+  fprintf(out, "qp:\n");
+  write_params(out, pp_qp_param_table, pp_qp_param_count, q, NULL);
   fprintf(out,
           "faults:\n  loss: %.17g\n  until: %" PRIu64 "\n  jitter: %" PRIu64
           "\n  scramble: %.17g\n  scramble_delay: %" PRIu64 "\n  srq_delay: %" PRIu64
@@ -788,7 +772,9 @@ int pp_scenario_write(FILE *out, const struct pp_scenario *sc, const char *comme
     write_mask(out, "pause_ranks", f->pause_ranks);
   if (f->byzantine > 0) /* opt-in: absent from the other scenarios */
     fprintf(out, "  byzantine: %.17g\n  byzantine_rank: %u\n", f->byzantine, f->byzantine_rank);
-  fprintf(out, "limits:\n  max_sim_time: %" PRIu64 "\n", s->max_sim_time_ns);
+  static const char *const not_written[] = {"no_progress", "memory", NULL}; /* their defaults */
+  fprintf(out, "limits:\n");
+  write_params(out, pp_limits_param_table, pp_limits_param_count, s, not_written);
   if (g && g->write)
     g->write(out, sc, "top");
   if (e->test_bugs) {

@@ -477,6 +477,7 @@ int pp_import_scenario(const struct pp_import *m, const char *name, FILE *out, c
 
 static const char *const usage =
     "usage: prepost trace import --pcap FILE [--json] [-o TRACE] [--scenario-out FILE]\n"
+    "                            [-h|--help]\n"
     "\n"
     "Reads a packet capture (pcap or pcapng: tcpdump -i NETDEV|any, Wireshark, ibdump) of RoCEv2\n"
     "(UDP 4791, IPv4/IPv6, Ethernet or Linux cooked), RoCEv1 or native InfiniBand, rebuilds each\n"
@@ -491,24 +492,37 @@ int pp_cli_trace_import(int argc, char **argv, const char *version)
 {
   const char *pcap = NULL, *trace = NULL, *scen = NULL;
   bool json = false;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    bool val = !strcmp(a, "--pcap") || !strcmp(a, "-o") || !strcmp(a, "--scenario-out");
-    if (val && i + 1 >= argc)
-      return pp_cli_usage_error("prepost trace import", usage, "%s needs a value", a);
-    if (!strcmp(a, "--pcap"))
-      pcap = argv[++i];
-    else if (!strcmp(a, "-o"))
-      trace = argv[++i];
-    else if (!strcmp(a, "--scenario-out"))
-      scen = argv[++i];
-    else if (!strcmp(a, "--json"))
-      json = true;
-    else if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+  enum { I_PCAP = 256, I_SCEN, I_JSON };
+  static const struct option opts[] = {{"pcap", required_argument, NULL, I_PCAP},
+                                       {"scenario-out", required_argument, NULL, I_SCEN},
+                                       {"json", no_argument, NULL, I_JSON},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "ho:", .longs = opts,
+                          .who = "prepost trace import", .usage = usage};
+  int c;
+  while ((c = pp_cli_next(&g)) != PP_CLI_END) {
+    switch (c) {
+    case PP_CLI_BAD:
+      return 2;
+    case 'h':
       return fputs(usage, stdout), 0;
-    else
-      return pp_cli_usage_error("prepost trace import", usage, "unexpected argument '%s'", a);
+    case I_PCAP:
+      pcap = g.arg;
+      break;
+    case 'o':
+      trace = g.arg;
+      break;
+    case I_SCEN:
+      scen = g.arg;
+      break;
+    default:
+      json = true;
+    }
   }
+  if (g.rest < argc)
+    return pp_cli_usage_error("prepost trace import", usage, "unexpected argument '%s'",
+                              argv[g.rest]);
   if (!pcap)
     return pp_cli_usage_error("prepost trace import", usage, "%s", "import needs --pcap FILE");
   struct pp_import *m;

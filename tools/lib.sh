@@ -45,6 +45,10 @@ PP_PACKAGES+=(libpmix-dev openmpi-bin)
 # libpcap reads captures (pcap, pcapng) for `prepost trace import --pcap` (tools/import.c).
 PP_PACKAGES+=(libpcap-dev)
 
+# prepost mpirun's MPI library (tools/mpi/) is compiled against Debian's MPICH 4.0.2 mpi.h
+# (libmpich-dev) to have its ABI; mpicc.mpich (mpich) builds the MPI test programs (tests/mpi/).
+PP_PACKAGES+=(libmpich-dev mpich)
+
 # The interpreter of the python3 package (not a pyenv/venv shim that may shadow it on PATH).
 PP_PYTHON=/usr/bin/python3
 [[ -x $PP_PYTHON ]] || PP_PYTHON=python3

@@ -829,19 +829,21 @@ static int hang_report(FILE *o, struct replay *R, bool json)
 /* ---------------------------------------------------------------- the command */
 
 const char *const pp_replay_usage =
-    "usage: prepost replay TRACE [--until N] [--at NS] [--rank R] [--partial] [--quiet]\n"
+    "usage: prepost replay TRACE [--until N] [--at T] [--rank R] [--partial] [--quiet]\n"
     "       prepost replay TRACE --hang [--json] [--partial]\n"
-    "       prepost replay TRACE --sim [--set KEY=VALUE]... [--json] [--trace FILE\n"
-    "                                  [--trace-packets]]\n"
+    "       prepost replay TRACE --sim [--set KEY=VALUE]... [--json] [--log FILE]\n"
+    "                                  [--trace FILE [--trace-packets]]\n"
     "       prepost replay TRACE --sim --list-keys\n"
+    "       prepost replay -h|--help\n"
     "\n"
     "Exact mode (default): feeds each rank's recorded inputs to a fresh engine and checks that\n"
     "it makes exactly the recorded calls (addresses compared relative to their MR); stops at\n"
     "the first divergence and names the rank, the record and what was expected and produced.\n"
     "  --until N   stop before record N (trace dump numbers them) and dump the engines' state:\n"
     "              QP states, outstanding work requests, the protocol's queues and credits\n"
-    "  --at NS     stop before the first input after NS nanoseconds and dump the state (past\n"
-    "              the end: the state the run ended in)\n"
+    "  --at T      stop before the first input after simulated time T (a duration with its\n"
+    "              unit: 250us, 1.5ms) and dump the state (past the end: the state the run\n"
+    "              ended in)\n"
     "  --rank R    dump only rank R\n"
     "  --partial   replay a trace cut short (no END chunk)\n"
     "  --hang      replay to the end of the run and explain why ranks are not done: QPs in\n"
@@ -850,8 +852,10 @@ const char *const pp_replay_usage =
     "              object); then each stuck rank's state. Exit 3 when a rank is stuck\n"
     "\n"
     "--sim: runs the trace's configuration again on the simulated backend, with what-ifs:\n"
-    "  --set KEY=VALUE   override one key (engine.qp.rnr_retry=7, or short: rnr_retry=7;\n"
-    "                    messages=100, loss=0.01, seed=3, ...); --list-keys shows them all\n"
+    "  --set KEY=VALUE   override one key: as a scenario writes it (qp.rnr_retry=7,\n"
+    "                    p2p.eager_limit=8KiB, ring.slot_size=64KiB: `prepost help keys`), a\n"
+    "                    header key (engine.qp.rnr_retry=7, sim.nic.mtu=2048) or short\n"
+    "                    (rnr_retry=7, messages=100, loss=0.01, seed=3); --list-keys\n"
     "  --json, --trace FILE, --trace-packets, --log FILE as for `prepost run` (the new trace\n"
     "                    has every packet also when TRACE had them)\n"
     "\n"
@@ -1027,49 +1031,78 @@ int pp_cli_replay(int argc, char **argv)
   int nsets = 0;
   if (!sets)
     return EXIT_USAGE;
-  int rc = -1;
-  for (int i = 0; i < argc && rc < 0; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  int rc = -1, c;
+  enum { R_SIM = 256, R_HANG, R_LIST, R_JSON, R_PACKETS, R_QUIET, R_PARTIAL, R_UNTIL, R_AT,
+         R_RANK, R_SET, R_TRACE, R_LOG };
+  static const struct option opts[] = {{"sim", no_argument, NULL, R_SIM},
+                                       {"hang", no_argument, NULL, R_HANG},
+                                       {"list-keys", no_argument, NULL, R_LIST},
+                                       {"json", no_argument, NULL, R_JSON},
+                                       {"trace-packets", no_argument, NULL, R_PACKETS},
+                                       {"quiet", no_argument, NULL, R_QUIET},
+                                       {"partial", no_argument, NULL, R_PARTIAL},
+                                       {"until", required_argument, NULL, R_UNTIL},
+                                       {"at", required_argument, NULL, R_AT},
+                                       {"rank", required_argument, NULL, R_RANK},
+                                       {"set", required_argument, NULL, R_SET},
+                                       {"trace", required_argument, NULL, R_TRACE},
+                                       {"log", required_argument, NULL, R_LOG},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "h", .longs = opts,
+                          .who = "prepost", .usage = pp_replay_usage};
+  while (rc < 0 && (c = pp_cli_next(&g)) != PP_CLI_END) {
+    switch (c) {
+    case PP_CLI_BAD:
+      rc = EXIT_USAGE;
+      break;
+    case 'h':
       fputs(pp_replay_usage, stdout);
       rc = EXIT_OK;
-    } else if (!strcmp(a, "--sim")) {
+      break;
+    case R_SIM:
       sim = true;
-    } else if (!strcmp(a, "--hang")) {
+      break;
+    case R_HANG:
       hang = true;
-    } else if (!strcmp(a, "--list-keys")) {
+      break;
+    case R_LIST:
       list = true;
-    } else if (!strcmp(a, "--json")) {
+      break;
+    case R_JSON:
       json = true;
-    } else if (!strcmp(a, "--trace-packets")) {
+      break;
+    case R_PACKETS:
       packets = true;
-    } else if (!strcmp(a, "--quiet")) {
+      break;
+    case R_QUIET:
       quiet = true;
-    } else if (!strcmp(a, "--partial")) {
+      break;
+    case R_PARTIAL:
       flags |= PP_TRACE_PARTIAL;
-    } else if (!strcmp(a, "--until") || !strcmp(a, "--at") || !strcmp(a, "--rank") ||
-               !strcmp(a, "--set") || !strcmp(a, "--trace") || !strcmp(a, "--log")) {
-      if (i + 1 >= argc) {
-        rc = usage("%s needs a value", a);
-        break;
-      }
-      const char *v = argv[++i];
-      if (!strcmp(a, "--set"))
-        sets[nsets++] = argv[i];
-      else if (!strcmp(a, "--trace"))
-        trace_out = v;
-      else if (!strcmp(a, "--log"))
-        log_path = v;
-      else if (pp_cli_parse_u64(v, !strcmp(a, "--until") ? &until : !strcmp(a, "--at") ? &at : &only))
-        rc = usage("expected a non-negative integer, got '%s'", v);
-    } else if (a[0] == '-' && a[1]) {
-      rc = usage("unknown option '%s'", a);
-    } else if (path) {
-      rc = usage("one trace at a time (extra argument '%s')", a);
-    } else {
-      path = a;
+      break;
+    case R_SET:
+      sets[nsets++] = (char *)g.arg;
+      break;
+    case R_TRACE:
+      trace_out = g.arg;
+      break;
+    case R_LOG:
+      log_path = g.arg;
+      break;
+    case R_AT:
+      if (pp_cli_opt_duration(&g, 0, UINT64_MAX, &at))
+        rc = EXIT_USAGE;
+      break;
+    default:
+      if (pp_cli_opt_uint(&g, 0, UINT64_MAX, c == R_UNTIL ? &until : &only))
+        rc = EXIT_USAGE;
     }
   }
+  if (rc < 0 && g.rest + 1 < argc)
+    rc = usage("one trace at a time (extra argument '%s')", argv[g.rest + 1]);
+  else if (rc < 0 && g.rest < argc)
+    path = argv[g.rest];
   if (rc < 0 && !path)
     rc = usage("%s", "missing TRACE");
   if (rc < 0 && !sim && (nsets || list || (json && !hang) || trace_out || packets ||

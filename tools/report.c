@@ -143,6 +143,16 @@ static void table_counter(char *buf, size_t len, uint64_t v, bool missing)
     snprintf(buf, len, "%" PRIu64, v);
 }
 
+/* The p50, p99 and max columns in us, or "-" where there is no sample (a receiver's send
+ * latency: 0.00 read as "instant"). */
+static void latency_cols(char *buf, size_t len, const struct pp_hist_summary *l)
+{
+  if (l->count)
+    snprintf(buf, len, "%11.2f %11.2f %11.2f", l->p50 / 1e3, l->p99 / 1e3, l->max / 1e3);
+  else
+    snprintf(buf, len, "%11s %11s %11s", "-", "-", "-");
+}
+
 void pp_report_table(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res)
 {
   pp_report_table_on(out, cfg, res, "simgrid");
@@ -164,21 +174,21 @@ void pp_report_table_on(FILE *out, const struct pp_sim_config *cfg,
     const struct pp_rank_result *r = &res->ranks[i];
     struct totals t = {0};
     rank_totals(r, &t);
-    char rnr[24], ret[24];
+    char rnr[24], ret[24], lat[48];
     table_counter(rnr, sizeof(rnr), t.rnr_naks, t.no_rnr_naks);
     table_counter(ret, sizeof(ret), t.retries, t.no_retries);
-    fprintf(out, "%-5u %-10s %5s %9" PRIu64 " %9" PRIu64 " %9s %8s %11.2f %11.2f %11.2f  ", i,
-            r->host, r->stats.done ? "yes" : "no", r->stats.messages_sent, t.messages, rnr, ret,
-            r->stats.latency.p50 / 1e3, r->stats.latency.p99 / 1e3, r->stats.latency.max / 1e3);
+    latency_cols(lat, sizeof lat, &r->stats.latency);
+    fprintf(out, "%-5u %-10s %5s %9" PRIu64 " %9" PRIu64 " %9s %8s %s  ", i, r->host,
+            r->stats.done ? "yes" : "no", r->stats.messages_sent, t.messages, rnr, ret, lat);
     status_list(out, t.status);
     fputc('\n', out);
   }
-  char rnr[24], ret[24];
+  char rnr[24], ret[24], lat[48];
   table_counter(rnr, sizeof(rnr), all.rnr_naks, all.no_rnr_naks);
   table_counter(ret, sizeof(ret), all.retries, all.no_retries);
-  fprintf(out, "%-5s %-10s %5s %9s %9" PRIu64 " %9s %8s %11.2f %11.2f %11.2f  ", "all", "", "",
-          "", all.messages, rnr, ret, res->latency.p50 / 1e3, res->latency.p99 / 1e3,
-          res->latency.max / 1e3);
+  latency_cols(lat, sizeof lat, &res->latency);
+  fprintf(out, "%-5s %-10s %5s %9s %9" PRIu64 " %9s %8s %s  ", "all", "", "", "", all.messages,
+          rnr, ret, lat);
   status_list(out, all.status);
   fputc('\n', out);
   for (uint32_t i = 0; i < res->nranks; i++) {

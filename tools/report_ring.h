@@ -25,6 +25,9 @@ int pp_coll_figures(const struct pp_sim_config *cfg, const struct pp_run_result 
  * `, "ring": {..., "connections": [...]}` (ring protocols) to the top-level JSON object. */
 void pp_report_ring_json(FILE *out, const struct pp_sim_config *cfg,
                          const struct pp_run_result *res);
+/* Credit stalls the table lists, longest first; the rest are counted. */
+#define PP_REPORT_TOP_STALLS 8
+
 /* A few lines under the table. */
 void pp_report_ring_table(FILE *out, const struct pp_sim_config *cfg,
                           const struct pp_run_result *res);

@@ -10,9 +10,11 @@
  * success.
  */
 #include "tools/scenario.h"
+#include "prepost/param.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -52,9 +54,15 @@ struct node {
   size_t nkids, cap;
 };
 
+/* Nodes of `--set KEY=VALUE` i carry the line SET_LINE + i: messages name the assignment. */
+#define SET_LINE (ULONG_MAX / 2)
+
 struct ctx {
   const char *path;       /* for messages */
   const char *models_dir; /* may be NULL */
+  const char *const *sets; /* the --set assignments applied over the file */
+  size_t nsets;
+  const char *const *in_set; /* while parsing the value of one: every message is about it */
   char *err;
   size_t errlen;
   char shown[SHOW_MAX + 16];
@@ -66,9 +74,13 @@ static enum pp_status fail(struct ctx *c, enum pp_status st, unsigned long line,
 static enum pp_status fail(struct ctx *c, enum pp_status st, unsigned long line, const char *fmt,
                            ...)
 {
+  if (c->in_set)
+    line = SET_LINE + (size_t)(c->in_set - c->sets);
   if (c->err && c->errlen > 0) {
-    int n = line ? snprintf(c->err, c->errlen, "%s:%lu: ", c->path, line)
-                 : snprintf(c->err, c->errlen, "%s: ", c->path);
+    int n = line >= SET_LINE && line - SET_LINE < c->nsets
+                ? snprintf(c->err, c->errlen, "%s: --set %s: ", c->path, c->sets[line - SET_LINE])
+            : line ? snprintf(c->err, c->errlen, "%s:%lu: ", c->path, line)
+                   : snprintf(c->err, c->errlen, "%s: ", c->path);
     if (n >= 0 && (size_t)n < c->errlen) {
       va_list ap;
       va_start(ap, fmt);
@@ -320,16 +332,6 @@ static bool is_empty(const struct node *n)
 /* ------------------------------------------------------------------------------------------ */
 /* Typed values                                                                               */
 
-/* [+-]digits[.digits][ ]*[letters]: the shape shared by integers, durations and sizes. */
-struct num {
-  bool neg, ovf, dot;
-  uint64_t ip; /* integer part (valid unless ovf) */
-  const char *frac;
-  size_t nfrac;
-  const char *unit;
-  size_t nunit;
-};
-
 static bool is_digit(char ch)
 {
   return ch >= '0' && ch <= '9';
@@ -340,77 +342,22 @@ static bool is_alpha(char ch)
   return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
 }
 
-static bool parse_num(const struct node *v, struct num *o)
+/* The typed getters: the one set of value parsers (prepost/param.h) on a scalar node, the
+ * failure as "FILE:LINE: 'KEY' must be ..., got 'VALUE'". */
+static enum pp_status scalar_fail(struct ctx *c, enum pp_status st, const char *key,
+                                  const struct node *v, const char *why)
 {
-  memset(o, 0, sizeof *o);
-  if (v->kind != NODE_SCALAR)
-    return false;
-  const char *s = v->str;
-  size_t len = v->len, i = 0;
-  while (i < len && s[i] == ' ')
-    i++;
-  while (len > i && s[len - 1] == ' ')
-    len--;
-  if (i < len && (s[i] == '+' || s[i] == '-')) {
-    o->neg = s[i] == '-';
-    i++;
-  }
-  size_t start = i;
-  for (; i < len && is_digit(s[i]); i++) {
-    unsigned d = (unsigned)(s[i] - '0');
-    if (o->ip > (UINT64_MAX - d) / 10)
-      o->ovf = true;
-    else
-      o->ip = o->ip * 10 + d;
-  }
-  if (i == start)
-    return false;
-  if (i < len && s[i] == '.') {
-    o->dot = true;
-    o->frac = s + ++i;
-    while (i < len && is_digit(s[i]))
-      i++;
-    o->nfrac = (size_t)(s + i - o->frac);
-    if (!o->nfrac)
-      return false;
-  }
-  while (i < len && s[i] == ' ')
-    i++;
-  o->unit = s + i;
-  o->nunit = len - i;
-  for (; i < len; i++)
-    if (!is_alpha(s[i]))
-      return false;
-  return true;
-}
-
-static bool unit_is(const struct num *n, const char *u)
-{
-  size_t l = strlen(u);
-  return n->nunit == l && memcmp(n->unit, u, l) == 0;
-}
-
-static bool frac_is_zero(const struct num *n)
-{
-  for (size_t i = 0; i < n->nfrac; i++)
-    if (n->frac[i] != '0')
-      return false;
-  return true;
+  return fail(c, st, v->line, "'%s' %s, got %s", key, why, show(c, v));
 }
 
 static enum pp_status get_uint(struct ctx *c, const char *key, const struct node *v, uint64_t min,
                                uint64_t max, uint64_t *out)
 {
-  struct num n;
-  if (!parse_num(v, &n) || n.dot || n.nunit)
-    return fail(c, PP_PARSE, v->line, "'%s' must be an integer %" PRIu64 "..%" PRIu64 ", got %s",
-                key, min, max, show(c, v));
-  if (n.ovf || (n.neg && n.ip) || n.ip < min || n.ip > max)
-    return fail(c, PP_INVALID, v->line,
-                "'%s' must be an integer %" PRIu64 "..%" PRIu64 ", got %s", key, min, max,
-                show(c, v));
-  *out = n.ip;
-  return PP_OK;
+  char why[160];
+  bool scalar = v->kind == NODE_SCALAR; /* a mapping or sequence: the shape's sentence */
+  enum pp_status st = pp_parse_uint(scalar ? v->str : "", scalar ? v->len : 0, min, max, out,
+                                    why, sizeof why);
+  return st == PP_OK ? st : scalar_fail(c, st, key, v, why);
 }
 
 static enum pp_status get_u32(struct ctx *c, const char *key, const struct node *v, uint32_t min,
@@ -423,27 +370,18 @@ static enum pp_status get_u32(struct ctx *c, const char *key, const struct node 
   return st;
 }
 
-static enum pp_status get_u8(struct ctx *c, const char *key, const struct node *v, uint8_t min,
-                             uint8_t max, uint8_t *out)
-{
-  uint64_t x;
-  enum pp_status st = get_uint(c, key, v, min, max, &x);
-  if (st == PP_OK)
-    *out = (uint8_t)x;
-  return st;
-}
-
 /* One of the IB path MTUs, in bytes. */
 static enum pp_status get_mtu(struct ctx *c, const char *key, const struct node *v, uint32_t *out)
 {
-  struct num n;
-  if (!parse_num(v, &n) || n.dot || n.nunit)
-    return fail(c, PP_PARSE, v->line, "'%s' must be one of 256, 512, 1024, 2048, 4096, got %s",
-                key, show(c, v));
-  if (n.ovf || n.neg || n.ip > UINT32_MAX || pp_mtu_from_bytes((uint32_t)n.ip) == 0)
-    return fail(c, PP_INVALID, v->line, "'%s' must be one of 256, 512, 1024, 2048, 4096, got %s",
-                key, show(c, v));
-  *out = (uint32_t)n.ip;
+  uint64_t x;
+  enum pp_status st = v->kind == NODE_SCALAR
+                          ? pp_parse_uint(v->str, v->len, 0, UINT32_MAX, &x, NULL, 0)
+                          : PP_PARSE;
+  if (st == PP_OK && pp_mtu_from_bytes((uint32_t)x) == 0)
+    st = PP_INVALID;
+  if (st != PP_OK)
+    return scalar_fail(c, st, key, v, "must be one of 256, 512, 1024, 2048, 4096");
+  *out = (uint32_t)x;
   return PP_OK;
 }
 
@@ -451,52 +389,11 @@ static enum pp_status get_mtu(struct ctx *c, const char *key, const struct node 
 static enum pp_status get_duration(struct ctx *c, const char *key, const struct node *v,
                                    uint64_t *out)
 {
-  static const struct {
-    const char *unit;
-    uint64_t mult;
-    unsigned digits; /* mult = 10^digits */
-  } units[] = {{"ns", 1, 0}, {"us", 1000, 3}, {"ms", 1000000, 6}, {"s", 1000000000, 9}};
-  struct num n;
-  uint64_t mult = 1;
-  unsigned digits = 0;
-  if (!parse_num(v, &n))
-    goto bad;
-  if (n.nunit) {
-    size_t i = 0;
-    while (i < sizeof units / sizeof units[0] && !unit_is(&n, units[i].unit))
-      i++;
-    if (i == sizeof units / sizeof units[0])
-      goto bad;
-    mult = units[i].mult;
-    digits = units[i].digits;
-  } else if (n.dot) {
-    goto bad; /* fractions need a unit */
-  }
-  /* Fraction: keep digits+1 decimals; the first dropped one decides half-up rounding. */
-  size_t k = n.nfrac < digits + 1 ? n.nfrac : digits + 1;
-  uint64_t f = 0;
-  for (size_t i = 0; i < k; i++)
-    f = f * 10 + (uint64_t)(n.frac[i] - '0');
-  uint64_t frac_ns;
-  if (k <= digits) {
-    frac_ns = f;
-    for (size_t i = k; i < digits; i++)
-      frac_ns *= 10;
-  } else {
-    frac_ns = (f + 5) / 10;
-  }
-  if (n.neg && (n.ip || !frac_is_zero(&n)))
-    return fail(c, PP_INVALID, v->line, "'%s' must not be negative, got %s", key, show(c, v));
-  if (n.ovf || n.ip > (UINT64_MAX - frac_ns) / mult)
-    return fail(c, PP_INVALID, v->line, "'%s' must be at most %" PRIu64 " ns, got %s", key,
-                UINT64_MAX, show(c, v));
-  *out = n.ip * mult + frac_ns;
-  return PP_OK;
-bad:
-  return fail(c, PP_PARSE, v->line,
-              "'%s' must be a duration such as 500ns, 2us, 1.5ms or 10s (a bare integer is ns), "
-              "got %s",
-              key, show(c, v));
+  char why[160];
+  bool scalar = v->kind == NODE_SCALAR;
+  enum pp_status st = pp_parse_duration(scalar ? v->str : "", scalar ? v->len : 0, 0, UINT64_MAX,
+                                        out, why, sizeof why);
+  return st == PP_OK ? st : scalar_fail(c, st, key, v, why);
 }
 
 enum pp_status pp_duration_parse(const char *text, const char *key, uint64_t *out, char *err,
@@ -515,44 +412,11 @@ enum pp_status pp_duration_parse(const char *text, const char *key, uint64_t *ou
 static enum pp_status get_size(struct ctx *c, const char *key, const struct node *v, uint64_t min,
                                uint64_t max, uint64_t *out)
 {
-  static const struct {
-    const char *unit;
-    uint64_t mult;
-  } units[] = {{"B", 1},           {"KiB", 1u << 10},   {"MiB", 1u << 20},
-               {"GiB", 1u << 30},  {"KB", 1000},        {"MB", 1000000},
-               {"GB", 1000000000}};
-  struct num n;
-  uint64_t mult = 1;
-  if (!parse_num(v, &n) || n.nfrac > 9)
-    goto bad;
-  if (n.nunit) {
-    size_t i = 0;
-    while (i < sizeof units / sizeof units[0] && !unit_is(&n, units[i].unit))
-      i++;
-    if (i == sizeof units / sizeof units[0])
-      goto bad;
-    mult = units[i].mult;
-  }
-  uint64_t f = 0, p10 = 1;
-  for (size_t i = 0; i < n.nfrac; i++) {
-    f = f * 10 + (uint64_t)(n.frac[i] - '0');
-    p10 *= 10;
-  }
-  if ((f * mult) % p10)
-    return fail(c, PP_INVALID, v->line, "'%s' is not a whole number of bytes, got %s", key,
-                show(c, v));
-  uint64_t frac_b = f * mult / p10;
-  if (n.ovf || (n.neg && (n.ip || f)) || n.ip > (UINT64_MAX - frac_b) / mult ||
-      n.ip * mult + frac_b < min || n.ip * mult + frac_b > max)
-    return fail(c, PP_INVALID, v->line,
-                "'%s' must be a size %" PRIu64 "..%" PRIu64 " bytes, got %s", key, min, max,
-                show(c, v));
-  *out = n.ip * mult + frac_b;
-  return PP_OK;
-bad:
-  return fail(c, PP_PARSE, v->line,
-              "'%s' must be a size such as 4096, 64B, 4KiB, 1MiB or 1GB, got %s", key,
-              show(c, v));
+  char why[160];
+  bool scalar = v->kind == NODE_SCALAR;
+  enum pp_status st = pp_parse_size(scalar ? v->str : "", scalar ? v->len : 0, min, max, out, why,
+                                    sizeof why);
+  return st == PP_OK ? st : scalar_fail(c, st, key, v, why);
 }
 
 /* [+-]digits[.digits][(e|E)[+-]digits][ ]*[letters] -> *val and the unit. */
@@ -700,11 +564,6 @@ static const char *protocol_name_i(int i)
   return pp_protocol_name((enum pp_protocol)i);
 }
 
-static const char *pattern_name_i(int i)
-{
-  return pp_pattern_name((enum pp_pattern)i);
-}
-
 static enum pp_status get_enum(struct ctx *c, const char *key, const struct node *v, int count,
                                const char *(*name)(int), int (*from_name)(const char *),
                                int *out)
@@ -724,6 +583,59 @@ static enum pp_status get_enum(struct ctx *c, const char *key, const struct node
   *out = x;
   return PP_OK;
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* Field tables (prepost/param.h): one loop instead of a getter per key                        */
+
+static bool listed(const char *const *names, const char *key)
+{
+  for (; names && *names; names++)
+    if (!strcmp(*names, key))
+      return true;
+  return false;
+}
+
+/* One entry from its node: the parser of its kind, the messages of the typed getters. */
+static enum pp_status get_param(struct ctx *c, const struct pp_param *p, const struct node *v,
+                                void *obj)
+{
+  if (p->kind == PP_PARAM_ENUM) {
+    char list[256];
+    size_t o = 0;
+    list[0] = '\0';
+    for (uint64_t i = p->min; i <= p->max && o < sizeof list; i++)
+      o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i > p->min ? ", " : "",
+                            p->names[i]);
+    if (v->kind != NODE_SCALAR || v->len == 0)
+      return fail(c, PP_PARSE, v->line, "'%s' must be one of: %s, got %s", p->key, list,
+                  show(c, v));
+    if (pp_param_set(p, obj, v->str, v->len, NULL, 0) != PP_OK)
+      return fail(c, PP_INVALID, v->line, "unknown %s %s (expected one of: %s)", p->key,
+                  show(c, v), list);
+    return PP_OK;
+  }
+  char why[160];
+  bool scalar = v->kind == NODE_SCALAR; /* a mapping or sequence: the shape's sentence */
+  enum pp_status st = pp_param_set(p, obj, scalar ? v->str : "", scalar ? v->len : 0, why,
+                                   sizeof why);
+  return st == PP_OK ? st : scalar_fail(c, st, p->key, v, why);
+}
+
+/* The keys of table t given in map, but those in skip (NULL-terminated, may be NULL: the
+ * caller reads them itself), into obj. */
+static enum pp_status get_params(struct ctx *c, const struct node *map, const struct pp_param *t,
+                                 size_t n, const char *const *skip, void *obj)
+{
+  for (size_t i = 0; i < n; i++) {
+    const struct node *v = listed(skip, t[i].key) ? NULL : get(map, t[i].key);
+    enum pp_status st = v ? get_param(c, &t[i], v, obj) : PP_OK;
+    if (st != PP_OK)
+      return st;
+  }
+  return PP_OK;
+}
+
+static const char *const mtu_key[] = {"mtu", NULL};
 
 /* ------------------------------------------------------------------------------------------ */
 /* Files                                                                                      */
@@ -754,7 +666,23 @@ static void base_name(const char *path, char *buf, size_t size)
   buf[l] = '\0';
 }
 
-/* A file named by a scenario key, relative to models_dir unless absolute; must be readable. */
+/* The directory of the scenario file ("." for a bare file name); false when there is no file. */
+static bool scenario_dir(const struct ctx *c, char *buf, size_t size)
+{
+  if (!c->path || c->path[0] == '<')
+    return false;
+  const char *slash = strrchr(c->path, '/');
+  if (!slash)
+    return snprintf(buf, size, ".") > 0;
+  int n = snprintf(buf, size, "%.*s", slash == c->path ? 1 : (int)(slash - c->path), c->path);
+  return n > 0 && (size_t)n < size;
+}
+
+/*
+ * A file named by a scenario key (platform, nic), which must be a readable regular file: an
+ * absolute path as it is; a relative one next to the scenario file first, then under the models
+ * directory. Not found: the message names every directory searched.
+ */
 static enum pp_status resolve(struct ctx *c, const char *what, const struct node *v, char *out,
                               size_t size)
 {
@@ -762,21 +690,44 @@ static enum pp_status resolve(struct ctx *c, const char *what, const struct node
   enum pp_status st = get_string(c, what, v, rel, sizeof rel);
   if (st != PP_OK)
     return st;
-  bool rooted = rel[0] == '/' || !c->models_dir || !c->models_dir[0];
-  int n = rooted ? snprintf(out, size, "%s", rel)
-                 : snprintf(out, size, "%s/%s", c->models_dir, rel);
-  if (n < 0 || (size_t)n >= size)
-    return fail(c, PP_INVALID, v->line, "%s file path is too long (at most %zu bytes), got %s",
-                what, size - 1, show(c, v));
-  char e[128];
-  FILE *f = pp_open_regular(out, e, sizeof e);
-  if (!f && errno == ENOENT)
-    return fail(c, PP_IO, v->line, "%s file %s not found%s", what, show(c, v),
-                rooted ? "" : " under models dir");
-  if (!f) /* a directory, a FIFO (which would block whoever reads it), a device */
-    return fail(c, PP_IO, v->line, "%s file %s: %s", what, show(c, v), e);
-  fclose(f);
-  return PP_OK;
+  char dirs[2][PP_PATH_MAX];
+  size_t ndirs = 0;
+  if (rel[0] != '/') {
+    if (scenario_dir(c, dirs[ndirs], sizeof dirs[0]))
+      ndirs++;
+    if (c->models_dir && c->models_dir[0] &&
+        !(ndirs && !strcmp(dirs[0], c->models_dir)) &&
+        snprintf(dirs[ndirs], sizeof dirs[0], "%s", c->models_dir) < (int)sizeof dirs[0])
+      ndirs++;
+  }
+  char searched[2 * PP_PATH_MAX + 8] = "";
+  for (size_t i = 0; i < (ndirs ? ndirs : 1); i++) {
+    int n = ndirs ? snprintf(out, size, "%s/%s", dirs[i], rel) : snprintf(out, size, "%s", rel);
+    if (n < 0 || (size_t)n >= size)
+      return fail(c, PP_INVALID, v->line, "%s file path is too long (at most %zu bytes), got %s",
+                  what, size - 1, show(c, v));
+    char e[128];
+    FILE *f = pp_open_regular(out, e, sizeof e);
+    if (f) {
+      fclose(f);
+      return PP_OK;
+    }
+    if (errno != ENOENT && !ndirs) /* a directory, a FIFO (which would block a reader), ... */
+      return fail(c, PP_IO, v->line, "%s file %s: %s", what, show(c, v), e);
+    if (errno != ENOENT)
+      return fail(c, PP_IO, v->line, "%s file %s (%s): %s", what, show(c, v), out, e);
+    if (ndirs)
+      snprintf(searched + strlen(searched), sizeof searched - strlen(searched), "%s%s",
+               i ? ", " : "", dirs[i]);
+  }
+  if (!ndirs)
+    return fail(c, PP_IO, v->line, "%s file %s not found", what, show(c, v));
+  return fail(c, PP_IO, v->line, "%s file %s not found (searched %s: %s)", what, show(c, v),
+              ndirs > 1 ? "next to the scenario, then the models directory"
+              : c->models_dir && c->models_dir[0] && !strcmp(dirs[0], c->models_dir)
+                  ? "the models directory"
+                  : "next to the scenario",
+              searched);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -785,7 +736,7 @@ static enum pp_status resolve(struct ctx *c, const char *what, const struct node
 static const char *const nic_keys[] = {"name",   "mtu",       "header_bytes", "wqe",
                                        "ack_every", "ack_delay", "max_qp",    "max_qp_wr",
                                        "max_srq", "max_mr",    "cq_depth",  "max_rd_atomic",
-                                       "train",   NULL};
+                                       "train",   "line_rate", NULL};
 
 static enum pp_status parse_profile(struct ctx *c, const struct node *map, const char *where,
                                     struct pp_nic_profile *p)
@@ -796,28 +747,10 @@ static enum pp_status parse_profile(struct ctx *c, const struct node *map, const
     st = get_string(c, "name", v, p->name, sizeof p->name);
   if (st == PP_OK && (v = get(map, "mtu")))
     st = get_mtu(c, "mtu", v, &p->mtu);
-  if (st == PP_OK && (v = get(map, "header_bytes")))
-    st = get_u32(c, "header_bytes", v, 0, 4096, &p->header_bytes);
-  if (st == PP_OK && (v = get(map, "wqe")))
-    st = get_duration(c, "wqe", v, &p->wqe_ns);
-  if (st == PP_OK && (v = get(map, "ack_every")))
-    st = get_u32(c, "ack_every", v, 1, UINT32_MAX, &p->ack_every);
-  if (st == PP_OK && (v = get(map, "ack_delay")))
-    st = get_duration(c, "ack_delay", v, &p->ack_delay_ns);
-  if (st == PP_OK && (v = get(map, "max_qp")))
-    st = get_u32(c, "max_qp", v, 1, UINT32_MAX, &p->max_qp);
-  if (st == PP_OK && (v = get(map, "max_qp_wr")))
-    st = get_u32(c, "max_qp_wr", v, 1, UINT32_MAX, &p->max_qp_wr);
-  if (st == PP_OK && (v = get(map, "max_srq")))
-    st = get_u32(c, "max_srq", v, 0, UINT32_MAX, &p->max_srq);
-  if (st == PP_OK && (v = get(map, "max_mr")))
-    st = get_u32(c, "max_mr", v, 1, UINT32_MAX, &p->max_mr);
-  if (st == PP_OK && (v = get(map, "cq_depth")))
-    st = get_u32(c, "cq_depth", v, 1, UINT32_MAX, &p->cq_depth);
-  if (st == PP_OK && (v = get(map, "max_rd_atomic")))
-    st = get_u32(c, "max_rd_atomic", v, 1, 255, &p->max_rd_atomic);
-  if (st == PP_OK && (v = get(map, "train")))
-    st = get_u32(c, "train", v, 1, 256, &p->train_max);
+  if (st == PP_OK) /* the rest: prepost/simnic.h's table */
+    st = get_params(c, map, pp_nic_param_table, pp_nic_param_count, mtu_key, p);
+  if (st == PP_OK && (v = get(map, "line_rate")))
+    st = get_bandwidth(c, "line_rate", v, &p->line_rate_bps);
   return st;
 }
 
@@ -1005,23 +938,10 @@ static enum pp_status parse_workload(struct ctx *c, const struct node *w, uint32
                                      struct pp_workload *wl)
 {
   const struct node *v;
-  enum pp_status st = PP_OK;
   uint64_t x;
-  if ((v = get(w, "pattern"))) {
-    int pat;
-    st = get_enum(c, "pattern", v, PP_PATTERN_COUNT, pattern_name_i, pp_pattern_from_name, &pat);
-    if (st == PP_OK)
-      wl->pattern = (enum pp_pattern)pat;
-  }
-  if (st == PP_OK && (v = get(w, "messages")))
-    st = get_u32(c, "messages", v, 1, PP_MAX_MESSAGES, &wl->messages);
-  if (st == PP_OK && (v = get(w, "size")) &&
-      (st = get_size(c, "size", v, PP_MSG_HEADER, PP_MAX_MSG_SIZE, &x)) == PP_OK)
-    wl->size = (uint32_t)x;
-  if (st == PP_OK && (v = get(w, "interval")))
-    st = get_duration(c, "interval", v, &wl->interval_ns);
-  if (st == PP_OK && (v = get(w, "consume")))
-    st = get_duration(c, "consume", v, &wl->consume_ns);
+  /* kind, pattern, messages, size, interval, consume, consume_jitter, post_delay */
+  enum pp_status st =
+      get_params(c, w, pp_workload_param_table, pp_workload_param_count, NULL, wl);
   if (st == PP_OK && (v = get(w, "slow_ranks"))) {
     if (v->kind != NODE_SEQ)
       return fail(c, PP_PARSE, v->line,
@@ -1040,25 +960,16 @@ static enum pp_status parse_workload(struct ctx *c, const struct node *w, uint32
 static enum pp_status parse_qp(struct ctx *c, const struct node *q,
                                const struct pp_nic_profile *nic, struct pp_qp_params *qp)
 {
-  const struct node *v, *v_rd = NULL, *v_mtu = NULL, *v_sq = NULL, *v_rq = NULL;
+  const struct node *v_rd = NULL, *v_mtu = NULL, *v_sq = NULL, *v_rq = NULL;
   enum pp_status st = PP_OK;
   if (q) {
-    if ((v = get(q, "min_rnr_timer")))
-      st = get_u8(c, "min_rnr_timer", v, 0, 31, &qp->min_rnr_timer);
-    if (st == PP_OK && (v = get(q, "rnr_retry")))
-      st = get_u8(c, "rnr_retry", v, 0, 7, &qp->rnr_retry);
-    if (st == PP_OK && (v = get(q, "timeout")))
-      st = get_u8(c, "timeout", v, 0, 31, &qp->timeout);
-    if (st == PP_OK && (v = get(q, "retry_cnt")))
-      st = get_u8(c, "retry_cnt", v, 0, 7, &qp->retry_cnt);
-    if (st == PP_OK && (v_rd = get(q, "max_rd_atomic")))
-      st = get_u8(c, "max_rd_atomic", v_rd, 1, 255, &qp->max_rd_atomic);
-    if (st == PP_OK && (v_mtu = get(q, "mtu")))
+    v_rd = get(q, "max_rd_atomic");
+    v_sq = get(q, "sq_depth");
+    v_rq = get(q, "rq_depth");
+    if ((v_mtu = get(q, "mtu")))
       st = get_mtu(c, "mtu", v_mtu, &qp->mtu);
-    if (st == PP_OK && (v_sq = get(q, "sq_depth")))
-      st = get_u32(c, "sq_depth", v_sq, 1, PP_MAX_QUEUE_DEPTH, &qp->sq_depth);
-    if (st == PP_OK && (v_rq = get(q, "rq_depth")))
-      st = get_u32(c, "rq_depth", v_rq, 1, PP_MAX_QUEUE_DEPTH, &qp->rq_depth);
+    if (st == PP_OK) /* the rest: prepost/engine.h's table */
+      st = get_params(c, q, pp_qp_param_table, pp_qp_param_count, mtu_key, qp);
     if (st != PP_OK)
       return st;
   }
@@ -1104,30 +1015,6 @@ static const char *const collective_keys[] = {
     "window", "compute",  "slow_ranks", "slow_compute", "slow_from", "slow_until", "check",
     NULL};
 
-static const char *workload_name_i(int i)
-{
-  return pp_workload_name((enum pp_workload_kind)i);
-}
-
-static const char *coll_op_name_i(int i)
-{
-  return pp_coll_op_name((enum pp_coll_op)i);
-}
-
-static const char *dtype_name_i(int i)
-{
-  return pp_dtype_name((enum pp_dtype)i);
-}
-
-static enum pp_status get_bool(struct ctx *c, const char *key, const struct node *v, bool *out)
-{
-  if (scalar_is(v, "true") || scalar_is(v, "false")) {
-    *out = scalar_is(v, "true");
-    return PP_OK;
-  }
-  return fail(c, PP_PARSE, v->line, "'%s' must be true or false, got %s", key, show(c, v));
-}
-
 /* A list of ranks such as [1, 3] (each 0..min(63, ranks-1)) as a bitmask. */
 static enum pp_status get_rank_mask(struct ctx *c, const char *key, const struct node *v,
                                     uint32_t ranks, uint64_t *mask)
@@ -1150,20 +1037,7 @@ static enum pp_status get_rank_mask(struct ctx *c, const char *key, const struct
 
 static enum pp_status parse_ring(struct ctx *c, const struct node *r, struct pp_ring_params *p)
 {
-  const struct node *v;
-  enum pp_status st = PP_OK;
-  uint64_t x;
-  if ((v = get(r, "slots")))
-    st = get_u32(c, "slots", v, 1, PP_RING_MAX_SLOTS, &p->slots);
-  if (st == PP_OK && (v = get(r, "slot_size")) &&
-      (st = get_size(c, "slot_size", v, 1, PP_RING_MAX_SLOT_SIZE, &x)) == PP_OK)
-    p->slot_size = (uint32_t)x;
-  if (st == PP_OK && (v = get(r, "channels")))
-    st = get_u32(c, "channels", v, 1, PP_MAX_CHANNELS, &p->channels);
-  if (st == PP_OK && (v = get(r, "credit_batch")))
-    st = get_u32(c, "credit_batch", v, 1, PP_RING_MAX_SLOTS, &p->credit_batch);
-  if (st == PP_OK && (v = get(r, "credit_idle")))
-    st = get_duration(c, "credit_idle", v, &p->credit_idle_ns);
+  enum pp_status st = get_params(c, r, pp_ring_param_table, pp_ring_param_count, NULL, p);
   char msg[256] = "";
   if (st == PP_OK && pp_ring_params_check(p, msg, sizeof msg) != PP_OK)
     st = fail(c, PP_INVALID, r->line, "%s", msg);
@@ -1174,44 +1048,15 @@ static enum pp_status parse_collective(struct ctx *c, const struct node *m, uint
                                        struct pp_coll_params *p)
 {
   const struct node *v;
-  enum pp_status st = PP_OK;
-  uint64_t x;
-  int k;
-  if ((v = get(m, "op")) &&
-      (st = get_enum(c, "op", v, PP_COLL_OP_COUNT, coll_op_name_i, pp_coll_op_from_name, &k)) ==
-          PP_OK)
-    p->op = (enum pp_coll_op)k;
-  if (st == PP_OK && (v = get(m, "datatype")) &&
-      (st = get_enum(c, "datatype", v, PP_DTYPE_COUNT, dtype_name_i, pp_dtype_from_name, &k)) ==
-          PP_OK)
-    p->dtype = (enum pp_dtype)k;
-  if (st == PP_OK && (v = get(m, "size")))
-    st = get_size(c, "size", v, 1, PP_MAX_MSG_SIZE, &p->bytes);
-  if (st == PP_OK && (v = get(m, "iterations")))
-    st = get_u32(c, "iterations", v, 1, PP_COLL_MAX_ITERATIONS, &p->iterations);
-  if (st == PP_OK && (v = get(m, "warmup")))
-    st = get_u32(c, "warmup", v, 0, PP_COLL_MAX_ITERATIONS, &p->warmup);
+  /* op, datatype, size, iterations, warmup, chunk, window, compute, slow_compute, slow_from,
+   * slow_until, check: prepost/collective.h's table; root and slow_ranks depend on ranks */
+  enum pp_status st = get_params(c, m, pp_coll_param_table, pp_coll_param_count, NULL, p);
   if (st == PP_OK && (v = get(m, "root")))
     st = get_u32(c, "root", v, 0, ranks - 1, &p->root);
-  if (st == PP_OK && (v = get(m, "chunk")) &&
-      (st = get_size(c, "chunk", v, 1, PP_MAX_MSG_SIZE, &x)) == PP_OK)
-    p->chunk = (uint32_t)x;
-  if (st == PP_OK && (v = get(m, "window")))
-    st = get_u32(c, "window", v, 1, PP_MAX_QUEUE_DEPTH, &p->window);
-  if (st == PP_OK && (v = get(m, "compute")))
-    st = get_duration(c, "compute", v, &p->compute_ns);
   if (st == PP_OK && (v = get(m, "slow_ranks")))
     st = get_rank_mask(c, "slow_ranks", v, ranks, &p->slow_ranks);
-  if (st == PP_OK && (v = get(m, "slow_compute")))
-    st = get_duration(c, "slow_compute", v, &p->slow_compute_ns);
-  if (st == PP_OK && (v = get(m, "slow_from")))
-    st = get_u32(c, "slow_from", v, 0, PP_COLL_MAX_ITERATIONS, &p->slow_from);
-  if (st == PP_OK && (v = get(m, "slow_until")))
-    st = get_u32(c, "slow_until", v, 0, PP_COLL_MAX_ITERATIONS, &p->slow_until);
-  else if (st == PP_OK && get(m, "slow_ranks"))
+  if (st == PP_OK && !get(m, "slow_until") && get(m, "slow_ranks"))
     p->slow_until = PP_COLL_MAX_ITERATIONS; /* slow throughout unless a window is given */
-  if (st == PP_OK && (v = get(m, "check")))
-    st = get_bool(c, "check", v, &p->check);
   char msg[256] = "";
   if (st == PP_OK && pp_coll_params_check(p, ranks, msg, sizeof msg) != PP_OK)
     st = fail(c, PP_INVALID, m->line, "%s", msg);
@@ -1223,17 +1068,17 @@ static enum pp_status parse_collective(struct ctx *c, const struct node *m, uint
 static enum pp_status parse_ring_keys(struct ctx *c, const struct node *root,
                                       const struct node *workload, struct pp_engine_cfg *e)
 {
-  const struct node *v, *ring, *coll;
+  const struct node *ring, *coll;
   enum pp_status st;
-  int k;
-  if (workload && (v = get(workload, "kind"))) {
-    if ((st = get_enum(c, "kind", v, PP_WORKLOAD_COUNT, workload_name_i, pp_workload_from_name,
-                       &k)))
-      return st;
-    e->workload.kind = (enum pp_workload_kind)k;
-    if (e->workload.kind == PP_WORKLOAD_COLLECTIVE && !get(workload, "pattern"))
-      e->workload.pattern = PP_PATTERN_RING;
-  }
+  /* workload.kind was read with the workload's table */
+  if (workload && get(workload, "kind") && e->workload.kind == PP_WORKLOAD_COLLECTIVE &&
+      !get(workload, "pattern"))
+    e->workload.pattern = PP_PATTERN_RING;
+  const struct node *kind = workload ? get(workload, "kind") : NULL;
+  if (kind && e->workload.kind == PP_WORKLOAD_APP)
+    return fail(c, PP_INVALID, kind->line,
+                "workload 'app' is a program's callbacks (prepost/app.h, pp_sim_run_app): a "
+                "scenario cannot run it");
   if ((st = section(c, root, "ring", ring_keys, &ring)) ||
       (st = section(c, root, "collective", collective_keys, &coll)))
     return st;
@@ -1294,11 +1139,9 @@ static enum pp_status parse_scenario(struct ctx *c, const struct node *root, str
     if (sim->max_sim_time_ns == 0)
       return fail(c, PP_INVALID, v->line, "'max_sim_time' must be > 0, got %s", show(c, v));
   }
-  if (limits && (v = get(limits, "no_progress")) &&
-      (st = get_duration(c, "no_progress", v, &sim->no_progress_ns)))
-    return st;
-  if (limits && (v = get(limits, "memory")) &&
-      (st = get_size(c, "memory", v, 1ull << 20, 1ull << 50, &sim->memory_limit)))
+  static const char *const max_sim_time[] = {"max_sim_time", NULL}; /* its own "> 0" */
+  if (limits && (st = get_params(c, limits, pp_limits_param_table, pp_limits_param_count,
+                                 max_sim_time, sim)))
     return st;
   sim->engine.rank = 0;
   sim->engine.seed = sim->seed;
@@ -1309,12 +1152,109 @@ static enum pp_status parse_scenario(struct ctx *c, const struct node *root, str
   return check_profile(c, &sim->nic, 1);
 }
 
-enum pp_status pp_scenario_parse(const char *text, size_t len, const char *path,
-                                 const char *models_dir, struct pp_scenario *sc, char *err,
-                                 size_t errlen)
+/* Marks a tree (a --set value) as coming from assignment i. */
+static void mark_set(struct node *n, size_t i)
+{
+  n->line = SET_LINE + i;
+  for (size_t k = 0; k < n->nkids; k++)
+    mark_set(n->kids[k], i);
+}
+
+static struct node *scalar_node(const char *s, size_t len, unsigned long line)
+{
+  struct node *n = calloc(1, sizeof *n);
+  if (!n || !(n->str = malloc(len + 1))) {
+    free(n);
+    return NULL;
+  }
+  n->kind = NODE_SCALAR;
+  n->line = line;
+  n->len = len;
+  memcpy(n->str, s, len);
+  n->str[len] = '\0';
+  return n;
+}
+
+/* Index in map->kids of the value of key [k, k + klen), or -1. */
+static long find_kid(const struct node *map, const char *k, size_t klen)
+{
+  for (size_t i = 0; i + 1 < map->nkids; i += 2) {
+    const struct node *key = map->kids[i];
+    if (key->kind == NODE_SCALAR && key->len == klen && memcmp(key->str, k, klen) == 0)
+      return (long)i + 1;
+  }
+  return -1;
+}
+
+/* Assignment i, "A.B.C=VALUE", into the tree: the mappings on the way are made (or an empty
+ * "A:" becomes one); the value (YAML: a scalar or a flow sequence like [1, 3]) replaces the
+ * key's value or is added. Unknown keys are left to the schema check, which names them. */
+static enum pp_status apply_set(struct ctx *c, struct node *root, size_t i)
+{
+  const char *a = c->sets[i], *eq = strchr(a, '=');
+  unsigned long line = SET_LINE + i;
+  if (!eq || eq == a)
+    return fail(c, PP_PARSE, line, "--set wants KEY=VALUE or SECTION.KEY=VALUE");
+  struct node *map = root, *val = NULL;
+  const char *k = a;
+  for (;;) {
+    const char *dot = memchr(k, '.', (size_t)(eq - k));
+    size_t klen = dot ? (size_t)(dot - k) : (size_t)(eq - k);
+    if (klen == 0)
+      return fail(c, PP_PARSE, line, "--set wants KEY=VALUE or SECTION.KEY=VALUE");
+    long at = find_kid(map, k, klen);
+    if (!dot) {
+      c->in_set = &c->sets[i];
+      enum pp_status st = load_tree(c, eq + 1, strlen(eq + 1), &val);
+      c->in_set = NULL;
+      if (st != PP_OK)
+        return st;
+      if (!val && !(val = scalar_node("", 0, line)))
+        return fail(c, PP_NOMEM, line, "out of memory");
+      mark_set(val, i);
+      if (at >= 0) {
+        node_free(map->kids[at]);
+        map->kids[at] = val;
+        return PP_OK;
+      }
+      struct node *key = scalar_node(k, klen, line);
+      if (!key || !node_add(map, key) || !node_add(map, val)) {
+        node_free(val);
+        return fail(c, PP_NOMEM, line, "out of memory");
+      }
+      return PP_OK;
+    }
+    struct node *sub = at >= 0 ? map->kids[at] : NULL;
+    if (sub && is_empty(sub)) { /* "qp:" alone: an empty mapping */
+      sub->kind = NODE_MAP;
+      sub->len = 0;
+    }
+    if (sub && sub->kind != NODE_MAP)
+      return fail(c, PP_PARSE, line, "'%.*s' is not a mapping in the scenario (line %lu)",
+                  (int)klen, k, sub->line);
+    if (!sub) {
+      struct node *key = scalar_node(k, klen, line);
+      sub = calloc(1, sizeof *sub);
+      if (!key || !sub || !node_add(map, key) || !node_add(map, sub)) {
+        free(sub);
+        return fail(c, PP_NOMEM, line, "out of memory");
+      }
+      sub->kind = NODE_MAP;
+      sub->line = line;
+    }
+    map = sub;
+    k = dot + 1;
+  }
+}
+
+static enum pp_status parse_with(const char *text, size_t len, const char *path,
+                                 const char *models_dir, const char *const *sets, size_t nsets,
+                                 struct pp_scenario *sc, char *err, size_t errlen)
 {
   struct ctx c = {.path = path ? path : "<scenario>",
                   .models_dir = models_dir,
+                  .sets = sets,
+                  .nsets = nsets,
                   .err = err,
                   .errlen = errlen};
   if (err && errlen)
@@ -1336,11 +1276,19 @@ enum pp_status pp_scenario_parse(const char *text, size_t len, const char *path,
   struct node *root = NULL;
   if (st == PP_OK)
     st = load_tree(&c, text, len, &root);
-  if (st == PP_OK && !root)
+  if (st == PP_OK && !root && nsets) { /* an empty file, all of it from --set */
+    if ((root = calloc(1, sizeof *root)))
+      *root = (struct node){.kind = NODE_MAP, .line = 1};
+    else
+      st = fail(&c, PP_NOMEM, 0, "out of memory");
+  } else if (st == PP_OK && !root) {
     st = fail(&c, PP_PARSE, 1, "empty scenario (expected a mapping with at least 'ranks')");
-  else if (st == PP_OK && root->kind != NODE_MAP)
+  }
+  if (st == PP_OK && root->kind != NODE_MAP)
     st = fail(&c, PP_PARSE, root->line, "expected a mapping at top level, got %s",
               top_kind(root));
+  for (size_t i = 0; st == PP_OK && i < nsets; i++)
+    st = apply_set(&c, root, i);
   if (st == PP_OK)
     st = parse_scenario(&c, root, s);
   node_free(root);
@@ -1350,8 +1298,16 @@ enum pp_status pp_scenario_parse(const char *text, size_t len, const char *path,
   return st;
 }
 
-enum pp_status pp_scenario_load(const char *path, const char *models_dir, struct pp_scenario *sc,
-                                char *err, size_t errlen)
+enum pp_status pp_scenario_parse(const char *text, size_t len, const char *path,
+                                 const char *models_dir, struct pp_scenario *sc, char *err,
+                                 size_t errlen)
+{
+  return parse_with(text, len, path, models_dir, NULL, 0, sc, err, errlen);
+}
+
+enum pp_status pp_scenario_load_set(const char *path, const char *models_dir,
+                                    const char *const *sets, size_t nsets,
+                                    struct pp_scenario *sc, char *err, size_t errlen)
 {
   struct ctx c = {.path = path ? path : "<scenario>", .err = err, .errlen = errlen};
   if (err && errlen)
@@ -1363,7 +1319,114 @@ enum pp_status pp_scenario_load(const char *path, const char *models_dir, struct
   enum pp_status st = read_file(&c, path, &text, &len);
   if (st != PP_OK)
     return st;
-  st = pp_scenario_parse(text, len, path, models_dir, sc, err, errlen);
+  st = parse_with(text, len, path, models_dir, sets, nsets, sc, err, errlen);
   free(text);
   return st;
+}
+
+enum pp_status pp_scenario_load(const char *path, const char *models_dir, struct pp_scenario *sc,
+                                char *err, size_t errlen)
+{
+  return pp_scenario_load_set(path, models_dir, NULL, 0, sc, err, errlen);
+}
+
+bool pp_scenario_runs_nothing(const struct pp_scenario *sc, char *why, size_t whylen)
+{
+  const struct pp_engine_cfg *e = &sc->sim.engine;
+  if (e->workload.kind == PP_WORKLOAD_APP) { /* refused by the parser; a cfg built otherwise */
+    snprintf(why, whylen, "workload 'app' is a program's callbacks (prepost/app.h): "
+                          "`prepost run` has nothing to run (use stream, traffic, script or "
+                          "collective)");
+    return true;
+  }
+  if (e->workload.kind != PP_WORKLOAD_SCRIPT)
+    return false; /* stream, traffic: messages >= 1; collective: iterations >= 1 */
+  for (uint16_t p = 0; p < e->script.nprogs; p++) {
+    const struct pp_script_prog *pg = &e->script.prog[p];
+    bool any_rank = false;
+    for (size_t w = 0; w < sizeof pg->ranks / sizeof pg->ranks[0]; w++)
+      any_rank = any_rank || pg->ranks[w];
+    for (uint16_t i = 0; any_rank && i < pg->n; i++) {
+      uint8_t k = e->script.op[pg->first + i].kind;
+      if (k != PP_SOP_WAIT && k != PP_SOP_WAITALL && k != PP_SOP_CANCEL && k != PP_SOP_COMPUTE)
+        return false;
+    }
+  }
+  snprintf(why, whylen, "the script sends and receives nothing (no program has a send, receive "
+                        "or probe): the run would do nothing");
+  return true;
+}
+
+/* One key of a section: the table's kind, default and sentence, or only its name. */
+static void print_key(FILE *out, const char *section, const char *key, const struct pp_param *t,
+                      size_t n)
+{
+  char full[64];
+  snprintf(full, sizeof full, "%s%s%s", section ? section : "", section ? "." : "", key);
+  const struct pp_param *p = t ? pp_param_find(t, n, key) : NULL;
+  if (!p) {
+    fprintf(out, "  %s\n", full);
+    return;
+  }
+  char def[48], kind[160];
+  pp_param_format_default(p, def, sizeof def);
+  if (p->kind == PP_PARAM_ENUM) {
+    size_t o = (size_t)snprintf(kind, sizeof kind, "one of");
+    for (uint64_t i = p->min; i <= p->max && o < sizeof kind; i++)
+      o += (size_t)snprintf(kind + o, sizeof kind - o, "%s %s", i > p->min ? "," : "",
+                            p->names[i]);
+  } else if (p->kind == PP_PARAM_BOOL) {
+    snprintf(kind, sizeof kind, "true or false");
+  } else {
+    char lo[32], hi[32];
+    struct pp_param b = *p;
+    b.offset = 0;
+    b.width = 8;
+    pp_param_format(&b, &p->min, lo, sizeof lo);
+    pp_param_format(&b, &p->max, hi, sizeof hi);
+    if (p->max == UINT64_MAX || (p->max == UINT32_MAX && p->kind == PP_PARAM_UINT))
+      snprintf(kind, sizeof kind, "%s >= %s", pp_param_kind_name((enum pp_param_kind)p->kind),
+               lo);
+    else
+      snprintf(kind, sizeof kind, "%s %s..%s", pp_param_kind_name((enum pp_param_kind)p->kind),
+               lo, hi);
+  }
+  fprintf(out, "  %-26s %s; default %s\n  %-26s %s\n", full, kind, def, "", p->doc);
+}
+
+void pp_scenario_print_keys(FILE *out)
+{
+  static const struct {
+    const char *section;
+    const char *const *keys;
+    const struct pp_param *table;
+    const size_t *n;
+  } secs[] = {{NULL, top_keys, NULL, NULL},
+              {"workload", workload_keys, pp_workload_param_table, &pp_workload_param_count},
+              {"workload", workload_keys, pp_traffic_param_table, &pp_traffic_param_count},
+              {"qp", qp_keys, pp_qp_param_table, &pp_qp_param_count},
+              {"p2p", p2p_keys, pp_p2p_param_table, &pp_p2p_param_count},
+              {"ring", ring_keys, pp_ring_param_table, &pp_ring_param_count},
+              {"collective", collective_keys, pp_coll_param_table, &pp_coll_param_count},
+              {"faults", faults_keys, NULL, NULL},
+              {"limits", limits_keys, pp_limits_param_table, &pp_limits_param_count},
+              {"nic", nic_keys, pp_nic_param_table, &pp_nic_param_count},
+              {"platform.cluster", cluster_keys, NULL, NULL}};
+  fprintf(out, "Scenario keys (models/scenarios/README.md), for a scenario file and for\n"
+               "`prepost run --set KEY=VALUE` (SECTION.KEY for the keys of a section). Sizes:\n"
+               "4096, 64B, 4KiB, 1MiB, 1GB; durations: 500ns, 2us, 1.5ms, 10s (bare: ns).\n");
+  size_t nsecs = sizeof secs / sizeof secs[0];
+  for (size_t i = 0; i < nsecs; i++) {
+    if (i > 0 && secs[i - 1].keys == secs[i].keys)
+      continue; /* a section with two tables (workload: stream and traffic keys): done */
+    fprintf(out, "\n%s:\n", secs[i].section ? secs[i].section : "top level");
+    for (const char *const *k = secs[i].keys; *k; k++) {
+      const struct pp_param *t = NULL;
+      size_t n = 0;
+      for (size_t j = i; j < nsecs && secs[j].keys == secs[i].keys && !t; j++)
+        if (secs[j].table && pp_param_find(secs[j].table, *secs[j].n, *k))
+          t = secs[j].table, n = *secs[j].n;
+      print_key(out, secs[i].section, *k, t, n);
+    }
+  }
 }

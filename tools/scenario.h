@@ -7,7 +7,9 @@
 #ifndef PP_SCENARIO_H
 #define PP_SCENARIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "prepost/simrun.h"
 
@@ -31,6 +33,21 @@ enum pp_status pp_scenario_parse(const char *text, size_t len, const char *path,
 /* Reads and parses a file. */
 enum pp_status pp_scenario_load(const char *path, const char *models_dir, struct pp_scenario *sc,
                                 char *err, size_t errlen);
+/* The same with `--set` assignments applied over the file's text: "KEY=VALUE" for a top-level
+ * key (ranks=16) or "SECTION.KEY=VALUE" (qp.rnr_retry=7, p2p.eager_limit=8KiB,
+ * platform.cluster.latency=2us); VALUE is YAML as in the file (a scalar, or [1, 3]) and goes
+ * through the same checks; a later one wins. Errors in them read "FILE: --set A=B: ...". */
+enum pp_status pp_scenario_load_set(const char *path, const char *models_dir,
+                                    const char *const *sets, size_t nsets,
+                                    struct pp_scenario *sc, char *err, size_t errlen);
+
+/* true (and why) when the scenario's workload cannot do anything: a script with no send,
+ * receive or probe, or the api workload (driven by an embedding program, not the CLI). */
+bool pp_scenario_runs_nothing(const struct pp_scenario *sc, char *why, size_t whylen);
+
+/* Every scenario key (section, key, kind, default, one sentence): `prepost help keys`. */
+void pp_scenario_print_keys(FILE *out);
+
 /* limits.no_progress when a scenario does not say (1 s: simulated on SimGrid, wall clock on
  * verbs); 0 turns the bound off. */
 #define PP_NO_PROGRESS_DEFAULT_NS 1000000000ull

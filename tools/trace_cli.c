@@ -605,7 +605,7 @@ const char *const pp_trace_usage =
     "                             [--header] [--partial]\n"
     "       prepost trace stats TRACE [--partial]\n"
     "       prepost trace merge -o FILE PART...\n"
-    "       prepost trace export (--pcap|--perfetto|--svg) TRACE [-o FILE] [--snaplen N]\n"
+    "       prepost trace export (--pcap|--perfetto|--svg) TRACE [-o FILE] [--snaplen SIZE]\n"
     "                             [--max-events N] [--partial]\n"
     "       prepost trace import --pcap CAPTURE [--json] [-o TRACE] [--scenario-out FILE]\n"
     "\n"
@@ -625,12 +625,14 @@ const char *const pp_trace_usage =
     "            --perfetto  Chrome/Perfetto trace JSON (ui.perfetto.dev)\n"
     "            --svg       a message sequence chart (ranks as lanes)\n"
     "            -o FILE     output file (default: stdout)\n"
-    "            --snaplen N pcap: capture at most N bytes per packet (default: whole packet)\n"
+    "            --snaplen S pcap: capture at most S bytes per packet, up to 64KiB - 1 (default:\n"
+    "                        the whole packet)\n"
     "            --max-events N  svg: draw at most N messages (default 400)\n"
     "  import    a RoCE/IB packet capture (pcap, pcapng): per-QP statistics, a diagnosis,\n"
     "            -o TRACE  the capture as a trace for export; --scenario-out FILE  a scenario\n"
     "            that reproduces its RNR pattern (`prepost trace import --help`)\n"
     "  --partial  read a trace cut short (no END chunk) up to its last complete chunk\n"
+    "  -h, --help this help (also after a subcommand)\n"
     "\n"
     "Exit codes: 0 success, 2 usage error or unreadable/corrupt trace (the message names the\n"
     "byte offset and what was expected there).\n";
@@ -679,33 +681,48 @@ static int cmd_dump(int argc, char **argv, bool stats)
   uint64_t rank = UINT64_MAX, from = 0, count = UINT64_MAX;
   bool header_only = false;
   unsigned flags = 0;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--partial")) {
+  enum { D_PARTIAL = 256, D_HEADER, D_RANK, D_TYPE, D_FROM, D_COUNT };
+  static const struct option dump_opts[] = {{"partial", no_argument, NULL, D_PARTIAL},
+                                            {"header", no_argument, NULL, D_HEADER},
+                                            {"rank", required_argument, NULL, D_RANK},
+                                            {"type", required_argument, NULL, D_TYPE},
+                                            {"from", required_argument, NULL, D_FROM},
+                                            {"count", required_argument, NULL, D_COUNT},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {0, 0, 0, 0}},
+                             stats_opts[] = {{"partial", no_argument, NULL, D_PARTIAL},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {0, 0, 0, 0}};
+  struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "h",
+                          .longs = stats ? stats_opts : dump_opts, .who = "prepost",
+                          .usage = pp_trace_usage};
+  int c;
+  while ((c = pp_cli_next(&g)) != PP_CLI_END) {
+    switch (c) {
+    case PP_CLI_BAD:
+      return EXIT_USAGE;
+    case 'h':
+      fputs(pp_trace_usage, stdout);
+      return EXIT_OK;
+    case D_PARTIAL:
       flags |= PP_TRACE_PARTIAL;
-    } else if (!strcmp(a, "--header") && !stats) {
+      break;
+    case D_HEADER:
       header_only = true;
-    } else if (!stats && (!strcmp(a, "--rank") || !strcmp(a, "--type") || !strcmp(a, "--from") ||
-                          !strcmp(a, "--count"))) {
-      if (i + 1 >= argc)
-        return usage("%s needs a value", a);
-      const char *v = argv[++i];
-      if (!strcmp(a, "--type"))
-        types = v;
-      else if (pp_cli_parse_u64(v, !strcmp(a, "--rank")   ? &rank
-                            : !strcmp(a, "--from") ? &from
-                                                   : &count))
-        return usage("expected a non-negative integer, got '%s'", v);
-    } else if (a[0] == '-' && a[1]) {
-      return usage("unknown option '%s'", a);
-    } else if (path) {
-      return usage("one trace at a time (extra argument '%s')", a);
-    } else {
-      path = a;
+      break;
+    case D_TYPE:
+      types = g.arg;
+      break;
+    default:
+      if (pp_cli_opt_uint(&g, 0, UINT64_MAX, c == D_RANK ? &rank : c == D_FROM ? &from : &count))
+        return EXIT_USAGE;
     }
   }
-  if (!path)
+  if (g.rest >= argc)
     return usage("%s", "missing TRACE");
+  if (g.rest + 1 < argc)
+    return usage("one trace at a time (extra argument '%s')", argv[g.rest + 1]);
+  path = argv[g.rest];
   bool want[256] = {false};
   if (types) {
     char buf[512];
@@ -799,36 +816,54 @@ static int cmd_export(int argc, char **argv)
   const char *path = NULL, *out_path = NULL, *kind = NULL;
   struct pp_export_opts o = {.snaplen = 0, .max_events = 400};
   unsigned flags = 0;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--pcap") || !strcmp(a, "--perfetto") || !strcmp(a, "--svg")) {
+  enum { E_PCAP = 256, E_PERFETTO, E_SVG, E_PARTIAL, E_SNAPLEN, E_MAX_EVENTS };
+  static const struct option opts[] = {{"pcap", no_argument, NULL, E_PCAP},
+                                       {"perfetto", no_argument, NULL, E_PERFETTO},
+                                       {"svg", no_argument, NULL, E_SVG},
+                                       {"partial", no_argument, NULL, E_PARTIAL},
+                                       {"snaplen", required_argument, NULL, E_SNAPLEN},
+                                       {"max-events", required_argument, NULL, E_MAX_EVENTS},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {0, 0, 0, 0}};
+  struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "ho:", .longs = opts,
+                          .who = "prepost", .usage = pp_trace_usage};
+  int c;
+  uint64_t n;
+  while ((c = pp_cli_next(&g)) != PP_CLI_END) {
+    switch (c) {
+    case PP_CLI_BAD:
+      return EXIT_USAGE;
+    case 'h':
+      fputs(pp_trace_usage, stdout);
+      return EXIT_OK;
+    case E_PCAP:
+    case E_PERFETTO:
+    case E_SVG:
       if (kind)
-        return usage("one export at a time (%s)", a);
-      kind = a + 2;
-    } else if (!strcmp(a, "--partial")) {
+        return usage("one export at a time (%s)", g.name);
+      kind = c == E_PCAP ? "pcap" : c == E_PERFETTO ? "perfetto" : "svg";
+      break;
+    case E_PARTIAL:
       flags |= PP_TRACE_PARTIAL;
-    } else if (!strcmp(a, "-o") || !strcmp(a, "--snaplen") || !strcmp(a, "--max-events")) {
-      if (i + 1 >= argc)
-        return usage("%s needs a value", a);
-      const char *v = argv[++i];
-      uint64_t n;
-      if (!strcmp(a, "-o")) {
-        out_path = v;
-      } else if (pp_cli_parse_u64(v, &n) || (!strcmp(a, "--snaplen") && n > 65535)) {
-        return usage("expected a non-negative integer (snaplen <= 65535), got '%s'", v);
-      } else if (!strcmp(a, "--snaplen")) {
-        o.snaplen = (uint32_t)n;
-      } else {
-        o.max_events = n;
-      }
-    } else if (a[0] == '-' && a[1]) {
-      return usage("unknown option '%s'", a);
-    } else if (path) {
-      return usage("one trace at a time (extra argument '%s')", a);
-    } else {
-      path = a;
+      break;
+    case 'o':
+      out_path = g.arg;
+      break;
+    case E_SNAPLEN:
+      if (pp_cli_opt_size(&g, 0, 65535, &n))
+        return EXIT_USAGE;
+      o.snaplen = (uint32_t)n;
+      break;
+    default:
+      if (pp_cli_opt_uint(&g, 0, UINT64_MAX, &n))
+        return EXIT_USAGE;
+      o.max_events = n;
     }
   }
+  if (g.rest + 1 < argc)
+    return usage("one trace at a time (extra argument '%s')", argv[g.rest + 1]);
+  if (g.rest < argc)
+    path = argv[g.rest];
   if (!kind)
     return usage("%s", "export needs --pcap, --perfetto or --svg");
   if (!path)
@@ -870,26 +905,25 @@ static int cmd_export(int argc, char **argv)
 static int cmd_merge(int argc, char **argv)
 {
   const char *out = NULL;
-  const char **parts = calloc((size_t)argc + 1, sizeof(*parts));
-  size_t n = 0;
-  if (!parts)
-    return EXIT_ERRORS;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "-o") && i + 1 < argc)
-      out = argv[++i];
-    else if (argv[i][0] == '-' && argv[i][1]) {
-      free(parts);
-      return usage("merge: unknown option '%s'", argv[i]);
-    } else
-      parts[n++] = argv[i];
+  static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {0, 0, 0, 0}};
+  struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "ho:", .longs = opts,
+                          .who = "prepost", .usage = pp_trace_usage};
+  int c;
+  while ((c = pp_cli_next(&g)) != PP_CLI_END) {
+    if (c == PP_CLI_BAD)
+      return EXIT_USAGE;
+    if (c == 'h') {
+      fputs(pp_trace_usage, stdout);
+      return EXIT_OK;
+    }
+    out = g.arg;
   }
-  if (!out || n == 0) {
-    free(parts);
+  const char **parts = (const char **)argv + g.rest;
+  size_t n = (size_t)(argc - g.rest);
+  if (!out || n == 0)
     return usage("%s", "merge needs -o FILE and at least one PART");
-  }
   char err[1024];
   int rc = pp_cli_trace_merge(out, parts, n, stderr, err, sizeof(err));
-  free(parts);
   if (rc) {
     fprintf(stderr, "prepost: %s\n", err);
     return EXIT_USAGE;
@@ -899,18 +933,14 @@ static int cmd_merge(int argc, char **argv)
 
 int pp_cli_trace(int argc, char **argv)
 {
-  if (argc < 1)
-    return usage("%s", "trace needs a subcommand: dump, stats or export");
-  const char *sub = argv[0];
+  if (argc < 2)
+    return usage("%s", "trace needs a subcommand: dump, stats, merge, export or import");
+  const char *sub = argv[1];
   if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
     fputs(pp_trace_usage, stdout);
     return EXIT_OK;
   }
-  for (int i = 1; i < argc && strcmp(sub, "import"); i++)
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      fputs(pp_trace_usage, stdout);
-      return EXIT_OK;
-    }
+  /* each subcommand gets its own name as argv[0] */
   if (!strcmp(sub, "dump"))
     return cmd_dump(argc - 1, argv + 1, false);
   if (!strcmp(sub, "stats"))

@@ -148,10 +148,52 @@ static enum pp_status set_text(struct pp_sim_config *cfg, const struct sfield *f
   return PP_OK;
 }
 
+/* SECTION.KEY as a scenario writes it (qp.rnr_retry, p2p.eager_limit=8KiB, ring.slot_size):
+ * the section's field table (prepost/param.h) on its part of the configuration. PP_NOTFOUND
+ * when no table has it. */
+static enum pp_status set_scenario_key(struct pp_sim_config *cfg, const char *key, const char *v,
+                                       char *err, size_t errlen)
+{
+  const struct {
+    const char *section;
+    const struct pp_param *t;
+    const size_t *n;
+    void *obj;
+  } secs[] = {
+      {"qp", pp_qp_param_table, &pp_qp_param_count, &cfg->engine.qp},
+      {"workload", pp_workload_param_table, &pp_workload_param_count, &cfg->engine.workload},
+      {"workload", pp_traffic_param_table, &pp_traffic_param_count, &cfg->engine.traffic},
+      {"p2p", pp_p2p_param_table, &pp_p2p_param_count, &cfg->engine.p2p},
+      {"ring", pp_ring_param_table, &pp_ring_param_count, &cfg->engine.ring},
+      {"collective", pp_coll_param_table, &pp_coll_param_count, &cfg->engine.coll},
+      {"nic", pp_nic_param_table, &pp_nic_param_count, &cfg->nic},
+      {"limits", pp_limits_param_table, &pp_limits_param_count, cfg},
+  };
+  const char *dot = strchr(key, '.');
+  if (!dot || strchr(dot + 1, '.'))
+    return PP_NOTFOUND;
+  for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++) {
+    const struct pp_param *p;
+    if (strncmp(key, secs[i].section, (size_t)(dot - key)) ||
+        secs[i].section[dot - key] != '\0' ||
+        !(p = pp_param_find(secs[i].t, *secs[i].n, dot + 1)))
+      continue;
+    char why[160];
+    if (pp_param_set(p, secs[i].obj, v, strlen(v), why, sizeof(why)) == PP_OK)
+      return PP_OK;
+    snprintf(err, errlen, "'%s' %s, got '%s'", key, why, v);
+    return PP_INVALID;
+  }
+  return PP_NOTFOUND;
+}
+
 /* PP_NOTFOUND (err untouched) for a key nobody knows. */
 static enum pp_status set_key(struct pp_sim_config *cfg, const char *key, const char *v, char *err,
                               size_t errlen)
 {
+  enum pp_status ss = set_scenario_key(cfg, key, v, err, errlen);
+  if (ss != PP_NOTFOUND)
+    return ss;
   const struct sfield *f = sfield_of(key);
   if (f) {
     enum pp_status s = set_text(cfg, f, v, err, errlen);

@@ -129,7 +129,7 @@ struct simnic {
   uint32_t async_head, async_count;
   struct pp_nic_counters ctr;
   uint64_t tx_free_at;
-  double ns_per_byte; /* line rate; 0 = not modelled */
+  double ns_per_byte; /* line rate (> 0: simnic_set_line_rate) */
   bool train_open; /* tx_kick is filling a train: requests join it instead of leaving alone */
   struct simnic_pkt *train_head, *train_tail;
   uint64_t train_bytes;
@@ -184,6 +184,7 @@ void pp_nic_profile_default(struct pp_nic_profile *p)
       .cq_depth = 65536,
       .max_rd_atomic = 16,
       .train_max = 1,
+      .line_rate_bps = 100e9,
   };
 }
 
@@ -210,6 +211,8 @@ enum pp_status pp_nic_profile_check(const struct pp_nic_profile *p, char *err, s
     what = "header_bytes must be 0..4096";
   else if (p->train_max < 1 || p->train_max > 256)
     what = "train must be 1..256";
+  else if (!(p->line_rate_bps > 0 && p->line_rate_bps <= 1e15))
+    what = "line_rate must be a bandwidth > 0 (bits/s), at most 1 Pb/s";
   if (what) {
     snprintf(err, errlen, "NIC profile '%s': %s", p->name, what);
     return PP_INVALID;
@@ -1284,9 +1287,12 @@ void simnic_set_now(struct simnic *n, uint64_t now)
   n->now = now;
 }
 
-void simnic_set_line_rate(struct simnic *n, double bits_per_second)
+enum pp_status simnic_set_line_rate(struct simnic *n, double bits_per_second)
 {
-  n->ns_per_byte = bits_per_second > 0 ? 8e9 / bits_per_second : 0;
+  if (!(bits_per_second > 0 && bits_per_second <= 1e15))
+    return PP_INVALID;
+  n->ns_per_byte = 8e9 / bits_per_second;
+  return PP_OK;
 }
 
 int simnic_poll_cq(struct simnic *n, struct pp_wc *wc, int max)
@@ -1800,7 +1806,8 @@ enum pp_status simnic_fabric_create(uint32_t nhosts, const struct pp_nic_profile
   f->nics = calloc(nhosts, sizeof(*f->nics));
   enum pp_status s = f->nics ? PP_OK : PP_NOMEM;
   for (uint32_t i = 0; s == PP_OK && i < nhosts; i++)
-    s = nic_init(f, &f->nics[i], i);
+    if ((s = nic_init(f, &f->nics[i], i)) == PP_OK)
+      s = simnic_set_line_rate(&f->nics[i], profile->line_rate_bps);
   if (s != PP_OK) {
     simnic_fabric_destroy(f);
     return s;

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE /* pthread_setattr_default_np */
 #include "prepost/simrun.h"
+#include "prepost/simapp.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -36,17 +37,6 @@
 #include "sgshim.h"
 #include "simtrace.h"
 
-static const char *const outcome_names[] = {
-#define PP_X(id, name, desc) [PP_OUTCOME_##id] = name,
-    PP_OUTCOME_LIST(PP_X)
-#undef PP_X
-};
-
-const char *pp_outcome_name(enum pp_outcome o)
-{
-  return (unsigned)o <= PP_OUTCOME_NO_PROGRESS ? outcome_names[o] : "?";
-}
-
 struct rank_state {
   struct pp_engine *engine;
   struct pp_trace_rank *tr; /* NULL unless tracing */
@@ -60,10 +50,12 @@ struct rank_state {
   uint64_t poll_at, frozen_until;
   bool poll_armed, paused_once;
   uint64_t cq_delays;
+  uint64_t app_deadline; /* pp_sim_hook: the application's own next deadline */
 };
 
 static struct sim {
   const struct pp_sim_config *cfg;
+  const struct pp_sim_app *app; /* pp_sim_run_app: the program's ranks, else NULL */
   FILE *log;
   uint32_t nranks;
   struct simnic_fabric *fabric;
@@ -82,6 +74,12 @@ static struct sim {
 static char shutdown_token;
 static struct pp_trace_writer *trace_writer;
 static bool trace_all_packets;
+static const struct pp_sim_hook *sim_app;
+
+void pp_sim_set_hook(const struct pp_sim_hook *app)
+{
+  sim_app = app;
+}
 
 void pp_sim_set_trace(struct pp_trace_writer *w)
 {
@@ -158,6 +156,8 @@ static uint64_t rank_deadline(const struct rank_state *r)
     a = r->frozen_until;
   else if (r->poll_armed && r->poll_at < a)
     a = r->poll_at;
+  if (!r->frozen_until && r->app_deadline < a)
+    a = r->app_deadline;
   return a < b ? a : b;
 }
 
@@ -205,6 +205,18 @@ static void connect_rank(struct rank_state *r, uint32_t rank)
     if (s != PP_OK)
       fail(s, "connecting the QP", rank);
   }
+}
+
+/* pp_sim_hook: lets the rank's application run at `now`, then drains what it caused. */
+static void app_step(struct rank_state *r, uint32_t rank, uint64_t now)
+{
+  if (!sim_app)
+    return;
+  r->app_deadline = sim_app->step(sim_app->ctx, rank, r->engine, now);
+  if (sim_app->stop && sim_app->stop(sim_app->ctx))
+    stop_all();
+  else
+    drain(r, rank, now);
 }
 
 static void progress_loop(struct rank_state *r, uint32_t rank)
@@ -260,6 +272,7 @@ static void progress_loop(struct rank_state *r, uint32_t rank)
       if (poll_due(r, now))
         drain(r, rank, now);
     }
+    app_step(r, rank, now);
   }
 }
 
@@ -323,9 +336,18 @@ static void rank_actor(int argc, char **argv)
     ops = &pp_byz_ops;
     nic = r->byz;
   }
-  enum pp_status s = pp_tr_engine_create(r->tr, now_ns(), &ecfg, ops, nic, &r->engine);
-  if (s != PP_OK)
+  enum pp_status s;
+  if (S.app) { /* the program's callbacks for this rank (prepost/simapp.h) */
+    struct pp_app_callbacks cb;
+    void *ud = NULL;
+    pp_app_callbacks_default(&cb);
+    if ((s = S.app->rank(S.app->ctx, rank, &cb, &ud)) != PP_OK)
+      fail(s, "the application's rank factory", rank);
+    else if ((s = pp_engine_create_app(&ecfg, ops, nic, &cb, ud, &r->engine)) != PP_OK)
+      fail(s, "creating the engine (are the application's callbacks all set?)", rank);
+  } else if ((s = pp_tr_engine_create(r->tr, now_ns(), &ecfg, ops, nic, &r->engine)) != PP_OK) {
     fail(s, "creating the engine", rank);
+  }
   sg_barrier_wait(S.barrier);
   if (S.error == PP_OK)
     connect_rank(r, rank);
@@ -337,6 +359,8 @@ static void rank_actor(int argc, char **argv)
   if (s != PP_OK)
     fail(s, "starting the workload", rank);
   drain(r, rank, now);
+  r->app_deadline = UINT64_MAX;
+  app_step(r, rank, now);
   progress_loop(r, rank);
 }
 
@@ -363,7 +387,7 @@ static const char *context_factory(void)
  * (the collective and p2p workloads are the deepest). 256 KiB leaves ten times that; under ASan
  * (redzones around every local) 1 MiB. SimGrid puts a guard page below each stack
  * (contexts/guard-size), so an overflow is a SIGSEGV, not silent corruption. PREPOST_SG_STACK_KIB
- * overrides it (16..1048576), e.g. for a program of the `api` workload with deep callbacks. */
+ * overrides it (16..1048576), e.g. for an application (prepost/app.h) with deep callbacks. */
 #if defined(__SANITIZE_ADDRESS__)
 #define PP_SIM_STACK_KIB 1024u
 #else
@@ -587,18 +611,11 @@ static enum pp_status map_hosts(char *err, size_t errlen)
 
 /* Why the ranks that are not done are stuck: each engine's pending operations; a rank still
  * paused by faults.pause_* at the end is silent (its last input: the start of the pause). */
-static struct pp_hang *hang_of(enum pp_outcome o)
+static struct pp_hang *hang_of(const struct pp_run_result *res)
 {
-  struct pp_hang *h = malloc(sizeof(*h));
-  if (!h || pp_hang_init(h, S.nranks) != PP_OK) {
-    free(h);
+  struct pp_hang *h = pp_run_hang_new(res, S.cfg->no_progress_ns);
+  if (!h)
     return NULL;
-  }
-  h->trigger = o == PP_OUTCOME_NO_PROGRESS ? PP_HANG_TRIGGER_NO_PROGRESS
-               : o == PP_OUTCOME_TIMEOUT   ? PP_HANG_TRIGGER_TIMEOUT
-                                           : PP_HANG_TRIGGER_QUIESCENCE;
-  h->at_ns = S.end_ns;
-  h->no_progress_ns = S.cfg->no_progress_ns;
   for (uint32_t i = 0; i < S.nranks; i++) {
     pp_hang_set_engine(h, i, S.ranks[i].engine);
     if (h->rank[i].state == PP_HANG_STUCK && frozen_until(i, S.end_ns)) {
@@ -612,8 +629,6 @@ static struct pp_hang *hang_of(enum pp_outcome o)
 
 static void collect(struct pp_run_result *res)
 {
-  uint64_t errors = 0;
-  bool all_done = true;
   for (uint32_t i = 0; i < S.nranks; i++) {
     struct pp_rank_result *rr = &res->ranks[i];
     pp_engine_stats(S.ranks[i].engine, &rr->stats);
@@ -629,33 +644,17 @@ static void collect(struct pp_run_result *res)
     pp_p2p_stats(S.ranks[i].engine, &rr->p2p);
     rr->nreceives = pp_p2p_receives_copy(S.ranks[i].engine, &rr->receives, &rr->receives_dropped);
     snprintf(rr->host, sizeof(rr->host), "%s", sg_host_get_name(S.ranks[i].host));
-    for (int k = 1; k < PP_WC_STATUS_COUNT; k++)
-      errors += rr->stats.status_counts[k];
-    errors += rr->stats.corrupt;
-    all_done = all_done && rr->stats.done;
+    if (sim_app && sim_app->done) /* an MPI launcher's ranks: done when their process is */
+      rr->stats.done = rr->stats.done && sim_app->done(sim_app->ctx, i);
   }
-  for (uint32_t i = 0; i < S.nranks; i++) {
-    const struct pp_hist *h = pp_engine_latency_hist(S.ranks[i].engine);
-    if (!h) /* a rank that sends nothing records no latency */
-      continue;
-    if (!res->latency_hist && (res->latency_hist = malloc(sizeof(*res->latency_hist))))
-      pp_hist_reset(res->latency_hist);
-    if (res->latency_hist)
-      pp_hist_merge(res->latency_hist, h);
-  }
-  if (res->latency_hist)
-    pp_hist_summarize(res->latency_hist, &res->latency);
+  for (uint32_t i = 0; i < S.nranks; i++)
+    pp_run_result_add_latency(res, pp_engine_latency_hist(S.ranks[i].engine));
   res->sim_time_ns = S.end_ns;
-  if (errors)
-    res->outcome = PP_OUTCOME_ERRORS;
-  else if (all_done)
-    res->outcome = PP_OUTCOME_COMPLETED;
-  else
-    res->outcome = S.no_progress ? PP_OUTCOME_NO_PROGRESS
-                   : S.timed_out ? PP_OUTCOME_TIMEOUT
-                                 : PP_OUTCOME_STALLED;
-  if (!all_done)
-    res->hang = hang_of(res->outcome);
+  enum pp_outcome stuck = S.no_progress ? PP_OUTCOME_NO_PROGRESS
+                          : S.timed_out ? PP_OUTCOME_TIMEOUT
+                                        : PP_OUTCOME_STALLED;
+  if (!pp_run_result_finish(res, stuck))
+    res->hang = hang_of(res);
 }
 
 static void cleanup(void)
@@ -676,8 +675,8 @@ static void cleanup(void)
   S.fabric = NULL;
 }
 
-enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_run_result *res,
-                          char *err, size_t errlen)
+static enum pp_status sim_run(const struct pp_sim_config *cfg, const struct pp_sim_app *app,
+                              FILE *log, struct pp_run_result *res, char *err, size_t errlen)
 {
   static bool used;
   memset(res, 0, sizeof(*res));
@@ -691,6 +690,7 @@ enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_
     return s;
   memset(&S, 0, sizeof(S));
   S.cfg = cfg;
+  S.app = app;
   S.log = log;
   S.nranks = cfg->engine.nranks;
   if ((s = mem_check(cfg, err, errlen)) != PP_OK)
@@ -726,7 +726,13 @@ enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_
     S.ranks[i].nic = simnic_fabric_nic(S.fabric, i);
     /* the NIC serialises at the rate of the path to its neighbour (its own port link) */
     sg_host_t peer = S.ranks[(i + 1) % S.nranks].host;
-    simnic_set_line_rate(S.ranks[i].nic, sg_host_get_route_bandwidth(S.ranks[i].host, peer) * 8);
+    double bps = sg_host_get_route_bandwidth(S.ranks[i].host, peer) * 8;
+    if (simnic_set_line_rate(S.ranks[i].nic, bps) != PP_OK) {
+      snprintf(err, errlen, "the platform's link of host %s has no usable bandwidth (%g bit/s)",
+               sg_host_get_name(S.ranks[i].host), bps);
+      s = PP_INVALID;
+      goto out_cleanup;
+    }
   }
   S.barrier = sg_barrier_init(S.nranks);
   for (uint32_t i = 0; i < S.nranks; i++) {
@@ -752,28 +758,34 @@ enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_
     s = S.error;
     goto out_cleanup;
   }
-  res->nranks = S.nranks;
-  res->ranks = calloc(S.nranks, sizeof(*res->ranks));
-  if (!res->ranks) {
-    s = PP_NOMEM;
+  if ((s = pp_run_result_init(res, S.nranks)) != PP_OK)
     goto out_cleanup;
-  }
   collect(res);
 out_cleanup:
   cleanup();
   return s;
 }
 
-void pp_run_result_free(struct pp_run_result *res)
+enum pp_status pp_sim_run(const struct pp_sim_config *cfg, FILE *log, struct pp_run_result *res,
+                          char *err, size_t errlen)
 {
-  for (uint32_t i = 0; res->ranks && i < res->nranks; i++)
-    free(res->ranks[i].receives);
-  free(res->ranks);
-  res->ranks = NULL;
-  if (res->hang)
-    pp_hang_free(res->hang);
-  free(res->hang);
-  res->hang = NULL;
-  free(res->latency_hist);
-  res->latency_hist = NULL;
+  return sim_run(cfg, NULL, log, res, err, errlen);
+}
+
+enum pp_status pp_sim_run_app(const struct pp_sim_config *cfg, const struct pp_sim_app *app,
+                              FILE *log, struct pp_run_result *res, char *err, size_t errlen)
+{
+  static struct pp_sim_config c; /* 13 KB; the run keeps a pointer to it */
+  memset(res, 0, sizeof(*res));
+  if (!app || !app->rank) {
+    snprintf(err, errlen, "an application run needs a rank factory (struct pp_sim_app.rank)");
+    return PP_INVALID;
+  }
+  if (trace_writer) {
+    snprintf(err, errlen, "an application run is not recorded: no trace with pp_sim_run_app");
+    return PP_UNSUPPORTED;
+  }
+  c = *cfg;
+  c.engine.workload = (struct pp_workload){.kind = PP_WORKLOAD_APP};
+  return sim_run(&c, app, log, res, err, errlen);
 }

@@ -356,20 +356,6 @@ void boot_get_result(struct boot_buf *b, struct pp_rank_result *r, struct pp_his
   r->receives_dropped = boot_get64(b);
 }
 
-void boot_result_free(struct pp_run_result *res)
-{
-  for (uint32_t i = 0; res->ranks && i < res->nranks; i++)
-    free(res->ranks[i].receives);
-  free(res->ranks);
-  res->ranks = NULL;
-  if (res->hang)
-    pp_hang_free(res->hang);
-  free(res->hang);
-  res->hang = NULL;
-  free(res->latency_hist);
-  res->latency_hist = NULL;
-}
-
 void boot_put_waits(struct boot_buf *b, const struct pp_wait *w, uint32_t n, uint32_t total)
 {
   boot_put32(b, total);
@@ -1820,17 +1806,10 @@ static void credit_counters(struct coord *c, struct pp_run_result *res)
 /* The hang report from the ranks' RESULTs (a rank that sent no waits: nothing it can name). */
 static struct pp_hang *hang_of(struct coord *c, const struct pp_run_result *res)
 {
-  struct pp_hang *h = malloc(sizeof(*h));
-  if (!h || pp_hang_init(h, c->n) != PP_OK) {
-    free(h);
+  struct pp_hang *h = pp_run_hang_new(res, c->a->no_progress_ns);
+  if (!h)
     return NULL;
-  }
-  h->trigger = res->outcome == PP_OUTCOME_NO_PROGRESS ? PP_HANG_TRIGGER_NO_PROGRESS
-               : res->outcome == PP_OUTCOME_TIMEOUT   ? PP_HANG_TRIGGER_TIMEOUT
-                                                      : PP_HANG_TRIGGER_QUIESCENCE;
   h->clock = PP_HANG_CLOCK_RUN; /* at_ns from the coordinator's GO, waits from each rank's */
-  h->at_ns = res->sim_time_ns;
-  h->no_progress_ns = c->a->no_progress_ns;
   for (uint32_t i = 0; i < c->n; i++)
     pp_hang_set_rank(h, i, res->ranks[i].stats.done ? PP_HANG_DONE : PP_HANG_STUCK, 0,
                      c->r[i].waits, c->r[i].nwaits < c->r[i].total_waits ? c->r[i].total_waits
@@ -1841,32 +1820,12 @@ static struct pp_hang *hang_of(struct coord *c, const struct pp_run_result *res)
 
 static void outcome(struct coord *c, struct pp_run_result *res, bool timed_out)
 {
-  uint64_t errors = 0;
-  bool all_done = true;
-  for (uint32_t i = 0; i < c->n; i++) {
-    const struct pp_rank_result *rr = &res->ranks[i];
-    for (int k = 1; k < PP_WC_STATUS_COUNT; k++)
-      errors += rr->stats.status_counts[k];
-    errors += rr->stats.corrupt;
-    all_done = all_done && rr->stats.done;
-    if (!c->r[i].lat)
-      continue;
-    if (!res->latency_hist && (res->latency_hist = malloc(sizeof(*res->latency_hist))))
-      pp_hist_reset(res->latency_hist);
-    if (res->latency_hist)
-      pp_hist_merge(res->latency_hist, c->r[i].lat);
-  }
-  if (res->latency_hist) /* the same percentiles as the simulator's (prepost/hist.h) */
-    pp_hist_summarize(res->latency_hist, &res->latency);
-  if (errors)
-    res->outcome = PP_OUTCOME_ERRORS;
-  else if (all_done)
-    res->outcome = PP_OUTCOME_COMPLETED;
-  else
-    res->outcome = c->rs.no_progress ? PP_OUTCOME_NO_PROGRESS
-                   : timed_out       ? PP_OUTCOME_TIMEOUT
-                                     : PP_OUTCOME_STALLED;
-  if (!all_done)
+  for (uint32_t i = 0; i < c->n; i++)
+    pp_run_result_add_latency(res, c->r[i].lat);
+  enum pp_outcome stuck = c->rs.no_progress ? PP_OUTCOME_NO_PROGRESS
+                          : timed_out       ? PP_OUTCOME_TIMEOUT
+                                            : PP_OUTCOME_STALLED;
+  if (!pp_run_result_finish(res, stuck))
     res->hang = hang_of(c, res);
 }
 
@@ -2005,7 +1964,7 @@ enum pp_status boot_coordinate(const struct boot_coord_args *a, struct pp_run_re
     close_all(&c);
   } else {
     abort_all(&c, err);
-    boot_result_free(res);
+    pp_run_result_free(res);
   }
   for (uint32_t i = 0; c.r && i < c.n; i++) {
     free(c.r[i].has);

@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "prepost/simrun.h"
+#include "prepost/run.h"
 #include "prepost/verbsnic.h"
 #include "prepost/engine.h"
 #include "prepost/hang.h"
@@ -123,8 +123,6 @@ void boot_put_waits(struct boot_buf *b, const struct pp_wait *w, uint32_t n, uin
 /* Reads at most max waits into w (the rest are skipped); returns how many were read, *total how
  * many the rank had. */
 uint32_t boot_get_waits(struct boot_buf *b, struct pp_wait *w, uint32_t max, uint32_t *total);
-/* pp_run_result_free() without linking the simulator. */
-void boot_result_free(struct pp_run_result *res);
 
 /* HELLO (rank -> coordinator, after AUTH, so the rank is known): my address, host and device,
  * and for every rank j whether I talk to it and my pp_conn_info for it (has and info are nranks

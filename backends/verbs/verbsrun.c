@@ -24,7 +24,9 @@
 #include "boot.h"
 #include "launch.h"
 #include "pmix.h"
+#include "prepost/app.h"
 #include "prepost/p2p.h"
+#include "prepost/verbsapp.h"
 #include "prepost/trace.h"
 
 #define EXIT_RANK_FAILED 4
@@ -151,7 +153,7 @@ fail:
 /* ---------------------------------------------------------------- one rank */
 
 struct rank {
-  const struct pp_sim_config *cfg;
+  const struct pp_run_cfg *cfg;
   const struct pp_verbs_opts *o;
   uint32_t id;
   struct vnic *nic;
@@ -827,7 +829,7 @@ static void *coord_main(void *p)
 
 /* Starts the coordinator thread on lfd (which it then owns until coord_join). -1: err set. */
 static int coord_start(struct coord_thread *t, int lfd, const char *where,
-                       const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+                       const struct pp_run_cfg *cfg, const struct pp_verbs_opts *o,
                        const uint8_t *secret, bool exchanged, char *err, size_t errlen)
 {
   t->a = (struct boot_coord_args){.listen_fd = lfd,
@@ -863,7 +865,7 @@ static enum pp_status coord_join(struct coord_thread *t, enum pp_status s, const
   }
   if (s != PP_OK) {
     errf(err, errlen, "%s", e2);
-    boot_result_free(t->res);
+    pp_run_result_free(t->res);
     return s;
   }
   *reporter = true;
@@ -1101,7 +1103,7 @@ static int pmix_bootstrap(struct rank *r, struct pmix_boot *pb, struct boot_buf 
 
 /* Runs rank `id` to the end; fills *outcome from the coordinator's BYE. pb: started by a PMIx
  * launcher (chost, cport then unused), else NULL. */
-static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+static enum pp_status rank_main(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *o,
                                 uint32_t id, const char *chost, uint16_t cport,
                                 const char *device, struct pmix_boot *pb,
                                 enum pp_outcome *outcome, char *err, size_t errlen)
@@ -1133,7 +1135,16 @@ static enum pp_status rank_main(const struct pp_sim_config *cfg, const struct pp
     s = PP_IO;
     goto out;
   }
-  s = pp_tr_engine_create(r.tr, boot_now_ns(), &ecfg, &vnic_ops, r.nic, &r.e);
+  if (o->app) { /* the application's callbacks for this rank (prepost/verbsapp.h) */
+    struct pp_app_callbacks cb;
+    void *ud = NULL;
+    pp_app_callbacks_default(&cb);
+    s = o->app->rank(o->app->ctx, id, &cb, &ud);
+    if (s == PP_OK)
+      s = pp_engine_create_app(&ecfg, &vnic_ops, r.nic, &cb, ud, &r.e);
+  } else {
+    s = pp_tr_engine_create(r.tr, boot_now_ns(), &ecfg, &vnic_ops, r.nic, &r.e);
+  }
   if (s != PP_OK) {
     errf(err, errlen, "rank %u: creating the engine on %s failed: %s%s", id,
          vnic_device_name(r.nic), pp_status_desc(s),
@@ -1246,7 +1257,7 @@ static void reap(struct children *ch, uint64_t grace_ns)
     }
 }
 
-static enum pp_status launch(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+static enum pp_status launch(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *o,
                              struct pp_run_result *res, char *err, size_t errlen)
 {
   uint32_t n = cfg->engine.nranks;
@@ -1326,7 +1337,7 @@ static enum pp_status launch(const struct pp_sim_config *cfg, const struct pp_ve
 
 /* ---------------------------------------------------------------- rank table mode */
 
-static enum pp_status one_rank(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+static enum pp_status one_rank(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *o,
                                struct pp_run_result *res, bool *reporter, char *err,
                                size_t errlen)
 {
@@ -1401,7 +1412,7 @@ static int secret_of_env(struct pp_verbs_opts *o, char *err, size_t errlen)
 
 /* Rank and size from Open MPI's or Slurm's environment, the TCP bootstrap at --coordinator (or
  * Slurm's first host): a rank table whose entries all name the coordinator. */
-static enum pp_status env_run(const struct pp_sim_config *cfg, struct pp_verbs_opts *o,
+static enum pp_status env_run(const struct pp_run_cfg *cfg, struct pp_verbs_opts *o,
                               struct pp_run_result *res, bool *reporter, char *err,
                               size_t errlen)
 {
@@ -1458,7 +1469,7 @@ static enum pp_status env_run(const struct pp_sim_config *cfg, struct pp_verbs_o
 
 /* Started by a PMIx launcher: rank, size, the exchange and (when the environment has none) the
  * job's secret through PMIx; rank 0 runs the coordinator. */
-static enum pp_status pmix_run(const struct pp_sim_config *cfg, struct pp_verbs_opts *o,
+static enum pp_status pmix_run(const struct pp_run_cfg *cfg, struct pp_verbs_opts *o,
                                struct pp_run_result *res, bool *reporter, char *err,
                                size_t errlen)
 {
@@ -1498,7 +1509,7 @@ out:
   return s;
 }
 
-enum pp_status pp_verbs_run(const struct pp_sim_config *cfg, const struct pp_verbs_opts *opts,
+enum pp_status pp_verbs_run(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *opts,
                             struct pp_run_result *res, bool *reporter, char *err, size_t errlen)
 {
   memset(res, 0, sizeof(*res));
@@ -1537,4 +1548,26 @@ enum pp_status pp_verbs_run(const struct pp_sim_config *cfg, const struct pp_ver
     return s;
   }
   return one_rank(cfg, &o, res, reporter, err, errlen);
+}
+
+enum pp_status pp_verbs_run_app(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *opts,
+                                const struct pp_verbs_app *app, struct pp_run_result *res,
+                                bool *reporter, char *err, size_t errlen)
+{
+  static struct pp_run_cfg c; /* 13 KB; forked ranks inherit it */
+  memset(res, 0, sizeof(*res));
+  *reporter = false;
+  if (!app || !app->rank) {
+    errf(err, errlen, "an application run needs a rank factory (struct pp_verbs_app.rank)");
+    return PP_INVALID;
+  }
+  if (opts->trace.path) {
+    errf(err, errlen, "an application run is not recorded: no trace with pp_verbs_run_app");
+    return PP_UNSUPPORTED;
+  }
+  c = *cfg;
+  c.engine.workload = (struct pp_workload){.kind = PP_WORKLOAD_APP};
+  struct pp_verbs_opts o = *opts;
+  o.app = app;
+  return pp_verbs_run(&c, &o, res, reporter, err, errlen);
 }

@@ -199,7 +199,7 @@ def main():
             path = os.path.join(a.models, "scenarios", name + ".yaml")
         base = [a.prepost, "run", path, "--json", "--models", a.models]
         src, sout, serr, st = run(base, 300)
-        vcmd = base + ["--backend", "verbs", "--timeout", "180"] + extra
+        vcmd = base + ["--backend", "verbs", "--timeout", "180s"] + extra
         vtag = "verbs"
         if a.launcher:
             try:

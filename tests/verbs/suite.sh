@@ -101,7 +101,7 @@ echo "== traces recorded on rxe replay exactly"
 for sc in parity-rnr rnr-slow-consumer-eager rnr-slow-consumer-rndv rnr-slow-consumer-ring; do
   t=$OUT/$sc.rxe.trace
   rm -f "$t" "$t".rank*
-  timeout 240 "$P" run "models/scenarios/$sc.yaml" --backend verbs --timeout 180 --trace "$t" \
+  timeout 240 "$P" run "models/scenarios/$sc.yaml" --backend verbs --timeout 180s --trace "$t" \
     >"$OUT/$sc.trace-run.out" 2>"$OUT/$sc.trace-run.err"
   rc=$?
   [[ $rc == 0 && -s $t ]] && ! ls "$t".rank* >/dev/null 2>&1
@@ -205,10 +205,10 @@ else
   for sc in parity-rnr rnr-slow-consumer-retry0; do
     cap_start "$sc"
     timeout 240 "$P" run "models/scenarios/$sc.yaml" --backend verbs --rank 1 \
-      --ranks "$OUT/capture.ranks" --timeout 180 >"$OUT/$sc.cap-r1.out" 2>&1 &
+      --ranks "$OUT/capture.ranks" --timeout 180s >"$OUT/$sc.cap-r1.out" 2>&1 &
     r1=$!
     timeout 240 "$P" run "models/scenarios/$sc.yaml" --backend verbs --rank 0 \
-      --ranks "$OUT/capture.ranks" --timeout 180 --json >"$OUT/$sc.cap.json" 2>"$OUT/$sc.cap-r0.err"
+      --ranks "$OUT/capture.ranks" --timeout 180s --json >"$OUT/$sc.cap.json" 2>"$OUT/$sc.cap-r0.err"
     rc=$?
     wait "$r1"
     cap_stop "$sc"

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "param.h"
 #include "status.h"
 
 #include "export.h"
@@ -68,6 +69,8 @@ struct pp_coll_params {
 
 /* Defaults: allreduce of 1 MiB float32, 1 iteration, 128 KiB chunks, window 4, checked. */
 void pp_coll_params_default(struct pp_coll_params *p);
+/* The scenario section `collective` (engine/workload/collective_param.c). */
+PP_PARAM_TABLE(pp_coll);
 /* Validates against the number of ranks; on error writes a sentence naming the field. */
 enum pp_status pp_coll_params_check(const struct pp_coll_params *p, uint32_t nranks, char *err,
                                     size_t errlen);

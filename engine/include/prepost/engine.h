@@ -18,6 +18,7 @@
 #include "collective.h"
 #include "hist.h"
 #include "nic.h"
+#include "param.h"
 #include "p2p_cfg.h"
 #include "ring.h"
 #include "status.h"
@@ -79,7 +80,7 @@ struct pp_qp_params {
   X(STREAM, "stream", "a stream of messages per pattern, checked byte by byte") \
   X(SCRIPT, "script", "per-rank MPI-style operation lists")                    \
   X(TRAFFIC, "traffic", "generated p2p messages, checked")                     \
-  X(API, "api", "the embedding program calls pp_p2p_*")                        \
+  X(APP, "app", "the embedding program's callbacks (prepost/app.h)")          \
   X(COLLECTIVE, "collective", "ring allreduce/allgather/broadcast, checked")
 
 enum pp_workload_kind {
@@ -105,6 +106,11 @@ struct pp_workload {
   uint64_t post_delay_ns;   /* stream: receivers post their first buffers this long after start
                                (+ U[0, consume_jitter_ns] each) instead of before connecting */
 };
+
+/* Field tables (prepost/param.h, engine/core/engine_param.c): the scenario's `qp` section and
+ * the stream keys of `workload` (kind, pattern, messages, size, interval, consume, ...). */
+PP_PARAM_TABLE(pp_qp);
+PP_PARAM_TABLE(pp_workload);
 
 struct pp_engine_cfg {
   uint32_t rank;

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "param.h"
+
 #include "export.h"
 
 #ifdef __cplusplus
@@ -139,6 +141,10 @@ struct pp_traffic {
 struct pp_engine_cfg;
 /* eager_limit 12 KiB, rget_limit 1 MiB, record 4096, every other field 0 (its default). */
 void pp_p2p_params_default(struct pp_p2p_params *p);
+/* The scenario section `p2p` and the traffic keys of `workload` (engine/proto/p2p/p2p_param.c,
+ * engine/workload/traffic_param.c). */
+PP_PARAM_TABLE(pp_p2p);
+PP_PARAM_TABLE(pp_traffic);
 /* The protocols / workloads of the p2p layer. */
 int pp_p2p_proto(int protocol);
 int pp_p2p_app(int workload_kind);

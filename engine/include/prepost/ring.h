@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "param.h"
 #include "status.h"
 
 #include "export.h"
@@ -64,6 +65,8 @@ struct pp_ring_params {
 
 /* Fills the defaults: 8 slots of 128 KiB, 1 channel, credit returned per slot, at once. */
 void pp_ring_params_default(struct pp_ring_params *p);
+/* The scenario section `ring` (engine/proto/ring/ring_param.c). */
+PP_PARAM_TABLE(pp_ring);
 /* Validates; on error writes a sentence naming the field into err. */
 enum pp_status pp_ring_params_check(const struct pp_ring_params *p, char *err, size_t errlen);
 

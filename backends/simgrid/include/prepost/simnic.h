@@ -17,6 +17,8 @@
 #include <stdio.h>
 
 #include "prepost/nic.h"
+#include "prepost/param.h"
+#include "prepost/run.h"
 
 #include "prepost/export.h"
 
@@ -43,6 +45,9 @@ struct pp_nic_profile {
   uint32_t max_rd_atomic; /* the device's max_qp_rd_atom */
   uint32_t train_max;     /* WQEs of one QP that may leave as one wire transfer (doorbell
                              batching; 1 = every message on its own) */
+  double line_rate_bps;   /* the port's line rate, bits/s (> 0): every NIC of a fabric
+                             serialises at it until simnic_set_line_rate() says otherwise (the
+                             SimGrid driver sets the bandwidth of the host's link) */
 };
 
 /* Faults the fabric injects, from its seeded PRNG (the fault catalogue of `prepost explore`,
@@ -83,21 +88,13 @@ struct pp_faults {
   bool byzantine_data_lies; /* test-only, no scenario key: pp_byz_set_data_lies() */
 };
 
-/* How often each fault fired on a host. */
-struct pp_fault_counts {
-  uint64_t jittered;    /* wire transfers delayed by jitter */
-  uint64_t ordered;     /* wire transfers delayed by order_mask */
-  uint64_t scrambled;   /* RDMA WRITEs placed out of order */
-  uint64_t srq_starved; /* requests refused (RNR) while an SRQ held only unusable WQEs */
-  uint64_t qp_errors;   /* QPs forced to ERROR */
-  uint64_t rkeys;       /* rkeys invalidated */
-  uint64_t cq_delays;   /* (driver) completion polls postponed */
-  uint64_t pauses;      /* (driver) process pauses */
-  uint64_t byzantine;   /* (driver) work requests the byzantine peer mutated, dropped, ... */
-};
+/* How often each fault fired on a host: struct pp_fault_counts of prepost/run.h. */
 
 /* Fills a profile with the values of the default ("cx6-100g") model. */
 void pp_nic_profile_default(struct pp_nic_profile *p);
+/* The integer keys of a NIC profile (a file, or the scenario's inline `nic:`), in
+ * backends/simgrid/sim_param.c; `name` is a string, outside the table. */
+PP_PARAM_TABLE(pp_nic);
 /* Checks a profile; on error writes a sentence into err. */
 enum pp_status pp_nic_profile_check(const struct pp_nic_profile *p, char *err, size_t errlen);
 
@@ -154,8 +151,10 @@ void simnic_on_timer(struct simnic *n, uint64_t now);
  * of the last simnic_set_now() (the driver calls it before handing control to the engine). */
 void simnic_set_now(struct simnic *n, uint64_t now);
 /* The port's line rate: the NIC serialises what it transmits, one message after the other, each
- * taking max(wqe_ns, wire bytes / rate). 0 (the default) only applies wqe_ns. */
-void simnic_set_line_rate(struct simnic *n, double bits_per_second);
+ * taking max(wqe_ns, wire bytes / rate). A NIC starts at its profile's line_rate_bps; a rate
+ * that is not finite and > 0 is refused (PP_INVALID, nothing changes): bandwidth is never
+ * silently infinite. */
+enum pp_status simnic_set_line_rate(struct simnic *n, double bits_per_second);
 
 int simnic_poll_cq(struct simnic *n, struct pp_wc *wc, int max);
 /* 1 and fills ev when an async event is queued, else 0. */

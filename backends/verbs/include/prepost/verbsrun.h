@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "prepost/simrun.h"
+#include "prepost/run.h"
 #include "prepost/verbsnic.h"
 
 #include "prepost/export.h"
@@ -24,6 +24,8 @@
 extern "C" {
 #endif
 PP_API_BEGIN
+
+struct pp_verbs_app; /* prepost/verbsapp.h */
 
 #define PP_VERBS_DEFAULT_PORT 18515
 #define PP_VERBS_SECRET_BYTES 32
@@ -105,6 +107,9 @@ struct pp_verbs_opts {
    * to and rank 0 listens on; pmix mode: where rank 0's coordinator listens (default: the IPv4
    * address of its RoCE GID, else its host name, any free port). */
   char coordinator[300];
+  /* An application's ranks (prepost/verbsapp.h, pp_verbs_run_app sets it); NULL: the
+   * configuration's workload. */
+  const struct pp_verbs_app *app;
 };
 
 void pp_verbs_opts_default(struct pp_verbs_opts *o);
@@ -116,12 +121,13 @@ int pp_verbs_parse_table(const char *spec, struct pp_verbs_rank_entry **out, uin
                          char *err, size_t errlen);
 
 /*
- * Runs the scenario. *reporter is set when this process holds the whole result (launcher or
- * rank 0): res is then filled as pp_sim_run fills it (free with pp_run_result_free); on other
- * ranks only res->outcome is set. Returns PP_OK when the run happened (whatever its outcome);
+ * Runs the scenario (a scenario's pp_sim_config gives cfg with pp_sim_run_cfg, prepost/simrun.h).
+ * *reporter is set when this process holds the whole result (launcher or rank 0): res is then
+ * filled as pp_sim_run fills it (the run contract, prepost/run.h; free with pp_run_result_free);
+ * on other ranks only res->outcome is set. Returns PP_OK when the run happened (whatever its outcome);
  * otherwise the backend could not start or the bootstrap failed, and err names what failed.
  */
-enum pp_status pp_verbs_run(const struct pp_sim_config *cfg, const struct pp_verbs_opts *o,
+enum pp_status pp_verbs_run(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *o,
                             struct pp_run_result *res, bool *reporter, char *err, size_t errlen);
 
 PP_API_END

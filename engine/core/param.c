@@ -1,0 +1,472 @@
+/* Field tables and the one set of value parsers (prepost/param.h). */
+#include "prepost/param.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "prepost/names.h"
+
+static const char *const kind_names[] = {
+#define PP_X(id, name) [PP_PARAM_##id] = name,
+    PP_PARAM_KIND_LIST(PP_X)
+#undef PP_X
+};
+
+const char *pp_param_kind_name(enum pp_param_kind k)
+{
+  return pp_name_of(kind_names, PP_PARAM_KIND_COUNT, k);
+}
+
+/* [-]digits[.digits][ ]*[letters], blanks around: the shape of integers, sizes and durations. */
+struct num {
+  bool neg, ovf, dot;
+  uint64_t ip; /* integer part (valid unless ovf) */
+  const char *frac;
+  size_t nfrac;
+  const char *unit;
+  size_t nunit;
+};
+
+static bool is_digit(char ch)
+{
+  return ch >= '0' && ch <= '9';
+}
+
+static bool is_alpha(char ch)
+{
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+}
+
+static void trim(const char **s, size_t *len)
+{
+  while (*len && (**s == ' ' || **s == '\t')) {
+    (*s)++;
+    (*len)--;
+  }
+  while (*len && ((*s)[*len - 1] == ' ' || (*s)[*len - 1] == '\t'))
+    (*len)--;
+}
+
+static bool parse_num(const char *s, size_t len, struct num *o)
+{
+  memset(o, 0, sizeof *o);
+  trim(&s, &len);
+  size_t i = 0;
+  if (i < len && (s[i] == '+' || s[i] == '-'))
+    o->neg = s[i++] == '-';
+  size_t start = i;
+  for (; i < len && is_digit(s[i]); i++) {
+    unsigned d = (unsigned)(s[i] - '0');
+    if (o->ip > (UINT64_MAX - d) / 10)
+      o->ovf = true;
+    else
+      o->ip = o->ip * 10 + d;
+  }
+  if (i == start)
+    return false;
+  if (i < len && s[i] == '.') {
+    o->dot = true;
+    o->frac = s + ++i;
+    while (i < len && is_digit(s[i]))
+      i++;
+    o->nfrac = (size_t)(s + i - o->frac);
+    if (!o->nfrac)
+      return false;
+  }
+  while (i < len && s[i] == ' ')
+    i++;
+  o->unit = s + i;
+  o->nunit = len - i;
+  for (; i < len; i++)
+    if (!is_alpha(s[i]))
+      return false;
+  return true;
+}
+
+static bool unit_is(const struct num *n, const char *u)
+{
+  size_t l = strlen(u);
+  return n->nunit == l && memcmp(n->unit, u, l) == 0;
+}
+
+static bool frac_is_zero(const struct num *n)
+{
+  for (size_t i = 0; i < n->nfrac; i++)
+    if (n->frac[i] != '0')
+      return false;
+  return true;
+}
+
+#define WHY(st, ...)                                                           \
+  do {                                                                         \
+    if (why && whylen)                                                         \
+      snprintf(why, whylen, __VA_ARGS__);                                      \
+    return (st);                                                               \
+  } while (0)
+
+enum pp_status pp_parse_uint(const char *s, size_t len, uint64_t lo, uint64_t hi, uint64_t *out,
+                             char *why, size_t whylen)
+{
+  struct num n;
+  if (!parse_num(s, len, &n) || n.dot || n.nunit)
+    WHY(PP_PARSE, "must be an integer %" PRIu64 "..%" PRIu64, lo, hi);
+  if (n.ovf || (n.neg && n.ip) || n.ip < lo || n.ip > hi)
+    WHY(PP_INVALID, "must be an integer %" PRIu64 "..%" PRIu64, lo, hi);
+  *out = n.ip;
+  return PP_OK;
+}
+
+static const struct unit {
+  const char *name;
+  uint64_t mult;
+} size_units[] = {{"B", 1},           {"KiB", 1ull << 10}, {"MiB", 1ull << 20},
+                  {"GiB", 1ull << 30}, {"TiB", 1ull << 40}, {"KB", 1000},
+                  {"MB", 1000000},     {"GB", 1000000000},  {"TB", 1000000000000ull}},
+  /* min and h for wall-clock bounds on the command line; the canonical text uses ns..s */
+  time_units[] = {{"ns", 1},          {"us", 1000},          {"ms", 1000000},
+                  {"s", 1000000000}, {"min", 60000000000ull}, {"h", 3600000000000ull}};
+#define FORMAT_TIME_UNITS 4 /* ns, us, ms, s */
+
+static const struct unit *find_unit(const struct num *n, const struct unit *u, size_t count)
+{
+  for (size_t i = 0; i < count; i++)
+    if (unit_is(n, u[i].name))
+      return &u[i];
+  return NULL;
+}
+
+enum pp_status pp_parse_size(const char *s, size_t len, uint64_t lo, uint64_t hi, uint64_t *out,
+                             char *why, size_t whylen)
+{
+  struct num n;
+  uint64_t mult = 1;
+  if (!parse_num(s, len, &n) || n.nfrac > 9)
+    goto bad;
+  if (n.nunit) {
+    const struct unit *u = find_unit(&n, size_units, sizeof size_units / sizeof size_units[0]);
+    if (!u)
+      goto bad;
+    mult = u->mult;
+  }
+  uint64_t f = 0, p10 = 1;
+  for (size_t i = 0; i < n.nfrac; i++) {
+    f = f * 10 + (uint64_t)(n.frac[i] - '0');
+    p10 *= 10;
+  }
+  /* f < 10^9 and mult <= 2^40 could overflow: split the product */
+  if (f && mult > UINT64_MAX / f)
+    WHY(PP_INVALID, "must be a size %" PRIu64 "..%" PRIu64 " bytes", lo, hi);
+  if ((f * mult) % p10)
+    WHY(PP_INVALID, "must be a whole number of bytes");
+  uint64_t frac_b = f * mult / p10;
+  if (n.ovf || (n.neg && (n.ip || f)) || n.ip > (UINT64_MAX - frac_b) / mult ||
+      n.ip * mult + frac_b < lo || n.ip * mult + frac_b > hi)
+    WHY(PP_INVALID, "must be a size %" PRIu64 "..%" PRIu64 " bytes", lo, hi);
+  *out = n.ip * mult + frac_b;
+  return PP_OK;
+bad:
+  WHY(PP_PARSE, "must be a size such as 4096, 64B, 4KiB, 1MiB or 1GB");
+}
+
+enum pp_status pp_parse_duration(const char *s, size_t len, uint64_t lo, uint64_t hi,
+                                 uint64_t *out, char *why, size_t whylen)
+{
+  struct num n;
+  uint64_t mult = 1;
+  unsigned digits = 0; /* mult = 10^digits */
+  if (!parse_num(s, len, &n))
+    goto bad;
+  if (n.nunit) {
+    const struct unit *u = find_unit(&n, time_units, sizeof time_units / sizeof time_units[0]);
+    if (!u)
+      goto bad;
+    mult = u->mult;
+    for (uint64_t m = mult; m > 1; m /= 10)
+      digits++;
+  } else if (n.dot) {
+    goto bad; /* fractions need a unit */
+  }
+  /* Fraction: keep digits+1 decimals; the first dropped one decides half-up rounding. */
+  size_t k = n.nfrac < digits + 1 ? n.nfrac : digits + 1;
+  uint64_t f = 0, frac_ns, p10 = 1;
+  for (size_t i = 0; i < k; i++)
+    f = f * 10 + (uint64_t)(n.frac[i] - '0');
+  bool decimal = true; /* mult = 10^digits; min and h are 6 * 10^10 and 36 * 10^11 */
+  for (uint64_t m = mult; m > 1 && decimal; m /= 10)
+    decimal = m % 10 == 0;
+  if (!decimal) { /* at most 9 decimals: f * (mult / 10^k) is exact and below mult */
+    if (n.nfrac > 9)
+      goto bad;
+    for (size_t i = 0; i < k; i++)
+      p10 *= 10;
+    frac_ns = f * (mult / p10);
+  } else if (k <= digits) {
+    frac_ns = f;
+    for (size_t i = k; i < digits; i++)
+      frac_ns *= 10;
+  } else {
+    frac_ns = (f + 5) / 10;
+  }
+  if (n.neg && (n.ip || !frac_is_zero(&n)))
+    WHY(PP_INVALID, "must not be negative");
+  if (n.ovf || n.ip > (UINT64_MAX - frac_ns) / mult)
+    WHY(PP_INVALID, "must be at most %" PRIu64 " ns", hi);
+  uint64_t v = n.ip * mult + frac_ns;
+  if (v < lo || v > hi) {
+    char a[32], b[32];
+    pp_format_duration(lo, a, sizeof a);
+    pp_format_duration(hi, b, sizeof b);
+    WHY(PP_INVALID, "must be a duration %s..%s", a, b);
+  }
+  *out = v;
+  return PP_OK;
+bad:
+  WHY(PP_PARSE, "must be a duration such as 500ns, 2us, 1.5ms or 10s (a bare integer is ns)");
+}
+
+enum pp_status pp_parse_bool(const char *s, size_t len, bool *out, char *why, size_t whylen)
+{
+  static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no",
+                                                                                "off", "0"};
+  trim(&s, &len);
+  for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+    if (strlen(yes[i]) == len && memcmp(s, yes[i], len) == 0) {
+      *out = true;
+      return PP_OK;
+    }
+    if (strlen(no[i]) == len && memcmp(s, no[i], len) == 0) {
+      *out = false;
+      return PP_OK;
+    }
+  }
+  WHY(PP_PARSE, "must be true or false");
+}
+
+static size_t format_units(uint64_t v, const struct unit *u, size_t count, char *buf, size_t len)
+{
+  /* the largest unit (among those of one base, listed in increasing order) that divides v */
+  const struct unit *best = &u[0];
+  for (size_t i = 1; i < count && v; i++)
+    if (u[i].mult > best->mult && v % u[i].mult == 0)
+      best = &u[i];
+  int w = snprintf(buf, len, "%" PRIu64 "%s", v / best->mult, best->name);
+  return w < 0 ? 0 : (size_t)w;
+}
+
+size_t pp_format_size(uint64_t bytes, char *buf, size_t len)
+{
+  if (bytes < 1024 || bytes % 1024) { /* plain bytes read best below a KiB */
+    int w = snprintf(buf, len, "%" PRIu64, bytes);
+    return w < 0 ? 0 : (size_t)w;
+  }
+  return format_units(bytes, size_units, 5, buf, len); /* the binary ones */
+}
+
+size_t pp_format_duration(uint64_t ns, char *buf, size_t len)
+{
+  return format_units(ns, time_units, FORMAT_TIME_UNITS, buf, len);
+}
+
+/* ---------------------------------------------------------------------- field tables */
+
+const struct pp_param *pp_param_find(const struct pp_param *t, size_t n, const char *key)
+{
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(t[i].key, key) == 0)
+      return &t[i];
+  return NULL;
+}
+
+uint64_t pp_param_get(const struct pp_param *p, const void *obj)
+{
+  const unsigned char *at = (const unsigned char *)obj + p->offset;
+  switch (p->width) {
+  case 1: {
+    uint8_t v;
+    memcpy(&v, at, 1);
+    return v;
+  }
+  case 2: {
+    uint16_t v;
+    memcpy(&v, at, 2);
+    return v;
+  }
+  case 4: {
+    uint32_t v;
+    memcpy(&v, at, 4);
+    return v;
+  }
+  default: {
+    assert(p->width == 8);
+    uint64_t v;
+    memcpy(&v, at, 8);
+    return v;
+  }
+  }
+}
+
+void pp_param_put(const struct pp_param *p, void *obj, uint64_t v)
+{
+  unsigned char *at = (unsigned char *)obj + p->offset;
+  uint8_t v8 = (uint8_t)v;
+  uint16_t v16 = (uint16_t)v;
+  uint32_t v32 = (uint32_t)v;
+  switch (p->width) {
+  case 1:
+    memcpy(at, &v8, 1);
+    break;
+  case 2:
+    memcpy(at, &v16, 2);
+    break;
+  case 4:
+    memcpy(at, &v32, 4);
+    break;
+  default:
+    assert(p->width == 8);
+    memcpy(at, &v, 8);
+    break;
+  }
+}
+
+static enum pp_status set_enum(const struct pp_param *p, void *obj, const char *s, size_t len,
+                               char *why, size_t whylen)
+{
+  trim(&s, &len);
+  for (uint64_t i = p->min; i <= p->max; i++)
+    if (strlen(p->names[i]) == len && memcmp(p->names[i], s, len) == 0) {
+      pp_param_put(p, obj, i);
+      return PP_OK;
+    }
+  size_t at = 0;
+  if (why && whylen)
+    at = (size_t)snprintf(why, whylen, "must be one of");
+  for (uint64_t i = p->min; i <= p->max && why && at < whylen; i++)
+    at += (size_t)snprintf(why + at, whylen - at, "%s %s", i == p->min ? "" : ",", p->names[i]);
+  return PP_INVALID;
+}
+
+enum pp_status pp_param_set(const struct pp_param *p, void *obj, const char *text, size_t len,
+                            char *why, size_t whylen)
+{
+  uint64_t v = 0;
+  bool b;
+  enum pp_status st;
+  switch (p->kind) {
+  case PP_PARAM_UINT:
+    st = pp_parse_uint(text, len, p->min, p->max, &v, why, whylen);
+    break;
+  case PP_PARAM_SIZE:
+    st = pp_parse_size(text, len, p->min, p->max, &v, why, whylen);
+    break;
+  case PP_PARAM_DURATION:
+    st = pp_parse_duration(text, len, p->min, p->max, &v, why, whylen);
+    break;
+  case PP_PARAM_BOOL:
+    b = false; /* read only when parsed: a refused text leaves it unset */
+    st = pp_parse_bool(text, len, &b, why, whylen);
+    v = st == PP_OK && b;
+    break;
+  case PP_PARAM_ENUM:
+    return set_enum(p, obj, text, len, why, whylen);
+  default:
+    WHY(PP_INVALID, "has an unknown kind %u", p->kind);
+  }
+  if (st == PP_OK)
+    pp_param_put(p, obj, v);
+  return st;
+}
+
+size_t pp_param_format(const struct pp_param *p, const void *obj, char *buf, size_t len)
+{
+  uint64_t v = pp_param_get(p, obj);
+  int w;
+  switch (p->kind) {
+  case PP_PARAM_SIZE:
+    return pp_format_size(v, buf, len);
+  case PP_PARAM_DURATION:
+    return pp_format_duration(v, buf, len);
+  case PP_PARAM_BOOL:
+    w = snprintf(buf, len, "%s", v ? "true" : "false");
+    break;
+  case PP_PARAM_ENUM:
+    w = snprintf(buf, len, "%s", v >= p->min && v <= p->max ? p->names[v] : "?");
+    break;
+  default:
+    w = snprintf(buf, len, "%" PRIu64, v);
+    break;
+  }
+  return w < 0 ? 0 : (size_t)w;
+}
+
+size_t pp_param_format_default(const struct pp_param *p, char *buf, size_t len)
+{
+  if (p->flags & PP_PARAM_F_DERIVED && p->def == 0) {
+    int w = snprintf(buf, len, "derived");
+    return w < 0 ? 0 : (size_t)w;
+  }
+  struct pp_param one = *p;
+  one.offset = 0;
+  one.width = 8;
+  return pp_param_format(&one, &p->def, buf, len);
+}
+
+void pp_params_defaults(const struct pp_param *t, size_t n, void *obj)
+{
+  for (size_t i = 0; i < n; i++)
+    pp_param_put(&t[i], obj, t[i].def);
+}
+
+enum pp_status pp_params_check(const struct pp_param *t, size_t n, const void *obj, char *err,
+                               size_t errlen)
+{
+  for (size_t i = 0; i < n; i++) {
+    uint64_t v = pp_param_get(&t[i], obj);
+    if ((v >= t[i].min && v <= t[i].max) || (t[i].flags & PP_PARAM_F_DERIVED && v == 0))
+      continue;
+    char lo[32], hi[32];
+    pp_param_format(&(struct pp_param){.kind = t[i].kind == PP_PARAM_ENUM ? PP_PARAM_UINT
+                                                                         : t[i].kind,
+                                       .width = 8},
+                    &t[i].min, lo, sizeof lo);
+    pp_param_format(&(struct pp_param){.kind = t[i].kind == PP_PARAM_ENUM ? PP_PARAM_UINT
+                                                                         : t[i].kind,
+                                       .width = 8},
+                    &t[i].max, hi, sizeof hi);
+    snprintf(err, errlen, "%s must be %s..%s, got %" PRIu64, t[i].key, lo, hi, v);
+    return PP_INVALID;
+  }
+  return PP_OK;
+}
+
+bool pp_params_valid(const struct pp_param *t, size_t n, size_t obj_size, char *err,
+                     size_t errlen)
+{
+  for (size_t i = 0; i < n; i++) {
+    const struct pp_param *p = &t[i];
+    uint64_t wmax = p->width == 8 ? UINT64_MAX : (1ull << (8 * p->width)) - 1;
+    const char *bad = NULL;
+    if (!p->key || !*p->key)
+      bad = "has no key";
+    else if (pp_param_find(t, i, p->key))
+      bad = "is listed twice";
+    else if (p->kind >= PP_PARAM_KIND_COUNT)
+      bad = "has an unknown kind";
+    else if (p->width != 1 && p->width != 2 && p->width != 4 && p->width != 8)
+      bad = "has a width other than 1, 2, 4 or 8 bytes";
+    else if ((size_t)p->offset + p->width > obj_size)
+      bad = "lies outside the parameter struct";
+    else if ((!(p->min <= p->def && p->def <= p->max) &&
+              !(p->flags & PP_PARAM_F_DERIVED && p->def == 0)) ||
+             p->max > wmax || p->min > p->max)
+      bad = "needs min <= default <= max within its width";
+    else if (p->kind == PP_PARAM_ENUM && !p->names)
+      bad = "is an enum without names";
+    if (bad) {
+      snprintf(err, errlen, "parameter %zu (%s) %s", i, p->key ? p->key : "?", bad);
+      return false;
+    }
+  }
+  return true;
+}

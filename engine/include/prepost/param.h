@@ -1,0 +1,143 @@
+/*
+ * A module's parameters, described once: a field table.
+ *
+ * Every protocol and workload (built in or a plug-in) describes the settings it owns with one
+ * const array of struct pp_param: key, kind, bounds, default and a sentence of documentation,
+ * and where the value lives in the module's own parameter struct (offset and width). The one
+ * table feeds everything that reads or writes settings: the scenario parser, `--set KEY=VALUE`,
+ * the trace header (keys and canonical values, not raw struct bytes), the explorer's scenario
+ * writer and `help`. The value parsers below are the only ones the tools use, so a duration or a
+ * size is spelled the same everywhere:
+ *
+ *   duration  "250ns", "2us", "1.5ms", "10s" (also "5min", "1h"); a bare integer is nanoseconds
+ *             in a scenario (the command line's options want the unit: tools/cli_util.h)
+ *   size      "4096", "64B", "4KiB", "1MiB", "1GiB" (powers of 2), "4KB", "1MB", "1GB" (of 10)
+ *   integer   decimal digits; no sign, no unit
+ *   bool      true/false, yes/no, on/off, 1/0
+ *   enum      one of the names the entry lists
+ *
+ * Pure string handling: no I/O, no allocation (part of the engine library).
+ */
+#ifndef PP_PARAM_H
+#define PP_PARAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+PP_API_BEGIN
+
+/* X(id, name) */
+#define PP_PARAM_KIND_LIST(X)                                                  \
+  X(UINT, "integer")                                                           \
+  X(SIZE, "size")                                                              \
+  X(DURATION, "duration")                                                      \
+  X(BOOL, "bool")                                                              \
+  X(ENUM, "enum")
+
+enum pp_param_kind {
+#define PP_X(id, name) PP_PARAM_##id,
+  PP_PARAM_KIND_LIST(PP_X)
+#undef PP_X
+  PP_PARAM_KIND_COUNT
+};
+const char *pp_param_kind_name(enum pp_param_kind k); /* "?" when unknown */
+
+struct pp_param {
+  const char *key;  /* as written in a scenario section and after --set SECTION. */
+  const char *doc;  /* one sentence */
+  uint8_t kind;     /* enum pp_param_kind */
+  uint8_t width;    /* bytes of the unsigned integer member: 1, 2, 4 or 8 (bool: 1) */
+  uint8_t flags;    /* PP_PARAM_F_* */
+  uint32_t offset;  /* of the member in the module's parameter struct */
+  uint64_t min, max, def;     /* enum: indices into names */
+  const char *const *names;   /* enum: names[min..max], NULL-free */
+};
+
+/* Flags. DERIVED: the default is 0, outside [min, max], and means "the module derives it" (the
+ * doc says from what); a value that is given must be within [min, max]. */
+#define PP_PARAM_F_DERIVED 1u
+
+/* An entry for member `m` of struct type `T` (an unsigned integer type, or bool), named key_. */
+#define PP_PARAM_KEYED(key_, T, m, kind_, lo, hi, dflt, doc_, names_, flags_)  \
+  {                                                                            \
+    .key = (key_), .doc = (doc_), .kind = (kind_), .width = sizeof(((T *)0)->m), \
+    .flags = (flags_), .offset = (uint32_t)offsetof(T, m), .min = (lo),        \
+    .max = (hi), .def = (dflt), .names = (names_)                              \
+  }
+/* The same, named as the member. */
+#define PP_PARAM_ENTRY(T, m, kind_, lo, hi, dflt, doc_, names_)                \
+  PP_PARAM_KEYED(#m, T, m, kind_, lo, hi, dflt, doc_, names_, 0)
+#define PP_PARAM_UINT(T, m, lo, hi, dflt, doc)                                 \
+  PP_PARAM_ENTRY(T, m, PP_PARAM_UINT, lo, hi, dflt, doc, NULL)
+#define PP_PARAM_SIZE(T, m, lo, hi, dflt, doc)                                 \
+  PP_PARAM_ENTRY(T, m, PP_PARAM_SIZE, lo, hi, dflt, doc, NULL)
+#define PP_PARAM_DURATION(T, m, lo, hi, dflt, doc)                             \
+  PP_PARAM_ENTRY(T, m, PP_PARAM_DURATION, lo, hi, dflt, doc, NULL)
+#define PP_PARAM_BOOL(T, m, dflt, doc)                                         \
+  PP_PARAM_ENTRY(T, m, PP_PARAM_BOOL, 0, 1, dflt, doc, NULL)
+/* `names` a const char *const[] array of count names; values 0..count-1 */
+#define PP_PARAM_ENUM(T, m, names_, count, dflt, doc)                          \
+  PP_PARAM_ENTRY(T, m, PP_PARAM_ENUM, 0, (count) - 1, dflt, doc, names_)
+
+/* ---- the value parsers: text [s, s + len) (leading and trailing blanks ignored) ----
+ * PP_OK and *out; PP_PARSE when the text has not the shape, PP_INVALID when it is out of
+ * [lo, hi]; then `why` (may be NULL) gets the tail of a sentence that follows the setting's
+ * name: "must be a duration such as 500ns, 2us, 1.5ms or 10s (a bare integer is ns)". */
+enum pp_status pp_parse_uint(const char *s, size_t len, uint64_t lo, uint64_t hi, uint64_t *out,
+                             char *why, size_t whylen);
+enum pp_status pp_parse_size(const char *s, size_t len, uint64_t lo, uint64_t hi, uint64_t *out,
+                             char *why, size_t whylen);
+enum pp_status pp_parse_duration(const char *s, size_t len, uint64_t lo, uint64_t hi,
+                                 uint64_t *out, char *why, size_t whylen);
+enum pp_status pp_parse_bool(const char *s, size_t len, bool *out, char *why, size_t whylen);
+
+/* The canonical text of a value, which its parser reads back to the same value: sizes and
+ * durations in the largest unit that divides them exactly ("64KiB", "1500ns", "2ms").
+ * snprintf-like: returns the length it wanted. */
+size_t pp_format_size(uint64_t bytes, char *buf, size_t len);
+size_t pp_format_duration(uint64_t ns, char *buf, size_t len);
+
+/* ---- field tables ---- */
+/* The table of a module's section: `extern const struct pp_param NAME_param_table[]` and its
+ * entry count (the built-in ones: qp, workload, traffic, p2p, ring, coll, nic, limits). */
+#define PP_PARAM_TABLE(name)                                                   \
+  extern const struct pp_param name##_param_table[];                           \
+  extern const size_t name##_param_count
+/* The entry named key (exact), or NULL. */
+const struct pp_param *pp_param_find(const struct pp_param *t, size_t n, const char *key);
+/* The member's value (enum: its index, bool: 0/1). */
+uint64_t pp_param_get(const struct pp_param *p, const void *obj);
+/* Stores v (no bounds check: pp_param_set and pp_params_check do that). */
+void pp_param_put(const struct pp_param *p, void *obj, uint64_t v);
+/* Parses text by the entry's kind, checks its bounds, stores it. Errors as the parsers':
+ * "'KEY' must be ..." is the caller's to write (why holds "must be ..."). */
+enum pp_status pp_param_set(const struct pp_param *p, void *obj, const char *text, size_t len,
+                            char *why, size_t whylen);
+/* The canonical text of the member's value (enum: its name). */
+size_t pp_param_format(const struct pp_param *p, const void *obj, char *buf, size_t len);
+/* The canonical text of the entry's default ("derived" for PP_PARAM_F_DERIVED). */
+size_t pp_param_format_default(const struct pp_param *p, char *buf, size_t len);
+/* Every member its default. */
+void pp_params_defaults(const struct pp_param *t, size_t n, void *obj);
+/* Every member within its bounds; else PP_INVALID and "KEY must be ..., got ..." in err. */
+enum pp_status pp_params_check(const struct pp_param *t, size_t n, const void *obj, char *err,
+                               size_t errlen);
+/* A table is well formed: keys unique and non-empty, widths 1/2/4/8 and min <= def <= max that
+ * fit the width, enums with names. false with the first problem in err (for registries). */
+bool pp_params_valid(const struct pp_param *t, size_t n, size_t obj_size, char *err,
+                     size_t errlen);
+
+PP_API_END
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,102 @@
+/*
+ * The environment under prepost mpirun: Init_thread (what is provided), Initialized/Finalized,
+ * Comm_rank/size on MPI_COMM_WORLD and MPI_COMM_SELF, versions, the processor name, Wtime as
+ * simulated time (it advances by what the network takes, and by the documented poll cost),
+ * Wtick; and the error classes that invalid arguments return under MPI_ERRORS_RETURN.
+ */
+#include <string.h>
+
+#include "check.h"
+
+static int rank, size;
+
+static void errors(void)
+{
+  int v = 0, cls, peer = (rank + 1) % size;
+  MPI_Request r;
+  CHECK_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  MPI_Errhandler h;
+  CHECK_OK(MPI_Comm_get_errhandler(MPI_COMM_WORLD, &h));
+  CHECK(h == MPI_ERRORS_RETURN, "errhandler");
+#define EXPECT(call, want)                                                     \
+  do {                                                                         \
+    int e_ = (call);                                                           \
+    MPI_Error_class(e_, &cls);                                                 \
+    CHECK(cls == (want), "%s: class %d, expected %s", #call, cls, #want);      \
+  } while (0)
+  EXPECT(MPI_Send(&v, 1, MPI_INT, size, 0, MPI_COMM_WORLD), MPI_ERR_RANK);
+  EXPECT(MPI_Send(&v, 1, MPI_INT, -5, 0, MPI_COMM_WORLD), MPI_ERR_RANK);
+  EXPECT(MPI_Isend(&v, 1, MPI_INT, peer, -1, MPI_COMM_WORLD, &r), MPI_ERR_TAG);
+  EXPECT(MPI_Recv(&v, 1, MPI_INT, peer, -7, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_ERR_TAG);
+  EXPECT(MPI_Send(&v, -1, MPI_INT, peer, 0, MPI_COMM_WORLD), MPI_ERR_COUNT);
+  EXPECT(MPI_Send(&v, 1, (MPI_Datatype)0x12345, peer, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+  EXPECT(MPI_Send(&v, 1, MPI_DATATYPE_NULL, peer, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+  EXPECT(MPI_Bcast(&v, 1, MPI_INT, size, MPI_COMM_WORLD), MPI_ERR_ROOT);
+  EXPECT(MPI_Allreduce(&v, &cls, 1, MPI_INT, MPI_MAXLOC, MPI_COMM_WORLD), MPI_ERR_OP);
+  EXPECT(MPI_Allreduce(&v, &cls, 1, MPI_DOUBLE, MPI_BAND, MPI_COMM_WORLD), MPI_ERR_OP);
+  EXPECT(MPI_Reduce(&v, &cls, 1, MPI_INT, MPI_OP_NULL, 0, MPI_COMM_WORLD), MPI_ERR_OP);
+  MPI_Request bogus = (MPI_Request)0x6c00fff0;
+  EXPECT(MPI_Wait(&bogus, MPI_STATUS_IGNORE), MPI_ERR_REQUEST);
+  /* an invalid communicator goes to MPI_COMM_WORLD's handler */
+  EXPECT(MPI_Send(&v, 1, MPI_INT, peer, 0, (MPI_Comm)0x44000005), MPI_ERR_COMM);
+  EXPECT(MPI_Comm_rank(MPI_COMM_NULL, &v), MPI_ERR_COMM);
+  char s[MPI_MAX_ERROR_STRING];
+  int len;
+  CHECK_OK(MPI_Error_string(MPI_ERR_TRUNCATE, s, &len));
+  CHECK(len > 0 && strstr(s, "truncat"), "error string '%s'", s);
+  CHECK_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
+int main(int argc, char **argv)
+{
+  int flag, provided;
+  setvbuf(stdout, NULL, _IOFBF, 1 << 16); /* as in a pipe: the library flushes at each call */
+  CHECK_OK(MPI_Initialized(&flag));
+  CHECK(!flag, "initialized before MPI_Init");
+  CHECK_OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+  CHECK(provided == MPI_THREAD_FUNNELED, "provided %d", provided);
+  CHECK_OK(MPI_Query_thread(&flag));
+  CHECK(flag == MPI_THREAD_FUNNELED, "query_thread %d", flag);
+  CHECK_OK(MPI_Initialized(&flag));
+  CHECK(flag, "not initialized after MPI_Init_thread");
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int srank, ssize;
+  MPI_Comm_rank(MPI_COMM_SELF, &srank);
+  MPI_Comm_size(MPI_COMM_SELF, &ssize);
+  CHECK(srank == 0 && ssize == 1, "self %d/%d", srank, ssize);
+  int ver, sub;
+  MPI_Get_version(&ver, &sub);
+  CHECK(ver == MPI_VERSION && sub == MPI_SUBVERSION, "version %d.%d", ver, sub);
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING], host[MPI_MAX_PROCESSOR_NAME];
+  int len;
+  MPI_Get_library_version(lib, &len);
+  CHECK(len == (int)strlen(lib) && strstr(lib, "prepost"), "library '%s'", lib);
+  MPI_Get_processor_name(host, &len);
+  CHECK(len == (int)strlen(host) && len > 0, "processor '%s'", host);
+  CHECK(MPI_Wtick() > 0 && MPI_Wtick() <= 1e-6, "wtick %g", MPI_Wtick());
+  /* Wtime is simulated: each call costs the poll time (100 ns by default) */
+  double t0 = MPI_Wtime(), t1 = MPI_Wtime();
+  CHECK(t1 - t0 > 0.99e-7 && t1 - t0 < 1.01e-7, "two Wtime calls %.1f ns apart", (t1 - t0) * 1e9);
+  /* a 1 MiB message over the 100 Gb/s link takes at least 84 us */
+  static char big[1 << 20];
+  CHECK_OK(MPI_Barrier(MPI_COMM_WORLD));
+  t0 = MPI_Wtime();
+  if (rank == 0 && size > 1)
+    CHECK_OK(MPI_Send(big, sizeof(big), MPI_BYTE, 1, 0, MPI_COMM_WORLD));
+  if (rank == 1)
+    CHECK_OK(MPI_Recv(big, sizeof(big), MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  t1 = MPI_Wtime();
+  if (rank <= 1 && size > 1)
+    CHECK(t1 - t0 > 83.8e-6, "1 MiB in %.0f ns", (t1 - t0) * 1e9);
+  printf("rank %d of %d on %s: 1 MiB %s in %.0f ns\n", rank, size, host,
+         rank == 0 ? "sent" : rank == 1 ? "received" : "not moved", (t1 - t0) * 1e9);
+  errors();
+  CHECK_OK(MPI_Finalized(&flag));
+  CHECK(!flag, "finalized before MPI_Finalize");
+  CHECK_OK(MPI_Finalize());
+  CHECK_OK(MPI_Finalized(&flag));
+  CHECK(flag, "not finalized after MPI_Finalize");
+  printf("rank %d: finalized\n", rank);
+  return 0;
+}

@@ -1,0 +1,212 @@
+/* engine/core/param: the one set of value parsers (durations, sizes, integers, bools) and the
+ * field tables every module describes its parameters with (prepost/param.h). */
+#include <criterion/criterion.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "prepost/param.h"
+
+static enum pp_status dur(const char *s, uint64_t *v)
+{
+  return pp_parse_duration(s, strlen(s), 0, UINT64_MAX, v, NULL, 0);
+}
+
+static enum pp_status size(const char *s, uint64_t *v)
+{
+  return pp_parse_size(s, strlen(s), 0, UINT64_MAX, v, NULL, 0);
+}
+
+Test(param, durations_in_every_unit_rounded_half_up)
+{
+  uint64_t v;
+  cr_assert_eq(dur("250ns", &v), PP_OK);
+  cr_assert_eq(v, 250);
+  cr_assert_eq(dur("2us", &v), PP_OK);
+  cr_assert_eq(v, 2000);
+  cr_assert_eq(dur(" 1.5ms ", &v), PP_OK);
+  cr_assert_eq(v, 1500000);
+  cr_assert_eq(dur("10s", &v), PP_OK);
+  cr_assert_eq(v, 10000000000ull);
+  cr_assert_eq(dur("3", &v), PP_OK, "a bare integer is nanoseconds");
+  cr_assert_eq(v, 3);
+  cr_assert_eq(dur("1.0005us", &v), PP_OK);
+  cr_assert_eq(v, 1001, "half up");
+  cr_assert_eq(dur("1.0004us", &v), PP_OK);
+  cr_assert_eq(v, 1000);
+  cr_assert_eq(dur("-0", &v), PP_OK);
+  cr_assert_eq(v, 0);
+}
+
+Test(param, bad_durations_say_why)
+{
+  uint64_t v = 77;
+  char why[160];
+  cr_assert_eq(pp_parse_duration("3 weeks", 7, 0, UINT64_MAX, &v, why, sizeof why), PP_PARSE);
+  cr_assert(strstr(why, "must be a duration such as 500ns"), "%s", why);
+  cr_assert_eq(dur("1.5", &v), PP_PARSE, "a fraction needs a unit");
+  cr_assert_eq(dur("-1ms", &v), PP_INVALID);
+  cr_assert_eq(dur("99999999999999999999s", &v), PP_INVALID);
+  cr_assert_eq(dur("ms", &v), PP_PARSE);
+  cr_assert_eq(dur("", &v), PP_PARSE);
+  cr_assert_eq(v, 77, "nothing stored on error");
+  cr_assert_eq(pp_parse_duration("2ms", 3, 0, 1000000, &v, why, sizeof why), PP_INVALID);
+  cr_assert_str_eq(why, "must be a duration 0ns..1ms");
+}
+
+Test(param, sizes_binary_and_decimal)
+{
+  uint64_t v;
+  cr_assert_eq(size("4096", &v), PP_OK);
+  cr_assert_eq(v, 4096);
+  cr_assert_eq(size("64B", &v), PP_OK);
+  cr_assert_eq(v, 64);
+  cr_assert_eq(size("4KiB", &v), PP_OK);
+  cr_assert_eq(v, 4096);
+  cr_assert_eq(size("1.5MiB", &v), PP_OK);
+  cr_assert_eq(v, 1572864);
+  cr_assert_eq(size("4KB", &v), PP_OK);
+  cr_assert_eq(v, 4000);
+  cr_assert_eq(size("1GB", &v), PP_OK);
+  cr_assert_eq(v, 1000000000);
+  cr_assert_eq(size("2TiB", &v), PP_OK);
+  cr_assert_eq(v, 2ull << 40);
+  cr_assert_eq(size("1.1B", &v), PP_INVALID, "not a whole number of bytes");
+  cr_assert_eq(size("4kib", &v), PP_PARSE, "units are case-sensitive");
+  cr_assert_eq(size("-4", &v), PP_INVALID);
+  char why[160];
+  cr_assert_eq(pp_parse_size("8KiB", 4, 16, 4096, &v, why, sizeof why), PP_INVALID);
+  cr_assert_str_eq(why, "must be a size 16..4096 bytes");
+}
+
+Test(param, integers_decimal)
+{
+  uint64_t v;
+  char why[160];
+  cr_assert_eq(pp_parse_uint(" 31 ", 4, 0, 100, &v, NULL, 0), PP_OK);
+  cr_assert_eq(v, 31);
+  cr_assert_eq(pp_parse_uint("0x1F", 4, 0, 100, &v, NULL, 0), PP_PARSE, "decimal only");
+  cr_assert_eq(pp_parse_uint("18446744073709551615", 20, 0, UINT64_MAX, &v, NULL, 0), PP_OK);
+  cr_assert_eq(v, UINT64_MAX);
+  cr_assert_eq(pp_parse_uint("18446744073709551616", 20, 0, UINT64_MAX, &v, NULL, 0),
+               PP_INVALID);
+  cr_assert_eq(pp_parse_uint("7", 1, 8, 9, &v, why, sizeof why), PP_INVALID);
+  cr_assert_str_eq(why, "must be an integer 8..9");
+  cr_assert_eq(pp_parse_uint("7k", 2, 0, 9, &v, NULL, 0), PP_PARSE);
+  cr_assert_eq(pp_parse_uint("-1", 2, 0, 9, &v, NULL, 0), PP_INVALID);
+}
+
+Test(param, bools)
+{
+  bool b = false;
+  cr_assert_eq(pp_parse_bool("yes", 3, &b, NULL, 0), PP_OK);
+  cr_assert(b);
+  cr_assert_eq(pp_parse_bool("off", 3, &b, NULL, 0), PP_OK);
+  cr_assert(!b);
+  cr_assert_eq(pp_parse_bool("maybe", 5, &b, NULL, 0), PP_PARSE);
+}
+
+Test(param, canonical_text_reads_back)
+{
+  static const uint64_t sizes[] = {0, 1, 1000, 1024, 1536, 65536, 1ull << 30, 3ull << 40, 4097};
+  static const uint64_t durs[] = {0, 1, 999, 1000, 1500, 2000000, 3000000000ull, 1234567891};
+  char buf[64];
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    uint64_t v;
+    pp_format_size(sizes[i], buf, sizeof buf);
+    cr_assert_eq(size(buf, &v), PP_OK, "%s", buf);
+    cr_assert_eq(v, sizes[i], "%s", buf);
+  }
+  for (size_t i = 0; i < sizeof durs / sizeof durs[0]; i++) {
+    uint64_t v;
+    pp_format_duration(durs[i], buf, sizeof buf);
+    cr_assert_eq(dur(buf, &v), PP_OK, "%s", buf);
+    cr_assert_eq(v, durs[i], "%s", buf);
+  }
+  pp_format_size(65536, buf, sizeof buf);
+  cr_assert_str_eq(buf, "64KiB");
+  pp_format_duration(1500, buf, sizeof buf);
+  cr_assert_str_eq(buf, "1500ns");
+  pp_format_duration(2000000, buf, sizeof buf);
+  cr_assert_str_eq(buf, "2ms");
+}
+
+/* A module's parameters as a plug-in would describe them. */
+enum mode { MODE_FAST, MODE_SAFE, MODE_COUNT };
+static const char *const mode_names[] = {"fast", "safe"};
+struct toy {
+  uint8_t small;
+  uint32_t window;
+  uint64_t hold_ns;
+  uint32_t chunk;
+  bool check;
+  uint32_t mode;
+};
+static const struct pp_param toy_params[] = {
+    PP_PARAM_UINT(struct toy, small, 1, 200, 7, "a byte"),
+    PP_PARAM_UINT(struct toy, window, 1, 64, 4, "messages in flight"),
+    PP_PARAM_DURATION(struct toy, hold_ns, 0, 1000000000, 1000, "how long"),
+    PP_PARAM_SIZE(struct toy, chunk, 16, 1u << 20, 4096, "bytes per chunk"),
+    PP_PARAM_BOOL(struct toy, check, 1, "check every byte"),
+    PP_PARAM_ENUM(struct toy, mode, mode_names, MODE_COUNT, MODE_SAFE, "what to favour"),
+};
+#define NTOY (sizeof toy_params / sizeof toy_params[0])
+
+Test(param, table_defaults_set_format_check)
+{
+  struct toy t;
+  char err[200], buf[64];
+  memset(&t, 0xff, sizeof t);
+  cr_assert(pp_params_valid(toy_params, NTOY, sizeof t, err, sizeof err), "%s", err);
+  pp_params_defaults(toy_params, NTOY, &t);
+  cr_assert_eq(t.small, 7);
+  cr_assert_eq(t.window, 4);
+  cr_assert_eq(t.hold_ns, 1000);
+  cr_assert_eq(t.chunk, 4096);
+  cr_assert(t.check);
+  cr_assert_eq(t.mode, MODE_SAFE);
+  cr_assert_eq(pp_params_check(toy_params, NTOY, &t, err, sizeof err), PP_OK);
+
+  const struct pp_param *p = pp_param_find(toy_params, NTOY, "hold_ns");
+  cr_assert_not_null(p);
+  cr_assert_null(pp_param_find(toy_params, NTOY, "hold"));
+  cr_assert_eq(pp_param_set(p, &t, "2.5ms", 5, err, sizeof err), PP_OK);
+  cr_assert_eq(t.hold_ns, 2500000);
+  pp_param_format(p, &t, buf, sizeof buf);
+  cr_assert_str_eq(buf, "2500us");
+  cr_assert_eq(pp_param_set(p, &t, "2s", 2, err, sizeof err), PP_INVALID);
+  cr_assert_eq(t.hold_ns, 2500000, "unchanged");
+
+  p = pp_param_find(toy_params, NTOY, "mode");
+  cr_assert_eq(pp_param_set(p, &t, "fast", 4, err, sizeof err), PP_OK);
+  cr_assert_eq(t.mode, MODE_FAST);
+  cr_assert_eq(pp_param_set(p, &t, "slow", 4, err, sizeof err), PP_INVALID);
+  cr_assert_str_eq(err, "must be one of fast, safe");
+  pp_param_format(p, &t, buf, sizeof buf);
+  cr_assert_str_eq(buf, "fast");
+
+  p = pp_param_find(toy_params, NTOY, "small");
+  cr_assert_eq(pp_param_set(p, &t, "201", 3, err, sizeof err), PP_INVALID);
+  cr_assert_eq(pp_param_set(p, &t, "200", 3, err, sizeof err), PP_OK);
+  cr_assert_eq(t.small, 200);
+  cr_assert_eq(t.window, 4, "the neighbour untouched");
+
+  t.window = 65;
+  cr_assert_eq(pp_params_check(toy_params, NTOY, &t, err, sizeof err), PP_INVALID);
+  cr_assert_str_eq(err, "window must be 1..64, got 65");
+}
+
+Test(param, malformed_tables_are_refused)
+{
+  char err[200];
+  struct pp_param t[2] = {PP_PARAM_UINT(struct toy, window, 1, 64, 4, "a"),
+                          PP_PARAM_UINT(struct toy, window, 1, 64, 4, "b")};
+  cr_assert(!pp_params_valid(t, 2, sizeof(struct toy), err, sizeof err));
+  cr_assert(strstr(err, "listed twice"), "%s", err);
+  t[1] = (struct pp_param)PP_PARAM_UINT(struct toy, small, 1, 300, 4, "b");
+  cr_assert(!pp_params_valid(t, 2, sizeof(struct toy), err, sizeof err), "300 > a byte");
+  t[1] = (struct pp_param)PP_PARAM_UINT(struct toy, small, 5, 9, 4, "b");
+  cr_assert(!pp_params_valid(t, 2, sizeof(struct toy), err, sizeof err), "default below min");
+  cr_assert(!pp_params_valid(t, 1, 2, err, sizeof err), "outside the struct");
+  cr_assert(strstr(err, "outside"), "%s", err);
+}

@@ -1,0 +1,113 @@
+/*
+ * Internals of tools/mpi's MPI library (libmpich.so.12, MPICH 4.0.2's ABI): the state of the
+ * rank, its communicators, requests and datatypes, and the link to its actor (link.c, the only
+ * file that knows how requests reach the engine).
+ */
+#ifndef PP_MPI_IMPL_H
+#define PP_MPI_IMPL_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../link.h"
+
+/* MPI_ name = PMPI_ name (profiling libraries interpose MPI_ and call PMPI_) */
+#define PP_ALIAS(name) extern __typeof__(P##name) name __attribute__((alias("P" #name)))
+
+/* ---------------------------------------------------------------- communicators */
+
+struct pp_comm {
+  MPI_Comm handle;
+  const char *name;
+  uint32_t ctx;   /* point-to-point context; ctx + 1: the library's collectives */
+  int rank, size;
+  MPI_Errhandler errh;
+};
+
+/* WORLD or SELF, NULL for anything else */
+struct pp_comm *pp_comm_get(MPI_Comm c);
+/* the world rank of rank r of c */
+int pp_comm_world(const struct pp_comm *c, int r);
+
+/* ---------------------------------------------------------------- errors */
+
+/* Raises error class `cls` of call `fn` on comm c (NULL: MPI_COMM_WORLD's handler): with
+ * MPI_ERRORS_ARE_FATAL/ABORT prints "fn: text" and aborts the job with exit code cls; with
+ * MPI_ERRORS_RETURN returns cls. */
+int pp_err(const struct pp_comm *c, const char *fn, int cls, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Ends the job: a message naming fn, MPI_Abort's path with `code`. Never returns. */
+_Noreturn void pp_fatal(const char *fn, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Before MPI_Init or after MPI_Finalize: fatal. */
+void pp_need_init(const char *fn);
+
+/* ---------------------------------------------------------------- datatypes and ops */
+
+/* bytes of one element of a predefined datatype; 0 when dt is not one the library has */
+size_t pp_dt_size(MPI_Datatype dt);
+/* op(in, inout) over count elements of dt; MPI_SUCCESS or MPI_ERR_OP (the op does not apply to
+ * the type) */
+int pp_op_apply(MPI_Op op, MPI_Datatype dt, const void *in, void *inout, size_t count);
+bool pp_op_valid(MPI_Op op);
+
+/* ---------------------------------------------------------------- requests */
+
+enum pp_lreq_kind { PP_LREQ_SEND, PP_LREQ_RECV, PP_LREQ_DONE /* PROC_NULL: complete at once */ };
+
+struct pp_lreq {
+  bool used;
+  uint8_t kind;
+  uint64_t id;  /* the actor's request */
+  void *buf;    /* receive: where the data goes */
+  size_t bytes; /* receive: room; send: length */
+  int peer, tag;
+  const struct pp_comm *comm;
+  const char *fn; /* the MPI call that started it */
+};
+
+#define PP_MAX_LREQ (1u << 16)
+#define PP_REQ_BASE 0x6c000000 /* MPICH's request kind bits with "direct" */
+
+struct pp_lreq *pp_lreq_get(MPI_Request r);
+/* a new request or NULL (every slot in use) */
+struct pp_lreq *pp_lreq_new(MPI_Request *out);
+
+/* Starts a send / receive; MPI_SUCCESS or an error class (through pp_err on comm). world peers,
+ * comm ranks in the request. ctx_off: 0 for point-to-point, 1 for collectives. */
+int pp_start_send(const char *fn, const struct pp_comm *c, int ctx_off, const void *buf,
+                  size_t bytes, int dest, int tag, bool sync, MPI_Request *out);
+int pp_start_recv(const char *fn, const struct pp_comm *c, int ctx_off, void *buf, size_t bytes,
+                  int source, int tag, MPI_Request *out);
+/* Waits for (block) or tests n requests (mode PP_LINK_ALL / ANY / SOME), completing what the
+ * actor reports: statuses (may be MPI_STATUSES_IGNORE) per index, *index (ANY), *flag (tests).
+ * Returns MPI_SUCCESS, or MPI_ERR_IN_STATUS / the error of the request (ANY, single). */
+int pp_complete(const char *fn, int n, MPI_Request *reqs, MPI_Status *sts, int mode, bool block,
+                int *index, int *flag, int *outcount, int *indices);
+
+/* ---------------------------------------------------------------- the link (link.c) */
+
+struct pp_link_call pp_call(const char *fn, int peer, int tag, const struct pp_comm *c);
+/* Connects to the actor (the constructor waited for its go); fills rank and size. */
+void pp_link_init(uint32_t *rank, uint32_t *size);
+/* request q with `extra` bytes after it; the reply into rep */
+void pp_link_call(const struct pp_link_req *q, const void *extra, size_t elen,
+                  struct pp_link_rep *rep);
+void pp_link_read(void *buf, size_t n);
+uint64_t pp_link_now(void);
+void pp_link_finalize(void);
+_Noreturn void pp_link_abort(int code);
+bool pp_link_up(void);
+
+/* ---------------------------------------------------------------- the rank */
+
+struct pp_state {
+  bool initialized, finalized;
+  int thread_level;
+  uint32_t rank, size;
+};
+extern struct pp_state pp_st;
+
+#endif

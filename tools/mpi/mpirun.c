@@ -1,0 +1,272 @@
+/*
+ * prepost mpirun: runs an unmodified MPI program (built by Debian's mpicc.mpich) on the simulated
+ * backend, one process per rank, each connected to its rank's actor (serve.c) by a socketpair,
+ * with tools/mpi's libmpich.so.12 first on LD_LIBRARY_PATH. tools/mpi/README.md has the design.
+ */
+#define _GNU_SOURCE
+#include "mpirun.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+#include "link.h"
+#include "scenario.h"
+#include "serve.h"
+
+#include "prepost/simapp.h"
+
+#define MPIRUN_MAX_RANKS 256u
+
+const char *const pp_mpirun_usage =
+    "usage: prepost mpirun -n N [--seed S] [--scenario FILE] [--poll-ns T] [--no-progress T]\n"
+    "                      [--models DIR] PROG [ARGS...]\n"
+    "\n"
+    "Runs the MPI program PROG (built with Debian's mpicc.mpich, unmodified) with N ranks on the\n"
+    "simulated backend: one process per rank, run in lock-step with the simulation (one rank\n"
+    "process runs at a time), so the same binary, seed and scenario give the same output.\n"
+    "MPI_Wtime is simulated time; computing between MPI calls takes no simulated time, and a\n"
+    "call that finds nothing to do (a test or probe that fails, MPI_Wtime) takes --poll-ns.\n"
+    "\n"
+    "  -n N            ranks (1..256)\n"
+    "  --seed S        the seed of every random choice of the simulation (default 1)\n"
+    "  --scenario FILE platform, NIC, protocol (eager or rndv), p2p and QP parameters and faults\n"
+    "                  of a scenario file (models/scenarios/README.md); its ranks and workload\n"
+    "                  are replaced. Default: a generated 100 Gb/s cluster, the default NIC,\n"
+    "                  protocol eager\n"
+    "  --poll-ns T     simulated time an idle test, probe or MPI_Wtime takes (default 100ns)\n"
+    "  --no-progress T stop when no rank made progress for T of simulated time (default 1s)\n"
+    "  --models DIR    where the scenario's relative paths resolve\n"
+    "\n"
+    "Environment: PREPOST_MPI_LIBDIR, the directory holding libmpich.so.12 (default: the\n"
+    "build's tools/mpi).\n"
+    "\n"
+    "Exit codes: 0 every rank called MPI_Finalize and exited 0; MPI_Abort's error code; a rank's\n"
+    "own non-zero exit status (128 + signal when killed); 2 usage or input error; 3 a hang (no\n"
+    "rank can make progress: a report names each rank's blocked MPI call and the wait-for\n"
+    "cycle).\n";
+
+struct opts {
+  uint32_t n;
+  uint64_t seed;
+  bool has_seed;
+  const char *scenario, *models, *poll, *no_progress;
+  char **prog;
+};
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+  int i = 0;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(pp_mpirun_usage, stdout);
+      return 100;
+    }
+    if (i + 1 >= argc)
+      return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s needs a value", a);
+    const char *v = argv[++i];
+    if (!strcmp(a, "-n") || !strcmp(a, "-np")) {
+      if (pp_cli_parse_u32(v, 1, MPIRUN_MAX_RANKS, &o->n))
+        return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage,
+                                  "-n wants a number of ranks in 1..256, got '%s'", v);
+    } else if (!strcmp(a, "--seed")) {
+      if (pp_cli_parse_u64(v, &o->seed))
+        return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage,
+                                  "--seed wants a non-negative integer, got '%s'", v);
+      o->has_seed = true;
+    } else if (!strcmp(a, "--scenario")) {
+      o->scenario = v;
+    } else if (!strcmp(a, "--models")) {
+      o->models = v;
+    } else if (!strcmp(a, "--poll-ns")) {
+      o->poll = v;
+    } else if (!strcmp(a, "--no-progress")) {
+      o->no_progress = v;
+    } else {
+      return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "unknown option '%s'", a);
+    }
+  }
+  if (!o->n)
+    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", "missing -n N");
+  if (i >= argc)
+    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", "missing PROG");
+  o->prog = argv + i;
+  return -1;
+}
+
+/* The simulation: the scenario's (or the defaults'), N ranks of workload api. */
+static int sim_config(const struct opts *o, struct pp_scenario *sc, uint64_t *poll_ns)
+{
+  char err[1024];
+  const char *models = o->models ? o->models : pp_cli_models_dir();
+  if (o->scenario) {
+    if (pp_scenario_load(o->scenario, models, sc, err, sizeof(err)) != PP_OK) {
+      fprintf(stderr, "prepost mpirun: %s\n", err);
+      return 2;
+    }
+    if (sc->sim.engine.protocol != PP_PROTO_EAGER && sc->sim.engine.protocol != PP_PROTO_RNDV) {
+      fprintf(stderr, "prepost mpirun: %s: protocol %s: MPI needs eager or rndv\n", o->scenario,
+              pp_protocol_name(sc->sim.engine.protocol));
+      return 2;
+    }
+  } else {
+    pp_scenario_defaults(sc);
+    snprintf(sc->sim.name, sizeof(sc->sim.name), "mpirun");
+    sc->sim.engine.protocol = PP_PROTO_EAGER;
+  }
+  /* the engine wants a peer: -n 1 simulates a second rank that runs no process */
+  sc->sim.engine.nranks = o->n < 2 ? 2 : o->n;
+  sc->sim.engine.workload = (struct pp_workload){
+      .kind = PP_WORKLOAD_APP, .pattern = PP_PATTERN_RING, .messages = 1, .size = 4096};
+  if (o->has_seed)
+    sc->sim.seed = sc->sim.engine.seed = o->seed;
+  *poll_ns = 100;
+  if (o->poll && pp_duration_parse(o->poll, "--poll-ns", poll_ns, err, sizeof(err)) != PP_OK)
+    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", err);
+  if (o->poll && *poll_ns == 0)
+    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s",
+                              "--poll-ns must be > 0 (a polling loop must let time pass)");
+  if (o->no_progress && pp_duration_parse(o->no_progress, "--no-progress",
+                                          &sc->sim.no_progress_ns, err, sizeof(err)) != PP_OK)
+    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", err);
+  if (pp_engine_cfg_check(&sc->sim.engine, err, sizeof(err)) != PP_OK) {
+    fprintf(stderr, "prepost mpirun: %s\n", err);
+    return 2;
+  }
+  return -1;
+}
+
+/* The directory of tools/mpi's libmpich.so.12. */
+static const char *lib_dir(void)
+{
+  const char *d = getenv("PREPOST_MPI_LIBDIR");
+  return d && *d ? d : PREPOST_MPI_LIBDIR;
+}
+
+/* In the child: the environment of a rank, then exec. Never returns. */
+static void exec_rank(char **prog, int fd, uint32_t rank, uint32_t n)
+{
+  char v[32], path[PATH_MAX + 4096];
+  signal(SIGPIPE, SIG_DFL);
+  snprintf(v, sizeof(v), "%d", fd);
+  setenv(PP_LINK_FD_ENV, v, 1);
+  snprintf(v, sizeof(v), "%u", rank);
+  setenv("PMI_RANK", v, 1);
+  snprintf(v, sizeof(v), "%u", n);
+  setenv("PMI_SIZE", v, 1);
+  const char *old = getenv("LD_LIBRARY_PATH");
+  snprintf(path, sizeof(path), "%s%s%s", lib_dir(), old && *old ? ":" : "", old ? old : "");
+  setenv("LD_LIBRARY_PATH", path, 1);
+#ifdef PREPOST_MPI_PRELOAD
+  /* a sanitized library needs its runtime first in a program that was not built with it */
+  setenv("LD_PRELOAD", PREPOST_MPI_PRELOAD, 1);
+#endif
+  execvp(prog[0], prog);
+  fprintf(stderr, "prepost mpirun: cannot run '%s': %s\n", prog[0], strerror(errno));
+  _exit(127);
+}
+
+/* Starts the N rank processes, each stopped in the library's constructor until its actor says go. */
+/* Every rank's engine runs the application workload with the no-op callbacks: serve.c drives
+ * it through the simulator's hook (pp_sim_set_hook), polling pp_p2p_test. */
+static enum pp_status rank_callbacks(void *ctx, uint32_t rank, struct pp_app_callbacks *cb,
+                                     void **user_data)
+{
+  (void)rank;
+  pp_app_callbacks_default(cb);
+  *user_data = ctx;
+  return PP_OK;
+}
+
+static int spawn(const struct opts *o, int *fds, pid_t *pids)
+{
+  for (uint32_t i = 0; i < o->n; i++) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      fprintf(stderr, "prepost mpirun: socketpair: %s\n", strerror(errno));
+      return -1;
+    }
+    fflush(NULL);
+    pid_t p = fork();
+    if (p < 0) {
+      fprintf(stderr, "prepost mpirun: fork: %s\n", strerror(errno));
+      close(sv[0]);
+      close(sv[1]);
+      return -1;
+    }
+    if (p == 0) {
+      int child = fcntl(sv[1], F_DUPFD, 3); /* without CLOEXEC: the program inherits it */
+      if (child < 0)
+        _exit(127);
+      exec_rank(o->prog, child, i, o->n);
+    }
+    close(sv[1]);
+    fds[i] = sv[0];
+    pids[i] = p;
+  }
+  return 0;
+}
+
+int pp_mpirun_main(int argc, char **argv)
+{
+  struct opts o = {0};
+  int rc = parse(argc, argv, &o);
+  if (rc >= 0)
+    return rc == 100 ? 0 : rc;
+  static struct pp_scenario sc;
+  uint64_t poll_ns;
+  if ((rc = sim_config(&o, &sc, &poll_ns)) >= 0)
+    return rc;
+  signal(SIGPIPE, SIG_IGN);
+  int *fds = calloc(o.n, sizeof(*fds));
+  pid_t *pids = calloc(o.n, sizeof(*pids));
+  struct pp_mpi_srv *srv = NULL;
+  rc = 2;
+  if (!fds || !pids)
+    goto out;
+  struct pp_p2p_params prm;
+  pp_p2p_params_resolve(&sc.sim.engine, &prm);
+  struct pp_mpi_srv_cfg cfg = {.nranks = o.n, .poll_ns = poll_ns, .max_requests = prm.max_requests};
+  uint32_t started = 0;
+  if (spawn(&o, fds, pids) != 0) {
+    for (; started < o.n && pids[started] > 0; started++)
+      kill(pids[started], SIGKILL);
+    goto out;
+  }
+  if (pp_mpi_srv_create(&cfg, fds, pids, &srv) != PP_OK) {
+    fprintf(stderr, "prepost mpirun: out of memory\n");
+    goto out;
+  }
+  pp_sim_set_hook(pp_mpi_srv_app(srv));
+  struct pp_run_result res;
+  char err[1024];
+  struct pp_sim_app app = {.rank = rank_callbacks, .ctx = srv};
+  enum pp_status s = pp_sim_run_app(&sc.sim, &app, NULL, &res, err, sizeof(err));
+  pp_sim_set_hook(NULL);
+  fflush(NULL);
+  if (s != PP_OK) {
+    fprintf(stderr, "prepost mpirun: %s\n", err);
+    pp_mpi_srv_reap(srv);
+    goto out;
+  }
+  rc = pp_mpi_srv_exit_code(srv);
+  pp_mpi_srv_report(srv, res.sim_time_ns, stderr);
+  if (rc < 0)
+    rc = 3;
+  pp_mpi_srv_reap(srv);
+  pp_run_result_free(&res);
+out:
+  pp_mpi_srv_destroy(srv);
+  free(fds);
+  free(pids);
+  return rc;
+}
