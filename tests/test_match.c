@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/match.h"
+#include "engine/proto/p2p/match.h"
 
 #define ANYS PP_ANY_SOURCE
 #define ANYT PP_ANY_TAG

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/match.h"
+#include "engine/proto/p2p/match.h"
 
 static double now_ns(void)
 {

@@ -38,8 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bugs.h"
-#include "engine_impl.h"
+#include "engine/bugs.h"
+#include "engine/engine_impl.h"
 #include "match.h"
 #include "prepost/names.h"
 
