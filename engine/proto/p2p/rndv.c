@@ -1,0 +1,295 @@
+/* p2p: rendezvous transfers: RGET (RTS, READ, FIN) and pipelined RPUT (CTS, WRITE, FIN). */
+#include "p2p_impl.h"
+
+/* ------------------------------------------------------------------ the work list */
+
+static int free_slot(struct req *r, uint32_t n)
+{
+  for (uint32_t i = 0; i < n; i++)
+    if (!r->rce[i])
+      return (int)i;
+  return -1;
+}
+
+/* Sender of an RPUT: writes the fragments whose CTS arrived. true while some remain. */
+static bool work_rput_send(struct pp_engine *e, struct req *r)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[r->ch];
+  while (r->fq_n && !c->failed) {
+    struct frag *f = &r->fq[r->fq_head];
+    int slot = free_slot(r, 2 * PIPE_MAX);
+    uint16_t nwr = 1; /* send-queue slots the FIN's completion frees */
+    if (c->sq_used >= e->cfg.qp.sq_depth || slot < 0)
+      return true;
+    struct pp_rcache_entry *rce = NULL;
+    if (f->len && r->err != PP_P2P_E_NO_MR) {
+      if (!p2p_reg_turn(p, r)) {
+        p2p_reg_park(p, r);
+        return false;
+      }
+      if (pp_rcache_get(&p->rc, r->buf + f->off, f->len, &rce) != PP_OK) {
+        if (p2p_reg_failed(p, r))
+          return false;
+        r->err = PP_P2P_E_NO_MR; /* this and every later fragment: a FIN without data */
+      } else {
+        p2p_reg_unpark(p, r);
+        r->rce[slot] = rce;
+        p2p_reg_held(p, r);
+      }
+    }
+    if (rce) {
+      /* Unsignalled, its slot comes back with the FIN's completion; but never into the last
+       * free slot: the FIN needs one, and a full send queue of WRs waiting for a FIN that
+       * cannot be posted would never complete. The WRITE that takes the last slot is
+       * signalled and frees its slot itself. */
+      bool sig = c->sq_used + 1 == e->cfg.qp.sq_depth;
+      struct pp_send_wr wr = {
+          .wr_id = WRID(W_WRITE, r->gen, r - p->req),
+          .opcode = PP_WR_RDMA_WRITE,
+          .send_flags = sig ? PP_SEND_SIGNALED : 0,
+          .num_sge = 1,
+          .sg_list = {{.addr = (uint64_t)(uintptr_t)(r->buf + f->off),
+                       .length = f->len,
+                       .lkey = rce->mr.lkey}},
+          .remote_addr = f->addr,
+          .rkey = f->rkey,
+      };
+      c->sq_used++;
+      if (e->ops->post_send(e->nic, c->qpn, &wr) != PP_OK)
+        return false;
+      p->st.fragments++;
+      if (sig)
+        r->wrs++;
+      nwr = sig ? 1 : 2;
+    }
+    /* the FIN follows the WRITE on the same QP: when it arrives, the data is in place */
+    bool aborted = !rce && r->err == PP_P2P_E_NO_MR;
+    struct hdr h = {.type = M_FIN, .flags = aborted ? F_ABORT : 0, .seq = f->idx,
+                    .rreq = r->peer_req, .sreq = handle_of(p, r), .flen = f->len, .off = f->off};
+    r->wrs++;
+    r->fq_head = (r->fq_head + 1) % PIPE_MAX;
+    r->fq_n--;
+    r->fnext++;
+    if (p2p_send_reply(e, r->ch, &h, handle_of(p, r), (uint8_t)(rce ? slot : 0xff), nwr) != PP_OK)
+      return false;
+  }
+  return false;
+}
+
+/* Receiver of an RPUT: exposes the next fragments (a registration with remote write for this
+ * fragment only) and sends their CTS, at most `pipeline` at a time. */
+static bool work_rput_recv(struct pp_engine *e, struct req *r)
+{
+  struct p2p *p = P2P(e);
+  uint32_t window = p->P;
+  while (r->fnext < r->nfrag && r->fnext - r->fdone < window) {
+    uint32_t i = r->fnext, slot = i % window;
+    uint32_t off = (uint32_t)((uint64_t)i * p->prm.frag_size);
+    uint32_t flen = r->got - off < p->prm.frag_size ? r->got - off : p->prm.frag_size;
+    struct pp_mr mr = {0};
+    bool abort = false;
+    if (flen && PP_BUG(&e->cfg, EARLY_CTS) && !(r->flags & R_BUGCTS)) {
+      /* the bug: the CTS goes out first, with whatever the slot holds; the fragment is
+       * registered on the next round */
+      struct hdr h = {.type = M_CTS, .seq = i, .len = r->got, .nfrag = r->nfrag,
+                      .sreq = r->peer_req, .rreq = handle_of(p, r),
+                      .addr = (uint64_t)(uintptr_t)(r->buf + off), .rkey = r->xmr[slot].rkey,
+                      .flen = flen, .off = off};
+      r->flags |= R_BUGCTS;
+      if (p2p_send_reply(e, r->ch, &h, 0, 0, 1) != PP_OK)
+        return false;
+      return true;
+    }
+    if (flen) {
+      if (!p2p_reg_turn(p, r)) {
+        p2p_reg_park(p, r);
+        return false;
+      }
+      if (p2p_reg_xmr(e, r->buf + off, flen, PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE, &mr) !=
+          PP_OK) {
+        if (p2p_reg_failed(p, r))
+          return false;
+        abort = true; /* nothing of ours in flight, none will be: the sender learns by CTS */
+      } else {
+        p2p_reg_unpark(p, r);
+        r->xmr[slot] = mr;
+        p2p_reg_held(p, r);
+      }
+    }
+    if (!abort && (r->flags & R_BUGCTS)) { /* test bug early-cts: its CTS went already */
+      r->flags &= ~R_BUGCTS;
+      r->fnext++;
+      continue;
+    }
+    struct hdr h = {.type = M_CTS,
+                    .flags = abort ? F_ABORT : 0,
+                    .seq = i,
+                    .len = r->got,
+                    .nfrag = r->nfrag,
+                    .sreq = r->peer_req,
+                    .rreq = handle_of(p, r),
+                    .addr = (uint64_t)(uintptr_t)(r->buf + off),
+                    .rkey = mr.rkey,
+                    .flen = flen,
+                    .off = off};
+    r->fnext++;
+    enum pp_status s = p2p_send_reply(e, r->ch, &h, 0, 0, 1);
+    if (abort)
+      p2p_fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
+    if (s != PP_OK || abort)
+      return false;
+  }
+  return false;
+}
+
+/* Receiver of an RGET: reads the message. */
+static bool work_rget_recv(struct pp_engine *e, struct req *r)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[r->ch];
+  if ((r->flags & R_READ) || c->failed)
+    return false;
+  if (c->sq_used >= e->cfg.qp.sq_depth)
+    return true;
+  if (!p2p_reg_turn(p, r)) {
+    p2p_reg_park(p, r);
+    return false;
+  }
+  if (pp_rcache_get(&p->rc, r->buf, r->got, &r->rce[0]) != PP_OK) {
+    if (p2p_reg_failed(p, r))
+      return false;
+    struct hdr f = {.type = M_FIN, .flags = F_RGET | F_ABORT, .sreq = r->peer_req};
+    p2p_fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
+    p2p_send_reply(e, r->ch, &f, 0, 0, 1);
+    return false;
+  }
+  p2p_reg_unpark(p, r);
+  p2p_reg_held(p, r);
+  struct pp_send_wr wr = {
+      .wr_id = WRID(W_READ, r->gen, r - p->req),
+      .opcode = PP_WR_RDMA_READ,
+      .send_flags = PP_SEND_SIGNALED,
+      .num_sge = 1,
+      .sg_list = {{.addr = (uint64_t)(uintptr_t)r->buf, .length = r->got,
+                   .lkey = r->rce[0]->mr.lkey}},
+      .remote_addr = r->raddr,
+      .rkey = r->rkey,
+  };
+  c->sq_used++;
+  r->flags |= R_READ;
+  r->wrs++;
+  e->ops->post_send(e->nic, c->qpn, &wr);
+  return false;
+}
+
+enum pp_status p2p_run_work(struct pp_engine *e)
+{
+  struct p2p *p = P2P(e);
+  struct req *list = p->work;
+  p->work = p->work_tail = NULL;
+  while (list) {
+    struct req *r = list;
+    list = r->next;
+    r->flags &= ~R_WORK;
+    if (r->state == RS_DONE)
+      continue;
+    bool more;
+    if (r->kind == K_SEND)
+      more = work_rput_send(e, r);
+    else if (r->proto == PP_P2P_RNDV_GET)
+      more = work_rget_recv(e, r);
+    else
+      more = work_rput_recv(e, r);
+    if (more)
+      p2p_add_work(p, r);
+  }
+  return PP_OK;
+}
+
+/* CTS at an RPUT sender: the next fragment in order, within the message and the pipeline. */
+enum pp_status p2p_on_cts(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h)
+{
+  struct p2p *p = P2P(e);
+  uint32_t pi = p->ch[x->ch].peer;
+  struct req *r = p2p_reply_req(p, h->sreq, K_SEND, pi);
+  if (!r || r->proto != PP_P2P_RNDV_PUT || !r->await)
+    return p2p_violation(e, now, x, h->type, PP_VF_HANDLE, h->sreq, 0, false);
+  uint32_t idx = r->fnext + r->fq_n; /* the CTSs so far */
+  if (h->flags & ~F_ABORT)
+    return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags, F_ABORT, true);
+  if (idx == 0 && h->len > r->len)
+    return p2p_violation(e, now, x, h->type, PP_VF_LEN, h->len, r->len, true);
+  if (idx > 0 && (h->len != r->plen || h->rreq != r->peer_req))
+    return p2p_violation(e, now, x, h->type, h->len != r->plen ? PP_VF_LEN : PP_VF_HANDLE,
+                     h->len != r->plen ? h->len : h->rreq,
+                     h->len != r->plen ? r->plen : r->peer_req, false);
+  if (h->nfrag != nfrag_of(p, h->len))
+    return p2p_violation(e, now, x, h->type, PP_VF_NFRAG, h->nfrag, nfrag_of(p, h->len), false);
+  if (idx >= h->nfrag || r->fq_n >= p->P)
+    return p2p_violation(e, now, x, h->type, PP_VF_FRAG, h->seq,
+                     idx >= h->nfrag ? h->nfrag - 1ull : r->fnext + p->P - 1ull, true);
+  enum pp_status s = p2p_check_frag(e, now, x, h, idx, h->len);
+  if (s != PP_OK || x->state == RX_DEAD)
+    return s;
+  if (h->flags & F_ABORT) {
+    r->err = PP_P2P_E_NO_MR; /* the receiver could not expose its buffer */
+    r->nfrag = r->fnext;
+    r->await = false;
+    p2p_maybe_complete_send(e, now, r);
+  } else {
+    r->fq[(r->fq_head + r->fq_n) % PIPE_MAX] = (struct frag){
+        .addr = h->addr, .rkey = h->rkey, .off = h->off, .len = h->flen, .idx = h->seq};
+    r->fq_n++;
+    r->nfrag = h->nfrag;
+    r->plen = h->len;
+    r->peer_req = h->rreq;
+    p2p_add_work(p, r);
+  }
+  return p2p_reply_consumed(e, x);
+}
+
+/* FIN: at an RGET sender, the receiver read our buffer (or gave up: F_ABORT); at an RPUT
+ * receiver, the next fragment of ours that got a CTS was written (or not: F_ABORT). */
+enum pp_status p2p_on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h)
+{
+  struct p2p *p = P2P(e);
+  uint32_t pi = p->ch[x->ch].peer;
+  struct req *r;
+  if (h->flags & F_RGET) {
+    r = p2p_reply_req(p, h->sreq, K_SEND, pi);
+    if (!r || r->proto != PP_P2P_RNDV_GET || !r->await)
+      return p2p_violation(e, now, x, h->type, PP_VF_HANDLE, h->sreq, 0, false);
+    if (h->flags & ~(F_RGET | F_ABORT))
+      return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags, F_RGET | F_ABORT, true);
+    if (h->flags & F_ABORT)
+      r->err = PP_P2P_E_NO_MR;
+    r->await = false;
+    p2p_maybe_complete_send(e, now, r);
+    return p2p_reply_consumed(e, x);
+  }
+  r = p2p_reply_req(p, h->rreq, K_RECV, pi);
+  if (!r || r->proto != PP_P2P_RNDV_PUT || h->sreq != r->peer_req)
+    return p2p_violation(e, now, x, h->type, PP_VF_HANDLE, h->rreq, 0, false);
+  if (h->flags & ~F_ABORT)
+    return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags, F_ABORT, true);
+  /* only a fragment whose CTS went (test bug early-cts: one may go before its fnext moved) */
+  uint32_t sent = r->fnext + ((r->flags & R_BUGCTS) ? 1 : 0);
+  if (r->fdone >= sent) /* FINs with this one, against the CTSs that went */
+    return p2p_violation(e, now, x, h->type, PP_VF_FRAG, r->fdone + 1ull, sent, true);
+  enum pp_status s = p2p_check_frag(e, now, x, h, r->fdone, r->got);
+  if (s != PP_OK || x->state == RX_DEAD)
+    return s;
+  if (r->xmr[h->seq % p->P].lkey)
+    p2p_drop_xmr(e, r, h->seq % p->P); /* that fragment is no longer remotely writable */
+  if (h->flags & F_ABORT)
+    r->err = PP_P2P_E_NO_MR;
+  if (++r->fdone == r->nfrag) {
+    p2p_release_regs(e, r);
+    p2p_complete(e, now, r);
+  } else {
+    p2p_add_work(p, r);
+  }
+  return p2p_reply_consumed(e, x);
+}
+
