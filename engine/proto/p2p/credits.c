@@ -195,8 +195,7 @@ static enum pp_status start_sends(struct pp_engine *e, uint32_t pi)
     c->credits--;
     pe->next_ch = (ch - pe->ch0 + 1) % p->prm.channels;
     r->ch = ch;
-    r->state = RS_ACTIVE;
-    p->nactive++;
+    p2p_req_set(p, r, RQ_ACTIVE);
     r->wrs = 1;
     r->await = r->proto != PP_P2P_EAGER || (r->flags & R_SYNC);
     r->xmr[0] = xmr;

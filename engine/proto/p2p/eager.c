@@ -19,8 +19,7 @@ enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, 
   r->got = h->len < r->len ? h->len : r->len;
   r->err = h->len > r->len ? PP_P2P_E_TRUNCATED : PP_P2P_E_OK;
   r->peer_req = h->sreq;
-  r->state = RS_ACTIVE;
-  p->nactive++;
+  p2p_req_set(p, r, RQ_ACTIVE);
   if (h->type == M_EAGER) {
     r->proto = PP_P2P_EAGER;
     if (r->got)
@@ -71,7 +70,7 @@ static enum pp_status deliver(struct pp_engine *e, uint64_t now, struct rx *x)
     return p2p_release_rx(e, x);
   struct pp_mentry *m = pp_match_arrive(&p->match, h->ctx, rank, h->tag);
   if (m) {
-    struct req *r = (struct req *)(void *)m;
+    struct req *r = pp_container_of(m, struct req, me);
     r->flags &= ~R_POSTED;
     return p2p_start_recv(e, now, r, x);
   }

@@ -50,7 +50,7 @@ void p2p_fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead
   pe->pend_tail = NULL;
   for (uint32_t i = 0; i < p->prm.max_requests; i++) {
     struct req *r = &p->req[i];
-    if (r->kind == K_FREE || r->state == RS_DONE)
+    if (r->state == RQ_FREE || r->state == RQ_DONE)
       continue;
     if (r->peer == pi || (r->kind == K_RECV && (r->flags & R_POSTED) && r->rank == pe->rank))
       p2p_fail_as(e, now, r, err, wc);

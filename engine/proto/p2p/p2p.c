@@ -45,7 +45,7 @@ static enum pp_status on_send_wc(struct pp_engine *e, uint64_t now, const struct
       p2p_fail_channel(e, now, x.ch, (uint8_t)wc->status);
       return PP_OK;
     }
-    if (!r || r->kind != K_SEND || r->state != RS_ACTIVE)
+    if (!r || r->kind != K_SEND || r->state != RQ_ACTIVE)
       return PP_OK;
     r->wrs--;
     if (x.type == M_FIN && x.slot != 0xff && r->rce[x.slot])
@@ -58,7 +58,7 @@ static enum pp_status on_send_wc(struct pp_engine *e, uint64_t now, const struct
   if (idx >= p->prm.max_requests)
     return PP_INVALID;
   struct req *r = &p->req[idx];
-  bool mine = r->kind != K_FREE && r->gen == WR_GEN(wc->wr_id) && r->state == RS_ACTIVE;
+  bool mine = r->gen == WR_GEN(wc->wr_id) && r->state == RQ_ACTIVE;
   if (kind == W_READ) {
     if (!mine) /* the request failed with its peer while its READ was in flight: stale */
       return PP_OK;
@@ -185,7 +185,7 @@ static void p2p_destroy(struct pp_engine *e)
   if (!p)
     return;
   for (uint32_t i = 0; p->req && i < p->prm.max_requests; i++)
-    if (p->req[i].kind != K_FREE)
+    if (p->req[i].state != RQ_FREE)
       p2p_release_regs(e, &p->req[i]);
   for (uint32_t i = 0; p->ch && i < p->nch; i++)
     if (p->ch[i].qpn)
@@ -376,7 +376,7 @@ static enum pp_status send_common(struct pp_engine *e, uint64_t now, const void 
     return PP_AGAIN;
   struct peer *pe = &p->peer[pi];
   r->kind = K_SEND;
-  r->state = RS_PENDING;
+  p2p_req_set(p, r, RQ_PENDING);
   r->flags = sync ? R_SYNC : 0;
   r->peer = (uint32_t)pi;
   r->rank = dest;
@@ -437,7 +437,7 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
   if (!r)
     return PP_AGAIN;
   r->kind = K_RECV;
-  r->state = RS_PENDING;
+  p2p_req_set(p, r, RQ_PENDING);
   r->rank = source;
   r->tag = tag;
   r->ctx = ctx;
@@ -455,7 +455,7 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
   struct pp_mentry *m = pp_match_find_unexpected(&p->match, ctx, source, tag);
   enum pp_status s;
   if (m) {
-    struct rx *x = (struct rx *)(void *)m;
+    struct rx *x = pp_container_of(m, struct rx, me);
     pp_match_remove_unexpected(&p->match, m);
     p->nheld--;
     p->depth++; /* start_recv may complete it: the workload hears of it after this call */
@@ -501,7 +501,7 @@ bool pp_p2p_test(struct pp_engine *e, pp_req *req, struct pp_p2p_status *st)
     return true;
   }
   struct req *r = p ? req_of(p, *req) : NULL;
-  if (!r || r->state != RS_DONE || (r->flags & R_AUTO))
+  if (!r || r->state != RQ_DONE || (r->flags & R_AUTO))
     return false;
   if (st)
     fill_status(p, r, st);
@@ -522,7 +522,7 @@ bool pp_p2p_testall(struct pp_engine *e, uint32_t n, pp_req *reqs, struct pp_p2p
     if (reqs[i] == PP_REQ_NULL)
       continue;
     const struct req *r = p ? req_of(p, reqs[i]) : NULL;
-    if (!r || r->state != RS_DONE || (r->flags & R_AUTO))
+    if (!r || r->state != RQ_DONE || (r->flags & R_AUTO))
       return false;
   }
   for (uint32_t i = 0; i < n; i++)
@@ -540,7 +540,7 @@ bool pp_p2p_iprobe(struct pp_engine *e, uint32_t source, uint32_t tag, uint32_t 
   if (!m)
     return false;
   if (st) {
-    const struct rx *x = (const struct rx *)(const void *)m;
+    const struct rx *x = pp_container_of(m, const struct rx, me);
     const struct hdr *h = rx_hdr(p, x);
     *st = (struct pp_p2p_status){
         .source = m->src,

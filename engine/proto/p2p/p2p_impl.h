@@ -57,6 +57,7 @@
 #include <string.h>
 
 #include "engine/bugs.h"
+#include "engine/core/container_of.h"
 #include "engine/engine_impl.h"
 #include "match.h"
 #include "prepost/p2p.h"
@@ -104,7 +105,7 @@ enum { W_RECV = 1, W_TX = 2, W_WRITE = 3, W_READ = 4 };
 enum rx_state { RX_POSTED, RX_HELD, RX_DEAD };
 
 struct rx {
-  struct pp_mentry me; /* the unexpected queue */
+  struct pp_mentry me; /* the unexpected queue (pp_container_of gets the rx back) */
   struct rx *ooo_next; /* held out of order, sorted by seq */
   uint32_t ch;
   uint8_t state;
@@ -143,8 +144,35 @@ struct peer {
   uint8_t fail_wc, fail_err; /* what its requests complete with once it failed */
 };
 
-enum { K_FREE, K_SEND, K_RECV };
-enum { RS_PENDING = 1, RS_ACTIVE, RS_DONE };
+enum { K_SEND = 1, K_RECV };
+
+/* The life of a request, X(id, name). It moves only along P2P_REQ_TRANSITIONS, through
+ * p2p_req_set(), which asserts that (and keeps nactive). */
+#define P2P_REQ_STATE_LIST(X)                                                                      \
+  X(FREE, "free")       /* on the free list; its handles are stale */                             \
+  X(PENDING, "pending") /* send: queued at its peer; receive: posted, not matched yet */          \
+  X(ACTIVE, "active")   /* started: its transfer runs (counted in nactive) */                     \
+  X(DONE, "done")       /* complete: on the done list or waiting for pp_p2p_test */
+
+enum req_state {
+#define PP_X(id, name) RQ_##id,
+  P2P_REQ_STATE_LIST(PP_X)
+#undef PP_X
+  RQ_COUNT
+};
+
+/* X(from, to): every transition a request may make. */
+#define P2P_REQ_TRANSITIONS(X)                                                                     \
+  X(FREE, PENDING)   /* isend, issend, irecv */                                                   \
+  X(PENDING, ACTIVE) /* a send started (credit, channel, buffer), a receive matched */            \
+  X(PENDING, DONE)   /* failed with its peer, cancelled, or a send given up (no MR) */            \
+  X(PENDING, FREE)   /* a receive the posted queue refused (PP_LIMIT): never handed out */        \
+  X(ACTIVE, DONE)    /* its transfer is over, or failed */                                        \
+  X(DONE, FREE)      /* pp_p2p_test took it, or its automatic callback ran */
+
+#define P2P_REQ_BIT(from, to) | 1u << (RQ_##from * RQ_COUNT + RQ_##to)
+#define P2P_REQ_ALLOWED (0u P2P_REQ_TRANSITIONS(P2P_REQ_BIT))
+_Static_assert(RQ_COUNT * RQ_COUNT <= 32, "the transitions fit a 32-bit mask");
 enum {
   R_SYNC = 1,
   R_AUTO = 2,     /* made by pp_proto_ops send/recv: freed after its callback */
@@ -165,7 +193,7 @@ struct frag {
 };
 
 struct req {
-  struct pp_mentry me;
+  struct pp_mentry me; /* the posted-receive queue (pp_container_of gets the req back) */
   uint32_t gen;
   uint8_t kind, state, proto, err, wc;
   uint16_t flags;
@@ -307,7 +335,7 @@ static inline struct req *req_of(const struct p2p *p, uint64_t h)
   if (i == 0 || i > p->prm.max_requests)
     return NULL;
   struct req *r = &p->req[i - 1];
-  return r->kind != K_FREE && r->gen == (uint32_t)(h >> 32) ? r : NULL;
+  return r->state != RQ_FREE && r->gen == (uint32_t)(h >> 32) ? r : NULL;
 }
 
 static inline struct req *req_alloc(struct p2p *p)
@@ -328,10 +356,32 @@ static inline struct req *req_alloc(struct p2p *p)
   return r;
 }
 
+/* false, after saying which, for a transition the table does not have (an assert's message). */
+bool p2p_req_bad_transition(const struct p2p *p, const struct req *r, enum req_state to);
+const char *p2p_req_state_name(enum req_state s);
+
+static inline bool p2p_req_may(enum req_state from, enum req_state to)
+{
+  return (P2P_REQ_ALLOWED >> (from * RQ_COUNT + to)) & 1u;
+}
+
+/* The one place a request changes state. */
+static inline void p2p_req_set(struct p2p *p, struct req *r, enum req_state to)
+{
+  assert(p2p_req_may((enum req_state)r->state, to) || p2p_req_bad_transition(p, r, to));
+  if (r->state == RQ_ACTIVE) {
+    assert(p->nactive > 0);
+    p->nactive--;
+  }
+  if (to == RQ_ACTIVE)
+    p->nactive++;
+  r->state = (uint8_t)to;
+}
+
 /* The slot goes back to the free list; its handles go stale. */
 static inline void p2p_req_free(struct p2p *p, struct req *r)
 {
-  r->kind = K_FREE;
+  p2p_req_set(p, r, RQ_FREE);
   r->gen = (r->gen + 1) & 0xfffffff;
   r->next = p->freereq;
   p->freereq = r;

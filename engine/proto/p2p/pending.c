@@ -31,7 +31,7 @@ static void pending_send(const struct pp_engine *e, const struct p2p *p, const s
                          struct pp_wait *out, size_t max, size_t *n)
 {
   const char *pn = pp_p2p_proto_name((enum pp_p2p_proto)r->proto);
-  if (r->state == RS_PENDING) {
+  if (r->state == RQ_PENDING) {
     int32_t pi = p->peer_of[r->rank];
     uint32_t cr = 0, rcr = 0, sq = 0;
     if (pi >= 0)
@@ -129,9 +129,11 @@ size_t p2p_pending(const struct pp_engine *e, struct pp_wait *out, size_t max)
     return 0;
   for (uint32_t i = 0; i < p->prm.max_requests; i++) {
     const struct req *r = &p->req[i];
-    if (r->kind == K_SEND && r->state != RS_DONE && r->state)
+    if (r->state == RQ_FREE || r->state == RQ_DONE)
+      continue;
+    if (r->kind == K_SEND)
       pending_send(e, p, r, out, max, &n);
-    else if (r->kind == K_RECV && r->state != RS_DONE)
+    else
       pending_recv(p, r, out, max, &n);
   }
   pending_held(p, out, max, &n);

@@ -1,7 +1,29 @@
 /* p2p: the request table, handles, the work list, completion and the done list. */
 #include "p2p_impl.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "prepost/names.h"
+
+static const char *const req_state_names[] = {
+#define PP_X(id, name) [RQ_##id] = name,
+    P2P_REQ_STATE_LIST(PP_X)
+#undef PP_X
+};
+
+const char *p2p_req_state_name(enum req_state s)
+{
+  return pp_name_of(req_state_names, PP_NAMES_COUNT(req_state_names), s);
+}
+
+bool p2p_req_bad_transition(const struct p2p *p, const struct req *r, enum req_state to)
+{
+  fprintf(stderr, "p2p: request %u (%s): %s -> %s is not a transition of P2P_REQ_TRANSITIONS\n",
+          (unsigned)(r - p->req), r->kind == K_SEND ? "send" : "receive",
+          p2p_req_state_name((enum req_state)r->state), p2p_req_state_name(to));
+  return false;
+}
 
 void p2p_add_work(struct p2p *p, struct req *r)
 {
@@ -60,9 +82,7 @@ void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r)
   struct p2p *p = P2P(e);
   remove_work(p, r);
   p2p_reg_unpark(p, r);
-  if (r->state == RS_ACTIVE)
-    p->nactive--;
-  r->state = RS_DONE;
+  p2p_req_set(p, r, RQ_DONE);
   r->done_ns = now;
   if (r->kind == K_RECV) {
     if (r->err == PP_P2P_E_OK || r->err == PP_P2P_E_TRUNCATED)
@@ -116,7 +136,7 @@ enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now)
       p->done_tail = NULL;
     r->flags &= ~R_DONEQ;
     if (r->flags & R_RELEASED) {
-      r->kind = K_FREE; /* its handle already went stale in pp_p2p_test */
+      p2p_req_set(p, r, RQ_FREE); /* its handle already went stale in pp_p2p_test */
       r->next = p->freereq;
       p->freereq = r;
       continue;
@@ -135,7 +155,7 @@ enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now)
 
 void p2p_fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, uint8_t wc)
 {
-  if (r->state == RS_DONE)
+  if (r->state == RQ_DONE)
     return;
   p2p_release_regs(e, r);
   r->err = err;
@@ -150,7 +170,7 @@ void p2p_fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, 
 void p2p_maybe_complete_send(struct pp_engine *e, uint64_t now, struct req *r)
 {
   struct p2p *p = P2P(e);
-  if (r->wrs || r->await || r->fq_n || r->state == RS_DONE)
+  if (r->wrs || r->await || r->fq_n || r->state == RQ_DONE)
     return;
   (void)p;
   p2p_release_regs(e, r);
@@ -162,6 +182,6 @@ void p2p_maybe_complete_send(struct pp_engine *e, uint64_t now, struct req *r)
 struct req *p2p_reply_req(struct p2p *p, uint64_t h, uint8_t kind, uint32_t pi)
 {
   struct req *r = req_of(p, h);
-  return r && r->kind == kind && r->state == RS_ACTIVE && r->peer == pi ? r : NULL;
+  return r && r->kind == kind && r->state == RQ_ACTIVE && r->peer == pi ? r : NULL;
 }
 

@@ -192,7 +192,7 @@ enum pp_status p2p_run_work(struct pp_engine *e)
     struct req *r = list;
     list = r->next;
     r->flags &= ~R_WORK;
-    if (r->state == RS_DONE)
+    if (r->state == RQ_DONE)
       continue;
     bool more;
     if (r->kind == K_SEND)
