@@ -31,7 +31,8 @@ enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, 
       if (s != PP_OK)
         return s;
     }
-    p2p_complete(e, now, r);
+    if (r->state != RQ_DONE) /* else failed with its peer: the ACK could not be posted */
+      p2p_complete(e, now, r);
     return p2p_release_rx(e, x);
   }
   if (p->peer[c->peer].failed) { /* a rendezvous with a dead peer can never transfer */

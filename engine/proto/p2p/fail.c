@@ -70,3 +70,12 @@ void p2p_fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint8_t wc
   p2p_fail_peer(e, now, c->peer, ch, PP_P2P_E_FAILED, wc);
 }
 
+
+/* The NIC refused to post a control message (CREDIT, CTS, FIN, ACK) on channel ch: the credits
+ * or the reply it carried are lost, so the peer's requests would wait for them forever. The
+ * peer fails as if its QP had (every channel to ERROR, its requests PP_P2P_E_FAILED). */
+void p2p_post_refused(struct pp_engine *e, uint32_t ch)
+{
+  struct p2p *p = P2P(e);
+  p2p_fail_peer(e, p->now, p->ch[ch].peer, UINT32_MAX, PP_P2P_E_FAILED, PP_WC_LOC_QP_OP_ERR);
+}

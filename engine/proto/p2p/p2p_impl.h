@@ -70,7 +70,9 @@ enum msg_type { M_EAGER = 1, M_RTS, M_CTS, M_FIN, M_ACK, M_CREDIT };
 /* F_ABORT: an RTS, CTS or FIN of a transfer given up because a buffer could not be registered
  * (PP_P2P_E_NO_MR): an RTS keeps its place in the sequence and is dropped by the receiver, a CTS
  * or FIN ends the peer's side of the transfer with the same error. */
-enum { F_SYNC = 1, F_RGET = 2, F_ABORT = 4 };
+/* F_FAILED, with F_ABORT on a FIN: the peer gave up because its NIC refused the READ (RGET) or a
+ * WRITE (RPUT) of the transfer; the request fails with PP_P2P_E_FAILED rather than NO_MR. */
+enum { F_SYNC = 1, F_RGET = 2, F_ABORT = 4, F_FAILED = 8 };
 
 /* The wire header at the start of every SEND (fixed-width fields, host order: both ends are
  * the same build). */
@@ -436,6 +438,7 @@ enum pp_status p2p_start_all(struct pp_engine *e);
 void p2p_fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead, uint8_t err,
                    uint8_t wc);
 void p2p_fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint8_t wc);
+void p2p_post_refused(struct pp_engine *e, uint32_t ch);
 
 /* wire.c */
 enum pp_status p2p_violation(struct pp_engine *e, uint64_t now, struct rx *x, uint8_t type,

@@ -11,67 +11,109 @@ static int free_slot(struct req *r, uint32_t n)
   return -1;
 }
 
+/* An RPUT sender that gave up writing (no registration: PP_P2P_E_NO_MR; a refused WRITE:
+ * PP_P2P_E_FAILED): this and every later fragment go as a FIN without data (F_ABORT). */
+static bool rput_given_up(const struct req *r)
+{
+  return r->err == PP_P2P_E_NO_MR || r->err == PP_P2P_E_FAILED;
+}
+
+/* The local registration of fragment f's bytes into r->rce[slot] (*rce; NULL when r gives up,
+ * PP_P2P_E_NO_MR). false: r waits in line for one. */
+static bool frag_reg(struct p2p *p, struct req *r, const struct frag *f, int slot,
+                     struct pp_rcache_entry **rce)
+{
+  if (!p2p_reg_turn(p, r)) {
+    p2p_reg_park(p, r);
+    return false;
+  }
+  if (pp_rcache_get(&p->rc, r->buf + f->off, f->len, rce) != PP_OK) {
+    *rce = NULL;
+    if (p2p_reg_failed(p, r))
+      return false;
+    r->err = PP_P2P_E_NO_MR; /* this and every later fragment: a FIN without data */
+    return true;
+  }
+  p2p_reg_unpark(p, r);
+  r->rce[slot] = *rce;
+  p2p_reg_held(p, r);
+  return true;
+}
+
+/* Posts the WRITE of fragment f from r->rce[slot]; *nwr: the send-queue slots the FIN's
+ * completion will free. false: the NIC refused it, the registration is released and r gives
+ * up (PP_P2P_E_FAILED). */
+static bool frag_write(struct pp_engine *e, struct req *r, const struct frag *f, int slot,
+                       uint16_t *nwr)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[r->ch];
+  /* Unsignalled, its slot comes back with the FIN's completion; but never into the last free
+   * slot: the FIN needs one, and a full send queue of WRs waiting for a FIN that cannot be
+   * posted would never complete. The WRITE that takes the last slot is signalled and frees its
+   * slot itself. */
+  bool sig = c->sq_used + 1 == e->cfg.qp.sq_depth;
+  struct pp_send_wr wr = {
+      .wr_id = WRID(W_WRITE, r->gen, r - p->req),
+      .opcode = PP_WR_RDMA_WRITE,
+      .send_flags = sig ? PP_SEND_SIGNALED : 0,
+      .num_sge = 1,
+      .sg_list = {{.addr = (uint64_t)(uintptr_t)(r->buf + f->off),
+                   .length = f->len,
+                   .lkey = r->rce[slot]->mr.lkey}},
+      .remote_addr = f->addr,
+      .rkey = f->rkey,
+  };
+  if (e->ops->post_send(e->nic, c->qpn, &wr) != PP_OK) {
+    p2p_put_rce(p, r, (uint32_t)slot);
+    r->err = PP_P2P_E_FAILED;
+    r->wc = PP_WC_LOC_QP_OP_ERR;
+    return false;
+  }
+  c->sq_used++;
+  assert(c->sq_used <= e->cfg.qp.sq_depth);
+  p->st.fragments++;
+  if (sig)
+    r->wrs++;
+  *nwr = sig ? 1 : 2;
+  return true;
+}
+
+/* Queues the FIN of fragment f (after its WRITE on the same QP: when the FIN arrives, the data
+ * is in place), or an aborted one without data; slot: the registration its completion
+ * releases (-1: none). */
+static enum pp_status frag_fin(struct pp_engine *e, struct req *r, const struct frag *f, int slot,
+                               uint16_t nwr)
+{
+  struct p2p *p = P2P(e);
+  bool aborted = slot < 0 && rput_given_up(r);
+  uint8_t flags = aborted ? (uint8_t)(F_ABORT | (r->err == PP_P2P_E_FAILED ? F_FAILED : 0)) : 0;
+  struct hdr h = {.type = M_FIN, .flags = flags, .seq = f->idx, .rreq = r->peer_req,
+                  .sreq = handle_of(p, r), .flen = f->len, .off = f->off};
+  r->wrs++;
+  r->fq_head = (r->fq_head + 1) % PIPE_MAX;
+  r->fq_n--;
+  r->fnext++;
+  return p2p_send_reply(e, r->ch, &h, handle_of(p, r), (uint8_t)(slot >= 0 ? slot : 0xff), nwr);
+}
+
 /* Sender of an RPUT: writes the fragments whose CTS arrived. true while some remain. */
 static bool work_rput_send(struct pp_engine *e, struct req *r)
 {
   struct p2p *p = P2P(e);
   struct chan *c = &p->ch[r->ch];
   while (r->fq_n && !c->failed) {
-    struct frag *f = &r->fq[r->fq_head];
+    const struct frag *f = &r->fq[r->fq_head];
     int slot = free_slot(r, 2 * PIPE_MAX);
     uint16_t nwr = 1; /* send-queue slots the FIN's completion frees */
     if (c->sq_used >= e->cfg.qp.sq_depth || slot < 0)
       return true;
     struct pp_rcache_entry *rce = NULL;
-    if (f->len && r->err != PP_P2P_E_NO_MR) {
-      if (!p2p_reg_turn(p, r)) {
-        p2p_reg_park(p, r);
-        return false;
-      }
-      if (pp_rcache_get(&p->rc, r->buf + f->off, f->len, &rce) != PP_OK) {
-        if (p2p_reg_failed(p, r))
-          return false;
-        r->err = PP_P2P_E_NO_MR; /* this and every later fragment: a FIN without data */
-      } else {
-        p2p_reg_unpark(p, r);
-        r->rce[slot] = rce;
-        p2p_reg_held(p, r);
-      }
-    }
-    if (rce) {
-      /* Unsignalled, its slot comes back with the FIN's completion; but never into the last
-       * free slot: the FIN needs one, and a full send queue of WRs waiting for a FIN that
-       * cannot be posted would never complete. The WRITE that takes the last slot is
-       * signalled and frees its slot itself. */
-      bool sig = c->sq_used + 1 == e->cfg.qp.sq_depth;
-      struct pp_send_wr wr = {
-          .wr_id = WRID(W_WRITE, r->gen, r - p->req),
-          .opcode = PP_WR_RDMA_WRITE,
-          .send_flags = sig ? PP_SEND_SIGNALED : 0,
-          .num_sge = 1,
-          .sg_list = {{.addr = (uint64_t)(uintptr_t)(r->buf + f->off),
-                       .length = f->len,
-                       .lkey = rce->mr.lkey}},
-          .remote_addr = f->addr,
-          .rkey = f->rkey,
-      };
-      c->sq_used++;
-      if (e->ops->post_send(e->nic, c->qpn, &wr) != PP_OK)
-        return false;
-      p->st.fragments++;
-      if (sig)
-        r->wrs++;
-      nwr = sig ? 1 : 2;
-    }
-    /* the FIN follows the WRITE on the same QP: when it arrives, the data is in place */
-    bool aborted = !rce && r->err == PP_P2P_E_NO_MR;
-    struct hdr h = {.type = M_FIN, .flags = aborted ? F_ABORT : 0, .seq = f->idx,
-                    .rreq = r->peer_req, .sreq = handle_of(p, r), .flen = f->len, .off = f->off};
-    r->wrs++;
-    r->fq_head = (r->fq_head + 1) % PIPE_MAX;
-    r->fq_n--;
-    r->fnext++;
-    if (p2p_send_reply(e, r->ch, &h, handle_of(p, r), (uint8_t)(rce ? slot : 0xff), nwr) != PP_OK)
+    if (f->len && !rput_given_up(r) && !frag_reg(p, r, f, slot, &rce))
+      return false;
+    if (rce && !frag_write(e, r, f, slot, &nwr))
+      rce = NULL;
+    if (frag_fin(e, r, f, rce ? slot : -1, nwr) != PP_OK)
       return false;
   }
   return false;
@@ -143,6 +185,19 @@ static bool work_rput_recv(struct pp_engine *e, struct req *r)
   return false;
 }
 
+/* The receiver of an RGET gives up (no registration for its buffer, or a READ the NIC refused):
+ * it fails with err / wc, its registration released, and the sender learns by an aborted FIN
+ * (F_FAILED: for a refused READ), at which it fails too and revokes the read access it gave. */
+static void rget_abort(struct pp_engine *e, struct req *r, uint8_t err, uint8_t wc)
+{
+  struct p2p *p = P2P(e);
+  uint8_t flags = (uint8_t)(F_RGET | F_ABORT | (err == PP_P2P_E_FAILED ? F_FAILED : 0));
+  struct hdr f = {.type = M_FIN, .flags = flags, .sreq = r->peer_req};
+  p2p_fail_as(e, p->now, r, err, wc);
+  if (p2p_send_reply(e, r->ch, &f, 0, 0, 1) != PP_OK)
+    p2p_post_refused(e, r->ch); /* no send buffer for it: cannot happen, the pool covers it */
+}
+
 /* Receiver of an RGET: reads the message. */
 static bool work_rget_recv(struct pp_engine *e, struct req *r)
 {
@@ -159,9 +214,7 @@ static bool work_rget_recv(struct pp_engine *e, struct req *r)
   if (pp_rcache_get(&p->rc, r->buf, r->got, &r->rce[0]) != PP_OK) {
     if (p2p_reg_failed(p, r))
       return false;
-    struct hdr f = {.type = M_FIN, .flags = F_RGET | F_ABORT, .sreq = r->peer_req};
-    p2p_fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
-    p2p_send_reply(e, r->ch, &f, 0, 0, 1);
+    rget_abort(e, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
     return false;
   }
   p2p_reg_unpark(p, r);
@@ -176,10 +229,14 @@ static bool work_rget_recv(struct pp_engine *e, struct req *r)
       .remote_addr = r->raddr,
       .rkey = r->rkey,
   };
+  if (e->ops->post_send(e->nic, c->qpn, &wr) != PP_OK) {
+    rget_abort(e, r, PP_P2P_E_FAILED, PP_WC_LOC_QP_OP_ERR);
+    return false;
+  }
   c->sq_used++;
+  assert(c->sq_used <= e->cfg.qp.sq_depth);
   r->flags |= R_READ;
   r->wrs++;
-  e->ops->post_send(e->nic, c->qpn, &wr);
   return false;
 }
 
@@ -249,6 +306,24 @@ enum pp_status p2p_on_cts(struct pp_engine *e, uint64_t now, struct rx *x, const
   return p2p_reply_consumed(e, x);
 }
 
+/* A FIN's flags: `kind` (F_RGET or 0), F_ABORT, and F_FAILED only with F_ABORT. */
+static bool fin_flags_ok(uint8_t flags, uint8_t kind)
+{
+  return !(flags & ~(kind | F_ABORT | F_FAILED)) && (flags & F_RGET) == kind &&
+         (!(flags & F_FAILED) || (flags & F_ABORT));
+}
+
+/* An aborted FIN: the peer gave up the transfer, for want of a registration (PP_P2P_E_NO_MR) or
+ * because its NIC refused the READ or WRITE (F_FAILED: PP_P2P_E_FAILED, REM_ABORT_ERR). */
+static void fin_abort(struct req *r, uint8_t flags)
+{
+  if (!(flags & F_ABORT))
+    return;
+  r->err = (flags & F_FAILED) ? PP_P2P_E_FAILED : PP_P2P_E_NO_MR;
+  if (flags & F_FAILED)
+    r->wc = PP_WC_REM_ABORT_ERR;
+}
+
 /* FIN: at an RGET sender, the receiver read our buffer (or gave up: F_ABORT); at an RPUT
  * receiver, the next fragment of ours that got a CTS was written (or not: F_ABORT). */
 enum pp_status p2p_on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h)
@@ -260,10 +335,10 @@ enum pp_status p2p_on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const
     r = p2p_reply_req(p, h->sreq, K_SEND, pi);
     if (!r || r->proto != PP_P2P_RNDV_GET || !r->await)
       return p2p_violation(e, now, x, h->type, PP_VF_HANDLE, h->sreq, 0, false);
-    if (h->flags & ~(F_RGET | F_ABORT))
-      return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags, F_RGET | F_ABORT, true);
-    if (h->flags & F_ABORT)
-      r->err = PP_P2P_E_NO_MR;
+    if (!fin_flags_ok(h->flags, F_RGET))
+      return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags,
+                           F_RGET | F_ABORT | F_FAILED, true);
+    fin_abort(r, h->flags);
     r->await = false;
     p2p_maybe_complete_send(e, now, r);
     return p2p_reply_consumed(e, x);
@@ -271,8 +346,8 @@ enum pp_status p2p_on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const
   r = p2p_reply_req(p, h->rreq, K_RECV, pi);
   if (!r || r->proto != PP_P2P_RNDV_PUT || h->sreq != r->peer_req)
     return p2p_violation(e, now, x, h->type, PP_VF_HANDLE, h->rreq, 0, false);
-  if (h->flags & ~F_ABORT)
-    return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags, F_ABORT, true);
+  if (!fin_flags_ok(h->flags, 0))
+    return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags, F_ABORT | F_FAILED, true);
   /* only a fragment whose CTS went (test bug early-cts: one may go before its fnext moved) */
   uint32_t sent = r->fnext + ((r->flags & R_BUGCTS) ? 1 : 0);
   if (r->fdone >= sent) /* FINs with this one, against the CTSs that went */
@@ -282,8 +357,7 @@ enum pp_status p2p_on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const
     return s;
   if (r->xmr[h->seq % p->P].lkey)
     p2p_drop_xmr(e, r, h->seq % p->P); /* that fragment is no longer remotely writable */
-  if (h->flags & F_ABORT)
-    r->err = PP_P2P_E_NO_MR;
+  fin_abort(r, h->flags);
   if (++r->fdone == r->nfrag) {
     p2p_release_regs(e, r);
     p2p_complete(e, now, r);
