@@ -168,6 +168,7 @@ enum pp_status p2p_release_rx(struct pp_engine *e, struct rx *r)
   enum pp_status s = p2p_post_rx(e, r);
   if (s != PP_OK)
     return s;
+  assert(c->inuse > 0);
   c->inuse--;
   c->owed++;
   return credit_check(e, r->ch);

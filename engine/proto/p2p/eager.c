@@ -5,6 +5,27 @@
 
 /* ------------------------------------------------------------------ receiving */
 
+/* An EAGER message matched receive r (x: its buffer): copied, ACKed when synchronous. */
+static enum pp_status eager_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x)
+{
+  struct p2p *p = P2P(e);
+  const struct hdr *h = rx_hdr(p, x);
+  r->proto = PP_P2P_EAGER;
+  if (r->got)
+    memcpy(r->buf, (const uint8_t *)h + HDR, r->got);
+  if (h->flags & F_SYNC) {
+    struct hdr a = {.type = M_ACK, .sreq = h->sreq};
+    p->st.sync_acks++;
+    enum pp_status s = p2p_send_reply(e, x->ch, &a, 0, 0, 1);
+    if (s != PP_OK)
+      return s;
+  }
+  if (r->state != RQ_DONE) /* else failed with its peer: the ACK could not be posted */
+    p2p_complete(e, now, r);
+  return p2p_release_rx(e, x);
+}
+
+/* Receive r matched the message in x: it takes the message's source, tag and length. */
 enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x)
 {
   struct p2p *p = P2P(e);
@@ -20,45 +41,9 @@ enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, 
   r->err = h->len > r->len ? PP_P2P_E_TRUNCATED : PP_P2P_E_OK;
   r->peer_req = h->sreq;
   p2p_req_set(p, r, RQ_ACTIVE);
-  if (h->type == M_EAGER) {
-    r->proto = PP_P2P_EAGER;
-    if (r->got)
-      memcpy(r->buf, (const uint8_t *)h + HDR, r->got);
-    if (h->flags & F_SYNC) {
-      struct hdr a = {.type = M_ACK, .sreq = h->sreq};
-      p->st.sync_acks++;
-      enum pp_status s = p2p_send_reply(e, x->ch, &a, 0, 0, 1);
-      if (s != PP_OK)
-        return s;
-    }
-    if (r->state != RQ_DONE) /* else failed with its peer: the ACK could not be posted */
-      p2p_complete(e, now, r);
-    return p2p_release_rx(e, x);
-  }
-  if (p->peer[c->peer].failed) { /* a rendezvous with a dead peer can never transfer */
-    r->proto = (h->flags & F_RGET) ? PP_P2P_RNDV_GET : PP_P2P_RNDV_PUT;
-    p2p_fail_as(e, now, r, p->peer[c->peer].fail_err, p->peer[c->peer].fail_wc);
-    return p2p_release_rx(e, x);
-  }
-  if (h->flags & F_RGET) {
-    r->proto = PP_P2P_RNDV_GET;
-    r->raddr = h->addr;
-    r->rkey = h->rkey;
-    enum pp_status s = p2p_release_rx(e, x);
-    if (s != PP_OK)
-      return s;
-    if (r->got == 0) {
-      struct hdr f = {.type = M_FIN, .flags = F_RGET, .sreq = r->peer_req};
-      p2p_complete(e, now, r);
-      return p2p_send_reply(e, r->ch, &f, 0, 0, 1);
-    }
-    p2p_add_work(p, r);
-    return PP_OK;
-  }
-  r->proto = PP_P2P_RNDV_PUT;
-  r->nfrag = nfrag_of(p, r->got);
-  p2p_add_work(p, r);
-  return p2p_release_rx(e, x);
+  if (h->type == M_EAGER)
+    return eager_recv(e, now, r, x);
+  return p2p_rndv_start(e, now, r, x);
 }
 
 /* A matching message, in sequence: to its receive, or into the unexpected queue. */

@@ -44,6 +44,7 @@ void p2p_fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead
   while (pe->pend_head) {
     struct req *r = pe->pend_head;
     pe->pend_head = r->next;
+    assert(p->npending > 0);
     p->npending--;
     p2p_fail_as(e, now, r, err, wc);
   }

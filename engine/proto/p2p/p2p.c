@@ -29,73 +29,55 @@ static enum pp_status progress(struct pp_engine *e)
   return s;
 }
 
+/* The completion of tx slot idx (a SEND: EAGER, RTS or a control message). */
+static enum pp_status tx_done(struct pp_engine *e, uint64_t now, const struct pp_wc *wc,
+                              uint32_t idx)
+{
+  struct p2p *p = P2P(e);
+  if (idx >= p->big.n + p->small.n)
+    return PP_INVALID;
+  struct tx x = p->tx[idx];
+  struct chan *c = &p->ch[x.ch];
+  assert(c->sq_used >= x.nwr);
+  c->sq_used -= x.nwr;
+  tx_free(p, idx);
+  struct req *r = x.req ? req_of(p, x.req) : NULL;
+  if (wc->status != PP_WC_SUCCESS) {
+    p2p_fail_channel(e, now, x.ch, (uint8_t)wc->status);
+    return PP_OK;
+  }
+  if (!r || r->kind != K_SEND || r->state != RQ_ACTIVE)
+    return PP_OK;
+  assert(r->wrs > 0);
+  r->wrs--;
+  if (x.type == M_FIN && x.slot != 0xff && r->rce[x.slot])
+    p2p_put_rce(p, r, x.slot);
+  if (x.type == M_FIN && r->fnext == r->nfrag && r->fq_n == 0)
+    r->await = false;
+  p2p_maybe_complete_send(e, now, r);
+  return PP_OK;
+}
+
 static enum pp_status on_send_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
 {
   struct p2p *p = P2P(e);
   uint32_t kind = WR_KIND(wc->wr_id), idx = WR_IDX(wc->wr_id);
-  if (kind == W_TX) {
-    if (idx >= p->big.n + p->small.n)
-      return PP_INVALID;
-    struct tx x = p->tx[idx];
-    struct chan *c = &p->ch[x.ch];
-    c->sq_used -= x.nwr;
-    tx_free(p, idx);
-    struct req *r = x.req ? req_of(p, x.req) : NULL;
-    if (wc->status != PP_WC_SUCCESS) {
-      p2p_fail_channel(e, now, x.ch, (uint8_t)wc->status);
-      return PP_OK;
-    }
-    if (!r || r->kind != K_SEND || r->state != RQ_ACTIVE)
-      return PP_OK;
-    r->wrs--;
-    if (x.type == M_FIN && x.slot != 0xff && r->rce[x.slot])
-      p2p_put_rce(p, r, x.slot);
-    if (x.type == M_FIN && r->fnext == r->nfrag && r->fq_n == 0)
-      r->await = false;
-    p2p_maybe_complete_send(e, now, r);
-    return PP_OK;
-  }
-  if (idx >= p->prm.max_requests)
+  if (kind == W_TX)
+    return tx_done(e, now, wc, idx);
+  if (idx >= p->prm.max_requests || (kind != W_READ && kind != W_WRITE))
     return PP_INVALID;
   struct req *r = &p->req[idx];
-  bool mine = r->gen == WR_GEN(wc->wr_id) && r->state == RQ_ACTIVE;
-  if (kind == W_READ) {
-    if (!mine) /* the request failed with its peer while its READ was in flight: stale */
-      return PP_OK;
-    p->ch[r->ch].sq_used--;
-    if (wc->status != PP_WC_SUCCESS) {
-      p2p_fail_channel(e, now, r->ch, (uint8_t)wc->status);
-      return PP_OK;
-    }
-    r->wrs--;
-    p2p_put_rce(p, r, 0);
-    struct hdr f = {.type = M_FIN, .flags = F_RGET, .sreq = r->peer_req};
-    p2p_complete(e, now, r);
-    return p2p_send_reply(e, r->ch, &f, 0, 0, 1);
-  }
-  if (kind == W_WRITE) { /* errors, and the WRITEs that took a send queue's last slot */
-    if (!mine)
-      return PP_OK; /* the request failed with its peer meanwhile */
-    if (wc->status != PP_WC_SUCCESS) {
-      p2p_fail_channel(e, now, r->ch, (uint8_t)wc->status);
-      return PP_OK;
-    }
-    p->ch[r->ch].sq_used--;
-    r->wrs--;
-    p2p_maybe_complete_send(e, now, r);
+  /* not ours any more: the request failed with its peer while the WR was in flight (stale) */
+  if (r->gen != WR_GEN(wc->wr_id) || r->state != RQ_ACTIVE)
     return PP_OK;
-  }
-  return PP_INVALID;
+  return kind == W_READ ? p2p_read_done(e, now, r, wc) : p2p_write_done(e, now, r, wc);
 }
 
 /* ------------------------------------------------------------------ pp_proto_ops */
 
-static enum pp_status p2p_create(struct pp_engine *e)
+/* The derived sizes (see p2p_impl.h: D, R, C, T per QP) and the handle nonce. */
+static void p2p_sizes(struct pp_engine *e, struct p2p *p)
 {
-  struct p2p *p = calloc(1, sizeof(*p));
-  if (!p)
-    return PP_NOMEM;
-  e->ps = p;
   pp_p2p_params_resolve(&e->cfg, &p->prm);
   const struct pp_p2p_params *m = &p->prm;
   p->D = m->credits;
@@ -113,6 +95,12 @@ static enum pp_status p2p_create(struct pp_engine *e)
   p->npeer = e->npeers;
   p->nch = p->npeer * m->channels;
   p->ntotal_rx = p->nch * p->nrx;
+}
+
+/* Every table and buffer, once (nothing is allocated after creation). */
+static enum pp_status p2p_alloc(struct pp_engine *e, struct p2p *p)
+{
+  const struct pp_p2p_params *m = &p->prm;
   p->peer_of = malloc(e->cfg.nranks * sizeof(*p->peer_of));
   p->ch = calloc(p->nch ? p->nch : 1, sizeof(*p->ch));
   p->rx = calloc(p->ntotal_rx ? p->ntotal_rx : 1, sizeof(*p->rx));
@@ -131,6 +119,13 @@ static enum pp_status p2p_create(struct pp_engine *e)
   if (!p->peer_of || !p->ch || !p->rx || !p->rxbuf || !p->tx || !p->big.buf || !p->small.buf ||
       !p->req || !p->rec)
     return PP_NOMEM;
+  return PP_OK;
+}
+
+/* The free lists (requests, send buffers), the matching queues and the registration cache. */
+static enum pp_status p2p_lists(struct pp_engine *e, struct p2p *p)
+{
+  const struct pp_p2p_params *m = &p->prm;
   for (uint32_t i = 0; i < e->cfg.nranks; i++)
     p->peer_of[i] = -1;
   for (uint32_t i = m->max_requests; i-- > 0;) {
@@ -150,6 +145,13 @@ static enum pp_status p2p_create(struct pp_engine *e)
   if (s != PP_OK)
     return s;
   p->rc_ok = true;
+  return PP_OK;
+}
+
+/* The receive buffers and both send-buffer pools, registered for local access only. */
+static enum pp_status p2p_register(struct pp_engine *e, struct p2p *p)
+{
+  enum pp_status s;
   if ((s = pp_engine_reg(e, p->rxbuf, (size_t)p->ntotal_rx * p->bsize, PP_ACCESS_LOCAL_WRITE,
                          &p->rxmr)) != PP_OK ||
       (s = pp_engine_reg(e, p->big.buf, (size_t)p->big.n * p->bsize, PP_ACCESS_LOCAL_WRITE,
@@ -157,24 +159,43 @@ static enum pp_status p2p_create(struct pp_engine *e)
       (s = pp_engine_reg(e, p->small.buf, (size_t)p->small.n * HDR, PP_ACCESS_LOCAL_WRITE,
                          &p->small.mr)) != PP_OK)
     return s;
+  return PP_OK;
+}
+
+/* Channel ci to peer i: its QP, with its nrx receive buffers posted. */
+static enum pp_status open_channel(struct pp_engine *e, struct p2p *p, uint32_t i, uint32_t ci)
+{
+  struct chan *c = &p->ch[ci];
+  *c = (struct chan){.peer = i, .rx0 = ci * p->nrx, .credits = p->D, .rcredits = p->R,
+                     .cq_head = NO_TX, .cq_tail = NO_TX};
+  enum pp_status s =
+      pp_engine_qp_open(e, p->peer[i].rank, 0, e->cfg.qp.sq_depth, p->nrx, &c->qpn, &c->psn);
+  for (uint32_t j = 0; s == PP_OK && j < p->nrx; j++) {
+    p->rx[c->rx0 + j].ch = ci;
+    s = p2p_post_rx(e, &p->rx[c->rx0 + j]);
+  }
+  return s;
+}
+
+static enum pp_status p2p_create(struct pp_engine *e)
+{
+  struct p2p *p = calloc(1, sizeof(*p));
+  if (!p)
+    return PP_NOMEM;
+  e->ps = p;
+  p2p_sizes(e, p);
+  enum pp_status s;
+  if ((s = p2p_alloc(e, p)) != PP_OK || (s = p2p_lists(e, p)) != PP_OK ||
+      (s = p2p_register(e, p)) != PP_OK)
+    return s;
   for (uint32_t i = 0; i < p->npeer; i++) {
     struct peer *pe = &p->peer[i];
     pe->rank = e->peers[i];
-    pe->ch0 = i * m->channels;
+    pe->ch0 = i * p->prm.channels;
     p->peer_of[pe->rank] = (int32_t)i;
-    for (uint32_t k = 0; k < m->channels; k++) {
-      uint32_t ci = pe->ch0 + k;
-      struct chan *c = &p->ch[ci];
-      *c = (struct chan){.peer = i, .rx0 = ci * p->nrx, .credits = p->D, .rcredits = p->R,
-                         .cq_head = NO_TX, .cq_tail = NO_TX};
-      s = pp_engine_qp_open(e, pe->rank, 0, e->cfg.qp.sq_depth, p->nrx, &c->qpn, &c->psn);
-      for (uint32_t j = 0; s == PP_OK && j < p->nrx; j++) {
-        p->rx[c->rx0 + j].ch = ci;
-        s = p2p_post_rx(e, &p->rx[c->rx0 + j]);
-      }
-      if (s != PP_OK)
+    for (uint32_t k = 0; k < p->prm.channels; k++)
+      if ((s = open_channel(e, p, i, pe->ch0 + k)) != PP_OK)
         return s;
-    }
   }
   return PP_OK;
 }
@@ -357,6 +378,29 @@ static enum pp_status api_done(struct pp_engine *e, uint64_t now, enum pp_status
   return s;
 }
 
+/* A request on the done list at once: its peer failed already. */
+static enum pp_status fail_at_once(struct pp_engine *e, uint64_t now, struct req *r,
+                                   const struct peer *pe)
+{
+  r->err = pe->fail_err;
+  r->wc = pe->fail_wc;
+  p2p_complete(e, now, r);
+  return api_done(e, now, PP_OK);
+}
+
+/* Send r takes the next sequence number of its peer and waits in its line to start. */
+static void send_queue(struct p2p *p, struct peer *pe, struct req *r)
+{
+  r->seq = pe->send_seq++;
+  r->next = NULL;
+  if (pe->pend_tail)
+    pe->pend_tail->next = r;
+  else
+    pe->pend_head = r;
+  pe->pend_tail = r;
+  p->npending++;
+}
+
 static enum pp_status send_common(struct pp_engine *e, uint64_t now, const void *buf,
                                   uint32_t len, uint32_t dest, uint32_t tag, uint32_t ctx,
                                   uint64_t cookie, pp_req *out, bool sync)
@@ -391,20 +435,9 @@ static enum pp_status send_common(struct pp_engine *e, uint64_t now, const void 
   r->got = r->msg_len = len;
   if (out)
     *out = handle_of(p, r);
-  if (pe->failed) {
-    r->err = pe->fail_err;
-    r->wc = pe->fail_wc;
-    p2p_complete(e, now, r);
-    return api_done(e, now, PP_OK);
-  }
-  r->seq = pe->send_seq++;
-  r->next = NULL;
-  if (pe->pend_tail)
-    pe->pend_tail->next = r;
-  else
-    pe->pend_head = r;
-  pe->pend_tail = r;
-  p->npending++;
+  if (pe->failed)
+    return fail_at_once(e, now, r, pe);
+  send_queue(p, pe, r);
   return api_done(e, now, PP_OK);
 }
 
@@ -420,6 +453,30 @@ enum pp_status pp_p2p_issend(struct pp_engine *e, uint64_t now, const void *buf,
                              pp_req *req)
 {
   return send_common(e, now, buf, len, dest, tag, ctx, cookie, req, true);
+}
+
+/* Receive r takes the earliest unexpected message it matches, or joins the posted queue. */
+static enum pp_status recv_match(struct pp_engine *e, uint64_t now, struct req *r)
+{
+  struct p2p *p = P2P(e);
+  struct pp_mentry *m = pp_match_find_unexpected(&p->match, r->ctx, r->rank, r->tag);
+  enum pp_status s;
+  if (m) {
+    struct rx *x = pp_container_of(m, struct rx, me);
+    pp_match_remove_unexpected(&p->match, m);
+    assert(p->nheld > 0);
+    p->nheld--;
+    p->depth++; /* start_recv may complete it: the workload hears of it after this call */
+    s = p2p_start_recv(e, now, r, x);
+    p->depth--;
+  } else {
+    s = pp_match_post(&p->match, &r->me, r->ctx, r->rank, r->tag);
+    if (s == PP_OK)
+      r->flags |= R_POSTED;
+    else
+      p2p_req_free(p, r);
+  }
+  return s;
 }
 
 enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32_t len,
@@ -446,29 +503,9 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
   r->cookie = cookie;
   if (out)
     *out = handle_of(p, r);
-  if (source != PP_ANY_SOURCE && p->peer[peer_idx(p, e, source)].failed) {
-    r->err = p->peer[peer_idx(p, e, source)].fail_err;
-    r->wc = p->peer[peer_idx(p, e, source)].fail_wc;
-    p2p_complete(e, now, r);
-    return api_done(e, now, PP_OK);
-  }
-  struct pp_mentry *m = pp_match_find_unexpected(&p->match, ctx, source, tag);
-  enum pp_status s;
-  if (m) {
-    struct rx *x = pp_container_of(m, struct rx, me);
-    pp_match_remove_unexpected(&p->match, m);
-    p->nheld--;
-    p->depth++; /* start_recv may complete it: the workload hears of it after this call */
-    s = p2p_start_recv(e, now, r, x);
-    p->depth--;
-  } else {
-    s = pp_match_post(&p->match, &r->me, ctx, source, tag);
-    if (s == PP_OK)
-      r->flags |= R_POSTED;
-    else
-      p2p_req_free(p, r);
-  }
-  return api_done(e, now, s);
+  if (source != PP_ANY_SOURCE && p->peer[peer_idx(p, e, source)].failed)
+    return fail_at_once(e, now, r, &p->peer[peer_idx(p, e, source)]);
+  return api_done(e, now, recv_match(e, now, r));
 }
 
 static void fill_status(const struct p2p *p, const struct req *r, struct pp_p2p_status *st)

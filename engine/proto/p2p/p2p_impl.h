@@ -325,8 +325,11 @@ static inline uint32_t nfrag_of(const struct p2p *p, uint32_t len)
   return len ? (uint32_t)(((uint64_t)len + p->prm.frag_size - 1) / p->prm.frag_size) : 1;
 }
 
+/* A request's handle: its generation (28 bits, so a wr_id holds it too) and slot, XORed with
+ * the nonce (whose bit 31 no slot number has: never PP_REQ_NULL). */
 static inline uint64_t handle_of(const struct p2p *p, const struct req *r)
 {
+  assert(r->gen <= 0xfffffff && (uint32_t)(r - p->req) < p->prm.max_requests);
   return ((uint64_t)r->gen << 32 | (uint64_t)(r - p->req + 1)) ^ p->nonce;
 }
 
@@ -352,6 +355,7 @@ static inline struct req *req_alloc(struct p2p *p)
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   uint32_t gen = (r->gen + 1 + (uint32_t)((z ^ (z >> 31)) >> 37)) & 0xfffffff;
+  assert(r->state == RQ_FREE && gen != r->gen);
   memset(r, 0, sizeof(*r));
   r->gen = gen;
   r->peer = UINT32_MAX;
@@ -448,6 +452,8 @@ enum pp_status p2p_check_match_msg(struct pp_engine *e, uint64_t now, struct rx 
                                    const struct hdr *h, uint32_t body);
 enum pp_status p2p_check_frag(struct pp_engine *e, uint64_t now, struct rx *x,
                               const struct hdr *h, uint32_t idx, uint32_t len);
+enum pp_status p2p_check_cts(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h,
+                             const struct req *r);
 enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
                            const struct pp_wc *wc);
 
@@ -458,6 +464,11 @@ enum pp_status p2p_on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x,
 
 /* rndv.c */
 enum pp_status p2p_run_work(struct pp_engine *e);
+enum pp_status p2p_rndv_start(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x);
+enum pp_status p2p_read_done(struct pp_engine *e, uint64_t now, struct req *r,
+                             const struct pp_wc *wc);
+enum pp_status p2p_write_done(struct pp_engine *e, uint64_t now, struct req *r,
+                              const struct pp_wc *wc);
 enum pp_status p2p_on_cts(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h);
 enum pp_status p2p_on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h);
 /* pending.c */

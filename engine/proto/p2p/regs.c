@@ -56,6 +56,7 @@ static void reg_released(struct p2p *p)
 
 void p2p_put_rce(struct p2p *p, struct req *r, uint32_t i)
 {
+  assert(i < 2 * PIPE_MAX && r->rce[i]);
   pp_rcache_put(&p->rc, r->rce[i]);
   r->rce[i] = NULL;
   reg_released(p);

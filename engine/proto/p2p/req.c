@@ -96,6 +96,7 @@ void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r)
     p->st.cancelled++;
   else if (r->err == PP_P2P_E_FAILED || r->err == PP_P2P_E_NO_MR || r->err == PP_P2P_E_PEER)
     p->st.failed++;
+  assert(!(r->flags & R_DONEQ));
   r->flags |= R_DONEQ;
   r->next = NULL;
   if (p->done_tail)

@@ -119,6 +119,45 @@ static bool work_rput_send(struct pp_engine *e, struct req *r)
   return false;
 }
 
+/* Test bug early-cts: the CTS of fragment i goes out before its fragment is registered, with
+ * whatever the slot holds; the fragment is registered on the next round. */
+static bool bug_early_cts(struct pp_engine *e, struct req *r, uint32_t i, uint32_t off,
+                          uint32_t flen)
+{
+  struct p2p *p = P2P(e);
+  struct hdr h = {.type = M_CTS, .seq = i, .len = r->got, .nfrag = r->nfrag,
+                  .sreq = r->peer_req, .rreq = handle_of(p, r),
+                  .addr = (uint64_t)(uintptr_t)(r->buf + off), .rkey = r->xmr[i % p->P].rkey,
+                  .flen = flen, .off = off};
+  r->flags |= R_BUGCTS;
+  if (p2p_send_reply(e, r->ch, &h, 0, 0, 1) != PP_OK)
+    return false;
+  return true;
+}
+
+/* Exposes fragment bytes [off, off + flen) of r for remote write into r->xmr[slot] (*mr).
+ * false: r waits in line for a registration. *abort: none will ever come (PP_P2P_E_NO_MR). */
+static bool frag_expose(struct pp_engine *e, struct req *r, uint32_t slot, uint32_t off,
+                        uint32_t flen, struct pp_mr *mr, bool *abort)
+{
+  struct p2p *p = P2P(e);
+  if (!p2p_reg_turn(p, r)) {
+    p2p_reg_park(p, r);
+    return false;
+  }
+  unsigned access = PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE;
+  if (p2p_reg_xmr(e, r->buf + off, flen, access, mr) != PP_OK) {
+    if (p2p_reg_failed(p, r))
+      return false;
+    *abort = true; /* nothing of ours in flight, none will be: the sender learns by CTS */
+    return true;
+  }
+  p2p_reg_unpark(p, r);
+  r->xmr[slot] = *mr;
+  p2p_reg_held(p, r);
+  return true;
+}
+
 /* Receiver of an RPUT: exposes the next fragments (a registration with remote write for this
  * fragment only) and sends their CTS, at most `pipeline` at a time. */
 static bool work_rput_recv(struct pp_engine *e, struct req *r)
@@ -131,51 +170,21 @@ static bool work_rput_recv(struct pp_engine *e, struct req *r)
     uint32_t flen = r->got - off < p->prm.frag_size ? r->got - off : p->prm.frag_size;
     struct pp_mr mr = {0};
     bool abort = false;
-    if (flen && PP_BUG(&e->cfg, EARLY_CTS) && !(r->flags & R_BUGCTS)) {
-      /* the bug: the CTS goes out first, with whatever the slot holds; the fragment is
-       * registered on the next round */
-      struct hdr h = {.type = M_CTS, .seq = i, .len = r->got, .nfrag = r->nfrag,
-                      .sreq = r->peer_req, .rreq = handle_of(p, r),
-                      .addr = (uint64_t)(uintptr_t)(r->buf + off), .rkey = r->xmr[slot].rkey,
-                      .flen = flen, .off = off};
-      r->flags |= R_BUGCTS;
-      if (p2p_send_reply(e, r->ch, &h, 0, 0, 1) != PP_OK)
-        return false;
-      return true;
-    }
-    if (flen) {
-      if (!p2p_reg_turn(p, r)) {
-        p2p_reg_park(p, r);
-        return false;
-      }
-      if (p2p_reg_xmr(e, r->buf + off, flen, PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE, &mr) !=
-          PP_OK) {
-        if (p2p_reg_failed(p, r))
-          return false;
-        abort = true; /* nothing of ours in flight, none will be: the sender learns by CTS */
-      } else {
-        p2p_reg_unpark(p, r);
-        r->xmr[slot] = mr;
-        p2p_reg_held(p, r);
-      }
-    }
+    if (flen && PP_BUG(&e->cfg, EARLY_CTS) && !(r->flags & R_BUGCTS))
+      return bug_early_cts(e, r, i, off, flen);
+    if (flen && !frag_expose(e, r, slot, off, flen, &mr, &abort))
+      return false;
     if (!abort && (r->flags & R_BUGCTS)) { /* test bug early-cts: its CTS went already */
       r->flags &= ~R_BUGCTS;
       r->fnext++;
       continue;
     }
-    struct hdr h = {.type = M_CTS,
-                    .flags = abort ? F_ABORT : 0,
-                    .seq = i,
-                    .len = r->got,
-                    .nfrag = r->nfrag,
-                    .sreq = r->peer_req,
-                    .rreq = handle_of(p, r),
-                    .addr = (uint64_t)(uintptr_t)(r->buf + off),
-                    .rkey = mr.rkey,
-                    .flen = flen,
-                    .off = off};
+    struct hdr h = {.type = M_CTS, .flags = abort ? F_ABORT : 0, .seq = i, .len = r->got,
+                    .nfrag = r->nfrag, .sreq = r->peer_req, .rreq = handle_of(p, r),
+                    .addr = (uint64_t)(uintptr_t)(r->buf + off), .rkey = mr.rkey,
+                    .flen = flen, .off = off};
     r->fnext++;
+    assert(r->fnext <= r->nfrag && r->fnext - r->fdone <= window);
     enum pp_status s = p2p_send_reply(e, r->ch, &h, 0, 0, 1);
     if (abort)
       p2p_fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
@@ -198,7 +207,34 @@ static void rget_abort(struct pp_engine *e, struct req *r, uint8_t err, uint8_t 
     p2p_post_refused(e, r->ch); /* no send buffer for it: cannot happen, the pool covers it */
 }
 
-/* Receiver of an RGET: reads the message. */
+/* Posts the READ of RGET receiver r into its registered buffer; one the NIC refuses fails the
+ * transfer on both sides (rget_abort). */
+static void rget_read(struct pp_engine *e, struct req *r)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[r->ch];
+  struct pp_send_wr wr = {
+      .wr_id = WRID(W_READ, r->gen, r - p->req),
+      .opcode = PP_WR_RDMA_READ,
+      .send_flags = PP_SEND_SIGNALED,
+      .num_sge = 1,
+      .sg_list = {{.addr = (uint64_t)(uintptr_t)r->buf, .length = r->got,
+                   .lkey = r->rce[0]->mr.lkey}},
+      .remote_addr = r->raddr,
+      .rkey = r->rkey,
+  };
+  if (e->ops->post_send(e->nic, c->qpn, &wr) != PP_OK) {
+    rget_abort(e, r, PP_P2P_E_FAILED, PP_WC_LOC_QP_OP_ERR);
+    return;
+  }
+  c->sq_used++;
+  assert(c->sq_used <= e->cfg.qp.sq_depth);
+  r->flags |= R_READ;
+  r->wrs++;
+}
+
+/* Receiver of an RGET: registers its buffer (in line) and reads the message. true while it
+ * waits for send-queue room. */
 static bool work_rget_recv(struct pp_engine *e, struct req *r)
 {
   struct p2p *p = P2P(e);
@@ -212,31 +248,13 @@ static bool work_rget_recv(struct pp_engine *e, struct req *r)
     return false;
   }
   if (pp_rcache_get(&p->rc, r->buf, r->got, &r->rce[0]) != PP_OK) {
-    if (p2p_reg_failed(p, r))
-      return false;
-    rget_abort(e, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
+    if (!p2p_reg_failed(p, r))
+      rget_abort(e, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
     return false;
   }
   p2p_reg_unpark(p, r);
   p2p_reg_held(p, r);
-  struct pp_send_wr wr = {
-      .wr_id = WRID(W_READ, r->gen, r - p->req),
-      .opcode = PP_WR_RDMA_READ,
-      .send_flags = PP_SEND_SIGNALED,
-      .num_sge = 1,
-      .sg_list = {{.addr = (uint64_t)(uintptr_t)r->buf, .length = r->got,
-                   .lkey = r->rce[0]->mr.lkey}},
-      .remote_addr = r->raddr,
-      .rkey = r->rkey,
-  };
-  if (e->ops->post_send(e->nic, c->qpn, &wr) != PP_OK) {
-    rget_abort(e, r, PP_P2P_E_FAILED, PP_WC_LOC_QP_OP_ERR);
-    return false;
-  }
-  c->sq_used++;
-  assert(c->sq_used <= e->cfg.qp.sq_depth);
-  r->flags |= R_READ;
-  r->wrs++;
+  rget_read(e, r);
   return false;
 }
 
@@ -272,21 +290,7 @@ enum pp_status p2p_on_cts(struct pp_engine *e, uint64_t now, struct rx *x, const
   struct req *r = p2p_reply_req(p, h->sreq, K_SEND, pi);
   if (!r || r->proto != PP_P2P_RNDV_PUT || !r->await)
     return p2p_violation(e, now, x, h->type, PP_VF_HANDLE, h->sreq, 0, false);
-  uint32_t idx = r->fnext + r->fq_n; /* the CTSs so far */
-  if (h->flags & ~F_ABORT)
-    return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags, F_ABORT, true);
-  if (idx == 0 && h->len > r->len)
-    return p2p_violation(e, now, x, h->type, PP_VF_LEN, h->len, r->len, true);
-  if (idx > 0 && (h->len != r->plen || h->rreq != r->peer_req))
-    return p2p_violation(e, now, x, h->type, h->len != r->plen ? PP_VF_LEN : PP_VF_HANDLE,
-                     h->len != r->plen ? h->len : h->rreq,
-                     h->len != r->plen ? r->plen : r->peer_req, false);
-  if (h->nfrag != nfrag_of(p, h->len))
-    return p2p_violation(e, now, x, h->type, PP_VF_NFRAG, h->nfrag, nfrag_of(p, h->len), false);
-  if (idx >= h->nfrag || r->fq_n >= p->P)
-    return p2p_violation(e, now, x, h->type, PP_VF_FRAG, h->seq,
-                     idx >= h->nfrag ? h->nfrag - 1ull : r->fnext + p->P - 1ull, true);
-  enum pp_status s = p2p_check_frag(e, now, x, h, idx, h->len);
+  enum pp_status s = p2p_check_cts(e, now, x, h, r);
   if (s != PP_OK || x->state == RX_DEAD)
     return s;
   if (h->flags & F_ABORT) {
@@ -298,6 +302,7 @@ enum pp_status p2p_on_cts(struct pp_engine *e, uint64_t now, struct rx *x, const
     r->fq[(r->fq_head + r->fq_n) % PIPE_MAX] = (struct frag){
         .addr = h->addr, .rkey = h->rkey, .off = h->off, .len = h->flen, .idx = h->seq};
     r->fq_n++;
+    assert(r->fq_n <= p->P && p->P <= PIPE_MAX);
     r->nfrag = h->nfrag;
     r->plen = h->len;
     r->peer_req = h->rreq;
@@ -324,26 +329,30 @@ static void fin_abort(struct req *r, uint8_t flags)
     r->wc = PP_WC_REM_ABORT_ERR;
 }
 
-/* FIN: at an RGET sender, the receiver read our buffer (or gave up: F_ABORT); at an RPUT
- * receiver, the next fragment of ours that got a CTS was written (or not: F_ABORT). */
-enum pp_status p2p_on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h)
+/* FIN at an RGET sender: the receiver read our buffer (or gave up: F_ABORT). */
+static enum pp_status fin_rget(struct pp_engine *e, uint64_t now, struct rx *x,
+                               const struct hdr *h)
 {
   struct p2p *p = P2P(e);
-  uint32_t pi = p->ch[x->ch].peer;
-  struct req *r;
-  if (h->flags & F_RGET) {
-    r = p2p_reply_req(p, h->sreq, K_SEND, pi);
-    if (!r || r->proto != PP_P2P_RNDV_GET || !r->await)
-      return p2p_violation(e, now, x, h->type, PP_VF_HANDLE, h->sreq, 0, false);
-    if (!fin_flags_ok(h->flags, F_RGET))
-      return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags,
-                           F_RGET | F_ABORT | F_FAILED, true);
-    fin_abort(r, h->flags);
-    r->await = false;
-    p2p_maybe_complete_send(e, now, r);
-    return p2p_reply_consumed(e, x);
-  }
-  r = p2p_reply_req(p, h->rreq, K_RECV, pi);
+  struct req *r = p2p_reply_req(p, h->sreq, K_SEND, p->ch[x->ch].peer);
+  if (!r || r->proto != PP_P2P_RNDV_GET || !r->await)
+    return p2p_violation(e, now, x, h->type, PP_VF_HANDLE, h->sreq, 0, false);
+  if (!fin_flags_ok(h->flags, F_RGET))
+    return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags,
+                         F_RGET | F_ABORT | F_FAILED, true);
+  fin_abort(r, h->flags);
+  r->await = false;
+  p2p_maybe_complete_send(e, now, r);
+  return p2p_reply_consumed(e, x);
+}
+
+/* FIN at an RPUT receiver: the next fragment of ours that got a CTS was written (or not:
+ * F_ABORT); its window closes. */
+static enum pp_status fin_rput(struct pp_engine *e, uint64_t now, struct rx *x,
+                               const struct hdr *h)
+{
+  struct p2p *p = P2P(e);
+  struct req *r = p2p_reply_req(p, h->rreq, K_RECV, p->ch[x->ch].peer);
   if (!r || r->proto != PP_P2P_RNDV_PUT || h->sreq != r->peer_req)
     return p2p_violation(e, now, x, h->type, PP_VF_HANDLE, h->rreq, 0, false);
   if (!fin_flags_ok(h->flags, 0))
@@ -367,3 +376,75 @@ enum pp_status p2p_on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const
   return p2p_reply_consumed(e, x);
 }
 
+enum pp_status p2p_on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h)
+{
+  return (h->flags & F_RGET) ? fin_rget(e, now, x, h) : fin_rput(e, now, x, h);
+}
+
+
+/* The READ of an RGET receiver completed: the data is in place, the sender hears by FIN. */
+enum pp_status p2p_read_done(struct pp_engine *e, uint64_t now, struct req *r,
+                             const struct pp_wc *wc)
+{
+  struct p2p *p = P2P(e);
+  assert(p->ch[r->ch].sq_used > 0 && r->wrs > 0);
+  p->ch[r->ch].sq_used--;
+  if (wc->status != PP_WC_SUCCESS) {
+    p2p_fail_channel(e, now, r->ch, (uint8_t)wc->status);
+    return PP_OK;
+  }
+  r->wrs--;
+  p2p_put_rce(p, r, 0);
+  struct hdr f = {.type = M_FIN, .flags = F_RGET, .sreq = r->peer_req};
+  p2p_complete(e, now, r);
+  return p2p_send_reply(e, r->ch, &f, 0, 0, 1);
+}
+
+/* A WRITE of an RPUT sender completed: errors, and the WRITEs that took a send queue's last
+ * slot (signalled). */
+enum pp_status p2p_write_done(struct pp_engine *e, uint64_t now, struct req *r,
+                              const struct pp_wc *wc)
+{
+  struct p2p *p = P2P(e);
+  if (wc->status != PP_WC_SUCCESS) {
+    p2p_fail_channel(e, now, r->ch, (uint8_t)wc->status);
+    return PP_OK;
+  }
+  assert(p->ch[r->ch].sq_used > 0 && r->wrs > 0);
+  p->ch[r->ch].sq_used--;
+  r->wrs--;
+  p2p_maybe_complete_send(e, now, r);
+  return PP_OK;
+}
+
+/* An RTS matched receive r (x: its buffer, consumed here): an RGET reads, an RPUT sends CTSs. */
+enum pp_status p2p_rndv_start(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x)
+{
+  struct p2p *p = P2P(e);
+  const struct hdr *h = rx_hdr(p, x);
+  const struct peer *pe = &p->peer[r->peer];
+  if (pe->failed) { /* a rendezvous with a dead peer can never transfer */
+    r->proto = (h->flags & F_RGET) ? PP_P2P_RNDV_GET : PP_P2P_RNDV_PUT;
+    p2p_fail_as(e, now, r, pe->fail_err, pe->fail_wc);
+    return p2p_release_rx(e, x);
+  }
+  if (!(h->flags & F_RGET)) {
+    r->proto = PP_P2P_RNDV_PUT;
+    r->nfrag = nfrag_of(p, r->got);
+    p2p_add_work(p, r);
+    return p2p_release_rx(e, x);
+  }
+  r->proto = PP_P2P_RNDV_GET;
+  r->raddr = h->addr;
+  r->rkey = h->rkey;
+  enum pp_status s = p2p_release_rx(e, x);
+  if (s != PP_OK)
+    return s;
+  if (r->got > 0) {
+    p2p_add_work(p, r);
+    return PP_OK;
+  }
+  struct hdr f = {.type = M_FIN, .flags = F_RGET, .sreq = r->peer_req};
+  p2p_complete(e, now, r);
+  return p2p_send_reply(e, r->ch, &f, 0, 0, 1);
+}

@@ -49,18 +49,18 @@ enum pp_status p2p_check_match_msg(struct pp_engine *e, uint64_t now, struct rx 
       return p2p_violation(e, now, x, h->type, PP_VF_BYTE_LEN, body + HDR, HDR, false);
     if (h->len <= p->prm.eager_limit || h->len > PP_MAX_MSG_SIZE)
       return p2p_violation(e, now, x, h->type, PP_VF_LEN, h->len,
-                       h->len > PP_MAX_MSG_SIZE ? PP_MAX_MSG_SIZE : p->prm.eager_limit + 1ull,
-                       h->len > PP_MAX_MSG_SIZE);
+                           h->len > PP_MAX_MSG_SIZE ? PP_MAX_MSG_SIZE : p->prm.eager_limit + 1ull,
+                           h->len > PP_MAX_MSG_SIZE);
     if ((h->flags & ~(F_SYNC | F_RGET | F_ABORT)) ||
         ((h->flags & F_RGET) != 0) != (h->len <= p->prm.rget_limit))
       return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags,
-                       h->len <= p->prm.rget_limit ? F_RGET : 0, false);
+                           h->len <= p->prm.rget_limit ? F_RGET : 0, false);
   }
   if (h->tag == PP_ANY_TAG)
     return p2p_violation(e, now, x, h->type, PP_VF_TAG, h->tag, PP_ANY_TAG - 1ull, true);
   if (d >= window)
     return p2p_violation(e, now, x, h->type, PP_VF_SEQ, h->seq, pe->recv_seq + (uint64_t)window - 1,
-                     true);
+                         true);
   return PP_OK;
 }
 
@@ -73,10 +73,34 @@ enum pp_status p2p_check_frag(struct pp_engine *e, uint64_t now, struct rx *x,
     return p2p_violation(e, now, x, h->type, PP_VF_FRAG, h->seq, idx, false);
   if (h->off != (uint64_t)idx * p->prm.frag_size)
     return p2p_violation(e, now, x, h->type, PP_VF_OFF, h->off, (uint64_t)idx * p->prm.frag_size,
-                     false);
+                         false);
   if (h->flen != frag_len(p, len, idx))
     return p2p_violation(e, now, x, h->type, PP_VF_FLEN, h->flen, frag_len(p, len, idx), false);
   return PP_OK;
+}
+
+/* A CTS at the RPUT sender r: its flags, the length the receiver takes (at most ours, then the
+ * same in every CTS), its handle, its fragment count, and the next fragment in order within
+ * the message and the pipeline. */
+enum pp_status p2p_check_cts(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h,
+                             const struct req *r)
+{
+  struct p2p *p = P2P(e);
+  uint32_t idx = r->fnext + r->fq_n; /* the CTSs so far */
+  if (h->flags & ~F_ABORT)
+    return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags, F_ABORT, true);
+  if (idx == 0 && h->len > r->len)
+    return p2p_violation(e, now, x, h->type, PP_VF_LEN, h->len, r->len, true);
+  if (idx > 0 && (h->len != r->plen || h->rreq != r->peer_req))
+    return p2p_violation(e, now, x, h->type, h->len != r->plen ? PP_VF_LEN : PP_VF_HANDLE,
+                         h->len != r->plen ? h->len : h->rreq,
+                         h->len != r->plen ? r->plen : r->peer_req, false);
+  if (h->nfrag != nfrag_of(p, h->len))
+    return p2p_violation(e, now, x, h->type, PP_VF_NFRAG, h->nfrag, nfrag_of(p, h->len), false);
+  if (idx >= h->nfrag || r->fq_n >= p->P)
+    return p2p_violation(e, now, x, h->type, PP_VF_FRAG, h->seq,
+                         idx >= h->nfrag ? h->nfrag - 1ull : r->fnext + p->P - 1ull, true);
+  return p2p_check_frag(e, now, x, h, idx, h->len);
 }
 
 enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
@@ -93,6 +117,7 @@ enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
     return p2p_violation(e, now, x, h->type, PP_VF_RCREDITS, h->rcredits, p->R - c->rcredits, true);
   c->credits += h->credits;
   c->rcredits += h->rcredits;
+  assert(c->credits <= p->D && c->rcredits <= p->R); /* never above the pools (checked above) */
   struct req *r;
   switch (h->type) {
   case M_EAGER:
