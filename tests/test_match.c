@@ -1,5 +1,5 @@
 /*
- * engine/match.c: the posted-receive and unexpected-message queues, alone (no engine, no NIC).
+ * engine/proto/p2p/match.c: the posted-receive and unexpected-message queues, alone (no engine, no NIC).
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>

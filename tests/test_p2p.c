@@ -1,5 +1,5 @@
 /*
- * engine/p2p.c: MPI point-to-point semantics and the eager / rendezvous protocols, with two to
+ * engine/proto/p2p/: MPI point-to-point semantics and the eager / rendezvous protocols, with two to
  * four engines on simulated NICs driven by the SimGrid-free harness (tests/simnic_harness.c), so
  * every RC rule holds (an RNR NAK is counted, rnr_retry 0 kills the QP) and every test is fast
  * and deterministic. The application is the test itself (workload "api"); a recording wrapper
