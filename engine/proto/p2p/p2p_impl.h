@@ -409,18 +409,13 @@ static inline bool p2p_proto_ok(int protocol)
 }
 
 /* req.c */
-void p2p_add_work(struct p2p *p, struct req *r);
 void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r);
 enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now);
 void p2p_fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, uint8_t wc);
-void p2p_maybe_complete_send(struct pp_engine *e, uint64_t now, struct req *r);
-struct req *p2p_reply_req(struct p2p *p, uint64_t h, uint8_t kind, uint32_t pi);
 
 /* regs.c */
-bool p2p_reg_turn(const struct p2p *p, const struct req *r);
 void p2p_reg_park(struct p2p *p, struct req *r);
-void p2p_reg_unpark(struct p2p *p, struct req *r);
-void p2p_reg_held(struct p2p *p, struct req *r);
+void p2p_reg_leave(struct p2p *p, struct req *r);
 void p2p_put_rce(struct p2p *p, struct req *r, uint32_t i);
 void p2p_drop_xmr(struct pp_engine *e, struct req *r, uint32_t i);
 enum pp_status p2p_reg_xmr(struct pp_engine *e, void *buf, size_t len, unsigned access,
@@ -471,7 +466,59 @@ enum pp_status p2p_write_done(struct pp_engine *e, uint64_t now, struct req *r,
                               const struct pp_wc *wc);
 enum pp_status p2p_on_cts(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h);
 enum pp_status p2p_on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h);
+
 /* pending.c */
 size_t p2p_pending(const struct pp_engine *e, struct pp_wait *out, size_t max);
+
+/* ------------------------------------------------------------------ small and hot: inline */
+
+/* May r register now? Only when nobody waits, or r is the first in line. */
+static inline bool p2p_reg_turn(const struct p2p *p, const struct req *r)
+{
+  return !p->regq_head || p->regq_head == r;
+}
+
+static inline void p2p_reg_held(struct p2p *p, struct req *r)
+{
+  p->nregs++;
+  r->flags |= R_REGS;
+}
+
+static inline void p2p_add_work(struct p2p *p, struct req *r)
+{
+  if (r->flags & R_WORK)
+    return;
+  r->flags |= R_WORK;
+  r->next = NULL;
+  if (p->work_tail)
+    p->work_tail->next = r;
+  else
+    p->work = r;
+  p->work_tail = r;
+}
+
+/* The request a reply names: a live one of `kind` with the peer the reply came from (a handle
+ * of another peer's transfer is no handle for this one). */
+static inline struct req *p2p_reply_req(struct p2p *p, uint64_t h, uint8_t kind, uint32_t pi)
+{
+  struct req *r = req_of(p, h);
+  return r && r->kind == kind && r->state == RQ_ACTIVE && r->peer == pi ? r : NULL;
+}
+
+/* r leaves the line (it registered, or it is over): the next one may try. */
+static inline void p2p_reg_unpark(struct p2p *p, struct req *r)
+{
+  if (r->flags & R_REGQ)
+    p2p_reg_leave(p, r);
+}
+
+/* A send is over once its work requests completed, nothing is awaited and no CTS waits. */
+static inline void p2p_maybe_complete_send(struct pp_engine *e, uint64_t now, struct req *r)
+{
+  if (r->wrs || r->await || r->fq_n || r->state == RQ_DONE)
+    return;
+  p2p_release_regs(e, r);
+  p2p_complete(e, now, r);
+}
 
 #endif

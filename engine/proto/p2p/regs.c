@@ -3,12 +3,6 @@
 
 /* ------------------------------------------------------------------ registrations in line */
 
-/* May r register now? Only when nobody waits, or r is the first in line. */
-bool p2p_reg_turn(const struct p2p *p, const struct req *r)
-{
-  return !p->regq_head || p->regq_head == r;
-}
-
 /* r needs a registration it cannot get now: it waits in line (off the work list; the line's
  * head goes back to work when a registration is released). */
 void p2p_reg_park(struct p2p *p, struct req *r)
@@ -22,29 +16,6 @@ void p2p_reg_park(struct p2p *p, struct req *r)
   else
     p->regq_head = r;
   p->regq_tail = r;
-}
-
-/* r leaves the line (it registered, or it is over): the next one may try. */
-void p2p_reg_unpark(struct p2p *p, struct req *r)
-{
-  if (!(r->flags & R_REGQ))
-    return;
-  struct req **pp = &p->regq_head, *prev = NULL;
-  while (*pp != r) {
-    prev = *pp;
-    pp = &(*pp)->regnext;
-  }
-  *pp = r->regnext;
-  if (p->regq_tail == r)
-    p->regq_tail = prev;
-  r->flags &= ~R_REGQ;
-  p->reg_wake = true;
-}
-
-void p2p_reg_held(struct p2p *p, struct req *r)
-{
-  p->nregs++;
-  r->flags |= R_REGS;
 }
 
 static void reg_released(struct p2p *p)
@@ -108,3 +79,17 @@ bool p2p_reg_failed(struct p2p *p, struct req *r)
   return true;
 }
 
+/* r leaves the line (it registered, or it is over): the next one may try. */
+void p2p_reg_leave(struct p2p *p, struct req *r)
+{
+  struct req **pp = &p->regq_head, *prev = NULL;
+  while (*pp != r) {
+    prev = *pp;
+    pp = &(*pp)->regnext;
+  }
+  *pp = r->regnext;
+  if (p->regq_tail == r)
+    p->regq_tail = prev;
+  r->flags &= ~R_REGQ;
+  p->reg_wake = true;
+}

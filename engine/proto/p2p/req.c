@@ -25,19 +25,6 @@ bool p2p_req_bad_transition(const struct p2p *p, const struct req *r, enum req_s
   return false;
 }
 
-void p2p_add_work(struct p2p *p, struct req *r)
-{
-  if (r->flags & R_WORK)
-    return;
-  r->flags |= R_WORK;
-  r->next = NULL;
-  if (p->work_tail)
-    p->work_tail->next = r;
-  else
-    p->work = r;
-  p->work_tail = r;
-}
-
 static void remove_work(struct p2p *p, struct req *r)
 {
   if (!(r->flags & R_WORK))
@@ -166,23 +153,5 @@ void p2p_fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, 
     r->flags &= ~R_POSTED;
   }
   p2p_complete(e, now, r);
-}
-
-void p2p_maybe_complete_send(struct pp_engine *e, uint64_t now, struct req *r)
-{
-  struct p2p *p = P2P(e);
-  if (r->wrs || r->await || r->fq_n || r->state == RQ_DONE)
-    return;
-  (void)p;
-  p2p_release_regs(e, r);
-  p2p_complete(e, now, r);
-}
-
-/* The request a reply names: a live one of `kind` with the peer the reply came from (a handle
- * of another peer's transfer is no handle for this one). */
-struct req *p2p_reply_req(struct p2p *p, uint64_t h, uint8_t kind, uint32_t pi)
-{
-  struct req *r = req_of(p, h);
-  return r && r->kind == kind && r->state == RQ_ACTIVE && r->peer == pi ? r : NULL;
 }
 
