@@ -253,6 +253,7 @@ struct p2p {
   struct pp_rcache rc;
   bool rc_ok;
   struct req *work, *work_tail; /* transfers with something to do, in the order they got it */
+  struct req *run; /* the rest of the work list p2p_run_work is going through (R_WORK set) */
   /* Requests waiting for a registration of a user buffer (the NIC's MR table or the cache is
    * full), in the order they first asked: only the first tries, when a registration is
    * released (reg_wake). nregs counts the user-buffer registrations requests hold: 0 means none

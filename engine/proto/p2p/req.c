@@ -25,18 +25,31 @@ bool p2p_req_bad_transition(const struct p2p *p, const struct req *r, enum req_s
   return false;
 }
 
+/* Takes r out of the list at *head (tail: its tail pointer, or NULL); false when not in it. */
+static bool unlink_work(struct req **head, struct req **tail, struct req *r)
+{
+  struct req **pp = head, *prev = NULL;
+  while (*pp && *pp != r) {
+    prev = *pp;
+    pp = &(*pp)->next;
+  }
+  if (!*pp)
+    return false;
+  *pp = r->next;
+  if (tail && *tail == r)
+    *tail = prev;
+  return true;
+}
+
+/* r is over: off the work list, or off the part of it p2p_run_work has still to go through (a
+ * request that fails with its peer while another one's work is being done). */
 static void remove_work(struct p2p *p, struct req *r)
 {
   if (!(r->flags & R_WORK))
     return;
-  struct req **pp = &p->work, *prev = NULL;
-  while (*pp != r) {
-    prev = *pp;
-    pp = &(*pp)->next;
-  }
-  *pp = r->next;
-  if (p->work_tail == r)
-    p->work_tail = prev;
+  bool found = unlink_work(&p->work, &p->work_tail, r) || unlink_work(&p->run, NULL, r);
+  assert(found);
+  (void)found;
   r->flags &= ~R_WORK;
 }
 

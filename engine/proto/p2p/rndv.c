@@ -261,11 +261,11 @@ static bool work_rget_recv(struct pp_engine *e, struct req *r)
 enum pp_status p2p_run_work(struct pp_engine *e)
 {
   struct p2p *p = P2P(e);
-  struct req *list = p->work;
+  p->run = p->work; /* what this round does: work added meanwhile waits for the next one */
   p->work = p->work_tail = NULL;
-  while (list) {
-    struct req *r = list;
-    list = r->next;
+  while (p->run) {
+    struct req *r = p->run;
+    p->run = r->next;
     r->flags &= ~R_WORK;
     if (r->state == RQ_DONE)
       continue;
