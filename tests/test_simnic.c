@@ -877,6 +877,29 @@ Test(simnic, seq_nak_behind_rnr_nak_ignored)
   pair_free(p);
 }
 
+/* The wire as the link carries it: every 4 KiB packet of a RoCEv2/IPv4 request costs 82 bytes
+ * besides its payload (preamble+SFD 8, Ethernet 14, IPv4 20, UDP 8, BTH 12, ICRC 4, FCS 4,
+ * inter-frame gap 12), so back-to-back 64 KiB WRITEs at 100 Gb/s carry at most 4096/4178 of the
+ * line rate as payload (98.04 Gb/s; 58 header bytes made it 98.57, above the physical limit). */
+Test(simnic, line_rate_payload_never_exceeds_wire_limit)
+{
+  enum { N = 8, LEN = 65536 };
+  struct pair *p = pair_default();
+  simnic_set_line_rate(h_nic(p->h, A), 100e9);
+  for (uint32_t i = 0; i < N; i++)
+    post_ok(p, A, PP_WR_RDMA_WRITE, 1 + i, i * LEN, LEN, i * LEN, i == N - 1);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[4];
+  cr_assert_eq(h_poll(p->h, A, wc, 4), 1);
+  expect_wc(&wc[0], N, PP_WC_SUCCESS, PP_WC_OP_RDMA_WRITE, p->qa);
+  cr_assert_eq(tap_count(p->tap, "REQ", A), N);
+  uint64_t span = tap_nth(p->tap, "REQ", A, N - 1)->at - tap_nth(p->tap, "REQ", A, 0)->at;
+  double gbps = (double)(N - 1) * LEN * 8 / (double)span, limit = 100.0 * 4096 / (4096 + 82);
+  cr_assert_leq(gbps, limit, "payload at %.3f Gb/s, above the wire's %.3f", gbps, limit);
+  cr_assert_geq(gbps, 0.999 * limit, "payload at %.3f Gb/s, the wire allows %.3f", gbps, limit);
+  pair_free(p);
+}
+
 /* ================================================================== 6. receive too small */
 
 Test(simnic, recv_too_small_loc_len_err)

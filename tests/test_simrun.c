@@ -244,9 +244,10 @@ Test(simrun, one_mib_on_a_generated_cluster_has_analytic_timing)
   run(log);
   fclose(log);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED);
-  /* 256 packets of 4096 + 58 bytes, then a 58-byte ACK, over 100 Gb/s and 1 us each way */
-  double data_ns = 1000 + 256.0 * (4096 + 58) * 8 / 100;
-  double ack_ns = 1000 + 58.0 * 8 / 100;
+  /* 256 packets of 4096 + 82 bytes (RoCEv2 headers and Ethernet framing), then an 86-byte ACK
+   * (82 + AETH 4), over 100 Gb/s and 1 us each way */
+  double data_ns = 1000 + 256.0 * (4096 + 82) * 8 / 100;
+  double ack_ns = 1000 + 86.0 * 8 / 100;
   uint64_t want = (uint64_t)(data_ns + ack_ns + 0.5);
   cr_assert(res.latency.max + 2 >= want && res.latency.max <= want + 2,
             "1 MiB send latency %llu ns, analytic %llu ns", (unsigned long long)res.latency.max,

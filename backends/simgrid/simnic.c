@@ -176,7 +176,7 @@ void pp_nic_profile_default(struct pp_nic_profile *p)
   *p = (struct pp_nic_profile){
       .name = "cx6-roce-100g",
       .mtu = 4096,
-      .header_bytes = 58,
+      .header_bytes = 82,
       .wqe_ns = 50,
       .ack_every = 16,
       .ack_delay_ns = 1000,
