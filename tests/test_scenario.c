@@ -251,7 +251,7 @@ Test(shipped, nic_profile_values)
   cr_assert_eq(pp_nic_profile_load(MODELS "/nics/cx6-roce-100g.yaml", &p, err, sizeof err), PP_OK,
                "%s", err);
   cr_assert_eq(p.mtu, 4096);
-  cr_assert_eq(p.header_bytes, 58);
+  cr_assert_eq(p.header_bytes, 82);
   cr_assert_eq(p.wqe_ns, 50);
   cr_assert_eq(p.ack_every, 16);
   cr_assert_eq(p.ack_delay_ns, 1000);
