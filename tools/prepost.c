@@ -9,6 +9,7 @@
 #include "buildinfo.h"
 #include "cli_util.h"
 #include "cli_verbs.h"
+#include "cli/plugin.h"
 #include "explore.h"
 #include "report.h"
 #include "scenario.h"
@@ -28,6 +29,9 @@ static const char *const main_usage =
     "  replay TRACE   re-drive the engines with a trace's inputs and check their outputs\n"
     "  explore        seeded exploration of races and faults: invariants, shrinking, replay\n"
     "  help COMMAND   show the help of a command\n"
+    "\n"
+    "Every command takes --plugin PATH (repeatable; also PREPOST_PLUGINS=a.so:b.so): a shared\n"
+    "object that registers protocols of its own (README: Write your own protocol).\n"
     "\n"
     "Exit codes: 0 every operation completed successfully, 1 the run ended with error\n"
     "completions, 2 usage or input error, 3 the run stalled, hit max_sim_time or made no\n"
@@ -197,6 +201,11 @@ static int cmd_run(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+  char perr[768];
+  if (pp_plugins_from_args(&argc, argv, perr, sizeof perr)) { /* --plugin, PREPOST_PLUGINS */
+    fprintf(stderr, "prepost: %s\n", perr);
+    return EXIT_USAGE;
+  }
   if (argc < 2)
     return pp_cli_usage_error("prepost", main_usage, "%s", "missing COMMAND");
   const char *cmd = argv[1];

@@ -168,6 +168,27 @@ const char *pp_proto_plugin(uint32_t id)
   return id < nprotos ? protos[id].plugin : NULL;
 }
 
+int pp_proto_bug_bit(uint32_t id, const char *name)
+{
+  const struct pp_proto_def *d = pp_proto_get(id);
+  for (uint32_t i = 0; d && name && i < d->nbugs; i++)
+    if (!strcmp(d->bugs[i].name, name))
+      return (int)(PP_PROTO_BUG_SHIFT + i);
+  return -1;
+}
+
+int pp_proto_bug_find(const char *name, uint32_t *id)
+{
+  for (uint32_t p = 0; p < pp_proto_count(); p++) {
+    int b = pp_proto_bug_bit(p, name);
+    if (b >= 0) {
+      *id = p;
+      return b;
+    }
+  }
+  return -1;
+}
+
 const char *pp_protocol_name(uint32_t p)
 {
   const struct pp_proto_def *d = pp_proto_get(p);

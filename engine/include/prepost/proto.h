@@ -272,6 +272,11 @@ const struct pp_proto_def *pp_proto_find(const char *name);
 const struct pp_proto_def *pp_proto_get(uint32_t id);
 int pp_proto_id(const char *name);
 uint32_t pp_proto_count(void);
+/* The bit of pp_engine_cfg.test_bugs for test bug `name` of protocol `id`
+ * (PP_PROTO_BUG_SHIFT + its index), -1 when it has none of that name. */
+int pp_proto_bug_bit(uint32_t id, const char *name);
+/* The same over every registered protocol: the bit, and the protocol in *id; -1 when none. */
+int pp_proto_bug_find(const char *name, uint32_t *id);
 /* The plug-in that registered protocol `id`; NULL for a built-in. */
 const char *pp_proto_plugin(uint32_t id);
 
