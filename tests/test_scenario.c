@@ -683,7 +683,7 @@ Test(errors, out_of_range)
                "t.yaml:2: 'messages' must be an integer 1..10000000, got '10000001'");
   expect_error("ranks: 2\nprotocol: smart\n", PP_INVALID,
                "t.yaml:2: unknown protocol 'smart' (expected one of: naive, eager, rndv, "
-               "ring-credits, ring-cts)");
+               "ring-credits, ring-cts); a plug-in's protocol needs --plugin PATH");
   expect_error("ranks: 2\nworkload: {pattern: star}\n", PP_INVALID,
                "t.yaml:2: unknown pattern 'star' (expected one of: pair, ring, alltoall)");
   expect_error("ranks: 2\nworkload: {slow_ranks: [2]}\n", PP_INVALID,
