@@ -686,3 +686,30 @@ const struct pp_app_ops pp_collective_ops = {
     .recv_done = coll_recv_done,
     .done = coll_done,
 };
+
+/* ------------------------------------------------------------------ registry */
+
+static void coll_mem_need(const struct pp_engine_cfg *c, struct pp_mem_need *m, uint32_t *npeers,
+                          uint64_t *lat)
+{
+  *npeers = c->workload.pattern == PP_PATTERN_PAIR ? 1 : 2;
+  uint64_t W = c->coll.window < c->qp.rq_depth ? c->coll.window : c->qp.rq_depth;
+  uint64_t elems = c->coll.bytes / 4 + 1; /* the in-flight flags: at most one per element */
+  pp_mem_add(m, c->coll.bytes + elems, "collective.size");
+  pp_mem_add(m, W * (c->coll.chunk + 8), "collective.window and collective.chunk");
+  pp_mem_add(m, 8192, "workload");
+  *lat = c->coll.iterations;
+}
+
+static enum pp_status coll_def_check(const struct pp_engine_cfg *c, char *err, size_t errlen)
+{
+  return pp_coll_params_check(&c->coll, c->nranks, err, errlen);
+}
+
+const struct pp_workload_def pp_collective_def = {
+    .name = "collective",
+    .desc = "ring allreduce/allgather/broadcast, checked",
+    .check = coll_def_check,
+    .mem_need = coll_mem_need,
+    .ops = &pp_collective_ops,
+};

@@ -10,27 +10,11 @@
 #include "prepost/app.h"
 #include "prepost/p2p.h"
 
-static const char *const protocols[] = {
-#define PP_X(id, name, desc) [PP_PROTO_##id] = name,
-    PP_PROTOCOL_LIST(PP_X)
-#undef PP_X
-};
-
 static const char *const patterns[] = {
 #define PP_X(id, name, desc) [PP_PATTERN_##id] = name,
     PP_PATTERN_LIST(PP_X)
 #undef PP_X
 };
-
-const char *pp_protocol_name(enum pp_protocol p)
-{
-  return pp_name_of(protocols, PP_PROTO_COUNT, p);
-}
-
-int pp_protocol_from_name(const char *name)
-{
-  return pp_name_index(protocols, PP_PROTO_COUNT, name);
-}
 
 const char *pp_pattern_name(enum pp_pattern p)
 {
@@ -78,6 +62,18 @@ int pp_workload_source(const struct pp_workload *w, uint32_t rank, uint32_t nran
     }                                                                          \
   } while (0)
 
+/* "'traffic'" or "'a' or 'b'": the workloads that take pattern alltoall */
+static const char *alltoall_workloads(void)
+{
+  static char buf[128];
+  size_t n = 0;
+  const struct pp_workload_def *d;
+  for (uint32_t k = 0; (d = pp_workload_get(k)) && n < sizeof buf; k++)
+    if (d->alltoall)
+      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s'%s'", n ? " or " : "", d->name);
+  return n ? buf : "(none)";
+}
+
 enum pp_status pp_engine_cfg_check(const struct pp_engine_cfg *c, char *err, size_t errlen)
 {
   const struct pp_qp_params *q = &c->qp;
@@ -85,10 +81,12 @@ enum pp_status pp_engine_cfg_check(const struct pp_engine_cfg *c, char *err, siz
   CHECK(c->nranks >= 1 && c->nranks <= PP_MAX_RANKS, "ranks must be 1..%u, got %u",
         PP_MAX_RANKS, c->nranks);
   CHECK(c->rank < c->nranks, "rank %u out of 0..%u", c->rank, c->nranks - 1);
-  CHECK((unsigned)c->protocol < PP_PROTO_COUNT, "unknown protocol %d", (int)c->protocol);
-  CHECK((unsigned)w->kind < PP_WORKLOAD_COUNT, "unknown workload %d", (int)w->kind);
+  const struct pp_proto_def *pd = pp_proto_get(c->protocol);
+  const struct pp_workload_def *wd = pp_workload_get((uint32_t)w->kind);
+  CHECK(pd, "unknown protocol %d", (int)c->protocol);
+  CHECK(wd, "unknown workload %d", (int)w->kind);
   CHECK((unsigned)w->pattern < PP_PATTERN_COUNT, "unknown pattern %d", (int)w->pattern);
-  CHECK(w->pattern != PP_PATTERN_PAIR || c->nranks % 2 == 0 || pp_p2p_app(w->kind),
+  CHECK(w->pattern != PP_PATTERN_PAIR || c->nranks % 2 == 0 || wd->pair_odd,
         "pattern 'pair' needs an even number of ranks, got %u", c->nranks);
   CHECK(c->nranks >= 2, "a workload needs at least 2 ranks, got %u", c->nranks);
   /* the app workload's program sends what it likes: pattern, messages and size are not its */
@@ -111,205 +109,58 @@ enum pp_status pp_engine_cfg_check(const struct pp_engine_cfg *c, char *err, siz
   uint64_t pool = ((uint64_t)q->sq_depth + q->rq_depth) * w->size;
   CHECK(pool <= (1ull << 32), "buffer pools (sq_depth + rq_depth) * size = %llu bytes exceed 4 GiB",
         (unsigned long long)pool);
-  if ((c->protocol == PP_PROTO_RING_CREDITS || c->protocol == PP_PROTO_RING_CTS) &&
-      pp_ring_params_check(&c->ring, err, errlen) != PP_OK)
+  /* the protocol's own parameters: the bounds of its field table, then its check */
+  const void *prm = pp_engine_cfg_proto_params_c(c);
+  if (pd->nparams && pp_params_check(pd->params, pd->nparams, prm, err, errlen) != PP_OK)
     return PP_INVALID;
-  if ((pp_p2p_proto(c->protocol) || pp_p2p_app(w->kind) || w->pattern == PP_PATTERN_ALLTOALL) &&
-      pp_p2p_cfg_check(c, err, errlen) != PP_OK)
+  if (pd->check && pd->check(c, prm, err, errlen) != PP_OK)
     return PP_INVALID;
-  if (w->kind == PP_WORKLOAD_COLLECTIVE)
-    return pp_coll_params_check(&c->coll, c->nranks, err, errlen);
+  if (wd->check && wd->check(c, err, errlen) != PP_OK)
+    return PP_INVALID;
+  CHECK(w->pattern != PP_PATTERN_ALLTOALL || wd->alltoall,
+        "pattern 'alltoall' is only for workload %s", alltoall_workloads());
   return PP_OK;
 }
 
 /* ------------------------------------------------------------------ memory estimate */
 
-/* Bookkeeping entries whose types are private to their modules are counted at a bound of their
- * size (asserted by tests/test_engine.c, suite engine_mem, against what creation allocates). */
-#define MEM_REQ 1024u   /* p2p.c struct req */
-#define MEM_RX 160u     /* p2p.c struct rx */
-#define MEM_TX 32u      /* p2p.c struct tx */
-#define MEM_MENTRY 128u /* match.h struct pp_mentry, and its bucket */
-#define MEM_RCE 128u    /* rcache.h struct pp_rcache_entry, and its bucket */
-#define MEM_RING_MSG 80u  /* ring.c struct smsg / rmsg */
-#define MEM_RING_CONN 2048u /* ring.c struct conn and its share of struct ring */
-#define MEM_APP 8192u   /* a workload's own state */
-
-struct mem {
-  uint64_t total, big;
-  const char *what;
-};
-
-static void mem_add(struct mem *m, uint64_t bytes, const char *what)
+void pp_mem_add(struct pp_mem_need *m, uint64_t bytes, const char *what)
 {
-  m->total += bytes;
-  if (bytes > m->big) {
-    m->big = bytes;
-    m->what = what;
+  m->bytes += bytes;
+  if (bytes > m->biggest_bytes) {
+    m->biggest_bytes = bytes;
+    m->biggest = what;
   }
 }
 
-static uint64_t pow2_ge(uint64_t x)
-{
-  uint64_t p = 16;
-  while (p < x)
-    p *= 2;
-  return p;
-}
-
-/* At most this many peers for one rank (engine_impl.h: PP_MAX_PEERS). */
-static uint32_t mem_peers(const struct pp_engine_cfg *c, uint32_t script_peers)
-{
-  const struct pp_workload *w = &c->workload;
-  uint32_t n = c->nranks - 1;
-  if (w->kind == PP_WORKLOAD_SCRIPT)
-    n = script_peers;
-  else if (w->kind != PP_WORKLOAD_APP && w->pattern != PP_PATTERN_ALLTOALL)
-    n = w->pattern == PP_PATTERN_PAIR ? 1 : 2;
-  if (n > c->nranks - 1)
-    n = c->nranks - 1;
-  return n < PP_MAX_PEERS ? n : PP_MAX_PEERS;
-}
-
-static void mem_p2p(const struct pp_engine_cfg *c, uint32_t npeers, struct mem *m,
-                    struct pp_mem_need *q)
-{
-  struct pp_p2p_params p;
-  pp_p2p_params_resolve(c, &p);
-  uint64_t R = p.reply_slots, TR = (R + 1) / 2, D = p.credits;
-  uint64_t nrx = D + R + 2 + (D - 1) / p.credit_threshold + (R - 1) / TR;
-  uint64_t bsize = (64 + (uint64_t)p.eager_limit + 63) & ~63ull, nch = (uint64_t)npeers * p.channels;
-  q->qps = (uint32_t)nch;
-  q->send_wqes = nch * c->qp.sq_depth;
-  q->recv_wqes = nch * nrx;
-  uint64_t rx = nch * nrx, small = nch * (nrx + 4) + (uint64_t)p.max_requests * (p.pipeline + 1) + 1;
-  mem_add(m, rx * (bsize + MEM_RX), "p2p.credits, p2p.reply_slots and p2p.eager_limit");
-  mem_add(m, (uint64_t)p.send_buffers * (bsize + MEM_TX), "p2p.send_buffers and p2p.eager_limit");
-  mem_add(m, small * (64 + MEM_TX), "p2p.max_requests and p2p.pipeline");
-  mem_add(m, (uint64_t)p.max_requests * MEM_REQ, "p2p.max_requests");
-  mem_add(m, (pow2_ge(2ull * p.max_requests) + pow2_ge(8 * rx) + p.max_requests + 4 * rx) *
-                 MEM_MENTRY, "p2p.max_requests");
-  mem_add(m, (p.rcache_entries + pow2_ge(2ull * p.rcache_entries)) * (uint64_t)MEM_RCE,
-          "p2p.rcache_entries");
-  mem_add(m, (uint64_t)p.record * sizeof(struct pp_recv_record), "p2p.record");
-  mem_add(m, nch * 64 + c->nranks * 4ull + 8192, "ranks");
-}
-
-static void mem_ring(const struct pp_engine_cfg *c, uint32_t npeers, struct mem *m,
-                     struct pp_mem_need *q)
-{
-  const struct pp_ring_params *r = &c->ring;
-  q->qps = npeers * r->channels;
-  q->send_wqes = (uint64_t)q->qps * (2 * r->slots + 4);
-  q->recv_wqes = (uint64_t)q->qps * 2 * r->slots;
-  uint64_t area = (uint64_t)r->slots * 32 + 64 + 2 * 64; /* and their alignment */
-  mem_add(m, (uint64_t)npeers * r->channels * r->slots * r->slot_size,
-          "ring.channels, ring.slots and ring.slot_size");
-  mem_add(m, (uint64_t)npeers * (2 * r->channels * area + (uint64_t)r->channels * r->slots * 8 +
-                                 ((uint64_t)c->qp.sq_depth + c->qp.rq_depth) * MEM_RING_MSG +
-                                 MEM_RING_CONN),
-          "qp.sq_depth and qp.rq_depth");
-}
-
-/* The workload's buffers; *lat: the latency samples it records (kept in one fixed-size
- * histogram, prepost/hist.h, when there are any). */
-static void mem_app(const struct pp_engine_cfg *c, uint64_t script_bytes, struct mem *m,
-                    uint64_t *lat)
-{
-  const struct pp_workload *w = &c->workload;
-  const struct pp_traffic *t = &c->traffic;
-  uint64_t size = w->size;
-  switch (w->kind) {
-  case PP_WORKLOAD_STREAM:
-    mem_add(m, ((uint64_t)c->qp.sq_depth + c->qp.rq_depth) * (size + 16),
-            "qp.sq_depth, qp.rq_depth and workload.size");
-    *lat = w->messages;
-    break;
-  case PP_WORKLOAD_TRAFFIC: {
-    uint64_t W = t->window ? t->window : 16, smax = t->size_max > size ? t->size_max : size;
-    uint64_t nsrc = w->pattern == PP_PATTERN_ALLTOALL ? c->nranks - 1u : 1;
-    bool wild = t->recv_mode == PP_RECV_ANY_SOURCE || t->recv_mode == PP_RECV_ANY;
-    mem_add(m, 2 * W * (smax + 64), "traffic.window and traffic.size_max");
-    mem_add(m, wild ? nsrc * w->messages * 4 : 0, "workload.messages");
-    *lat = nsrc * w->messages < 1000000 ? nsrc * w->messages : 1000000;
-    break;
-  }
-  case PP_WORKLOAD_COLLECTIVE: {
-    uint64_t W = c->coll.window < c->qp.rq_depth ? c->coll.window : c->qp.rq_depth;
-    uint64_t elems = c->coll.bytes / 4 + 1; /* the in-flight flags: at most one per element */
-    mem_add(m, c->coll.bytes + elems, "collective.size");
-    mem_add(m, W * (c->coll.chunk + 8), "collective.window and collective.chunk");
-    *lat = c->coll.iterations;
-    break;
-  }
-  default: /* script, app */
-    mem_add(m, script_bytes + 4096 + c->nranks * 8ull, "the script's message sizes and counts");
-    *lat = 1000000;
-    break;
-  }
-  mem_add(m, MEM_APP, "workload");
-}
-
+/* The engine, then the protocol's terms (its hook), then the workload's, the latency histogram
+ * and the allocator's rounding: the first largest term names `biggest`. */
 void pp_engine_mem_need(const struct pp_engine_cfg *cfg, struct pp_mem_need *out)
 {
-  uint64_t sbytes = 0, lat = 0;
-  uint32_t speers = 0;
-  if (cfg->workload.kind == PP_WORKLOAD_SCRIPT) /* the busiest rank */
-    for (uint32_t r = 0; r < cfg->nranks; r++) {
-      uint64_t b;
-      uint32_t n;
-      pp_script_need(cfg, r, &b, &n);
-      sbytes = b > sbytes ? b : sbytes;
-      speers = n > speers ? n : speers;
-    }
-  uint32_t npeers = mem_peers(cfg, speers);
-  struct mem m = {0};
-  mem_add(&m, sizeof(struct pp_engine) + ((uint64_t)cfg->qp.rq_depth * 2 + 64) *
-                                             sizeof(struct pp_timer), "the engine");
+  const struct pp_proto_def *pd = pp_proto_get(cfg->protocol);
+  const struct pp_workload_def *wd = pp_workload_get((uint32_t)cfg->workload.kind);
+  struct pp_mem_need app = {0};
+  uint32_t npeers = 0;
+  uint64_t lat = 0;
+  if (wd)
+    wd->mem_need(cfg, &app, &npeers, &lat);
+  if (npeers > cfg->nranks - 1)
+    npeers = cfg->nranks - 1;
+  npeers = npeers < PP_MAX_PEERS ? npeers : PP_MAX_PEERS;
   *out = (struct pp_mem_need){.qps = npeers,
                               .send_wqes = (uint64_t)npeers * cfg->qp.sq_depth,
                               .recv_wqes = (uint64_t)npeers * cfg->qp.rq_depth};
-  if (pp_p2p_proto(cfg->protocol))
-    mem_p2p(cfg, npeers, &m, out);
-  else if (cfg->protocol == PP_PROTO_RING_CREDITS || cfg->protocol == PP_PROTO_RING_CTS)
-    mem_ring(cfg, npeers, &m, out);
-  mem_app(cfg, sbytes, &m, &lat);
-  mem_add(&m, lat ? sizeof(struct pp_hist) : 0, "the latency histogram");
-  mem_add(&m, 16 * 4096, "the allocator's rounding"); /* a page per large buffer */
-  out->bytes = m.total;
-  out->biggest = m.what;
-}
-
-static const struct pp_proto_ops *const proto_table[PP_PROTO_COUNT] = {
-    [PP_PROTO_NAIVE] = &pp_naive_ops,
-    [PP_PROTO_EAGER] = &pp_p2p_eager_ops,
-    [PP_PROTO_RNDV] = &pp_p2p_rndv_ops,
-    [PP_PROTO_RING_CREDITS] = &pp_ring_credits_ops,
-    [PP_PROTO_RING_CTS] = &pp_ring_cts_ops,
-};
-
-static const struct pp_app_ops *const app_table[PP_WORKLOAD_COUNT] = {
-    [PP_WORKLOAD_STREAM] = &pp_stream_ops,
-    [PP_WORKLOAD_SCRIPT] = &pp_script_ops,
-    [PP_WORKLOAD_TRAFFIC] = &pp_traffic_ops,
-    [PP_WORKLOAD_APP] = &pp_app_workload_ops,
-    [PP_WORKLOAD_COLLECTIVE] = &pp_collective_ops,
-};
-
-static const char *const workload_names[] = {
-#define PP_X(id, name, desc) [PP_WORKLOAD_##id] = name,
-    PP_WORKLOAD_LIST(PP_X)
-#undef PP_X
-};
-
-const char *pp_workload_name(enum pp_workload_kind k)
-{
-  return pp_name_of(workload_names, PP_WORKLOAD_COUNT, k);
-}
-
-int pp_workload_from_name(const char *name)
-{
-  return pp_name_index(workload_names, PP_WORKLOAD_COUNT, name);
+  pp_mem_add(out, sizeof(struct pp_engine) + ((uint64_t)cfg->qp.rq_depth * 2 + 64) *
+                                               sizeof(struct pp_timer), "the engine");
+  if (pd && pd->mem_need)
+    pd->mem_need(cfg, pp_engine_cfg_proto_params_c(cfg), npeers, out);
+  out->bytes += app.bytes;
+  if (app.biggest_bytes > out->biggest_bytes) {
+    out->biggest_bytes = app.biggest_bytes;
+    out->biggest = app.biggest;
+  }
+  pp_mem_add(out, lat ? sizeof(struct pp_hist) : 0, "the latency histogram");
+  pp_mem_add(out, 16 * 4096, "the allocator's rounding"); /* a page per large buffer */
 }
 
 enum pp_status pp_engine_add_peer(struct pp_engine *e, uint32_t peer)
@@ -458,8 +309,8 @@ enum pp_status pp_engine_create_with(const struct pp_engine_cfg *cfg, const stru
   e->cfg = *cfg;
   e->ops = ops;
   e->nic = nic;
-  e->proto = proto_table[cfg->protocol];
-  e->appops = app_table[cfg->workload.kind];
+  e->proto = pp_proto_get(cfg->protocol)->ops; /* both known: checked above */
+  e->appops = pp_workload_get((uint32_t)cfg->workload.kind)->ops;
   e->app_arg = app_arg;
   pp_prng_seed(&e->prng, cfg->seed * 0x100000001b3ull + cfg->rank);
   enum pp_status s = pp_timerq_init(&e->timers, cfg->qp.rq_depth * 2 + 64);
@@ -588,7 +439,12 @@ enum pp_status pp_engine_on_async(struct pp_engine *e, uint64_t now,
                                           .at_ns = now});
   if (e->appops->async_event)
     e->appops->async_event(e, now, ev);
-  return PP_OK;
+  if (!e->proto->on_async)
+    return PP_OK;
+  enum pp_status s = e->proto->on_async(e, now, ev);
+  if (s != PP_OK || !e->started)
+    return s;
+  return e->appops->pump(e, now);
 }
 
 enum pp_status pp_engine_on_timer(struct pp_engine *e, uint64_t now)
@@ -634,6 +490,64 @@ void pp_engine_counts(const struct pp_engine *e, struct pp_rank_stats *out)
 const struct pp_hist *pp_engine_latency_hist(const struct pp_engine *e)
 {
   return e->lat;
+}
+
+/* ---------------------------------------------------------------- for protocols */
+
+const struct pp_engine_cfg *pp_engine_config(const struct pp_engine *e)
+{
+  return &e->cfg;
+}
+
+const void *pp_engine_proto_params(const struct pp_engine *e)
+{
+  return pp_engine_cfg_proto_params_c(&e->cfg);
+}
+
+void *pp_engine_proto_state(const struct pp_engine *e)
+{
+  return e->ps;
+}
+
+void pp_engine_set_proto_state(struct pp_engine *e, void *state)
+{
+  e->ps = state;
+}
+
+uint32_t pp_engine_npeers(const struct pp_engine *e)
+{
+  return e->npeers;
+}
+
+uint32_t pp_engine_peer(const struct pp_engine *e, uint32_t i)
+{
+  assert(i < e->npeers);
+  return e->peers[i];
+}
+
+struct pp_prng *pp_engine_prng(struct pp_engine *e)
+{
+  return &e->prng;
+}
+
+const struct pp_nic_ops *pp_engine_nic_ops(const struct pp_engine *e)
+{
+  return e->ops;
+}
+
+void *pp_engine_nic(const struct pp_engine *e)
+{
+  return e->nic;
+}
+
+bool pp_engine_proto_bug(const struct pp_engine *e, unsigned i)
+{
+#ifdef PREPOST_NO_TEST_BUGS
+  (void)e, (void)i;
+  return false;
+#else
+  return i < PP_PROTO_MAX_BUGS && (e->cfg.test_bugs >> (PP_PROTO_BUG_SHIFT + i) & 1u);
+#endif
 }
 
 /* ---------------------------------------------------------------- untrusted peers */

@@ -1,6 +1,7 @@
 /*
- * Engine internals shared by the core (engine.c), the workloads (stream.c) and the protocols
- * (naive.c, ...); not a public header.
+ * Engine internals shared by the core (engine.c), the workloads (stream.c) and the built-in
+ * protocols (naive.c, ...); not a public header. What any protocol may use (a plug-in too) is
+ * prepost/proto.h; the built-ins may also reach struct pp_engine directly.
  *
  * Layering inside one rank:
  *   workload (stream.c)  --pp_proto_ops.send/recv-->  protocol (naive.c, ...)  --pp_nic_ops-->  NIC
@@ -14,49 +15,11 @@
 #include "prepost/engine.h"
 #include "prepost/hang.h"
 #include "prepost/prng.h"
+#include "prepost/proto.h"
 #include "timerq.h"
 
 struct pp_p2p_status;   /* prepost/p2p.h */
 struct pp_peer_failure; /* prepost/app.h */
-
-/* A message handed to a protocol: send `len` bytes of `buf` to `peer`, or receive up to `len`
- * bytes into `buf` from `peer`. `mr` covers `buf` (registered by the workload with local write,
- * remote write and remote read access, so zero-copy protocols may expose it). The protocol owns
- * the buffer until it reports completion with the same cookie. */
-struct pp_msg {
-  uint32_t peer;
-  uint64_t tag;
-  uint8_t *buf;
-  uint32_t len;
-  const struct pp_mr *mr;
-  uint64_t cookie;
-};
-
-struct pp_proto_ops {
-  const char *name;
-  /* Allocates state, registers memory, opens QPs to every peer of pp_engine_peers() */
-  enum pp_status (*create)(struct pp_engine *e);
-  void (*destroy)(struct pp_engine *e);
-  bool (*local_info)(const struct pp_engine *e, uint32_t peer, struct pp_conn_info *out);
-  enum pp_status (*connect)(struct pp_engine *e, uint64_t now, uint32_t peer,
-                            const struct pp_conn_info *remote);
-  /* PP_AGAIN: not now (no credit, slot or queue entry); the workload retries after the next
-   * event. Never a busy wait, never a send that can RNR (except the naive protocol's). */
-  enum pp_status (*send)(struct pp_engine *e, uint64_t now, const struct pp_msg *m);
-  enum pp_status (*recv)(struct pp_engine *e, uint64_t now, const struct pp_msg *m);
-  enum pp_status (*on_wc)(struct pp_engine *e, uint64_t now, const struct pp_wc *wc);
-  enum pp_status (*on_timer)(struct pp_engine *e, uint64_t now, uint32_t arg);
-  /* Nothing of the protocol's own is outstanding (for pp_engine_done). */
-  bool (*quiet)(const struct pp_engine *e);
-  /* Optional (NULL: nothing to say): the protocol's state for pp_engine_dump() (prepost/dump.h):
-   * per connection its queues, pending requests, credits, head/tail. snprintf-like: writes at
-   * most len bytes (NUL included), returns the length it wanted. */
-  size_t (*dump)(const struct pp_engine *e, char *buf, size_t len);
-  /* What each pending operation waits for (prepost/hang.h): fills at most max entries with
-   * pp_wait_add(), returns how many there are. Times in since_ns, never in the text (the text
-   * is part of the progress mark). */
-  size_t (*pending)(const struct pp_engine *e, struct pp_wait *out, size_t max);
-};
 
 extern const struct pp_proto_ops pp_naive_ops;
 extern const struct pp_proto_ops pp_ring_credits_ops, pp_ring_cts_ops; /* ring.c */
@@ -96,14 +59,37 @@ struct pp_app_ops {
   void (*async_event)(struct pp_engine *e, uint64_t now, const struct pp_async_event *ev);
 };
 
+/* A workload in the registry (engine/core/registry.c), as a protocol's struct pp_proto_def: the
+ * built-in workloads keep their parameters in struct pp_engine_cfg (workload, traffic, script,
+ * coll). */
+struct pp_workload_def {
+  const char *name;
+  const char *desc;
+  bool alltoall; /* takes pattern 'alltoall' */
+  bool pair_odd; /* pattern 'pair' with an odd number of ranks (the last one idles) */
+  /* Optional: its settings against the rest of the configuration, a sentence in err. */
+  enum pp_status (*check)(const struct pp_engine_cfg *cfg, char *err, size_t errlen);
+  /* The busiest rank's peers (at most PP_MAX_PEERS), its buffers as pp_mem_add() terms and the
+   * latency samples it records (*lat: 0 = none). */
+  void (*mem_need)(const struct pp_engine_cfg *cfg, struct pp_mem_need *out, uint32_t *npeers,
+                   uint64_t *lat);
+  const struct pp_app_ops *ops;
+};
+/* Registers a workload; its kind (pp_engine_cfg.workload.kind) is its registration order.
+ * PP_INVALID (missing slot), PP_EXISTS, PP_LIMIT as pp_proto_register. */
+enum pp_status pp_workload_register(const struct pp_workload_def *def, char *err, size_t errlen);
+const struct pp_workload_def *pp_workload_get(uint32_t kind);
+/* A built-in protocol whose parameters live in struct pp_engine_cfg at `offset`. */
+enum pp_status pp_proto_register_builtin(const struct pp_proto_def *def, size_t offset);
+/* engine/core/builtin.c: registers the built-in protocols and workloads (once, at the first
+ * lookup of either registry). */
+void pp_builtin_register(void);
+
 extern const struct pp_app_ops pp_stream_ops;
 extern const struct pp_app_ops pp_collective_ops; /* collective.c */
 extern const struct pp_app_ops pp_script_ops;     /* script.c */
 extern const struct pp_app_ops pp_traffic_ops;    /* traffic.c */
 extern const struct pp_app_ops pp_app_workload_ops; /* workload/app.c: the program's callbacks */
-
-/* Timer owners: the kind of a timer in the queue. */
-enum pp_timer_owner { PP_TIMER_APP = 1, PP_TIMER_PROTO = 2 };
 
 #define PP_MAX_PEERS 64
 #define PP_MAX_QPS (PP_MAX_PEERS * PP_MAX_CHANNELS)
@@ -150,35 +136,11 @@ enum pp_status pp_engine_create_with(const struct pp_engine_cfg *cfg, const stru
 /* script.c: the buffer bytes and the number of peers of `rank` under a script workload. */
 void pp_script_need(const struct pp_engine_cfg *c, uint32_t rank, uint64_t *bytes, uint32_t *npeers);
 
-/* --- for protocols --- */
-/* Registers memory with the backend. */
-enum pp_status pp_engine_reg(struct pp_engine *e, void *buf, size_t len, unsigned access,
-                             struct pp_mr *mr);
-/* Creates an RC QP to `peer` and takes it to INIT; srq_num 0 for its own receive queue. */
-enum pp_status pp_engine_qp_open(struct pp_engine *e, uint32_t peer, uint32_t srq_num,
-                                 uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t *qpn,
-                                 uint32_t *psn);
-/* Takes a QP through RTR and RTS with the configured attributes. */
-enum pp_status pp_engine_qp_connect(struct pp_engine *e, uint32_t qpn, uint32_t psn,
-                                    uint32_t remote_qpn, uint32_t remote_psn);
-enum pp_status pp_engine_push_timer(struct pp_engine *e, uint64_t deadline,
-                                    enum pp_timer_owner owner, uint32_t arg);
-
-/* A peer's message failed a check (the protocol then fails the connection to it): counted, the
- * first one of each peer kept for the reports (hang report, --json). */
-void pp_engine_violation(struct pp_engine *e, uint64_t now, const struct pp_violation *v);
-
 /* Adds a peer rank (once); PP_LIMIT past PP_MAX_PEERS. */
 enum pp_status pp_engine_add_peer(struct pp_engine *e, uint32_t peer);
 /* Records one latency sample into the rank's histogram (prepost/hist.h). */
 void pp_engine_latency(struct pp_engine *e, uint64_t ns);
 
-/* --- protocol -> workload --- (PP_INVALID: no such outstanding message; a protocol returns it
- * from its on_wc) */
-enum pp_status pp_app_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
-                                enum pp_wc_status st);
-enum pp_status pp_app_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
-                                enum pp_wc_status st, uint32_t src, uint64_t tag, uint32_t len);
 /* p2p -> a workload with a p2p_done slot: request `req` (its handle) completed with *st. */
 enum pp_status pp_app_p2p_done(struct pp_engine *e, uint64_t now, bool recv, uint64_t req,
                                uint64_t cookie, const struct pp_p2p_status *st);

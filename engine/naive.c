@@ -170,3 +170,11 @@ const struct pp_proto_ops pp_naive_ops = {
     .dump = naive_dump,
     .pending = naive_pending,
 };
+
+/* No parameters of its own; one QP per peer with the configured depths (the engine's preset). */
+const struct pp_proto_def pp_naive_def = {
+    .abi = PP_PROTO_ABI,
+    .name = "naive",
+    .desc = "SENDs posted with no regard for the receiver",
+    .ops = &pp_naive_ops,
+};

@@ -980,3 +980,51 @@ const struct pp_proto_ops pp_ring_cts_ops = {
     .quiet = ring_quiet,
     .pending = ring_pending,
 };
+
+/* ------------------------------------------------------------------ registry */
+
+#define MEM_RING_MSG 80u    /* struct smsg / rmsg */
+#define MEM_RING_CONN 2048u /* struct conn and its share of struct ring */
+
+static enum pp_status ring_def_check(const struct pp_engine_cfg *c, const void *params,
+                                     char *err, size_t errlen)
+{
+  (void)c;
+  return pp_ring_params_check(params, err, errlen);
+}
+
+static void ring_mem_need(const struct pp_engine_cfg *c, const void *params, uint32_t npeers,
+                          struct pp_mem_need *q)
+{
+  const struct pp_ring_params *r = params;
+  q->qps = npeers * r->channels;
+  q->send_wqes = (uint64_t)q->qps * (2 * r->slots + 4);
+  q->recv_wqes = (uint64_t)q->qps * 2 * r->slots;
+  uint64_t area = (uint64_t)r->slots * 32 + 64 + 2 * 64; /* and their alignment */
+  pp_mem_add(q, (uint64_t)npeers * r->channels * r->slots * r->slot_size,
+             "ring.channels, ring.slots and ring.slot_size");
+  pp_mem_add(q, (uint64_t)npeers * (2 * r->channels * area + (uint64_t)r->channels * r->slots * 8 +
+                                    ((uint64_t)c->qp.sq_depth + c->qp.rq_depth) * MEM_RING_MSG +
+                                    MEM_RING_CONN),
+             "qp.sq_depth and qp.rq_depth");
+}
+
+const struct pp_proto_def pp_ring_credits_def = {
+    .abi = PP_PROTO_ABI,
+    .name = "ring-credits",
+    .desc = "slot FIFO, head credits written back",
+    .params_size = sizeof(struct pp_ring_params),
+    .check = ring_def_check,
+    .mem_need = ring_mem_need,
+    .ops = &pp_ring_credits_ops,
+};
+
+const struct pp_proto_def pp_ring_cts_def = {
+    .abi = PP_PROTO_ABI,
+    .name = "ring-cts",
+    .desc = "slot FIFO, receiver-posted CTS entries",
+    .params_size = sizeof(struct pp_ring_params),
+    .check = ring_def_check,
+    .mem_need = ring_mem_need,
+    .ops = &pp_ring_cts_ops,
+};

@@ -522,3 +522,38 @@ const struct pp_app_ops pp_script_ops = {
     .done = script_done,
     .pending = script_pending,
 };
+
+/* ------------------------------------------------------------------ registry */
+
+static void script_mem_need(const struct pp_engine_cfg *c, struct pp_mem_need *m,
+                            uint32_t *npeers, uint64_t *lat)
+{
+  uint64_t bytes = 0;
+  uint32_t peers = 0;
+  for (uint32_t r = 0; r < c->nranks; r++) { /* the busiest rank */
+    uint64_t b;
+    uint32_t n;
+    pp_script_need(c, r, &b, &n);
+    bytes = b > bytes ? b : bytes;
+    peers = n > peers ? n : peers;
+  }
+  *npeers = peers;
+  pp_mem_add(m, bytes + 4096 + c->nranks * 8ull, "the script's message sizes and counts");
+  pp_mem_add(m, 8192, "workload");
+  *lat = 1000000;
+}
+
+static enum pp_status script_def_check(const struct pp_engine_cfg *c, char *err, size_t errlen)
+{
+  return pp_p2p_cfg_check(c, err, errlen) == PP_OK ? PP_OK : PP_INVALID;
+}
+
+const struct pp_workload_def pp_script_def = {
+    .name = "script",
+    .desc = "per-rank MPI-style operation lists",
+    .pair_odd = true,
+    .check = script_def_check,
+    .mem_need = script_mem_need,
+    .ops = &pp_script_ops,
+};
+

@@ -411,3 +411,22 @@ const struct pp_app_ops pp_stream_ops = {
     .dump = stream_dump,
     .pending = stream_pending,
 };
+
+/* ------------------------------------------------------------------ registry */
+
+static void stream_mem_need(const struct pp_engine_cfg *c, struct pp_mem_need *m,
+                            uint32_t *npeers, uint64_t *lat)
+{
+  *npeers = c->workload.pattern == PP_PATTERN_PAIR ? 1 : 2;
+  pp_mem_add(m, ((uint64_t)c->qp.sq_depth + c->qp.rq_depth) * (c->workload.size + 16ull),
+             "qp.sq_depth, qp.rq_depth and workload.size");
+  pp_mem_add(m, 8192, "workload");
+  *lat = c->workload.messages;
+}
+
+const struct pp_workload_def pp_stream_def = {
+    .name = "stream",
+    .desc = "a stream of messages per pattern, checked byte by byte",
+    .mem_need = stream_mem_need,
+    .ops = &pp_stream_ops,
+};

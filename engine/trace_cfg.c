@@ -6,6 +6,12 @@
  * (trace dump), for what-if overrides (`prepost replay --sim --set engine.qp.rnr_retry=7`) and for
  * builds whose struct differs. When you add a scalar field to struct pp_engine_cfg that someone
  * may want to override, add its line to CFG_FIELDS.
+ *
+ * The protocol is named (engine.protocol) and, when a plug-in registered it, so is the plug-in
+ * (engine.plugin); a protocol with a field table stores each parameter as proto.KEY with its
+ * canonical text. Reading, the name decides (registry ids depend on the order plug-ins load) and
+ * the proto.* keys set the parameters. A raw engine.cfg of the size the struct had before
+ * proto_params was appended is read as the prefix it is.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prepost/proto.h"
 #include "prepost/trace.h"
 
 enum cfg_kind { K_UINT, K_PROTOCOL, K_WORKLOAD, K_PATTERN };
@@ -137,6 +144,22 @@ static int enum_value(enum cfg_kind k, const char *name)
   }
 }
 
+/* The protocol's parameters as proto.KEY = canonical text. */
+static enum pp_status kv_proto_params(struct pp_trace_writer *w, const struct pp_engine_cfg *c)
+{
+  const struct pp_proto_def *d = pp_proto_get(c->protocol);
+  const char *plugin = pp_proto_plugin(c->protocol);
+  enum pp_status s = plugin ? pp_trace_kv_str(w, "engine.plugin", plugin) : PP_OK;
+  const void *prm = pp_engine_cfg_proto_params_c(c);
+  for (size_t i = 0; s == PP_OK && d && i < d->nparams; i++) {
+    char key[96], val[64];
+    snprintf(key, sizeof key, "proto.%s", d->params[i].key);
+    pp_param_format(&d->params[i], prm, val, sizeof val);
+    s = pp_trace_kv_str(w, key, val);
+  }
+  return s;
+}
+
 enum pp_status pp_trace_kv_engine_cfg(struct pp_trace_writer *w, const struct pp_engine_cfg *c)
 {
   enum pp_status s = pp_trace_kv_u64(w, "engine.cfg_size", sizeof(*c));
@@ -148,7 +171,7 @@ enum pp_status pp_trace_kv_engine_cfg(struct pp_trace_writer *w, const struct pp
     s = f->kind == K_UINT ? pp_trace_kv_u64(w, f->key, v)
                           : pp_trace_kv_str(w, f->key, enum_name(f->kind, v));
   }
-  return s;
+  return s == PP_OK ? kv_proto_params(w, c) : s;
 }
 
 void pp_trace_engine_cfg_each(const struct pp_engine_cfg *c,
@@ -199,16 +222,58 @@ enum pp_status pp_trace_engine_cfg_set(struct pp_engine_cfg *c, const char *key,
   return PP_OK;
 }
 
+/* The protocol by its name (and its plug-in when the name is unknown), then its proto.* keys. */
+static enum pp_status trace_proto(const struct pp_trace *t, struct pp_engine_cfg *c, char *err,
+                                  size_t errlen)
+{
+  const struct pp_trace_kv *name = pp_trace_kv_find(t, "engine.protocol");
+  if (!name || name->type != PP_TKV_STR)
+    return PP_OK; /* an older trace: the raw bytes' id stands */
+  struct pp_engine_cfg keep = *c;
+  if (pp_engine_cfg_protocol(c, name->s) != PP_OK) {
+    const struct pp_trace_kv *pl = pp_trace_kv_find(t, "engine.plugin");
+    if (pl && pl->type == PP_TKV_STR)
+      snprintf(err, errlen, "the trace's protocol '%s' comes from the plug-in %s, which is not "
+               "loaded: give it with --plugin PATH (or PREPOST_PLUGINS)", name->s, pl->s);
+    else
+      snprintf(err, errlen, "the trace's protocol '%s' is not known to this build", name->s);
+    return PP_NOTFOUND;
+  }
+  if (!pp_proto_plugin(c->protocol)) { /* a built-in: its parameters are the struct's */
+    uint32_t id = c->protocol;
+    *c = keep;
+    c->protocol = id;
+    return PP_OK;
+  }
+  const struct pp_proto_def *d = pp_proto_get(c->protocol);
+  void *prm = pp_engine_cfg_proto_params(c);
+  for (size_t i = 0; i < d->nparams; i++) {
+    char key[96], why[160];
+    snprintf(key, sizeof key, "proto.%s", d->params[i].key);
+    const struct pp_trace_kv *kv = pp_trace_kv_find(t, key);
+    if (!kv)
+      continue;
+    if (kv->type != PP_TKV_STR ||
+        pp_param_set(&d->params[i], prm, kv->s, strlen(kv->s), why, sizeof why) != PP_OK) {
+      snprintf(err, errlen, "header key %s: %s", key, kv->type == PP_TKV_STR ? why : "not text");
+      return PP_PARSE;
+    }
+  }
+  return PP_OK;
+}
+
 enum pp_status pp_trace_engine_cfg(const struct pp_trace *t, struct pp_engine_cfg *c, char *err,
                                    size_t errlen)
 {
   if (errlen)
     err[0] = '\0';
   const struct pp_trace_kv *raw = pp_trace_kv_find(t, "engine.cfg");
-  if (raw && raw->type == PP_TKV_BYTES && raw->n == sizeof(*c)) {
-    memcpy(c, raw->b, sizeof(*c));
+  const size_t v1 = offsetof(struct pp_engine_cfg, proto_params); /* before proto_params */
+  if (raw && raw->type == PP_TKV_BYTES && (raw->n == sizeof(*c) || raw->n == v1)) {
+    memset(c, 0, sizeof(*c));
+    memcpy(c, raw->b, raw->n);
     c->rank = 0;
-    return PP_OK;
+    return trace_proto(t, c, err, errlen);
   }
   snprintf(err, errlen, "the trace's engine.cfg (%zu bytes) does not match this build's "
            "struct pp_engine_cfg (%zu bytes): only the readable engine.* keys are used",
@@ -234,5 +299,5 @@ enum pp_status pp_trace_engine_cfg(const struct pp_trace *t, struct pp_engine_cf
     }
   }
   c->rank = 0;
-  return PP_OK;
+  return trace_proto(t, c, err, errlen);
 }

@@ -525,3 +525,36 @@ const struct pp_app_ops pp_traffic_ops = {
     .recv_done = traffic_recv_done,
     .done = traffic_done,
 };
+
+/* ------------------------------------------------------------------ registry */
+
+static void traffic_mem_need(const struct pp_engine_cfg *c, struct pp_mem_need *m,
+                             uint32_t *npeers, uint64_t *lat)
+{
+  const struct pp_workload *w = &c->workload;
+  const struct pp_traffic *t = &c->traffic;
+  bool all = w->pattern == PP_PATTERN_ALLTOALL;
+  *npeers = all ? c->nranks - 1 : w->pattern == PP_PATTERN_PAIR ? 1 : 2;
+  uint64_t W = t->window ? t->window : 16, smax = t->size_max > w->size ? t->size_max : w->size;
+  uint64_t nsrc = all ? c->nranks - 1u : 1;
+  bool wild = t->recv_mode == PP_RECV_ANY_SOURCE || t->recv_mode == PP_RECV_ANY;
+  pp_mem_add(m, 2 * W * (smax + 64), "traffic.window and traffic.size_max");
+  pp_mem_add(m, wild ? nsrc * w->messages * 4 : 0, "workload.messages");
+  pp_mem_add(m, 8192, "workload");
+  *lat = nsrc * w->messages < 1000000 ? nsrc * w->messages : 1000000;
+}
+
+static enum pp_status traffic_def_check(const struct pp_engine_cfg *c, char *err, size_t errlen)
+{
+  return pp_p2p_cfg_check(c, err, errlen) == PP_OK ? PP_OK : PP_INVALID;
+}
+
+const struct pp_workload_def pp_traffic_def = {
+    .name = "traffic",
+    .desc = "generated p2p messages, checked",
+    .alltoall = true,
+    .pair_odd = true,
+    .check = traffic_def_check,
+    .mem_need = traffic_mem_need,
+    .ops = &pp_traffic_ops,
+};

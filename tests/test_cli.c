@@ -895,3 +895,86 @@ Test(cli, table_has_a_dash_where_there_are_no_latency_samples)
   cr_assert_not_null(strstr(row, "  -           -           -  "), "%s", row);
   cr_assert_null(strstr(row, "0.00"), "%s", row);
 }
+
+/* ================================================================ plug-ins (--plugin) */
+
+static const char window_scenario[] =
+    "ranks: 2\nseed: 5\nprotocol: window\nwindow:\n  window: 4\n  credit_batch: 2\n"
+    "workload:\n  pattern: pair\n  messages: 100\n  size: 2048\nqp:\n  rq_depth: 2\n";
+
+Test(cli, plugin_bad_path)
+{
+  int rc = cli("--plugin /nonexistent/libnothing.so run x.yaml");
+  cr_assert_eq(rc, 2, "exit %d; stderr:\n%s", rc, err);
+  assert_has(err, "prepost: cannot load plug-in /nonexistent/libnothing.so: ");
+  assert_has(err, "No such file");
+  rc = cli("run x.yaml --plugin");
+  cr_assert_eq(rc, 2);
+  assert_has(err, "--plugin needs a value");
+}
+
+Test(cli, plugin_without_init_refused)
+{
+  int rc = cli("run x.yaml --plugin " PP_PLUGIN_NOINIT);
+  cr_assert_eq(rc, 2, "exit %d; stderr:\n%s", rc, err);
+  assert_has(err, "is not a prepost plug-in: it defines no prepost_plugin_init");
+}
+
+Test(cli, plugin_of_another_abi_refused)
+{
+  int rc = cli("run x.yaml --plugin=" PP_PLUGIN_BADABI);
+  cr_assert_eq(rc, 2, "exit %d; stderr:\n%s", rc, err);
+  assert_has(err, "was built against prepost's plug-in ABI 2, this prepost has ABI 1");
+  assert_has(err, "rebuild it");
+}
+
+Test(cli, plugin_protocol_runs_traces_and_replays)
+{
+  write_file("w.yaml", window_scenario);
+  char args[1024];
+  snprintf(args, sizeof args, "run %s/w.yaml", tmpdir);
+  int rc = cli(args);
+  cr_assert_eq(rc, 2, "without the plug-in: exit %d", rc);
+  assert_has(err, "unknown protocol 'window'");
+  assert_has(err, "--plugin PATH");
+  snprintf(args, sizeof args, "run %s/w.yaml --plugin " PP_PLUGIN_WINDOW " --json --trace %s/w.trace",
+           tmpdir, tmpdir);
+  rc = cli(args);
+  cr_assert_eq(rc, 0, "exit %d; stderr:\n%s", rc, err);
+  assert_has(out, "\"protocol\": \"window\"");
+  snprintf(args, sizeof args, "replay %s/w.trace --plugin " PP_PLUGIN_WINDOW, tmpdir);
+  rc = cli(args);
+  cr_assert_eq(rc, 0, "exit %d; stderr:\n%s", rc, err);
+  assert_has(out, "replay matched");
+  snprintf(args, sizeof args, "replay %s/w.trace", tmpdir);
+  rc = cli(args);
+  cr_assert_eq(rc, 2, "exit %d; stderr:\n%s", rc, err);
+  assert_has(err, "the trace's protocol 'window' comes from the plug-in libproto-window.so, "
+                  "which is not loaded");
+  snprintf(args, sizeof args, "trace dump %s/w.trace --plugin " PP_PLUGIN_WINDOW, tmpdir);
+  rc = cli(args);
+  assert_has(out, "proto.credit_batch = 2");
+}
+
+/* PREPOST_PLUGINS, and the explorer finds the plug-in's test bug and shrinks it */
+Test(cli, plugin_bug_found_by_explore, .timeout = 120)
+{
+  char args[1024];
+  snprintf(args, sizeof args, "explore --bug credit-without-repost --from 35 --seeds 5 --shrink-max 1 --shrink-runs 40 --timeout 60s --out %s/x",
+           tmpdir);
+  int rc = cli(args);
+  cr_assert_eq(rc, 2, "without the plug-in the bug is unknown: exit %d", rc);
+  snprintf(args, sizeof args, "explore --list");
+  setenv("PREPOST_PLUGINS", PP_PLUGIN_WINDOW, 1);
+  rc = cli(args);
+  cr_assert_eq(rc, 0);
+  assert_has(out, "credit-without-repost");
+  snprintf(args, sizeof args, "explore --bug credit-without-repost --from 35 --seeds 5 --shrink-max 1 --shrink-runs 40 --timeout 60s --out %s/x",
+           tmpdir);
+  rc = cli(args);
+  unsetenv("PREPOST_PLUGINS");
+  cr_assert_eq(rc, 1, "exit %d; stdout:\n%s\nstderr:\n%s", rc, out, err);
+  assert_has(out, "[rnr]");
+  assert_has(out, "shrunk:    window, 2 ranks");
+  assert_has(out, "bug credit-without-repost");
+}

@@ -538,7 +538,8 @@ Test(collective, sim_slow_rank_stalls_without_error_and_recovers, .fini = sim_fi
   for (uint32_t k = 0; k < up->nconns; k++)
     if (up->conn[k].peer == 3)
       stall = up->conn[k].credit_stall_ns;
-  cr_assert_gt(stall, 500000, "rank 2 -> 3 stalled %llu ns", (unsigned long long)stall);
+  /* over 0.5 ms with 58-byte headers, 0.496 ms with the wire's 82 bytes per packet */
+  cr_assert_gt(stall, 450000, "rank 2 -> 3 stalled %llu ns", (unsigned long long)stall);
   const struct pp_ring_stats *far = &res.ranks[6].stats.ring;
   for (uint32_t k = 0; k < far->nconns; k++)
     cr_assert_lt(far->conn[k].credit_stall_ns, stall / 10, "the others wait for data, not credit");

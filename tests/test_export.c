@@ -200,6 +200,146 @@ Test(export, perfetto_json_loads_with_the_expected_events, .timeout = 120)
   cr_assert_eq(rc, 0, "the Perfetto JSON checks failed (see stderr)");
 }
 
+/* The ring protocols post every receive with one wr_id: slices pair with completions per QP in
+ * post order (an unsignalled send ends with the completion that covers it), so every slice of a
+ * completed run ends, after it began, with a real status (a receive still posted at the end is
+ * pending); ranks are pid 1.. (pid 0 is Perfetto's idle process). */
+static void check_pairing(const char *scenario)
+{
+  cr_assert_eq(sh("$P run $M/%s.yaml --trace t.trace > /dev/null", scenario), 0);
+  cr_assert_eq(sh("$P trace export --perfetto t.trace -o t.json"), 0);
+  int rc = sh(PY "'\n"
+                 "import json, collections\n"
+                 "ev = json.load(open(\"t.json\"))[\"traceEvents\"]\n"
+                 "b = {e[\"id\"]: e for e in ev if e[\"ph\"] == \"b\"}\n"
+                 "en = collections.Counter(e[\"id\"] for e in ev if e[\"ph\"] == \"e\")\n"
+                 "assert len(b) > 100 and set(en) == set(b) and max(en.values()) == 1, "
+                 "(len(b), len(en))\n"
+                 "for e in ev:\n"
+                 "  if e[\"ph\"] == \"e\":\n"
+                 "    s = b[e[\"id\"]]\n"
+                 "    assert (s[\"pid\"], s[\"tid\"], s[\"cat\"]) == (e[\"pid\"], e[\"tid\"], "
+                 "e[\"cat\"]), (s, e)\n"
+                 "    assert e[\"ts\"] >= s[\"ts\"], (s, e)\n"
+                 "    st = e[\"args\"][\"status\"]\n"
+                 "    assert st in (\"SUCCESS\", \"covered\") or (st == \"pending\" and "
+                 "e[\"cat\"] == \"recv\"), e\n"
+                 "assert min(e[\"pid\"] for e in ev if \"pid\" in e) == 1\n"
+                 "recv = [e for e in ev if e[\"ph\"] == \"b\" and e[\"cat\"] == \"recv\"]\n"
+                 "assert len({e[\"args\"][\"wr_id\"] for e in recv}) < len(recv) / 10, "
+                 "\"receives share wr_ids\"\n"
+                 "'");
+  cr_assert_eq(rc, 0, "%s: the pairing checks failed (see stderr)", scenario);
+}
+
+Test(export, perfetto_pairs_by_qp_and_post_order, .timeout = 120)
+{
+  check_pairing("rnr-slow-consumer-ring");
+  check_pairing("ring-slow-rank");
+}
+
+/* A window and an event limit keep a big run loadable; begun slices still end. */
+Test(export, perfetto_window_and_event_limit, .timeout = 120)
+{
+  cr_assert_eq(sh("$P run $M/rnr-slow-consumer-ring.yaml --trace t.trace > /dev/null"), 0);
+  cr_assert_eq(sh("$P trace export --perfetto t.trace --max-events 100 -o t.json 2> err.txt"),
+               0);
+  cr_assert_eq(sh("grep -q 'stopped at 100 events' err.txt"), 0);
+  int rc = sh(PY "'\n"
+                 "import json, collections\n"
+                 "d = json.load(open(\"t.json\"))\n"
+                 "ev = d[\"traceEvents\"]\n"
+                 "n = [e for e in ev if e[\"ph\"] != \"M\"]\n"
+                 "b = collections.Counter(e[\"id\"] for e in ev if e[\"ph\"] == \"b\")\n"
+                 "en = collections.Counter(e[\"id\"] for e in ev if e[\"ph\"] == \"e\")\n"
+                 "assert b == en, \"every slice begun ends\"\n"
+                 "drawn = [e for e in n if e[\"ph\"] in \"bCi\" or (e[\"ph\"] == \"X\" and not "
+                 "e[\"name\"].endswith(\" arrives\"))]\n"
+                 "assert 90 <= len(drawn) <= 100, len(drawn)\n"
+                 "assert d[\"metadata\"][\"prepost_truncated\"] is True\n"
+                 "'");
+  cr_assert_eq(rc, 0, "--max-events (see stderr)");
+  cr_assert_eq(sh("$P trace export --perfetto t.trace --window 20000:40000 -o w.json"), 0);
+  rc = sh(PY "'\n"
+             "import json\n"
+             "ev = json.load(open(\"w.json\"))[\"traceEvents\"]\n"
+             "st = [e for e in ev if e[\"ph\"] in \"bXsiC\"]\n"
+             "assert st and all(20.0 <= e[\"ts\"] < 40.0 for e in st), "
+             "min(e[\"ts\"] for e in st)\n"
+             "'");
+  cr_assert_eq(rc, 0, "--window (see stderr)");
+  cr_assert_eq(sh("$P trace export --perfetto t.trace --window 5:5 2> /dev/null"), 2);
+  cr_assert_eq(sh("$P trace export --svg t.trace --window 5:9 2> /dev/null"), 2);
+}
+
+/* Perfetto's protobuf format, decoded by a small wire-format reader (no protobuf library, no
+ * trace_processor on Debian): every packet a Trace.packet; tracks declared before use (a
+ * process per rank with pid 1.., a thread per QP, lanes and counter tracks parented to them);
+ * on every track the slices nest (begin/end balanced, never an end first), and on one lane
+ * never two WRs at once; the same events as the JSON export (slices, counters, flows). */
+Test(export, perfetto_protobuf_decodes_and_matches_the_json, .timeout = 120)
+{
+  cr_assert_eq(sh("$P run $M/rnr-slow-consumer-ring.yaml --trace t.trace > /dev/null"), 0);
+  cr_assert_eq(sh("$P trace export --perfetto t.trace -o t.json"), 0);
+  cr_assert_eq(sh("$P trace export --perfetto --proto t.trace -o t.pftrace"), 0);
+  int rc = sh(PY "'\n"
+                 "import json, collections\n"
+                 "def fields(b):\n"
+                 "  i, out = 0, []\n"
+                 "  def varint():\n"
+                 "    nonlocal i\n"
+                 "    v, s = 0, 0\n"
+                 "    while True:\n"
+                 "      c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7\n"
+                 "      if not c & 0x80: return v\n"
+                 "  while i < len(b):\n"
+                 "    k = varint(); f, wt = k >> 3, k & 7\n"
+                 "    if wt == 0: out.append((f, varint()))\n"
+                 "    elif wt == 1: out.append((f, int.from_bytes(b[i:i+8], \"little\"))); i += 8\n"
+                 "    elif wt == 2:\n"
+                 "      n = varint(); out.append((f, b[i:i+n])); i += n\n"
+                 "    else: raise ValueError(\"wire type %%d\" %% wt)\n"
+                 "  assert i == len(b), \"message overruns\"\n"
+                 "  return out\n"
+                 "def get(fs, f): return [v for k, v in fs if k == f]\n"
+                 "tracks, kind, pids = {}, {}, set()\n"
+                 "depth = collections.Counter(); begins = 0; counters = 0; flows = set(); ends = set()\n"
+                 "last_ts = collections.defaultdict(int)\n"
+                 "for f, pkt in fields(open(\"t.pftrace\", \"rb\").read()):\n"
+                 "  assert f == 1\n"
+                 "  p = fields(pkt)\n"
+                 "  assert get(p, 10) == [1], \"one trusted sequence\"\n"
+                 "  for td in map(fields, get(p, 60)):\n"
+                 "    u = get(td, 1)[0]; assert u not in tracks, \"a track declared once\"\n"
+                 "    par = get(td, 5)\n"
+                 "    assert not par or par[0] in tracks, \"parent declared first\"\n"
+                 "    tracks[u] = par[0] if par else None\n"
+                 "    if get(td, 3): pids.add(get(fields(get(td, 3)[0]), 1)[0]); kind[u] = \"process\"\n"
+                 "    elif get(td, 4): kind[u] = \"thread\"\n"
+                 "    elif get(td, 8): kind[u] = \"counter\"\n"
+                 "    else: kind[u] = \"lane\"\n"
+                 "  for te in map(fields, get(p, 11)):\n"
+                 "    t = get(te, 11)[0]; ty = get(te, 9)[0]; ts = get(p, 8)[0]\n"
+                 "    assert t in tracks, \"event on a declared track\"\n"
+                 "    if ty == 1: depth[t] += 1; begins += 1; assert kind[t] == \"lane\"\n"
+                 "    if ty == 2: depth[t] -= 1; assert depth[t] >= 0, \"end before begin\"\n"
+                 "    if ty == 1 or ty == 2: assert depth[t] <= 1, \"two WRs on one lane\"\n"
+                 "    if ty == 4: counters += 1; assert kind[t] == \"counter\"\n"
+                 "    flows.update(get(te, 47)); ends.update(get(te, 48))\n"
+                 "assert pids == {1, 2}, pids\n"
+                 "assert all(v == 0 for v in depth.values()), \"every slice ends\"\n"
+                 "ev = json.load(open(\"t.json\"))[\"traceEvents\"]\n"
+                 "jb = sum(1 for e in ev if e[\"ph\"] == \"b\")\n"
+                 "jc = sum(len(e[\"args\"]) for e in ev if e[\"ph\"] == \"C\")  # a series each\n"
+                 "js = {e[\"id\"] for e in ev if e[\"ph\"] == \"s\"}\n"
+                 "assert begins == jb, (begins, jb)\n"
+                 "assert counters == jc, (counters, jc)\n"
+                 "assert flows == ends == js, (len(flows), len(ends), len(js))\n"
+                 "'");
+  cr_assert_eq(rc, 0, "the protobuf checks failed (see stderr)");
+  cr_assert(num("wc -c < t.pftrace") < num("wc -c < t.json") / 2, "the protobuf is smaller");
+}
+
 /* The protocol layer: messages named as the protocol names them, one flow arrow each, and the
  * credit and occupancy counters within what the configuration allows. */
 static void check_protocol(const char *scenario, const char *names, const char *counters,

@@ -251,7 +251,7 @@ Test(shipped, nic_profile_values)
   cr_assert_eq(pp_nic_profile_load(MODELS "/nics/cx6-roce-100g.yaml", &p, err, sizeof err), PP_OK,
                "%s", err);
   cr_assert_eq(p.mtu, 4096);
-  cr_assert_eq(p.header_bytes, 58);
+  cr_assert_eq(p.header_bytes, 82);
   cr_assert_eq(p.wqe_ns, 50);
   cr_assert_eq(p.ack_every, 16);
   cr_assert_eq(p.ack_delay_ns, 1000);
@@ -683,7 +683,7 @@ Test(errors, out_of_range)
                "t.yaml:2: 'messages' must be an integer 1..10000000, got '10000001'");
   expect_error("ranks: 2\nprotocol: smart\n", PP_INVALID,
                "t.yaml:2: unknown protocol 'smart' (expected one of: naive, eager, rndv, "
-               "ring-credits, ring-cts)");
+               "ring-credits, ring-cts); a plug-in's protocol needs --plugin PATH");
   expect_error("ranks: 2\nworkload: {pattern: star}\n", PP_INVALID,
                "t.yaml:2: unknown pattern 'star' (expected one of: pair, ring, alltoall)");
   expect_error("ranks: 2\nworkload: {slow_ranks: [2]}\n", PP_INVALID,

@@ -780,8 +780,124 @@ Test(simnic, random_loss_exactly_once_in_order)
     expect_wc(&wc[i], i, PP_WC_SUCCESS, PP_WC_OP_SEND, p->qa);
   uint64_t dropped = ctr(p->h, A).packets_dropped + ctr(p->h, B).packets_dropped;
   cr_assert_gt(dropped, 10, "loss was injected (%" PRIu64 " packets)", dropped);
-  cr_assert_gt(ctr(p->h, A).timeout_retries, 0);
+  cr_assert_gt(tap_count(p->tap, "NAK", B), 0, "gaps recovered by sequence-error NAKs");
   cr_assert_eq(simnic_fabric_in_flight(p->h->f), 0);
+  pair_free(p);
+}
+
+/* A gap in the PSNs (the first SEND lost, the next two arrive): the responder NAKs "PSN sequence
+ * error" (AETH 0x60) for the first PSN missing at once, once per gap (the third request is
+ * dropped silently), and the requester goes back to it without waiting for its ACK timeout (as
+ * rxe's check_psn / check_ack do). */
+Test(simnic, psn_gap_nak_sequence_error_goes_back_at_once)
+{
+  struct pair *p = pair_default(); /* timeout 14: 67 ms */
+  tap_drop(p->tap, "REQ", 1);
+  for (uint32_t i = 0; i < 3; i++) {
+    fill(p->buf[A] + i * 64, 64, 20 + i);
+    recv_ok(p, B, 100 + i, i * 64, 64);
+  }
+  for (uint32_t i = 0; i < 3; i++)
+    post_ok(p, A, PP_WR_SEND, 1 + i, i * 64, 64, 0, true);
+  struct wc_log *l = calloc(1, sizeof(*l));
+  run_logged(p->h, l, FOREVER);
+  cr_assert_eq(tap_count(p->tap, "NAK", B), 1, "one NAK for the gap, not one per request");
+  const struct pkt_rec *nak = tap_nth(p->tap, "NAK", B, 0);
+  uint32_t psn0 = tap_nth(p->tap, "REQ", A, 0)->i.psn;
+  cr_assert_eq(nak->i.syndrome, 0, "PSN sequence error");
+  cr_assert_eq(nak->i.psn, psn0, "NAKs the first PSN missing");
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 6, "the three SENDs, then all three again");
+  const struct pkt_rec *again = tap_nth(p->tap, "REQ", A, 3);
+  cr_assert_eq(again->i.psn, psn0);
+  cr_assert_lt(again->at - tap_nth(p->tap, "REQ", A, 0)->at, 10 * LATENCY,
+               "went back after %" PRIu64 " ns, not after the ACK timeout",
+               again->at - tap_nth(p->tap, "REQ", A, 0)->at);
+  cr_assert_eq(ctr(p->h, A).timeout_retries, 1, "one go-back (counted as rxe counts it)");
+  cr_assert_eq(log_count(l, B), 3, "delivered once each, in order");
+  for (uint32_t i = 0; i < 3; i++) {
+    expect_wc(&log_nth(l, B, i)->wc, 100 + i, PP_WC_SUCCESS, PP_WC_OP_RECV, p->qb);
+    expect_bytes(p->buf[B] + i * 64, 64, 20 + i);
+  }
+  cr_assert_eq(log_count(l, A), 3);
+  for (uint32_t i = 0; i < 3; i++)
+    expect_wc(&log_nth(l, A, i)->wc, 1 + i, PP_WC_SUCCESS, PP_WC_OP_SEND, p->qa);
+  free(l);
+  pair_free(p);
+}
+
+/* A sequence-error NAK's go-back is a retry like an ACK timeout's: with retry_cnt 0 it ends the
+ * WQE with RETRY_EXC_ERR (rxe's COMPST_ERROR_RETRY with no retries left). */
+Test(simnic, psn_gap_nak_counts_against_retry_cnt)
+{
+  struct h_qp_opts o = h_qp_defaults();
+  o.retry_cnt = 0;
+  struct pair *p = pair_new(&o);
+  tap_drop(p->tap, "REQ", 1);
+  recv_ok(p, B, 100, 0, 64);
+  recv_ok(p, B, 101, 64, 64);
+  post_ok(p, A, PP_WR_SEND, 1, 0, 64, 0, true);
+  post_ok(p, A, PP_WR_SEND, 2, 64, 64, 0, true);
+  struct wc_log *l = calloc(1, sizeof(*l));
+  run_logged(p->h, l, FOREVER);
+  cr_assert_eq(tap_count(p->tap, "NAK", B), 1);
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 2, "no retransmission");
+  cr_assert_eq(log_count(l, A), 2);
+  expect_wc(&log_nth(l, A, 0)->wc, 1, PP_WC_RETRY_EXC_ERR, PP_WC_OP_SEND, p->qa);
+  cr_assert_lt(log_nth(l, A, 0)->at, 10 * LATENCY + tap_nth(p->tap, "REQ", A, 0)->at,
+               "failed at the NAK, not at an ACK timeout");
+  expect_wc(&log_nth(l, A, 1)->wc, 2, PP_WC_WR_FLUSH_ERR, NO_OP, p->qa);
+  cr_assert_eq(qp_state(p->h, A, p->qa), PP_QPS_ERR);
+  free(l);
+  pair_free(p);
+}
+
+/* After an RNR NAK the requests behind the refused one still arrive: the responder NAKs the gap
+ * once (as rxe does), and the requester, already waiting out the RNR timer to go back to that
+ * PSN, neither goes back twice nor spends a retry on it. */
+Test(simnic, seq_nak_behind_rnr_nak_ignored)
+{
+  struct h_qp_opts o = h_qp_defaults();
+  o.retry_cnt = 0; /* a retry spent on the sequence NAK would fail the WQE */
+  o.rnr_retry = 1;
+  struct pair *p = pair_new(&o);
+  post_ok(p, A, PP_WR_SEND, 1, 0, 64, 0, true);
+  post_ok(p, A, PP_WR_SEND, 2, 64, 64, 0, true);
+  run_until_rnr_naks(p->h, A, 1);
+  recv_ok(p, B, 100, 0, 64);
+  recv_ok(p, B, 101, 64, 64);
+  struct wc_log *l = calloc(1, sizeof(*l));
+  run_logged(p->h, l, FOREVER);
+  cr_assert_eq(tap_count(p->tap, "RNR_NAK", B), 1);
+  cr_assert_eq(tap_count(p->tap, "NAK", B), 1, "the second SEND is out of sequence");
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 4, "sent once, then once again after the RNR wait");
+  cr_assert_eq(log_count(l, A), 2);
+  expect_wc(&log_nth(l, A, 0)->wc, 1, PP_WC_SUCCESS, PP_WC_OP_SEND, p->qa);
+  expect_wc(&log_nth(l, A, 1)->wc, 2, PP_WC_SUCCESS, PP_WC_OP_SEND, p->qa);
+  cr_assert_eq(log_count(l, B), 2);
+  free(l);
+  pair_free(p);
+}
+
+/* The wire as the link carries it: every 4 KiB packet of a RoCEv2/IPv4 request costs 82 bytes
+ * besides its payload (preamble+SFD 8, Ethernet 14, IPv4 20, UDP 8, BTH 12, ICRC 4, FCS 4,
+ * inter-frame gap 12), so back-to-back 64 KiB WRITEs at 100 Gb/s carry at most 4096/4178 of the
+ * line rate as payload (98.04 Gb/s; 58 header bytes made it 98.57, above the physical limit). */
+Test(simnic, line_rate_payload_never_exceeds_wire_limit)
+{
+  enum { N = 8, LEN = 65536 };
+  struct pair *p = pair_default();
+  simnic_set_line_rate(h_nic(p->h, A), 100e9);
+  for (uint32_t i = 0; i < N; i++)
+    post_ok(p, A, PP_WR_RDMA_WRITE, 1 + i, i * LEN, LEN, i * LEN, i == N - 1);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[4];
+  cr_assert_eq(h_poll(p->h, A, wc, 4), 1);
+  expect_wc(&wc[0], N, PP_WC_SUCCESS, PP_WC_OP_RDMA_WRITE, p->qa);
+  cr_assert_eq(tap_count(p->tap, "REQ", A), N);
+  uint64_t span = tap_nth(p->tap, "REQ", A, N - 1)->at - tap_nth(p->tap, "REQ", A, 0)->at;
+  double gbps = (double)(N - 1) * LEN * 8 / (double)span, limit = 100.0 * 4096 / (4096 + 82);
+  cr_assert_leq(gbps, limit, "payload at %.3f Gb/s, above the wire's %.3f", gbps, limit);
+  cr_assert_geq(gbps, 0.999 * limit, "payload at %.3f Gb/s, the wire allows %.3f", gbps, limit);
   pair_free(p);
 }
 

@@ -7,6 +7,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,11 +174,14 @@ Test(simrun, lossy_recovers_every_message)
   }
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "outcome %s", pp_outcome_name(res.outcome));
   cr_assert_gt(dropped, 0, "1%% loss over hundreds of packets drops some");
-  cr_assert_gt(retries, 0, "losses are recovered by ACK timeouts");
+  cr_assert_gt(retries, 0, "losses are recovered by going back");
   cr_assert_eq(res.ranks[1].stats.messages_received, 200);
   cr_assert_eq(res.ranks[1].stats.corrupt, 0);
-  /* a retransmission waits the 4.2 ms ACK timeout */
-  cr_assert_geq(res.latency.max, pp_ack_timeout_ns(sc.sim.engine.qp.timeout));
+  /* every loss of this seed is a gap the next request shows: the responder's sequence-error
+   * NAK starts the retransmission at once, none waits the 4.2 ms ACK timeout (it did before the
+   * NAK was modelled: p50 4.0 ms, max 4.2 ms) */
+  cr_assert_lt(res.latency.max, pp_ack_timeout_ns(sc.sim.engine.qp.timeout) / 100,
+               "latency max %" PRIu64 " ns", res.latency.max);
 }
 
 Test(simrun, hdr_pair_is_bandwidth_bound)
@@ -241,9 +245,10 @@ Test(simrun, one_mib_on_a_generated_cluster_has_analytic_timing)
   run(log);
   fclose(log);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED);
-  /* 256 packets of 4096 + 58 bytes, then a 58-byte ACK, over 100 Gb/s and 1 us each way */
-  double data_ns = 1000 + 256.0 * (4096 + 58) * 8 / 100;
-  double ack_ns = 1000 + 58.0 * 8 / 100;
+  /* 256 packets of 4096 + 82 bytes (RoCEv2 headers and Ethernet framing), then an 86-byte ACK
+   * (82 + AETH 4), over 100 Gb/s and 1 us each way */
+  double data_ns = 1000 + 256.0 * (4096 + 82) * 8 / 100;
+  double ack_ns = 1000 + 86.0 * 8 / 100;
   uint64_t want = (uint64_t)(data_ns + ack_ns + 0.5);
   cr_assert(res.latency.max + 2 >= want && res.latency.max <= want + 2,
             "1 MiB send latency %llu ns, analytic %llu ns", (unsigned long long)res.latency.max,

@@ -609,8 +609,8 @@ Test(trace, simulated_run_is_recorded, .timeout = 120)
   pp_run_result_free(&res);
 }
 
-/* The default (PP_TRACE_PACKETS_ERRORS): of the packets only the RNR NAKs (and NAKs), each with
- * its arrival; the engine's inputs and outputs all there. */
+/* The default (PP_TRACE_PACKETS_ERRORS): of the packets only the RNR NAKs and NAKs (here the
+ * sequence-error NAKs behind them), each with its arrival; the engine's inputs and outputs all there. */
 Test(trace, simulated_run_records_only_error_packets_by_default, .timeout = 120)
 {
   run_traced("rnr-slow-consumer", PP_TRACE_PACKETS_ERRORS, &M);
@@ -618,19 +618,22 @@ Test(trace, simulated_run_records_only_error_packets_by_default, .timeout = 120)
   cr_assert_eq(pp_trace_packets(&T), PP_TRACE_PACKETS_ERRORS);
   const struct pp_trace_kv *kv = pp_trace_kv_find(&T, "trace.packets");
   cr_assert(kv && kv->type == PP_TKV_U64 && kv->u == PP_TRACE_PACKETS_ERRORS);
-  uint64_t tx = 0, rx = 0, rnr = 0, sends = 0, wc = 0;
+  uint64_t tx = 0, rx = 0, rnr = 0, seq = 0, sends = 0, wc = 0;
   for (size_t i = 0; i < T.nrecs; i++) {
     struct pp_trace_rec r;
     cr_assert_eq(pp_trace_get(&T, i, &r), PP_OK);
     tx += r.type == PP_TREC_PKT_TX;
     rx += r.type == PP_TREC_PKT_RX;
     rnr += r.type == PP_TREC_PKT_TX && r.u.pkt.kind == PP_TPKT_RNR_NAK;
+    seq += r.type == PP_TREC_PKT_TX && r.u.pkt.kind == PP_TPKT_NAK && r.u.pkt.syndrome == 0;
     sends += r.type == PP_TREC_POST_SEND;
     wc += r.type == PP_TREC_WC;
   }
   cr_assert_gt(res.ranks[1].nic.rnr_naks_sent, 100, "the slow consumer RNR-NAKs");
   cr_assert_eq(rnr, res.ranks[1].nic.rnr_naks_sent, "every RNR NAK");
-  cr_assert_eq(tx, rnr, "no other packet (the run has no NAK)");
+  /* the requests in flight behind a refused one each time: one PSN sequence-error NAK */
+  cr_assert_gt(seq, 0);
+  cr_assert_eq(tx, rnr + seq, "no other packet (the run has no other NAK)");
   cr_assert_eq(rx, tx, "each one's arrival");
   cr_assert_eq(sends, 200);
   cr_assert_eq(wc, 400);

@@ -17,6 +17,8 @@
 
 #include "engine/bugs.h"
 #include "prepost/param.h"
+#include "prepost/proto.h"
+#include "tools/cli/plugin.h"
 #include "tools/buildinfo.h"
 #include "tools/cli_util.h"
 #include "tools/explore.h"
@@ -178,6 +180,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
   struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "hv", .longs = opts,
                           .who = "prepost explore", .usage = pp_explore_usage};
   bool replay = false;
+  int bug_gen = -1; /* the entry of the protocol whose own bug --bug named */
   int c;
   uint64_t x;
   char err[512];
@@ -280,6 +283,18 @@ static int parse_args(int argc, char **argv, struct opts *o)
       break;
     case X_BUG: {
       int b = pp_bug_from_name(g.arg);
+      uint32_t proto;
+      if (b < 0 && (b = pp_proto_bug_find(g.arg, &proto)) >= 0) {
+        /* a protocol's own bug (its bits are its own): explore that protocol */
+        const struct pp_explore_gen *e = pp_explore_gen_of(proto);
+        int gi = e ? (int)(e - pp_explore_gens) : -1;
+        if (gi < 0)
+          return usage_error("test bug '%s' belongs to a protocol without explorer hooks", g.arg);
+        if (bug_gen >= 0 && bug_gen != gi)
+          return usage_error("test bug '%s' belongs to another protocol than the other --bug",
+                             g.arg);
+        bug_gen = gi;
+      }
       if (b < 0)
         return usage_error("unknown test bug '%s' (see --list)", g.arg);
       o->sp.bugs |= 1u << b;
@@ -308,6 +323,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
     return usage_error("unexpected argument '%s' (scenario files go after --replay)",
                        argv[g.rest]);
   }
+  if (bug_gen >= 0 && o->sp.gen >= 0 && o->sp.gen != bug_gen)
+    return usage_error("--bug names a bug of protocol %s, not of --protocol",
+                       pp_explore_gens[bug_gen].name);
+  if (bug_gen >= 0)
+    o->sp.gen = bug_gen;
   if (!have_seeds && !(o->time_s > 0))
     o->seeds = 100;
   if (have_seeds && o->time_s > 0)
@@ -317,6 +337,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 static void list_all(void)
 {
+  pp_explore_gens_sync();
   printf("protocols (--protocol):\n");
   for (size_t i = 0; i < pp_explore_ngens; i++) {
     const struct pp_explore_gen *g = &pp_explore_gens[i];
@@ -332,6 +353,10 @@ static void list_all(void)
   printf("test bugs (--bug):\n");
   for (int b = 0; b < PP_BUG_COUNT; b++)
     printf("  %-14s %s\n", pp_bug_name((enum pp_bug)b), pp_bug_desc((enum pp_bug)b));
+  for (size_t i = 0; i < pp_explore_ngens; i++) /* the registered protocols' own */
+    for (uint32_t b = 0; pp_explore_gens[i].def && b < pp_explore_gens[i].def->nbugs; b++)
+      printf("  %-14s %s: %s\n", pp_explore_gens[i].def->bugs[b].name, pp_explore_gens[i].name,
+             pp_explore_gens[i].def->bugs[b].doc);
 }
 
 /* The options that make `--from S --seeds 1` generate the same scenario. */
@@ -362,11 +387,17 @@ static void repro_flags(const struct opts *o, char *buf, size_t len)
   for (int b = 0; b < PP_BUG_COUNT; b++)
     if (o->sp.bugs >> b & 1)
       ADD(" --bug %s", pp_bug_name((enum pp_bug)b));
+  const struct pp_proto_def *pd = o->sp.gen >= 0 ? pp_explore_gens[o->sp.gen].def : NULL;
+  for (uint32_t b = 0; pd && b < pd->nbugs; b++)
+    if (o->sp.bugs >> (PP_PROTO_BUG_SHIFT + b) & 1)
+      ADD(" --bug %s", pd->bugs[b].name);
   if (o->timeout_s != 60) {
     char t[32];
     pp_format_duration((uint64_t)llround(o->timeout_s * 1e9), t, sizeof t);
     ADD(" --timeout %s", t);
   }
+  for (size_t i = 0; i < pp_plugin_count(); i++) /* what registered the protocol */
+    ADD(" --plugin %s", pp_plugin_path(i));
 #undef ADD
 }
 

@@ -129,11 +129,18 @@ struct pp_explore_gen {
    * NULL: none. */
   enum pp_inv (*check)(const struct pp_scenario *sc, const struct pp_run_result *res, char *why,
                        size_t len);
+  /* A registered protocol with explorer hooks of its own (a plug-in's, prepost/proto.h): the
+   * entry's gen/write/reduce/check call them. NULL for the built-ins above. */
+  const struct pp_proto_def *def;
 };
-extern const struct pp_explore_gen pp_explore_gens[];
-extern const size_t pp_explore_ngens;
+/* The built-in protocols' entries, then one per registered protocol that brings explorer hooks
+ * (struct pp_proto_def.explore), appended by pp_explore_gens_sync(). */
+extern struct pp_explore_gen pp_explore_gens[];
+extern size_t pp_explore_ngens;
+/* Appends the entries of protocols registered since (plug-ins); every lookup below calls it. */
+void pp_explore_gens_sync(void);
 int pp_explore_gen_by_name(const char *name); /* index, -1 when unknown */
-const struct pp_explore_gen *pp_explore_gen_of(enum pp_protocol p); /* NULL when none */
+const struct pp_explore_gen *pp_explore_gen_of(uint32_t protocol); /* NULL when none */
 
 /* Seed -> scenario: a pure function of (seed, space). */
 void pp_explore_generate(uint64_t seed, const struct pp_explore_space *sp, struct pp_scenario *sc);

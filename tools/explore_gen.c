@@ -11,6 +11,7 @@
 
 #include "engine/bugs.h"
 #include "prepost/p2p.h"
+#include "prepost/proto.h"
 #include "tools/explore.h"
 
 /* ------------------------------------------------------------------ names */
@@ -411,8 +412,9 @@ static void write_p2p(FILE *out, const struct pp_scenario *sc, const char *secti
   (1u << PP_BUG_EARLY_REPOST | 1u << PP_BUG_LOST_REPOST | 1u << PP_BUG_SEND_REUSE)
 #define P2P_BUGS (1u << PP_BUG_EARLY_CTS | 1u << PP_BUG_WILDCARD_ORDER)
 
-/* The registry: one entry per protocol. */
-const struct pp_explore_gen pp_explore_gens[] = {
+/* The registry: one entry per built-in protocol, then room for the registered ones. */
+#define NBUILTIN_GENS 5
+struct pp_explore_gen pp_explore_gens[NBUILTIN_GENS + PP_MAX_PROTOCOLS] = {
     {.name = "naive",
      .protocol = PP_PROTO_NAIVE,
      .flow_controlled = false,
@@ -459,18 +461,107 @@ const struct pp_explore_gen pp_explore_gens[] = {
      .write = write_p2p,
      .reduce = reduce_p2p},
 };
-const size_t pp_explore_ngens = sizeof pp_explore_gens / sizeof pp_explore_gens[0];
+size_t pp_explore_ngens = NBUILTIN_GENS;
+
+/* ---- a registered protocol's own hooks (struct pp_proto_explore) ---- */
+
+static const struct pp_proto_def *def_of(const struct pp_scenario *sc)
+{
+  return pp_proto_get(sc->sim.engine.protocol);
+}
+
+static void gen_def(struct pp_prng *r, const struct pp_explore_space *sp, struct pp_scenario *sc)
+{
+  (void)sp;
+  struct pp_engine_cfg *e = &sc->sim.engine;
+  def_of(sc)->explore->gen(r, e, pp_engine_cfg_proto_params(e));
+}
+
+/* its field table as the section named after it */
+static void write_def(FILE *out, const struct pp_scenario *sc, const char *section)
+{
+  const struct pp_proto_def *d = def_of(sc);
+  if (strcmp(section, "top") || !d->nparams)
+    return;
+  const void *prm = pp_engine_cfg_proto_params_c(&sc->sim.engine);
+  fprintf(out, "%s:\n", d->name);
+  for (size_t i = 0; i < d->nparams; i++) {
+    char v[64];
+    pp_param_format(&d->params[i], prm, v, sizeof v);
+    fprintf(out, "  %s: %s\n", d->params[i].key, v);
+  }
+}
+
+static bool reduce_def(struct pp_scenario *sc, unsigned k, const char **what)
+{
+  struct pp_engine_cfg *e = &sc->sim.engine;
+  const struct pp_proto_def *d = def_of(sc);
+  return d->explore->reduce && d->explore->reduce(e, pp_engine_cfg_proto_params(e), k, what);
+}
+
+static enum pp_inv check_def(const struct pp_scenario *sc, const struct pp_run_result *res,
+                             char *why, size_t len)
+{
+  const struct pp_proto_def *d = def_of(sc);
+  if (!d->explore->check || res->nranks == 0)
+    return PP_INV_OK;
+  struct pp_rank_stats *st = calloc(res->nranks, sizeof *st);
+  if (!st) {
+    snprintf(why, len, "out of memory for the protocol's check");
+    return PP_INV_PROTOCOL;
+  }
+  for (uint32_t i = 0; i < res->nranks; i++)
+    st[i] = res->ranks[i].stats;
+  struct pp_proto_verdict v = {.ok = true};
+  d->explore->check(&sc->sim.engine, pp_engine_cfg_proto_params_c(&sc->sim.engine), st,
+                    res->nranks, &v);
+  free(st);
+  if (v.ok)
+    return PP_INV_OK;
+  snprintf(why, len, "%s", v.why);
+  return PP_INV_PROTOCOL;
+}
+
+void pp_explore_gens_sync(void)
+{
+  for (uint32_t id = 0; id < pp_proto_count(); id++) {
+    const struct pp_proto_def *d = pp_proto_get(id);
+    bool have = false;
+    for (size_t i = 0; i < pp_explore_ngens && !have; i++)
+      have = pp_explore_gens[i].protocol == id;
+    if (have || !d->explore || !d->explore->gen ||
+        pp_explore_ngens == NBUILTIN_GENS + PP_MAX_PROTOCOLS)
+      continue;
+    uint32_t bugs = 0;
+    for (uint32_t b = 0; b < d->nbugs; b++)
+      bugs |= 1u << (PP_PROTO_BUG_SHIFT + b);
+    pp_explore_gens[pp_explore_ngens++] = (struct pp_explore_gen){
+        .name = d->name,
+        .protocol = id,
+        .flow_controlled = d->explore->flow_controlled,
+        .in_mix = d->explore->in_mix,
+        .faults = STREAM_FAULTS, /* it runs the stream workload, no SRQ */
+        .bugs = bugs,
+        .gen = gen_def,
+        .write = write_def,
+        .reduce = reduce_def,
+        .check = check_def,
+        .def = d};
+  }
+}
 
 int pp_explore_gen_by_name(const char *name)
 {
+  pp_explore_gens_sync();
   for (size_t i = 0; i < pp_explore_ngens; i++)
     if (!strcmp(name, pp_explore_gens[i].name))
       return (int)i;
   return -1;
 }
 
-const struct pp_explore_gen *pp_explore_gen_of(enum pp_protocol p)
+const struct pp_explore_gen *pp_explore_gen_of(uint32_t p)
 {
+  pp_explore_gens_sync();
   for (size_t i = 0; i < pp_explore_ngens; i++)
     if (pp_explore_gens[i].protocol == p)
       return &pp_explore_gens[i];
@@ -491,6 +582,7 @@ void pp_explore_space_default(struct pp_explore_space *s)
 
 static const struct pp_explore_gen *pick_gen(struct pp_prng *r, const struct pp_explore_space *sp)
 {
+  pp_explore_gens_sync();
   if (sp->gen >= 0 && (size_t)sp->gen < pp_explore_ngens)
     return &pp_explore_gens[sp->gen];
   /* with test bugs on, the mix is the protocols that have one of them (if any has) */
@@ -650,7 +742,7 @@ void pp_explore_generate(uint64_t seed, const struct pp_explore_space *sp, struc
   const struct pp_explore_gen *g = pick_gen(&r, sp);
   snprintf(s->name, sizeof s->name, "explore-%" PRIu64, seed);
   s->seed = s->engine.seed = seed;
-  s->engine.protocol = g->protocol;
+  pp_engine_cfg_protocol(&s->engine, pp_protocol_name(g->protocol)); /* and its defaults */
   s->engine.test_bugs = sp->bugs;
   /* ranks: mostly 2, sometimes a few more */
   uint32_t maxr = sp->max_ranks < 2 ? 2 : sp->max_ranks;
@@ -709,6 +801,10 @@ void pp_explore_describe(const struct pp_scenario *sc, char *buf, size_t len)
   for (int b = 0; b < PP_BUG_COUNT && at > 0 && (size_t)at < len; b++)
     if (s->engine.test_bugs >> b & 1)
       at += snprintf(buf + at, len - (size_t)at, ", bug %s", pp_bug_name((enum pp_bug)b));
+  const struct pp_proto_def *d = pp_proto_get(s->engine.protocol);
+  for (uint32_t b = 0; d && b < d->nbugs && at > 0 && (size_t)at < len; b++)
+    if (s->engine.test_bugs >> (PP_PROTO_BUG_SHIFT + b) & 1)
+      at += snprintf(buf + at, len - (size_t)at, ", bug %s", d->bugs[b].name);
 }
 
 /* ------------------------------------------------------------------ writer */
@@ -783,6 +879,12 @@ int pp_scenario_write(FILE *out, const struct pp_scenario *sc, const char *comme
     for (int b = 0; b < PP_BUG_COUNT; b++)
       if (e->test_bugs >> b & 1) {
         fprintf(out, "%s%s", sep, pp_bug_name((enum pp_bug)b));
+        sep = ", ";
+      }
+    const struct pp_proto_def *d = pp_proto_get(e->protocol);
+    for (uint32_t b = 0; d && b < d->nbugs; b++)
+      if (e->test_bugs >> (PP_PROTO_BUG_SHIFT + b) & 1) {
+        fprintf(out, "%s%s", sep, d->bugs[b].name);
         sep = ", ";
       }
     fprintf(out, "]\n");

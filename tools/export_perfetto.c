@@ -14,7 +14,11 @@
  *  - counter tracks per QP: the eager (data) credits a p2p sender holds, the slots a ring sender
  *    may still write (ring credits) and the slots a ring receiver holds that it has not returned
  *    (ring occupancy).
- * Times are microseconds with nanosecond decimals.
+ * Ranks are processes pid 1.. (rank + 1: Perfetto's pid 0 is the idle process), SRQ receives a
+ * thread of their own (tid 1). Work requests pair with their completions per queue in post
+ * order (below). A time window and an event limit (struct pp_export_opts) keep a big run
+ * loadable; --proto writes Perfetto's protobuf format instead (export/perfetto_out.h).
+ * Times are microseconds with nanosecond decimals (JSON), nanoseconds (protobuf).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -22,85 +26,150 @@
 
 #include "cli_util.h"
 #include "prepost/p2p.h"
+#include "export/perfetto_out.h"
 #include "export_msgs.h"
 #include "trace_cli.h"
 
-struct wr_ent {
-  uint64_t key, wr_id; /* key = rank << 32 | qpn, + 1 (0 = empty) */
-  uint64_t id;         /* async slice id */
-  int recv;
-  const char *name;    /* the slice's name (at its begin and its end) */
+/*
+ * Work requests pair with their completions per queue in post order, as an RC QP completes
+ * them: a send queue in order (an unsignalled WR ends with the next completion, which covers
+ * it), a receive queue in order, an SRQ in the order its WQEs are taken. A completion ends the
+ * oldest open WR of its queue with its wr_id (the ring protocols post every receive with the
+ * same wr_id, so wr_id alone cannot pair them).
+ */
+struct wq_ent {
+  uint64_t wr_id, id; /* id: the async slice's */
+  const char *name;   /* the slice's name (at its begin and its end) */
+  size_t next;        /* the next open entry of its queue, SIZE_MAX: none */
+  uint32_t rank, tid, lane; /* lane: protobuf's track for the slice (perfetto_out.h) */
+  bool recv, signaled, drawn;
 };
 
-struct wrmap {
-  struct wr_ent *e;
+struct wq {
+  uint64_t key; /* rank << 34 | kind << 32 | number, + 1 (0 = empty); kind 0 SQ, 1 RQ, 2 SRQ */
+  size_t head, tail;
+  uint32_t srq; /* kind 0: the QP's SRQ (0: its own receive queue) */
+};
+
+struct wqs {
+  struct wq *q;
   size_t cap, n;
+  struct wq_ent *e;
+  size_t ne, ecap;
 };
 
-static size_t wr_hash(uint64_t key, uint64_t wr_id, size_t cap)
+enum { WQ_SQ = 0, WQ_RQ = 1, WQ_SRQ = 2 };
+
+static uint64_t wq_key(uint32_t rank, unsigned kind, uint32_t num)
 {
-  uint64_t x = (key * 0x9e3779b97f4a7c15ull) ^ wr_id ^ (wr_id >> 29);
+  return ((uint64_t)rank << 34 | (uint64_t)kind << 32 | num) + 1;
+}
+
+static size_t wq_hash(uint64_t key, size_t cap)
+{
+  uint64_t x = key * 0x9e3779b97f4a7c15ull;
   return (size_t)(x ^ (x >> 31)) & (cap - 1);
 }
 
-static struct wr_ent *wr_find(struct wrmap *m, uint64_t key, uint64_t wr_id)
+static struct wq *wq_find(struct wqs *m, uint64_t key)
 {
   if (!m->cap)
     return NULL;
-  size_t h = wr_hash(key, wr_id, m->cap);
-  while (m->e[h].key) {
-    if (m->e[h].key == key && m->e[h].wr_id == wr_id)
-      return &m->e[h];
-    h = (h + 1) & (m->cap - 1);
-  }
+  for (size_t h = wq_hash(key, m->cap); m->q[h].key; h = (h + 1) & (m->cap - 1))
+    if (m->q[h].key == key)
+      return &m->q[h];
   return NULL;
 }
 
-static void wr_del(struct wrmap *m, struct wr_ent *e)
+static struct wq *wq_get(struct wqs *m, uint64_t key)
 {
-  size_t i = (size_t)(e - m->e), mask = m->cap - 1, j = i;
-  m->e[i].key = 0;
-  for (;;) {
-    j = (j + 1) & mask;
-    if (!m->e[j].key)
-      break;
-    size_t h = wr_hash(m->e[j].key, m->e[j].wr_id, m->cap);
-    if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
-      m->e[i] = m->e[j];
-      m->e[j].key = 0;
-      i = j;
-    }
-  }
-  m->n--;
-}
-
-static struct wr_ent *wr_put(struct wrmap *m, uint64_t key, uint64_t wr_id)
-{
+  struct wq *q = wq_find(m, key);
+  if (q)
+    return q;
   if ((m->n + 1) * 2 > m->cap) {
-    size_t cap = m->cap ? m->cap * 2 : 1024;
-    struct wr_ent *n = calloc(cap, sizeof(*n));
+    size_t cap = m->cap ? m->cap * 2 : 256;
+    struct wq *n = calloc(cap, sizeof(*n));
     if (!n)
       return NULL;
     for (size_t i = 0; i < m->cap; i++) {
-      if (!m->e[i].key)
+      if (!m->q[i].key)
         continue;
-      size_t h = wr_hash(m->e[i].key, m->e[i].wr_id, cap);
+      size_t h = wq_hash(m->q[i].key, cap);
       while (n[h].key)
         h = (h + 1) & (cap - 1);
-      n[h] = m->e[i];
+      n[h] = m->q[i];
     }
-    free(m->e);
-    m->e = n;
+    free(m->q);
+    m->q = n;
     m->cap = cap;
   }
-  size_t h = wr_hash(key, wr_id, m->cap);
-  while (m->e[h].key && !(m->e[h].key == key && m->e[h].wr_id == wr_id))
+  size_t h = wq_hash(key, m->cap);
+  while (m->q[h].key)
     h = (h + 1) & (m->cap - 1);
-  if (!m->e[h].key)
-    m->n++;
-  m->e[h].key = key;
-  m->e[h].wr_id = wr_id;
-  return &m->e[h];
+  m->n++;
+  m->q[h] = (struct wq){.key = key, .head = SIZE_MAX, .tail = SIZE_MAX};
+  return &m->q[h];
+}
+
+/* Appends an open entry to queue `key`; NULL when out of memory. */
+static struct wq_ent *wq_push(struct wqs *m, uint64_t key)
+{
+  struct wq *q = wq_get(m, key);
+  if (!q)
+    return NULL;
+  if (m->ne == m->ecap) {
+    size_t c = m->ecap ? m->ecap * 2 : 1024;
+    struct wq_ent *x = realloc(m->e, c * sizeof(*x));
+    if (!x)
+      return NULL;
+    m->e = x;
+    m->ecap = c;
+  }
+  size_t i = m->ne++;
+  m->e[i] = (struct wq_ent){.next = SIZE_MAX};
+  if (q->tail == SIZE_MAX)
+    q->head = i;
+  else
+    m->e[q->tail].next = i;
+  q->tail = i;
+  return &m->e[i];
+}
+
+/* The oldest open entry of queue `key` a completion of wr_id ends (a send queue's unsignalled
+ * entries are passed over unless the completion is an error); its index, SIZE_MAX: none. It is
+ * unlinked, and on a send queue so are the entries before it, which it covers (unsignalled
+ * sends): *covered is the first of them (SIZE_MAX: none), chained by next up to the one taken. */
+static size_t wq_take(struct wqs *m, uint64_t key, uint64_t wr_id, bool error, size_t *covered)
+{
+  struct wq *q = wq_find(m, key);
+  *covered = SIZE_MAX;
+  if (!q)
+    return SIZE_MAX;
+  size_t prev = SIZE_MAX;
+  for (size_t i = q->head; i != SIZE_MAX; prev = i, i = m->e[i].next) {
+    const struct wq_ent *e = &m->e[i];
+    if (e->wr_id != wr_id || (!e->recv && !e->signaled && !error))
+      continue;
+    if (!e->recv) { /* the send queue completes in order */
+      if (q->head != i)
+        *covered = q->head;
+      q->head = e->next;
+    } else if (prev == SIZE_MAX) {
+      q->head = e->next;
+    } else {
+      m->e[prev].next = e->next;
+    }
+    if (q->tail == i)
+      q->tail = e->recv ? prev : SIZE_MAX;
+    return i;
+  }
+  return SIZE_MAX;
+}
+
+static void wqs_free(struct wqs *m)
+{
+  free(m->q);
+  free(m->e);
 }
 
 struct rank_ctr {
@@ -108,19 +177,11 @@ struct rank_ctr {
   uint64_t rnr;
 };
 
-static void us(FILE *o, uint64_t ns)
+static void counter(struct pf_out *w, uint32_t pid, uint64_t ts, const struct rank_ctr *c)
 {
-  fprintf(o, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
-}
-
-static void counter(FILE *o, const char **sep, uint32_t rank, uint64_t ts,
-                    const struct rank_ctr *c)
-{
-  fprintf(o, "%s{\"ph\":\"C\",\"name\":\"work requests\",\"pid\":%u,\"ts\":", *sep, rank);
-  us(o, ts);
-  fprintf(o, ",\"args\":{\"sends outstanding\":%" PRId64 ",\"receives posted\":%" PRId64 "}}",
-          c->sends, c->recvs);
-  *sep = ",\n";
+  static const char *const keys[] = {"sends outstanding", "receives posted"};
+  int64_t vals[] = {c->sends, c->recvs};
+  pf_counter(w, pid, "work requests", keys, vals, 2, ts);
 }
 
 static const char *msg_name(const struct pp_xmsg *m)
@@ -138,6 +199,29 @@ static const char *msg_name(const struct pp_xmsg *m)
     return "READ RESPONSE";
   }
 }
+
+/* What is drawn: events in the time window [from, to), at most max of them (0: no limit), a work
+ * request's slice, a counter's change, an error and a message with its arrow counting one each;
+ * a slice begun is always ended (its end is not counted). */
+struct gate {
+  uint64_t from, to, max, n;
+  bool cut; /* an event in the window was left out for the limit */
+};
+
+static bool admit(struct gate *g, uint64_t ts)
+{
+  if (ts < g->from || ts >= g->to)
+    return false;
+  if (g->max && g->n >= g->max) {
+    g->cut = true;
+    return false;
+  }
+  g->n++;
+  return true;
+}
+
+#define PID(rank) ((rank) + 1u) /* Perfetto's pid 0 is the idle process: ranks are pid 1.. */
+#define SRQ_TID 1u             /* SRQ receives' thread (QP 1 is the GSI QP: never RC) */
 
 /* ---------------------------------------------------------------- the protocol's messages */
 
@@ -338,7 +422,7 @@ static int proto_counter_events(const struct proto *P, struct cev **v, size_t *n
   return 0;
 }
 
-static int proto_counters(FILE *o, const char **sep, const struct proto *P)
+static int proto_counters(struct pf_out *w, const struct proto *P, struct gate *g)
 {
   struct cev *v = NULL;
   size_t n = 0, nt = 0, tcap = 0;
@@ -382,11 +466,13 @@ static int proto_counters(FILE *o, const char **sep, const struct proto *P)
       what = "ring occupancy", val = (int64_t)k->arrived - (int64_t)k->consumed;
       break;
     }
-    fprintf(o, "%s{\"ph\":\"C\",\"name\":\"%s qp 0x%x %s rank %u\",\"pid\":%u,\"ts\":", *sep,
-            what, k->qpn, ring_rx ? "from" : "to", k->peer, k->rank);
-    us(o, e->ts);
-    fprintf(o, ",\"args\":{\"%s\":%" PRId64 "}}", ring_rx ? "slots" : "credits", val);
-    *sep = ",\n";
+    if (!admit(g, e->ts))
+      continue;
+    char name[96];
+    snprintf(name, sizeof(name), "%s qp 0x%x %s rank %u", what, k->qpn, ring_rx ? "from" : "to",
+             k->peer);
+    const char *key = ring_rx ? "slots" : "credits";
+    pf_counter(w, PID(k->rank), name, &key, &val, 1, e->ts);
   }
   free(v);
   free(tr);
@@ -394,30 +480,23 @@ static int proto_counters(FILE *o, const char **sep, const struct proto *P)
 }
 
 /* A slice where each protocol message leaves and where it arrives, joined by a flow arrow. */
-static void proto_flows(FILE *o, const char **sep, const struct proto *P, size_t id0)
+static void proto_flows(struct pf_out *w, const struct proto *P, size_t id0, struct gate *g)
 {
   for (size_t i = 0; i < P->n; i++) {
     const struct pp_xmsg *m = &P->m[i];
-    const char *nm = P->pm[i].name;
-    fprintf(o, "%s{\"ph\":\"X\",\"cat\":\"protocol\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,"
-            "\"ts\":", *sep, nm, m->src, m->src_qpn);
-    us(o, m->t0);
-    fprintf(o, ",\"dur\":0.001,\"args\":{\"opcode\":\"%s\",\"bytes\":%u,\"to\":%u}}",
-            pp_wr_opcode_name((enum pp_wr_opcode)m->opcode), m->len, m->dst);
-    *sep = ",\n";
-    if (m->t1 == UINT64_MAX)
+    if (!admit(g, m->t0))
       continue;
-    fprintf(o, "%s{\"ph\":\"s\",\"cat\":\"protocol\",\"name\":\"%s\",\"id\":%zu,\"pid\":%u,"
-            "\"tid\":%u,\"ts\":", *sep, nm, id0 + i + 1, m->src, m->src_qpn);
-    us(o, m->t0);
-    fprintf(o, "}%s{\"ph\":\"X\",\"cat\":\"protocol\",\"name\":\"%s arrives\",\"pid\":%u,"
-            "\"tid\":%u,\"ts\":", *sep, nm, m->dst, m->dst_qpn);
-    us(o, m->t1);
-    fprintf(o, ",\"dur\":0.001,\"args\":{\"from\":%u}}", m->src);
-    fprintf(o, "%s{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"protocol\",\"name\":\"%s\",\"id\":"
-            "%zu,\"pid\":%u,\"tid\":%u,\"ts\":", *sep, nm, id0 + i + 1, m->dst, m->dst_qpn);
-    us(o, m->t1);
-    fprintf(o, "}");
+    const char *nm = P->pm[i].name;
+    bool arrived = m->t1 != UINT64_MAX;
+    struct pf_arg tx[] = {{.key = "opcode", .s = pp_wr_opcode_name((enum pp_wr_opcode)m->opcode)},
+                          {.key = "bytes", .u = m->len},
+                          {.key = "to", .u = m->dst}};
+    pf_mark(w, PID(m->src), m->src_qpn, "protocol", nm, m->t0, arrived ? id0 + i + 1 : 0, false,
+            tx, 3);
+    if (!arrived)
+      continue;
+    struct pf_arg rx[] = {{.key = "from", .u = m->src}};
+    pf_mark(w, PID(m->dst), m->dst_qpn, "protocol", nm, m->t1, id0 + i + 1, true, rx, 1);
   }
 }
 
@@ -432,10 +511,118 @@ static const char *send_name(const struct proto *P, size_t rec, enum pp_wr_opcod
   return pp_wr_opcode_name(op);
 }
 
+static void slice_end(struct pf_out *w, const struct wq_ent *e, uint64_t ts, const char *status,
+                      uint32_t byte_len)
+{
+  struct pf_arg a[] = {{.key = "status", .s = status}, {.key = "byte_len", .u = byte_len}};
+  pf_end(w, PID(e->rank), e->tid, e->recv ? "recv" : "send", e->name, e->id, ts, a, 2, e->lane);
+}
+
+static int perfetto_post(struct pf_out *w, struct wqs *W, const struct proto *P, struct gate *g,
+                         const struct pp_trace_rec *r, size_t i, uint64_t *next_id,
+                         struct rank_ctr *c)
+{
+  unsigned type = r->type;
+  bool recv = type != PP_TREC_POST_SEND;
+  uint32_t q = recv ? r->u.recv.qp_num : r->u.send.qp_num;
+  uint64_t key = wq_key(r->rank, type == PP_TREC_POST_SEND ? WQ_SQ
+                                 : type == PP_TREC_POST_RECV ? WQ_RQ
+                                                             : WQ_SRQ, q);
+  struct wq_ent *e = wq_push(W, key);
+  if (!e)
+    return -1;
+  e->wr_id = recv ? r->u.recv.wr.wr_id : r->u.send.wr.wr_id;
+  e->recv = recv;
+  e->signaled = recv || (r->u.send.wr.send_flags & PP_SEND_SIGNALED);
+  e->rank = r->rank;
+  e->tid = type == PP_TREC_POST_SRQ_RECV ? SRQ_TID : q;
+  e->name = recv ? "receive WQE" : send_name(P, i, r->u.send.wr.opcode);
+  if (recv)
+    c->recvs++;
+  else
+    c->sends++;
+  if (!(e->drawn = admit(g, r->ts)))
+    return 0;
+  e->id = (*next_id)++;
+  uint32_t len = 0;
+  const struct pp_sge *sg = recv ? r->u.recv.wr.sg_list : r->u.send.wr.sg_list;
+  uint32_t nsge = recv ? r->u.recv.wr.num_sge : r->u.send.wr.num_sge;
+  for (uint32_t s = 0; s < nsge && s < PP_MAX_SGE; s++)
+    len += sg[s].length;
+  char wr_id[24];
+  snprintf(wr_id, sizeof(wr_id), "0x%" PRIx64, e->wr_id);
+  struct pf_arg a[] = {{.key = "wr_id", .s = wr_id},
+                       {.key = "bytes", .u = len},
+                       {.key = "opcode", .s = recv ? "RECV" : pp_wr_opcode_name(r->u.send.wr.opcode)}};
+  pf_begin(w, PID(r->rank), e->tid, recv ? "recv" : "send", e->name, e->id, r->ts, a, 3,
+           &e->lane);
+  if (admit(g, r->ts))
+    counter(w, PID(r->rank), r->ts, c);
+  return 0;
+}
+
+/* The WR a completion ends: on its send queue, or on its receive queue or SRQ (an error's
+ * opcode is undefined in ibverbs: the send queue first, then the receive side). */
+static void perfetto_wc(struct pf_out *w, struct wqs *W, struct gate *g,
+                        const struct pp_trace_rec *r, struct rank_ctr *c)
+{
+  const struct pp_wc *wc = &r->u.wc;
+  bool error = wc->status != PP_WC_SUCCESS;
+  bool is_recv = wc->opcode == PP_WC_OP_RECV || wc->opcode == PP_WC_OP_RECV_RDMA_WITH_IMM;
+  const struct wq *sq = wq_find(W, wq_key(r->rank, WQ_SQ, wc->qp_num));
+  uint32_t srq = sq ? sq->srq : 0;
+  uint64_t rkey = srq ? wq_key(r->rank, WQ_SRQ, srq) : wq_key(r->rank, WQ_RQ, wc->qp_num);
+  size_t cov = SIZE_MAX, k = SIZE_MAX;
+  if (!is_recv || error)
+    k = wq_take(W, wq_key(r->rank, WQ_SQ, wc->qp_num), wc->wr_id, error, &cov);
+  if (k == SIZE_MAX && (is_recv || error))
+    k = wq_take(W, rkey, wc->wr_id, error, &cov);
+  if (error && admit(g, r->ts)) {
+    char wr_id[24];
+    snprintf(wr_id, sizeof(wr_id), "0x%" PRIx64, wc->wr_id);
+    struct pf_arg a[] = {{.key = "wr_id", .s = wr_id}};
+    pf_instant(w, PID(r->rank), wc->qp_num, pp_wc_status_name(wc->status), r->ts, a, 1);
+  }
+  if (k == SIZE_MAX)
+    return;
+  for (size_t j = cov; j != SIZE_MAX && j != k; j = W->e[j].next) {
+    c->sends--; /* unsignalled, covered by this completion */
+    if (W->e[j].drawn)
+      slice_end(w, &W->e[j], r->ts, "covered", 0);
+  }
+  const struct wq_ent *e = &W->e[k];
+  if (e->recv)
+    c->recvs--;
+  else
+    c->sends--;
+  if (e->drawn)
+    slice_end(w, e, r->ts, pp_wc_status_name(wc->status), wc->byte_len);
+  if (admit(g, r->ts))
+    counter(w, PID(r->rank), r->ts, c);
+}
+
+static void perfetto_wire(struct pf_out *w, const struct pp_xmsg *msgs, size_t nmsg,
+                          struct gate *g)
+{
+  for (size_t i = 0; i < nmsg; i++) {
+    const struct pp_xmsg *m = &msgs[i];
+    if (!admit(g, m->t0))
+      continue;
+    const char *nm = msg_name(m);
+    bool arrived = m->t1 != UINT64_MAX; /* lost or still in flight: no arrow */
+    struct pf_arg tx[] = {{.key = "psn", .u = m->psn}, {.key = "bytes", .u = m->len},
+                          {.key = "to", .u = m->dst}};
+    pf_mark(w, PID(m->src), m->src_qpn, "wire", nm, m->t0, arrived ? i + 1 : 0, false, tx, 3);
+    if (!arrived)
+      continue;
+    struct pf_arg rx[] = {{.key = "psn", .u = m->psn}, {.key = "from", .u = m->src}};
+    pf_mark(w, PID(m->dst), m->dst_qpn, "wire", nm, m->t1, i + 1, true, rx, 2);
+  }
+}
+
 int pp_export_perfetto(const struct pp_trace *t, FILE *o, const struct pp_export_opts *opts,
                        char *err, size_t errlen)
 {
-  (void)opts;
   struct pp_xmsg *msgs = NULL;
   size_t nmsg = 0;
   if (pp_trace_messages(t, &msgs, &nmsg, err, errlen))
@@ -446,26 +633,27 @@ int pp_export_perfetto(const struct pp_trace *t, FILE *o, const struct pp_export
     free(msgs);
     return -1;
   }
-  struct rank_ctr *ctr = calloc(t->nranks, sizeof(*ctr));
-  struct wrmap wrs = {0};
-  if (!ctr) {
+  const struct pp_trace_kv *name = pp_trace_kv_find(t, "scenario.name");
+  struct rank_ctr *ctr = calloc(t->nranks ? t->nranks : 1, sizeof(*ctr));
+  struct pf_out *w = pf_open(o, opts->proto, name && name->type == PP_TKV_STR ? name->s : "?");
+  struct wqs W = {0};
+  if (!ctr || !w) {
+    if (w)
+      pf_close(w, NULL);
     proto_free(&P);
+    free(ctr);
     free(msgs);
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  const char *sep = "";
+  struct gate g = {.from = opts->from_ns, .to = opts->to_ns ? opts->to_ns : UINT64_MAX,
+                   .max = opts->max_events};
   uint64_t end_ts = 0, next_id = 1;
-  const struct pp_trace_kv *name = pp_trace_kv_find(t, "scenario.name");
-  fprintf(o, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"scenario\":");
-  pp_json_string(o, name && name->type == PP_TKV_STR ? name->s : "?");
-  fprintf(o, "},\"traceEvents\":[\n");
   for (uint32_t r = 0; r < t->nranks; r++) {
-    fprintf(o, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":\"rank %u\"}}",
-            sep, r, r);
-    sep = ",\n";
-    fprintf(o, "%s{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,\"args\":"
-            "{\"sort_index\":%u}}", sep, r, r);
+    char pname[32];
+    snprintf(pname, sizeof(pname), "rank %u", r);
+    pf_process(w, PID(r), pname, r);
+    pf_thread(w, PID(r), SRQ_TID, "SRQ receives");
   }
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < t->nrecs; i++) {
@@ -474,148 +662,75 @@ int pp_export_perfetto(const struct pp_trace *t, FILE *o, const struct pp_export
         type != PP_TREC_POST_SRQ_RECV && type != PP_TREC_WC && type != PP_TREC_PKT_TX)
       continue;
     struct pp_trace_rec r;
-    if (pp_trace_get(t, i, &r) != PP_OK) {
+    if (pp_trace_get(t, i, &r) != PP_OK || r.rank >= t->nranks) {
       rc = -1;
       break;
     }
     end_ts = r.ts > end_ts ? r.ts : end_ts;
     struct rank_ctr *c = &ctr[r.rank];
     switch (type) {
-    case PP_TREC_CREATE_QP:
-      if (r.ret == PP_OK)
-        fprintf(o, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":"
-                "{\"name\":\"qp 0x%x to rank %u\"}}", sep, r.rank, r.u.cqp.qp_num,
-                r.u.cqp.qp_num, r.u.cqp.attr.peer);
-      break;
-    case PP_TREC_POST_SEND:
-    case PP_TREC_POST_RECV:
-    case PP_TREC_POST_SRQ_RECV: {
+    case PP_TREC_CREATE_QP: {
       if (r.ret != PP_OK)
         break;
-      bool recv = type != PP_TREC_POST_SEND;
-      uint32_t q = recv ? r.u.recv.qp_num : r.u.send.qp_num;
-      uint64_t wr_id = recv ? r.u.recv.wr.wr_id : r.u.send.wr.wr_id;
-      uint64_t key = ((uint64_t)r.rank << 32 | q) + 1;
-      if (type == PP_TREC_POST_SRQ_RECV)
-        key |= 1ull << 63;
-      struct wr_ent *e = wr_put(&wrs, key, wr_id);
-      if (!e) {
+      struct wq *q = wq_get(&W, wq_key(r.rank, WQ_SQ, r.u.cqp.qp_num));
+      if (!q) {
         rc = -1;
         break;
       }
-      e->id = next_id++;
-      e->recv = recv;
-      e->name = recv ? "receive WQE" : send_name(&P, i, r.u.send.wr.opcode);
-      uint32_t len = 0;
-      const struct pp_sge *sg = recv ? r.u.recv.wr.sg_list : r.u.send.wr.sg_list;
-      uint32_t nsge = recv ? r.u.recv.wr.num_sge : r.u.send.wr.num_sge;
-      for (uint32_t s = 0; s < nsge && s < PP_MAX_SGE; s++)
-        len += sg[s].length;
-      fprintf(o, "%s{\"ph\":\"b\",\"cat\":\"%s\",\"name\":\"%s\",\"id\":%" PRIu64
-              ",\"pid\":%u,\"tid\":%u,\"ts\":", sep, recv ? "recv" : "send", e->name, e->id, r.rank,
-              type == PP_TREC_POST_SRQ_RECV ? 0 : q);
-      us(o, r.ts);
-      fprintf(o, ",\"args\":{\"wr_id\":\"0x%" PRIx64 "\",\"bytes\":%u,\"opcode\":\"%s\"}}", wr_id,
-              len, recv ? "RECV" : pp_wr_opcode_name(r.u.send.wr.opcode));
-      if (recv)
-        c->recvs++;
-      else
-        c->sends++;
-      counter(o, &sep, r.rank, r.ts, c);
+      q->srq = r.u.cqp.attr.srq_num;
+      char tname[48];
+      snprintf(tname, sizeof(tname), "qp 0x%x to rank %u", r.u.cqp.qp_num, r.u.cqp.attr.peer);
+      pf_thread(w, PID(r.rank), r.u.cqp.qp_num, tname);
       break;
     }
-    case PP_TREC_WC: {
-      const struct pp_wc *w = &r.u.wc;
-      uint64_t key = ((uint64_t)r.rank << 32 | w->qp_num) + 1;
-      struct wr_ent *e = wr_find(&wrs, key, w->wr_id);
-      if (!e) { /* an SRQ receive: any SRQ of the rank with this wr_id */
-        for (size_t h = 0; h < wrs.cap && !e; h++)
-          if (wrs.e[h].key && (wrs.e[h].key & (1ull << 63)) &&
-              ((wrs.e[h].key & ~(1ull << 63)) - 1) >> 32 == r.rank && wrs.e[h].wr_id == w->wr_id)
-            e = &wrs.e[h];
-      }
-      if (w->status != PP_WC_SUCCESS) {
-        fprintf(o, "%s{\"ph\":\"i\",\"s\":\"t\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":",
-                sep, pp_wc_status_name(w->status), r.rank, w->qp_num);
-        us(o, r.ts);
-        fprintf(o, ",\"args\":{\"wr_id\":\"0x%" PRIx64 "\"}}", w->wr_id);
-      }
-      if (e) {
-        fprintf(o, "%s{\"ph\":\"e\",\"cat\":\"%s\",\"name\":\"%s\",\"id\":%" PRIu64
-                ",\"pid\":%u,\"tid\":%u,\"ts\":", sep, e->recv ? "recv" : "send", e->name, e->id,
-                r.rank,
-                (e->key >> 63) ? 0 : w->qp_num);
-        us(o, r.ts);
-        fprintf(o, ",\"args\":{\"status\":\"%s\",\"byte_len\":%u}}", pp_wc_status_name(w->status),
-                w->byte_len);
-        if (e->recv)
-          c->recvs--;
-        else
-          c->sends--;
-        wr_del(&wrs, e);
-        counter(o, &sep, r.rank, r.ts, c);
-      }
+    case PP_TREC_POST_SEND:
+    case PP_TREC_POST_RECV:
+    case PP_TREC_POST_SRQ_RECV:
+      if (r.ret == PP_OK)
+        rc = perfetto_post(w, &W, &P, &g, &r, i, &next_id, c);
       break;
-    }
+    case PP_TREC_WC:
+      perfetto_wc(w, &W, &g, &r, c);
+      break;
     case PP_TREC_PKT_TX:
       if (r.u.pkt.kind == PP_TPKT_RNR_NAK && r.u.pkt.dst_rank < t->nranks) {
         struct rank_ctr *d = &ctr[r.u.pkt.dst_rank];
         d->rnr++;
-        fprintf(o, "%s{\"ph\":\"C\",\"name\":\"RNR NAKs received\",\"pid\":%u,\"ts\":", sep,
-                r.u.pkt.dst_rank);
-        us(o, r.ts);
-        fprintf(o, ",\"args\":{\"RNR NAKs\":%" PRIu64 "}}", d->rnr);
+        const char *key = "RNR NAKs";
+        int64_t v = (int64_t)d->rnr;
+        if (admit(&g, r.ts))
+          pf_counter(w, PID(r.u.pkt.dst_rank), "RNR NAKs received", &key, &v, 1, r.ts);
       }
       break;
     }
   }
   /* work requests never completed end with the trace */
-  for (size_t h = 0; rc == 0 && h < wrs.cap; h++) {
-    const struct wr_ent *e = &wrs.e[h];
-    if (!e->key)
-      continue;
-    uint64_t k = (e->key & ~(1ull << 63)) - 1;
-    fprintf(o, "%s{\"ph\":\"e\",\"cat\":\"%s\",\"name\":\"%s\",\"id\":%" PRIu64
-            ",\"pid\":%u,\"tid\":%u,\"ts\":", sep, e->recv ? "recv" : "send", e->name, e->id,
-            (uint32_t)(k >> 32), (e->key >> 63) ? 0 : (uint32_t)k);
-    us(o, end_ts);
-    fprintf(o, ",\"args\":{\"status\":\"pending\"}}");
-  }
-  /* messages: a short slice at each end, joined by a flow arrow */
-  for (size_t i = 0; rc == 0 && i < nmsg; i++) {
-    const struct pp_xmsg *m = &msgs[i];
-    const char *nm = msg_name(m);
-    fprintf(o, "%s{\"ph\":\"X\",\"cat\":\"wire\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":",
-            sep, nm, m->src, m->src_qpn);
-    us(o, m->t0);
-    fprintf(o, ",\"dur\":0.001,\"args\":{\"psn\":%u,\"bytes\":%u,\"to\":%u}}", m->psn, m->len,
-            m->dst);
-    if (m->t1 == UINT64_MAX)
-      continue; /* lost or still in flight: no arrow */
-    fprintf(o, "%s{\"ph\":\"s\",\"cat\":\"wire\",\"name\":\"%s\",\"id\":%zu,\"pid\":%u,"
-            "\"tid\":%u,\"ts\":", sep, nm, i + 1, m->src, m->src_qpn);
-    us(o, m->t0);
-    fprintf(o, "}");
-    fprintf(o, "%s{\"ph\":\"X\",\"cat\":\"wire\",\"name\":\"%s arrives\",\"pid\":%u,\"tid\":%u,"
-            "\"ts\":", sep, nm, m->dst, m->dst_qpn);
-    us(o, m->t1);
-    fprintf(o, ",\"dur\":0.001,\"args\":{\"psn\":%u,\"from\":%u}}", m->psn, m->src);
-    fprintf(o, "%s{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"wire\",\"name\":\"%s\",\"id\":%zu,"
-            "\"pid\":%u,\"tid\":%u,\"ts\":", sep, nm, i + 1, m->dst, m->dst_qpn);
-    us(o, m->t1);
-    fprintf(o, "}");
-  }
+  for (size_t h = 0; rc == 0 && h < W.cap; h++)
+    for (size_t k = W.q[h].key ? W.q[h].head : SIZE_MAX; k != SIZE_MAX; k = W.e[k].next)
+      if (W.e[k].drawn)
+        slice_end(w, &W.e[k], end_ts, "pending", 0);
   if (rc == 0) {
-    proto_flows(o, &sep, &P, nmsg); /* flow ids after the wire's */
-    rc = proto_counters(o, &sep, &P);
+    perfetto_wire(w, msgs, nmsg, &g);
+    proto_flows(w, &P, nmsg, &g); /* flow ids after the wire's */
+    rc = proto_counters(w, &P, &g);
   }
-  fprintf(o, "\n]}\n");
+  char meta[256], *mp = NULL;
+  if (g.cut || g.from || g.to != UINT64_MAX) {
+    snprintf(meta, sizeof(meta), "{\"prepost_window_ns\":[%" PRIu64 ",%" PRIu64 "],"
+             "\"prepost_events\":%" PRIu64 ",\"prepost_truncated\":%s}", g.from,
+             g.to == UINT64_MAX ? end_ts : g.to, g.n, g.cut ? "true" : "false");
+    mp = meta;
+    if (g.cut)
+      fprintf(stderr, "prepost: perfetto: stopped at %" PRIu64 " events (--max-events); "
+              "--window FROM:TO shows a later part\n", g.max);
+  }
+  int wrc = pf_close(w, mp);
   proto_free(&P);
-  free(wrs.e);
+  wqs_free(&W);
   free(ctr);
   free(msgs);
-  if (rc || ferror(o)) {
-    snprintf(err, errlen, "writing the JSON failed");
+  if (rc || wrc || ferror(o)) {
+    snprintf(err, errlen, rc ? "reading the trace or memory failed" : "writing the trace failed");
     return -1;
   }
   return 0;

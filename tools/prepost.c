@@ -9,6 +9,7 @@
 #include "buildinfo.h"
 #include "cli_util.h"
 #include "cli_verbs.h"
+#include "cli/plugin.h"
 #include "explore.h"
 #include "mpi/mpirun.h"
 #include "report.h"
@@ -34,6 +35,9 @@ static const char *const main_usage =
     "Options: `--seed=7` and `--seed 7` are the same, a long option may be shortened to a\n"
     "unique prefix, `--` ends the options. A duration option needs its unit: 500ns, 2us,\n"
     "1.5ms, 10s, 5min, 1h (0 alone is 0); a size option takes 4096, 64B, 4KiB, 1MiB, 1GB.\n"
+    "\n"
+    "Every command takes --plugin PATH (repeatable; also PREPOST_PLUGINS=a.so:b.so): a shared\n"
+    "object that registers protocols of its own (README: Write your own protocol).\n"
     "\n"
     "Exit codes: 0 every operation completed successfully, 1 the run ended with error\n"
     "completions, 2 usage or input error, 3 the run stalled, hit max_sim_time or made no\n"
@@ -331,6 +335,11 @@ static int cmd_help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+  char perr[768];
+  if (pp_plugins_from_args(&argc, argv, perr, sizeof perr)) { /* --plugin, PREPOST_PLUGINS */
+    fprintf(stderr, "prepost: %s\n", perr);
+    return EXIT_USAGE;
+  }
   if (argc < 2)
     return pp_cli_usage_error("prepost", main_usage, "%s", "missing COMMAND");
   const char *cmd = argv[1];

@@ -27,6 +27,7 @@
 
 #include "prepost/simnic.h"
 #include "prepost/engine.h"
+#include "prepost/proto.h"
 #include "tools/cli_util.h"
 
 #define MAX_TEXT_BYTES (1u << 20) /* larger inputs are refused */
@@ -561,7 +562,7 @@ static void enum_list(char *buf, size_t size, int count, const char *(*name)(int
 
 static const char *protocol_name_i(int i)
 {
-  return pp_protocol_name((enum pp_protocol)i);
+  return pp_protocol_name((uint32_t)i);
 }
 
 static enum pp_status get_enum(struct ctx *c, const char *key, const struct node *v, int count,
@@ -578,8 +579,8 @@ static enum pp_status get_enum(struct ctx *c, const char *key, const struct node
     x = from_name(word);
   }
   if (x < 0 || x >= count)
-    return fail(c, PP_INVALID, v->line, "unknown %s %s (expected one of: %s)", key, show(c, v),
-                list);
+    return fail(c, PP_INVALID, v->line, "unknown %s %s (expected one of: %s)%s", key, show(c, v),
+                list, strcmp(key, "protocol") ? "" : "; a plug-in's protocol needs --plugin PATH");
   *out = x;
   return PP_OK;
 }
@@ -1092,10 +1093,100 @@ static enum pp_status parse_ring_keys(struct ctx *c, const struct node *root,
 #include "tools/scenario_p2p.inc"
 #include "tools/scenario_explore.inc"
 
+/* A registered protocol's own parameters (prepost/proto.h: its field table): the top-level
+ * section named after it, each key parsed by the table's kind and bounds. */
+static enum pp_status parse_proto_params(struct ctx *c, const struct node *root,
+                                         struct pp_engine_cfg *e)
+{
+  const struct pp_proto_def *d = pp_proto_get(e->protocol);
+  const struct node *sec = d && d->nparams ? get(root, d->name) : NULL;
+  if (!sec)
+    return PP_OK;
+  if (sec->kind != NODE_MAP)
+    return fail(c, PP_PARSE, sec->line, "'%s' must be a mapping of its parameters", d->name);
+  void *prm = pp_engine_cfg_proto_params(e);
+  for (size_t i = 0; i + 1 < sec->nkids; i += 2) {
+    const struct node *k = sec->kids[i], *v = sec->kids[i + 1];
+    char key[64], why[192];
+    const struct pp_param *p = NULL;
+    if (k->kind == NODE_SCALAR && k->len < sizeof key) {
+      memcpy(key, k->str, k->len + 1);
+      p = pp_param_find(d->params, d->nparams, key);
+    }
+    if (!p) {
+      char list[256];
+      size_t o = 0;
+      list[0] = '\0';
+      for (size_t j = 0; j < d->nparams && o < sizeof list; j++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", j ? ", " : "", d->params[j].key);
+      return fail(c, PP_PARSE, k->line, "unknown key %s in section '%s' (expected one of: %s)",
+                  show(c, k), d->name, list);
+    }
+    if (v->kind != NODE_SCALAR ||
+        pp_param_set(p, prm, v->str, v->len, why, sizeof why) != PP_OK)
+      return fail(c, PP_INVALID, v->line, "'%s.%s' %s, got %s", d->name, p->key,
+                  v->kind == NODE_SCALAR ? why : "must be a value", show(c, v));
+  }
+  return PP_OK;
+}
+
+/* test_bugs: the built-in bugs (engine/bugs.h) and the protocol's own (prepost/proto.h). */
+static enum pp_status parse_test_bugs(struct ctx *c, const struct node *root,
+                                      struct pp_engine_cfg *e)
+{
+  const struct node *v = get(root, "test_bugs");
+  if (!v)
+    return PP_OK;
+  if (v->kind != NODE_SEQ)
+    return fail(c, PP_PARSE, v->line, "'test_bugs' must be a list of bug names, got %s",
+                show(c, v));
+  for (size_t i = 0; i < v->nkids; i++) {
+    const struct node *k = v->kids[i];
+    char word[64];
+    int b = -1;
+    if (k->kind == NODE_SCALAR && k->len < sizeof word && !memchr(k->str, '\0', k->len)) {
+      memcpy(word, k->str, k->len + 1);
+      b = pp_bug_from_name(word);
+      if (b < 0)
+        b = pp_proto_bug_bit(e->protocol, word);
+    }
+    if (b < 0) {
+      char list[512];
+      size_t o = 0;
+      for (int j = 0; j < PP_BUG_COUNT && o < sizeof list; j++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", j ? ", " : "",
+                              pp_bug_name((enum pp_bug)j));
+      const struct pp_proto_def *d = pp_proto_get(e->protocol);
+      for (uint32_t j = 0; d && j < d->nbugs && o < sizeof list; j++)
+        o += (size_t)snprintf(list + o, sizeof list - o, ", %s", d->bugs[j].name);
+      return fail(c, PP_INVALID, k->line, "unknown test_bugs %s (expected one of: %s)",
+                  show(c, k), list);
+    }
+    e->test_bugs |= 1u << b;
+  }
+  return PP_OK;
+}
+
 static enum pp_status parse_scenario(struct ctx *c, const struct node *root, struct pp_scenario *s)
 {
   struct pp_sim_config *sim = &s->sim;
-  enum pp_status st = check_keys(c, root, top_keys, "at top level");
+  /* the top-level keys, and the section of a registered protocol named by `protocol:` */
+  const char *keys[sizeof top_keys / sizeof top_keys[0] + 1];
+  size_t nk = 0;
+  for (; top_keys[nk]; nk++)
+    keys[nk] = top_keys[nk];
+  const struct node *pn = get(root, "protocol");
+  const struct pp_proto_def *pd = NULL;
+  enum pp_status st0;
+  if (pn && pn->kind == NODE_SCALAR && !memchr(pn->str, '\0', pn->len) &&
+      (pd = pp_proto_find(pn->str)) && pd->nparams)
+    keys[nk++] = pd->name;
+  keys[nk] = NULL;
+  int proto;
+  if (pn && !pd && (st0 = get_enum(c, "protocol", pn, (int)pp_proto_count(), protocol_name_i,
+                                   pp_protocol_from_name, &proto)))
+    return st0; /* before its section shows as an unknown key */
+  enum pp_status st = check_keys(c, root, keys, "at top level");
   const struct node *v, *workload, *qp, *faults, *limits;
   if (st != PP_OK)
     return st;
@@ -1113,10 +1204,12 @@ static enum pp_status parse_scenario(struct ctx *c, const struct node *root, str
     return st;
   if ((v = get(root, "protocol"))) {
     int proto;
-    if ((st = get_enum(c, "protocol", v, PP_PROTO_COUNT, protocol_name_i, pp_protocol_from_name,
-                       &proto)))
+    if ((st = get_enum(c, "protocol", v, (int)pp_proto_count(), protocol_name_i,
+                       pp_protocol_from_name, &proto)))
       return st;
-    sim->engine.protocol = (enum pp_protocol)proto;
+    pp_engine_cfg_protocol(&sim->engine, pp_protocol_name((uint32_t)proto));
+    if ((st = parse_proto_params(c, root, &sim->engine)))
+      return st;
   }
   if ((st = section(c, root, "workload", workload_keys, &workload)) ||
       (st = section(c, root, "qp", qp_keys, &qp)) ||

@@ -606,7 +606,7 @@ const char *const pp_trace_usage =
     "       prepost trace stats TRACE [--partial]\n"
     "       prepost trace merge -o FILE PART...\n"
     "       prepost trace export (--pcap|--perfetto|--svg) TRACE [-o FILE] [--snaplen SIZE]\n"
-    "                             [--max-events N] [--partial]\n"
+    "                             [--max-events N] [--window FROM:TO] [--proto] [--partial]\n"
     "       prepost trace import --pcap CAPTURE [--json] [-o TRACE] [--scenario-out FILE]\n"
     "\n"
     "Traces are written by `prepost run SCENARIO --trace FILE` (format: traces/FORMAT.md).\n"
@@ -622,12 +622,17 @@ const char *const pp_trace_usage =
     "            a part cut short is read up to its last complete chunk (a note says so)\n"
     "  export    --pcap      the simulated packets as RoCEv2 (Wireshark/tshark decode them);\n"
     "                        needs a trace recorded with `prepost run --trace F --trace-packets`\n"
-    "            --perfetto  Chrome/Perfetto trace JSON (ui.perfetto.dev)\n"
+    "            --perfetto  Chrome/Perfetto trace JSON (ui.perfetto.dev); with --proto,\n"
+    "                        Perfetto's protobuf trace format (a .pftrace: smaller, for big runs)\n"
     "            --svg       a message sequence chart (ranks as lanes)\n"
     "            -o FILE     output file (default: stdout)\n"
     "            --snaplen S pcap: capture at most S bytes per packet, up to 64KiB - 1 (default:\n"
     "                        the whole packet)\n"
-    "            --max-events N  svg: draw at most N messages (default 400)\n"
+    "            --max-events N  svg: draw at most N messages (default 400); perfetto: at most\n"
+    "                        N events (a WR's slice, a counter change, a message with its arrow;\n"
+    "                        default: all; the slices begun still end)\n"
+    "            --window FROM:TO  perfetto: only what happens from FROM to TO ns (TO empty:\n"
+    "                        the end); work requests still pair with completions outside it\n"
     "  import    a RoCE/IB packet capture (pcap, pcapng): per-QP statistics, a diagnosis,\n"
     "            -o TRACE  the capture as a trace for export; --scenario-out FILE  a scenario\n"
     "            that reproduces its RNR pattern (`prepost trace import --help`)\n"
@@ -814,15 +819,18 @@ static int room_for(const char *out_path, uint64_t bytes, uint64_t frames, char 
 static int cmd_export(int argc, char **argv)
 {
   const char *path = NULL, *out_path = NULL, *kind = NULL;
-  struct pp_export_opts o = {.snaplen = 0, .max_events = 400};
+  struct pp_export_opts o = {.snaplen = 0, .max_events = 0};
+  bool max_given = false;
   unsigned flags = 0;
-  enum { E_PCAP = 256, E_PERFETTO, E_SVG, E_PARTIAL, E_SNAPLEN, E_MAX_EVENTS };
+  enum { E_PCAP = 256, E_PERFETTO, E_SVG, E_PARTIAL, E_SNAPLEN, E_MAX_EVENTS, E_PROTO, E_WINDOW };
   static const struct option opts[] = {{"pcap", no_argument, NULL, E_PCAP},
                                        {"perfetto", no_argument, NULL, E_PERFETTO},
                                        {"svg", no_argument, NULL, E_SVG},
                                        {"partial", no_argument, NULL, E_PARTIAL},
                                        {"snaplen", required_argument, NULL, E_SNAPLEN},
                                        {"max-events", required_argument, NULL, E_MAX_EVENTS},
+                                       {"proto", no_argument, NULL, E_PROTO},
+                                       {"window", required_argument, NULL, E_WINDOW},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "ho:", .longs = opts,
@@ -854,10 +862,26 @@ static int cmd_export(int argc, char **argv)
         return EXIT_USAGE;
       o.snaplen = (uint32_t)n;
       break;
+    case E_PROTO:
+      o.proto = true;
+      break;
+    case E_WINDOW: {
+      const char *v = g.arg, *colon = strchr(v, ':');
+      char from[32];
+      if (!colon || (size_t)(colon - v) >= sizeof(from))
+        return usage("--window takes FROM:TO in ns (TO may be empty: the end), got '%s'", v);
+      memcpy(from, v, (size_t)(colon - v));
+      from[colon - v] = '\0';
+      if (pp_cli_parse_u64(from, &o.from_ns) ||
+          (colon[1] && (pp_cli_parse_u64(colon + 1, &o.to_ns) || o.to_ns <= o.from_ns)))
+        return usage("--window takes FROM:TO in ns with FROM < TO, got '%s'", v);
+      break;
+    }
     default:
       if (pp_cli_opt_uint(&g, 0, UINT64_MAX, &n))
         return EXIT_USAGE;
       o.max_events = n;
+      max_given = true;
     }
   }
   if (g.rest + 1 < argc)
@@ -868,6 +892,10 @@ static int cmd_export(int argc, char **argv)
     return usage("%s", "export needs --pcap, --perfetto or --svg");
   if (!path)
     return usage("%s", "missing TRACE");
+  if (!max_given && !strcmp(kind, "svg"))
+    o.max_events = 400;
+  if ((o.from_ns || o.to_ns || o.proto) && strcmp(kind, "perfetto"))
+    return usage("%s", "--window and --proto go with --perfetto");
   struct pp_trace_file f;
   char err[1024];
   if (pp_trace_file_load(path, flags, &f, err, sizeof(err))) {

@@ -48,7 +48,9 @@ void pp_trace_file_free(struct pp_trace_file *f);
 /* Exports (tools/export_*.c): 0, or -1 with a sentence in err. */
 struct pp_export_opts {
   uint32_t snaplen;     /* pcap: bytes captured per packet, 0 = whole packet */
-  uint64_t max_events;  /* svg: messages drawn at most */
+  uint64_t max_events;  /* svg: messages drawn at most; perfetto: events (0: no limit) */
+  uint64_t from_ns, to_ns; /* perfetto: only what happens in [from_ns, to_ns) (to_ns 0: the end) */
+  bool proto;              /* perfetto: Perfetto's protobuf trace format instead of JSON */
 };
 /* 0 when the trace has every packet (trace.packets all), else -1 and what to record instead */
 int pp_export_pcap_check(const struct pp_trace *t, char *err, size_t errlen);

@@ -10,8 +10,9 @@
 const struct pp_param pp_nic_param_table[] = {
     PP_PARAM_UINT(N, mtu, 256, 4096, 4096,
                   "largest path MTU of the port: 256, 512, 1024, 2048 or 4096 bytes"),
-    PP_PARAM_UINT(N, header_bytes, 0, 4096, 58,
-                  "wire overhead per MTU packet (RoCEv2: 58 + extension headers)"),
+    PP_PARAM_UINT(N, header_bytes, 0, 4096, 82,
+                  "wire overhead per MTU packet (RoCEv2/IPv4: preamble, Ethernet, IPv4, UDP, "
+                  "BTH, ICRC, FCS and the inter-frame gap are 82)"),
     PP_PARAM_KEYED("wqe", N, wqe_ns, PP_PARAM_DURATION, 0, UINT64_MAX, 50,
                    "NIC time to process one send WQE (serialises transmissions)", NULL, 0),
     PP_PARAM_UINT(N, ack_every, 1, UINT32_MAX, 16, "the responder ACKs every this many packets"),

@@ -22,7 +22,7 @@ enum pkt_kind { PKT_REQ, PKT_ACK, PKT_RNR_NAK, PKT_NAK, PKT_READ_RESP };
 static const char *const pkt_kind_names[] = {"REQ", "ACK", "RNR_NAK", "NAK", "READ_RESP"};
 
 /* NAK syndromes (AETH 0x60 | code) */
-enum nak_code { NAK_INV_REQ = 1, NAK_REM_ACCESS = 2, NAK_REM_OP = 3 };
+enum nak_code { NAK_PSN_SEQ = 0, NAK_INV_REQ = 1, NAK_REM_ACCESS = 2, NAK_REM_OP = 3 };
 
 struct simnic_pkt {
   struct simnic_pkt *next_free;
@@ -88,13 +88,16 @@ struct qp {
   uint64_t rnr_until;    /* requester waits out an RNR NAK until then (0: not waiting) */
   uint64_t ack_deadline; /* local ACK timeout (0: not armed) */
   uint32_t reads_out;
-  /* an ACK past an unanswered READ (its response was lost) started a retransmission: the next
-   * such ACKs or responses, sent before the retransmitted READ got there, start none (rxe's
-   * comp.started_retry); cleared by progress and by an ACK timeout */
-  bool read_retry_started;
+  /* an ACK past an unanswered READ (its response was lost) or a PSN sequence-error NAK started a
+   * retransmission: the next such ACKs, responses or NAKs, sent before the retransmitted
+   * requests got there, start none (rxe's comp.started_retry); cleared by progress and by an
+   * ACK timeout */
+  bool retry_started;
   struct ring rq;
   /* responder */
   uint32_t epsn;
+  bool psn_nak_sent; /* a sequence-error NAK went for this gap: the rest of it is dropped
+                        silently until the request at epsn arrives (rxe's resp.sent_psn_nak) */
   uint32_t ack_unsent;
   bool ack_pending;
   uint64_t ack_due;
@@ -173,7 +176,7 @@ void pp_nic_profile_default(struct pp_nic_profile *p)
   *p = (struct pp_nic_profile){
       .name = "cx6-roce-100g",
       .mtu = 4096,
-      .header_bytes = 58,
+      .header_bytes = 82,
       .wqe_ns = 50,
       .ack_every = 16,
       .ack_delay_ns = 1000,
@@ -723,7 +726,7 @@ static void tx_kick(struct simnic *n)
 
 static void on_progress(struct simnic *n, struct qp *qp)
 {
-  qp->read_retry_started = false;
+  qp->retry_started = false;
   qp->rnr_left = qp->attr.rnr_retry;
   qp->retry_left = qp->attr.retry_cnt;
   qp->ack_deadline = qp->sq_head != qp->sq_next && qp->attr.timeout
@@ -754,10 +757,10 @@ static void requester_ack(struct simnic *n, struct qp *qp, uint32_t ack_epsn)
     if (psn_before(ack_epsn, w->psn + w->npkts))
       break;
     if (w->wr.opcode == PP_WR_RDMA_READ && !w->read_done) {
-      if (!qp->read_retry_started) { /* the read response was lost: ask again, once */
+      if (!qp->retry_started) { /* the read response was lost: ask again, once */
         logf_(n, "READ LOST qp %u retransmit from psn %u", qp->qpn, w->psn);
         rewind_to(qp, qp->sq_head);
-        qp->read_retry_started = true;
+        qp->retry_started = true;
       }
       break;
     }
@@ -796,11 +799,35 @@ static void requester_rnr_nak(struct simnic *n, struct qp *qp, const struct simn
   qp->rnr_until = n->now + pp_rnr_timer_ns(p->syndrome);
 }
 
+/* A PSN sequence-error NAK: the responder saw a gap and expects p->psn; everything before it is
+ * acknowledged. The requester goes back to it at once, a retry counted against retry_cnt like
+ * an ACK timeout (rxe's check_ack -> COMPST_ERROR_RETRY). Ignored while
+ * a retry started by an earlier NAK or lost READ response is under way (rxe's started_retry) and
+ * while an RNR NAK for the same PSN is being waited out (the RNR NAK already went back there). */
+static void requester_seq_nak(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
+{
+  if (qp->rnr_until || qp->retry_started)
+    return;
+  if (qp->retry_left == 0) {
+    fail_head(n, qp, PP_WC_RETRY_EXC_ERR);
+    return;
+  }
+  qp->retry_left--;
+  qp->retry_started = true;
+  n->ctr.timeout_retries++; /* the counter of both kinds of retry, as rxe's completer_retry_err */
+  logf_(n, "SEQ NAK qp %u retransmit from psn %u", qp->qpn, p->psn);
+  rewind_to(qp, qp->sq_head);
+}
+
 static void requester_nak(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
 {
   requester_ack(n, qp, p->psn);
   if (qp->state != PP_QPS_RTS || !head_if_psn(qp, p->psn))
     return;
+  if (p->syndrome == NAK_PSN_SEQ) {
+    requester_seq_nak(n, qp, p);
+    return;
+  }
   static const enum pp_wc_status status[] = {
       [NAK_INV_REQ] = PP_WC_REM_INV_REQ_ERR,
       [NAK_REM_ACCESS] = PP_WC_REM_ACCESS_ERR,
@@ -1081,6 +1108,7 @@ static void responder_request(struct simnic *n, struct qp *qp, const struct simn
   if (qp->state != PP_QPS_RTR && qp->state != PP_QPS_RTS)
     return;
   if (p->psn == qp->epsn) {
+    qp->psn_nak_sent = false;
     responder_execute(n, qp, p);
   } else if (psn_before(p->psn, qp->epsn)) {
     /* a duplicate (our ACK was lost or the requester went back N): answer again */
@@ -1090,8 +1118,14 @@ static void responder_request(struct simnic *n, struct qp *qp, const struct simn
     } else {
       send_ack(n, qp);
     }
+  } else if (!qp->psn_nak_sent) {
+    /* a gap: a request was lost, or refused with an RNR NAK; NAK the first PSN missing, once
+     * per gap (rxe's check_psn), and drop the request */
+    qp->psn_nak_sent = true;
+    logf_(n, "NAK sequence error qp %u psn %u: expected %u", qp->qpn, p->psn, qp->epsn);
+    send_nak(n, qp, PKT_NAK, NAK_PSN_SEQ);
   }
-  /* else: out of sequence after a lost packet or an RNR NAK: dropped silently */
+  /* else: the rest of a gap already NAKed: dropped silently */
 }
 
 /* ---------------------------------------------------------------- entry points */
@@ -1260,7 +1294,7 @@ static void qp_timers(struct simnic *n, struct qp *qp)
       return;
     }
     qp->retry_left--;
-    qp->read_retry_started = false;
+    qp->retry_started = false;
     n->ctr.timeout_retries++;
     logf_(n, "TIMEOUT qp %u retransmit from psn %u", qp->qpn, sq_at(qp, qp->sq_head)->psn);
     rewind_to(qp, qp->sq_head);
@@ -1567,6 +1601,7 @@ static void qp_reset(struct qp *qp)
   qp->ack_pending = false;
   qp->ack_unsent = 0;
   qp->reads_out = 0;
+  qp->retry_started = qp->psn_nak_sent = false;
   qp->attr = (struct pp_qp_attr){0};
 }
 

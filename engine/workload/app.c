@@ -272,3 +272,27 @@ const struct pp_app_ops pp_app_workload_ops = {
     .peer_failed = app_peer_failed,
     .async_event = app_async_event,
 };
+
+/* The program's callbacks connect every pair of ranks. */
+static void app_mem_need(const struct pp_engine_cfg *c, struct pp_mem_need *m, uint32_t *npeers,
+                         uint64_t *lat)
+{
+  *npeers = c->nranks - 1;
+  pp_mem_add(m, 4096 + c->nranks * 8ull, "the application's state");
+  pp_mem_add(m, 8192, "workload");
+  *lat = 1000000;
+}
+
+static enum pp_status app_def_check(const struct pp_engine_cfg *c, char *err, size_t errlen)
+{
+  return pp_p2p_cfg_check(c, err, errlen) == PP_OK ? PP_OK : PP_INVALID;
+}
+
+const struct pp_workload_def pp_app_def = {
+    .name = "app",
+    .desc = "the embedding program's callbacks (prepost/app.h)",
+    .pair_odd = true,
+    .check = app_def_check,
+    .mem_need = app_mem_need,
+    .ops = &pp_app_workload_ops,
+};

@@ -40,6 +40,8 @@ PP_API_BEGIN
   X(RING_CREDITS, "ring-credits", "slot FIFO, head credits written back")      \
   X(RING_CTS, "ring-cts", "slot FIFO, receiver-posted CTS entries")
 
+/* The built-in protocols, by their registry ids (prepost/proto.h: a protocol is registered by
+ * name; plug-ins get the ids after these). */
 enum pp_protocol {
 #define PP_X(id, name, desc) PP_PROTO_##id,
   PP_PROTOCOL_LIST(PP_X)
@@ -59,8 +61,10 @@ enum pp_pattern {
   PP_PATTERN_COUNT
 };
 
-const char *pp_protocol_name(enum pp_protocol p);
-int pp_protocol_from_name(const char *name); /* -1 when unknown */
+/* The registry's names (prepost/proto.h): of protocol id `p` ("?" when unknown), and the id of
+ * a name (-1 when unknown). */
+const char *pp_protocol_name(uint32_t p);
+int pp_protocol_from_name(const char *name);
 const char *pp_pattern_name(enum pp_pattern p);
 int pp_pattern_from_name(const char *name); /* -1 when unknown */
 
@@ -111,11 +115,13 @@ struct pp_workload {
  * the stream keys of `workload` (kind, pattern, messages, size, interval, consume, ...). */
 PP_PARAM_TABLE(pp_qp);
 PP_PARAM_TABLE(pp_workload);
+/* Bytes of a registered protocol's parameter struct, stored in the configuration. */
+#define PP_PROTO_PARAMS_MAX 256u
 
 struct pp_engine_cfg {
   uint32_t rank;
   uint32_t nranks;
-  enum pp_protocol protocol;
+  uint32_t protocol; /* its registry id (prepost/proto.h); the built-ins' are enum pp_protocol */
   struct pp_qp_params qp;
   struct pp_workload workload;
   uint64_t seed;
@@ -124,7 +130,12 @@ struct pp_engine_cfg {
   struct pp_script script;    /* workload script */
   struct pp_ring_params ring; /* protocols ring-credits and ring-cts */
   struct pp_coll_params coll; /* workload collective */
-  uint32_t test_bugs;         /* test-only injected bugs (engine/bugs.h); 0 in real use */
+  uint32_t test_bugs;         /* test-only injected bugs (engine/bugs.h; bits 24..31: the
+                                 protocol's own, prepost/proto.h); 0 in real use */
+  /* The parameters of a registered protocol that keeps them here (a plug-in's; the built-ins'
+   * are the p2p and ring members above): its field table's struct, params_size bytes. Last,
+   * so the configuration of an older build is a prefix of this one. */
+  uint64_t proto_params[PP_PROTO_PARAMS_MAX / 8];
 };
 
 /* Bytes of the header prepost puts at the start of every naive message (seq, source, check). */
@@ -231,6 +242,7 @@ struct pp_mem_need {
   uint32_t qps;
   uint64_t send_wqes, recv_wqes; /* summed over the QPs */
   const char *biggest;           /* the settings of the largest term of `bytes` */
+  uint64_t biggest_bytes;        /* that term */
 };
 void pp_engine_mem_need(const struct pp_engine_cfg *cfg, struct pp_mem_need *out);
 

@@ -248,7 +248,7 @@ struct pp_srq_init_attr {
   X(rnr_naks_sent, "RNR NAKs sent (responder side)")                                         \
   X(rnr_naks_received, "RNR NAKs received (requester side)")                                 \
   X(rnr_retries, "retransmissions after an RNR NAK")                                         \
-  X(timeout_retries, "retransmissions after an ACK timeout")                                 \
+  X(timeout_retries, "retransmissions after an ACK timeout or a sequence-error NAK")         \
   X(packets_sent, "packets sent")                                                            \
   X(packets_dropped, "packets dropped by injected loss")                                     \
   X(acks_sent, "ACKs sent")
@@ -264,7 +264,8 @@ struct pp_nic_counters {
   uint64_t rnr_naks_sent;     /* responder side */
   uint64_t rnr_naks_received; /* requester side */
   uint64_t rnr_retries;       /* retransmissions after an RNR NAK */
-  uint64_t timeout_retries;   /* retransmissions after an ACK timeout */
+  uint64_t timeout_retries;   /* retransmissions after an ACK timeout or a PSN sequence-error
+                                 NAK (both are rxe's completer_retry_err) */
   uint64_t packets_sent;
   uint64_t packets_dropped;   /* injected loss */
   uint64_t acks_sent;

@@ -21,7 +21,8 @@ PP_API_BEGIN
   X(PROTECTION, "memory protection or key check failed")                       \
   X(IO, "input/output error")                                                  \
   X(PARSE, "malformed input")                                                  \
-  X(UNSUPPORTED, "not supported by this backend")
+  X(UNSUPPORTED, "not supported by this backend")                            \
+  X(EXISTS, "the name is taken already")
 
 enum pp_status {
 #define PP_X(name, desc) PP_##name,

@@ -33,7 +33,8 @@ struct pp_trace_pkt; /* prepost/trace.h */
 struct pp_nic_profile {
   char name[64];
   uint32_t mtu;           /* largest path MTU the port supports, bytes */
-  uint32_t header_bytes;  /* wire overhead per MTU packet (RoCEv2: 58 + extension headers) */
+  uint32_t header_bytes;  /* wire bytes per MTU packet besides payload and extension headers
+                             (RoCEv2/IPv4 with preamble, FCS and inter-frame gap: 82) */
   uint64_t wqe_ns;        /* NIC time to process one send WQE (serialises transmissions) */
   uint32_t ack_every;     /* responder ACKs at least every this many packets ... */
   uint64_t ack_delay_ns;  /* ... or this long after the first unacknowledged one (0: at once) */
