@@ -217,6 +217,11 @@ struct p2p {
   uint32_t depth;
   bool flushing, flush_armed;
   uint32_t npending; /* sends waiting to start */
+  /* progress() visits only these, in index order (as a scan of all would): bit i of pend_mask,
+   * peer i has sends waiting (pend_head); bit i of ctrl_due, channel i may have control
+   * messages to flush (credit_pending or cq_head, as flush_ctrl left it) */
+  uint64_t pend_mask;
+  uint64_t ctrl_due[PP_MAX_QPS / 64];
   uint32_t nactive;  /* requests started and not complete */
   uint32_t nheld;    /* unexpected messages held */
   struct pp_recv_record *rec;
@@ -757,7 +762,7 @@ static bool credit_due(const struct p2p *p, const struct chan *c)
 
 /* Posts what channel c may: a due CREDIT message first (it needs no credit), then the queued
  * replies while reply credits and send-queue slots last. */
-static enum pp_status flush_ctrl(struct pp_engine *e, struct chan *c)
+static enum pp_status flush_ctrl_1(struct pp_engine *e, struct chan *c)
 {
   struct p2p *p = P2P(e);
   if (c->failed)
@@ -792,6 +797,20 @@ static enum pp_status flush_ctrl(struct pp_engine *e, struct chan *c)
       return s;
   }
   return PP_OK;
+}
+
+/* Sends what channel c owes and can send now; ctrl_due says whether anything is left. */
+static enum pp_status flush_ctrl(struct pp_engine *e, struct chan *c)
+{
+  struct p2p *p = P2P(e);
+  enum pp_status s = flush_ctrl_1(e, c);
+  uint32_t i = (uint32_t)(c - p->ch);
+  uint64_t bit = 1ull << (i % 64);
+  if (!c->failed && (c->cq_head != NO_TX || c->credit_pending))
+    p->ctrl_due[i / 64] |= bit;
+  else
+    p->ctrl_due[i / 64] &= ~bit;
+  return s;
 }
 
 /* Queues a reply (CTS, FIN, ACK) on channel ch; h is copied. It leaves with a reply credit. */
@@ -935,6 +954,7 @@ static void fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t d
     fail_as(e, now, r, err, wc);
   }
   pe->pend_tail = NULL;
+  p->pend_mask &= ~(1ull << (pe - p->peer));
   for (uint32_t i = 0; i < p->prm.max_requests; i++) {
     struct req *r = &p->req[i];
     if (r->kind == K_FREE || r->state == RS_DONE)
@@ -1023,8 +1043,10 @@ static enum pp_status start_sends(struct pp_engine *e, uint32_t pi)
       return PP_OK;
     }
     pe->pend_head = r->next;
-    if (!pe->pend_head)
+    if (!pe->pend_head) {
       pe->pend_tail = NULL;
+      p->pend_mask &= ~(1ull << pi);
+    }
     p->npending--;
     struct chan *c = &p->ch[ch];
     c->credits--;
@@ -1070,10 +1092,12 @@ static enum pp_status start_sends(struct pp_engine *e, uint32_t pi)
 static enum pp_status start_all(struct pp_engine *e)
 {
   struct p2p *p = P2P(e);
-  for (uint32_t i = 0; i < p->npeer && p->npending; i++) {
+  for (uint64_t m = p->pend_mask; m && p->npending;) {
+    uint32_t i = (uint32_t)__builtin_ctzll(m);
     enum pp_status s = start_sends(e, i);
     if (s != PP_OK)
       return s;
+    m = i == 63 ? 0 : p->pend_mask & ~0ull << (i + 1); /* the peers after i with sends waiting */
   }
   return PP_OK;
 }
@@ -1298,11 +1322,15 @@ static enum pp_status run_work(struct pp_engine *e)
 static enum pp_status progress(struct pp_engine *e)
 {
   struct p2p *p = P2P(e);
-  for (uint32_t i = 0; i < p->nch; i++)
-    if (p->ch[i].cq_head != NO_TX || p->ch[i].credit_pending) {
-      enum pp_status s = flush_ctrl(e, &p->ch[i]);
-      if (s != PP_OK)
-        return s;
+  for (uint32_t w = 0; w < (p->nch + 63) / 64; w++)
+    for (uint64_t m = p->ctrl_due[w]; m;) {
+      uint32_t b = (uint32_t)__builtin_ctzll(m), i = w * 64 + b;
+      if (p->ch[i].cq_head != NO_TX || p->ch[i].credit_pending) {
+        enum pp_status s = flush_ctrl(e, &p->ch[i]);
+        if (s != PP_OK)
+          return s;
+      }
+      m = b == 63 ? 0 : p->ctrl_due[w] & ~0ull << (b + 1); /* what is due after i, now */
     }
   enum pp_status s = PP_OK;
   do { /* a registration released: the first in line tries, then the next, ... */
@@ -2158,6 +2186,7 @@ static enum pp_status send_common(struct pp_engine *e, uint64_t now, const void 
   else
     pe->pend_head = r;
   pe->pend_tail = r;
+  p->pend_mask |= 1ull << (pe - p->peer);
   p->npending++;
   return api_done(e, now, PP_OK);
 }
