@@ -33,7 +33,7 @@
 #define ATTACKER 2u
 #define NR 3u
 
-/* The p2p wire header (engine/p2p.c), as an attacker who read the source writes it. */
+/* The p2p wire header (engine/proto/p2p/p2p_impl.h), as an attacker who read the source writes it. */
 struct whdr {
   uint8_t type, flags;
   uint16_t credits;

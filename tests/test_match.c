@@ -1,12 +1,12 @@
 /*
- * engine/match.c: the posted-receive and unexpected-message queues, alone (no engine, no NIC).
+ * engine/proto/p2p/match.c: the posted-receive and unexpected-message queues, alone (no engine, no NIC).
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "engine/match.h"
+#include "engine/proto/p2p/match.h"
 
 #define ANYS PP_ANY_SOURCE
 #define ANYT PP_ANY_TAG

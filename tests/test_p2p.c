@@ -1,5 +1,5 @@
 /*
- * engine/p2p.c: MPI point-to-point semantics and the eager / rendezvous protocols, with two to
+ * engine/proto/p2p/: MPI point-to-point semantics and the eager / rendezvous protocols, with two to
  * four engines on simulated NICs driven by the SimGrid-free harness (tests/simnic_harness.c), so
  * every RC rule holds (an RNR NAK is counted, rnr_retry 0 kills the QP) and every test is fast
  * and deterministic. The application is the test itself (workload "api"); a recording wrapper
@@ -78,9 +78,31 @@ static struct {
   uint64_t wr_id[MAXR][64];
 } READS;
 
+/* post_send refused: on host `host`, of work requests with `opcode`, after the first `skip` of
+ * them, the next `count` (the wrapper returns PP_INVALID and the NIC never sees them). Zeroed:
+ * nothing is refused. */
+static struct {
+  int host;
+  int opcode;
+  unsigned skip, count;
+  unsigned seen, refused;
+} REFUSE;
+
+static bool refuse(int h, const struct pp_send_wr *wr)
+{
+  if (REFUSE.count == 0 || h != REFUSE.host || (int)wr->opcode != REFUSE.opcode)
+    return false;
+  if (REFUSE.seen++ < REFUSE.skip || REFUSE.refused == REFUSE.count)
+    return false;
+  REFUSE.refused++;
+  return true;
+}
+
 static int w_post_send(void *nic, uint32_t qp, const struct pp_send_wr *wr)
 {
   int h = host_of(nic);
+  if (refuse(h, wr))
+    return PP_INVALID;
   if (wr->opcode == PP_WR_RDMA_READ && READS.n[h] < 64) {
     READS.qp[h][READS.n[h]] = qp;
     READS.wr_id[h][READS.n[h]++] = wr->wr_id;
@@ -163,6 +185,7 @@ static void down(void)
   memset(&C, 0, sizeof(C));
   memset(&REG, 0, sizeof(REG));
   memset(&READS, 0, sizeof(READS));
+  memset(&REFUSE, 0, sizeof(REFUSE));
   max_mr = 4096;
 }
 
@@ -1228,4 +1251,145 @@ Test(p2p, seed_slow_consumer_rendezvous_no_rnr)
 {
   slow_consumer("rnr-slow-consumer-rndv", PP_P2P_RNDV_GET);
   cr_assert_eq(res.ranks[1].receives[0].proto, PP_P2P_RNDV_GET);
+}
+
+/* ================================================================ posts the NIC refuses */
+
+/* Refuses the `count` work requests of `opcode` that host `host` posts after its first `skip`. */
+static void refuse_posts(int host, enum pp_wr_opcode opcode, unsigned skip, unsigned count)
+{
+  REFUSE.host = host;
+  REFUSE.opcode = (int)opcode;
+  REFUSE.skip = skip;
+  REFUSE.count = count;
+}
+
+/* One more transfer from rank 0 to rank 1 of len bytes, which must arrive intact. */
+static void transfer_ok(uint32_t len, uint32_t tag)
+{
+  uint8_t *src = pattern(len, tag), *dst = calloc(1, len);
+  pp_req s, r;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, tag, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, tag, 0, 0, &s), PP_OK);
+  run();
+  cr_assert_eq(done(0, &s).error, PP_P2P_E_OK);
+  cr_assert_eq(done(1, &r).error, PP_P2P_E_OK);
+  cr_assert_eq(memcmp(src, dst, len), 0);
+  free(src);
+  free(dst);
+}
+
+Test(p2p, a_refused_read_fails_both_sides_and_revokes_the_remote_access)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint32_t len = 64 << 10; /* RGET */
+  uint8_t *src = pattern(len, 1), *dst = calloc(1, len);
+  refuse_posts(1, PP_WR_RDMA_READ, 0, 1);
+  pp_req s, r;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  run();
+  cr_assert_eq(REFUSE.refused, 1);
+  struct pp_p2p_status rs = done(1, &r), ss = done(0, &s);
+  cr_assert_eq(rs.error, PP_P2P_E_FAILED, "%s", pp_p2p_err_name(rs.error));
+  cr_assert_eq(rs.wc_status, PP_WC_LOC_QP_OP_ERR);
+  cr_assert_eq(rs.proto, PP_P2P_RNDV_GET);
+  cr_assert_eq(ss.error, PP_P2P_E_FAILED, "%s", pp_p2p_err_name(ss.error));
+  cr_assert_eq(ss.wc_status, PP_WC_REM_ABORT_ERR);
+  cr_assert_eq(REG.remote_max[0], 1);
+  cr_assert_eq(REG.remote_live[0], 0, "the sender's buffer is no longer remotely readable");
+  cr_assert_eq(pstats(0).failed, 1);
+  cr_assert_eq(pstats(1).failed, 1);
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]), "nothing left behind");
+  transfer_ok(len, 6); /* the connection goes on: the next READ is posted and completes */
+  free(src);
+  free(dst);
+}
+
+Test(p2p, a_refused_write_fails_both_sides_and_every_fragment_window_closes)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.p2p.rget_limit = 0; /* RPUT */
+  cfg.p2p.frag_size = 64 << 10;
+  cfg.p2p.pipeline = 2;
+  up(&cfg, 0);
+  uint32_t len = 512 << 10; /* 8 fragments */
+  uint8_t *src = pattern(len, 2), *dst = calloc(1, len);
+  refuse_posts(0, PP_WR_RDMA_WRITE, 2, 1); /* the third fragment's WRITE */
+  pp_req s, r;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  run();
+  cr_assert_eq(REFUSE.refused, 1);
+  struct pp_p2p_status rs = done(1, &r), ss = done(0, &s);
+  cr_assert_eq(ss.error, PP_P2P_E_FAILED, "%s", pp_p2p_err_name(ss.error));
+  cr_assert_eq(ss.wc_status, PP_WC_LOC_QP_OP_ERR);
+  cr_assert_eq(rs.error, PP_P2P_E_FAILED, "%s", pp_p2p_err_name(rs.error));
+  cr_assert_eq(rs.wc_status, PP_WC_REM_ABORT_ERR);
+  cr_assert_eq(pstats(0).fragments, 2, "no fragment is written after the refused one");
+  cr_assert_eq(REG.remote_live[1], 0, "every fragment window is closed again");
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]), "nothing left behind");
+  transfer_ok(len, 6);
+  free(src);
+  free(dst);
+}
+
+Test(p2p, refused_sends_fail_alone_and_leak_no_send_queue_slot)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.qp.sq_depth = 4;
+  up(&cfg, 0);
+  refuse_posts(0, PP_WR_SEND, 0, cfg.qp.sq_depth); /* as many as the send queue holds */
+  uint8_t *src = pattern(100, 1);
+  pp_req s[4];
+  for (uint32_t i = 0; i < 4; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, 100, 1, 1 + i, 0, 0, &s[i]), PP_OK);
+  run();
+  cr_assert_eq(REFUSE.refused, 4);
+  for (uint32_t i = 0; i < 4; i++) {
+    struct pp_p2p_status st = done(0, &s[i]);
+    cr_assert_eq(st.error, PP_P2P_E_FAILED, "%s", pp_p2p_err_name(st.error));
+    cr_assert_eq(st.wc_status, PP_WC_LOC_QP_OP_ERR);
+  }
+  for (uint32_t i = 0; i < 3 * cfg.qp.sq_depth; i++)
+    transfer_ok(100 + i, 10 + i); /* every send-queue slot is there for them */
+  cr_assert_eq(pstats(0).failed, 4);
+  free(src);
+}
+
+Test(p2p, a_refused_send_leaves_no_gap_in_the_peer_order)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.p2p.credits = 2; /* the later sends queue behind the refused one */
+  cfg.p2p.credit_threshold = 1;
+  up(&cfg, 0);
+  refuse_posts(0, PP_WR_SEND, 2, 1); /* the third message */
+  enum { N = 8 };
+  uint8_t *src[N], *dst[N];
+  pp_req s[N], r[N];
+  for (uint32_t i = 0; i < N; i++) {
+    src[i] = pattern(1000, i);
+    dst[i] = calloc(1, 1000);
+    r[i] = PP_REQ_NULL;
+    if (i != 2)
+      cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 1000, 0, ANYT, 0, 0, &r[i]), PP_OK);
+  }
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src[i], 1000, 1, i, 0, 0, &s[i]), PP_OK);
+  run();
+  cr_assert_eq(REFUSE.refused, 1);
+  cr_assert_eq(done(0, &s[2]).error, PP_P2P_E_FAILED);
+  for (uint32_t i = 0; i < N; i++) {
+    if (i == 2)
+      continue;
+    cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_OK);
+    struct pp_p2p_status st = done(1, &r[i]);
+    cr_assert_eq(st.error, PP_P2P_E_OK, "message %u: %s", i, pp_p2p_err_name(st.error));
+    cr_assert_eq(st.tag, i, "ANY_TAG receives take the messages in send order");
+    cr_assert_eq(memcmp(dst[i], src[i], 1000), 0);
+  }
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]), "nothing held out of order");
+  for (uint32_t i = 0; i < N; i++)
+    free(src[i]), free(dst[i]);
 }

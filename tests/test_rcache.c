@@ -1,5 +1,5 @@
 /*
- * engine/rcache.c: the registration cache against a fake backend that records registrations.
+ * engine/proto/p2p/rcache.c: the registration cache against a fake backend that records registrations.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>

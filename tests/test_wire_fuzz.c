@@ -182,7 +182,7 @@ Test(wire_fuzz, p2p_seeds_and_their_mutations, .timeout = 300)
       mutate_rounds(recorded[i], 100, &rng);
 }
 
-/* The byzantine wrapper aims at the p2p header as engine/p2p.c lays it out (byzantine.h): the
+/* The byzantine wrapper aims at the p2p header as engine/proto/p2p/p2p_impl.h lays it out (byzantine.h): the
  * offsets it names agree with what pp_p2p_msg_describe() decodes. */
 Test(wire_fuzz, byzantine_knows_the_p2p_header)
 {

@@ -20,10 +20,10 @@
  *  - bytes (the libFuzzer harness tests/fuzz/fuzz_wire.c): every decision is read from the
  *    fuzzer's input, with no restriction; an exhausted input passes everything through.
  *
- * The wire layout of the p2p header (engine/p2p.c) that the seeded source aims at: type u8 @0,
- * flags u8 @1, credits u16 @2, ctx @4, seq @8, tag @12, len @16, nfrag @20, sreq u64 @24, rreq
- * u64 @32, addr u64 @40, rkey @48, flen @52, off @56, rcredits u16 @60 (tests/test_explore.c
- * checks it against pp_p2p_msg_describe()).
+ * The wire layout of the p2p header (engine/proto/p2p/p2p_impl.h) that the seeded source aims
+ * at: type u8 @0, flags u8 @1, credits u16 @2, ctx @4, seq @8, tag @12, len @16, nfrag @20, sreq
+ * u64 @24, rreq u64 @32, addr u64 @40, rkey @48, flen @52, off @56, rcredits u16 @60
+ * (tests/test_explore.c checks it against pp_p2p_msg_describe()).
  *
  * A dropped request goes out as a zero-length RDMA WRITE (IB checks no rkey for those), so the
  * engine still gets its completion in order and the peer sees nothing. Mutated headers go out of a bounce buffer the wrapper

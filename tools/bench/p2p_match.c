@@ -1,5 +1,5 @@
 /*
- * p2p_match: the cost of MPI matching (engine/match.c) against the number of posted receives.
+ * p2p_match: the cost of MPI matching (engine/proto/p2p/match.c) against the number of posted receives.
  *
  *   p2p_match [--matches M] [POSTED ...]        default: 2000000 matches; 10 100 1000 10000
  *
@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/match.h"
+#include "engine/proto/p2p/match.h"
 
 static double now_ns(void)
 {

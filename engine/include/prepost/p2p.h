@@ -11,9 +11,9 @@
  *
  * Semantics (MPI 3.1 section 3.5):
  * - matching by (context, source, tag) on a posted-receive queue and an unexpected-message queue
- *   (engine/match.c); a message goes to the first posted receive that matches it, a receive takes
- *   the earliest unexpected message it matches; wildcards and specific receives are ordered by
- *   posting order;
+ *   (engine/proto/p2p/match.c); a message goes to the first posted receive that matches it, a
+ *   receive takes the earliest unexpected message it matches; wildcards and specific receives
+ *   are ordered by posting order;
  * - non-overtaking: every message to a peer carries a per-peer sequence number, and the receiver
  *   matches them in that order even when they arrive out of order over several channels (QPs);
  * - a message longer than the receive buffer completes the receive with PP_P2P_TRUNCATED after
@@ -30,12 +30,17 @@
  * receiver exposes its buffer fragment by fragment with CTS, the sender RDMA-WRITEs each fragment
  * and sends FIN, `pipeline` fragments in flight). Remote access is granted per transfer and
  * revoked at its FIN; local registrations of user buffers go through a bounded LRU cache
- * (engine/rcache.c). When the NIC's MR table is full, unused cached registrations make room;
- * transfers that still cannot register wait in line, in the order they asked, for one to be
- * released, and fail with PP_P2P_E_NO_MR (both sides, the message's place in the per-peer
- * order kept) only when this engine holds none that could be. A peer's message that fails a check
- * (README: untrusted peers) fails that peer only: its requests complete with PP_P2P_E_PEER. Unexpected messages stay in their bounce buffers: that memory is bounded by
- * the credits, and a receiver that does not take them holds its senders back, never drops data.
+ * (engine/proto/p2p/rcache.c). When the NIC's MR table is full, unused cached registrations
+ * make room; transfers that still cannot register wait in line, in the order they asked, for
+ * one to be released, and fail with PP_P2P_E_NO_MR (both sides, the message's place in the
+ * per-peer order kept) only when this engine holds none that could be. A peer's message that
+ * fails a check (README: untrusted peers) fails that peer only: its requests complete with
+ * PP_P2P_E_PEER. A work request the NIC refuses to post fails its own request only
+ * (PP_P2P_E_FAILED, wc_status LOC_QP_OP_ERR; the peer's side of a refused READ or WRITE
+ * completes with REM_ABORT_ERR), with everything it held given back; a refused control message
+ * (CREDIT, CTS, FIN, ACK) fails the peer, whose requests would otherwise wait for it forever.
+ * Unexpected messages stay in their bounce buffers: that memory is bounded by the credits, and a
+ * receiver that does not take them holds its senders back, never drops data.
  */
 #ifndef PP_P2P_H
 #define PP_P2P_H

@@ -1,5 +1,5 @@
 /*
- * Configuration of the MPI-style point-to-point layer (engine/p2p.c) and of the workloads that
+ * Configuration of the MPI-style point-to-point layer (engine/proto/p2p/) and of the workloads that
  * drive it (engine/script.c: per-rank operation scripts; engine/traffic.c: generated traffic).
  * Included by engine.h: these structs are members of pp_engine_cfg and pp_workload, plain values
  * (no pointers) so that a configuration can be copied freely.

@@ -4,7 +4,7 @@
  * Registrations are local (the access flags given at init, without remote access): the p2p layer
  * uses them as the source of RDMA WRITEs and the target of RDMA READs. Remote access is never
  * cached: a buffer a peer may write or read gets its own registration for the duration of that
- * transfer (p2p.c), so a stale rkey is dead once the transfer is over.
+ * transfer (engine/proto/p2p/regs.c), so a stale rkey is dead once the transfer is over.
  *
  * Ranges are widened to whole 4 KiB pages (the NIC pins pages anyway), so neighbouring buffers
  * and repeated use of one buffer hit the same registration. The cache holds at most max_entries

@@ -13,7 +13,7 @@
  *   and (ctx,ANY,ANY), in arrival order; a new receive looks at the head of the one sub-queue
  *   named by its own pattern and gets the earliest message it matches.
  *
- * The caller feeds messages of one source in that source's send order (p2p.c holds out-of-order
+ * The caller feeds messages of one source in that source's send order (eager.c holds out-of-order
  * arrivals back by per-peer sequence numbers), which makes arrival order the non-overtaking order.
  */
 #ifndef PP_MATCH_H
@@ -46,7 +46,7 @@ struct pp_match {
   uint32_t nposted, nunexpected;
   uint32_t nkind[4]; /* posted receives by kind: exact, ANY_TAG, ANY_SOURCE, both */
   uint32_t max_posted, max_unexpected;
-  bool bug_exact_first; /* test-only bug wildcard-order (engine/bugs.h), set by p2p.c */
+  bool bug_exact_first; /* test-only bug wildcard-order (engine/bugs.h), set by p2p.c's create */
 };
 
 /* Sizes the tables for at most max_posted receives and max_unexpected messages. */

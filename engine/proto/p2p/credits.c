@@ -1,0 +1,342 @@
+/* p2p: posting, credit accounting, the control queues, and starting the parked sends. */
+#include "p2p_impl.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------ posting */
+
+enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r)
+{
+  struct p2p *p = P2P(e);
+  uint32_t i = (uint32_t)(r - p->rx);
+  struct pp_recv_wr wr = {
+      .wr_id = WRID(W_RECV, 0, i),
+      .num_sge = 1,
+      .sg_list = {{.addr = (uint64_t)(uintptr_t)(p->rxbuf + (size_t)i * p->bsize),
+                   .length = p->bsize,
+                   .lkey = p->rxmr.lkey}},
+  };
+  r->state = RX_POSTED;
+  if (p->ch[r->ch].failed)
+    return PP_OK;
+  return (enum pp_status)e->ops->post_recv(e->nic, p->ch[r->ch].qpn, &wr);
+}
+
+/* The NIC refused the SEND of tx slot t: what post_tx did is undone (the send-queue slot, the
+ * credits its header handed back stay owed) and the slot is free again. */
+static void unpost_tx(struct p2p *p, uint32_t t)
+{
+  const struct hdr *h = (const struct hdr *)(const void *)tx_buf(p, t);
+  struct chan *c = &p->ch[p->tx[t].ch];
+  assert(c->sq_used > 0);
+  c->sq_used--;
+  c->owed += h->credits;
+  c->rowed += h->rcredits;
+  if (h->type != M_CREDIT)
+    p->st.credits_piggybacked -= h->credits + h->rcredits;
+  tx_free(p, t);
+}
+
+/* Posts tx slot t (its header already filled) with `len` bytes; hands back the owed credits.
+ * A refused SEND leaves nothing behind (unpost_tx): the caller decides what fails. */
+static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
+{
+  struct p2p *p = P2P(e);
+  struct tx *x = &p->tx[t];
+  struct chan *c = &p->ch[x->ch];
+  struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
+  h->credits = (uint16_t)c->owed;
+  h->rcredits = (uint16_t)c->rowed;
+  if (h->type != M_CREDIT)
+    p->st.credits_piggybacked += c->owed + c->rowed;
+  c->owed = c->rowed = 0;
+  struct pp_send_wr wr = {
+      .wr_id = WRID(W_TX, 0, t),
+      .opcode = PP_WR_SEND,
+      .send_flags = PP_SEND_SIGNALED,
+      .num_sge = 1,
+      .sg_list = {{.addr = (uint64_t)(uintptr_t)h, .length = len, .lkey = tx_mr(p, t)->lkey}},
+  };
+  c->sq_used++;
+  assert(c->sq_used <= e->cfg.qp.sq_depth); /* every caller checked for room */
+  enum pp_status s = (enum pp_status)e->ops->post_send(e->nic, c->qpn, &wr);
+  if (s != PP_OK)
+    unpost_tx(p, t);
+  return s;
+}
+
+static bool credit_due(const struct p2p *p, const struct chan *c)
+{
+  return (c->owed > 0 && (c->owed >= p->T || c->inuse + c->owed == p->D)) ||
+         (c->rowed > 0 && (c->rowed >= p->TR || c->rowed == p->R));
+}
+
+/* A due CREDIT message on channel c (it needs no credit); a refused one fails the peer. */
+static void flush_credit(struct pp_engine *e, struct chan *c)
+{
+  struct p2p *p = P2P(e);
+  c->credit_pending = false;
+  if (!credit_due(p, c)) /* piggy-backed meanwhile */
+    return;
+  uint32_t t = tx_alloc(p, &p->small);
+  if (t == NO_TX) {
+    c->credit_pending = true;
+    return;
+  }
+  struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
+  *h = (struct hdr){.type = M_CREDIT};
+  p->tx[t] = (struct tx){.next = NO_TX, .ch = (uint32_t)(c - p->ch), .nwr = 1, .type = M_CREDIT};
+  p->st.credit_msgs++;
+  if (post_tx(e, t, HDR) != PP_OK) {
+    p->st.credit_msgs--;
+    p2p_post_refused(e, (uint32_t)(c - p->ch));
+  }
+}
+
+/* Posts what channel c may: a due CREDIT message first, then the queued replies while reply
+ * credits and send-queue slots last. A control message the NIC refuses fails the peer: its
+ * credits or its replies would be lost, and the peer's requests would wait for them forever. */
+static enum pp_status flush_ctrl_1(struct pp_engine *e, struct chan *c)
+{
+  struct p2p *p = P2P(e);
+  if (c->failed)
+    return PP_OK;
+  if (c->credit_pending && c->sq_used < e->cfg.qp.sq_depth)
+    flush_credit(e, c);
+  while (!c->failed && c->cq_head != NO_TX && c->sq_used < e->cfg.qp.sq_depth &&
+         c->rcredits > 0) {
+    uint32_t t = c->cq_head;
+    c->cq_head = p->tx[t].next;
+    if (c->cq_head == NO_TX)
+      c->cq_tail = NO_TX;
+    p->tx[t].next = NO_TX;
+    c->rcredits--;
+    if (post_tx(e, t, HDR) != PP_OK) {
+      c->rcredits++;
+      p2p_post_refused(e, (uint32_t)(c - p->ch));
+    }
+  }
+  return PP_OK;
+}
+
+/* Sends what channel c owes and can send now; ctrl_due says whether anything is left. */
+enum pp_status p2p_flush_ctrl(struct pp_engine *e, struct chan *c)
+{
+  struct p2p *p = P2P(e);
+  enum pp_status s = flush_ctrl_1(e, c);
+  uint32_t i = (uint32_t)(c - p->ch);
+  uint64_t bit = 1ull << (i % 64);
+  if (!c->failed && (c->cq_head != NO_TX || c->credit_pending))
+    p->ctrl_due[i / 64] |= bit;
+  else
+    p->ctrl_due[i / 64] &= ~bit;
+  return s;
+}
+
+/* Queues a reply (CTS, FIN, ACK) on channel ch; h is copied. It leaves with a reply credit. */
+enum pp_status p2p_send_reply(struct pp_engine *e, uint32_t ch, const struct hdr *h,
+                              uint64_t req, uint8_t slot, uint16_t nwr)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[ch];
+  if (c->failed)
+    return PP_OK;
+  uint32_t t = tx_alloc(p, &p->small);
+  if (t == NO_TX)
+    return PP_LIMIT; /* cannot happen: the pool covers every reply that can be owed */
+  memcpy(tx_buf(p, t), h, HDR);
+  p->tx[t] = (struct tx){.next = NO_TX, .ch = ch, .req = req, .nwr = nwr, .type = h->type,
+                         .slot = slot};
+  if (c->cq_tail == NO_TX)
+    c->cq_head = t;
+  else
+    p->tx[c->cq_tail].next = t;
+  c->cq_tail = t;
+  return p2p_flush_ctrl(e, c);
+}
+
+static enum pp_status credit_check(struct pp_engine *e, uint32_t ch)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[ch];
+  if (c->credit_pending || !credit_due(p, c))
+    return PP_OK;
+  c->credit_pending = true;
+  return p2p_flush_ctrl(e, c);
+}
+
+/* A reply was consumed: its buffer goes back at once, a reply credit is owed. */
+enum pp_status p2p_reply_consumed(struct pp_engine *e, struct rx *r)
+{
+  struct p2p *p = P2P(e);
+  enum pp_status s = p2p_post_rx(e, r);
+  p->ch[r->ch].rowed++;
+  return s == PP_OK ? credit_check(e, r->ch) : s;
+}
+
+/* A consumed buffer goes back to the NIC; `credits` of the sender's credits become owed. */
+enum pp_status p2p_release_rx(struct pp_engine *e, struct rx *r)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[r->ch];
+  enum pp_status s = p2p_post_rx(e, r);
+  if (s != PP_OK)
+    return s;
+  assert(c->inuse > 0);
+  c->inuse--;
+  c->owed++;
+  return credit_check(e, r->ch);
+}
+
+/* ------------------------------------------------------------------ sending */
+
+uint32_t p2p_msg_proto(const struct p2p *p, uint32_t len)
+{
+  if (len <= p->prm.eager_limit)
+    return PP_P2P_EAGER;
+  return len <= p->prm.rget_limit ? PP_P2P_RNDV_GET : PP_P2P_RNDV_PUT;
+}
+
+/* A channel to peer pe with a data credit and send-queue room, round robin; UINT32_MAX: none. */
+static uint32_t send_channel(const struct pp_engine *e, const struct p2p *p,
+                             const struct peer *pe)
+{
+  for (uint32_t k = 0; k < p->prm.channels; k++) {
+    uint32_t i = pe->ch0 + (pe->next_ch + k) % p->prm.channels;
+    const struct chan *c = &p->ch[i];
+    if (c->credits && c->sq_used < e->cfg.qp.sq_depth)
+      return i;
+  }
+  return UINT32_MAX;
+}
+
+/* The send buffer of r's EAGER or RTS on channel ch (none: UINT32_MAX) and, for an RGET, the
+ * registration that exposes r's buffer; NO_TX when r must wait. *abort: that registration
+ * failed and none of ours will ever be released (the RTS goes only to keep the sequence). */
+static uint32_t send_resources(struct pp_engine *e, const struct req *r, uint32_t ch,
+                               struct pp_mr *xmr, bool *abort)
+{
+  struct p2p *p = P2P(e);
+  bool big = r->proto == PP_P2P_EAGER && r->len > 0;
+  uint32_t t = ch == UINT32_MAX ? NO_TX : tx_alloc(p, big ? &p->big : &p->small);
+  if (t != NO_TX && r->proto == PP_P2P_RNDV_GET &&
+      p2p_reg_xmr(e, r->buf, r->len, PP_ACCESS_REMOTE_READ, xmr) != PP_OK) {
+    *abort = p->nregs == 0; /* no registration of ours left to wait for */
+    if (!*abort) {
+      tx_free(p, t);
+      t = NO_TX;
+    }
+  }
+  return t;
+}
+
+/* r stays first in its peer's line (counted once as parked). */
+static void park(struct p2p *p, struct req *r)
+{
+  if (!(r->flags & R_PARKED)) {
+    r->flags |= R_PARKED;
+    p->st.parked++;
+  }
+}
+
+/* r leaves its peer's line and starts on channel ch, with one of its data credits. */
+static void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint32_t ch,
+                       struct pp_mr xmr)
+{
+  pe->pend_head = r->next;
+  if (!pe->pend_head) {
+    pe->pend_tail = NULL;
+    p->pend_mask &= ~(1ull << (pe - p->peer));
+  }
+  assert(p->npending > 0);
+  p->npending--;
+  assert(p->ch[ch].credits > 0);
+  p->ch[ch].credits--;
+  pe->next_ch = (ch - pe->ch0 + 1) % p->prm.channels;
+  r->ch = ch;
+  p2p_req_set(p, r, RQ_ACTIVE);
+  r->wrs = 1;
+  r->await = r->proto != PP_P2P_EAGER || (r->flags & R_SYNC);
+  r->xmr[0] = xmr;
+  if (xmr.lkey)
+    p2p_reg_held(p, r);
+  p->st.sent[r->proto]++;
+}
+
+/* Fills send buffer t with r's EAGER (header and payload) or RTS; returns its length. */
+static uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t, uint32_t rkey,
+                            bool abort)
+{
+  struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
+  *h = (struct hdr){
+      .type = r->proto == PP_P2P_EAGER ? M_EAGER : M_RTS,
+      .flags = (uint8_t)(((r->flags & R_SYNC) ? F_SYNC : 0) |
+                         (r->proto == PP_P2P_RNDV_GET ? F_RGET : 0) | (abort ? F_ABORT : 0)),
+      .ctx = r->ctx,
+      .seq = r->seq,
+      .tag = r->tag,
+      .len = r->len,
+      .sreq = handle_of(p, r),
+      .addr = (uint64_t)(uintptr_t)r->buf,
+      .rkey = rkey,
+  };
+  uint32_t len = HDR;
+  if (r->proto == PP_P2P_EAGER && r->len) {
+    memcpy((uint8_t *)h + HDR, r->buf, r->len);
+    len += r->len;
+  }
+  p->tx[t] = (struct tx){.next = NO_TX, .ch = r->ch, .req = abort ? 0 : handle_of(p, r),
+                         .nwr = 1, .type = h->type};
+  return len;
+}
+
+/* The NIC refused r's EAGER or RTS: nothing of it went. r fails (its registration, the remote
+ * read access of an RGET, is revoked), its data credit comes back, and the sends queued behind
+ * it move down one sequence number, so the receiver's per-peer order has no gap. */
+static void send_refused(struct pp_engine *e, struct peer *pe, struct req *r)
+{
+  struct p2p *p = P2P(e);
+  p->ch[r->ch].credits++;
+  assert(p->ch[r->ch].credits <= p->D);
+  for (struct req *q = pe->pend_head; q; q = q->next)
+    q->seq--;
+  pe->send_seq--;
+  p2p_fail_as(e, p->now, r, PP_P2P_E_FAILED, PP_WC_LOC_QP_OP_ERR);
+}
+
+/* Starts the sends parked at peer pi, in order, while credits, send-queue slots and buffers
+ * allow. */
+static void start_sends(struct pp_engine *e, uint32_t pi)
+{
+  struct p2p *p = P2P(e);
+  struct peer *pe = &p->peer[pi];
+  while (pe->pend_head) {
+    struct req *r = pe->pend_head;
+    struct pp_mr xmr = {0};
+    bool abort = false;
+    uint32_t ch = send_channel(e, p, pe);
+    uint32_t t = send_resources(e, r, ch, &xmr, &abort);
+    if (t == NO_TX) {
+      park(p, r);
+      return;
+    }
+    send_begin(p, pe, r, ch, xmr);
+    uint32_t len = send_header(p, r, t, xmr.rkey, abort);
+    if (post_tx(e, t, len) != PP_OK)
+      send_refused(e, pe, r);
+    else if (abort) /* the RTS only keeps the sequence: the receiver drops it */
+      p2p_fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
+  }
+}
+
+enum pp_status p2p_start_all(struct pp_engine *e)
+{
+  struct p2p *p = P2P(e);
+  for (uint64_t m = p->pend_mask; m && p->npending;) {
+    uint32_t i = (uint32_t)__builtin_ctzll(m);
+    start_sends(e, i);
+    m = i == 63 ? 0 : p->pend_mask & ~0ull << (i + 1); /* the peers after i with sends waiting */
+  }
+  return PP_OK;
+}
+

@@ -1,0 +1,530 @@
+/*
+ * The p2p protocols "eager" and "rndv": tag matching, eager with credit flow control, rendezvous
+ * RGET and pipelined RPUT. See prepost/p2p.h for the semantics; this comment is about how.
+ *
+ * Per peer there are `channels` RC QPs. Every QP posts nrx = D + R + C receive buffers of
+ * HDR + eager_limit bytes at creation and re-posts each one as soon as its message is consumed:
+ *
+ * - D = credits: data credits for requests. An EAGER message or an RTS costs one. The receiver
+ *   counts `inuse` (buffers holding messages not consumed yet: unexpected, out of order) and
+ *   `owed` (consumed, not yet handed back). Every message it sends on the QP carries `owed` back;
+ *   if nothing goes that way it sends an explicit CREDIT message once owed >= T
+ *   (credit_threshold), or as soon as owed > 0 when the sender must have run dry (inuse + owed
+ *   == D: then nothing is in flight and the sender holds no credit).
+ * - R = reply_slots: reply credits for CTS, FIN and ACK. A reply is consumed the moment it
+ *   arrives, so its buffer is re-posted at once and `rowed` counts what to hand back, by the same
+ *   rules (piggy-backed, or a CREDIT message once rowed >= ceil(R/2) or rowed == R). Replies
+ *   never depend on the application, so a reply waiting for a reply credit always gets one, and
+ *   requests and replies drawing from separate credits cannot block each other.
+ * - C = 2 + (D - 1) / T + (R - 1) / ceil(R/2): explicit CREDIT messages, which need no credit.
+ *   Each one carries >= T data or >= ceil(R/2) reply credits, or is a "dry" one (sent when the
+ *   peer holds no credit of that kind, so no other return of that kind is in flight), and the
+ *   credits in flight never exceed D and R: at most C of them are ever unconsumed.
+ *
+ * Nothing is sent into a QP without a posted buffer behind it: no RNR, whatever rnr_retry says.
+ *
+ * Matching messages (EAGER, RTS) carry a per-peer sequence number; one that arrives before its
+ * predecessor (another channel was faster) is held in its buffer until the gap closes, so the
+ * matching queues see every peer's messages in send order. Unexpected messages also stay in
+ * their buffers; the credits they hold are what bounds unexpected memory.
+ *
+ * Completions reach the workload at the end of the event that caused them (a done list), never
+ * from inside an API call the workload is making.
+ *
+ * The module's files (one concern each; this header is private to them):
+ *   p2p.c      the pp_proto_ops entry points (create/destroy, connect, events, timers) and the
+ *              public API (prepost/p2p.h)
+ *   req.c      the request table and its handles, the request state machine, the work list,
+ *              completion and the done list
+ *   credits.c  posting receive buffers and sends, credit accounting, the per-channel control
+ *              queue, and the sends parked for credits
+ *   eager.c    matching messages (EAGER, RTS) in per-peer sequence: to a receive or unexpected
+ *   rndv.c     the rendezvous transfers: RGET (RTS, READ, FIN) and pipelined RPUT (CTS, WRITE,
+ *              FIN)
+ *   regs.c     registrations of user buffers and the line of requests waiting for one
+ *   wire.c     the wire header: decoded, checked against our own state (untrusted peers)
+ *   fail.c     failures of channels and peers
+ *   pending.c  what pending operations wait for (hang reports)
+ *   config.c   parameters, their checks, names
+ *   match.c    the matching queues (match.h); rcache.c the registration cache (prepost/rcache.h)
+ */
+#ifndef PP_P2P_IMPL_H
+#define PP_P2P_IMPL_H
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "engine/bugs.h"
+#include "engine/core/container_of.h"
+#include "engine/engine_impl.h"
+#include "match.h"
+#include "prepost/p2p.h"
+
+#define HDR 64u
+#define PIPE_MAX 8u
+#define FLUSH_TIMER 1u
+
+enum msg_type { M_EAGER = 1, M_RTS, M_CTS, M_FIN, M_ACK, M_CREDIT };
+/* F_ABORT: an RTS, CTS or FIN of a transfer given up because a buffer could not be registered
+ * (PP_P2P_E_NO_MR): an RTS keeps its place in the sequence and is dropped by the receiver, a CTS
+ * or FIN ends the peer's side of the transfer with the same error. */
+/* F_FAILED, with F_ABORT on a FIN: the peer gave up because its NIC refused the READ (RGET) or a
+ * WRITE (RPUT) of the transfer; the request fails with PP_P2P_E_FAILED rather than NO_MR. */
+enum { F_SYNC = 1, F_RGET = 2, F_ABORT = 4, F_FAILED = 8 };
+
+/* The wire header at the start of every SEND (fixed-width fields, host order: both ends are
+ * the same build). */
+struct hdr {
+  uint8_t type, flags;
+  uint16_t credits; /* data credits handed back to the receiver of this message */
+  uint32_t ctx;
+  uint32_t seq;     /* EAGER, RTS: per-peer sequence number; CTS, FIN: fragment index */
+  uint32_t tag;
+  uint32_t len;     /* EAGER, RTS: message length; CTS: bytes the receiver takes in all */
+  uint32_t nfrag;   /* CTS: number of fragments */
+  uint64_t sreq;    /* the sender's request */
+  uint64_t rreq;    /* the receiver's request */
+  uint64_t addr;    /* RTS (RGET): source; CTS: destination fragment */
+  uint32_t rkey;
+  uint32_t flen;    /* CTS, FIN: fragment length */
+  uint32_t off;     /* CTS, FIN: fragment offset */
+  uint16_t rcredits; /* reply credits handed back */
+  uint16_t pad;
+};
+_Static_assert(sizeof(struct hdr) == HDR, "the header is 64 bytes");
+
+/* wr_id: kind (4 bits) | generation (28 bits) | index (32 bits) */
+enum { W_RECV = 1, W_TX = 2, W_WRITE = 3, W_READ = 4 };
+#define WRID(kind, gen, idx)                                                                       \
+  ((uint64_t)(kind) << 60 | ((uint64_t)(gen) & 0xfffffffull) << 32 | (uint32_t)(idx))
+#define WR_KIND(w) ((unsigned)((w) >> 60))
+#define WR_GEN(w) ((uint32_t)(((w) >> 32) & 0xfffffff))
+#define WR_IDX(w) ((uint32_t)(w))
+
+/* RX_DEAD: a buffer of a peer that broke the protocol, never posted again */
+enum rx_state { RX_POSTED, RX_HELD, RX_DEAD };
+
+struct rx {
+  struct pp_mentry me; /* the unexpected queue (pp_container_of gets the rx back) */
+  struct rx *ooo_next; /* held out of order, sorted by seq */
+  uint32_t ch;
+  uint8_t state;
+};
+
+#define NO_TX UINT32_MAX
+
+struct tx {
+  uint32_t next; /* free list or control queue */
+  uint32_t ch;
+  uint64_t req;  /* request handle, or 0 */
+  uint16_t nwr;  /* send-queue slots this signalled WR frees */
+  uint8_t type;
+  uint8_t slot;  /* RPUT sender FIN: the registration slot it releases */
+};
+
+struct chan {
+  uint32_t peer; /* peer index */
+  uint32_t qpn, psn;
+  uint32_t rx0;
+  /* receiving side */
+  uint32_t inuse, owed, rowed;
+  bool credit_pending; /* an explicit CREDIT message is due */
+  /* sending side */
+  uint32_t credits, rcredits, sq_used;
+  uint32_t cq_head, cq_tail; /* replies waiting for a reply credit or a send-queue slot */
+  bool failed;
+};
+
+struct peer {
+  uint32_t rank, ch0, next_ch;
+  uint32_t send_seq, recv_seq;
+  struct rx *ooo;
+  struct req *pend_head, *pend_tail;
+  bool failed;
+  uint8_t fail_wc, fail_err; /* what its requests complete with once it failed */
+};
+
+enum { K_SEND = 1, K_RECV };
+
+/* The life of a request, X(id, name). It moves only along P2P_REQ_TRANSITIONS, through
+ * p2p_req_set(), which asserts that (and keeps nactive). */
+#define P2P_REQ_STATE_LIST(X)                                                                      \
+  X(FREE, "free")       /* on the free list; its handles are stale */                             \
+  X(PENDING, "pending") /* send: queued at its peer; receive: posted, not matched yet */          \
+  X(ACTIVE, "active")   /* started: its transfer runs (counted in nactive) */                     \
+  X(DONE, "done")       /* complete: on the done list or waiting for pp_p2p_test */
+
+enum req_state {
+#define PP_X(id, name) RQ_##id,
+  P2P_REQ_STATE_LIST(PP_X)
+#undef PP_X
+  RQ_COUNT
+};
+
+/* X(from, to): every transition a request may make. */
+#define P2P_REQ_TRANSITIONS(X)                                                                     \
+  X(FREE, PENDING)   /* isend, issend, irecv */                                                   \
+  X(PENDING, ACTIVE) /* a send started (credit, channel, buffer), a receive matched */            \
+  X(PENDING, DONE)   /* failed with its peer, cancelled, or a send given up (no MR) */            \
+  X(PENDING, FREE)   /* a receive the posted queue refused (PP_LIMIT): never handed out */        \
+  X(ACTIVE, DONE)    /* its transfer is over, or failed */                                        \
+  X(DONE, FREE)      /* pp_p2p_test took it, or its automatic callback ran */
+
+#define P2P_REQ_BIT(from, to) | 1u << (RQ_##from * RQ_COUNT + RQ_##to)
+#define P2P_REQ_ALLOWED (0u P2P_REQ_TRANSITIONS(P2P_REQ_BIT))
+_Static_assert(RQ_COUNT * RQ_COUNT <= 32, "the transitions fit a 32-bit mask");
+enum {
+  R_SYNC = 1,
+  R_AUTO = 2,     /* made by pp_proto_ops send/recv: freed after its callback */
+  R_POSTED = 4,   /* in the posted-receive queue */
+  R_WORK = 8,     /* on the work list */
+  R_DONEQ = 16,   /* on the done list */
+  R_RELEASED = 32, /* tested while on the done list: freed there */
+  R_PARKED = 64,  /* counted once as parked */
+  R_READ = 128,   /* RGET receiver: READ posted */
+  R_REGS = 256,   /* holds registrations (xmr, rce) */
+  R_REGQ = 512,   /* waiting in line for a registration (p2p.regq) */
+  R_BUGCTS = 1024, /* test bug early-cts: this fragment's CTS went out already */
+};
+
+struct frag {
+  uint64_t addr;
+  uint32_t rkey, off, len, idx;
+};
+
+struct req {
+  struct pp_mentry me; /* the posted-receive queue (pp_container_of gets the req back) */
+  uint32_t gen;
+  uint8_t kind, state, proto, err, wc;
+  uint16_t flags;
+  uint32_t peer;          /* peer index; UINT32_MAX before a receive matched */
+  uint32_t rank, tag, ctx; /* send: destination; receive: the pattern */
+  uint8_t *buf;
+  uint32_t len;
+  uint64_t cookie;
+  uint64_t done_ns;
+  uint32_t src, mtag, msg_len, got; /* receive: the message matched */
+  uint32_t seq, ch;
+  uint32_t wrs;           /* signalled work requests outstanding */
+  bool await;             /* sender: waiting for the ACK / the last FIN */
+  uint64_t peer_req;
+  uint64_t raddr;
+  uint32_t rkey;
+  uint32_t nfrag, fnext, fdone, fq_n, fq_head;
+  uint32_t plen;          /* RPUT sender: the bytes the receiver takes (its first CTS) */
+  struct frag fq[PIPE_MAX];                 /* sender: CTSs received, not written yet */
+  struct pp_mr xmr[PIPE_MAX];               /* exposed to the peer for this transfer only */
+  struct pp_rcache_entry *rce[PIPE_MAX * 2]; /* local registrations in use */
+  struct req *next;
+  struct req *regnext; /* the registration line */
+};
+
+struct txpool {
+  uint8_t *buf;
+  struct pp_mr mr;
+  uint32_t first, n, size, free;
+};
+
+struct p2p {
+  struct pp_p2p_params prm;
+  /* Request handles go on the wire (a peer names its request and ours in replies): they are
+   * bound to their peer when a reply comes, and not guessable: each allocation moves to a new
+   * generation, and the handle is XORed with this engine's nonce (both from a PRNG seeded by the
+   * configuration: deterministic per seed, no unseeded randomness). */
+  uint64_t nonce;
+  uint64_t gseq; /* splitmix64 state of the generations */
+  uint32_t D, R, C, T, TR, P, nrx, bsize;
+  uint32_t npeer, nch;
+  struct peer peer[PP_MAX_PEERS];
+  int32_t *peer_of; /* rank -> peer index or -1 */
+  struct chan *ch;
+  struct rx *rx;
+  uint8_t *rxbuf;
+  struct pp_mr rxmr;
+  uint32_t ntotal_rx;
+  struct tx *tx;
+  struct txpool big, small;
+  struct req *req;
+  struct req *freereq;
+  struct pp_match match;
+  bool match_ok;
+  struct pp_rcache rc;
+  bool rc_ok;
+  struct req *work, *work_tail; /* transfers with something to do, in the order they got it */
+  struct req *run; /* the rest of the work list p2p_run_work is going through (R_WORK set) */
+  /* Requests waiting for a registration of a user buffer (the NIC's MR table or the cache is
+   * full), in the order they first asked: only the first tries, when a registration is
+   * released (reg_wake). nregs counts the user-buffer registrations requests hold: 0 means none
+   * will ever be released, and a request that cannot register then fails (PP_P2P_E_NO_MR). */
+  struct req *regq_head, *regq_tail;
+  uint32_t nregs;
+  bool reg_wake;
+  uint64_t now; /* of the event or call being processed */
+  struct req *done_head, *done_tail;
+  uint32_t depth;
+  bool flushing, flush_armed;
+  uint32_t npending; /* sends waiting to start */
+  /* progress() visits only these, in index order (as a scan of all would): bit i of pend_mask,
+   * peer i has sends waiting (pend_head); bit i of ctrl_due, channel i may have control
+   * messages to flush (credit_pending or cq_head, as p2p_flush_ctrl left it) */
+  uint64_t pend_mask;
+  uint64_t ctrl_due[PP_MAX_QPS / 64];
+  uint32_t nactive;  /* requests started and not complete */
+  uint32_t nheld;    /* unexpected messages held */
+  struct pp_recv_record *rec;
+  uint32_t nrec, rec_cap;
+  uint64_t rec_dropped;
+  struct pp_p2p_stats st;
+};
+
+/* ------------------------------------------------------------------ helpers */
+
+static inline struct p2p *P2P(const struct pp_engine *e)
+{
+  return e->ps;
+}
+
+static inline struct hdr *rx_hdr(const struct p2p *p, const struct rx *r)
+{
+  return (struct hdr *)(void *)(p->rxbuf + (size_t)(r - p->rx) * p->bsize);
+}
+
+static inline uint8_t *tx_buf(const struct p2p *p, uint32_t t)
+{
+  const struct txpool *tp = t < p->big.first + p->big.n && t >= p->big.first ? &p->big : &p->small;
+  return tp->buf + (size_t)(t - tp->first) * tp->size;
+}
+
+static inline const struct pp_mr *tx_mr(const struct p2p *p, uint32_t t)
+{
+  return t >= p->big.first && t < p->big.first + p->big.n ? &p->big.mr : &p->small.mr;
+}
+
+static inline uint32_t tx_alloc(struct p2p *p, struct txpool *tp)
+{
+  uint32_t t = tp->free;
+  if (t != NO_TX) {
+    tp->free = p->tx[t].next;
+    p->tx[t].next = NO_TX;
+  }
+  return t;
+}
+
+static inline void tx_free(struct p2p *p, uint32_t t)
+{
+  struct txpool *tp = t >= p->big.first && t < p->big.first + p->big.n ? &p->big : &p->small;
+  p->tx[t] = (struct tx){.next = tp->free};
+  tp->free = t;
+}
+
+/* Fragment i of an RPUT of len bytes: its offset and length. */
+static inline uint32_t frag_len(const struct p2p *p, uint32_t len, uint32_t i)
+{
+  uint64_t off = (uint64_t)i * p->prm.frag_size;
+  return off >= len ? 0 : len - off < p->prm.frag_size ? (uint32_t)(len - off) : p->prm.frag_size;
+}
+
+static inline uint32_t nfrag_of(const struct p2p *p, uint32_t len)
+{
+  return len ? (uint32_t)(((uint64_t)len + p->prm.frag_size - 1) / p->prm.frag_size) : 1;
+}
+
+/* A request's handle: its generation (28 bits, so a wr_id holds it too) and slot, XORed with
+ * the nonce (whose bit 31 no slot number has: never PP_REQ_NULL). */
+static inline uint64_t handle_of(const struct p2p *p, const struct req *r)
+{
+  assert(r->gen <= 0xfffffff && (uint32_t)(r - p->req) < p->prm.max_requests);
+  return ((uint64_t)r->gen << 32 | (uint64_t)(r - p->req + 1)) ^ p->nonce;
+}
+
+static inline struct req *req_of(const struct p2p *p, uint64_t h)
+{
+  h ^= p->nonce;
+  uint32_t i = (uint32_t)h;
+  if (i == 0 || i > p->prm.max_requests)
+    return NULL;
+  struct req *r = &p->req[i - 1];
+  return r->state != RQ_FREE && r->gen == (uint32_t)(h >> 32) ? r : NULL;
+}
+
+static inline struct req *req_alloc(struct p2p *p)
+{
+  struct req *r = p->freereq;
+  if (!r)
+    return NULL;
+  p->freereq = r->next;
+  /* a generation the slot did not have just before (its stale handles stay stale): it moves
+   * by 1 + 27 bits of a splitmix64 step (inline: cheap on the eager path) */
+  uint64_t z = (p->gseq += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  uint32_t gen = (r->gen + 1 + (uint32_t)((z ^ (z >> 31)) >> 37)) & 0xfffffff;
+  assert(r->state == RQ_FREE && gen != r->gen);
+  memset(r, 0, sizeof(*r));
+  r->gen = gen;
+  r->peer = UINT32_MAX;
+  return r;
+}
+
+/* false, after saying which, for a transition the table does not have (an assert's message). */
+bool p2p_req_bad_transition(const struct p2p *p, const struct req *r, enum req_state to);
+const char *p2p_req_state_name(enum req_state s);
+
+static inline bool p2p_req_may(enum req_state from, enum req_state to)
+{
+  return (P2P_REQ_ALLOWED >> (from * RQ_COUNT + to)) & 1u;
+}
+
+/* The one place a request changes state. */
+static inline void p2p_req_set(struct p2p *p, struct req *r, enum req_state to)
+{
+  assert(p2p_req_may((enum req_state)r->state, to) || p2p_req_bad_transition(p, r, to));
+  if (r->state == RQ_ACTIVE) {
+    assert(p->nactive > 0);
+    p->nactive--;
+  }
+  if (to == RQ_ACTIVE)
+    p->nactive++;
+  r->state = (uint8_t)to;
+}
+
+/* The slot goes back to the free list; its handles go stale. */
+static inline void p2p_req_free(struct p2p *p, struct req *r)
+{
+  p2p_req_set(p, r, RQ_FREE);
+  r->gen = (r->gen + 1) & 0xfffffff;
+  r->next = p->freereq;
+  p->freereq = r;
+}
+
+/* Completions wait on the done list: outside an event, a timer at `now` delivers them. */
+static inline void p2p_arm_flush(struct pp_engine *e, uint64_t now)
+{
+  struct p2p *p = P2P(e);
+  if (p->depth == 0 && !p->flushing && !p->flush_armed && p->done_head &&
+      pp_engine_push_timer(e, now, PP_TIMER_PROTO, FLUSH_TIMER) == PP_OK)
+    p->flush_armed = true;
+}
+
+/* The engine runs one of the p2p protocols. */
+static inline bool p2p_proto_ok(int protocol)
+{
+  return protocol == PP_PROTO_EAGER || protocol == PP_PROTO_RNDV;
+}
+
+/* req.c */
+void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r);
+enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now);
+void p2p_fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, uint8_t wc);
+
+/* regs.c */
+void p2p_reg_park(struct p2p *p, struct req *r);
+void p2p_reg_leave(struct p2p *p, struct req *r);
+void p2p_put_rce(struct p2p *p, struct req *r, uint32_t i);
+void p2p_drop_xmr(struct pp_engine *e, struct req *r, uint32_t i);
+enum pp_status p2p_reg_xmr(struct pp_engine *e, void *buf, size_t len, unsigned access,
+                           struct pp_mr *mr);
+void p2p_release_regs(struct pp_engine *e, struct req *r);
+bool p2p_reg_failed(struct p2p *p, struct req *r);
+
+/* credits.c */
+enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r);
+enum pp_status p2p_flush_ctrl(struct pp_engine *e, struct chan *c);
+enum pp_status p2p_send_reply(struct pp_engine *e, uint32_t ch, const struct hdr *h,
+                              uint64_t req, uint8_t slot, uint16_t nwr);
+enum pp_status p2p_reply_consumed(struct pp_engine *e, struct rx *r);
+enum pp_status p2p_release_rx(struct pp_engine *e, struct rx *r);
+uint32_t p2p_msg_proto(const struct p2p *p, uint32_t len);
+enum pp_status p2p_start_all(struct pp_engine *e);
+
+/* fail.c */
+void p2p_fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead, uint8_t err,
+                   uint8_t wc);
+void p2p_fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint8_t wc);
+void p2p_post_refused(struct pp_engine *e, uint32_t ch);
+
+/* wire.c */
+enum pp_status p2p_violation(struct pp_engine *e, uint64_t now, struct rx *x, uint8_t type,
+                             enum pp_violation_field f, uint64_t value, uint64_t limit,
+                             bool at_most);
+enum pp_status p2p_check_match_msg(struct pp_engine *e, uint64_t now, struct rx *x,
+                                   const struct hdr *h, uint32_t body);
+enum pp_status p2p_check_frag(struct pp_engine *e, uint64_t now, struct rx *x,
+                              const struct hdr *h, uint32_t idx, uint32_t len);
+enum pp_status p2p_check_cts(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h,
+                             const struct req *r);
+enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
+                           const struct pp_wc *wc);
+
+/* eager.c */
+enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x);
+enum pp_status p2p_on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x,
+                                uint32_t body);
+
+/* rndv.c */
+enum pp_status p2p_run_work(struct pp_engine *e);
+enum pp_status p2p_rndv_start(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x);
+enum pp_status p2p_read_done(struct pp_engine *e, uint64_t now, struct req *r,
+                             const struct pp_wc *wc);
+enum pp_status p2p_write_done(struct pp_engine *e, uint64_t now, struct req *r,
+                              const struct pp_wc *wc);
+enum pp_status p2p_on_cts(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h);
+enum pp_status p2p_on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h);
+
+/* pending.c */
+size_t p2p_pending(const struct pp_engine *e, struct pp_wait *out, size_t max);
+
+/* ------------------------------------------------------------------ small and hot: inline */
+
+/* May r register now? Only when nobody waits, or r is the first in line. */
+static inline bool p2p_reg_turn(const struct p2p *p, const struct req *r)
+{
+  return !p->regq_head || p->regq_head == r;
+}
+
+static inline void p2p_reg_held(struct p2p *p, struct req *r)
+{
+  p->nregs++;
+  r->flags |= R_REGS;
+}
+
+static inline void p2p_add_work(struct p2p *p, struct req *r)
+{
+  if (r->flags & R_WORK)
+    return;
+  r->flags |= R_WORK;
+  r->next = NULL;
+  if (p->work_tail)
+    p->work_tail->next = r;
+  else
+    p->work = r;
+  p->work_tail = r;
+}
+
+/* The request a reply names: a live one of `kind` with the peer the reply came from (a handle
+ * of another peer's transfer is no handle for this one). */
+static inline struct req *p2p_reply_req(struct p2p *p, uint64_t h, uint8_t kind, uint32_t pi)
+{
+  struct req *r = req_of(p, h);
+  return r && r->kind == kind && r->state == RQ_ACTIVE && r->peer == pi ? r : NULL;
+}
+
+/* r leaves the line (it registered, or it is over): the next one may try. */
+static inline void p2p_reg_unpark(struct p2p *p, struct req *r)
+{
+  if (r->flags & R_REGQ)
+    p2p_reg_leave(p, r);
+}
+
+/* A send is over once its work requests completed, nothing is awaited and no CTS waits. */
+static inline void p2p_maybe_complete_send(struct pp_engine *e, uint64_t now, struct req *r)
+{
+  if (r->wrs || r->await || r->fq_n || r->state == RQ_DONE)
+    return;
+  p2p_release_regs(e, r);
+  p2p_complete(e, now, r);
+}
+
+#endif
