@@ -11,7 +11,7 @@
  * receives are one object per completed receive, rank by rank, each rank's in completion
  * order: rank, source, tag, comm, size (bytes delivered), msg_len, status (ok, truncated,
  * cancelled, failed), protocol (eager, rndv-put, rndv-get), checksum (16 hex digits of the
- * 64-bit FNV-1a of the bytes delivered), and wc_status for a failed one. */
+ * pp_p2p_checksum of the bytes delivered), and wc_status for a failed one. */
 void pp_report_p2p_json(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res);
 /* A few lines under the table. */
 void pp_report_p2p_table(FILE *out, const struct pp_sim_config *cfg,

@@ -13,6 +13,11 @@ extern "C" {
  * (the comm stays pending and the handle stays valid: sg_comm_wait_any_for would release it). */
 int pp_sg_wait_for(sg_comm_t comm, double timeout);
 
+/* Builds the generated cluster: hosts host0..host<n-1> in a star zone where a route crosses
+ * only its destination's port link (bytes_per_s, latency_s): the switch's egress queue to that
+ * host, shared by whatever flows into it. Returns 1, or 0 when SimGrid refused it. */
+int pp_sg_star_cluster(unsigned n, double bytes_per_s, double latency_s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -529,62 +529,38 @@ static int natural_cmp(const void *pa, const void *pb)
   return (unsigned char)*a - (unsigned char)*b;
 }
 
-/* Writes the generated cluster to a temporary file; returns its path in `path`. */
-static enum pp_status write_cluster(const struct pp_sim_config *cfg, uint32_t n, char *path,
-                                    size_t len, char *err, size_t errlen)
-{
-  snprintf(path, len, "/tmp/prepost-cluster-XXXXXX");
-  int fd = mkstemp(path);
-  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-  if (!f) {
-    snprintf(err, errlen, "cannot write a temporary platform file: %s", strerror(errno));
-    if (fd >= 0)
-      close(fd);
-    return PP_IO;
-  }
-  /* a route crosses the two host links (each gets half the latency) and nothing else: a
-   * crossbar switch. The backbone this had (FATPIPE at 4x the link rate, 0 ns) never bounded a
-   * flow, but every communication was a variable of its constraint in the bandwidth model:
-   * its cost grew with the number of flows in flight (callgrind: tools/bench-sim). */
-  fprintf(f,
-          "<?xml version='1.0'?>\n"
-          "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-          "<platform version=\"4.1\">\n"
-          "  <cluster id=\"cluster\" prefix=\"host\" suffix=\"\" radical=\"0-%u\" speed=\"1Gf\"\n"
-          "           bw=\"%.0fbps\" lat=\"%.3fns\" sharing_policy=\"SPLITDUPLEX\"/>\n"
-          "</platform>\n",
-          n - 1, cfg->platform.bandwidth_bps, cfg->platform.latency_ns / 2.0);
-  fclose(f);
-  return PP_OK;
-}
-
 static enum pp_status load_platform(const struct pp_sim_config *cfg, char *err, size_t errlen)
 {
-  char tmp[64] = "";
   const char *file = cfg->platform.file;
   if (!file[0]) {
     if (!(cfg->platform.bandwidth_bps > 0) || cfg->platform.latency_ns == 0) {
       snprintf(err, errlen, "generated cluster needs bandwidth > 0 and latency > 0");
       return PP_INVALID;
     }
-    enum pp_status s = write_cluster(cfg, S.nranks, tmp, sizeof(tmp), err, errlen);
-    if (s != PP_OK)
-      return s;
-    file = tmp;
-  } else {
-    struct stat st; /* SimGrid would block reading a FIFO, and abort on a directory */
-    if (stat(file, &st) != 0 || access(file, R_OK) != 0) {
-      snprintf(err, errlen, "platform file '%s': %s", file, strerror(errno));
-      return PP_IO;
+    /* A star: a route crosses its destination's port link (the switch's egress queue to that
+     * host, shared fairly by the flows into it) with the whole latency, and nothing on the way
+     * out, where the sending NIC already serialises its trains at the line rate (simnic's
+     * tx_kick). With the source's link in the route too (the cluster this was, SPLITDUPLEX), a
+     * flow slowed at a busy destination kept a share of its sender's uplink though its bytes
+     * had left the NIC, and every flow of an alltoall was a variable of one connected system of
+     * SimGrid's bandwidth model, whose every solve then grew with the flows in flight. */
+    if (!pp_sg_star_cluster(S.nranks, cfg->platform.bandwidth_bps / 8,
+                            (double)cfg->platform.latency_ns / 1e9)) {
+      snprintf(err, errlen, "SimGrid refused the generated cluster of %u hosts", S.nranks);
+      return PP_INVALID;
     }
-    if (!S_ISREG(st.st_mode)) {
-      snprintf(err, errlen, "platform file '%s' is not a regular file", file);
-      return PP_IO;
-    }
+    return PP_OK;
+  }
+  struct stat st; /* SimGrid would block reading a FIFO, and abort on a directory */
+  if (stat(file, &st) != 0 || access(file, R_OK) != 0) {
+    snprintf(err, errlen, "platform file '%s': %s", file, strerror(errno));
+    return PP_IO;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "platform file '%s' is not a regular file", file);
+    return PP_IO;
   }
   simgrid_load_platform(file);
-  if (tmp[0])
-    unlink(tmp);
   return PP_OK;
 }
 

@@ -204,7 +204,8 @@ size_t pp_p2p_receives(const struct pp_engine *e, const struct pp_recv_record **
 /* The same in a malloc'd copy (*out NULL when there is none). */
 size_t pp_p2p_receives_copy(const struct pp_engine *e, struct pp_recv_record **out,
                             uint64_t *dropped);
-/* 64-bit FNV-1a of the bytes. */
+/* A 64-bit hash of the bytes (not cryptographic; equal on every host: words are read
+ * little-endian). */
 uint64_t pp_p2p_checksum(const void *buf, size_t len);
 
 /* The p2p parameters with every default filled in. */

@@ -2,6 +2,7 @@
 #include "p2p_impl.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char *const proto_names[] = {
 #define PP_X(id, name) [PP_P2P_##id] = name,
@@ -25,15 +26,53 @@ const char *pp_p2p_err_name(enum pp_p2p_err e)
   return (unsigned)e < PP_P2P_ERR_COUNT ? err_names[e] : "?";
 }
 
+/* Little-endian 64-bit word at b (any alignment), the same on every host. */
+static uint64_t load_le64(const uint8_t *b)
+{
+  uint64_t w;
+  memcpy(&w, b, sizeof(w));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  w = __builtin_bswap64(w);
+#endif
+  return w;
+}
+
+static uint64_t cs_round(uint64_t h, uint64_t w)
+{
+  h = (h ^ w) * 0x9e3779b97f4a7c15ull; /* 2^64 / golden ratio, odd */
+  return h << 31 | h >> 33;
+}
+
+/* Four independent lanes over 32-byte blocks, the tail's bytes folded into one last word with
+ * the length, then a final avalanche (the murmur3 64-bit finaliser's constants). About 0.6
+ * instructions per byte, a tenth of byte-wise FNV-1a, which made the record of a 4 KiB receive
+ * the largest single cost of a simulated message. */
 uint64_t pp_p2p_checksum(const void *buf, size_t len)
 {
   const uint8_t *b = buf;
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < len; i++) {
-    h ^= b[i];
-    h *= 0x100000001b3ull;
+  uint64_t h0 = 0x243f6a8885a308d3ull, h1 = 0x13198a2e03707344ull, h2 = 0xa4093822299f31d0ull,
+           h3 = 0x082efa98ec4e6c89ull; /* digits of pi */
+  size_t i = 0;
+  for (; i + 32 <= len; i += 32) {
+    h0 = cs_round(h0, load_le64(b + i));
+    h1 = cs_round(h1, load_le64(b + i + 8));
+    h2 = cs_round(h2, load_le64(b + i + 16));
+    h3 = cs_round(h3, load_le64(b + i + 24));
   }
-  return h;
+  for (; i + 8 <= len; i += 8)
+    h0 = cs_round(h0, load_le64(b + i));
+  uint64_t t = (uint64_t)(len & 0xff) << 56; /* the tail has at most 7 bytes */
+  for (size_t j = 0; i + j < len; j++)
+    t ^= (uint64_t)b[i + j] << (8 * j);
+  h1 = cs_round(h1, t);
+  uint64_t x = h0 ^ (h1 << 17 | h1 >> 47) ^ (h2 << 29 | h2 >> 35) ^ (h3 << 43 | h3 >> 21) ^
+               (uint64_t)len;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
 }
 
 /* ------------------------------------------------------------------ configuration */

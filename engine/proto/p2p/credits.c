@@ -96,7 +96,7 @@ static void flush_credit(struct pp_engine *e, struct chan *c)
 /* Posts what channel c may: a due CREDIT message first, then the queued replies while reply
  * credits and send-queue slots last. A control message the NIC refuses fails the peer: its
  * credits or its replies would be lost, and the peer's requests would wait for them forever. */
-enum pp_status p2p_flush_ctrl(struct pp_engine *e, struct chan *c)
+static enum pp_status flush_ctrl_1(struct pp_engine *e, struct chan *c)
 {
   struct p2p *p = P2P(e);
   if (c->failed)
@@ -117,6 +117,20 @@ enum pp_status p2p_flush_ctrl(struct pp_engine *e, struct chan *c)
     }
   }
   return PP_OK;
+}
+
+/* Sends what channel c owes and can send now; ctrl_due says whether anything is left. */
+enum pp_status p2p_flush_ctrl(struct pp_engine *e, struct chan *c)
+{
+  struct p2p *p = P2P(e);
+  enum pp_status s = flush_ctrl_1(e, c);
+  uint32_t i = (uint32_t)(c - p->ch);
+  uint64_t bit = 1ull << (i % 64);
+  if (!c->failed && (c->cq_head != NO_TX || c->credit_pending))
+    p->ctrl_due[i / 64] |= bit;
+  else
+    p->ctrl_due[i / 64] &= ~bit;
+  return s;
 }
 
 /* Queues a reply (CTS, FIN, ACK) on channel ch; h is copied. It leaves with a reply credit. */
@@ -230,8 +244,10 @@ static void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint32_t c
                        struct pp_mr xmr)
 {
   pe->pend_head = r->next;
-  if (!pe->pend_head)
+  if (!pe->pend_head) {
     pe->pend_tail = NULL;
+    p->pend_mask &= ~(1ull << (pe - p->peer));
+  }
   assert(p->npending > 0);
   p->npending--;
   assert(p->ch[ch].credits > 0);
@@ -316,8 +332,11 @@ static void start_sends(struct pp_engine *e, uint32_t pi)
 enum pp_status p2p_start_all(struct pp_engine *e)
 {
   struct p2p *p = P2P(e);
-  for (uint32_t i = 0; i < p->npeer && p->npending; i++)
+  for (uint64_t m = p->pend_mask; m && p->npending;) {
+    uint32_t i = (uint32_t)__builtin_ctzll(m);
     start_sends(e, i);
+    m = i == 63 ? 0 : p->pend_mask & ~0ull << (i + 1); /* the peers after i with sends waiting */
+  }
   return PP_OK;
 }
 

@@ -49,6 +49,7 @@ void p2p_fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead
     p2p_fail_as(e, now, r, err, wc);
   }
   pe->pend_tail = NULL;
+  p->pend_mask &= ~(1ull << pi);
   for (uint32_t i = 0; i < p->prm.max_requests; i++) {
     struct req *r = &p->req[i];
     if (r->state == RQ_FREE || r->state == RQ_DONE)

@@ -11,11 +11,15 @@
 static enum pp_status progress(struct pp_engine *e)
 {
   struct p2p *p = P2P(e);
-  for (uint32_t i = 0; i < p->nch; i++)
-    if (p->ch[i].cq_head != NO_TX || p->ch[i].credit_pending) {
-      enum pp_status s = p2p_flush_ctrl(e, &p->ch[i]);
-      if (s != PP_OK)
-        return s;
+  for (uint32_t w = 0; w < (p->nch + 63) / 64; w++)
+    for (uint64_t m = p->ctrl_due[w]; m;) {
+      uint32_t b = (uint32_t)__builtin_ctzll(m), i = w * 64 + b;
+      if (p->ch[i].cq_head != NO_TX || p->ch[i].credit_pending) {
+        enum pp_status s = p2p_flush_ctrl(e, &p->ch[i]);
+        if (s != PP_OK)
+          return s;
+      }
+      m = b == 63 ? 0 : p->ctrl_due[w] & ~0ull << (b + 1); /* what is due after i, now */
     }
   enum pp_status s = PP_OK;
   do { /* a registration released: the first in line tries, then the next, ... */
@@ -398,6 +402,7 @@ static void send_queue(struct p2p *p, struct peer *pe, struct req *r)
   else
     pe->pend_head = r;
   pe->pend_tail = r;
+  p->pend_mask |= 1ull << (pe - p->peer);
   p->npending++;
 }
 

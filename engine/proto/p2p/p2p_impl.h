@@ -266,6 +266,11 @@ struct p2p {
   uint32_t depth;
   bool flushing, flush_armed;
   uint32_t npending; /* sends waiting to start */
+  /* progress() visits only these, in index order (as a scan of all would): bit i of pend_mask,
+   * peer i has sends waiting (pend_head); bit i of ctrl_due, channel i may have control
+   * messages to flush (credit_pending or cq_head, as p2p_flush_ctrl left it) */
+  uint64_t pend_mask;
+  uint64_t ctrl_due[PP_MAX_QPS / 64];
   uint32_t nactive;  /* requests started and not complete */
   uint32_t nheld;    /* unexpected messages held */
   struct pp_recv_record *rec;
