@@ -3,7 +3,7 @@
 #include <criterion/redirect.h>
 #include <stdint.h>
 
-#include "tools/cli_util.h"
+#include "tools/cli/cli_util.h"
 
 Test(cli_util, parse_u64_accepts_whole_unsigned_numbers)
 {

@@ -1,10 +1,10 @@
 /*
- * engine/collective.c: ring allreduce, allgather and broadcast, checked element by element.
+ * engine/workload/collective.c: ring allreduce, allgather and broadcast, checked element by element.
  *
  * Over tests/fakefabric.c (a fake RC fabric moving real bytes, with an adversarial scheduler) for
  * the schedules, data types, odd sizes, compute delays and failures; over SimGrid for the shipped
  * ring scenarios (one simulation per Test: Criterion runs each in its own process), the slow-rank
- * experiment among them; and tools/report_ring.c's bandwidth figures.
+ * experiment among them; and tools/report/report_ring.c's bandwidth figures.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
@@ -15,14 +15,14 @@
 #include <unistd.h>
 
 #include "prepost/engine.h"
-#include "engine/engine_impl.h"
+#include "engine/core/engine_impl.h"
 #include "fakefabric.h"
 
-/* scenario.h's opening comment trips -Wcomment (see tools/scenario.c) */
+/* scenario.h's opening comment trips -Wcomment (see tools/scenario/scenario.c) */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wcomment"
-#include "tools/report_ring.h"
-#include "tools/scenario.h"
+#include "tools/report/report_ring.h"
+#include "tools/scenario/scenario.h"
 #pragma GCC diagnostic pop
 
 static struct ff F;

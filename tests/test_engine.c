@@ -1,5 +1,5 @@
 /*
- * engine/engine.c, engine/stream.c and engine/naive.c, sans-I/O: the stream workload over the
+ * engine/core/engine.c, engine/workload/stream.c and engine/proto/naive/naive.c, sans-I/O: the stream workload over the
  * naive protocol over a fake backend. The fake records each call (reg_mr, create_qp, modify_qp,
  * post_recv, post_send, ...), can refuse or fail some of them on request, and lets the test
  * complete work requests by handing crafted pp_wc to pp_engine_on_wc(). Error completions carry
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "prepost/engine.h"
-#include "engine/engine_impl.h"
+#include "engine/core/engine_impl.h"
 
 /* Under ASan, each test that creates engines asks LeakSanitizer for leaks at its end (at exit it
  * would be too late: the test has already been reported as passed, and a failure in a .fini is
@@ -27,10 +27,10 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
-/* scenario.h's opening comment trips -Wcomment (see tools/scenario.c) */
+/* scenario.h's opening comment trips -Wcomment (see tools/scenario/scenario.c) */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wcomment"
-#include "tools/scenario.h"
+#include "tools/scenario/scenario.h"
 #pragma GCC diagnostic pop
 
 /* ================================================================ the fake backend */

@@ -3,7 +3,7 @@
  * scenarios that read back identically; each fault of the catalogue fires and does what it says
  * (NIC faults through the simnic harness, driver and workload faults through whole simulations);
  * the invariants catch the naive protocol's RNR failures (the positive control) and every
- * test-only bug of engine/bugs.h within a small seed budget, and the shrinker reduces them; the
+ * test-only bug of engine/core/bugs.h within a small seed budget, and the shrinker reduces them; the
  * CLI prints a reproduction that reproduces.
  *
  * Whole simulations run in child processes (pp_explore_run), so one Test may run several.
@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine/bugs.h"
+#include "engine/core/bugs.h"
 #include "simnic_harness.h"
-#include "tools/explore.h"
+#include "tools/explore/explore.h"
 
 static char tmpdir[64];
 

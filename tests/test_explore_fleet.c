@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "tools/buildinfo.h"
-#include "tools/explore_fleet.h"
+#include "tools/cli/buildinfo.h"
+#include "tools/explore/explore_fleet.h"
 
 static char tmpdir[64];
 static char out_text[1 << 17], err_text[1 << 16];

@@ -1,5 +1,5 @@
 /*
- * Hang analysis (prepost/hang.h, tools/hang_report.c).
+ * Hang analysis (prepost/hang.h, tools/report/hang_report.c).
  *
  * The module: pp_hang_analyze on hand-made ranks (edges, cycles, silent ranks, the cause it
  * names, its limits), pp_engine_pending and the progress mark on engines over the fake fabric.
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "engine/engine_impl.h"
+#include "engine/core/engine_impl.h"
 #include "prepost/hang.h"
 #include "fakefabric.h"
 

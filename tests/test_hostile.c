@@ -21,14 +21,14 @@
 
 #include "prepost/simnic.h"
 #include "prepost/engine.h"
-#include "engine/engine_impl.h"
+#include "engine/core/engine_impl.h"
 #include "prepost/hang.h"
 #include "prepost/app.h"
 #include "prepost/p2p.h"
 #include "app_log.h"
 #include "fakefabric.h"
 #include "simnic_harness.h"
-#include "tools/report.h"
+#include "tools/report/report.h"
 
 #define VICTIM 0u
 #define HONEST 1u

@@ -1,5 +1,5 @@
 /*
- * prepost trace import --pcap (tools/import.h): the simulator's own pcap export of several
+ * prepost trace import --pcap (tools/import/import.h): the simulator's own pcap export of several
  * scenarios imports with the counts of the run's JSON (messages delivered, RNR NAKs, retries);
  * one hand-built conversation (SEND, RNR NAK and retry, WRITE with immediate, READ and its
  * responses, a PSN gap, a sequence-error NAK and the go-back) gives the same statistics in every
@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 
 #include "prepost/prng.h"
-#include "tools/import.h"
+#include "tools/import/import.h"
 
 static char dir[64];
 

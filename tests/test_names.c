@@ -1,4 +1,4 @@
-/* engine/names.c: the one lookup behind every X-macro name table. */
+/* engine/core/names.c: the one lookup behind every X-macro name table. */
 #include <criterion/criterion.h>
 
 #include "prepost/names.h"

@@ -20,7 +20,7 @@
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wcomment"
-#include "tools/scenario.h"
+#include "tools/scenario/scenario.h"
 #pragma GCC diagnostic pop
 
 #define MAXR 4

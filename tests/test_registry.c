@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/engine_impl.h"
+#include "engine/core/engine_impl.h"
 #include "fakefabric.h"
 #include "prepost/proto.h"
-#include "tools/scenario.h"
+#include "tools/scenario/scenario.h"
 
 /* A protocol of the test: the naive protocol's ops under another name, with a parameter table
  * and hooks that record their calls. */

@@ -1,5 +1,5 @@
 /*
- * engine/ring.c: the ring FIFO protocols (ring-credits, ring-cts).
+ * engine/proto/ring/ring.c: the ring FIFO protocols (ring-credits, ring-cts).
  *
  * Most tests run engines over tests/fakefabric.c, a fake RC fabric that moves real bytes and
  * counts RNRs (a WRITE_WITH_IMM finding no receive WQE) and remote access errors. Protocol-level
@@ -18,14 +18,14 @@
 #include <unistd.h>
 
 #include "prepost/engine.h"
-#include "engine/engine_impl.h"
+#include "engine/core/engine_impl.h"
 #include "prepost/trace.h"
 #include "fakefabric.h"
 
-/* scenario.h's opening comment trips -Wcomment (see tools/scenario.c) */
+/* scenario.h's opening comment trips -Wcomment (see tools/scenario/scenario.c) */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wcomment"
-#include "tools/scenario.h"
+#include "tools/scenario/scenario.h"
 #pragma GCC diagnostic pop
 
 static struct ff F;

@@ -2,7 +2,7 @@
  * its file:line, and hostile input (truncations, byte substitutions, odd documents). */
 #define _POSIX_C_SOURCE 200809L
 
-#include "tools/scenario.h"
+#include "tools/scenario/scenario.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>

@@ -1,5 +1,5 @@
 /*
- * engine/script.c (the script and api workloads) and the scenario keys of tools/scenario_p2p.inc:
+ * engine/workload/script.c (the script and api workloads) and the scenario keys of tools/scenario/scenario_p2p.inc:
  * operation lists parsed from YAML and run on SimGrid (one simulation per Test: Criterion runs
  * each in its own process), checked through the run result and the recorded receives.
  */
@@ -10,12 +10,12 @@
 #include <string.h>
 
 #include "prepost/simrun.h"
-#include "engine/engine_impl.h"
+#include "engine/core/engine_impl.h"
 #include "prepost/p2p.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wcomment"
-#include "tools/scenario.h"
+#include "tools/scenario/scenario.h"
 #pragma GCC diagnostic pop
 
 static struct pp_scenario sc;

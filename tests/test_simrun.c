@@ -17,10 +17,10 @@
 #include "prepost/simapp.h"
 #include "prepost/simrun.h"
 
-/* scenario.h's opening comment trips -Wcomment (see tools/scenario.c) */
+/* scenario.h's opening comment trips -Wcomment (see tools/scenario/scenario.c) */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wcomment"
-#include "tools/scenario.h"
+#include "tools/scenario/scenario.h"
 #pragma GCC diagnostic pop
 
 #define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"

@@ -3,7 +3,7 @@
 #include <stdint.h>
 
 #include "prepost/prng.h"
-#include "engine/timerq.h"
+#include "engine/core/timerq.h"
 
 Test(timerq, empty)
 {

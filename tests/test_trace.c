@@ -15,9 +15,9 @@
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wcomment"
-#include "tools/scenario.h"
+#include "tools/scenario/scenario.h"
 #pragma GCC diagnostic pop
-#include "tools/trace_sim.h"
+#include "tools/trace/trace_sim.h"
 
 /* ================================================================ a memory sink */
 

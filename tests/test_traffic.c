@@ -1,5 +1,5 @@
 /*
- * engine/traffic.c and the p2p protocols under generated load, on SimGrid: property tests across
+ * engine/workload/traffic.c and the p2p protocols under generated load, on SimGrid: property tests across
  * seeds (slow receivers, few credits, rnr_retry 0, sizes across the eager / RGET / RPUT limits,
  * every kind of receive, several channels, packet loss): zero RNR, every message delivered once,
  * intact and in MPI order, unexpected memory within its bound.
@@ -15,7 +15,7 @@
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wcomment"
-#include "tools/scenario.h"
+#include "tools/scenario/scenario.h"
 #pragma GCC diagnostic pop
 
 static struct pp_scenario sc;

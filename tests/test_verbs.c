@@ -27,7 +27,7 @@
 #include "prepost/verbsnic.h"
 #include "prepost/verbsapp.h"
 #include "prepost/verbsrun.h"
-#include "tools/report.h"
+#include "tools/report/report.h"
 
 #define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"
 

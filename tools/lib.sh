@@ -42,7 +42,7 @@ PP_PACKAGES+=(slurm-wlm munge parallel)
 # openmpi-bin's mpirun launches prepost ranks in the guest suite's mpirun step (tests/verbs/suite.sh).
 PP_PACKAGES+=(libpmix-dev openmpi-bin)
 
-# libpcap reads captures (pcap, pcapng) for `prepost trace import --pcap` (tools/import.c).
+# libpcap reads captures (pcap, pcapng) for `prepost trace import --pcap` (tools/import/import.c).
 PP_PACKAGES+=(libpcap-dev)
 
 # prepost mpirun's MPI library (tools/mpi/) is compiled against Debian's MPICH 4.0.2 mpi.h

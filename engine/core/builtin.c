@@ -6,7 +6,7 @@
 #include <assert.h>
 #include <stddef.h>
 
-#include "engine/engine_impl.h"
+#include "engine/core/engine_impl.h"
 
 extern const struct pp_proto_def pp_naive_def;                          /* naive.c */
 extern const struct pp_proto_def pp_p2p_eager_def, pp_p2p_rndv_def;     /* proto/p2p/def.c */

@@ -1,6 +1,6 @@
 /* Field tables of the core configuration's sections (prepost/engine.h): `qp` (struct
  * pp_qp_params) and the stream keys of `workload` (struct pp_workload). The defaults are those
- * of a scenario that does not say (tools/scenario.c); tests/test_param.c checks both agree. */
+ * of a scenario that does not say (tools/scenario/scenario.c); tests/test_param.c checks both agree. */
 #include "prepost/engine.h"
 #include "prepost/param.h"
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/engine_impl.h"
+#include "engine/core/engine_impl.h"
 
 #define MAX_WORKLOADS 16u
 #define OFF_CFG SIZE_MAX /* the parameters live in pp_engine_cfg.proto_params */

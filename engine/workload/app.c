@@ -5,14 +5,14 @@
  * every other rank; the program calls the p2p API (prepost/p2p.h) itself.
  *
  * Completions come from the p2p layer's done list at the end of the event that finished them
- * (engine/p2p.c, flush_done), so a callback may post, test and cancel at once. Peer failures
+ * (engine/proto/p2p/p2p.c, flush_done), so a callback may post, test and cancel at once. Peer failures
  * are found in the middle of an event (a protocol check, a completion in error): they are queued
  * and told after it, from `pump`, when the engine and the protocol are consistent again.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_impl.h"
+#include "engine/core/engine_impl.h"
 #include "prepost/app.h"
 #include "prepost/names.h"
 

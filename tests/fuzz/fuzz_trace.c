@@ -1,5 +1,5 @@
 /*
- * Fuzz target for the trace reader (engine/trace_read.c).
+ * Fuzz target for the trace reader (engine/trace/trace_read.c).
  *
  *   tests/fuzz/run [SECONDS]     builds it with clang -fsanitize=fuzzer,address,undefined and
  *                                runs it on a copy of tests/fuzz/corpus
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "prepost/trace.h"
-#include "engine/trace_codec.h"
+#include "engine/trace/trace_codec.h"
 
 /* Rewrites the CRC of every chunk whose header and payload are inside the buffer. */
 static void fix_crcs(uint8_t *p, size_t n)

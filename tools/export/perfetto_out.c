@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_util.h"
+#include "tools/cli/cli_util.h"
 
 /* ---------------------------------------------------------------- protobuf, by hand */
 

@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli_util.h"
+#include "tools/cli/cli_util.h"
 #include "link.h"
-#include "scenario.h"
+#include "tools/scenario/scenario.h"
 #include "serve.h"
 
 #include "prepost/simapp.h"

@@ -1,5 +1,5 @@
 /*
- * The collective workload (engine/collective.c): ring allreduce (reduce-scatter then allgather),
+ * The collective workload (engine/workload/collective.c): ring allreduce (reduce-scatter then allgather),
  * allgather and broadcast over any protocol's send/recv, pipelined in `chunk`-byte messages, with
  * every element of every iteration checked against a direct computation. Parameters and
  * statistics; this header only holds types and is included by engine.h.

@@ -130,7 +130,7 @@ struct pp_engine_cfg {
   struct pp_script script;    /* workload script */
   struct pp_ring_params ring; /* protocols ring-credits and ring-cts */
   struct pp_coll_params coll; /* workload collective */
-  uint32_t test_bugs;         /* test-only injected bugs (engine/bugs.h; bits 24..31: the
+  uint32_t test_bugs;         /* test-only injected bugs (engine/core/bugs.h; bits 24..31: the
                                  protocol's own, prepost/proto.h); 0 in real use */
   /* The parameters of a registered protocol that keeps them here (a plug-in's; the built-ins'
    * are the p2p and ring members above): its field table's struct, params_size bytes. Last,

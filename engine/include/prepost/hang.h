@@ -2,7 +2,7 @@
  * Hang analysis, free of I/O: what each pending operation of a rank waits for (struct pp_wait,
  * filled by the engine, its protocol and its workload), the wait-for graph between ranks, its
  * cycle, and a sentence naming the cause. Used by `prepost run` (both backends) and by
- * `prepost replay --hang`; the printing lives in tools/hang_report.c.
+ * `prepost replay --hang`; the printing lives in tools/report/hang_report.c.
  *
  * Progress (what the no-progress bound of `prepost run` watches): pp_engine_progress_mark()
  * changes when a send or receive finished towards the workload (pp_app_send_done /

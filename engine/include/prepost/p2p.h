@@ -4,7 +4,7 @@
  * API: non-blocking isend / issend / irecv on a communicator context, test / testall, iprobe,
  * cancel of a pending receive, ANY_SOURCE and ANY_TAG. The engine is sans-I/O, so there is no
  * blocking call here: MPI's wait, waitall, probe, send and recv are steps of the script workload
- * (engine/script.c), which stops its rank's program there and resumes from the event that
+ * (engine/workload/script.c), which stops its rank's program there and resumes from the event that
  * completes them. Every call takes `now`; completions are also reported to the workload through
  * pp_app_send_done / pp_app_recv_done with the caller's cookie, at the end of the event that
  * completed them (a call made outside an event arms a timer at `now` for that).

@@ -1,6 +1,6 @@
 /*
  * Configuration of the MPI-style point-to-point layer (engine/proto/p2p/) and of the workloads that
- * drive it (engine/script.c: per-rank operation scripts; engine/traffic.c: generated traffic).
+ * drive it (engine/workload/script.c: per-rank operation scripts; engine/workload/traffic.c: generated traffic).
  * Included by engine.h: these structs are members of pp_engine_cfg and pp_workload, plain values
  * (no pointers) so that a configuration can be copied freely.
  */

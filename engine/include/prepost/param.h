@@ -10,7 +10,7 @@
  * size is spelled the same everywhere:
  *
  *   duration  "250ns", "2us", "1.5ms", "10s" (also "5min", "1h"); a bare integer is nanoseconds
- *             in a scenario (the command line's options want the unit: tools/cli_util.h)
+ *             in a scenario (the command line's options want the unit: tools/cli/cli_util.h)
  *   size      "4096", "64B", "4KiB", "1MiB", "1GiB" (powers of 2), "4KB", "1MB", "1GB" (of 10)
  *   integer   decimal digits; no sign, no unit
  *   bool      true/false, yes/no, on/off, 1/0

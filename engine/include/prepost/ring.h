@@ -1,5 +1,5 @@
 /*
- * The NCCL-style ring FIFO protocols (engine/ring.c): parameters and statistics.
+ * The NCCL-style ring FIFO protocols (engine/proto/ring/ring.c): parameters and statistics.
  *
  * A connection between two ranks owns, per channel (one RC QP each), a ring of `slots` slots of
  * `slot_size` bytes in the receiver's registered memory. The sender RDMA-writes each chunk of a

@@ -197,7 +197,7 @@ enum pp_status pp_trace_kv_str(struct pp_trace_writer *w, const char *key, const
 enum pp_status pp_trace_kv_bytes(struct pp_trace_writer *w, const char *key, const void *v,
                                  size_t n);
 /* The engine configuration: engine.cfg (its bytes: the struct is plain values), engine.cfg_size,
- * and readable engine.* keys for the fields engine/trace_cfg.c knows. */
+ * and readable engine.* keys for the fields engine/trace/trace_cfg.c knows. */
 enum pp_status pp_trace_kv_engine_cfg(struct pp_trace_writer *w, const struct pp_engine_cfg *c);
 /* Time stamps are written relative to `origin_ns` (default 0), for a backend whose clock does not
  * start at 0 (the verbs backend's CLOCK_MONOTONIC: origin = the run's start). Writes the key

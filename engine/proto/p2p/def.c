@@ -5,7 +5,7 @@
  */
 #include "prepost/p2p.h"
 
-#include "engine/engine_impl.h"
+#include "engine/core/engine_impl.h"
 
 /* Bookkeeping entries whose types are private to p2p.c, match.c and rcache.c, counted at a bound
  * of their size (asserted by tests/test_engine.c, suite engine_mem, against what creation

@@ -1,5 +1,5 @@
 /* Matching queues hashed by (context, source, tag); see match.h. */
-#include "match.h"
+#include "engine/proto/p2p/match.h"
 
 #include <stdlib.h>
 #include <string.h>

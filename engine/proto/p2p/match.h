@@ -46,7 +46,7 @@ struct pp_match {
   uint32_t nposted, nunexpected;
   uint32_t nkind[4]; /* posted receives by kind: exact, ANY_TAG, ANY_SOURCE, both */
   uint32_t max_posted, max_unexpected;
-  bool bug_exact_first; /* test-only bug wildcard-order (engine/bugs.h), set by p2p.c's create */
+  bool bug_exact_first; /* test-only bug wildcard-order (engine/core/bugs.h), set by p2p.c's create */
 };
 
 /* Sizes the tables for at most max_posted receives and max_unexpected messages. */

@@ -56,10 +56,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "engine/bugs.h"
+#include "engine/core/bugs.h"
 #include "engine/core/container_of.h"
-#include "engine/engine_impl.h"
-#include "match.h"
+#include "engine/core/engine_impl.h"
+#include "engine/proto/p2p/match.h"
 #include "prepost/p2p.h"
 
 #define HDR 64u

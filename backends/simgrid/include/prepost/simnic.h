@@ -52,7 +52,7 @@ struct pp_nic_profile {
 };
 
 /* Faults the fabric injects, from its seeded PRNG (the fault catalogue of `prepost explore`,
- * tools/explore.h). Zero everywhere: no fault. Every fault stops at until_ns (0: never), which
+ * tools/explore/explore.h). Zero everywhere: no fault. Every fault stops at until_ns (0: never), which
  * leaves a quiet phase in which liveness is judged. */
 struct pp_faults {
   double loss; /* probability that any packet (request, response, ACK) is dropped */

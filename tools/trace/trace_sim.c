@@ -1,0 +1,325 @@
+#define _POSIX_C_SOURCE 200809L
+#include "tools/trace/trace_sim.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/cli/cli_util.h"
+
+enum skind { S_UINT, S_F64, S_STR };
+
+#define F(key, field, kind)                                                    \
+  {key, kind, offsetof(struct pp_sim_config, field), sizeof(((struct pp_sim_config *)0)->field)}
+
+static const struct sfield {
+  const char *key;
+  enum skind kind;
+  size_t off, size;
+} SIM_FIELDS[] = {
+    F("sim.name", name, S_STR),
+    F("sim.seed", seed, S_UINT),
+    F("sim.max_sim_time_ns", max_sim_time_ns, S_UINT),
+    F("sim.platform.file", platform.file, S_STR),
+    F("sim.platform.bandwidth_bps", platform.bandwidth_bps, S_F64),
+    F("sim.platform.latency_ns", platform.latency_ns, S_UINT),
+    F("sim.nic.name", nic.name, S_STR),
+    F("sim.nic.mtu", nic.mtu, S_UINT),
+    F("sim.nic.header_bytes", nic.header_bytes, S_UINT),
+    F("sim.nic.wqe_ns", nic.wqe_ns, S_UINT),
+    F("sim.nic.ack_every", nic.ack_every, S_UINT),
+    F("sim.nic.ack_delay_ns", nic.ack_delay_ns, S_UINT),
+    F("sim.nic.max_qp", nic.max_qp, S_UINT),
+    F("sim.nic.max_qp_wr", nic.max_qp_wr, S_UINT),
+    F("sim.nic.max_srq", nic.max_srq, S_UINT),
+    F("sim.nic.max_mr", nic.max_mr, S_UINT),
+    F("sim.nic.cq_depth", nic.cq_depth, S_UINT),
+    F("sim.nic.max_rd_atomic", nic.max_rd_atomic, S_UINT),
+    F("sim.faults.loss", faults.loss, S_F64),
+};
+#undef F
+#define NSIM (sizeof(SIM_FIELDS) / sizeof(SIM_FIELDS[0]))
+
+static uint64_t uget(const void *p, size_t size)
+{
+  uint64_t v = 0;
+  if (size == 1)
+    v = *(const uint8_t *)p;
+  else if (size == 2) {
+    uint16_t x;
+    memcpy(&x, p, 2);
+    v = x;
+  } else if (size == 4) {
+    uint32_t x;
+    memcpy(&x, p, 4);
+    v = x;
+  } else
+    memcpy(&v, p, 8);
+  return v;
+}
+
+static int uset(void *p, size_t size, uint64_t v)
+{
+  if (size < 8 && v >> (8 * size))
+    return -1;
+  if (size == 1)
+    *(uint8_t *)p = (uint8_t)v;
+  else if (size == 2) {
+    uint16_t x = (uint16_t)v;
+    memcpy(p, &x, 2);
+  } else if (size == 4) {
+    uint32_t x = (uint32_t)v;
+    memcpy(p, &x, 4);
+  } else
+    memcpy(p, &v, 8);
+  return 0;
+}
+
+static char *slurp(const char *path, size_t max, size_t *len)
+{
+  char *buf, e[128];
+  return pp_read_regular(path, max, &buf, len, NULL, e, sizeof e) == 0 ? buf : NULL;
+}
+
+enum pp_status pp_trace_kv_sim_cfg(struct pp_trace_writer *w, const struct pp_sim_config *cfg)
+{
+  enum pp_status s = pp_trace_kv_u64(w, "sim.cfg_size", sizeof(*cfg));
+  if (s == PP_OK)
+    s = pp_trace_kv_bytes(w, "sim.cfg", cfg, sizeof(*cfg));
+  for (size_t i = 0; s == PP_OK && i < NSIM; i++) {
+    const struct sfield *f = &SIM_FIELDS[i];
+    const uint8_t *p = (const uint8_t *)cfg + f->off;
+    if (f->kind == S_UINT)
+      s = pp_trace_kv_u64(w, f->key, uget(p, f->size));
+    else if (f->kind == S_F64)
+      s = pp_trace_kv_f64(w, f->key, *(const double *)(const void *)p);
+    else
+      s = pp_trace_kv_str(w, f->key, (const char *)p);
+  }
+  if (s == PP_OK && cfg->platform.file[0]) {
+    size_t n;
+    char *xml = slurp(cfg->platform.file, 256 * 1024, &n);
+    if (xml && !memchr(xml, 0, n))
+      s = pp_trace_kv_str(w, "sim.platform.xml", xml);
+    free(xml);
+  }
+  if (s == PP_OK)
+    s = pp_trace_kv_engine_cfg(w, &cfg->engine);
+  return s;
+}
+
+static const struct sfield *sfield_of(const char *key)
+{
+  for (size_t i = 0; i < NSIM; i++)
+    if (!strcmp(SIM_FIELDS[i].key, key))
+      return &SIM_FIELDS[i];
+  return NULL;
+}
+
+static enum pp_status set_text(struct pp_sim_config *cfg, const struct sfield *f, const char *v,
+                               char *err, size_t errlen)
+{
+  uint8_t *p = (uint8_t *)cfg + f->off;
+  char *end;
+  errno = 0;
+  if (f->kind == S_STR) {
+    if (strlen(v) >= f->size) {
+      snprintf(err, errlen, "%s: at most %zu bytes", f->key, f->size - 1);
+      return PP_INVALID;
+    }
+    snprintf((char *)p, f->size, "%s", v);
+  } else if (f->kind == S_F64) {
+    double d = strtod(v, &end);
+    if (!*v || *end || errno || !(d >= 0)) {
+      snprintf(err, errlen, "%s: expected a non-negative number, got '%s'", f->key, v);
+      return PP_INVALID;
+    }
+    memcpy(p, &d, sizeof(d));
+  } else {
+    unsigned long long u = strtoull(v, &end, 0);
+    if (!*v || *v == '-' || *end || errno || uset(p, f->size, u)) {
+      snprintf(err, errlen, "%s: expected an integer that fits the field, got '%s'", f->key, v);
+      return PP_INVALID;
+    }
+  }
+  return PP_OK;
+}
+
+/* SECTION.KEY as a scenario writes it (qp.rnr_retry, p2p.eager_limit=8KiB, ring.slot_size):
+ * the section's field table (prepost/param.h) on its part of the configuration. PP_NOTFOUND
+ * when no table has it. */
+static enum pp_status set_scenario_key(struct pp_sim_config *cfg, const char *key, const char *v,
+                                       char *err, size_t errlen)
+{
+  const struct {
+    const char *section;
+    const struct pp_param *t;
+    const size_t *n;
+    void *obj;
+  } secs[] = {
+      {"qp", pp_qp_param_table, &pp_qp_param_count, &cfg->engine.qp},
+      {"workload", pp_workload_param_table, &pp_workload_param_count, &cfg->engine.workload},
+      {"workload", pp_traffic_param_table, &pp_traffic_param_count, &cfg->engine.traffic},
+      {"p2p", pp_p2p_param_table, &pp_p2p_param_count, &cfg->engine.p2p},
+      {"ring", pp_ring_param_table, &pp_ring_param_count, &cfg->engine.ring},
+      {"collective", pp_coll_param_table, &pp_coll_param_count, &cfg->engine.coll},
+      {"nic", pp_nic_param_table, &pp_nic_param_count, &cfg->nic},
+      {"limits", pp_limits_param_table, &pp_limits_param_count, cfg},
+  };
+  const char *dot = strchr(key, '.');
+  if (!dot || strchr(dot + 1, '.'))
+    return PP_NOTFOUND;
+  for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++) {
+    const struct pp_param *p;
+    if (strncmp(key, secs[i].section, (size_t)(dot - key)) ||
+        secs[i].section[dot - key] != '\0' ||
+        !(p = pp_param_find(secs[i].t, *secs[i].n, dot + 1)))
+      continue;
+    char why[160];
+    if (pp_param_set(p, secs[i].obj, v, strlen(v), why, sizeof(why)) == PP_OK)
+      return PP_OK;
+    snprintf(err, errlen, "'%s' %s, got '%s'", key, why, v);
+    return PP_INVALID;
+  }
+  return PP_NOTFOUND;
+}
+
+/* PP_NOTFOUND (err untouched) for a key nobody knows. */
+static enum pp_status set_key(struct pp_sim_config *cfg, const char *key, const char *v, char *err,
+                              size_t errlen)
+{
+  enum pp_status ss = set_scenario_key(cfg, key, v, err, errlen);
+  if (ss != PP_NOTFOUND)
+    return ss;
+  const struct sfield *f = sfield_of(key);
+  if (f) {
+    enum pp_status s = set_text(cfg, f, v, err, errlen);
+    if (s == PP_OK && !strcmp(key, "sim.seed"))
+      cfg->engine.seed = cfg->seed;
+    return s;
+  }
+  char e2[256];
+  enum pp_status s = pp_trace_engine_cfg_set(&cfg->engine, key, v, e2, sizeof(e2));
+  if (s != PP_NOTFOUND && s != PP_OK)
+    snprintf(err, errlen, "%s", e2);
+  return s;
+}
+
+enum pp_status pp_trace_sim_cfg_set(struct pp_sim_config *cfg, const char *assignment, char *err,
+                                    size_t errlen)
+{
+  const char *eq = strchr(assignment, '=');
+  char key[128];
+  if (!eq || eq == assignment || (size_t)(eq - assignment) >= sizeof(key)) {
+    snprintf(err, errlen, "--set wants KEY=VALUE, got '%s'", assignment);
+    return PP_INVALID;
+  }
+  memcpy(key, assignment, (size_t)(eq - assignment));
+  key[eq - assignment] = '\0';
+  const char *v = eq + 1;
+  enum pp_status s = set_key(cfg, key, v, err, errlen);
+  /* short forms: "rnr_retry=7" is "engine.qp.rnr_retry=7" (the first prefix that knows it) */
+  static const char *const prefixes[] = {"engine.qp.", "engine.workload.", "engine.",
+                                         "sim.nic.", "sim.faults.", "sim.platform.", "sim."};
+  for (size_t i = 0; s == PP_NOTFOUND && !strchr(key, '.') &&
+                     i < sizeof(prefixes) / sizeof(prefixes[0]);
+       i++) {
+    char full[160];
+    snprintf(full, sizeof(full), "%s%s", prefixes[i], key);
+    s = set_key(cfg, full, v, err, errlen);
+  }
+  if (s == PP_NOTFOUND)
+    snprintf(err, errlen, "unknown key '%s' (prepost replay TRACE --sim --list-keys shows them)",
+             key);
+  return s;
+}
+
+static void print_kv(void *ctx, const char *key, const char *value)
+{
+  fprintf(ctx, "%s=%s\n", key, value);
+}
+
+void pp_trace_sim_cfg_print(FILE *out, const struct pp_sim_config *cfg)
+{
+  for (size_t i = 0; i < NSIM; i++) {
+    const struct sfield *f = &SIM_FIELDS[i];
+    const uint8_t *p = (const uint8_t *)cfg + f->off;
+    if (f->kind == S_UINT)
+      fprintf(out, "%s=%" PRIu64 "\n", f->key, uget(p, f->size));
+    else if (f->kind == S_F64)
+      fprintf(out, "%s=%.17g\n", f->key, *(const double *)(const void *)p);
+    else
+      fprintf(out, "%s=%s\n", f->key, (const char *)p);
+  }
+  pp_trace_engine_cfg_each(&cfg->engine, print_kv, out);
+}
+
+enum pp_status pp_trace_sim_cfg(const struct pp_trace *t, struct pp_sim_config *cfg,
+                                bool *tmp_platform, char *note, size_t notelen)
+{
+  *tmp_platform = false;
+  if (notelen)
+    note[0] = '\0';
+  const struct pp_trace_kv *raw = pp_trace_kv_find(t, "sim.cfg");
+  if (raw && raw->type == PP_TKV_BYTES && raw->n == sizeof(*cfg)) {
+    memcpy(cfg, raw->b, sizeof(*cfg));
+    cfg->name[sizeof(cfg->name) - 1] = '\0';
+    cfg->platform.file[sizeof(cfg->platform.file) - 1] = '\0';
+    cfg->nic.name[sizeof(cfg->nic.name) - 1] = '\0';
+  } else {
+    memset(cfg, 0, sizeof(*cfg));
+    pp_nic_profile_default(&cfg->nic);
+    cfg->platform.bandwidth_bps = 100e9;
+    cfg->platform.latency_ns = 1000;
+    cfg->max_sim_time_ns = 60ull * 1000000000ull;
+    for (size_t i = 0; i < NSIM; i++) {
+      const struct sfield *f = &SIM_FIELDS[i];
+      const struct pp_trace_kv *kv = pp_trace_kv_find(t, f->key);
+      uint8_t *p = (uint8_t *)cfg + f->off;
+      if (!kv)
+        continue;
+      bool ok = true;
+      if (f->kind == S_UINT)
+        ok = kv->type == PP_TKV_U64 && uset(p, f->size, kv->u) == 0;
+      else if (f->kind == S_F64)
+        ok = kv->type == PP_TKV_F64 && (memcpy(p, &kv->f, sizeof(double)), true);
+      else
+        ok = kv->type == PP_TKV_STR && strlen(kv->s) < f->size &&
+             (snprintf((char *)p, f->size, "%s", kv->s), true);
+      if (!ok) {
+        snprintf(note, notelen, "header key %s: wrong type or out of range", f->key);
+        return PP_PARSE;
+      }
+    }
+    char enote[256];
+    enum pp_status s = pp_trace_engine_cfg(t, &cfg->engine, enote, sizeof(enote));
+    if (s != PP_OK) {
+      snprintf(note, notelen, "%s", enote);
+      return s;
+    }
+    snprintf(note, notelen, "the trace's sim.cfg does not match this build: the run uses the "
+             "readable sim.* and engine.* keys");
+  }
+  const struct pp_trace_kv *xml = pp_trace_kv_find(t, "sim.platform.xml");
+  if (cfg->platform.file[0] && access(cfg->platform.file, R_OK) != 0 && xml &&
+      xml->type == PP_TKV_STR) {
+    char path[] = "/tmp/prepost-replay-platform-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+      if (fd >= 0)
+        close(fd);
+      snprintf(note, notelen, "cannot write the recorded platform to a temporary file: %s",
+               strerror(errno));
+      return PP_IO;
+    }
+    fputs(xml->s, f);
+    fclose(f);
+    snprintf(cfg->platform.file, sizeof(cfg->platform.file), "%s", path);
+    *tmp_platform = true;
+  }
+  return PP_OK;
+}
