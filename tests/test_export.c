@@ -2,7 +2,8 @@
  * prepost trace export: the three pictures open in their tools. The pcap is decoded by tshark
  * (Debian's tshark dissects UDP 4791 as RoCEv2) and its opcodes, PSNs and RNR NAKs checked
  * against the trace; the Perfetto JSON is loaded by Python's json module and its events checked;
- * the SVG is parsed by Python's XML parser. Through the CLI, in a scratch directory.
+ * the SVG is parsed by Python's XML parser (tests/export/svg_check.py) and a screenshot of it in
+ * headless Chromium is looked at. Through the CLI, in a scratch directory.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
@@ -38,8 +39,8 @@ static int sh(const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(body, sizeof(body), fmt, ap);
   va_end(ap);
-  snprintf(cmd, sizeof(cmd), "cd '%s' && P='%s' && M='%s/scenarios' && %s", dir, PREPOST_CLI,
-           PREPOST_MODELS_DIR, body);
+  snprintf(cmd, sizeof(cmd), "cd '%s' && P='%s' && M='%s/scenarios' && SVG='%s/../tests/export/"
+           "svg_check.py' && %s", dir, PREPOST_CLI, PREPOST_MODELS_DIR, PREPOST_MODELS_DIR, body);
   int st = system(cmd);
   cr_assert(WIFEXITED(st), "%s", body);
   return WEXITSTATUS(st);
@@ -410,6 +411,73 @@ Test(export, svg_is_well_formed, .timeout = 120)
                   "grep -q ': 5 of ' small.svg"), 0);
   cr_assert_eq(sh("$P trace export t.trace 2> /dev/null"), 2, "export needs a format");
   cr_assert_eq(sh("$P trace export --svg --pcap t.trace 2> /dev/null"), 2);
+}
+
+/* A default trace has no PSNs for the protocol's messages: none is printed (every SEND was
+ * "psn 0x0"); the messages carry the protocol's names; a packet trace's PSNs are the real ones. */
+Test(export, svg_names_messages_and_prints_only_real_psns, .timeout = 120)
+{
+  cr_assert_eq(sh("$P run $M/p2p-script.yaml --trace t.trace > /dev/null"), 0);
+  cr_assert_eq(sh("$P trace export --svg t.trace -o t.svg && $SVG labels t.svg > l.txt"), 0);
+  cr_assert_eq(num("(grep -c psn l.txt || true)"), 0, "no PSN the trace does not have");
+  for (const char *const *n = (const char *const[]){"EAGER", "RTS", "CTS", "FIN", NULL}; *n; n++)
+    cr_assert_eq(sh("grep -q '^%s ' l.txt", *n), 0, "a %s arrow", *n);
+  cr_assert_eq(sh("$P run $M/lossy.yaml --trace p.trace --trace-packets > /dev/null"), 0);
+  cr_assert_eq(sh("$P trace export --svg p.trace -o p.svg && $SVG labels p.svg > l.txt"), 0);
+  cr_assert_eq(num("grep -c '^SEND psn 0x' l.txt"), num("grep -c '^SEND' l.txt"));
+  cr_assert_gt(num("grep '^SEND psn' l.txt | cut -d' ' -f3 | sort -u | wc -l"), 100,
+               "the PSNs of the packets, not one for all");
+}
+
+/* A send that never arrived says why: its completion's status at the sender (a flushed or
+ * refused SEND is not lost); "lost" is for packets only. */
+Test(export, svg_says_why_a_message_did_not_arrive, .timeout = 120)
+{
+  cr_assert_eq(sh("$P run $M/rnr-slow-consumer-retry0.yaml --trace t.trace > /dev/null"), 1);
+  cr_assert_eq(sh("$P trace export --svg t.trace -o t.svg && $SVG labels t.svg > l.txt"), 0);
+  cr_assert_eq(sh("grep -q '(RNR_RETRY_EXC_ERR)$' l.txt"), 0, "the refused send");
+  cr_assert_eq(sh("grep -q '(WR_FLUSH_ERR)$' l.txt"), 0, "the flushed send");
+  cr_assert_eq(num("(grep -c lost l.txt || true)"), 0);
+  cr_assert_eq(num("grep -c 'class=\"msg [a-z]* undelivered' t.svg"), 2);
+}
+
+/* Labels fit their lanes: a ring's RDMA_WRITE_WITH_IMM packets needed 267 px between lanes
+ * 170 px apart. */
+Test(export, svg_labels_fit_their_lanes, .timeout = 120)
+{
+  cr_assert_eq(sh("$P run $M/rnr-slow-consumer-ring.yaml --trace t.trace --trace-packets "
+                  "> /dev/null"), 0);
+  cr_assert_eq(sh("$P trace export --svg t.trace -o t.svg && $SVG fit t.svg"), 0);
+  cr_assert_eq(sh("$P trace export --svg t.trace -o t.svg --max-events 50 && $SVG fit t.svg"), 0);
+}
+
+/* --time-scale: each arrow as long as its time; a picture too tall is refused before writing. */
+Test(export, svg_time_scale, .timeout = 120)
+{
+  cr_assert_eq(sh("$P run $M/lossy.yaml --trace t.trace --trace-packets > /dev/null"), 0);
+  cr_assert_eq(sh("$P trace export --svg t.trace --time-scale 20ns -o t.svg && "
+                  "$SVG scale t.svg 20 && grep -q 'class=\"ruler\"' t.svg"), 0);
+  cr_assert_eq(sh("$P trace export --svg t.trace --time-scale 1ns -o big.svg 2> e.txt"), 2);
+  cr_assert_eq(sh("grep -q 'use a larger --time-scale' e.txt && test ! -s big.svg"), 0);
+  cr_assert_eq(sh("$P trace export --svg t.trace --time-scale 20 2> /dev/null"), 2,
+               "a duration needs its unit");
+  cr_assert_eq(sh("$P trace export --perfetto t.trace --time-scale 1us 2> /dev/null"), 2);
+}
+
+/* What a user sees: headless Chromium draws the chart (lanes, blue data arrows, red RNR NAKs).
+ * tools/lib.sh installs chromium and python3-pil. */
+Test(export, svg_renders_in_a_browser, .timeout = 180)
+{
+  cr_assert_eq(sh("command -v chromium > /dev/null"), 0, "chromium is not installed "
+               "(tools/lib.sh installs it)");
+  cr_assert_eq(sh("$P run $M/rnr-slow-consumer-retry0.yaml --trace t.trace > /dev/null"), 1);
+  cr_assert_eq(sh("$P trace export --svg t.trace -o t.svg"), 0);
+  cr_assert_eq(sh("w=$(grep -o 'width=\"[0-9]*\"' t.svg | head -1 | tr -dc 0-9) && "
+                  "h=$(grep -o 'height=\"[0-9]*\"' t.svg | head -1 | tr -dc 0-9) && "
+                  "HOME=$PWD timeout 120 chromium --headless --no-sandbox --disable-gpu "
+                  "--hide-scrollbars --user-data-dir=$PWD/chrome --screenshot=$PWD/shot.png "
+                  "--window-size=$w,$h file://$PWD/t.svg > chrome.log 2>&1 && "
+                  "$SVG shot shot.png t.svg"), 0, "the screenshot (see stderr)");
 }
 
 /* ================================================================ bounded by the trace */

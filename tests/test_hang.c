@@ -213,6 +213,18 @@ Test(corpus, retrying_for_ever_is_stopped_by_the_no_progress_bound, .timeout = 2
   cr_assert(strstr(out, "  times: ns from the trace's origin\n"), "%s", out);
 }
 
+/* A chain that ends at a rank with a timer pending is a busy rank, not an unmatched receive. */
+Test(corpus, a_chain_ending_at_a_busy_rank_names_its_timer, .timeout = 240)
+{
+  explain("busy-compute");
+  BOTH("wait-for graph: 1 -> 0 (receive (rank 0, tag 3) never matched)");
+  BOTH("no cycle: a chain ending at rank 0, which has a timer pending");
+  BOTH("cause: busy, not stuck: rank 1 waits for rank 0 (receive (rank 0, tag 3) never "
+       "matched), and rank 0 is busy until its next timer (workload) fires at 1500000000 ns "
+       "(program 0 stands at op 0 (compute");
+  cr_assert(strstr(json_out, "\"cause\": \"busy, not stuck: rank 1"), "%s", json_out);
+}
+
 Test(corpus, completed_run_has_no_hang, .timeout = 240)
 {
   cr_assert_eq(cli("run " PREPOST_MODELS_DIR "/scenarios/fast-consumer.yaml --trace ok.trace"),
@@ -315,6 +327,36 @@ Test(analysis, a_chain_to_a_done_rank_has_no_cycle)
   cr_assert_str_eq(H.edge[1].why, "receive (rank 0, tag 5) never matched (rank 0 is done: "
                                   "nothing comes)");
   cr_assert_str_eq(H.cause, "unmatched: rank 2: receive (rank 0, tag 5) never matched");
+}
+
+Test(analysis, a_chain_ending_at_a_timer_is_busy_not_unmatched)
+{
+  cr_assert_eq(pp_hang_init(&H, 3), PP_OK);
+  /* 2 -> 1 -> 0, rank 0 has a timer pending */
+  struct pp_wait a[] = {W(PP_WAIT_WORKLOAD, PP_WAIT_NOPEER, 0, "program 0 computes"),
+                        W(PP_WAIT_TIMER, PP_WAIT_NOPEER, 0, "its next timer fires at 9 ns")};
+  struct pp_wait b[] = {W(PP_WAIT_UNMATCHED, 0, 5, "receive (rank 0, tag 5) never matched")};
+  struct pp_wait c[] = {W(PP_WAIT_CTS, 1, 5, "cts from 1")};
+  pp_hang_set_rank(&H, 0, PP_HANG_STUCK, 0, a, 2);
+  pp_hang_set_rank(&H, 1, PP_HANG_STUCK, 0, b, 1);
+  pp_hang_set_rank(&H, 2, PP_HANG_STUCK, 0, c, 1);
+  pp_hang_analyze(&H);
+  cr_assert_eq(H.ncycle, 0);
+  cr_assert_eq(H.chain_end, 0);
+  cr_assert(H.chain_timer);
+  cr_assert_str_eq(H.cause, "busy, not stuck: rank 1 waits for rank 0 (receive (rank 0, tag 5) "
+                            "never matched), and rank 0 is busy until its next timer fires at 9 "
+                            "ns (program 0 computes): nothing moves before that timer");
+  /* without the timer the chain ends at a rank that cannot help: the receive is unmatched */
+  pp_hang_free(&H);
+  cr_assert_eq(pp_hang_init(&H, 3), PP_OK);
+  pp_hang_set_rank(&H, 0, PP_HANG_STUCK, 0, a, 1);
+  pp_hang_set_rank(&H, 1, PP_HANG_STUCK, 0, b, 1);
+  pp_hang_set_rank(&H, 2, PP_HANG_STUCK, 0, c, 1);
+  pp_hang_analyze(&H);
+  cr_assert_eq(H.chain_end, 0);
+  cr_assert(!H.chain_timer);
+  cr_assert_str_eq(H.cause, "unmatched: rank 1: receive (rank 0, tag 5) never matched");
 }
 
 Test(analysis, a_longer_cycle_is_found_past_a_branch)

@@ -18,6 +18,9 @@ PP_PACKAGES=(cmake ninja-build pkg-config gcc g++ libsimgrid-dev libcriterion-de
 
 # tshark decodes the pcap export in tests/test_export.c (noninteractive: no setuid dumpcap).
 PP_PACKAGES+=(tshark)
+# headless Chromium renders the SVG export and Pillow reads its screenshot
+# (tests/test_export.c: svg_renders_in_a_browser).
+PP_PACKAGES+=(chromium python3-pil)
 
 # clang and its libFuzzer runtime build the fuzz targets of tests/fuzz/run, which ctest runs for
 # a bounded time (fuzz_trace_libfuzzer, fuzz_wire_libfuzzer); without them those tests say

@@ -349,6 +349,49 @@ static bool mismatch_cause(struct pp_hang *h, uint32_t r)
   return false;
 }
 
+/* No cycle: where the chain of waits from the first stuck rank with one ends (at most nranks
+ * steps: the graph has no cycle). */
+static void find_chain_end(struct pp_hang *h)
+{
+  h->chain_end = PP_WAIT_NOPEER;
+  h->chain_timer = false;
+  if (h->ncycle || !h->nedges)
+    return;
+  uint32_t cur = h->edge[0].from;
+  for (uint32_t step = 0; step < h->nranks; step++) {
+    uint32_t next = PP_WAIT_NOPEER;
+    for (uint32_t i = 0; i < h->nedges && next == PP_WAIT_NOPEER; i++)
+      if (h->edge[i].from == cur)
+        next = h->edge[i].to;
+    if (next == PP_WAIT_NOPEER)
+      break;
+    cur = next;
+  }
+  assert(cur < h->nranks);
+  h->chain_end = cur;
+  h->chain_timer = h->rank[cur].state == PP_HANG_STUCK &&
+                   find_wait(&h->rank[cur], PP_WAIT_TIMER, PP_WAIT_NOPEER) != NULL;
+}
+
+/* The chain ends at a rank whose timer is pending: it is busy (computing, holding buffers) and
+ * will move when it fires; the ranks behind it wait, they are not deadlocked. */
+static bool chain_timer_cause(struct pp_hang *h)
+{
+  uint32_t end = h->chain_end;
+  const struct pp_hang_edge *x = NULL;
+  for (uint32_t i = 0; i < h->nedges && !x; i++)
+    if (h->edge[i].to == end)
+      x = &h->edge[i];
+  const struct pp_wait *t = find_wait(&h->rank[end], PP_WAIT_TIMER, PP_WAIT_NOPEER);
+  const struct pp_wait *w = find_wait(&h->rank[end], PP_WAIT_WORKLOAD, PP_WAIT_NOPEER);
+  if (!x || !t)
+    return false;
+  CAUSE("busy, not stuck: rank %u waits for rank %u (%s), and rank %u is busy until %s%s%s%s: "
+        "nothing moves before that timer", x->from, end, x->why, end, t->what, w ? " (" : "",
+        w ? w->what : "", w ? ")" : "");
+  return true;
+}
+
 static void name_cause(struct pp_hang *h)
 {
   for (uint32_t r = 0; r < h->nranks; r++)
@@ -392,6 +435,8 @@ static void name_cause(struct pp_hang *h)
     }
     return;
   }
+  if (h->chain_timer && chain_timer_cause(h))
+    return;
   for (uint32_t r = 0; r < h->nranks; r++) {
     const struct pp_wait *u = find_wait(&h->rank[r], PP_WAIT_UNMATCHED, PP_WAIT_NOPEER);
     if (u) {
@@ -429,6 +474,7 @@ void pp_hang_analyze(struct pp_hang *h)
     }
   }
   find_cycle(h);
+  find_chain_end(h);
   h->cause[0] = '\0';
   name_cause(h);
 }

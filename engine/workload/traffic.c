@@ -27,6 +27,7 @@
 #define CONSUME_TIMER 2u
 #define NONE UINT32_MAX
 #define MAX_TAGS 256u
+#define TRAFFIC_PAGE 4096u /* see page_buf() */
 #define MAX_WINDOW 4096u
 
 static const char *const dist_names[] = {
@@ -231,12 +232,26 @@ static enum pp_status traffic_plan(struct pp_engine *e)
   return PP_OK;
 }
 
+/* A page-aligned, zeroed buffer of n bytes: the registration cache registers whole pages
+ * around a user buffer, so a buffer's offset in its page is the same in every run, and an exact
+ * replay finds the recorded addresses again (the heap is not the same in the replaying process). */
+static uint8_t *page_buf(size_t n)
+{
+  size_t bytes = (n + TRAFFIC_PAGE - 1) / TRAFFIC_PAGE * TRAFFIC_PAGE;
+  uint8_t *p = aligned_alloc(TRAFFIC_PAGE, bytes ? bytes : TRAFFIC_PAGE);
+  if (p)
+    memset(p, 0, bytes ? bytes : TRAFFIC_PAGE);
+  return p;
+}
+
 static enum pp_status traffic_create(struct pp_engine *e)
 {
   struct traffic *a = e->as;
   uint32_t W = a->window;
-  a->sbuf = calloc((size_t)W, a->size_max);
-  a->rbuf = calloc((size_t)W, a->size_max);
+  if ((uint64_t)W * a->size_max > SIZE_MAX / 2)
+    return PP_NOMEM;
+  a->sbuf = page_buf((size_t)W * a->size_max);
+  a->rbuf = page_buf((size_t)W * a->size_max);
   a->ss = calloc(W, sizeof(*a->ss));
   a->rs = calloc(W, sizeof(*a->rs));
   a->hold = calloc(W, sizeof(*a->hold));

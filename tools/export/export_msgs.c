@@ -1,5 +1,8 @@
 #include "tools/export/export_msgs.h"
 
+#include "prepost/p2p.h"
+#include "prepost/ring.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,4 +225,61 @@ int pp_trace_protocol_messages(const struct pp_trace *t, struct pp_xmsg **out, s
   *out = v.m;
   *n = v.n;
   return 0;
+}
+
+enum pp_xfam pp_xfam_of(const struct pp_trace *t)
+{
+  struct pp_engine_cfg cfg = {0};
+  char note[256];
+  if (pp_trace_engine_cfg(t, &cfg, note, sizeof(note)) != PP_OK)
+    return PP_XFAM_PLAIN;
+  return cfg.protocol == PP_PROTO_EAGER || cfg.protocol == PP_PROTO_RNDV ? PP_XFAM_P2P
+         : cfg.protocol == PP_PROTO_RING_CREDITS                          ? PP_XFAM_RING_CREDITS
+         : cfg.protocol == PP_PROTO_RING_CTS                              ? PP_XFAM_RING_CTS
+                                                                          : PP_XFAM_PLAIN;
+}
+
+bool pp_xmsg_p2p_info(const struct pp_trace *t, const struct pp_xmsg *m,
+                      struct pp_p2p_msg_info *info)
+{
+  struct pp_trace_rec r;
+  size_t i = m->recv_rec;
+  return i != SIZE_MAX && i != 0 && i < t->nrecs && t->idx[i - 1].type == PP_TREC_MEM &&
+         t->idx[i - 1].rank == m->dst && pp_trace_get(t, i - 1, &r) == PP_OK &&
+         pp_p2p_msg_describe(r.u.mem.data, r.u.mem.len, info);
+}
+
+static const char *packet_name(const struct pp_xmsg *m)
+{
+  switch (m->kind) {
+  case PP_MK_DATA:
+    return pp_wr_opcode_name((enum pp_wr_opcode)m->opcode);
+  case PP_MK_ACK:
+    return "ACK";
+  case PP_MK_RNR_NAK:
+    return "RNR NAK";
+  case PP_MK_NAK:
+    return "NAK";
+  default:
+    return "READ RESPONSE";
+  }
+}
+
+const char *pp_xmsg_name(const struct pp_trace *t, enum pp_xfam fam, const struct pp_xmsg *m)
+{
+  if (m->send_rec == SIZE_MAX)
+    return packet_name(m);
+  if (fam == PP_XFAM_P2P) {
+    struct pp_p2p_msg_info info;
+    return pp_xmsg_p2p_info(t, m, &info) ? pp_p2p_msg_name(info.type) : "message";
+  }
+  if ((fam == PP_XFAM_RING_CREDITS || fam == PP_XFAM_RING_CTS) &&
+      m->opcode == PP_WR_RDMA_WRITE_WITH_IMM) {
+    struct pp_trace_rec r;
+    if (m->send_rec < t->nrecs && pp_trace_get(t, m->send_rec, &r) == PP_OK &&
+        (r.u.send.wr.imm_data & PP_RING_IMM_CREDIT))
+      return "credit";
+    return "data";
+  }
+  return packet_name(m); /* a protocol without named messages: the opcode */
 }

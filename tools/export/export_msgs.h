@@ -7,6 +7,7 @@
 #ifndef PP_EXPORT_MSGS_H
 #define PP_EXPORT_MSGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,24 @@ struct pp_xmsg {
   size_t send_rec, recv_rec; /* protocol messages: the POST_SEND and the receive's WC record
                                 (SIZE_MAX: none); packets: SIZE_MAX */
 };
+
+/* How the protocol of a trace names its messages (its engine configuration says which). */
+enum pp_xfam { PP_XFAM_PLAIN, PP_XFAM_P2P, PP_XFAM_RING_CREDITS, PP_XFAM_RING_CTS };
+enum pp_xfam pp_xfam_of(const struct pp_trace *t);
+/* p2p: the header the trace captured at the receiver right before m's receive completion;
+ * false when m was not received or its head was not captured. */
+struct pp_p2p_msg_info;
+bool pp_xmsg_p2p_info(const struct pp_trace *t, const struct pp_xmsg *m,
+                      struct pp_p2p_msg_info *info);
+/* The name a protocol message (send_rec set) has in its protocol: EAGER, RTS, CTS, FIN, ACK,
+ * CREDIT (p2p), data or credit (ring), the opcode otherwise; a packet: its kind or opcode. */
+const char *pp_xmsg_name(const struct pp_trace *t, enum pp_xfam fam, const struct pp_xmsg *m);
+/* Whether m's PSN is known: packets carry theirs; a send paired with its receive completion
+ * has none in the trace (psn is 0 there). */
+static inline bool pp_xmsg_has_psn(const struct pp_xmsg *m)
+{
+  return m->send_rec == SIZE_MAX;
+}
 
 /* Fills *out (malloc'd, free it) with the messages in the order they were sent. */
 int pp_trace_messages(const struct pp_trace *t, struct pp_xmsg **out, size_t *n, char *err,

@@ -184,22 +184,6 @@ static void counter(struct pf_out *w, uint32_t pid, uint64_t ts, const struct ra
   pf_counter(w, pid, "work requests", keys, vals, 2, ts);
 }
 
-static const char *msg_name(const struct pp_xmsg *m)
-{
-  switch (m->kind) {
-  case PP_MK_DATA:
-    return pp_wr_opcode_name((enum pp_wr_opcode)m->opcode);
-  case PP_MK_ACK:
-    return "ACK";
-  case PP_MK_RNR_NAK:
-    return "RNR NAK";
-  case PP_MK_NAK:
-    return "NAK";
-  default:
-    return "READ RESPONSE";
-  }
-}
-
 /* What is drawn: events in the time window [from, to), at most max of them (0: no limit), a work
  * request's slice, a counter's change, an error and a message with its arrow counting one each;
  * a slice begun is always ended (its end is not counted). */
@@ -225,8 +209,6 @@ static bool admit(struct gate *g, uint64_t ts)
 
 /* ---------------------------------------------------------------- the protocol's messages */
 
-enum family { FAM_PLAIN, FAM_P2P, FAM_RING_CREDITS, FAM_RING_CTS };
-
 struct pmsg {
   const char *name;
   bool costs_credit;     /* p2p EAGER, RTS: one data credit of the sender */
@@ -236,7 +218,7 @@ struct pmsg {
 };
 
 struct proto {
-  enum family fam;
+  enum pp_xfam fam;
   uint32_t credits; /* p2p: a sender's data credits per QP at the start */
   uint32_t slots;   /* ring: slots per channel */
   struct pp_xmsg *m;
@@ -248,23 +230,17 @@ struct proto {
 /* What the head captured right before a receive completion says (p2p). */
 static void name_p2p(const struct pp_trace *t, const struct pp_xmsg *m, struct pmsg *p)
 {
-  struct pp_trace_rec r;
   struct pp_p2p_msg_info info;
-  size_t i = m->recv_rec;
-  if (i == SIZE_MAX || i == 0 || t->idx[i - 1].type != PP_TREC_MEM ||
-      t->idx[i - 1].rank != m->dst || pp_trace_get(t, i - 1, &r) != PP_OK ||
-      !pp_p2p_msg_describe(r.u.mem.data, r.u.mem.len, &info)) {
-    p->name = "message"; /* not received, or its head not captured */
-    return;
-  }
-  p->name = pp_p2p_msg_name(info.type);
+  p->name = pp_xmsg_name(t, PP_XFAM_P2P, m);
+  if (!pp_xmsg_p2p_info(t, m, &info))
+    return; /* not received, or its head not captured: "message" */
   p->costs_credit = info.type == PP_P2P_MSG_EAGER || info.type == PP_P2P_MSG_RTS;
   p->credits_back = info.credits;
 }
 
-static const char *one_sided_name(enum family fam, enum pp_wr_opcode op)
+static const char *one_sided_name(enum pp_xfam fam, enum pp_wr_opcode op)
 {
-  if (fam == FAM_RING_CREDITS || fam == FAM_RING_CTS)
+  if (fam == PP_XFAM_RING_CREDITS || fam == PP_XFAM_RING_CTS)
     return "credit"; /* the wrapped head of a CTS range, written ahead of its update */
   return op == PP_WR_RDMA_READ ? "data (RDMA READ)" : "data (RDMA WRITE)";
 }
@@ -274,11 +250,8 @@ static int proto_load(const struct pp_trace *t, struct proto *P, char *err, size
   memset(P, 0, sizeof(*P));
   struct pp_engine_cfg cfg = {0};
   char note[256];
+  P->fam = pp_xfam_of(t);
   if (pp_trace_engine_cfg(t, &cfg, note, sizeof(note)) == PP_OK) {
-    P->fam = cfg.protocol == PP_PROTO_EAGER || cfg.protocol == PP_PROTO_RNDV ? FAM_P2P
-             : cfg.protocol == PP_PROTO_RING_CREDITS                          ? FAM_RING_CREDITS
-             : cfg.protocol == PP_PROTO_RING_CTS                              ? FAM_RING_CTS
-                                                                              : FAM_PLAIN;
     struct pp_p2p_params prm;
     pp_p2p_params_resolve(&cfg, &prm); /* the defaults the engine applied */
     P->credits = prm.credits;
@@ -299,9 +272,9 @@ static int proto_load(const struct pp_trace *t, struct proto *P, char *err, size
     struct pmsg *p = &P->pm[i];
     P->by_send[m->send_rec] = i;
     p->name = "data";
-    if (P->fam == FAM_P2P) {
+    if (P->fam == PP_XFAM_P2P) {
       name_p2p(t, m, p);
-    } else if ((P->fam == FAM_RING_CREDITS || P->fam == FAM_RING_CTS) &&
+    } else if ((P->fam == PP_XFAM_RING_CREDITS || P->fam == PP_XFAM_RING_CTS) &&
                m->opcode == PP_WR_RDMA_WRITE_WITH_IMM) {
       struct pp_trace_rec r;
       if (pp_trace_get(t, m->send_rec, &r) != PP_OK)
@@ -400,12 +373,12 @@ static int proto_counter_events(const struct proto *P, struct cev **v, size_t *n
     struct cev tx = {.ts = m->t0, .rank = m->src, .qpn = m->src_qpn, .peer = m->dst};
     struct cev rx = {.ts = m->t1, .rank = m->dst, .qpn = m->dst_qpn, .peer = m->src};
     int rc = 0;
-    if (P->fam == FAM_P2P && P->credits) {
+    if (P->fam == PP_XFAM_P2P && P->credits) {
       if (p->costs_credit)
         tx.kind = CK_EAGER, tx.arg = -1, rc |= push_cev(v, n, &cap, tx);
       if (arrived && p->credits_back)
         rx.kind = CK_EAGER, rx.arg = p->credits_back, rc |= push_cev(v, n, &cap, rx);
-    } else if (P->fam == FAM_RING_CREDITS || P->fam == FAM_RING_CTS) {
+    } else if (P->fam == PP_XFAM_RING_CREDITS || P->fam == PP_XFAM_RING_CTS) {
       if (p->ring_data) {
         tx.kind = CK_RING_SENT, rc |= push_cev(v, n, &cap, tx);
         if (arrived)
@@ -452,7 +425,7 @@ static int proto_counters(struct pf_out *w, const struct proto *P, struct gate *
         k->sent++;
       } else { /* ring-credits: the receiver's head, S slots beyond it; ring-cts: the end */
         k->last_limit = unwrap31(k->last_limit, (uint32_t)e->arg);
-        k->limit = k->last_limit + (P->fam == FAM_RING_CREDITS ? S : 0);
+        k->limit = k->last_limit + (P->fam == PP_XFAM_RING_CREDITS ? S : 0);
       }
       what = "ring credits", val = (int64_t)k->limit - (int64_t)k->sent;
       break;
@@ -461,7 +434,7 @@ static int proto_counters(struct pf_out *w, const struct proto *P, struct gate *
         k->arrived++;
       } else {
         k->last_consumed = unwrap31(k->last_consumed, (uint32_t)e->arg);
-        k->consumed = k->last_consumed - (P->fam == FAM_RING_CTS ? S : 0);
+        k->consumed = k->last_consumed - (P->fam == PP_XFAM_RING_CTS ? S : 0);
       }
       what = "ring occupancy", val = (int64_t)k->arrived - (int64_t)k->consumed;
       break;
@@ -601,22 +574,24 @@ static void perfetto_wc(struct pf_out *w, struct wqs *W, struct gate *g,
     counter(w, PID(r->rank), r->ts, c);
 }
 
-static void perfetto_wire(struct pf_out *w, const struct pp_xmsg *msgs, size_t nmsg,
-                          struct gate *g)
+static void perfetto_wire(struct pf_out *w, const struct pp_trace *t, enum pp_xfam fam,
+                          const struct pp_xmsg *msgs, size_t nmsg, struct gate *g)
 {
   for (size_t i = 0; i < nmsg; i++) {
     const struct pp_xmsg *m = &msgs[i];
     if (!admit(g, m->t0))
       continue;
-    const char *nm = msg_name(m);
+    const char *nm = pp_xmsg_name(t, fam, m);
     bool arrived = m->t1 != UINT64_MAX; /* lost or still in flight: no arrow */
-    struct pf_arg tx[] = {{.key = "psn", .u = m->psn}, {.key = "bytes", .u = m->len},
-                          {.key = "to", .u = m->dst}};
-    pf_mark(w, PID(m->src), m->src_qpn, "wire", nm, m->t0, arrived ? i + 1 : 0, false, tx, 3);
+    bool psn = pp_xmsg_has_psn(m);      /* the args without a PSN the trace does not have */
+    struct pf_arg tx[] = {{.key = "bytes", .u = m->len}, {.key = "to", .u = m->dst},
+                          {.key = "psn", .u = m->psn}};
+    pf_mark(w, PID(m->src), m->src_qpn, "wire", nm, m->t0, arrived ? i + 1 : 0, false, tx,
+            psn ? 3 : 2);
     if (!arrived)
       continue;
-    struct pf_arg rx[] = {{.key = "psn", .u = m->psn}, {.key = "from", .u = m->src}};
-    pf_mark(w, PID(m->dst), m->dst_qpn, "wire", nm, m->t1, i + 1, true, rx, 2);
+    struct pf_arg rx[] = {{.key = "from", .u = m->src}, {.key = "psn", .u = m->psn}};
+    pf_mark(w, PID(m->dst), m->dst_qpn, "wire", nm, m->t1, i + 1, true, rx, psn ? 2 : 1);
   }
 }
 
@@ -710,7 +685,7 @@ int pp_export_perfetto(const struct pp_trace *t, FILE *o, const struct pp_export
       if (W.e[k].drawn)
         slice_end(w, &W.e[k], end_ts, "pending", 0);
   if (rc == 0) {
-    perfetto_wire(w, msgs, nmsg, &g);
+    perfetto_wire(w, t, P.fam, msgs, nmsg, &g);
     proto_flows(w, &P, nmsg, &g); /* flow ids after the wire's */
     rc = proto_counters(w, &P, &g);
   }

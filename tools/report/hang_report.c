@@ -74,8 +74,12 @@ void pp_hang_print(FILE *out, const struct pp_hang *h)
     fprintf(out, " %u: %s\n", h->cycle[0],
             timer ? "a rank of it has a timer pending" : "a deadlock, none of them can move first");
   } else {
-    fprintf(out, "  no cycle: a chain ending at a rank that cannot help (a QP in ERROR, a "
-                 "finished or dead rank)\n");
+    if (h->chain_timer)
+      fprintf(out, "  no cycle: a chain ending at rank %u, which has a timer pending (busy "
+                   "until it fires)\n", h->chain_end);
+    else
+      fprintf(out, "  no cycle: a chain ending at a rank that cannot help (a QP in ERROR, a "
+                   "finished or dead rank)\n");
   }
   if (h->cause[0])
     fprintf(out, "  cause: %s\n", h->cause);

@@ -23,6 +23,7 @@
 #include "tools/report/hang_report.h"
 #include "tools/report/report.h"
 #include "tools/trace/trace_cli.h"
+#include "tools/trace/replay_data.h"
 #include "tools/trace/trace_sim.h"
 
 enum { EXIT_OK = 0, EXIT_ERRORS = 1, EXIT_USAGE = 2, EXIT_STALLED = 3 };
@@ -33,6 +34,8 @@ struct rp_mr {
   uint32_t lkey, rkey;
   uint64_t rec_addr, len; /* as recorded */
   uint64_t live_addr;     /* the replayed engine's buffer */
+  bool snapshotted;       /* remote-writable and small: the trace diffs it before each input */
+  bool gone;              /* deregistered */
 };
 
 struct rp_wr { /* a work request posted and not completed (for the state dump) */
@@ -68,12 +71,17 @@ struct rp_rank {
   struct rp_wr *wrs;
   size_t nwr, wr_cap;
   uint64_t inputs, outputs;
+  size_t *mem; /* MEM records waiting for the input they come before (record numbers) */
+  size_t nmem, mem_cap;
+  struct pp_rank_stats final; /* the engine's statistics right before it was destroyed */
 };
 
 struct replay {
   const struct pp_trace *t;
   struct pp_engine_cfg cfg;
   struct rp_rank *ranks;
+  struct rpd *data;      /* the payloads moved between the replayed engines */
+  uint64_t snapshot_max; /* trace.snapshot_max */
   bool diverged;
   uint32_t div_rank;
   uint64_t div_index; /* the record expected (or the input being replayed) */
@@ -134,7 +142,10 @@ static int add_mr(struct rp_rank *k, const struct pp_trace_rec *r, uint64_t live
   }
   k->mrs[k->nmr++] = (struct rp_mr){.lkey = r->u.mr.lkey, .rkey = r->u.mr.rkey,
                                     .rec_addr = r->u.mr.addr, .len = r->u.mr.length,
-                                    .live_addr = live};
+                                    .live_addr = live,
+                                    .snapshotted = (r->u.mr.access & PP_ACCESS_REMOTE_WRITE) &&
+                                                   r->u.mr.length > 0 &&
+                                                   r->u.mr.length <= k->R->snapshot_max};
   return 0;
 }
 
@@ -173,6 +184,50 @@ static struct rp_qp *qp_of(struct rp_rank *k, uint32_t qpn)
   for (size_t i = 0; i < k->nqp; i++)
     if (k->qps[i].qpn == qpn)
       return &k->qps[i];
+  return NULL;
+}
+
+/* ---- what the payload mover (replay_data.h) asks */
+
+static bool env_qp(void *ctx, uint32_t rank, uint32_t qpn, uint32_t *peer, uint32_t *dest,
+                   uint32_t *srq)
+{
+  struct replay *R = ctx;
+  struct rp_qp *q = rank < R->t->nranks ? qp_of(&R->ranks[rank], qpn) : NULL;
+  if (!q)
+    return false;
+  *peer = q->peer;
+  *dest = q->dest_qpn;
+  *srq = q->srq;
+  return true;
+}
+
+static bool mr_holds(const struct rp_mr *m, uint64_t addr, uint64_t len)
+{
+  return !m->gone && addr >= m->rec_addr && addr - m->rec_addr <= m->len &&
+         len <= m->len - (addr - m->rec_addr);
+}
+
+/* The recorded address inside the region rkey names, in the replayed engine's memory: through
+ * the first-registered region around it, as to_rec() maps the other way. */
+static void *env_remote(void *ctx, uint32_t rank, uint32_t rkey, uint64_t addr, uint64_t len,
+                        bool *recorded)
+{
+  struct replay *R = ctx;
+  *recorded = false;
+  const struct rp_rank *k = rank < R->t->nranks ? &R->ranks[rank] : NULL;
+  if (!k || !k->e || k->destroyed)
+    return NULL;
+  const struct rp_mr *key = NULL;
+  for (size_t i = 0; i < k->nmr && !key; i++)
+    if (k->mrs[i].rkey == rkey && mr_holds(&k->mrs[i], addr, len))
+      key = &k->mrs[i];
+  if (!key)
+    return NULL; /* not where the key lets a peer write or read */
+  *recorded = key->snapshotted;
+  for (size_t i = 0; i < k->nmr; i++)
+    if (mr_holds(&k->mrs[i], addr, len))
+      return (void *)(uintptr_t)(k->mrs[i].live_addr + (addr - k->mrs[i].rec_addr));
   return NULL;
 }
 
@@ -273,6 +328,11 @@ static int ck_dereg_mr(void *nic, const struct pp_mr *mr)
     return PP_INVALID;
   if (r.u.mr.lkey != mr->lkey || r.u.mr.length != mr->length)
     mismatch(k, &r, "lkey or length", p);
+  for (size_t i = 0; r.ret == PP_OK && i < k->nmr; i++)
+    if (k->mrs[i].lkey == mr->lkey && !k->mrs[i].gone) {
+      k->mrs[i].gone = true; /* no payload goes there any more */
+      break;
+    }
   return r.ret;
 }
 
@@ -436,8 +496,11 @@ static int ck_post_send(void *nic, uint32_t qpn, const struct pp_send_wr *wr)
       !sges_eq(k, e->sg_list, wr->sg_list, wr->num_sge) || e->remote_addr != wr->remote_addr ||
       e->rkey != wr->rkey || e->imm_data != wr->imm_data)
     mismatch(k, &r, "the work request", p);
-  else if (r.ret == PP_OK)
+  else if (r.ret == PP_OK) {
     wr_add(k, qpn, wr->wr_id, 1, wr->opcode, wr->sg_list, wr->num_sge);
+    if (rpd_post_send(k->R->data, k->rank, qpn, wr))
+      diverge(k, r.index, "(memory for the payload)", "out of memory");
+  }
   return r.ret;
 }
 
@@ -462,8 +525,11 @@ static int check_recv(struct rp_rank *k, unsigned type, uint32_t q, const struct
   if (r.u.recv.qp_num != q || e->wr_id != wr->wr_id || e->num_sge != wr->num_sge ||
       !sges_eq(k, e->sg_list, wr->sg_list, wr->num_sge))
     mismatch(k, &r, "the work request", p);
-  else if (r.ret == PP_OK)
+  else if (r.ret == PP_OK) {
     wr_add(k, q, wr->wr_id, type == PP_TREC_POST_RECV ? 0 : 2, 0, wr->sg_list, wr->num_sge);
+    if (rpd_post_recv(k->R->data, k->rank, q, type == PP_TREC_POST_SRQ_RECV, wr))
+      diverge(k, r.index, "(memory for the receive)", "out of memory");
+  }
   return r.ret;
 }
 
@@ -559,9 +625,42 @@ static void after_input(struct rp_rank *k, enum pp_status got)
             "the call returned %s", pp_status_name(got));
 }
 
+/* A MEM record is applied right before the next input of its rank, and after the payload that
+ * input's completion stands for was moved: what the NIC placed is the record. */
+static void defer_mem(struct rp_rank *k, const struct pp_trace_rec *r)
+{
+  if (k->nmem == k->mem_cap) {
+    size_t cap = k->mem_cap ? k->mem_cap * 2 : 16;
+    size_t *n = realloc(k->mem, cap * sizeof(*n));
+    if (!n) {
+      char buf[1024];
+      diverge(k, r->index, fmt_rec(r, buf, sizeof(buf)), "out of memory");
+      return;
+    }
+    k->mem = n;
+    k->mem_cap = cap;
+  }
+  k->mem[k->nmem++] = r->index;
+}
+
+static void apply_deferred(struct rp_rank *k)
+{
+  for (size_t i = 0; i < k->nmem && !k->R->diverged; i++) {
+    struct pp_trace_rec m;
+    if (pp_trace_get(k->R->t, k->mem[i], &m) == PP_OK)
+      apply_mem(k, &m);
+  }
+  k->nmem = 0;
+}
+
 static void feed(struct rp_rank *k, const struct pp_trace_rec *r)
 {
   struct replay *R = k->R;
+  if (r->type != PP_TREC_MEM) {
+    if (r->type == PP_TREC_WC && k->e && !k->destroyed)
+      rpd_wc(R->data, k->rank, &r->u.wc);
+    apply_deferred(k);
+  }
   k->input = r->index;
   k->now = r->ts;
   k->inputs++;
@@ -579,7 +678,7 @@ static void feed(struct rp_rank *k, const struct pp_trace_rec *r)
     break;
   }
   case PP_TREC_MEM:
-    apply_mem(k, r);
+    defer_mem(k, r);
     return;
   case PP_TREC_RET:
     diverge(k, r->index, fmt_rec(r, buf, sizeof(buf)), "(a status with no call before it)");
@@ -631,6 +730,7 @@ static void feed(struct rp_rank *k, const struct pp_trace_rec *r)
     s = pp_engine_on_timer(k->e, r->ts);
     break;
   case PP_TREC_DESTROY:
+    pp_engine_stats(k->e, &k->final);
     pp_engine_destroy(k->e);
     k->destroyed = true;
     break;
@@ -868,6 +968,35 @@ static int usage(const char *fmt, const char *arg)
   return pp_cli_usage_error("prepost", pp_replay_usage, fmt, arg);
 }
 
+/* What the payloads say after a replay: receives whose bytes the replay could not move, and a
+ * rank whose replayed statistics differ from the recorded end of the run. */
+static void data_notes(struct replay *R)
+{
+  struct rpd_stats ds;
+  rpd_stats(R->data, &ds);
+  if (ds.no_sender)
+    printf("note: %" PRIu64 " receives had no replayed sender (a rank missing from the trace): "
+           "beyond the bytes the trace holds, their payload is not known and may count as "
+           "corrupt\n", ds.no_sender);
+  for (uint32_t r = 0; r < R->t->nranks; r++) {
+    struct rp_rank *k = &R->ranks[r];
+    struct pp_trace_rec e;
+    size_t i = SIZE_MAX; /* the rank's end of run: its last RANK_END record */
+    for (size_t j = R->t->rank_nrecs[r]; j-- > 0 && i == SIZE_MAX;)
+      if (R->t->idx[R->t->rank_recs[r][j]].type == PP_TREC_RANK_END)
+        i = R->t->rank_recs[r][j];
+    if (!k->e || i == SIZE_MAX || pp_trace_get(R->t, i, &e) != PP_OK)
+      continue;
+    struct pp_rank_stats st = k->final;
+    if (!k->destroyed)
+      pp_engine_stats(k->e, &st);
+    if (st.messages_received != e.u.end.messages_received || st.corrupt != e.u.end.corrupt)
+      printf("note: rank %u: replayed %" PRIu64 " received, %" PRIu64 " corrupt; the run "
+             "recorded %" PRIu64 " and %" PRIu64 "\n", r, st.messages_received, st.corrupt,
+             e.u.end.messages_received, e.u.end.corrupt);
+  }
+}
+
 static int replay_exact(const struct pp_trace *t, uint64_t until, uint64_t at, uint64_t only,
                         bool quiet, bool hang, bool json)
 {
@@ -879,13 +1008,16 @@ static int replay_exact(const struct pp_trace *t, uint64_t until, uint64_t at, u
   }
   if (note[0])
     fprintf(stderr, "prepost: warning: %s\n", note);
-  const struct pp_trace_kv *cap = pp_trace_kv_find(t, "trace.capture_bytes");
-  if (!quiet && !hang && cap && cap->type == PP_TKV_U64 && cap->u < R.cfg.workload.size)
-    printf("note: the trace holds the first %" PRIu64 " bytes of each received message: the "
-           "replayed engines count the rest as corrupt\n", cap->u);
-  R.ranks = calloc(t->nranks, sizeof(*R.ranks));
-  if (!R.ranks)
+  const struct pp_trace_kv *snap = pp_trace_kv_find(t, "trace.snapshot_max");
+  R.snapshot_max = snap && snap->type == PP_TKV_U64 ? snap->u : 0;
+  R.ranks = calloc(t->nranks ? t->nranks : 1, sizeof(*R.ranks));
+  R.data = rpd_create(t->nranks, (struct rpd_env){.ctx = &R, .qp = env_qp, .remote = env_remote});
+  if (!R.ranks || !R.data) {
+    fprintf(stderr, "prepost: out of memory\n");
+    free(R.ranks);
+    rpd_free(R.data);
     return EXIT_USAGE;
+  }
   for (uint32_t r = 0; r < t->nranks; r++)
     R.ranks[r] = (struct rp_rank){.R = &R, .rank = r};
   size_t i = 0;
@@ -935,6 +1067,7 @@ static int replay_exact(const struct pp_trace *t, uint64_t until, uint64_t at, u
     else
       printf("replay matched: %u ranks, %zu records, %" PRIu64 " inputs, %" PRIu64
              " outputs\n", t->nranks, t->nrecs, in, out);
+    data_notes(&R);
   }
   if ((stopped || R.diverged || until != UINT64_MAX || at != UINT64_MAX) && !(hang && json))
     for (uint32_t r = 0; r < t->nranks; r++)
@@ -950,8 +1083,10 @@ static int replay_exact(const struct pp_trace *t, uint64_t until, uint64_t at, u
     free(k->mrs);
     free(k->qps);
     free(k->wrs);
+    free(k->mem);
   }
   free(R.ranks);
+  rpd_free(R.data);
   return rc;
 }
 

@@ -606,7 +606,8 @@ const char *const pp_trace_usage =
     "       prepost trace stats TRACE [--partial]\n"
     "       prepost trace merge -o FILE PART...\n"
     "       prepost trace export (--pcap|--perfetto|--svg) TRACE [-o FILE] [--snaplen SIZE]\n"
-    "                             [--max-events N] [--window FROM:TO] [--proto] [--partial]\n"
+    "                             [--max-events N] [--window FROM:TO] [--proto] [--time-scale T]\n"
+    "                             [--partial]\n"
     "       prepost trace import --pcap CAPTURE [--json] [-o TRACE] [--scenario-out FILE]\n"
     "\n"
     "Traces are written by `prepost run SCENARIO --trace FILE` (format: traces/FORMAT.md).\n"
@@ -624,7 +625,8 @@ const char *const pp_trace_usage =
     "                        needs a trace recorded with `prepost run --trace F --trace-packets`\n"
     "            --perfetto  Chrome/Perfetto trace JSON (ui.perfetto.dev); with --proto,\n"
     "                        Perfetto's protobuf trace format (a .pftrace: smaller, for big runs)\n"
-    "            --svg       a message sequence chart (ranks as lanes)\n"
+    "            --svg       a message sequence chart (ranks as lanes, time down; each message\n"
+    "                        named as its protocol names it; a PSN only where the trace has it)\n"
     "            -o FILE     output file (default: stdout)\n"
     "            --snaplen S pcap: capture at most S bytes per packet, up to 64KiB - 1 (default:\n"
     "                        the whole packet)\n"
@@ -633,6 +635,8 @@ const char *const pp_trace_usage =
     "                        default: all; the slices begun still end)\n"
     "            --window FROM:TO  perfetto: only what happens from FROM to TO ns (TO empty:\n"
     "                        the end); work requests still pair with completions outside it\n"
+    "            --time-scale T  svg: time to scale, T per pixel (e.g. 10ns; default: a row\n"
+    "                        per event, the row's time on the left)\n"
     "  import    a RoCE/IB packet capture (pcap, pcapng): per-QP statistics, a diagnosis,\n"
     "            -o TRACE  the capture as a trace for export; --scenario-out FILE  a scenario\n"
     "            that reproduces its RNR pattern (`prepost trace import --help`)\n"
@@ -822,7 +826,8 @@ static int cmd_export(int argc, char **argv)
   struct pp_export_opts o = {.snaplen = 0, .max_events = 0};
   bool max_given = false;
   unsigned flags = 0;
-  enum { E_PCAP = 256, E_PERFETTO, E_SVG, E_PARTIAL, E_SNAPLEN, E_MAX_EVENTS, E_PROTO, E_WINDOW };
+  enum { E_PCAP = 256, E_PERFETTO, E_SVG, E_PARTIAL, E_SNAPLEN, E_MAX_EVENTS, E_PROTO, E_WINDOW,
+         E_TIME_SCALE };
   static const struct option opts[] = {{"pcap", no_argument, NULL, E_PCAP},
                                        {"perfetto", no_argument, NULL, E_PERFETTO},
                                        {"svg", no_argument, NULL, E_SVG},
@@ -831,6 +836,7 @@ static int cmd_export(int argc, char **argv)
                                        {"max-events", required_argument, NULL, E_MAX_EVENTS},
                                        {"proto", no_argument, NULL, E_PROTO},
                                        {"window", required_argument, NULL, E_WINDOW},
+                                       {"time-scale", required_argument, NULL, E_TIME_SCALE},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "ho:", .longs = opts,
@@ -865,6 +871,10 @@ static int cmd_export(int argc, char **argv)
     case E_PROTO:
       o.proto = true;
       break;
+    case E_TIME_SCALE:
+      if (pp_cli_opt_duration(&g, 1, UINT64_C(1000000000000), &o.svg_ns_per_px))
+        return EXIT_USAGE;
+      break;
     case E_WINDOW: {
       const char *v = g.arg, *colon = strchr(v, ':');
       char from[32];
@@ -896,6 +906,8 @@ static int cmd_export(int argc, char **argv)
     o.max_events = 400;
   if ((o.from_ns || o.to_ns || o.proto) && strcmp(kind, "perfetto"))
     return usage("%s", "--window and --proto go with --perfetto");
+  if (o.svg_ns_per_px && strcmp(kind, "svg"))
+    return usage("%s", "--time-scale goes with --svg");
   struct pp_trace_file f;
   char err[1024];
   if (pp_trace_file_load(path, flags, &f, err, sizeof(err))) {

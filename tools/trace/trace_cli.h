@@ -51,6 +51,7 @@ struct pp_export_opts {
   uint64_t max_events;  /* svg: messages drawn at most; perfetto: events (0: no limit) */
   uint64_t from_ns, to_ns; /* perfetto: only what happens in [from_ns, to_ns) (to_ns 0: the end) */
   bool proto;              /* perfetto: Perfetto's protobuf trace format instead of JSON */
+  uint64_t svg_ns_per_px;  /* svg: time to scale, this many ns per pixel (0: a row per event) */
 };
 /* 0 when the trace has every packet (trace.packets all), else -1 and what to record instead */
 int pp_export_pcap_check(const struct pp_trace *t, char *err, size_t errlen);

@@ -155,6 +155,10 @@ struct pp_hang {
   uint32_t nedges;
   uint32_t *cycle;
   uint32_t ncycle;
+  /* No cycle: the rank the wait-for chain from the first stuck rank ends at (it waits for no
+   * one), or PP_WAIT_NOPEER; chain_timer: it has a timer pending (busy until then, not stuck). */
+  uint32_t chain_end;
+  bool chain_timer;
   char cause[512];
 };
 
