@@ -418,6 +418,39 @@ Test(rxe, unsignalled_wrs_are_outstanding_until_a_completion_covers_them)
   cr_assert_eq(vnic_sends_outstanding(P.n), 0, "its completion covers the three before it");
 }
 
+/* What a stopped rank prints about its queues (vnic_describe): the device's own PSNs, so the
+ * two sides of a stall can be compared: three SENDs from qa to qb move qa's next send PSN and
+ * qb's expected receive PSN from 7 (connect_qp) to 10, and nothing else. */
+Test(rxe, describe_gives_each_qp_its_psns_and_the_counts)
+{
+  nheld = 0;
+  setup_pair(7, PP_ACCESS_LOCAL_WRITE, 0);
+  for (uint32_t i = 0; i < 3; i++)
+    post_recv_b(20 + i, 4096 * i);
+  for (uint32_t i = 0; i < 3; i++)
+    cr_assert_eq(post(P.qa, PP_WR_SEND, 64, 0, 0, 0, 10 + i), PP_OK);
+  for (uint32_t i = 0; i < 3; i++) {
+    cr_assert_eq(wait_wc(P.qa).status, PP_WC_SUCCESS);
+    cr_assert_eq(wait_wc(P.qb).status, PP_WC_SUCCESS);
+  }
+  char buf[2048], want[256];
+  size_t k = vnic_describe(P.n, buf, sizeof(buf));
+  cr_assert_eq(k, strlen(buf));
+  cr_assert(strstr(buf, ": completions polled 3 send, 3 receive; posted 3 send, 3 receive WRs; "
+                        "0 send WRs outstanding\n"), "%s", buf);
+  snprintf(want, sizeof(want),
+           "  qp %u (peer 1, remote qp %u): RTS, next send psn 10, expected receive psn 7, 0 send "
+           "WRs outstanding\n", P.qa, P.qb);
+  cr_assert(strstr(buf, want), "%s\nwanted %s", buf, want);
+  snprintf(want, sizeof(want),
+           "  qp %u (peer 0, remote qp %u): RTS, next send psn 7, expected receive psn 10, 0 send "
+           "WRs outstanding\n", P.qb, P.qa);
+  cr_assert(strstr(buf, want), "%s\nwanted %s", buf, want);
+  char small[16];
+  cr_assert_eq(vnic_describe(P.n, small, sizeof(small)), k, "cut, it still counts the whole");
+  cr_assert_eq(strlen(small), sizeof(small) - 1);
+}
+
 /* ================================================================ driver: bootstrap with a device */
 
 static char tmpdir[64], *out, *errs;

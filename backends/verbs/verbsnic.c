@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <infiniband/verbs.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -69,6 +70,8 @@ struct vnic {
   struct ibv_mr **mrs; /* grown on demand (registration caches register many regions) */
   uint32_t mr_cap, max_mr;
   uint64_t sends_out; /* send WRs outstanding on every QP (the sum of their sq_len) */
+  uint64_t polled[2];  /* completions polled from the send CQ, the receive CQ */
+  uint64_t posted[2];  /* send WRs, receive WRs (QPs and SRQs) posted */
   const struct vnic_driver *drv; /* whose counter names (counters.h); NULL: unknown */
   struct vnic_raw mark;           /* the counters' zero (vnic_counters_mark) */
 };
@@ -752,6 +755,7 @@ static int op_post_send(void *nic, uint32_t qpn, const struct pp_send_wr *wr)
   int rc = ibv_post_send(q->qp, &w, &bad);
   if (rc)
     return post_errno(q->qp, rc);
+  n->posted[0]++;
   if (q->sq_len < q->sq_cap) {
     q->sq[(q->sq_head + q->sq_len++) % q->sq_cap] = wr->wr_id;
     n->sends_out++;
@@ -784,7 +788,9 @@ static int op_post_recv(void *nic, uint32_t qpn, const struct pp_recv_wr *wr)
     return PP_NOTFOUND;
   if (q->srq_num)
     return PP_INVALID;
-  return post_recv_common(q->qp, NULL, wr);
+  int s = post_recv_common(q->qp, NULL, wr);
+  n->posted[1] += s == PP_OK;
+  return s;
 }
 
 static int op_post_srq_recv(void *nic, uint32_t srq_num, const struct pp_recv_wr *wr)
@@ -793,7 +799,9 @@ static int op_post_srq_recv(void *nic, uint32_t srq_num, const struct pp_recv_wr
   struct ibv_srq *srq = srq_get(n, srq_num);
   if (!srq)
     return PP_NOTFOUND;
-  return post_recv_common(NULL, srq, wr);
+  int s = post_recv_common(NULL, srq, wr);
+  n->posted[1] += s == PP_OK;
+  return s;
 }
 
 static int op_query_counters(void *nic, struct pp_nic_counters *out)
@@ -870,6 +878,7 @@ int vnic_poll_cq(struct vnic *n, struct pp_wc *wc, int max)
     int k = ibv_poll_cq(cq, want, w);
     if (k < 0)
       return -1;
+    n->polled[side] += (uint64_t)k;
     for (int i = 0; i < k; i++) {
       to_pp_wc(&w[i], side == 0, &wc[got++]);
       if (side == 0)
@@ -943,4 +952,54 @@ void vnic_counters_mark(struct vnic *n)
   n->drv = vnic_driver_of(VNIC_SYSFS_ROOT, n->device, n->port);
   wait_lifespan(n->device, n->port);
   vnic_raw_read(VNIC_SYSFS_ROOT, n->device, n->port, n->drv, &n->mark);
+}
+
+/* snprintf into buf at *off (clamped: the length the whole text would have keeps counting). */
+static void describe_add(char *buf, size_t len, size_t *off, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void describe_add(char *buf, size_t len, size_t *off, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(*off < len ? buf + *off : NULL, *off < len ? len - *off : 0, fmt, ap);
+  va_end(ap);
+  if (k > 0)
+    *off += (size_t)k;
+}
+
+static const char *qp_state_name(enum ibv_qp_state s)
+{
+  static const char *const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+  return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+size_t vnic_describe(struct vnic *n, char *buf, size_t len)
+{
+  size_t off = 0;
+  if (len)
+    buf[0] = 0;
+  describe_add(buf, len, &off,
+               "%s: completions polled %" PRIu64 " send, %" PRIu64 " receive; posted %" PRIu64
+               " send, %" PRIu64 " receive WRs; %" PRIu64 " send WRs outstanding\n",
+               n->device, n->polled[0], n->polled[1], n->posted[0], n->posted[1], n->sends_out);
+  for (uint32_t i = 0; i < QP_HASH; i++) {
+    struct vqp *q = &n->qps[i];
+    if (!q->qp)
+      continue;
+    struct ibv_qp_attr a;
+    struct ibv_qp_init_attr ia;
+    int mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN | IBV_QP_DEST_QPN;
+    if (ibv_query_qp(q->qp, &a, mask, &ia)) {
+      describe_add(buf, len, &off, "  qp %u (peer %u): ibv_query_qp failed\n", q->qp->qp_num,
+                   q->peer);
+      continue;
+    }
+    describe_add(buf, len, &off,
+                 "  qp %u (peer %u, remote qp %u): %s, next send psn %u, expected receive psn %u, "
+                 "%u send WRs outstanding\n",
+                 q->qp->qp_num, q->peer, a.dest_qp_num, qp_state_name(a.qp_state), a.sq_psn,
+                 a.rq_psn, q->sq_len);
+  }
+  return off;
 }

@@ -1101,6 +1101,17 @@ static int pmix_bootstrap(struct rank *r, struct pmix_boot *pb, struct boot_buf 
   return 0;
 }
 
+/* A rank stopped before it was done (no_progress, timeout): what its device says about its
+ * queues, on stderr (vnic_describe: completions polled, PSNs per QP), so that the two sides of
+ * a stall can be put next to each other. */
+static void say_queues(struct rank *r)
+{
+  char buf[4096];
+  size_t k = vnic_describe(r->nic, buf, sizeof(buf));
+  fprintf(stderr, "prepost: rank %u stopped before it was done; %s%s", r->id, buf,
+          k >= sizeof(buf) ? " ...\n" : "");
+}
+
 /* Runs rank `id` to the end; fills *outcome from the coordinator's BYE. pb: started by a PMIx
  * launcher (chost, cport then unused), else NULL. */
 static enum pp_status rank_main(const struct pp_run_cfg *cfg, const struct pp_verbs_opts *o,
@@ -1175,6 +1186,8 @@ static enum pp_status rank_main(const struct pp_run_cfg *cfg, const struct pp_ve
     report_failure(&r);
     goto out;
   }
+  if (!pp_engine_done(r.e))
+    say_queues(&r);
   if (send_result(&r))
     goto out;
   if (expect(&r, BOOT_BYE, "the outcome", &b, boot_now_ns() + 60000000000ull))

@@ -81,6 +81,13 @@ int vnic_comp_fd(const struct vnic *n);
 int vnic_async_fd(const struct vnic *n);
 /* Send WRs posted and not completed yet, signalled or not (0 when the send side is quiet). */
 uint64_t vnic_sends_outstanding(const struct vnic *n);
+/* What the device says about this rank's queues, for a run that stops before it is done: the
+ * completions polled and WRs posted so far, and per QP its state, the next PSN its requester
+ * sends, the PSN its responder expects and the send WRs outstanding (ibv_query_qp). A peer's
+ * "next send psn" equal to this QP's "expected receive psn" says every request the peer sent
+ * was taken by this QP's responder. snprintf-like: writes at most len bytes (NUL-terminated
+ * when len > 0), returns the length of the whole text. */
+size_t vnic_describe(struct vnic *n, char *buf, size_t len);
 /* Takes the device's current counters (its driver's, backends/verbs/counters.h) as the zero of
  * query_counters, which marks what the driver does not count as missing (PP_UNSUPPORTED, all
  * missing, for a driver counters.c does not know). */
