@@ -1,12 +1,13 @@
 /*
  * The predefined C datatypes and reduction operations, and the collectives Barrier, Bcast,
- * Reduce and Allreduce, built from the library's point-to-point on the communicator's
+ * Reduce, Allreduce, Allgather and Allgatherv on any communicator, built from the library's point-to-point on the communicator's
  * collective context (ctx + 1: never matched by the program's own receives).
  *
  * Algorithms, chosen so that results are the same on every run and every rank: Barrier by
  * dissemination (ceil(log2 n) rounds of zero-byte sendrecv), Bcast by a binomial tree from the
  * root, Reduce at the root in rank order, x0 op (x1 op (... op x(n-1))) whatever the arrival
- * order (floating-point sums are the same on every run), Allreduce as Reduce to rank 0 then Bcast.
+ * order (floating-point sums are the same on every run), Allreduce as Reduce to rank 0 then Bcast,
+ * Allgather(v) around a ring (n - 1 steps).
  */
 #include <complex.h>
 #include <stdbool.h>
@@ -229,8 +230,7 @@ static int coll_comm(const char *fn, MPI_Comm comm, struct pp_comm **c)
   pp_need_init(fn);
   *c = pp_comm_get(comm);
   if (!*c)
-    return pp_err(NULL, fn, MPI_ERR_COMM, "communicator 0x%x is not MPI_COMM_WORLD nor "
-                                          "MPI_COMM_SELF (others are not supported yet)", comm);
+    return pp_err(NULL, fn, MPI_ERR_COMM, "communicator 0x%x is not a live communicator", comm);
   return MPI_SUCCESS;
 }
 
@@ -385,6 +385,30 @@ int PMPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op
 }
 PP_ALIAS(MPI_Reduce);
 
+static int allreduce(const char *fn, const struct pp_comm *c, const void *sbuf, void *rbuf,
+                     size_t count, size_t bytes, MPI_Datatype dt, MPI_Op op)
+{
+  const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  void *copy = NULL;
+  if (c->rank == 0 && sbuf == MPI_IN_PLACE) {
+    if (!(copy = malloc(bytes ? bytes : 1)))
+      return pp_err(c, fn, MPI_ERR_NO_MEM, "%zu bytes", bytes);
+    memcpy(copy, rbuf, bytes);
+    mine = copy;
+  }
+  int e = reduce(fn, c, mine, rbuf, count, bytes, dt, op, 0);
+  free(copy);
+  if (e)
+    return e;
+  return bytes && c->size > 1 ? bcast(fn, c, rbuf, bytes, 0) : MPI_SUCCESS;
+}
+
+int pp_allreduce(const char *fn, const struct pp_comm *c, const void *in, void *out, size_t count,
+                 MPI_Datatype dt, MPI_Op op)
+{
+  return allreduce(fn, c, in, out, count, count * pp_dt_size(dt), dt, op);
+}
+
 int PMPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
                    MPI_Comm comm)
 {
@@ -394,18 +418,165 @@ int PMPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI
   if ((e = coll_comm("MPI_Allreduce", comm, &c)) ||
       (e = reduce_args("MPI_Allreduce", c, count, dt, op, &bytes)))
     return e;
-  const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-  void *copy = NULL;
-  if (c->rank == 0 && sbuf == MPI_IN_PLACE) {
-    if (!(copy = malloc(bytes ? bytes : 1)))
-      return pp_err(c, "MPI_Allreduce", MPI_ERR_NO_MEM, "%zu bytes", bytes);
-    memcpy(copy, rbuf, bytes);
-    mine = copy;
-  }
-  e = reduce("MPI_Allreduce", c, mine, rbuf, (size_t)count, bytes, dt, op, 0);
-  free(copy);
-  if (e)
-    return e;
-  return bytes && c->size > 1 ? bcast("MPI_Allreduce", c, rbuf, bytes, 0) : MPI_SUCCESS;
+  return allreduce("MPI_Allreduce", c, sbuf, rbuf, (size_t)count, bytes, dt, op);
 }
 PP_ALIAS(MPI_Allreduce);
+
+/* ---------------------------------------------------------------- the data-movement collectives */
+
+enum { TAG_ALLGATHER = 6 };
+
+/* The local part of a collective: what a rank sends to itself, MPI_ERR_TRUNCATE when it does
+ * not fit. */
+static int self_copy(const char *fn, const struct pp_comm *c, void *to, size_t room,
+                     const void *from, size_t bytes)
+{
+  if (bytes > room)
+    return pp_err(c, fn, MPI_ERR_TRUNCATE, "%zu bytes to itself into %zu", bytes, room);
+  if (bytes && to != from)
+    memmove(to, from, bytes);
+  return MPI_SUCCESS;
+}
+
+/* A buffer description: count elements of dt, checked; bytes out. */
+static int buf_args(const char *fn, const struct pp_comm *c, const void *buf, int count,
+                    MPI_Datatype dt, size_t *bytes)
+{
+  int e = coll_args(fn, c, count, dt, bytes);
+  if (e)
+    return e;
+  if (count && !buf)
+    return pp_err(c, fn, MPI_ERR_BUFFER, "NULL buffer with count %d", count);
+  return MPI_SUCCESS;
+}
+
+/* Each rank's block: counts[i] elements of dt at displs[i]; displs NULL: the blocks one after
+ * the other; counts NULL: `count` for every rank (the calls without v). Bytes and offsets. */
+struct blocks {
+  size_t *bytes, *off;
+};
+
+static void blocks_free(struct blocks *b)
+{
+  free(b->bytes);
+  b->bytes = b->off = NULL;
+}
+
+static int blocks_args(const char *fn, const struct pp_comm *c, const void *buf, int count,
+                       const int *counts, const int *displs, MPI_Datatype dt, struct blocks *b)
+{
+  int n = c->size, e;
+  size_t sz = pp_dt_size(dt);
+  b->bytes = b->off = NULL;
+  if (!sz)
+    return pp_err(c, fn, MPI_ERR_TYPE, "datatype 0x%x is not a predefined C datatype", dt);
+  if (!counts && count < 0)
+    return pp_err(c, fn, MPI_ERR_COUNT, "count %d", count);
+  if (!(b->bytes = malloc(sizeof(size_t) * 2 * (size_t)n)))
+    return pp_err(c, fn, MPI_ERR_NO_MEM, "%d ranks", n);
+  b->off = b->bytes + n;
+  bool any = false;
+  size_t packed = 0;
+  for (int i = 0; i < n; i++) {
+    int k = counts ? counts[i] : count;
+    if (k < 0) {
+      e = pp_err(c, fn, MPI_ERR_COUNT, "count %d for rank %d", k, i);
+      goto fail;
+    }
+    if (displs && displs[i] < 0) {
+      e = pp_err(c, fn, MPI_ERR_ARG, "displacement %d for rank %d", displs[i], i);
+      goto fail;
+    }
+    b->bytes[i] = (size_t)k * sz;
+    b->off[i] = displs ? (size_t)displs[i] * sz : packed;
+    packed += b->bytes[i];
+    any |= k > 0;
+    if (b->bytes[i] > PP_LINK_MAX_MSG) {
+      e = pp_err(c, fn, MPI_ERR_COUNT, "%zu bytes for rank %d: more than %u", b->bytes[i], i,
+                 PP_LINK_MAX_MSG);
+      goto fail;
+    }
+  }
+  if (any && !buf) {
+    e = pp_err(c, fn, MPI_ERR_BUFFER, "NULL buffer");
+    goto fail;
+  }
+  return MPI_SUCCESS;
+fail:
+  blocks_free(b);
+  return e;
+}
+
+/* Around the ring: step k sends block (rank - k) to rank + 1 and receives block (rank - k - 1)
+ * from rank - 1; every rank's own block is in place first. */
+static int allgather(const char *fn, const struct pp_comm *c, const void *sbuf, size_t sbytes,
+                     char *rbuf, const struct blocks *rb)
+{
+  int n = c->size, r = c->rank, e;
+  if (sbuf != MPI_IN_PLACE && (e = self_copy(fn, c, rbuf + rb->off[r], rb->bytes[r], sbuf,
+                                             sbytes)))
+    return e;
+  int right = (r + 1) % n, left = (r - 1 + n) % n;
+  for (int k = 0; k < n - 1; k++) {
+    int out = (r - k + n) % n, in = (r - k - 1 + n) % n;
+    if ((e = xchg(fn, c, TAG_ALLGATHER, rbuf + rb->off[out], rb->bytes[out], right,
+                  rbuf + rb->off[in], rb->bytes[in], left)))
+      return e;
+  }
+  return MPI_SUCCESS;
+}
+
+int pp_allgather(const char *fn, const struct pp_comm *c, const void *in, void *out,
+                 size_t bytes)
+{
+  int n = c->size;
+  size_t *b = malloc(sizeof(size_t) * 2 * (size_t)n);
+  if (!b)
+    return pp_err(c, fn, MPI_ERR_NO_MEM, "%d ranks", n);
+  struct blocks rb = {.bytes = b, .off = b + n};
+  for (int i = 0; i < n; i++) {
+    rb.bytes[i] = bytes;
+    rb.off[i] = (size_t)i * bytes;
+  }
+  int e = allgather(fn, c, in, bytes, out, &rb);
+  blocks_free(&rb);
+  return e;
+}
+
+static int allgather_any(const char *fn, const void *sbuf, int scount, MPI_Datatype stype,
+                         void *rbuf, int rcount, const int *rcounts, const int *displs,
+                         MPI_Datatype rtype, MPI_Comm comm)
+{
+  struct pp_comm *c;
+  struct blocks rb;
+  size_t sbytes = 0;
+  int e;
+  if ((e = coll_comm(fn, comm, &c)))
+    return e;
+  if (sbuf != MPI_IN_PLACE && (e = buf_args(fn, c, sbuf, scount, stype, &sbytes)))
+    return e;
+  if ((e = blocks_args(fn, c, rbuf, rcount, rcounts, displs, rtype, &rb)))
+    return e;
+  e = allgather(fn, c, sbuf, sbytes, rbuf, &rb);
+  blocks_free(&rb);
+  return e;
+}
+
+int PMPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                   MPI_Datatype rtype, MPI_Comm comm)
+{
+  return allgather_any("MPI_Allgather", sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype,
+                       comm);
+}
+PP_ALIAS(MPI_Allgather);
+
+int PMPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                    const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm)
+{
+  struct pp_comm *c = pp_comm_get(comm);
+  if (c && (!rcounts || !displs))
+    return pp_err(c, "MPI_Allgatherv", MPI_ERR_ARG, "recvcounts or displs is NULL");
+  return allgather_any("MPI_Allgatherv", sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype,
+                       comm);
+}
+PP_ALIAS(MPI_Allgatherv);
