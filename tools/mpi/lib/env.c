@@ -1,9 +1,10 @@
 /*
- * Environment and error handling: Init, Init_thread, Query_thread, Finalize,
+ * Environment and error handling: Init, Init_thread, Query_thread, Is_thread_main, Finalize,
  * Initialized, Finalized, Abort, Wtime, Wtick, Get_processor_name, Get_version,
  * Get_library_version, Comm_set/get_errhandler (any communicator), Error_string, Error_class.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,10 @@ int pp_err(const struct pp_comm *c, const char *fn, int cls, const char *fmt, ..
   X(MPI_ERR_PENDING, "pending request")                                        \
   X(MPI_ERR_REQUEST, "invalid request")                                        \
   X(MPI_ERR_NO_MEM, "out of memory")                                           \
+  X(MPI_ERR_INFO_KEY, "invalid info key")                                     \
+  X(MPI_ERR_INFO_VALUE, "invalid info value")                                 \
+  X(MPI_ERR_INFO_NOKEY, "no such info key")                                   \
+  X(MPI_ERR_INFO, "invalid info object")                                      \
   X(MPI_ERR_KEYVAL, "invalid attribute keyval")                               \
   X(MPI_ERR_UNSUPPORTED_OPERATION, "operation not supported by prepost's MPI yet")
 
@@ -139,6 +144,7 @@ static int init(const char *fn)
     pp_fatal(fn, MPI_ERR_OTHER, "MPI is already initialized");
   pp_link_init(&pp_st.rank, &pp_st.size);
   pp_comm_start(pp_st.rank, pp_st.size);
+  pp_st.main_thread = pthread_self();
   pp_st.initialized = true;
   return MPI_SUCCESS;
 }
@@ -171,6 +177,16 @@ int PMPI_Query_thread(int *provided)
   return MPI_SUCCESS;
 }
 PP_ALIAS(MPI_Query_thread);
+
+int PMPI_Is_thread_main(int *flag)
+{
+  pp_need_init("MPI_Is_thread_main");
+  if (!flag)
+    return pp_err(NULL, "MPI_Is_thread_main", MPI_ERR_ARG, "flag is NULL");
+  *flag = pthread_equal(pthread_self(), pp_st.main_thread) != 0;
+  return MPI_SUCCESS;
+}
+PP_ALIAS(MPI_Is_thread_main);
 
 int PMPI_Finalize(void)
 {
@@ -249,3 +265,4 @@ int PMPI_Get_library_version(char *version, int *resultlen)
   return MPI_SUCCESS;
 }
 PP_ALIAS(MPI_Get_library_version);
+

@@ -7,6 +7,7 @@
 #define PP_MPI_IMPL_H
 
 #include <mpi.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -161,6 +162,7 @@ struct pp_state {
   bool initialized, finalized;
   int thread_level;
   uint32_t rank, size;
+  pthread_t main_thread; /* the thread that called MPI_Init (MPI_Is_thread_main) */
 };
 extern struct pp_state pp_st;
 
