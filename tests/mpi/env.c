@@ -2,8 +2,11 @@
  * The environment under prepost mpirun: Init_thread (what is provided), Initialized/Finalized,
  * Comm_rank/size on MPI_COMM_WORLD and MPI_COMM_SELF, versions, the processor name, Wtime as
  * simulated time (it advances by what the network takes, and by the documented poll cost),
- * Wtick; and the error classes that invalid arguments return under MPI_ERRORS_RETURN.
+ * Wtick, Is_thread_main (the thread of MPI_Init, not another), Info objects; and the error
+ * classes that invalid arguments return under MPI_ERRORS_RETURN. argv[1] names the thread level
+ * asked of Init_thread (single, funneled, serialized; default multiple): FUNNELED at most.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "check.h"
@@ -47,16 +50,95 @@ static void errors(void)
   CHECK_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
+static void *other_thread(void *arg)
+{
+  int *flag = arg;
+  CHECK_OK(MPI_Is_thread_main(flag));
+  return NULL;
+}
+
+static void threads(void)
+{
+  int flag = 0;
+  CHECK_OK(MPI_Is_thread_main(&flag));
+  CHECK(flag, "the thread of MPI_Init is not the main one");
+  pthread_t t;
+  flag = 1;
+  CHECK(!pthread_create(&t, NULL, other_thread, &flag) && !pthread_join(t, NULL), "thread");
+  CHECK(!flag, "another thread is the main one");
+}
+
+static void info(void)
+{
+  MPI_Info a, b;
+  int n, flag, len;
+  char v[MPI_MAX_INFO_VAL + 1], k[MPI_MAX_INFO_KEY + 1];
+  CHECK_OK(MPI_Info_create(&a));
+  CHECK_OK(MPI_Info_get_nkeys(a, &n));
+  CHECK(n == 0, "new info has %d keys", n);
+  CHECK_OK(MPI_Info_set(a, "wdir", "/tmp"));
+  CHECK_OK(MPI_Info_set(a, "host", "node7"));
+  CHECK_OK(MPI_Info_set(a, "wdir", "/scratch")); /* replaces, keeps its place */
+  CHECK_OK(MPI_Info_get_nkeys(a, &n));
+  CHECK(n == 2, "%d keys", n);
+  CHECK_OK(MPI_Info_get_nthkey(a, 0, k));
+  CHECK(!strcmp(k, "wdir"), "key 0 '%s'", k);
+  CHECK_OK(MPI_Info_get_nthkey(a, 1, k));
+  CHECK(!strcmp(k, "host"), "key 1 '%s'", k);
+  CHECK_OK(MPI_Info_get(a, "wdir", MPI_MAX_INFO_VAL, v, &flag));
+  CHECK(flag && !strcmp(v, "/scratch"), "wdir '%s'", v);
+  CHECK_OK(MPI_Info_get(a, "host", 3, v, &flag)); /* at most 3 characters */
+  CHECK(flag && !strcmp(v, "nod"), "host cut to '%s'", v);
+  CHECK_OK(MPI_Info_get_valuelen(a, "host", &len, &flag));
+  CHECK(flag && len == 5, "valuelen %d", len);
+  CHECK_OK(MPI_Info_get(a, "nothere", MPI_MAX_INFO_VAL, v, &flag));
+  CHECK(!flag, "a key never set");
+  CHECK_OK(MPI_Info_dup(a, &b));
+  CHECK_OK(MPI_Info_delete(a, "wdir"));
+  CHECK_OK(MPI_Info_get_nkeys(a, &n));
+  CHECK(n == 1, "%d keys after delete", n);
+  CHECK_OK(MPI_Info_get(b, "wdir", MPI_MAX_INFO_VAL, v, &flag));
+  CHECK(flag && !strcmp(v, "/scratch"), "the dup lost wdir");
+  CHECK_OK(MPI_Info_free(&a));
+  CHECK(a == MPI_INFO_NULL, "freed info");
+  CHECK_OK(MPI_Info_get_nkeys(MPI_INFO_ENV, &n));
+  CHECK(n == 0, "MPI_INFO_ENV has %d keys", n);
+  int cls;
+  CHECK_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+#define INFO_EXPECT(call, want)                                                \
+  do {                                                                         \
+    MPI_Error_class((call), &cls);                                             \
+    CHECK(cls == (want), "%s: class %d", #call, cls);                          \
+  } while (0)
+  char longkey[MPI_MAX_INFO_KEY + 2];
+  memset(longkey, 'k', sizeof(longkey) - 1);
+  longkey[sizeof(longkey) - 1] = '\0';
+  INFO_EXPECT(MPI_Info_set(b, longkey, "v"), MPI_ERR_INFO_KEY);
+  INFO_EXPECT(MPI_Info_set(b, "", "v"), MPI_ERR_INFO_KEY);
+  INFO_EXPECT(MPI_Info_delete(b, "nothere"), MPI_ERR_INFO_NOKEY);
+  INFO_EXPECT(MPI_Info_get_nthkey(b, 5, k), MPI_ERR_ARG);
+  INFO_EXPECT(MPI_Info_get_nkeys(a, &n), MPI_ERR_INFO); /* freed */
+  INFO_EXPECT(MPI_Info_free(&a), MPI_ERR_INFO);
+  CHECK_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+  CHECK_OK(MPI_Info_free(&b));
+}
+
 int main(int argc, char **argv)
 {
   int flag, provided;
   setvbuf(stdout, NULL, _IOFBF, 1 << 16); /* as in a pipe: the library flushes at each call */
   CHECK_OK(MPI_Initialized(&flag));
   CHECK(!flag, "initialized before MPI_Init");
-  CHECK_OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
-  CHECK(provided == MPI_THREAD_FUNNELED, "provided %d", provided);
+  const char *level = argc > 1 ? argv[1] : "multiple";
+  int required = !strcmp(level, "single")     ? MPI_THREAD_SINGLE
+                 : !strcmp(level, "funneled") ? MPI_THREAD_FUNNELED
+                 : !strcmp(level, "serialized") ? MPI_THREAD_SERIALIZED
+                                                : MPI_THREAD_MULTIPLE;
+  int want = required == MPI_THREAD_SINGLE ? MPI_THREAD_SINGLE : MPI_THREAD_FUNNELED;
+  CHECK_OK(MPI_Init_thread(&argc, &argv, required, &provided));
+  CHECK(provided == want, "asked %s: provided %d", level, provided);
   CHECK_OK(MPI_Query_thread(&flag));
-  CHECK(flag == MPI_THREAD_FUNNELED, "query_thread %d", flag);
+  CHECK(flag == want, "query_thread %d", flag);
   CHECK_OK(MPI_Initialized(&flag));
   CHECK(flag, "not initialized after MPI_Init_thread");
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -92,11 +174,13 @@ int main(int argc, char **argv)
   printf("rank %d of %d on %s: 1 MiB %s in %.0f ns\n", rank, size, host,
          rank == 0 ? "sent" : rank == 1 ? "received" : "not moved", (t1 - t0) * 1e9);
   errors();
+  threads();
+  info();
   CHECK_OK(MPI_Finalized(&flag));
   CHECK(!flag, "finalized before MPI_Finalize");
   CHECK_OK(MPI_Finalize());
   CHECK_OK(MPI_Finalized(&flag));
   CHECK(flag, "not finalized after MPI_Finalize");
-  printf("rank %d: finalized\n", rank);
+  printf("rank %d: finalized (thread level %s: %d provided)\n", rank, level, want);
   return 0;
 }

@@ -171,7 +171,12 @@ static void exec_rank(char **prog, int fd, uint32_t rank, uint32_t n)
   setenv("LD_PRELOAD", PREPOST_MPI_PRELOAD, 1);
 #endif
   execvp(prog[0], prog);
-  fprintf(stderr, "prepost mpirun: cannot run '%s': %s\n", prog[0], strerror(errno));
+  int err = errno;
+  /* in lock-step as the library's constructor would have been: the rank says so only when its
+   * actor runs it, so which ranks say it before the job ends is the same in every run */
+  char go;
+  if (read(fd, &go, 1) == 1)
+    fprintf(stderr, "prepost mpirun: cannot run '%s': %s\n", prog[0], strerror(err));
   _exit(127);
 }
 

@@ -1,14 +1,22 @@
 /*
- * The predefined C datatypes and reduction operations, and the collectives Barrier, Bcast,
- * Reduce and Allreduce, built from the library's point-to-point on the communicator's
+ * The predefined C datatypes, the reduction operations (predefined, and the program's own:
+ * Op_create/Op_free/Op_commutative, Reduce_local), and the collectives Barrier, Bcast, Reduce,
+ * Allreduce, Gather(v), Scatter(v), Allgather(v), Alltoall(v), Reduce_scatter(_block), Scan and
+ * Exscan on any communicator, built from the library's point-to-point on the communicator's
  * collective context (ctx + 1: never matched by the program's own receives).
  *
  * Algorithms, chosen so that results are the same on every run and every rank: Barrier by
  * dissemination (ceil(log2 n) rounds of zero-byte sendrecv), Bcast by a binomial tree from the
  * root, Reduce at the root in rank order, x0 op (x1 op (... op x(n-1))) whatever the arrival
- * order (floating-point sums are the same on every run), Allreduce as Reduce to rank 0 then Bcast.
+ * order (floating-point sums are the same on every run, and a non-commutative operation gets its
+ * operands in rank order), Allreduce as Reduce to rank 0 then Bcast; Gather(v)/Scatter(v) direct
+ * to/from the root, PP_COLL_WINDOW requests at a time; Allgather(v) around a ring (n - 1 steps);
+ * Alltoall(v) pairwise (step k: to rank + k, from rank - k); Reduce_scatter(_block) as Reduce to
+ * rank 0 then Scatterv; Scan and Exscan along the chain of ranks, ((x0 op x1) op x2)... A user
+ * operation is applied in the same orders, commutative or not.
  */
 #include <complex.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -92,9 +100,90 @@ PP_ALIAS(MPI_Type_size);
 
 /* ---------------------------------------------------------------- operations */
 
-bool pp_op_valid(MPI_Op op)
+/* the program's operations (Op_create), a bounded table: MPI_ERR_NO_MEM past it */
+#define PP_MAX_OP 64u
+#define PP_OP_BASE 0x98000000u /* MPICH's "direct" op handles */
+
+struct user_op {
+  bool used;
+  bool commute;
+  MPI_User_function *fn;
+};
+
+static struct user_op user_ops[PP_MAX_OP];
+
+static struct user_op *user_op_get(MPI_Op op)
+{
+  uint32_t i = (uint32_t)op - PP_OP_BASE;
+  if ((uint32_t)op < PP_OP_BASE || i >= PP_MAX_OP || !user_ops[i].used)
+    return NULL;
+  return &user_ops[i];
+}
+
+static bool predefined_op(MPI_Op op)
 {
   return op >= MPI_MAX && op <= MPI_MAXLOC;
+}
+
+bool pp_op_valid(MPI_Op op)
+{
+  return predefined_op(op) || user_op_get(op);
+}
+
+int PMPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op)
+{
+  pp_need_init("MPI_Op_create");
+  if (!fn || !op)
+    return pp_err(NULL, "MPI_Op_create", MPI_ERR_ARG, "function or op is NULL");
+  for (uint32_t i = 0; i < PP_MAX_OP; i++)
+    if (!user_ops[i].used) {
+      user_ops[i] = (struct user_op){.used = true, .commute = commute != 0, .fn = fn};
+      *op = (MPI_Op)(PP_OP_BASE + i);
+      return MPI_SUCCESS;
+    }
+  return pp_err(NULL, "MPI_Op_create", MPI_ERR_NO_MEM, "more than %u operations (free some "
+                                                        "with MPI_Op_free)", PP_MAX_OP);
+}
+PP_ALIAS(MPI_Op_create);
+
+int PMPI_Op_free(MPI_Op *op)
+{
+  pp_need_init("MPI_Op_free");
+  struct user_op *u = op ? user_op_get(*op) : NULL;
+  if (!u)
+    return pp_err(NULL, "MPI_Op_free", MPI_ERR_OP, "0x%x is not an operation of the program "
+                                                    "(predefined ones cannot be freed)",
+                  op ? *op : 0);
+  *u = (struct user_op){0};
+  *op = MPI_OP_NULL;
+  return MPI_SUCCESS;
+}
+PP_ALIAS(MPI_Op_free);
+
+int PMPI_Op_commutative(MPI_Op op, int *commute)
+{
+  pp_need_init("MPI_Op_commutative");
+  struct user_op *u = user_op_get(op);
+  if (!u && !predefined_op(op))
+    return pp_err(NULL, "MPI_Op_commutative", MPI_ERR_OP, "operation 0x%x", op);
+  *commute = u ? u->commute : 1; /* every predefined operation commutes */
+  return MPI_SUCCESS;
+}
+PP_ALIAS(MPI_Op_commutative);
+
+/* a user operation over count elements, in pieces of at most INT_MAX (its len is an int) */
+static void user_apply(const struct user_op *u, MPI_Datatype dt, const void *in, void *io,
+                       size_t count)
+{
+  size_t sz = pp_dt_size(dt);
+  while (count) {
+    int len = count > INT_MAX ? INT_MAX : (int)count;
+    MPI_Datatype t = dt;
+    u->fn((void *)(uintptr_t)in, io, &len, &t);
+    in = (const char *)in + (size_t)len * sz;
+    io = (char *)io + (size_t)len * sz;
+    count -= (size_t)len;
+  }
 }
 
 #define ARITH(T)                                                               \
@@ -187,6 +276,13 @@ static bool op_fits(MPI_Op op, enum dt_class c)
 
 int pp_op_apply(MPI_Op op, MPI_Datatype dt, const void *in, void *io, size_t n)
 {
+  const struct user_op *u = user_op_get(op);
+  if (u) {
+    if (!pp_dt_size(dt))
+      return MPI_ERR_OP;
+    user_apply(u, dt, in, io, n);
+    return MPI_SUCCESS;
+  }
   enum dt_class c = class_of(dt);
   if (!pp_dt_size(dt) || !op_fits(op, c))
     return MPI_ERR_OP;
@@ -229,8 +325,7 @@ static int coll_comm(const char *fn, MPI_Comm comm, struct pp_comm **c)
   pp_need_init(fn);
   *c = pp_comm_get(comm);
   if (!*c)
-    return pp_err(NULL, fn, MPI_ERR_COMM, "communicator 0x%x is not MPI_COMM_WORLD nor "
-                                          "MPI_COMM_SELF (others are not supported yet)", comm);
+    return pp_err(NULL, fn, MPI_ERR_COMM, "communicator 0x%x is not a live communicator", comm);
   return MPI_SUCCESS;
 }
 
@@ -333,8 +428,10 @@ static int reduce(const char *fn, const struct pp_comm *c, const void *mine, voi
     }
     if (i == n - 1)
       memmove(acc, x, bytes);
-    else
-      pp_op_apply(op, dt, x, acc, count);
+    else if ((e = pp_op_apply(op, dt, x, acc, count))) { /* reduce_args checked the pair */
+      free(tmp);
+      return pp_err(c, fn, e, "operation 0x%x on datatype 0x%x", op, dt);
+    }
   }
   free(tmp);
   return MPI_SUCCESS;
@@ -347,8 +444,10 @@ static int reduce_args(const char *fn, const struct pp_comm *c, int count, MPI_D
   if (e)
     return e;
   if (!pp_op_valid(op))
-    return pp_err(c, fn, MPI_ERR_OP, "operation 0x%x (user operations are not supported yet)",
-                  op);
+    return pp_err(c, fn, MPI_ERR_OP, "operation 0x%x is neither predefined nor a live operation "
+                                     "of MPI_Op_create", op);
+  if (user_op_get(op)) /* the program's function takes any datatype */
+    return MPI_SUCCESS;
   unsigned char a[64] = {0}, b[64] = {0};
   if (pp_dt_size(dt) <= sizeof(a) && pp_op_apply(op, dt, a, b, 1) != MPI_SUCCESS)
     return pp_err(c, fn, MPI_ERR_OP, "operation 0x%x does not apply to datatype 0x%x", op, dt);
@@ -385,6 +484,30 @@ int PMPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op
 }
 PP_ALIAS(MPI_Reduce);
 
+static int allreduce(const char *fn, const struct pp_comm *c, const void *sbuf, void *rbuf,
+                     size_t count, size_t bytes, MPI_Datatype dt, MPI_Op op)
+{
+  const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  void *copy = NULL;
+  if (c->rank == 0 && sbuf == MPI_IN_PLACE) {
+    if (!(copy = malloc(bytes ? bytes : 1)))
+      return pp_err(c, fn, MPI_ERR_NO_MEM, "%zu bytes", bytes);
+    memcpy(copy, rbuf, bytes);
+    mine = copy;
+  }
+  int e = reduce(fn, c, mine, rbuf, count, bytes, dt, op, 0);
+  free(copy);
+  if (e)
+    return e;
+  return bytes && c->size > 1 ? bcast(fn, c, rbuf, bytes, 0) : MPI_SUCCESS;
+}
+
+int pp_allreduce(const char *fn, const struct pp_comm *c, const void *in, void *out, size_t count,
+                 MPI_Datatype dt, MPI_Op op)
+{
+  return allreduce(fn, c, in, out, count, count * pp_dt_size(dt), dt, op);
+}
+
 int PMPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
                    MPI_Comm comm)
 {
@@ -394,18 +517,518 @@ int PMPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI
   if ((e = coll_comm("MPI_Allreduce", comm, &c)) ||
       (e = reduce_args("MPI_Allreduce", c, count, dt, op, &bytes)))
     return e;
-  const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-  void *copy = NULL;
-  if (c->rank == 0 && sbuf == MPI_IN_PLACE) {
-    if (!(copy = malloc(bytes ? bytes : 1)))
-      return pp_err(c, "MPI_Allreduce", MPI_ERR_NO_MEM, "%zu bytes", bytes);
-    memcpy(copy, rbuf, bytes);
-    mine = copy;
-  }
-  e = reduce("MPI_Allreduce", c, mine, rbuf, (size_t)count, bytes, dt, op, 0);
-  free(copy);
-  if (e)
-    return e;
-  return bytes && c->size > 1 ? bcast("MPI_Allreduce", c, rbuf, bytes, 0) : MPI_SUCCESS;
+  return allreduce("MPI_Allreduce", c, sbuf, rbuf, (size_t)count, bytes, dt, op);
 }
 PP_ALIAS(MPI_Allreduce);
+
+int PMPI_Reduce_local(const void *in, void *inout, int count, MPI_Datatype dt, MPI_Op op)
+{
+  size_t bytes;
+  int e;
+  pp_need_init("MPI_Reduce_local");
+  if ((e = reduce_args("MPI_Reduce_local", NULL, count, dt, op, &bytes)))
+    return e;
+  if (count && (!in || !inout || in == MPI_IN_PLACE))
+    return pp_err(NULL, "MPI_Reduce_local", MPI_ERR_BUFFER, "inbuf or inoutbuf");
+  return pp_op_apply(op, dt, in, inout, (size_t)count);
+}
+PP_ALIAS(MPI_Reduce_local);
+
+/* ---------------------------------------------------------------- the data-movement collectives */
+
+enum { TAG_GATHER = 4, TAG_SCATTER = 5, TAG_ALLGATHER = 6, TAG_ALLTOALL = 7, TAG_SCAN = 8 };
+
+/* requests a root keeps in flight at once (the engine's p2p.max_requests bounds them all) */
+#define PP_COLL_WINDOW 32
+
+/* Up to PP_COLL_WINDOW point-to-point requests on c's collective context, completed together. */
+struct batch {
+  const char *fn;
+  const struct pp_comm *c;
+  int n;
+  MPI_Request r[PP_COLL_WINDOW];
+};
+
+/* The error of the first failed request: MPI_ERR_IN_STATUS says which in the status. */
+static int batch_wait(struct batch *b)
+{
+  MPI_Status sts[PP_COLL_WINDOW];
+  int e = pp_complete(b->fn, b->n, b->r, sts, PP_LINK_ALL, true, NULL, NULL, NULL, NULL);
+  if (e == MPI_ERR_IN_STATUS)
+    for (int i = 0; i < b->n; i++)
+      if (sts[i].MPI_ERROR != MPI_SUCCESS) {
+        e = sts[i].MPI_ERROR;
+        break;
+      }
+  b->n = 0;
+  return e;
+}
+
+static int batch_add(struct batch *b, bool send, int tag, void *buf, size_t bytes, int peer)
+{
+  int e;
+  if (b->n == PP_COLL_WINDOW && (e = batch_wait(b)))
+    return e;
+  MPI_Request *r = &b->r[b->n++];
+  return send ? pp_start_send(b->fn, b->c, 1, buf, bytes, peer, tag, false, r)
+              : pp_start_recv(b->fn, b->c, 1, buf, bytes, peer, tag, r);
+}
+
+/* The local part of a collective: what a rank sends to itself, MPI_ERR_TRUNCATE when it does
+ * not fit. */
+static int self_copy(const char *fn, const struct pp_comm *c, void *to, size_t room,
+                     const void *from, size_t bytes)
+{
+  if (bytes > room)
+    return pp_err(c, fn, MPI_ERR_TRUNCATE, "%zu bytes to itself into %zu", bytes, room);
+  if (bytes && to != from)
+    memmove(to, from, bytes);
+  return MPI_SUCCESS;
+}
+
+/* A buffer description: count elements of dt, checked; bytes out. */
+static int buf_args(const char *fn, const struct pp_comm *c, const void *buf, int count,
+                    MPI_Datatype dt, size_t *bytes)
+{
+  int e = coll_args(fn, c, count, dt, bytes);
+  if (e)
+    return e;
+  if (count && !buf)
+    return pp_err(c, fn, MPI_ERR_BUFFER, "NULL buffer with count %d", count);
+  return MPI_SUCCESS;
+}
+
+/* Each rank's block: counts[i] elements of dt at displs[i]; displs NULL: the blocks one after
+ * the other; counts NULL: `count` for every rank (the calls without v). Bytes and offsets. */
+struct blocks {
+  size_t *bytes, *off;
+};
+
+static void blocks_free(struct blocks *b)
+{
+  free(b->bytes);
+  b->bytes = b->off = NULL;
+}
+
+static int blocks_args(const char *fn, const struct pp_comm *c, const void *buf, int count,
+                       const int *counts, const int *displs, MPI_Datatype dt, struct blocks *b)
+{
+  int n = c->size, e;
+  size_t sz = pp_dt_size(dt);
+  b->bytes = b->off = NULL;
+  if (!sz)
+    return pp_err(c, fn, MPI_ERR_TYPE, "datatype 0x%x is not a predefined C datatype", dt);
+  if (!counts && count < 0)
+    return pp_err(c, fn, MPI_ERR_COUNT, "count %d", count);
+  if (!(b->bytes = malloc(sizeof(size_t) * 2 * (size_t)n)))
+    return pp_err(c, fn, MPI_ERR_NO_MEM, "%d ranks", n);
+  b->off = b->bytes + n;
+  bool any = false;
+  size_t packed = 0;
+  for (int i = 0; i < n; i++) {
+    int k = counts ? counts[i] : count;
+    if (k < 0) {
+      e = pp_err(c, fn, MPI_ERR_COUNT, "count %d for rank %d", k, i);
+      goto fail;
+    }
+    if (displs && displs[i] < 0) {
+      e = pp_err(c, fn, MPI_ERR_ARG, "displacement %d for rank %d", displs[i], i);
+      goto fail;
+    }
+    b->bytes[i] = (size_t)k * sz;
+    b->off[i] = displs ? (size_t)displs[i] * sz : packed;
+    packed += b->bytes[i];
+    any |= k > 0;
+    if (b->bytes[i] > PP_LINK_MAX_MSG) {
+      e = pp_err(c, fn, MPI_ERR_COUNT, "%zu bytes for rank %d: more than %u", b->bytes[i], i,
+                 PP_LINK_MAX_MSG);
+      goto fail;
+    }
+  }
+  if (any && !buf) {
+    e = pp_err(c, fn, MPI_ERR_BUFFER, "NULL buffer");
+    goto fail;
+  }
+  return MPI_SUCCESS;
+fail:
+  blocks_free(b);
+  return e;
+}
+
+static int root_arg(const char *fn, const struct pp_comm *c, int root)
+{
+  if (root < 0 || root >= c->size)
+    return pp_err(c, fn, MPI_ERR_ROOT, "root %d (the communicator has %d)", root, c->size);
+  return MPI_SUCCESS;
+}
+
+/* the root receives block i of rb from rank i; in_place: its own is in place already */
+static int gather(const char *fn, const struct pp_comm *c, const void *sbuf, size_t sbytes,
+                  char *rbuf, const struct blocks *rb, int root)
+{
+  if (c->rank != root)
+    return xchg(fn, c, TAG_GATHER, sbuf, sbytes, root, NULL, 0, -1);
+  struct batch b = {.fn = fn, .c = c};
+  int e = MPI_SUCCESS;
+  for (int i = 0; i < c->size && !e; i++)
+    if (i != root)
+      e = batch_add(&b, false, TAG_GATHER, rbuf + rb->off[i], rb->bytes[i], i);
+  int e2 = b.n ? batch_wait(&b) : MPI_SUCCESS;
+  if (e || e2)
+    return e ? e : e2;
+  if (sbuf == MPI_IN_PLACE)
+    return MPI_SUCCESS;
+  return self_copy(fn, c, rbuf + rb->off[root], rb->bytes[root], sbuf, sbytes);
+}
+
+static int scatter(const char *fn, const struct pp_comm *c, const char *sbuf,
+                   const struct blocks *sb, void *rbuf, size_t rbytes, int root)
+{
+  if (c->rank != root)
+    return xchg(fn, c, TAG_SCATTER, NULL, 0, -1, rbuf, rbytes, root);
+  struct batch b = {.fn = fn, .c = c};
+  int e = MPI_SUCCESS;
+  for (int i = 0; i < c->size && !e; i++)
+    if (i != root)
+      e = batch_add(&b, true, TAG_SCATTER, (void *)(uintptr_t)(sbuf + sb->off[i]), sb->bytes[i],
+                    i);
+  int e2 = b.n ? batch_wait(&b) : MPI_SUCCESS;
+  if (e || e2)
+    return e ? e : e2;
+  if (rbuf == MPI_IN_PLACE)
+    return MPI_SUCCESS;
+  return self_copy(fn, c, rbuf, rbytes, sbuf + sb->off[root], sb->bytes[root]);
+}
+
+static int gather_any(const char *fn, const void *sbuf, int scount, MPI_Datatype stype,
+                      void *rbuf, int rcount, const int *rcounts, const int *displs,
+                      MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+  struct pp_comm *c;
+  struct blocks rb = {0};
+  size_t sbytes = 0;
+  int e;
+  if ((e = coll_comm(fn, comm, &c)) || (e = root_arg(fn, c, root)))
+    return e;
+  bool at_root = c->rank == root;
+  if (sbuf == MPI_IN_PLACE && !at_root)
+    return pp_err(c, fn, MPI_ERR_BUFFER, "MPI_IN_PLACE on a rank that is not the root");
+  if (sbuf != MPI_IN_PLACE && (e = buf_args(fn, c, sbuf, scount, stype, &sbytes)))
+    return e;
+  if (at_root && (e = blocks_args(fn, c, rbuf, rcount, rcounts, displs, rtype, &rb)))
+    return e;
+  e = gather(fn, c, sbuf, sbytes, rbuf, &rb, root);
+  blocks_free(&rb);
+  return e;
+}
+
+int PMPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+  return gather_any("MPI_Gather", sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype, root,
+                    comm);
+}
+PP_ALIAS(MPI_Gather);
+
+int PMPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                 const int rcounts[], const int displs[], MPI_Datatype rtype, int root,
+                 MPI_Comm comm)
+{
+  struct pp_comm *c = pp_comm_get(comm);
+  if (c && c->rank == root && (!rcounts || !displs))
+    return pp_err(c, "MPI_Gatherv", MPI_ERR_ARG, "recvcounts or displs is NULL");
+  return gather_any("MPI_Gatherv", sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype, root,
+                    comm);
+}
+PP_ALIAS(MPI_Gatherv);
+
+static int scatter_any(const char *fn, const void *sbuf, int scount, const int *scounts,
+                       const int *displs, MPI_Datatype stype, void *rbuf, int rcount,
+                       MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+  struct pp_comm *c;
+  struct blocks sb = {0};
+  size_t rbytes = 0;
+  int e;
+  if ((e = coll_comm(fn, comm, &c)) || (e = root_arg(fn, c, root)))
+    return e;
+  bool at_root = c->rank == root;
+  if (rbuf == MPI_IN_PLACE && !at_root)
+    return pp_err(c, fn, MPI_ERR_BUFFER, "MPI_IN_PLACE on a rank that is not the root");
+  if (rbuf != MPI_IN_PLACE && (e = buf_args(fn, c, rbuf, rcount, rtype, &rbytes)))
+    return e;
+  if (at_root && (e = blocks_args(fn, c, sbuf, scount, scounts, displs, stype, &sb)))
+    return e;
+  e = scatter(fn, c, sbuf, &sb, rbuf, rbytes, root);
+  blocks_free(&sb);
+  return e;
+}
+
+int PMPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                 MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+  return scatter_any("MPI_Scatter", sbuf, scount, NULL, NULL, stype, rbuf, rcount, rtype, root,
+                     comm);
+}
+PP_ALIAS(MPI_Scatter);
+
+int PMPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype stype,
+                  void *rbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+  struct pp_comm *c = pp_comm_get(comm);
+  if (c && c->rank == root && (!scounts || !displs))
+    return pp_err(c, "MPI_Scatterv", MPI_ERR_ARG, "sendcounts or displs is NULL");
+  return scatter_any("MPI_Scatterv", sbuf, 0, scounts, displs, stype, rbuf, rcount, rtype, root,
+                     comm);
+}
+PP_ALIAS(MPI_Scatterv);
+
+/* Around the ring: step k sends block (rank - k) to rank + 1 and receives block (rank - k - 1)
+ * from rank - 1; every rank's own block is in place first. */
+static int allgather(const char *fn, const struct pp_comm *c, const void *sbuf, size_t sbytes,
+                     char *rbuf, const struct blocks *rb)
+{
+  int n = c->size, r = c->rank, e;
+  if (sbuf != MPI_IN_PLACE && (e = self_copy(fn, c, rbuf + rb->off[r], rb->bytes[r], sbuf,
+                                             sbytes)))
+    return e;
+  int right = (r + 1) % n, left = (r - 1 + n) % n;
+  for (int k = 0; k < n - 1; k++) {
+    int out = (r - k + n) % n, in = (r - k - 1 + n) % n;
+    if ((e = xchg(fn, c, TAG_ALLGATHER, rbuf + rb->off[out], rb->bytes[out], right,
+                  rbuf + rb->off[in], rb->bytes[in], left)))
+      return e;
+  }
+  return MPI_SUCCESS;
+}
+
+int pp_allgather(const char *fn, const struct pp_comm *c, const void *in, void *out,
+                 size_t bytes)
+{
+  int n = c->size;
+  size_t *b = malloc(sizeof(size_t) * 2 * (size_t)n);
+  if (!b)
+    return pp_err(c, fn, MPI_ERR_NO_MEM, "%d ranks", n);
+  struct blocks rb = {.bytes = b, .off = b + n};
+  for (int i = 0; i < n; i++) {
+    rb.bytes[i] = bytes;
+    rb.off[i] = (size_t)i * bytes;
+  }
+  int e = allgather(fn, c, in, bytes, out, &rb);
+  blocks_free(&rb);
+  return e;
+}
+
+static int allgather_any(const char *fn, const void *sbuf, int scount, MPI_Datatype stype,
+                         void *rbuf, int rcount, const int *rcounts, const int *displs,
+                         MPI_Datatype rtype, MPI_Comm comm)
+{
+  struct pp_comm *c;
+  struct blocks rb;
+  size_t sbytes = 0;
+  int e;
+  if ((e = coll_comm(fn, comm, &c)))
+    return e;
+  if (sbuf != MPI_IN_PLACE && (e = buf_args(fn, c, sbuf, scount, stype, &sbytes)))
+    return e;
+  if ((e = blocks_args(fn, c, rbuf, rcount, rcounts, displs, rtype, &rb)))
+    return e;
+  e = allgather(fn, c, sbuf, sbytes, rbuf, &rb);
+  blocks_free(&rb);
+  return e;
+}
+
+int PMPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                   MPI_Datatype rtype, MPI_Comm comm)
+{
+  return allgather_any("MPI_Allgather", sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype,
+                       comm);
+}
+PP_ALIAS(MPI_Allgather);
+
+int PMPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                    const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm)
+{
+  struct pp_comm *c = pp_comm_get(comm);
+  if (c && (!rcounts || !displs))
+    return pp_err(c, "MPI_Allgatherv", MPI_ERR_ARG, "recvcounts or displs is NULL");
+  return allgather_any("MPI_Allgatherv", sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype,
+                       comm);
+}
+PP_ALIAS(MPI_Allgatherv);
+
+/* Pairwise: step k sends block rank + k to rank + k and receives block rank - k from rank - k */
+static int alltoall(const char *fn, const struct pp_comm *c, const char *sbuf,
+                    const struct blocks *sb, char *rbuf, const struct blocks *rb)
+{
+  int n = c->size, r = c->rank, e;
+  if ((e = self_copy(fn, c, rbuf + rb->off[r], rb->bytes[r], sbuf + sb->off[r], sb->bytes[r])))
+    return e;
+  for (int k = 1; k < n; k++) {
+    int to = (r + k) % n, from = (r - k + n) % n;
+    if ((e = xchg(fn, c, TAG_ALLTOALL, sbuf + sb->off[to], sb->bytes[to], to,
+                  rbuf + rb->off[from], rb->bytes[from], from)))
+      return e;
+  }
+  return MPI_SUCCESS;
+}
+
+static int alltoall_any(const char *fn, const void *sbuf, int scount, const int *scounts,
+                        const int *sdispls, MPI_Datatype stype, void *rbuf, int rcount,
+                        const int *rcounts, const int *rdispls, MPI_Datatype rtype,
+                        MPI_Comm comm)
+{
+  struct pp_comm *c;
+  struct blocks sb = {0}, rb = {0};
+  void *copy = NULL;
+  int e;
+  if ((e = coll_comm(fn, comm, &c)) ||
+      (e = blocks_args(fn, c, rbuf, rcount, rcounts, rdispls, rtype, &rb)))
+    return e;
+  if (sbuf == MPI_IN_PLACE) { /* the data is in rbuf, laid out as the receive: send a copy */
+    size_t end = 0;
+    for (int i = 0; i < c->size; i++)
+      end = rb.off[i] + rb.bytes[i] > end ? rb.off[i] + rb.bytes[i] : end;
+    if (!(copy = malloc(end ? end : 1))) {
+      e = pp_err(c, fn, MPI_ERR_NO_MEM, "%zu bytes", end);
+      goto out;
+    }
+    memcpy(copy, rbuf, end);
+    e = alltoall(fn, c, copy, &rb, rbuf, &rb);
+    goto out;
+  }
+  if ((e = blocks_args(fn, c, sbuf, scount, scounts, sdispls, stype, &sb)))
+    goto out;
+  e = alltoall(fn, c, sbuf, &sb, rbuf, &rb);
+out:
+  free(copy);
+  blocks_free(&sb);
+  blocks_free(&rb);
+  return e;
+}
+
+int PMPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                  MPI_Datatype rtype, MPI_Comm comm)
+{
+  return alltoall_any("MPI_Alltoall", sbuf, scount, NULL, NULL, stype, rbuf, rcount, NULL, NULL,
+                      rtype, comm);
+}
+PP_ALIAS(MPI_Alltoall);
+
+int PMPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype,
+                   void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rtype,
+                   MPI_Comm comm)
+{
+  struct pp_comm *c = pp_comm_get(comm);
+  if (c && (!rcounts || !rdispls || (sbuf != MPI_IN_PLACE && (!scounts || !sdispls))))
+    return pp_err(c, "MPI_Alltoallv", MPI_ERR_ARG, "a count or displacement array is NULL");
+  return alltoall_any("MPI_Alltoallv", sbuf, 0, scounts, sdispls, stype, rbuf, 0, rcounts,
+                      rdispls, rtype, comm);
+}
+PP_ALIAS(MPI_Alltoallv);
+
+/* ---------------------------------------------------------------- reduce-scatter, scans */
+
+/* Reduce of the whole vector to rank 0 (rank order), then Scatterv of its blocks */
+static int reduce_scatter(const char *fn, MPI_Comm comm, const void *sbuf, void *rbuf,
+                          int count, const int *counts, MPI_Datatype dt, MPI_Op op)
+{
+  struct pp_comm *c;
+  struct blocks b = {0};
+  size_t total = 0, bytes;
+  void *acc = NULL;
+  int e;
+  if ((e = coll_comm(fn, comm, &c)) || (e = reduce_args(fn, c, 0, dt, op, &bytes)))
+    return e;
+  if ((e = blocks_args(fn, c, rbuf, count, counts, NULL, dt, &b)))
+    return e;
+  for (int i = 0; i < c->size; i++) /* blocks_args laid them one after the other */
+    total += b.bytes[i];
+  if (total > PP_LINK_MAX_MSG) {
+    e = pp_err(c, fn, MPI_ERR_COUNT, "%zu bytes: more than %u", total, PP_LINK_MAX_MSG);
+    goto out;
+  }
+  const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  if (total && !mine) {
+    e = pp_err(c, fn, MPI_ERR_BUFFER, "NULL buffer");
+    goto out;
+  }
+  if (c->rank == 0 && !(acc = malloc(total ? total : 1))) {
+    e = pp_err(c, fn, MPI_ERR_NO_MEM, "%zu bytes", total);
+    goto out;
+  }
+  if ((e = reduce(fn, c, mine, acc, total / pp_dt_size(dt), total, dt, op, 0)))
+    goto out;
+  e = scatter(fn, c, acc, &b, rbuf, b.bytes[c->rank], 0);
+out:
+  free(acc);
+  blocks_free(&b);
+  return e;
+}
+
+int PMPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                              MPI_Op op, MPI_Comm comm)
+{
+  return reduce_scatter("MPI_Reduce_scatter_block", comm, sbuf, rbuf, count, NULL, dt, op);
+}
+PP_ALIAS(MPI_Reduce_scatter_block);
+
+int PMPI_Reduce_scatter(const void *sbuf, void *rbuf, const int counts[], MPI_Datatype dt,
+                        MPI_Op op, MPI_Comm comm)
+{
+  struct pp_comm *c = pp_comm_get(comm);
+  if (c && !counts)
+    return pp_err(c, "MPI_Reduce_scatter", MPI_ERR_ARG, "recvcounts is NULL");
+  return reduce_scatter("MPI_Reduce_scatter", comm, sbuf, rbuf, 0, counts, dt, op);
+}
+PP_ALIAS(MPI_Reduce_scatter);
+
+/* Along the chain: rank r receives x0 op ... op x(r-1) from r - 1. Scan: rbuf = that op x(r);
+ * Exscan: rbuf = that (rank 0's rbuf is left alone); either sends (that op x(r)) to r + 1. */
+static int scan(const char *fn, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                MPI_Op op, MPI_Comm comm, bool exclusive)
+{
+  struct pp_comm *c;
+  size_t bytes;
+  int e;
+  if ((e = coll_comm(fn, comm, &c)) || (e = reduce_args(fn, c, count, dt, op, &bytes)))
+    return e;
+  if (bytes && (!rbuf || !sbuf))
+    return pp_err(c, fn, MPI_ERR_BUFFER, "NULL buffer with count %d", count);
+  const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  int r = c->rank, n = c->size;
+  char *prev = malloc(bytes ? 2 * bytes : 1), *next = prev + bytes;
+  if (!prev)
+    return pp_err(c, fn, MPI_ERR_NO_MEM, "%zu bytes", 2 * bytes);
+  memcpy(next, mine, bytes); /* next = x(r), then prev op x(r) */
+  if (r > 0) {
+    if ((e = xchg(fn, c, TAG_SCAN, NULL, 0, -1, prev, bytes, r - 1)))
+      goto out;
+    if ((e = pp_op_apply(op, dt, prev, next, (size_t)count))) {
+      e = pp_err(c, fn, e, "operation 0x%x on datatype 0x%x", op, dt);
+      goto out;
+    }
+  }
+  if (r < n - 1 && (e = xchg(fn, c, TAG_SCAN, next, bytes, r + 1, NULL, 0, -1)))
+    goto out;
+  if (!exclusive)
+    memcpy(rbuf, next, bytes);
+  else if (r > 0)
+    memcpy(rbuf, prev, bytes);
+out:
+  free(prev);
+  return e;
+}
+
+int PMPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+  return scan("MPI_Scan", sbuf, rbuf, count, dt, op, comm, false);
+}
+PP_ALIAS(MPI_Scan);
+
+int PMPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                MPI_Comm comm)
+{
+  return scan("MPI_Exscan", sbuf, rbuf, count, dt, op, comm, true);
+}
+PP_ALIAS(MPI_Exscan);

@@ -1,10 +1,10 @@
 /*
- * Environment, communicators and error handling: Init, Init_thread, Finalize, Initialized,
- * Finalized, Abort, Wtime, Wtick, Get_processor_name, Get_version, Get_library_version,
- * Comm_rank/size (MPI_COMM_WORLD, MPI_COMM_SELF), Comm_set/get_errhandler, Error_string,
- * Error_class.
+ * Environment and error handling: Init, Init_thread, Query_thread, Is_thread_main, Finalize,
+ * Initialized, Finalized, Abort, Wtime, Wtick, Get_processor_name, Get_version,
+ * Get_library_version, Comm_set/get_errhandler (any communicator), Error_string, Error_class.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,21 +13,6 @@
 #include "impl.h"
 
 struct pp_state pp_st;
-
-static struct pp_comm world = {.handle = MPI_COMM_WORLD, .name = "MPI_COMM_WORLD", .ctx = 0,
-                               .errh = MPI_ERRORS_ARE_FATAL};
-static struct pp_comm self = {.handle = MPI_COMM_SELF, .name = "MPI_COMM_SELF", .ctx = 2,
-                              .rank = 0, .size = 1, .errh = MPI_ERRORS_ARE_FATAL};
-
-struct pp_comm *pp_comm_get(MPI_Comm c)
-{
-  return c == MPI_COMM_WORLD ? &world : c == MPI_COMM_SELF ? &self : NULL;
-}
-
-int pp_comm_world(const struct pp_comm *c, int r)
-{
-  return c == &self ? (int)pp_st.rank : r;
-}
 
 /* ---------------------------------------------------------------- errors */
 
@@ -53,7 +38,7 @@ void pp_need_init(const char *fn)
 
 int pp_err(const struct pp_comm *c, const char *fn, int cls, const char *fmt, ...)
 {
-  MPI_Errhandler h = c ? c->errh : world.errh;
+  MPI_Errhandler h = (c ? c : pp_comm_get(MPI_COMM_WORLD))->errh;
   if (h == MPI_ERRORS_RETURN)
     return cls;
   char text[MPI_MAX_ERROR_STRING];
@@ -88,6 +73,11 @@ int pp_err(const struct pp_comm *c, const char *fn, int cls, const char *fmt, ..
   X(MPI_ERR_PENDING, "pending request")                                        \
   X(MPI_ERR_REQUEST, "invalid request")                                        \
   X(MPI_ERR_NO_MEM, "out of memory")                                           \
+  X(MPI_ERR_INFO_KEY, "invalid info key")                                     \
+  X(MPI_ERR_INFO_VALUE, "invalid info value")                                 \
+  X(MPI_ERR_INFO_NOKEY, "no such info key")                                   \
+  X(MPI_ERR_INFO, "invalid info object")                                      \
+  X(MPI_ERR_KEYVAL, "invalid attribute keyval")                               \
   X(MPI_ERR_UNSUPPORTED_OPERATION, "operation not supported by prepost's MPI yet")
 
 int PMPI_Error_string(int code, char *string, int *resultlen)
@@ -153,8 +143,8 @@ static int init(const char *fn)
   if (pp_st.initialized)
     pp_fatal(fn, MPI_ERR_OTHER, "MPI is already initialized");
   pp_link_init(&pp_st.rank, &pp_st.size);
-  world.rank = (int)pp_st.rank;
-  world.size = (int)pp_st.size;
+  pp_comm_start(pp_st.rank, pp_st.size);
+  pp_st.main_thread = pthread_self();
   pp_st.initialized = true;
   return MPI_SUCCESS;
 }
@@ -188,9 +178,23 @@ int PMPI_Query_thread(int *provided)
 }
 PP_ALIAS(MPI_Query_thread);
 
+int PMPI_Is_thread_main(int *flag)
+{
+  pp_need_init("MPI_Is_thread_main");
+  if (!flag)
+    return pp_err(NULL, "MPI_Is_thread_main", MPI_ERR_ARG, "flag is NULL");
+  *flag = pthread_equal(pthread_self(), pp_st.main_thread) != 0;
+  return MPI_SUCCESS;
+}
+PP_ALIAS(MPI_Is_thread_main);
+
 int PMPI_Finalize(void)
 {
   pp_need_init("MPI_Finalize");
+  int e = pp_comm_finalize(); /* MPI_COMM_SELF's attributes first: their delete callbacks */
+  if (e)
+    return pp_err(pp_comm_get(MPI_COMM_SELF), "MPI_Finalize", e,
+                  "a delete callback of an attribute of MPI_COMM_SELF failed");
   PMPI_Barrier(MPI_COMM_WORLD); /* MPI: collective over MPI_COMM_WORLD */
   pp_link_finalize();
   pp_st.finalized = true;
@@ -262,26 +266,3 @@ int PMPI_Get_library_version(char *version, int *resultlen)
 }
 PP_ALIAS(MPI_Get_library_version);
 
-/* ---------------------------------------------------------------- communicators */
-
-int PMPI_Comm_rank(MPI_Comm comm, int *rank)
-{
-  pp_need_init("MPI_Comm_rank");
-  struct pp_comm *c = pp_comm_get(comm);
-  if (!c)
-    return pp_err(NULL, "MPI_Comm_rank", MPI_ERR_COMM, "communicator 0x%x", comm);
-  *rank = c->rank;
-  return MPI_SUCCESS;
-}
-PP_ALIAS(MPI_Comm_rank);
-
-int PMPI_Comm_size(MPI_Comm comm, int *size)
-{
-  pp_need_init("MPI_Comm_size");
-  struct pp_comm *c = pp_comm_get(comm);
-  if (!c)
-    return pp_err(NULL, "MPI_Comm_size", MPI_ERR_COMM, "communicator 0x%x", comm);
-  *size = c->size;
-  return MPI_SUCCESS;
-}
-PP_ALIAS(MPI_Comm_size);

@@ -7,6 +7,7 @@
 #define PP_MPI_IMPL_H
 
 #include <mpi.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,20 +17,64 @@
 /* MPI_ name = PMPI_ name (profiling libraries interpose MPI_ and call PMPI_) */
 #define PP_ALIAS(name) extern __typeof__(P##name) name __attribute__((alias("P" #name)))
 
-/* ---------------------------------------------------------------- communicators */
+/* ---------------------------------------------------------------- communicators (comm.c) */
+
+/* Communicators alive at once (MPI_COMM_WORLD and MPI_COMM_SELF included): the table is indexed
+ * by the context id, agreed by the members when a communicator is created (comm.c). */
+#define PP_MAX_COMM 1024u
+#define PP_MAX_ATTR 64u /* attributes on one communicator */
+#define PP_COMM_BASE 0x84000000u /* MPICH's "direct" communicator handles */
+
+struct pp_attr {
+  int keyval;
+  void *val;
+};
 
 struct pp_comm {
   MPI_Comm handle;
-  const char *name;
-  uint32_t ctx;   /* point-to-point context; ctx + 1: the library's collectives */
+  const char *name; /* uname when set, else label: what messages and hang reports show */
+  uint32_t ctx;     /* point-to-point context (2 * id); ctx + 1: the library's collectives */
   int rank, size;
   MPI_Errhandler errh;
+  int *members;     /* the world rank of each rank (size of them) */
+  bool used;        /* the id is taken: alive, or freed with requests still pending */
+  bool freed;       /* Comm_free'd: the handle is invalid */
+  uint32_t pending; /* live requests started on it */
+  uint32_t nattr;
+  struct pp_attr attr[PP_MAX_ATTR]; /* in the order they were set */
+  char uname[MPI_MAX_OBJECT_NAME];
+  char label[48];
 };
 
-/* WORLD or SELF, NULL for anything else */
+/* MPI_Init: MPI_COMM_WORLD's and MPI_COMM_SELF's members */
+void pp_comm_start(uint32_t rank, uint32_t size);
+/* a live communicator, NULL for anything else (MPI_COMM_NULL, freed, not a handle) */
 struct pp_comm *pp_comm_get(MPI_Comm c);
 /* the world rank of rank r of c */
 int pp_comm_world(const struct pp_comm *c, int r);
+/* the rank in c of world rank w; MPI_UNDEFINED when w is not a member */
+int pp_comm_rank_of(const struct pp_comm *c, int w);
+/* a request on c started (+1) or ended (-1): a freed communicator's id is released at 0 */
+void pp_comm_hold(const struct pp_comm *c, int delta);
+/* MPI_Finalize's first step: MPI_COMM_SELF's attributes deleted (MPI 4.0 11.2.4) */
+int pp_comm_finalize(void);
+
+/* attributes (attr.c): the value of a predefined attribute keyval (MPI_TAG_UB...) or false */
+bool pp_attr_predefined(const struct pp_comm *c, int keyval, void **val);
+/* calls the copy callbacks of from's attributes onto to (Comm_dup); MPI_SUCCESS or the error */
+int pp_attr_copy(const struct pp_comm *from, struct pp_comm *to);
+/* deletes every attribute of c, the last set first, calling the delete callbacks; stops at the
+ * first that fails and returns its error */
+int pp_attr_delete_all(struct pp_comm *c);
+
+/* groups (group.c): a group is its members' world ranks, in group order */
+/* a new group of n world ranks (copied); MPI_SUCCESS or MPI_ERR_NO_MEM (table full) */
+int pp_group_new(const int *world, int n, MPI_Group *out);
+/* the members of g (n of them) or NULL for an invalid handle */
+const int *pp_group_get(MPI_Group g, int *n);
+/* two member lists: MPI_IDENT (same order), MPI_SIMILAR (same members) or MPI_UNEQUAL; *err
+ * MPI_ERR_NO_MEM when the comparison could not be made */
+int pp_members_compare(const int *a, int na, const int *b, int nb, int *err);
 
 /* ---------------------------------------------------------------- errors */
 
@@ -48,10 +93,20 @@ void pp_need_init(const char *fn);
 
 /* bytes of one element of a predefined datatype; 0 when dt is not one the library has */
 size_t pp_dt_size(MPI_Datatype dt);
-/* op(in, inout) over count elements of dt; MPI_SUCCESS or MPI_ERR_OP (the op does not apply to
- * the type) */
+/* inout = in op inout over count elements of dt (a user operation: its function); MPI_SUCCESS
+ * or MPI_ERR_OP (the op does not apply to the type) */
 int pp_op_apply(MPI_Op op, MPI_Datatype dt, const void *in, void *inout, size_t count);
+/* a predefined reduction operation or a live user operation */
 bool pp_op_valid(MPI_Op op);
+
+/* ---------------------------------------------------------------- collectives inside the library */
+
+/* Allreduce / Allgather over c for the library's own agreements (context ids, Comm_split's
+ * colours): fn names the MPI call in errors and hang reports. in may be MPI_IN_PLACE. */
+int pp_allreduce(const char *fn, const struct pp_comm *c, const void *in, void *out, size_t count,
+                 MPI_Datatype dt, MPI_Op op);
+int pp_allgather(const char *fn, const struct pp_comm *c, const void *in, void *out,
+                 size_t bytes);
 
 /* ---------------------------------------------------------------- requests */
 
@@ -107,6 +162,7 @@ struct pp_state {
   bool initialized, finalized;
   int thread_level;
   uint32_t rank, size;
+  pthread_t main_thread; /* the thread that called MPI_Init (MPI_Is_thread_main) */
 };
 extern struct pp_state pp_st;
 

@@ -111,8 +111,7 @@ static int check_comm(const char *fn, MPI_Comm comm, struct pp_comm **c)
   pp_need_init(fn);
   *c = pp_comm_get(comm);
   if (!*c)
-    return pp_err(NULL, fn, MPI_ERR_COMM, "communicator 0x%x is not MPI_COMM_WORLD nor "
-                                          "MPI_COMM_SELF (others are not supported yet)", comm);
+    return pp_err(NULL, fn, MPI_ERR_COMM, "communicator 0x%x is not a live communicator", comm);
   return MPI_SUCCESS;
 }
 
@@ -179,6 +178,7 @@ int pp_start_send(const char *fn, const struct pp_comm *c, int ctx_off, const vo
                                          "said why)", rep.status);
   }
   l->id = rep.id;
+  pp_comm_hold(c, +1);
   return MPI_SUCCESS;
 }
 
@@ -207,6 +207,7 @@ int pp_start_recv(const char *fn, const struct pp_comm *c, int ctx_off, void *bu
                                          "launcher said why)", rep.status);
   }
   l->id = rep.id;
+  pp_comm_hold(c, +1);
   return MPI_SUCCESS;
 }
 
@@ -223,13 +224,15 @@ static int finish(MPI_Request *r, struct pp_lreq *l, const struct pp_link_done *
     err = d->error == 0 || d->cancelled ? MPI_SUCCESS : MPI_ERR_OTHER;
     status_set(st, l->peer, l->tag, err, l->bytes, false);
   } else {
-    int src = l->comm->size == 1 ? 0 : d->source; /* MPI_COMM_SELF: rank 0 */
+    int src = pp_comm_rank_of(l->comm, d->source);
     err = d->cancelled ? MPI_SUCCESS
           : d->msg_len > d->len || d->error == 1 /* PP_P2P_E_TRUNCATED */ ? MPI_ERR_TRUNCATE
           : d->error ? MPI_ERR_OTHER : MPI_SUCCESS;
     status_set(st, d->cancelled ? MPI_ANY_SOURCE : src, d->cancelled ? MPI_ANY_TAG : d->tag, err,
                d->cancelled ? 0 : d->len, d->cancelled);
   }
+  if (l->kind != PP_LREQ_DONE)
+    pp_comm_hold(l->comm, -1);
   l->used = false;
   *r = MPI_REQUEST_NULL;
   return err;
@@ -542,7 +545,7 @@ static int probe(const char *fn, int source, int tag, MPI_Comm comm, bool block,
     return MPI_SUCCESS;
   if (flag)
     *flag = 1;
-  status_set(st, c->size == 1 ? 0 : rep.source, rep.tag, MPI_SUCCESS, rep.msg_len, false);
+  status_set(st, pp_comm_rank_of(c, rep.source), rep.tag, MPI_SUCCESS, rep.msg_len, false);
   return MPI_SUCCESS;
 }
 
