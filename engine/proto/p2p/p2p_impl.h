@@ -23,6 +23,12 @@
  *
  * Nothing is sent into a QP without a posted buffer behind it: no RNR, whatever rnr_retry says.
  *
+ * With p2p.srq (srq.c) the D data credits are not per-QP buffers: EAGER and RTS go on a data QP
+ * per channel whose receives come from one shared receive queue per rank, and the credits are
+ * lent out of its pool (a channel keeps one, the receiver lends up to D as the sender's headers
+ * say it needs them and takes them back when it needs nothing more); each channel's own QP
+ * keeps the R + C buffers, of HDR bytes, for replies and CREDIT messages.
+ *
  * Matching messages (EAGER, RTS) carry a per-peer sequence number; one that arrives before its
  * predecessor (another channel was faster) is held in its buffer until the gap closes, so the
  * matching queues see every peer's messages in send order. Unexpected messages also stay in
@@ -47,6 +53,7 @@
  *   pending.c  what pending operations wait for (hang reports)
  *   config.c   parameters, their checks, names
  *   match.c    the matching queues (match.h); rcache.c the registration cache (prepost/rcache.h)
+ *   srq.c      p2p.srq: the shared receive queue, its pool, and credits lent from it
  */
 #ifndef PP_P2P_IMPL_H
 #define PP_P2P_IMPL_H
