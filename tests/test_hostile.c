@@ -1148,6 +1148,86 @@ Test(hostile_p2p, fin_for_a_receive_not_matched_yet)
 
 /* ---------------------------------------------------------------- handles */
 
+/* ---------------------------------------------------------------- p2p.srq */
+
+/* p2p.srq (engine/proto/p2p/srq.c): the pool of 2 peers + srq_limit 2 + 1 buffers, 4 posted. */
+static struct pp_engine_cfg srq_cfg(void)
+{
+  struct pp_engine_cfg c = p2p_cfg();
+  c.p2p.srq = true;
+  c.p2p.srq_buffers = 2;
+  c.p2p.srq_limit = 2;
+  return c;
+}
+
+/* The attacker's data QP to the victim (srq: after the control QPs). */
+static uint32_t dqp_to_victim(void)
+{
+  struct pp_conn_info ci;
+  cr_assert(pp_engine_local_info(S.e[ATTACKER], VICTIM, &ci));
+  cr_assert_eq(ci.nchannels, 2, "srq: a control and a data QP");
+  return ci.qp_num[1];
+}
+
+static void forge_data(const struct whdr *h)
+{
+  cr_assert_lt(S.aslot, NASLOT);
+  uint8_t *b = S.abuf + (size_t)S.aslot++ * ASLOT;
+  memcpy(b, h, 64);
+  cr_assert_eq(h_post_send(S.h, ATTACKER, dqp_to_victim(), PP_WR_SEND, ++S.awr, &S.amr, b, 64, 0,
+                           0, true),
+               PP_OK);
+}
+
+/* Each channel starts with one credit: the second EAGER came without one. A burst of six, more
+ * than the headroom: the victim fails the attacker at the first it sees, its buffers go back to
+ * the SRQ, and the honest peer (rnr_retry 0: an RNR NAK would kill its QP) goes on. */
+Test(hostile_p2p, srq_eager_without_a_credit_of_the_pool)
+{
+  struct pp_engine_cfg c = srq_cfg();
+  p2p_up(&c);
+  for (uint32_t i = 0; i < 6; i++) {
+    struct whdr h = eager(i, 5, 0);
+    forge_data(&h);
+  }
+  run();
+  expect_violation("EAGER", PP_VF_NO_CREDIT);
+  struct pp_p2p_stats st;
+  pp_p2p_stats(S.e[VICTIM], &st);
+  cr_assert_eq(st.srq_overruns, 1, "the first one seen failed it: its QP took no more");
+  cr_assert_eq(st.srq_limit_events, 0, "the burst never reached the headroom");
+  honest_goes_on();
+  for (uint32_t r = 0; r < NR; r++) {
+    if (r == ATTACKER) /* its own burst may meet an empty SRQ: its problem */
+      continue;
+    struct pp_nic_counters n;
+    simnic_counters(S.nic[r], &n);
+    cr_assert_eq(n.rnr_naks_received, 0, "rank %u", r);
+  }
+}
+
+Test(hostile_p2p, srq_eager_on_the_control_qp)
+{
+  struct pp_engine_cfg c = srq_cfg();
+  p2p_up(&c);
+  struct whdr h = eager(0, 5, 0);
+  forge_hdr(&h); /* the control QP: replies and credits only */
+  run();
+  expect_violation("EAGER", PP_VF_TYPE);
+  honest_goes_on();
+}
+
+Test(hostile_p2p, srq_credit_on_the_data_qp)
+{
+  struct pp_engine_cfg c = srq_cfg();
+  p2p_up(&c);
+  struct whdr h = {.type = T_CREDIT};
+  forge_data(&h); /* the data QP: EAGER and RTS only */
+  run();
+  expect_violation("CREDIT", PP_VF_TYPE);
+  honest_goes_on();
+}
+
 Test(hostile_p2p, handles_are_not_guessable_and_deterministic_per_seed)
 {
   struct pp_engine_cfg c = p2p_cfg();

@@ -29,7 +29,10 @@
     "advertises the slot's old rkey (none, or one already deregistered)")                        \
   X(WILDCARD_ORDER, "wildcard-order",                                                             \
     "p2p: an arriving message goes to a matching specific receive ahead of an earlier-posted "    \
-    "wildcard receive (posting order broken)")
+    "wildcard receive (posting order broken)")                                                  \
+  X(SRQ_NO_CREDITS, "srq-no-credits",                                                             \
+    "p2p srq: senders send without a credit of the shared pool (and receivers do not hold them "  \
+    "to it): RNR once the pool runs dry")
 
 enum pp_bug {
 #define PP_X(id, name, desc) PP_BUG_##id,

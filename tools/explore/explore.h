@@ -41,7 +41,7 @@
   X(POST, "post", "workload: receives posted late and re-posted in a random order")               \
   X(CQ, "cq", "driver: completions polled late")                                                  \
   X(SCRAMBLE, "scramble", "NIC: an RDMA WRITE's bytes placed out of order, the last chunk first") \
-  X(SRQ, "srq", "NIC: SRQ depletion, WQEs posted to an SRQ usable only later")                    \
+  X(SRQ, "srq", "NIC: SRQ depletion (p2p.srq), WQEs posted to an SRQ usable only later")          \
   X(QP_ERROR, "qp-error", "NIC: a QP forced to ERROR mid-run (fatal)")                            \
   X(RKEY, "rkey", "NIC: rkeys invalidated while peers hold them (fatal)")                        \
   X(BYZANTINE, "byzantine",                                                                       \

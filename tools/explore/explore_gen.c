@@ -290,6 +290,31 @@ static uint32_t safe_window_min(const struct pp_scenario *sc)
   return e->workload.messages * (e->nranks - 1);
 }
 
+/* p2p.srq (engine/proto/p2p/srq.c) in a third of the p2p seeds, always with its test bug: a
+ * small pool, one channel; with the srq fault (the NIC hides posted WQEs: RNR whatever the
+ * credits) rnr_retry 7. Drawn from a stream of its own, so the other draws of a seed stay. */
+static void gen_p2p_srq(const struct pp_explore_space *sp, struct pp_scenario *sc)
+{
+  struct pp_prng q;
+  pp_prng_seed(&q, sc->sim.seed ^ 0x5e05e0f5e05ull);
+  struct pp_p2p_params *p = &sc->sim.engine.p2p;
+  bool bug = sp->bugs >> PP_BUG_SRQ_NO_CREDITS & 1;
+  bool on = chance(&q, 1.0 / 3);
+  uint32_t buffers = (uint32_t)logrnd(&q, 2, 64), limit = (uint32_t)rnd(&q, 1, 8);
+  bool fault = chance(&q, sp->fault_rate);
+  uint64_t delay = logrnd(&q, 100, 20000);
+  if (!on && !bug)
+    return;
+  p->srq = true;
+  p->channels = 1;
+  p->srq_buffers = buffers;
+  p->srq_limit = limit;
+  if (fault && (sp->faults >> PP_FAULT_SRQ & 1)) {
+    sc->sim.faults.srq_delay_ns = delay;
+    sc->sim.engine.qp.rnr_retry = 7;
+  }
+}
+
 /* eager / rndv over the traffic workload: sizes across the eager, RGET and RPUT ranges, every
  * receive mode (specific, any-tag, mixed, any-source, any), small credit and buffer pools. */
 static void gen_p2p(struct pp_prng *r, const struct pp_explore_space *sp, struct pp_scenario *sc)
@@ -319,6 +344,7 @@ static void gen_p2p(struct pp_prng *r, const struct pp_explore_space *sp, struct
   p->reply_slots = chance(r, 0.5) ? 0 : (uint32_t)rnd(r, 1, 8);
   p->send_buffers = chance(r, 0.5) ? 0 : (uint32_t)logrnd(r, 1, 64);
   p->rcache_entries = chance(r, 0.5) ? 0 : (uint32_t)logrnd(r, 1, 64);
+  gen_p2p_srq(sp, sc);
 }
 
 static bool reduce_p2p(struct pp_scenario *sc, unsigned k, const char **what)
@@ -382,6 +408,13 @@ static bool reduce_p2p(struct pp_scenario *sc, unsigned k, const char **what)
       return false;
     p->reply_slots = p->send_buffers = p->rcache_entries = 0;
     return true;
+  case 10:
+    *what = "no srq";
+    if (!p->srq)
+      return false;
+    p->srq = false;
+    p->srq_buffers = p->srq_limit = 0;
+    return true;
   default:
     return false;
   }
@@ -404,13 +437,16 @@ static void write_p2p(FILE *out, const struct pp_scenario *sc, const char *secti
 #define STREAM_FAULTS                                                                             \
   (PP_FAULTS_ALL & ~(1u << PP_FAULT_SRQ)) /* srq: for protocols that use an SRQ */
 
-/* The traffic workload posts its receives itself (no post fault); no SRQ. */
+/* The traffic workload posts its receives itself (no post fault); the SRQ fault with p2p.srq,
+ * drawn by gen_p2p_srq (draw_faults draws it for no protocol). */
 #define TRAFFIC_FAULTS (STREAM_FAULTS & ~(1u << PP_FAULT_POST))
+#define P2P_FAULTS (TRAFFIC_FAULTS | 1u << PP_FAULT_SRQ)
 
 /* The test bugs of the stream workload (the naive and ring protocols run it) and of p2p.c. */
 #define STREAM_BUGS                                                                               \
   (1u << PP_BUG_EARLY_REPOST | 1u << PP_BUG_LOST_REPOST | 1u << PP_BUG_SEND_REUSE)
-#define P2P_BUGS (1u << PP_BUG_EARLY_CTS | 1u << PP_BUG_WILDCARD_ORDER)
+#define P2P_BUGS                                                                                  \
+  (1u << PP_BUG_EARLY_CTS | 1u << PP_BUG_WILDCARD_ORDER | 1u << PP_BUG_SRQ_NO_CREDITS)
 
 /* The registry: one entry per built-in protocol, then room for the registered ones. */
 #define NBUILTIN_GENS 5
@@ -446,7 +482,7 @@ struct pp_explore_gen pp_explore_gens[NBUILTIN_GENS + PP_MAX_PROTOCOLS] = {
      .protocol = PP_PROTO_EAGER,
      .flow_controlled = true,
      .in_mix = true,
-     .faults = TRAFFIC_FAULTS | PP_FAULTS_OPT_IN,
+     .faults = P2P_FAULTS | PP_FAULTS_OPT_IN,
      .bugs = P2P_BUGS,
      .gen = gen_p2p,
      .write = write_p2p,
@@ -455,7 +491,7 @@ struct pp_explore_gen pp_explore_gens[NBUILTIN_GENS + PP_MAX_PROTOCOLS] = {
      .protocol = PP_PROTO_RNDV,
      .flow_controlled = true,
      .in_mix = true,
-     .faults = TRAFFIC_FAULTS | PP_FAULTS_OPT_IN,
+     .faults = P2P_FAULTS | PP_FAULTS_OPT_IN,
      .bugs = P2P_BUGS,
      .gen = gen_p2p,
      .write = write_p2p,
@@ -782,7 +818,7 @@ void pp_explore_generate(uint64_t seed, const struct pp_explore_space *sp, struc
     w->messages = most ? most : 1;
   g->gen(&r, sp, sc);
   uint64_t est = estimate_ns(s);
-  draw_faults(&r, sp->faults & g->faults, sp->fault_rate, est, sc);
+  draw_faults(&r, sp->faults & g->faults & ~(1u << PP_FAULT_SRQ), sp->fault_rate, est, sc);
   est = estimate_ns(s);
   pp_explore_set_bounds(sc, rnd(&r, est / 4, est));
 }

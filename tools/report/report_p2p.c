@@ -20,13 +20,22 @@ void pp_report_p2p_json(FILE *out, const struct pp_sim_config *cfg, const struct
             ", \"out_of_order\": %" PRIu64 ", \"sync_acks\": %" PRIu64 ", \"truncated\": %" PRIu64
             ", \"cancelled\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"fragments\": %" PRIu64
             ", \"rcache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"evictions\": %" PRIu64
-            ", \"invalidations\": %" PRIu64 "}, \"receives_dropped\": %" PRIu64 "}",
+            ", \"invalidations\": %" PRIu64 "}, \"receives_dropped\": %" PRIu64,
             i ? ", " : "", i, p->sent[PP_P2P_EAGER], p->sent[PP_P2P_RNDV_PUT],
             p->sent[PP_P2P_RNDV_GET], p->received[PP_P2P_EAGER], p->received[PP_P2P_RNDV_PUT],
             p->received[PP_P2P_RNDV_GET], p->credit_msgs, p->credits_piggybacked, p->parked,
             p->unexpected, p->unexpected_max, p->out_of_order, p->sync_acks, p->truncated,
             p->cancelled, p->failed, p->fragments, p->rcache.hits, p->rcache.misses,
             p->rcache.evictions, p->rcache.invalidations, res->ranks[i].receives_dropped);
+    if (p->srq_buffers) /* p2p.srq only: the other runs' reports stay as they were */
+      fprintf(out,
+              ", \"srq\": {\"buffers\": %" PRIu64 ", \"eager_rx_bytes\": %" PRIu64
+              ", \"lent\": %" PRIu64 ", \"reclaimed\": %" PRIu64 ", \"lent_max\": %" PRIu64
+              ", \"limit_events\": %" PRIu64 ", \"refilled\": %" PRIu64
+              ", \"overruns\": %" PRIu64 "}",
+              p->srq_buffers, p->eager_rx_bytes, p->srq_lent, p->srq_reclaimed, p->srq_lent_max,
+              p->srq_limit_events, p->srq_refilled, p->srq_overruns);
+    fputc('}', out);
   }
   fprintf(out, "], \"receives\": [");
   const char *sep = "";

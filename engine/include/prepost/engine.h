@@ -187,7 +187,8 @@ struct pp_conn_info {
   X(SLOT, "slot", "a ring chunk into a slot not released yet")                 \
   X(HEAD, "head", "a ring credit not ahead of the last or beyond the chunks sent") \
   X(CTS_ENTRY, "cts_entry", "a ring CTS entry with the wrong idx, tag, address, key or size") \
-  X(OPCODE, "opcode", "an operation that may not consume this receive")
+  X(OPCODE, "opcode", "an operation that may not consume this receive")       \
+  X(NO_CREDIT, "no_credit", "a message its sender held no credit for (p2p.srq)")
 
 enum pp_violation_field {
 #define PP_X(id, name, desc) PP_VF_##id,

@@ -184,6 +184,15 @@ struct pp_p2p_stats {
   uint64_t truncated, cancelled, failed;
   uint64_t fragments;        /* RPUT fragments written */
   struct pp_rcache_stats rcache;
+  /* p2p.srq: the shared pool (0 without it, but eager_rx_bytes) */
+  uint64_t srq_buffers;      /* buffers of the pool */
+  uint64_t eager_rx_bytes;   /* bytes of receive buffers registered (also without srq) */
+  uint64_t srq_lent;         /* credits lent beyond each channel's first */
+  uint64_t srq_reclaimed;    /* credits taken back into the pool */
+  uint64_t srq_lent_max;     /* most credits lent at once */
+  uint64_t srq_limit_events; /* SRQ_LIMIT_REACHED events (a peer ate into the headroom) */
+  uint64_t srq_refilled;     /* buffers posted by those events */
+  uint64_t srq_overruns;     /* messages that came without a credit */
 };
 void pp_p2p_stats(const struct pp_engine *e, struct pp_p2p_stats *out);
 

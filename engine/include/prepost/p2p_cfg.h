@@ -7,6 +7,7 @@
 #ifndef PP_P2P_CFG_H
 #define PP_P2P_CFG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,12 @@ struct pp_p2p_params {
   uint32_t rcache_entries;   /* registration cache: at most this many registrations ... */
   uint64_t rcache_bytes;     /* ... covering at most this many bytes */
   uint32_t record;           /* completed receives recorded per rank for the report */
+  /* SRQ-backed eager receives (engine/proto/p2p/srq.c): one shared receive queue per rank with a
+   * pool of srq_buffers buffers lent to the peers as credits; srq_limit the SRQ's watermark and
+   * the headroom never lent */
+  bool srq;
+  uint32_t srq_buffers;
+  uint32_t srq_limit;
 };
 
 #define PP_P2P_MAX_CHANNELS 4u
@@ -43,6 +50,7 @@ struct pp_p2p_params {
 #define PP_P2P_MAX_CREDITS 4096u
 #define PP_P2P_MAX_EAGER (1u << 20)
 #define PP_P2P_MAX_RECORD (1u << 20)
+#define PP_P2P_MAX_SRQ 16384u /* the simulated NIC's max_qp_wr */
 
 /* --- the script workload: explicit per-rank operation lists --- */
 

@@ -104,6 +104,8 @@ void pp_p2p_params_resolve(const struct pp_engine_cfg *c, struct pp_p2p_params *
   o->rcache_entries = def(o->rcache_entries, 256);
   if (!o->rcache_bytes)
     o->rcache_bytes = 1ull << 30;
+  o->srq_buffers = def(o->srq_buffers, 256);
+  o->srq_limit = def(o->srq_limit, o->srq_buffers / 16 ? o->srq_buffers / 16 : 1);
 }
 
 int pp_p2p_proto(int protocol)
@@ -163,6 +165,10 @@ int pp_p2p_cfg_check(const struct pp_engine_cfg *c, char *err, size_t errlen)
           (unsigned long long)p.rcache_bytes);
     CHECK(p.record <= PP_P2P_MAX_RECORD, "record must be at most %u, got %u", PP_P2P_MAX_RECORD,
           p.record);
+    CHECK(!p.srq || p.channels == 1, "srq lends credits per channel: channels must be 1, got %u",
+          p.channels);
+    CHECK(p.srq_buffers <= PP_P2P_MAX_SRQ, "srq_buffers must be 2..%u, got %u", PP_P2P_MAX_SRQ,
+          p.srq_buffers);
     /* credits + reply_slots + credit messages <= 3 * 4096 receive buffers per QP */
   }
   if (w->kind == PP_WORKLOAD_SCRIPT)

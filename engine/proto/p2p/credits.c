@@ -12,8 +12,8 @@ enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r)
   struct pp_recv_wr wr = {
       .wr_id = WRID(W_RECV, 0, i),
       .num_sge = 1,
-      .sg_list = {{.addr = (uint64_t)(uintptr_t)(p->rxbuf + (size_t)i * p->bsize),
-                   .length = p->bsize,
+      .sg_list = {{.addr = (uint64_t)(uintptr_t)r->buf,
+                   .length = p->cbsize,
                    .lkey = p->rxmr.lkey}},
   };
   r->state = RX_POSTED;
@@ -28,8 +28,10 @@ static void unpost_tx(struct p2p *p, uint32_t t)
 {
   const struct hdr *h = (const struct hdr *)(const void *)tx_buf(p, t);
   struct chan *c = &p->ch[p->tx[t].ch];
-  assert(c->sq_used > 0);
-  c->sq_used--;
+  uint32_t *sq = p2p_on_dqp(p, h->type) ? &c->dsq_used : &c->sq_used;
+  assert(*sq > 0);
+  (*sq)--;
+  c->given -= h->credits;
   c->owed += h->credits;
   c->rowed += h->rcredits;
   if (h->type != M_CREDIT)
@@ -49,7 +51,10 @@ static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
   h->rcredits = (uint16_t)c->rowed;
   if (h->type != M_CREDIT)
     p->st.credits_piggybacked += c->owed + c->rowed;
+  c->given += c->owed;
   c->owed = c->rowed = 0;
+  bool dq = p2p_on_dqp(p, h->type);
+  uint32_t *sq = dq ? &c->dsq_used : &c->sq_used;
   struct pp_send_wr wr = {
       .wr_id = WRID(W_TX, 0, t),
       .opcode = PP_WR_SEND,
@@ -57,17 +62,19 @@ static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
       .num_sge = 1,
       .sg_list = {{.addr = (uint64_t)(uintptr_t)h, .length = len, .lkey = tx_mr(p, t)->lkey}},
   };
-  c->sq_used++;
-  assert(c->sq_used <= e->cfg.qp.sq_depth); /* every caller checked for room */
-  enum pp_status s = (enum pp_status)e->ops->post_send(e->nic, c->qpn, &wr);
+  (*sq)++;
+  assert(*sq <= e->cfg.qp.sq_depth); /* every caller checked for room */
+  enum pp_status s = (enum pp_status)e->ops->post_send(e->nic, dq ? c->dqpn : c->qpn, &wr);
   if (s != PP_OK)
     unpost_tx(p, t);
   return s;
 }
 
+/* (srq: a channel's credits are its grant, not D) */
 static bool credit_due(const struct p2p *p, const struct chan *c)
 {
-  return (c->owed > 0 && (c->owed >= p->T || c->inuse + c->owed == p->D)) ||
+  return (c->owed > 0 &&
+          (c->owed >= p->T || (p->srq ? c->held + c->owed >= c->grant : c->inuse + c->owed == p->D))) ||
          (c->rowed > 0 && (c->rowed >= p->TR || c->rowed == p->R));
 }
 
@@ -155,7 +162,7 @@ enum pp_status p2p_send_reply(struct pp_engine *e, uint32_t ch, const struct hdr
   return p2p_flush_ctrl(e, c);
 }
 
-static enum pp_status credit_check(struct pp_engine *e, uint32_t ch)
+enum pp_status p2p_credits_due(struct pp_engine *e, uint32_t ch)
 {
   struct p2p *p = P2P(e);
   struct chan *c = &p->ch[ch];
@@ -171,7 +178,7 @@ enum pp_status p2p_reply_consumed(struct pp_engine *e, struct rx *r)
   struct p2p *p = P2P(e);
   enum pp_status s = p2p_post_rx(e, r);
   p->ch[r->ch].rowed++;
-  return s == PP_OK ? credit_check(e, r->ch) : s;
+  return s == PP_OK ? p2p_credits_due(e, r->ch) : s;
 }
 
 /* A consumed buffer goes back to the NIC; `credits` of the sender's credits become owed. */
@@ -179,13 +186,15 @@ enum pp_status p2p_release_rx(struct pp_engine *e, struct rx *r)
 {
   struct p2p *p = P2P(e);
   struct chan *c = &p->ch[r->ch];
+  if (r->pool)
+    return p2p_srq_release(e, r);
   enum pp_status s = p2p_post_rx(e, r);
   if (s != PP_OK)
     return s;
   assert(c->inuse > 0);
   c->inuse--;
   c->owed++;
-  return credit_check(e, r->ch);
+  return p2p_credits_due(e, r->ch);
 }
 
 /* ------------------------------------------------------------------ sending */
@@ -197,10 +206,16 @@ uint32_t p2p_msg_proto(const struct p2p *p, uint32_t len)
   return len <= p->prm.rget_limit ? PP_P2P_RNDV_GET : PP_P2P_RNDV_PUT;
 }
 
-/* A channel to peer pe with a data credit and send-queue room, round robin; UINT32_MAX: none. */
+/* A channel to peer pe with a data credit and send-queue room, round robin; UINT32_MAX: none.
+ * (srq: the data QP's send queue; test bug srq-no-credits: no credit needed.) */
 static uint32_t send_channel(const struct pp_engine *e, const struct p2p *p,
                              const struct peer *pe)
 {
+  if (p->srq) {
+    const struct chan *c = &p->ch[pe->ch0]; /* srq: one channel */
+    bool credit = c->credits || PP_BUG(&e->cfg, SRQ_NO_CREDITS);
+    return credit && c->dsq_used < e->cfg.qp.sq_depth ? pe->ch0 : UINT32_MAX;
+  }
   for (uint32_t k = 0; k < p->prm.channels; k++) {
     uint32_t i = pe->ch0 + (pe->next_ch + k) % p->prm.channels;
     const struct chan *c = &p->ch[i];
@@ -250,8 +265,9 @@ static void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint32_t c
   }
   assert(p->npending > 0);
   p->npending--;
-  assert(p->ch[ch].credits > 0);
-  p->ch[ch].credits--;
+  assert(p->ch[ch].credits > 0 || p->srq);
+  if (p->ch[ch].credits) /* (none only under test bug srq-no-credits) */
+    p->ch[ch].credits--;
   pe->next_ch = (ch - pe->ch0 + 1) % p->prm.channels;
   r->ch = ch;
   p2p_req_set(p, r, RQ_ACTIVE);
@@ -280,6 +296,13 @@ static uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t, uint
       .addr = (uint64_t)(uintptr_t)r->buf,
       .rkey = rkey,
   };
+  if (p->srq) { /* what the credits do not cover of the sends queued behind r (srq.c) */
+    const struct chan *c = &p->ch[r->ch];
+    uint32_t behind = p->peer[r->peer].send_seq - r->seq - 1;
+    uint32_t want = behind > c->credits ? behind - c->credits : 0;
+    h->want = (uint16_t)(want > UINT16_MAX ? UINT16_MAX : want);
+    h->nfrag = c->seen;
+  }
   uint32_t len = HDR;
   if (r->proto == PP_P2P_EAGER && r->len) {
     memcpy((uint8_t *)h + HDR, r->buf, r->len);

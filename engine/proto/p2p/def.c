@@ -40,20 +40,32 @@ static void p2p_mem_need(const struct pp_engine_cfg *c, const void *params, uint
   uint64_t R = p.reply_slots, TR = (R + 1) / 2, D = p.credits;
   uint64_t nrx = D + R + 2 + (D - 1) / p.credit_threshold + (R - 1) / TR;
   uint64_t bsize = (64 + (uint64_t)p.eager_limit + 63) & ~63ull, nch = (uint64_t)npeers * p.channels;
-  q->qps = (uint32_t)nch;
-  q->send_wqes = nch * c->qp.sq_depth;
-  q->recv_wqes = nch * nrx;
+  uint64_t pool = 0, cbsize = bsize;
+  if (p.srq) { /* srq.c: the pool, and per channel R + C control buffers of 64 bytes */
+    nrx -= D;
+    cbsize = 64;
+    pool = nch + p.srq_limit + 1 > p.srq_buffers ? nch + p.srq_limit + 1 : p.srq_buffers;
+  }
+  q->qps = (uint32_t)(p.srq ? 2 * nch : nch);
+  q->send_wqes = q->qps * (uint64_t)c->qp.sq_depth;
+  q->recv_wqes = nch * nrx + pool;
   uint64_t rx = nch * nrx, small = nch * (nrx + 4) + (uint64_t)p.max_requests * (p.pipeline + 1) + 1;
-  pp_mem_add(q, rx * (bsize + MEM_RX), "p2p.credits, p2p.reply_slots and p2p.eager_limit");
+  if (p.srq)
+    pp_mem_add(q, pool * (bsize + MEM_RX), "p2p.srq_buffers and p2p.eager_limit");
+  pp_mem_add(q, rx * (cbsize + MEM_RX), p.srq ? "p2p.reply_slots and p2p.credits"
+                                              : "p2p.credits, p2p.reply_slots and p2p.eager_limit");
   pp_mem_add(q, (uint64_t)p.send_buffers * (bsize + MEM_TX), "p2p.send_buffers and p2p.eager_limit");
   pp_mem_add(q, small * (64 + MEM_TX), "p2p.max_requests and p2p.pipeline");
   pp_mem_add(q, (uint64_t)p.max_requests * MEM_REQ, "p2p.max_requests");
-  pp_mem_add(q, (pow2_ge(2ull * p.max_requests) + pow2_ge(8 * rx) + p.max_requests + 4 * rx) *
+  pp_mem_add(q, (pow2_ge(2ull * p.max_requests) + pow2_ge(8 * (rx + pool)) + p.max_requests +
+                 4 * (rx + pool)) *
                     MEM_MENTRY, "p2p.max_requests");
   pp_mem_add(q, (p.rcache_entries + pow2_ge(2ull * p.rcache_entries)) * (uint64_t)MEM_RCE,
              "p2p.rcache_entries");
   pp_mem_add(q, (uint64_t)p.record * sizeof(struct pp_recv_record), "p2p.record");
   pp_mem_add(q, nch * 64 + c->nranks * 4ull + 8192, "ranks");
+  if (p.srq) /* the pool's line, spare stack and QP map */
+    pp_mem_add(q, nch * 12 + pool * 4 + 256, "p2p.srq_buffers");
 }
 
 const struct pp_proto_def pp_p2p_eager_def = {

@@ -20,6 +20,12 @@ static void close_channel(struct pp_engine *e, uint32_t ch, bool alive)
     struct pp_qp_attr a = {.qp_state = PP_QPS_ERR};
     e->ops->modify_qp(e->nic, c->qpn, &a, PP_QP_STATE);
   }
+  if (p->srq) { /* its data QP too (whichever failed), and its credits back to the pool */
+    struct pp_qp_attr a = {.qp_state = PP_QPS_ERR};
+    if (c->dqpn)
+      e->ops->modify_qp(e->nic, c->dqpn, &a, PP_QP_STATE);
+    p2p_srq_fail_channel(e, c);
+  }
 }
 
 /* The peer pi is gone: every channel to it that is still alive goes to ERROR (except `dead`,
@@ -38,8 +44,13 @@ void p2p_fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead
   for (uint32_t k = 0; k < p->prm.channels; k++)
     if (!p->ch[pe->ch0 + k].failed)
       close_channel(e, pe->ch0 + k, pe->ch0 + k != dead);
-  for (struct rx *x = pe->ooo; x; x = x->ooo_next)
-    x->state = RX_DEAD;
+  for (struct rx *x = pe->ooo, *n; x; x = n) {
+    n = x->ooo_next;
+    if (x->pool)
+      p2p_srq_recycle(e, x);
+    else
+      x->state = RX_DEAD;
+  }
   pe->ooo = NULL;
   while (pe->pend_head) {
     struct req *r = pe->pend_head;

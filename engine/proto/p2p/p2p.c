@@ -42,8 +42,9 @@ static enum pp_status tx_done(struct pp_engine *e, uint64_t now, const struct pp
     return PP_INVALID;
   struct tx x = p->tx[idx];
   struct chan *c = &p->ch[x.ch];
-  assert(c->sq_used >= x.nwr);
-  c->sq_used -= x.nwr;
+  uint32_t *sq = p2p_on_dqp(p, x.type) ? &c->dsq_used : &c->sq_used;
+  assert(*sq >= x.nwr);
+  *sq -= x.nwr;
   tx_free(p, idx);
   struct req *r = x.req ? req_of(p, x.req) : NULL;
   if (wc->status != PP_WC_SUCCESS) {
@@ -96,8 +97,15 @@ static void p2p_sizes(struct pp_engine *e, struct p2p *p)
   p->gseq = pp_prng_next(&g);
   p->nrx = p->D + p->R + p->C;
   p->bsize = (HDR + m->eager_limit + 63) & ~63u;
+  p->cbsize = p->bsize;
   p->npeer = e->npeers;
   p->nch = p->npeer * m->channels;
+  if (m->srq) { /* srq.c: the channels' own buffers take replies and CREDITs only */
+    p->nrx = p->R + p->C;
+    p->cbsize = HDR;
+    uint32_t least = p->nch + m->srq_limit + 1;
+    p->npool = m->srq_buffers > least ? m->srq_buffers : least;
+  }
   p->ntotal_rx = p->nch * p->nrx;
 }
 
@@ -107,8 +115,8 @@ static enum pp_status p2p_alloc(struct pp_engine *e, struct p2p *p)
   const struct pp_p2p_params *m = &p->prm;
   p->peer_of = malloc(e->cfg.nranks * sizeof(*p->peer_of));
   p->ch = calloc(p->nch ? p->nch : 1, sizeof(*p->ch));
-  p->rx = calloc(p->ntotal_rx ? p->ntotal_rx : 1, sizeof(*p->rx));
-  p->rxbuf = calloc(p->ntotal_rx ? p->ntotal_rx : 1, p->bsize);
+  p->rx = calloc(p->ntotal_rx + p->npool ? p->ntotal_rx + p->npool : 1, sizeof(*p->rx));
+  p->rxbuf = calloc(p->ntotal_rx ? p->ntotal_rx : 1, p->cbsize);
   p->big = (struct txpool){.first = 0, .n = m->send_buffers, .size = p->bsize};
   /* replies queue per request (at most `pipeline` CTS or FIN, and an ACK) and per channel */
   p->small = (struct txpool){.first = m->send_buffers,
@@ -123,6 +131,8 @@ static enum pp_status p2p_alloc(struct pp_engine *e, struct p2p *p)
   if (!p->peer_of || !p->ch || !p->rx || !p->rxbuf || !p->tx || !p->big.buf || !p->small.buf ||
       !p->req || !p->rec)
     return PP_NOMEM;
+  for (uint32_t i = 0; i < p->ntotal_rx; i++)
+    p->rx[i].buf = p->rxbuf + (size_t)i * p->cbsize;
   return PP_OK;
 }
 
@@ -139,7 +149,7 @@ static enum pp_status p2p_lists(struct pp_engine *e, struct p2p *p)
   p->big.free = p->small.free = NO_TX;
   for (uint32_t t = p->big.n + p->small.n; t-- > 0;)
     tx_free(p, t);
-  enum pp_status s = pp_match_init(&p->match, m->max_requests, p->ntotal_rx);
+  enum pp_status s = pp_match_init(&p->match, m->max_requests, p->ntotal_rx + p->npool);
   if (s != PP_OK)
     return s;
   p->match_ok = true;
@@ -156,7 +166,7 @@ static enum pp_status p2p_lists(struct pp_engine *e, struct p2p *p)
 static enum pp_status p2p_register(struct pp_engine *e, struct p2p *p)
 {
   enum pp_status s;
-  if ((s = pp_engine_reg(e, p->rxbuf, (size_t)p->ntotal_rx * p->bsize, PP_ACCESS_LOCAL_WRITE,
+  if ((s = pp_engine_reg(e, p->rxbuf, (size_t)p->ntotal_rx * p->cbsize, PP_ACCESS_LOCAL_WRITE,
                          &p->rxmr)) != PP_OK ||
       (s = pp_engine_reg(e, p->big.buf, (size_t)p->big.n * p->bsize, PP_ACCESS_LOCAL_WRITE,
                          &p->big.mr)) != PP_OK ||
@@ -174,6 +184,12 @@ static enum pp_status open_channel(struct pp_engine *e, struct p2p *p, uint32_t 
                      .cq_head = NO_TX, .cq_tail = NO_TX};
   enum pp_status s =
       pp_engine_qp_open(e, p->peer[i].rank, 0, e->cfg.qp.sq_depth, p->nrx, &c->qpn, &c->psn);
+  if (p->srq) { /* srq.c: the data QP, on the SRQ; one credit to start with, on both ends */
+    c->credits = c->grant = 1;
+    if (s == PP_OK)
+      s = pp_engine_qp_open(e, p->peer[i].rank, p2p_srq_num(p), e->cfg.qp.sq_depth, 0, &c->dqpn,
+                            &c->dpsn);
+  }
   for (uint32_t j = 0; s == PP_OK && j < p->nrx; j++) {
     p->rx[c->rx0 + j].ch = ci;
     s = p2p_post_rx(e, &p->rx[c->rx0 + j]);
@@ -190,7 +206,7 @@ static enum pp_status p2p_create(struct pp_engine *e)
   p2p_sizes(e, p);
   enum pp_status s;
   if ((s = p2p_alloc(e, p)) != PP_OK || (s = p2p_lists(e, p)) != PP_OK ||
-      (s = p2p_register(e, p)) != PP_OK)
+      (s = p2p_register(e, p)) != PP_OK || (p->npool && (s = p2p_srq_create(e)) != PP_OK))
     return s;
   for (uint32_t i = 0; i < p->npeer; i++) {
     struct peer *pe = &p->peer[i];
@@ -201,6 +217,9 @@ static enum pp_status p2p_create(struct pp_engine *e)
       if ((s = open_channel(e, p, i, pe->ch0 + k)) != PP_OK)
         return s;
   }
+  if (p->srq)
+    p2p_srq_map(p);
+  p->st.eager_rx_bytes = (uint64_t)p->ntotal_rx * p->cbsize + (uint64_t)p->npool * p->bsize;
   return PP_OK;
 }
 
@@ -212,9 +231,13 @@ static void p2p_destroy(struct pp_engine *e)
   for (uint32_t i = 0; p->req && i < p->prm.max_requests; i++)
     if (p->req[i].state != RQ_FREE)
       p2p_release_regs(e, &p->req[i]);
-  for (uint32_t i = 0; p->ch && i < p->nch; i++)
+  for (uint32_t i = 0; p->ch && i < p->nch; i++) {
     if (p->ch[i].qpn)
       e->ops->destroy_qp(e->nic, p->ch[i].qpn);
+    if (p->ch[i].dqpn)
+      e->ops->destroy_qp(e->nic, p->ch[i].dqpn);
+  }
+  p2p_srq_destroy(e); /* after its QPs */
   if (p->rxmr.lkey)
     e->ops->dereg_mr(e->nic, &p->rxmr);
   if (p->big.mr.lkey)
@@ -249,10 +272,16 @@ static bool p2p_local_info(const struct pp_engine *e, uint32_t rank, struct pp_c
   int i = peer_idx(p, e, rank);
   if (i < 0)
     return false;
-  *out = (struct pp_conn_info){.nchannels = p->prm.channels};
-  for (uint32_t k = 0; k < p->prm.channels; k++) {
-    out->qp_num[k] = p->ch[p->peer[i].ch0 + k].qpn;
-    out->psn[k] = p->ch[p->peer[i].ch0 + k].psn;
+  uint32_t n = p->prm.channels;
+  *out = (struct pp_conn_info){.nchannels = p->srq ? 2 * n : n};
+  for (uint32_t k = 0; k < n; k++) {
+    const struct chan *c = &p->ch[p->peer[i].ch0 + k];
+    out->qp_num[k] = c->qpn;
+    out->psn[k] = c->psn;
+    if (p->srq) { /* srq: the data QPs after the control QPs */
+      out->qp_num[n + k] = c->dqpn;
+      out->psn[n + k] = c->dpsn;
+    }
   }
   return true;
 }
@@ -265,12 +294,15 @@ static enum pp_status p2p_connect(struct pp_engine *e, uint64_t now, uint32_t ra
   int i = peer_idx(p, e, rank);
   if (i < 0)
     return PP_NOTFOUND;
-  if (remote->nchannels != p->prm.channels)
+  uint32_t n = p->prm.channels;
+  if (remote->nchannels != (p->srq ? 2 * n : n))
     return PP_INVALID;
-  for (uint32_t k = 0; k < p->prm.channels; k++) {
+  for (uint32_t k = 0; k < n; k++) {
     const struct chan *c = &p->ch[p->peer[i].ch0 + k];
     enum pp_status s =
         pp_engine_qp_connect(e, c->qpn, c->psn, remote->qp_num[k], remote->psn[k]);
+    if (s == PP_OK && p->srq)
+      s = pp_engine_qp_connect(e, c->dqpn, c->dpsn, remote->qp_num[n + k], remote->psn[n + k]);
     if (s != PP_OK)
       return s;
   }
@@ -280,6 +312,8 @@ static enum pp_status p2p_connect(struct pp_engine *e, uint64_t now, uint32_t ra
 static enum pp_status finish(struct pp_engine *e, uint64_t now, enum pp_status s)
 {
   struct p2p *p = P2P(e);
+  if (s == PP_OK && p->srq)
+    s = p2p_srq_flush_dead(e);
   if (s == PP_OK)
     s = progress(e);
   if (--p->depth == 0) {
@@ -300,14 +334,18 @@ static enum pp_status p2p_on_wc(struct pp_engine *e, uint64_t now, const struct 
   enum pp_status s;
   if (WR_KIND(wc->wr_id) == W_RECV) {
     uint32_t i = WR_IDX(wc->wr_id);
-    if (i >= p->ntotal_rx || p->rx[i].state != RX_POSTED) {
+    struct rx *x = i < p->ntotal_rx ? &p->rx[i] : p->srq ? p2p_srq_rx(e, i, wc) : NULL;
+    if (!x || x->state != RX_POSTED) {
       s = PP_INVALID;
     } else if (wc->status != PP_WC_SUCCESS) {
-      p->rx[i].state = RX_HELD; /* flushed: never re-posted */
-      p2p_fail_channel(e, now, p->rx[i].ch, (uint8_t)wc->status);
+      if (x->pool) /* consumed by a message it could not take: back to the SRQ */
+        p2p_srq_recycle(e, x);
+      else
+        x->state = RX_HELD; /* flushed: never re-posted */
+      p2p_fail_channel(e, now, x->ch, (uint8_t)wc->status);
       s = PP_OK;
     } else {
-      s = p2p_on_recv(e, now, &p->rx[i], wc);
+      s = p2p_on_recv(e, now, x, wc);
     }
   } else {
     s = on_send_wc(e, now, wc);
@@ -332,7 +370,8 @@ static bool p2p_quiet(const struct pp_engine *e)
   if (p->npending || p->nactive || p->work || p->done_head)
     return false;
   for (uint32_t i = 0; i < p->nch; i++) /* a failed channel's work requests are flushed */
-    if (!p->ch[i].failed && (p->ch[i].sq_used || p->ch[i].cq_head != NO_TX))
+    if (!p->ch[i].failed &&
+        (p->ch[i].sq_used || p->ch[i].dsq_used || p->ch[i].cq_head != NO_TX))
       return false;
   return true;
 }
@@ -625,8 +664,10 @@ void pp_p2p_stats(const struct pp_engine *e, struct pp_p2p_stats *out)
 {
   const struct p2p *p = api(e);
   *out = p ? p->st : (struct pp_p2p_stats){0};
-  if (p)
+  if (p) {
     out->rcache = p->rc.st, out->rcache.entries = p->rc.n;
+    p2p_srq_stats(p, out);
+  }
 }
 
 size_t pp_p2p_receives(const struct pp_engine *e, const struct pp_recv_record **out,
@@ -663,6 +704,7 @@ const struct pp_proto_ops pp_p2p_eager_ops = {
     .on_timer = p2p_on_timer,
     .quiet = p2p_quiet,
     .pending = p2p_pending,
+    .on_async = p2p_srq_on_async,
 };
 
 const struct pp_proto_ops pp_p2p_rndv_ops = {
@@ -677,4 +719,5 @@ const struct pp_proto_ops pp_p2p_rndv_ops = {
     .on_timer = p2p_on_timer,
     .quiet = p2p_quiet,
     .pending = p2p_pending,
+    .on_async = p2p_srq_on_async,
 };

@@ -23,6 +23,12 @@
  *
  * Nothing is sent into a QP without a posted buffer behind it: no RNR, whatever rnr_retry says.
  *
+ * With p2p.srq (srq.c) the D data credits are not per-QP buffers: EAGER and RTS go on a data QP
+ * per channel whose receives come from one shared receive queue per rank, and the credits are
+ * lent out of its pool (a channel keeps one, the receiver lends up to D as the sender's headers
+ * say it needs them and takes them back when it needs nothing more); each channel's own QP
+ * keeps the R + C buffers, of HDR bytes, for replies and CREDIT messages.
+ *
  * Matching messages (EAGER, RTS) carry a per-peer sequence number; one that arrives before its
  * predecessor (another channel was faster) is held in its buffer until the gap closes, so the
  * matching queues see every peer's messages in send order. Unexpected messages also stay in
@@ -47,6 +53,7 @@
  *   pending.c  what pending operations wait for (hang reports)
  *   config.c   parameters, their checks, names
  *   match.c    the matching queues (match.h); rcache.c the registration cache (prepost/rcache.h)
+ *   srq.c      p2p.srq: the shared receive queue, its pool, and credits lent from it
  */
 #ifndef PP_P2P_IMPL_H
 #define PP_P2P_IMPL_H
@@ -91,7 +98,8 @@ struct hdr {
   uint32_t flen;    /* CTS, FIN: fragment length */
   uint32_t off;     /* CTS, FIN: fragment offset */
   uint16_t rcredits; /* reply credits handed back */
-  uint16_t pad;
+  uint16_t want;    /* srq, EAGER and RTS: sends queued behind this one that the sender's credits
+                       do not cover (in nfrag: the credits it had received so far, mod 2^32) */
 };
 _Static_assert(sizeof(struct hdr) == HDR, "the header is 64 bytes");
 
@@ -108,9 +116,12 @@ enum rx_state { RX_POSTED, RX_HELD, RX_DEAD };
 
 struct rx {
   struct pp_mentry me; /* the unexpected queue (pp_container_of gets the rx back) */
-  struct rx *ooo_next; /* held out of order, sorted by seq */
+  struct rx *ooo_next; /* held out of order, sorted by seq; srq: the list of dead buffers */
+  uint8_t *buf;        /* HDR + eager_limit bytes (srq: HDR for a channel's own buffers) */
   uint32_t ch;
   uint8_t state;
+  bool pool;           /* srq: a buffer of the shared pool (posted to the SRQ) */
+  bool over;           /* srq, bug srq-no-credits: it came without a credit */
 };
 
 #define NO_TX UINT32_MAX
@@ -135,6 +146,14 @@ struct chan {
   uint32_t credits, rcredits, sq_used;
   uint32_t cq_head, cq_tail; /* replies waiting for a reply credit or a send-queue slot */
   bool failed;
+  /* srq (srq.c): EAGER and RTS go on a second QP whose receives come from the shared pool */
+  uint32_t dqpn, dpsn, dsq_used;
+  uint32_t grant;  /* receiving side: credits lent to the peer (held, owed, theirs, in flight) */
+  uint32_t held;   /* receiving side: its messages that hold a pool buffer and a credit */
+  uint32_t need;   /* receiving side: what the peer still needs, as it last said */
+  uint32_t given;  /* receiving side: credits handed back so far (mod 2^32) */
+  uint32_t seen;   /* sending side: credits received so far (mod 2^32) */
+  bool waiting;    /* receiving side: in the pool's line for credits */
 };
 
 struct peer {
@@ -227,8 +246,11 @@ struct txpool {
   uint32_t first, n, size, free;
 };
 
+struct p2p_srq; /* srq.c */
+
 struct p2p {
   struct pp_p2p_params prm;
+  struct p2p_srq *srq; /* p2p.srq: the shared receive queue and its pool; NULL without */
   /* Request handles go on the wire (a peer names its request and ours in replies): they are
    * bound to their peer when a reply comes, and not guessable: each allocation moves to a new
    * generation, and the handle is XORed with this engine's nonce (both from a PRNG seeded by the
@@ -236,6 +258,8 @@ struct p2p {
   uint64_t nonce;
   uint64_t gseq; /* splitmix64 state of the generations */
   uint32_t D, R, C, T, TR, P, nrx, bsize;
+  uint32_t cbsize; /* a channel's own receive buffers: bsize, or HDR with srq */
+  uint32_t npool;  /* srq: the pool's buffers (p->rx[ntotal_rx..]), 0 without */
   uint32_t npeer, nch;
   struct peer peer[PP_MAX_PEERS];
   int32_t *peer_of; /* rank -> peer index or -1 */
@@ -288,7 +312,8 @@ static inline struct p2p *P2P(const struct pp_engine *e)
 
 static inline struct hdr *rx_hdr(const struct p2p *p, const struct rx *r)
 {
-  return (struct hdr *)(void *)(p->rxbuf + (size_t)(r - p->rx) * p->bsize);
+  (void)p;
+  return (struct hdr *)(void *)r->buf;
 }
 
 static inline uint8_t *tx_buf(const struct p2p *p, uint32_t t)
@@ -438,6 +463,7 @@ enum pp_status p2p_send_reply(struct pp_engine *e, uint32_t ch, const struct hdr
                               uint64_t req, uint8_t slot, uint16_t nwr);
 enum pp_status p2p_reply_consumed(struct pp_engine *e, struct rx *r);
 enum pp_status p2p_release_rx(struct pp_engine *e, struct rx *r);
+enum pp_status p2p_credits_due(struct pp_engine *e, uint32_t ch);
 uint32_t p2p_msg_proto(const struct p2p *p, uint32_t len);
 enum pp_status p2p_start_all(struct pp_engine *e);
 
@@ -477,6 +503,29 @@ enum pp_status p2p_on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const
 
 /* pending.c */
 size_t p2p_pending(const struct pp_engine *e, struct pp_wait *out, size_t max);
+
+/* srq.c: the shared receive queue (p->srq set) */
+enum pp_status p2p_srq_create(struct pp_engine *e);
+void p2p_srq_map(struct p2p *p);
+void p2p_srq_destroy(struct pp_engine *e);
+struct rx *p2p_srq_rx(struct pp_engine *e, uint32_t i, const struct pp_wc *wc);
+enum pp_status p2p_srq_post(struct pp_engine *e, struct rx *r);
+enum pp_status p2p_srq_arrive(struct pp_engine *e, uint64_t now, struct rx *x,
+                              const struct hdr *h);
+enum pp_status p2p_srq_release(struct pp_engine *e, struct rx *r);
+void p2p_srq_recycle(struct pp_engine *e, struct rx *r);
+enum pp_status p2p_srq_flush_dead(struct pp_engine *e);
+void p2p_srq_fail_channel(struct pp_engine *e, struct chan *c);
+void p2p_srq_stats(const struct p2p *p, struct pp_p2p_stats *out);
+enum pp_status p2p_srq_on_async(struct pp_engine *e, uint64_t now,
+                                const struct pp_async_event *ev);
+uint32_t p2p_srq_num(const struct p2p *p);
+
+/* The queue pair a message of `type` goes on: with srq, EAGER and RTS take the data QP. */
+static inline bool p2p_on_dqp(const struct p2p *p, uint8_t type)
+{
+  return p->srq && (type == M_EAGER || type == M_RTS);
+}
 
 /* ------------------------------------------------------------------ small and hot: inline */
 

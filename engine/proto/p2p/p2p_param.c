@@ -39,6 +39,17 @@ const struct pp_param pp_p2p_param_table[] = {
                    1ull << 40, 0, "bytes the registration cache covers (derived)", NULL, D),
     PP_PARAM_UINT(P, record, 0, PP_P2P_MAX_RECORD, 4096,
                   "completed receives recorded per rank for the report"),
+    PP_PARAM_BOOL(P, srq, 0,
+                  "eager receives from one shared receive queue per rank, credits lent from its "
+                  "pool (needs channels 1)"),
+    PP_PARAM_KEYED("srq_buffers", P, srq_buffers, PP_PARAM_UINT, 2, PP_P2P_MAX_SRQ, 0,
+                   "srq: eager buffers of the shared pool (derived: 256; raised to peers x "
+                   "channels + srq_limit + 1)",
+                   NULL, D),
+    PP_PARAM_KEYED("srq_limit", P, srq_limit, PP_PARAM_UINT, 1, PP_P2P_MAX_SRQ - 1, 0,
+                   "srq: the SRQ's limit watermark, buffers never lent (derived: srq_buffers / "
+                   "16, at least 1)",
+                   NULL, D),
 };
 #undef P
 #undef D

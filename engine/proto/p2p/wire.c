@@ -15,7 +15,10 @@ enum pp_status p2p_violation(struct pp_engine *e, uint64_t now, struct rx *x, ui
 {
   struct p2p *p = P2P(e);
   uint32_t pi = p->ch[x->ch].peer;
-  x->state = RX_DEAD;
+  if (x->pool) /* srq: a buffer of the shared pool goes back to the SRQ */
+    p2p_srq_recycle(e, x);
+  else
+    x->state = RX_DEAD;
   /* A peer that failed already (a QP error on one of its channels) is judged no more: what it
    * sent before its other channels went to ERROR may name requests that failed with it. */
   if (p->peer[pi].failed)
@@ -111,17 +114,25 @@ enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
   struct chan *c = &p->ch[x->ch];
   if (wc->byte_len < HDR) /* the rest of the header is an older message's: never read it */
     return p2p_violation(e, now, x, 0, PP_VF_BYTE_LEN, wc->byte_len, HDR, false);
-  if (h->credits > p->D - c->credits)
+  bool blind = p->srq && PP_BUG(&e->cfg, SRQ_NO_CREDITS); /* test bug: credits not counted */
+  if (h->credits > p->D - c->credits && !blind)
     return p2p_violation(e, now, x, h->type, PP_VF_CREDITS, h->credits, p->D - c->credits, true);
   if (h->rcredits > p->R - c->rcredits)
     return p2p_violation(e, now, x, h->type, PP_VF_RCREDITS, h->rcredits, p->R - c->rcredits, true);
-  c->credits += h->credits;
+  c->credits = blind && h->credits > p->D - c->credits ? p->D : c->credits + h->credits;
   c->rcredits += h->rcredits;
+  c->seen += h->credits;
   assert(c->credits <= p->D && c->rcredits <= p->R); /* never above the pools (checked above) */
   struct req *r;
+  enum pp_status s;
+  if (p->srq && x->pool != (h->type == M_EAGER || h->type == M_RTS)) /* srq.c: on its QP */
+    return p2p_violation(e, now, x, h->type, PP_VF_TYPE, h->type, x->pool ? M_RTS : M_CREDIT,
+                         true);
   switch (h->type) {
   case M_EAGER:
   case M_RTS:
+    if (x->pool && ((s = p2p_srq_arrive(e, now, x, h)) != PP_OK || x->state == RX_DEAD))
+      return s;
     return p2p_on_match_msg(e, now, x, wc->byte_len - HDR);
   case M_CTS:
     return p2p_on_cts(e, now, x, h);
