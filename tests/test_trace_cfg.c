@@ -495,11 +495,11 @@ Test(trace_cfg, struct_sizes_are_the_ones_the_keys_cover)
 /* ================================================================ format 1 stays readable */
 
 /* A format 1.2 header as that writer wrote it: the struct's bytes, beside readable keys. */
-static void write_v1(const struct pp_engine_cfg *c, size_t raw_size)
+static void write_v1_raw(const struct pp_engine_cfg *c, const void *raw, size_t raw_size)
 {
   struct pp_trace_writer *w = writer(2);
   cr_assert_eq(pp_trace_kv_u64(w, "engine.cfg_size", raw_size), PP_OK);
-  cr_assert_eq(pp_trace_kv_bytes(w, "engine.cfg", c, raw_size), PP_OK);
+  cr_assert_eq(pp_trace_kv_bytes(w, "engine.cfg", raw, raw_size), PP_OK);
   cr_assert_eq(pp_trace_kv_u64(w, "engine.nranks", c->nranks), PP_OK);
   cr_assert_eq(pp_trace_kv_str(w, "engine.protocol", pp_protocol_name(c->protocol)), PP_OK);
   cr_assert_eq(pp_trace_kv_u64(w, "engine.qp.rnr_retry", c->qp.rnr_retry), PP_OK);
@@ -518,6 +518,11 @@ static void write_v1(const struct pp_engine_cfg *c, size_t raw_size)
   cr_assert_eq(T.major, 1);
 }
 
+static void write_v1(const struct pp_engine_cfg *c, size_t raw_size)
+{
+  write_v1_raw(c, c, raw_size);
+}
+
 Test(trace_cfg, format_1_raw_bytes_are_still_read)
 {
   struct pp_engine_cfg c, back;
@@ -529,13 +534,54 @@ Test(trace_cfg, format_1_raw_bytes_are_still_read)
   cr_assert_str_empty(note);
   cr_assert_eq(memcmp(&back, &c, sizeof c), 0, "the raw bytes, exactly");
 
+  /* the size before proto_params was appended */
+  c.proto_params[0] = 0;
+  write_v1(&c, offsetof(struct pp_engine_cfg, proto_params));
+  memset(&back, 0xee, sizeof back);
+  cr_assert_eq(pp_trace_engine_cfg(&T, &back, note, sizeof note), PP_OK, "%s", note);
+  cr_assert_eq(memcmp(&back, &c, sizeof c), 0, "the prefix, the rest 0");
+
+  /* a bool of the raw bytes that is not 0 or 1 reads as true (not as an invalid bool) */
+  c.coll.check = true;
+  static uint8_t raw[sizeof(struct pp_engine_cfg)];
+  memcpy(raw, &c, sizeof c);
+  raw[offsetof(struct pp_engine_cfg, coll.check)] = 7;
+  write_v1_raw(&c, raw, sizeof raw);
+  memset(&back, 0xee, sizeof back);
+  cr_assert_eq(pp_trace_engine_cfg(&T, &back, note, sizeof note), PP_OK, "%s", note);
+  cr_assert_eq(memcmp(&back, &c, sizeof c), 0);
+
   /* raw bytes of another build's size: the readable keys over the caller's values, said so */
   write_v1(&c, 100);
   memset(&back, 0, sizeof back);
   cr_assert_eq(pp_trace_engine_cfg(&T, &back, note, sizeof note), PP_OK, "%s", note);
-  cr_assert(strstr(note, "does not match this build"), "%s", note);
+  cr_assert(strstr(note, "is not format 1's struct"), "%s", note);
   cr_assert_eq(back.qp.rnr_retry, c.qp.rnr_retry);
   cr_assert_eq(back.workload.interval_ns, c.workload.interval_ns);
   cr_assert_eq(back.coll.chunk, c.coll.chunk);
   cr_assert_eq(back.protocol, PP_PROTO_RNDV);
+}
+
+Test(trace_cfg, format_1_sim_cfg_bytes_are_still_read)
+{
+  static struct pp_sim_config s, back;
+  fill_sim(&s);
+  s.engine.rank = 0;
+  struct pp_trace_writer *w = writer(2);
+  cr_assert_eq(pp_trace_kv_u64(w, "sim.cfg_size", sizeof s), PP_OK);
+  cr_assert_eq(pp_trace_kv_bytes(w, "sim.cfg", &s, sizeof s), PP_OK);
+  cr_assert_eq(pp_trace_kv_bytes(w, "engine.cfg", &s.engine, sizeof s.engine), PP_OK);
+  cr_assert_eq(pp_trace_kv_str(w, "engine.protocol", "ring-credits"), PP_OK);
+  cr_assert_eq(pp_trace_begin(w), PP_OK);
+  cr_assert_eq(pp_trace_finish(w), PP_OK);
+  M.p[8] = 1;
+  M.p[10] = 2;
+  char note[512];
+  cr_assert_eq(pp_trace_open(M.p, M.n, 0, &T, note, sizeof note), PP_OK, "%s", note);
+  opened = true;
+  bool tmp;
+  memset(&back, 0xee, sizeof back);
+  cr_assert_eq(pp_trace_sim_cfg(&T, &back, &tmp, note, sizeof note), PP_OK, "%s", note);
+  cr_assert_str_empty(note);
+  cr_assert_eq(memcmp(&back, &s, sizeof s), 0, "format 1's bytes, exactly");
 }

@@ -28,9 +28,10 @@
  * be lost) and a missing required one, and starts the others from their defaults.
  * tests/test_trace_cfg.c checks cfg -> header -> cfg is identical.
  *
- * Format 1 (read only, the corpora under traces/): engine.cfg held the bytes of the struct,
- * read when their size is this build's (or the size before proto_params was appended), else the
- * readable engine.* keys of V1_FIELDS. pp_trace_engine_cfg_set() still takes those names.
+ * Format 1 (read only: traces recorded before, the fuzz corpus): engine.cfg held the bytes of the
+ * struct, read through a frozen copy of that layout (struct v1_cfg) when their size is its
+ * size (or the size before proto_params was appended), else the readable engine.* keys of
+ * V1_FIELDS. pp_trace_engine_cfg_set() still takes those names.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -326,7 +327,7 @@ struct emit {
   void *ctx;
 };
 
-static enum pp_status each_key(const struct pp_engine_cfg *c, bool all, const struct emit *em)
+static enum pp_status each_key(const struct pp_engine_cfg *c, const struct emit *em)
 {
   char key[128], val[PROG_TEXT_MAX];
   enum pp_status s = em->fn(em->ctx, "engine.protocol", pp_protocol_name(c->protocol));
@@ -341,7 +342,7 @@ static enum pp_status each_key(const struct pp_engine_cfg *c, bool all, const st
   const void *prm = pp_engine_cfg_proto_params_c(c);
   if (prm == (const void *)c->proto_params) { /* a plug-in's: the built-ins' are sections */
     const char *plugin = pp_proto_plugin(c->protocol);
-    if (s == PP_OK && plugin && all)
+    if (s == PP_OK && plugin)
       s = em->fn(em->ctx, "engine.plugin", plugin);
     for (size_t i = 0; s == PP_OK && d && i < d->nparams; i++) {
       snprintf(key, sizeof key, "proto.%s", d->params[i].key);
@@ -349,8 +350,6 @@ static enum pp_status each_key(const struct pp_engine_cfg *c, bool all, const st
       s = em->fn(em->ctx, key, val);
     }
   }
-  if (!all)
-    return s;
   const struct pp_script *sc = &c->script;
   snprintf(val, sizeof val, "%u", sc->nprogs);
   if (s == PP_OK)
@@ -378,7 +377,7 @@ static enum pp_status emit_kv(void *ctx, const char *key, const char *value)
 
 enum pp_status pp_trace_kv_engine_cfg(struct pp_trace_writer *w, const struct pp_engine_cfg *c)
 {
-  return each_key(c, true, &(struct emit){emit_kv, w});
+  return each_key(c, &(struct emit){emit_kv, w});
 }
 
 struct each_ctx {
@@ -398,7 +397,7 @@ void pp_trace_engine_cfg_each(const struct pp_engine_cfg *c,
                               void *ctx)
 {
   struct each_ctx e = {fn, ctx};
-  (void)each_key(c, false, &(struct emit){emit_each, &e}); /* emit_each cannot fail */
+  (void)each_key(c, &(struct emit){emit_each, &e}); /* emit_each cannot fail */
 }
 
 /* ------------------------------------------------------------------ format 1 */
@@ -617,19 +616,144 @@ static enum pp_status read_v1_keys(const struct pp_trace *t, struct pp_engine_cf
   return PP_OK;
 }
 
+/* The layout format 1 wrote (struct pp_engine_cfg of prepost 0.1, x86-64 and aarch64 LP64),
+ * frozen here so the raw bytes stay readable whatever becomes of the live structs: read into
+ * this, then copied member by member. Enums are ints, bool one byte. */
+struct v1_cfg {
+  uint32_t rank, nranks, protocol;
+  struct {
+    uint8_t min_rnr_timer, rnr_retry, timeout, retry_cnt, max_rd_atomic;
+    uint32_t mtu, sq_depth, rq_depth;
+  } qp;
+  struct {
+    int32_t kind, pattern;
+    uint32_t messages, size;
+    uint64_t interval_ns, consume_ns, consume_ranks, consume_jitter_ns, post_delay_ns;
+  } workload;
+  uint64_t seed;
+  struct {
+    uint32_t eager_limit, rget_limit, frag_size, pipeline, channels, credits, credit_threshold,
+        reply_slots, send_buffers, max_requests, rcache_entries;
+    uint64_t rcache_bytes;
+    uint32_t record;
+  } p2p;
+  struct {
+    uint32_t size_max;
+    uint8_t dist, recv_mode;
+    uint16_t pad;
+    uint32_t tags, window;
+  } traffic;
+  struct {
+    uint16_t nprogs, nops;
+    struct {
+      uint64_t ranks[16];
+      uint16_t first, n;
+      uint32_t repeat;
+    } prog[32];
+    struct {
+      uint8_t kind, pad[3];
+      uint32_t peer, tag, comm, size, count;
+      uint64_t ns;
+    } op[256];
+  } script;
+  struct {
+    uint32_t slots, slot_size, channels, credit_batch;
+    uint64_t credit_idle_ns;
+  } ring;
+  struct {
+    int32_t op, dtype;
+    uint64_t bytes;
+    uint32_t iterations, warmup, root, chunk, window;
+    uint64_t compute_ns, slow_ranks, slow_compute_ns;
+    uint32_t slow_from, slow_until;
+    bool check;
+  } coll;
+  uint32_t test_bugs;
+  uint64_t proto_params[256 / 8];
+};
+_Static_assert(sizeof(struct v1_cfg) == 13096, "format 1's engine.cfg was 13096 bytes");
+#define V1_BEFORE_PARAMS 12840 /* the size before proto_params was appended */
+_Static_assert(offsetof(struct v1_cfg, proto_params) == V1_BEFORE_PARAMS, "format 1's prefix");
+
+static void v1_copy_script(const struct v1_cfg *v, struct pp_script *sc)
+{
+  sc->nprogs = v->script.nprogs < PP_SCRIPT_MAX_PROGS ? v->script.nprogs : PP_SCRIPT_MAX_PROGS;
+  sc->nops = v->script.nops < PP_SCRIPT_MAX_OPS ? v->script.nops : PP_SCRIPT_MAX_OPS;
+  for (unsigned i = 0; i < 32 && i < PP_SCRIPT_MAX_PROGS; i++) {
+    memcpy(sc->prog[i].ranks, v->script.prog[i].ranks, sizeof sc->prog[i].ranks);
+    sc->prog[i].first = v->script.prog[i].first;
+    sc->prog[i].n = v->script.prog[i].n;
+    sc->prog[i].repeat = v->script.prog[i].repeat;
+  }
+  for (unsigned i = 0; i < 256 && i < PP_SCRIPT_MAX_OPS; i++) {
+    struct pp_script_op *o = &sc->op[i];
+    o->kind = v->script.op[i].kind;
+    memcpy(o->pad, v->script.op[i].pad, sizeof o->pad);
+    o->peer = v->script.op[i].peer;
+    o->tag = v->script.op[i].tag;
+    o->comm = v->script.op[i].comm;
+    o->size = v->script.op[i].size;
+    o->count = v->script.op[i].count;
+    o->ns = v->script.op[i].ns;
+  }
+}
+
+static void v1_copy(const struct v1_cfg *v, struct pp_engine_cfg *c)
+{
+  memset(c, 0, sizeof(*c));
+  c->rank = v->rank, c->nranks = v->nranks, c->protocol = v->protocol, c->seed = v->seed;
+  c->qp = (struct pp_qp_params){v->qp.min_rnr_timer, v->qp.rnr_retry, v->qp.timeout,
+                                v->qp.retry_cnt, v->qp.max_rd_atomic, v->qp.mtu,
+                                v->qp.sq_depth, v->qp.rq_depth};
+  c->workload.kind = (enum pp_workload_kind)v->workload.kind;
+  c->workload.pattern = (enum pp_pattern)v->workload.pattern;
+  c->workload.messages = v->workload.messages, c->workload.size = v->workload.size;
+  c->workload.interval_ns = v->workload.interval_ns;
+  c->workload.consume_ns = v->workload.consume_ns;
+  c->workload.consume_ranks = v->workload.consume_ranks;
+  c->workload.consume_jitter_ns = v->workload.consume_jitter_ns;
+  c->workload.post_delay_ns = v->workload.post_delay_ns;
+  struct pp_p2p_params *p = &c->p2p;
+  p->eager_limit = v->p2p.eager_limit, p->rget_limit = v->p2p.rget_limit;
+  p->frag_size = v->p2p.frag_size, p->pipeline = v->p2p.pipeline;
+  p->channels = v->p2p.channels, p->credits = v->p2p.credits;
+  p->credit_threshold = v->p2p.credit_threshold, p->reply_slots = v->p2p.reply_slots;
+  p->send_buffers = v->p2p.send_buffers, p->max_requests = v->p2p.max_requests;
+  p->rcache_entries = v->p2p.rcache_entries, p->rcache_bytes = v->p2p.rcache_bytes;
+  p->record = v->p2p.record;
+  c->traffic = (struct pp_traffic){v->traffic.size_max, v->traffic.dist, v->traffic.recv_mode,
+                                   v->traffic.pad, v->traffic.tags, v->traffic.window};
+  v1_copy_script(v, &c->script);
+  c->ring = (struct pp_ring_params){v->ring.slots, v->ring.slot_size, v->ring.channels,
+                                    v->ring.credit_batch, v->ring.credit_idle_ns};
+  struct pp_coll_params *k = &c->coll;
+  k->op = (enum pp_coll_op)v->coll.op, k->dtype = (enum pp_dtype)v->coll.dtype;
+  k->bytes = v->coll.bytes, k->iterations = v->coll.iterations, k->warmup = v->coll.warmup;
+  k->root = v->coll.root, k->chunk = v->coll.chunk, k->window = v->coll.window;
+  k->compute_ns = v->coll.compute_ns, k->slow_ranks = v->coll.slow_ranks;
+  k->slow_compute_ns = v->coll.slow_compute_ns, k->slow_from = v->coll.slow_from;
+  k->slow_until = v->coll.slow_until, k->check = v->coll.check;
+  c->test_bugs = v->test_bugs;
+  _Static_assert(sizeof c->proto_params >= sizeof v->proto_params, "room for a plug-in's");
+  memcpy(c->proto_params, v->proto_params, sizeof v->proto_params);
+}
+
 static enum pp_status read_v1(const struct pp_trace *t, const struct pp_trace_kv *raw,
                               struct pp_engine_cfg *c, char *err, size_t errlen)
 {
-  const size_t before_params = offsetof(struct pp_engine_cfg, proto_params);
-  if (raw && raw->type == PP_TKV_BYTES && (raw->n == sizeof(*c) || raw->n == before_params)) {
-    memset(c, 0, sizeof(*c));
-    memcpy(c, raw->b, raw->n);
+  if (raw && raw->type == PP_TKV_BYTES &&
+      (raw->n == sizeof(struct v1_cfg) || raw->n == V1_BEFORE_PARAMS)) {
+    struct v1_cfg v;
+    memset(&v, 0, sizeof v);
+    memcpy(&v, raw->b, raw->n);
+    v.coll.check = ((const uint8_t *)raw->b)[offsetof(struct v1_cfg, coll.check)] != 0;
+    v1_copy(&v, c);
     c->rank = 0;
     return v1_proto(t, c, err, errlen);
   }
-  snprintf(err, errlen, "the trace's engine.cfg (%zu bytes) does not match this build's "
-           "struct pp_engine_cfg (%zu bytes): only the readable engine.* keys are used",
-           raw ? raw->n : (size_t)0, sizeof(*c));
+  snprintf(err, errlen, "the trace's engine.cfg (%zu bytes) is not format 1's struct "
+           "pp_engine_cfg (%zu bytes): only the readable engine.* keys are used",
+           raw ? raw->n : (size_t)0, sizeof(struct v1_cfg));
   char e2[256];
   enum pp_status s = read_v1_keys(t, c, e2, sizeof e2);
   if (s == PP_OK)

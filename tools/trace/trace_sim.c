@@ -107,6 +107,19 @@ static int uset(void *p, size_t size, uint64_t v)
   return 0;
 }
 
+/* Format 1's sim.cfg: struct pp_sim_config of prepost 0.1 (LP64), the engine's part at
+ * V1_SIM_ENGINE. A change of the members before it needs their old layout frozen here, as
+ * engine/trace/trace_cfg.c keeps the engine's. */
+#define V1_SIM_ENGINE 1456u
+#define V1_ENGINE_SIZE 13096u
+#define V1_SIM_SIZE (V1_SIM_ENGINE + V1_ENGINE_SIZE + 4 * 8u)
+_Static_assert(offsetof(struct pp_sim_config, engine) == V1_SIM_ENGINE &&
+                   offsetof(struct pp_sim_config, platform) == 128 &&
+                   offsetof(struct pp_sim_config, nic) == 1168 &&
+                   offsetof(struct pp_sim_config, faults) == 1304 &&
+                   sizeof(struct pp_nic_profile) == 136 && sizeof(struct pp_faults) == 152,
+               "format 1's sim.cfg layout before the engine's part");
+
 static char *slurp(const char *path, size_t max, size_t *len)
 {
   char *buf, e[128];
@@ -293,11 +306,27 @@ enum pp_status pp_trace_sim_cfg(const struct pp_trace *t, struct pp_sim_config *
   if (notelen)
     note[0] = '\0';
   const struct pp_trace_kv *raw = pp_trace_kv_find(t, "sim.cfg");
-  if (raw && raw->type == PP_TKV_BYTES && raw->n == sizeof(*cfg)) {
-    memcpy(cfg, raw->b, sizeof(*cfg));
+  if (raw && raw->type == PP_TKV_BYTES && raw->n == V1_SIM_SIZE) {
+    /* format 1: the members before the engine's as they are (the asserts below keep them in
+     * place), the engine's from engine.cfg through its frozen layout, the four after it */
+    memset(cfg, 0, sizeof(*cfg));
+    memcpy(cfg, raw->b, V1_SIM_ENGINE);
+    uint64_t tail[4];
+    memcpy(tail, raw->b + V1_SIM_ENGINE + V1_ENGINE_SIZE, sizeof tail);
+    cfg->seed = tail[0], cfg->max_sim_time_ns = tail[1], cfg->memory_limit = tail[2];
+    cfg->no_progress_ns = tail[3];
+    cfg->faults.byzantine_data_lies =
+        raw->b[offsetof(struct pp_sim_config, faults.byzantine_data_lies)] != 0;
     cfg->name[sizeof(cfg->name) - 1] = '\0';
     cfg->platform.file[sizeof(cfg->platform.file) - 1] = '\0';
     cfg->nic.name[sizeof(cfg->nic.name) - 1] = '\0';
+    char enote[256];
+    enum pp_status s = pp_trace_engine_cfg(t, &cfg->engine, enote, sizeof(enote));
+    if (s != PP_OK || enote[0]) {
+      snprintf(note, notelen, "%s", enote);
+      if (s != PP_OK)
+        return s;
+    }
   } else {
     memset(cfg, 0, sizeof(*cfg));
     pp_nic_profile_default(&cfg->nic);

@@ -400,8 +400,8 @@ enum pp_status pp_trace_engine_cfg(const struct pp_trace *t, struct pp_engine_cf
  * PP_NOTFOUND for another key. */
 enum pp_status pp_trace_engine_cfg_set(struct pp_engine_cfg *cfg, const char *key,
                                        const char *value, char *err, size_t errlen);
-/* Calls fn for each settable engine.* key of cfg (and a plug-in's proto.* keys) with its
- * canonical text (for dumps and --list-keys; the script's lines are not settable). */
+/* Calls fn for each key pp_trace_kv_engine_cfg() writes, with its canonical text (for dumps
+ * and --list-keys; the script's lines are shown, not settable). */
 void pp_trace_engine_cfg_each(const struct pp_engine_cfg *cfg,
                               void (*fn)(void *ctx, const char *key, const char *value),
                               void *ctx);
