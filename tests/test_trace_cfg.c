@@ -57,6 +57,7 @@ static void finish(struct pp_trace_writer *w)
 {
   cr_assert_eq(pp_trace_begin(w), PP_OK);
   cr_assert_eq(pp_trace_finish(w), PP_OK);
+  pp_trace_writer_destroy(w);
   if (opened)
     pp_trace_close(&T);
   char err[256];
@@ -508,6 +509,7 @@ static void write_v1_raw(const struct pp_engine_cfg *c, const void *raw, size_t 
   cr_assert_eq(pp_trace_kv_u64(w, "engine.coll.chunk", c->coll.chunk), PP_OK);
   cr_assert_eq(pp_trace_begin(w), PP_OK);
   cr_assert_eq(pp_trace_finish(w), PP_OK);
+  pp_trace_writer_destroy(w);
   M.p[8] = 1; /* major 1, minor 2: the file header has no checksum */
   M.p[10] = 2;
   if (opened)
@@ -574,6 +576,7 @@ Test(trace_cfg, format_1_sim_cfg_bytes_are_still_read)
   cr_assert_eq(pp_trace_kv_str(w, "engine.protocol", "ring-credits"), PP_OK);
   cr_assert_eq(pp_trace_begin(w), PP_OK);
   cr_assert_eq(pp_trace_finish(w), PP_OK);
+  pp_trace_writer_destroy(w);
   M.p[8] = 1;
   M.p[10] = 2;
   char note[512];
