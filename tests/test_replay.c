@@ -318,6 +318,49 @@ Test(replay, sim_what_if, .timeout = 120)
   cr_assert_eq(cli("replay t.trace --sim --trace-packets"), 2, "--trace-packets needs --trace");
 }
 
+/* A trace of format 1.2 (raw struct bytes, tests/traces/README.md): its configuration reads
+ * through the frozen layout, `trace dump` shows it as format 2's keys, `replay --sim` re-runs
+ * it, and what that records (format 2) replays exactly. */
+Test(replay, a_format_1_trace_still_reads, .timeout = 60)
+{
+  const char *f1 = PREPOST_SOURCE_DIR "/tests/traces/format1-p2p-script.pptrace";
+  cr_assert_eq(cli("trace dump --header %s", f1), 0, "%s", out);
+  cr_assert(strstr(out, "# prepost trace, format 1.2,"), "%s", out);
+  cr_assert(strstr(out, "# engine.cfg = (13096 bytes)\n"), "%s", out);
+  cr_assert(strstr(out, "#   engine.script.ops = 14\n"), "%s", out);
+  cr_assert(strstr(out, "#   engine.script.prog.2 = ranks=2 first=10 n=4 repeat=0\n"), "%s", out);
+  cr_assert(strstr(out, "#   engine.script.op.6 = recv peer=1 tag=any comm=0 size=10 count=1 "
+                        "ns=0ns\n"),
+            "%s", out);
+  cr_assert(strstr(out, "#   engine.p2p.eager_limit = 12KiB\n"), "%s", out);
+  cr_assert_eq(cli("replay --sim %s --json --trace w.trace", f1), 0, "%s", out);
+  cr_assert(strstr(out, "\"outcome\": \"completed\""), "%s", out);
+  cr_assert_eq(cli("trace dump --header w.trace"), 0);
+  cr_assert(strstr(out, "# prepost trace, format 2.0,"), "%s", out);
+  cr_assert(strstr(out, "# engine.script.op.6 = recv peer=1 tag=any comm=0 size=10 count=1 "
+                        "ns=0ns\n"),
+            "%s", out);
+  cr_assert_null(strstr(out, "engine.cfg ="), "%s", out);
+  cr_assert_eq(cli("replay w.trace"), 0, "%s", out);
+  cr_assert(strstr(out, "replay matched: 3 ranks"), "%s", out);
+}
+
+/* A format 2 trace's --sim re-run is the recorded run: the whole configuration is in its keys
+ * (a collective and a ring protocol here; p2p-script above and in recorded_runs_replay_exactly). */
+Test(replay, sim_rerun_of_a_format_2_trace_is_the_run, .timeout = 120)
+{
+  const char *scenarios[] = {"ring-allreduce-8-1m", "p2p-script"};
+  for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
+    int rc = cli("run " PREPOST_MODELS_DIR "/scenarios/%s.yaml --json --trace t.trace",
+                 scenarios[i]);
+    char *run = strdup(out);
+    cr_assert_eq(cli("replay t.trace --sim --json"), rc, "%s", scenarios[i]);
+    cr_assert_str_eq(out, run, "%s: the same --json", scenarios[i]);
+    free(run);
+    cr_assert_eq(cli("replay t.trace"), 0, "%s: %s", scenarios[i], out);
+  }
+}
+
 /* ================================================================ zstd (traces/FORMAT.md) */
 
 static void head_bytes(const char *name, unsigned char *b, size_t n)

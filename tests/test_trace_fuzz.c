@@ -54,6 +54,7 @@ Test(trace_fuzz, seeds_parse_as_expected)
   cr_assert_gt(seed("rnr-retry0-cut"), 100, "without its END chunk, in partial mode");
   cr_assert_eq(seed("rnr-retry0-v1.1"), 90, "format 1.1, trace.packets errors: one RNR NAK");
   cr_assert_eq(seed("regress-dt-int64-min"), -1, "a time delta of -2^63 (found by libFuzzer)");
+  cr_assert_eq(seed("script-v2"), 537, "format 2.0: the configuration as keys, a script's lines");
 }
 
 /* Which packets a seed has: format 1.0 (no trace.packets key) had every packet it recorded. */

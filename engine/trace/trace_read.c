@@ -543,9 +543,9 @@ enum pp_status pp_trace_open(const uint8_t *data, size_t size, unsigned flags,
   }
   t->major = pp_get_le16(data + 8);
   t->minor = pp_get_le16(data + 10);
-  if (t->major != PP_TRACE_MAJOR) {
-    errf(err, errlen, "offset 8: trace format %u.%u, this prepost reads %u.x", t->major, t->minor,
-         PP_TRACE_MAJOR);
+  if (t->major < 1 || t->major > PP_TRACE_MAJOR) {
+    errf(err, errlen, "offset 8: trace format %u.%u, this prepost reads 1.x to %u.x", t->major,
+         t->minor, PP_TRACE_MAJOR);
     return PP_UNSUPPORTED;
   }
   enum pp_status rc = PP_OK;

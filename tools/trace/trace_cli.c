@@ -651,6 +651,25 @@ static int usage(const char *fmt, const char *arg)
   return pp_cli_usage_error("prepost", pp_trace_usage, fmt, arg);
 }
 
+static void print_indented(void *ctx, const char *key, const char *value)
+{
+  fprintf(ctx, "#   %s = %s\n", key, value);
+}
+
+/* Format 1's raw engine.cfg, as the keys format 2 writes (when this build reads it). */
+static void print_v1_cfg(FILE *out, const struct pp_trace *t)
+{
+  struct pp_engine_cfg cfg;
+  char note[256];
+  memset(&cfg, 0, sizeof cfg);
+  if (pp_trace_engine_cfg(t, &cfg, note, sizeof note) != PP_OK || note[0]) {
+    fprintf(out, "#   (not readable as keys: %s)\n", note);
+    return;
+  }
+  fprintf(out, "#   (format 1's struct pp_engine_cfg, as format 2's keys:)\n");
+  pp_trace_engine_cfg_each(&cfg, print_indented, out);
+}
+
 static void print_header(FILE *out, const struct pp_trace *t)
 {
   fprintf(out, "# prepost trace, format %u.%u, %zu records, %zu bytes%s\n", t->major, t->minor,
@@ -666,6 +685,8 @@ static void print_header(FILE *out, const struct pp_trace *t)
       break;
     case PP_TKV_BYTES:
       fprintf(out, "# %s = (%zu bytes)\n", kv->key, kv->n);
+      if (!strcmp(kv->key, "engine.cfg"))
+        print_v1_cfg(out, t);
       break;
     default:
       if (strchr(kv->s, '\n'))

@@ -10,7 +10,12 @@
 
 #include "tools/cli/cli_util.h"
 
-enum skind { S_UINT, S_F64, S_STR };
+/* Format 2 writes every member of struct pp_sim_config but `engine` as one of these keys (its
+ * own type: U64, F64 as its bits, STR) and the engine's as pp_trace_kv_engine_cfg()'s keys;
+ * format 1 wrote the struct's bytes too (sim.cfg, read back when their size is this build's).
+ * A member added to the struct needs its line here (tests/test_trace_cfg.c checks the round
+ * trip with every member set). */
+enum skind { S_UINT, S_BOOL, S_F64, S_STR };
 
 #define F(key, field, kind)                                                    \
   {key, kind, offsetof(struct pp_sim_config, field), sizeof(((struct pp_sim_config *)0)->field)}
@@ -38,7 +43,31 @@ static const struct sfield {
     F("sim.nic.max_mr", nic.max_mr, S_UINT),
     F("sim.nic.cq_depth", nic.cq_depth, S_UINT),
     F("sim.nic.max_rd_atomic", nic.max_rd_atomic, S_UINT),
+    F("sim.nic.train_max", nic.train_max, S_UINT),
+    F("sim.nic.line_rate_bps", nic.line_rate_bps, S_F64),
     F("sim.faults.loss", faults.loss, S_F64),
+    F("sim.faults.until_ns", faults.until_ns, S_UINT),
+    F("sim.faults.jitter_ns", faults.jitter_ns, S_UINT),
+    F("sim.faults.scramble", faults.scramble, S_F64),
+    F("sim.faults.scramble_ns", faults.scramble_ns, S_UINT),
+    F("sim.faults.srq_delay_ns", faults.srq_delay_ns, S_UINT),
+    F("sim.faults.qp_error_ns", faults.qp_error_ns, S_UINT),
+    F("sim.faults.qp_error_host", faults.qp_error_host, S_UINT),
+    F("sim.faults.qp_error_qp", faults.qp_error_qp, S_UINT),
+    F("sim.faults.rkey_ns", faults.rkey_ns, S_UINT),
+    F("sim.faults.rkey_host", faults.rkey_host, S_UINT),
+    F("sim.faults.cq_delay_ns", faults.cq_delay_ns, S_UINT),
+    F("sim.faults.pause_ranks", faults.pause_ranks, S_UINT),
+    F("sim.faults.pause_at_ns", faults.pause_at_ns, S_UINT),
+    F("sim.faults.pause_ns", faults.pause_ns, S_UINT),
+    F("sim.faults.order_bits", faults.order_bits, S_UINT),
+    F("sim.faults.order_mask", faults.order_mask, S_UINT),
+    F("sim.faults.order_window_ns", faults.order_window_ns, S_UINT),
+    F("sim.faults.byzantine", faults.byzantine, S_F64),
+    F("sim.faults.byzantine_rank", faults.byzantine_rank, S_UINT),
+    F("sim.faults.byzantine_data_lies", faults.byzantine_data_lies, S_BOOL),
+    F("sim.memory_limit", memory_limit, S_UINT),
+    F("sim.no_progress_ns", no_progress_ns, S_UINT),
 };
 #undef F
 #define NSIM (sizeof(SIM_FIELDS) / sizeof(SIM_FIELDS[0]))
@@ -78,6 +107,19 @@ static int uset(void *p, size_t size, uint64_t v)
   return 0;
 }
 
+/* Format 1's sim.cfg: struct pp_sim_config of prepost 0.1 (LP64), the engine's part at
+ * V1_SIM_ENGINE. A change of the members before it needs their old layout frozen here, as
+ * engine/trace/trace_cfg.c keeps the engine's. */
+#define V1_SIM_ENGINE 1456u
+#define V1_ENGINE_SIZE 13096u
+#define V1_SIM_SIZE (V1_SIM_ENGINE + V1_ENGINE_SIZE + 4 * 8u)
+_Static_assert(offsetof(struct pp_sim_config, engine) == V1_SIM_ENGINE &&
+                   offsetof(struct pp_sim_config, platform) == 128 &&
+                   offsetof(struct pp_sim_config, nic) == 1168 &&
+                   offsetof(struct pp_sim_config, faults) == 1304 &&
+                   sizeof(struct pp_nic_profile) == 136 && sizeof(struct pp_faults) == 152,
+               "format 1's sim.cfg layout before the engine's part");
+
 static char *slurp(const char *path, size_t max, size_t *len)
 {
   char *buf, e[128];
@@ -86,13 +128,11 @@ static char *slurp(const char *path, size_t max, size_t *len)
 
 enum pp_status pp_trace_kv_sim_cfg(struct pp_trace_writer *w, const struct pp_sim_config *cfg)
 {
-  enum pp_status s = pp_trace_kv_u64(w, "sim.cfg_size", sizeof(*cfg));
-  if (s == PP_OK)
-    s = pp_trace_kv_bytes(w, "sim.cfg", cfg, sizeof(*cfg));
+  enum pp_status s = PP_OK;
   for (size_t i = 0; s == PP_OK && i < NSIM; i++) {
     const struct sfield *f = &SIM_FIELDS[i];
     const uint8_t *p = (const uint8_t *)cfg + f->off;
-    if (f->kind == S_UINT)
+    if (f->kind == S_UINT || f->kind == S_BOOL)
       s = pp_trace_kv_u64(w, f->key, uget(p, f->size));
     else if (f->kind == S_F64)
       s = pp_trace_kv_f64(w, f->key, *(const double *)(const void *)p);
@@ -130,6 +170,7 @@ static enum pp_status set_text(struct pp_sim_config *cfg, const struct sfield *f
       snprintf(err, errlen, "%s: at most %zu bytes", f->key, f->size - 1);
       return PP_INVALID;
     }
+    memset(p, 0, f->size);
     snprintf((char *)p, f->size, "%s", v);
   } else if (f->kind == S_F64) {
     double d = strtod(v, &end);
@@ -140,7 +181,8 @@ static enum pp_status set_text(struct pp_sim_config *cfg, const struct sfield *f
     memcpy(p, &d, sizeof(d));
   } else {
     unsigned long long u = strtoull(v, &end, 0);
-    if (!*v || *v == '-' || *end || errno || uset(p, f->size, u)) {
+    if (!*v || *v == '-' || *end || errno || (f->kind == S_BOOL && u > 1) ||
+        uset(p, f->size, u)) {
       snprintf(err, errlen, "%s: expected an integer that fits the field, got '%s'", f->key, v);
       return PP_INVALID;
     }
@@ -247,7 +289,7 @@ void pp_trace_sim_cfg_print(FILE *out, const struct pp_sim_config *cfg)
   for (size_t i = 0; i < NSIM; i++) {
     const struct sfield *f = &SIM_FIELDS[i];
     const uint8_t *p = (const uint8_t *)cfg + f->off;
-    if (f->kind == S_UINT)
+    if (f->kind == S_UINT || f->kind == S_BOOL)
       fprintf(out, "%s=%" PRIu64 "\n", f->key, uget(p, f->size));
     else if (f->kind == S_F64)
       fprintf(out, "%s=%.17g\n", f->key, *(const double *)(const void *)p);
@@ -264,11 +306,27 @@ enum pp_status pp_trace_sim_cfg(const struct pp_trace *t, struct pp_sim_config *
   if (notelen)
     note[0] = '\0';
   const struct pp_trace_kv *raw = pp_trace_kv_find(t, "sim.cfg");
-  if (raw && raw->type == PP_TKV_BYTES && raw->n == sizeof(*cfg)) {
-    memcpy(cfg, raw->b, sizeof(*cfg));
+  if (raw && raw->type == PP_TKV_BYTES && raw->n == V1_SIM_SIZE) {
+    /* format 1: the members before the engine's as they are (the asserts below keep them in
+     * place), the engine's from engine.cfg through its frozen layout, the four after it */
+    memset(cfg, 0, sizeof(*cfg));
+    memcpy(cfg, raw->b, V1_SIM_ENGINE);
+    uint64_t tail[4];
+    memcpy(tail, raw->b + V1_SIM_ENGINE + V1_ENGINE_SIZE, sizeof tail);
+    cfg->seed = tail[0], cfg->max_sim_time_ns = tail[1], cfg->memory_limit = tail[2];
+    cfg->no_progress_ns = tail[3];
+    cfg->faults.byzantine_data_lies =
+        raw->b[offsetof(struct pp_sim_config, faults.byzantine_data_lies)] != 0;
     cfg->name[sizeof(cfg->name) - 1] = '\0';
     cfg->platform.file[sizeof(cfg->platform.file) - 1] = '\0';
     cfg->nic.name[sizeof(cfg->nic.name) - 1] = '\0';
+    char enote[256];
+    enum pp_status s = pp_trace_engine_cfg(t, &cfg->engine, enote, sizeof(enote));
+    if (s != PP_OK || enote[0]) {
+      snprintf(note, notelen, "%s", enote);
+      if (s != PP_OK)
+        return s;
+    }
   } else {
     memset(cfg, 0, sizeof(*cfg));
     pp_nic_profile_default(&cfg->nic);
@@ -282,13 +340,14 @@ enum pp_status pp_trace_sim_cfg(const struct pp_trace *t, struct pp_sim_config *
       if (!kv)
         continue;
       bool ok = true;
-      if (f->kind == S_UINT)
-        ok = kv->type == PP_TKV_U64 && uset(p, f->size, kv->u) == 0;
+      if (f->kind == S_UINT || f->kind == S_BOOL)
+        ok = kv->type == PP_TKV_U64 && (f->kind == S_UINT || kv->u <= 1) &&
+             uset(p, f->size, kv->u) == 0;
       else if (f->kind == S_F64)
         ok = kv->type == PP_TKV_F64 && (memcpy(p, &kv->f, sizeof(double)), true);
       else
         ok = kv->type == PP_TKV_STR && strlen(kv->s) < f->size &&
-             (snprintf((char *)p, f->size, "%s", kv->s), true);
+             (memset(p, 0, f->size), snprintf((char *)p, f->size, "%s", kv->s), true);
       if (!ok) {
         snprintf(note, notelen, "header key %s: wrong type or out of range", f->key);
         return PP_PARSE;
@@ -300,8 +359,9 @@ enum pp_status pp_trace_sim_cfg(const struct pp_trace *t, struct pp_sim_config *
       snprintf(note, notelen, "%s", enote);
       return s;
     }
-    snprintf(note, notelen, "the trace's sim.cfg does not match this build: the run uses the "
-             "readable sim.* and engine.* keys");
+    if (raw || t->major < 2) /* format 2 has only the keys: exact */
+      snprintf(note, notelen, "the trace's sim.cfg does not match this build: the run uses the "
+               "readable sim.* and engine.* keys");
   }
   const struct pp_trace_kv *xml = pp_trace_kv_find(t, "sim.platform.xml");
   if (cfg->platform.file[0] && access(cfg->platform.file, R_OK) != 0 && xml &&

@@ -47,9 +47,10 @@ extern "C" {
 #endif
 PP_API_BEGIN
 
-#define PP_TRACE_MAJOR 1 /* incompatible changes */
-#define PP_TRACE_MINOR 2 /* compatible additions (new keys, new record types, fields appended);
-                           * 1: the trace.packets key; 2: the prepost.commit key */
+#define PP_TRACE_MAJOR 2 /* incompatible changes; 2: the engine configuration as keys, not raw
+                           * struct bytes (a reader of 1.x would miss it). Readers take 1.x too */
+#define PP_TRACE_MINOR 0 /* compatible additions (new keys, new record types, fields appended);
+                           * 1.1: the trace.packets key; 1.2: the prepost.commit key */
 
 #define PP_TRACE_MAGIC "PPTRACE\x1a"
 #define PP_TRACE_FILE_HEADER 16u
@@ -196,8 +197,8 @@ enum pp_status pp_trace_kv_f64(struct pp_trace_writer *w, const char *key, doubl
 enum pp_status pp_trace_kv_str(struct pp_trace_writer *w, const char *key, const char *v);
 enum pp_status pp_trace_kv_bytes(struct pp_trace_writer *w, const char *key, const void *v,
                                  size_t n);
-/* The engine configuration: engine.cfg (its bytes: the struct is plain values), engine.cfg_size,
- * and readable engine.* keys for the fields engine/trace/trace_cfg.c knows. */
+/* The engine configuration as keys with their canonical text: engine.protocol, engine.SECTION.KEY
+ * from the field tables, engine.script.*, a plug-in's proto.KEY (engine/trace/trace_cfg.c). */
 enum pp_status pp_trace_kv_engine_cfg(struct pp_trace_writer *w, const struct pp_engine_cfg *c);
 /* Time stamps are written relative to `origin_ns` (default 0), for a backend whose clock does not
  * start at 0 (the verbs backend's CLOCK_MONOTONIC: origin = the run's start). Writes the key
@@ -387,15 +388,20 @@ const struct pp_trace_kv *pp_trace_kv_find(const struct pp_trace *t, const char 
 /* The trace's trace.packets; a format 1.0 trace (no key) holds every packet it has: ALL when it
  * has a PKT_TX record, else NONE. */
 enum pp_trace_packets pp_trace_packets(const struct pp_trace *t);
-/* The engine configuration (rank 0): engine.cfg when its size matches this build's struct,
- * else the readable engine.* keys over cfg's values, with a warning sentence in `note` (empty
- * when exact). PP_PARSE when a key has a bad value (a sentence in note). */
+/* The engine configuration (rank 0). Format 2: from the keys pp_trace_kv_engine_cfg() writes,
+ * exactly; PP_PARSE (a sentence in note) for a key with a bad value, a missing required key or
+ * an engine.* key this build does not know; PP_NOTFOUND for a protocol not registered. Format 1:
+ * engine.cfg (raw bytes) when its size matches this build's struct, else the readable engine.*
+ * keys over cfg's values, with a warning sentence in `note` (empty when exact). */
 enum pp_status pp_trace_engine_cfg(const struct pp_trace *t, struct pp_engine_cfg *cfg, char *note,
                                    size_t notelen);
-/* Sets one engine.* key from text ("engine.qp.rnr_retry", "7"); PP_NOTFOUND for another key. */
+/* Sets one engine.* key from text ("engine.qp.rnr_retry", "7"; "engine.p2p.eager_limit", "8KiB"),
+ * within its table's bounds; format 1's names too ("engine.ring.credit_idle_ns", "5000");
+ * PP_NOTFOUND for another key. */
 enum pp_status pp_trace_engine_cfg_set(struct pp_engine_cfg *cfg, const char *key,
                                        const char *value, char *err, size_t errlen);
-/* Calls fn for each engine.* key of cfg with its value as text (for dumps). */
+/* Calls fn for each key pp_trace_kv_engine_cfg() writes, with its canonical text (for dumps
+ * and --list-keys; the script's lines are shown, not settable). */
 void pp_trace_engine_cfg_each(const struct pp_engine_cfg *cfg,
                               void (*fn)(void *ctx, const char *key, const char *value),
                               void *ctx);
