@@ -268,9 +268,17 @@ struct p2p {
   uint32_t npending; /* sends waiting to start */
   /* progress() visits only these, in index order (as a scan of all would): bit i of pend_mask,
    * peer i has sends waiting (pend_head); bit i of ctrl_due, channel i may have control
-   * messages to flush (credit_pending or cq_head, as p2p_flush_ctrl left it) */
+   * messages to flush (p2p_ctrl_left, as p2p_flush_ctrl left it) */
   uint64_t pend_mask;
   uint64_t ctrl_due[PP_MAX_QPS / 64];
+  uint8_t ctrl_sum; /* bit w: ctrl_due[w] != 0 (progress looks at nothing else when 0) */
+  /* Peers whose first parked send cannot start until something changes, so that progress
+   * skips them (a retry would fail the same way): bit i of wait_chan, none of peer i's
+   * channels has both a data credit and send-queue room (cleared when one gains either);
+   * bit i of wait_tx, the send-buffer pool it needs is empty (cleared when a buffer comes
+   * back). Meaningful only while peer i's line is not empty; cleared when a send joins an
+   * empty line. */
+  uint64_t wait_chan, wait_tx;
   uint32_t nactive;  /* requests started and not complete */
   uint32_t nheld;    /* unexpected messages held */
   struct pp_recv_record *rec;
@@ -317,6 +325,25 @@ static inline void tx_free(struct p2p *p, uint32_t t)
   struct txpool *tp = t >= p->big.first && t < p->big.first + p->big.n ? &p->big : &p->small;
   p->tx[t] = (struct tx){.next = tp->free};
   tp->free = t;
+  p->wait_tx = 0; /* a send waiting for a buffer may start */
+}
+
+/* Channel c gains `n` data credits: a parked send of its peer may start. */
+static inline void p2p_chan_credits(struct p2p *p, struct chan *c, uint32_t n)
+{
+  c->credits += n;
+  if (n)
+    p->wait_chan &= ~(1ull << c->peer);
+}
+
+/* `n` of channel c's send-queue slots come back: from a full queue, a parked send of its peer
+ * may start (one that waited on a channel without credits still waits). */
+static inline void p2p_sq_release(struct p2p *p, struct chan *c, uint32_t n, uint32_t depth)
+{
+  assert(c->sq_used >= n);
+  if (c->sq_used >= depth && n)
+    p->wait_chan &= ~(1ull << c->peer);
+  c->sq_used -= n;
 }
 
 /* Fragment i of an RPUT of len bytes: its offset and length. */
@@ -397,6 +424,18 @@ static inline void p2p_req_free(struct p2p *p, struct req *r)
   r->gen = (r->gen + 1) & 0xfffffff;
   r->next = p->freereq;
   p->freereq = r;
+}
+
+/* Channel c has control messages to send (a CREDIT, or replies in its queue). */
+static inline bool p2p_ctrl_left(const struct chan *c)
+{
+  return !c->failed && (c->cq_head != NO_TX || c->credit_pending);
+}
+
+/* The peers with sends waiting that are not known to wait for a channel or a buffer. */
+static inline uint64_t p2p_may_start(const struct p2p *p)
+{
+  return p->pend_mask & ~(p->wait_chan | p->wait_tx);
 }
 
 /* Completions wait on the done list: outside an event, a timer at `now` delivers them. */
