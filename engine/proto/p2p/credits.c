@@ -48,6 +48,8 @@ static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
   struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
   h->credits = (uint16_t)c->owed;
   h->rcredits = (uint16_t)c->rowed;
+  if (c->credit_pending) /* the CREDIT it waits to send may be piggy-backed now */
+    p2p_ctrl_wake(p, x->ch);
   if (h->type != M_CREDIT)
     p->st.credits_piggybacked += c->owed + c->rowed;
   c->owed = c->rowed = 0;
@@ -82,6 +84,7 @@ static void flush_credit(struct pp_engine *e, struct chan *c)
   uint32_t t = tx_alloc(p, &p->small);
   if (t == NO_TX) {
     c->credit_pending = true;
+    p->ctrl_tx_wait = true;
     return;
   }
   struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
@@ -113,26 +116,27 @@ static enum pp_status flush_ctrl_1(struct pp_engine *e, struct chan *c)
     p->tx[t].next = NO_TX;
     c->rcredits--;
     if (post_tx(e, t, HDR) != PP_OK) {
-      c->rcredits++;
+      p2p_chan_rcredits(p, c, 1);
       p2p_post_refused(e, (uint32_t)(c - p->ch));
     }
   }
   return PP_OK;
 }
 
-/* Sends what channel c owes and can send now; ctrl_due says whether anything is left. */
+/* Sends what channel c owes and can send now; ctrl_due says whether anything is left (it
+ * waits for a p2p_ctrl_wake, not ready). */
 enum pp_status p2p_flush_ctrl(struct pp_engine *e, struct chan *c)
 {
   struct p2p *p = P2P(e);
   enum pp_status s = flush_ctrl_1(e, c);
-  uint32_t i = (uint32_t)(c - p->ch);
+  uint32_t i = (uint32_t)(c - p->ch), w = i / 64;
   uint64_t bit = 1ull << (i % 64);
-  if (p2p_ctrl_left(c)) {
-    p->ctrl_due[i / 64] |= bit;
-    p->ctrl_sum |= 1u << (i / 64);
-  } else if ((p->ctrl_due[i / 64] &= ~bit) == 0) {
-    p->ctrl_sum &= ~(1u << (i / 64));
-  }
+  if (p2p_ctrl_left(c))
+    p->ctrl_due[w] |= bit;
+  else
+    p->ctrl_due[w] &= ~bit;
+  if ((p->ctrl_ready[w] & bit) && (p->ctrl_ready[w] &= ~bit) == 0)
+    p->ctrl_sum &= (uint8_t)~(1u << w);
   return s;
 }
 

@@ -7,22 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The control messages of the channels ctrl_due names, in index order. */
+/* The control messages of the channels ctrl_ready names, in index order (the others of
+ * ctrl_due would fail as they did). */
 static enum pp_status flush_due(struct pp_engine *e)
 {
   struct p2p *p = P2P(e);
-  for (uint32_t w = 0; w < (p->nch + 63) / 64; w++) {
-    for (uint64_t m = p->ctrl_due[w]; m;) {
+  for (uint32_t w = 0; w < (p->nch + 63) / 64; w++)
+    for (uint64_t m = p->ctrl_ready[w]; m;) {
       uint32_t b = (uint32_t)__builtin_ctzll(m), i = w * 64 + b;
-      struct chan *c = &p->ch[i];
-      if (c->cq_head != NO_TX || c->credit_pending) {
-        enum pp_status s = p2p_flush_ctrl(e, c);
-        if (s != PP_OK)
-          return s;
-      }
-      m = b == 63 ? 0 : p->ctrl_due[w] & ~0ull << (b + 1); /* what is due after i, now */
+      enum pp_status s = p2p_flush_ctrl(e, &p->ch[i]);
+      if (s != PP_OK)
+        return s;
+      m = b == 63 ? 0 : p->ctrl_ready[w] & ~0ull << (b + 1); /* what is ready after i, now */
     }
-  }
   return PP_OK;
 }
 

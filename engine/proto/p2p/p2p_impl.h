@@ -267,11 +267,16 @@ struct p2p {
   bool flushing, flush_armed;
   uint32_t npending; /* sends waiting to start */
   /* progress() visits only these, in index order (as a scan of all would): bit i of pend_mask,
-   * peer i has sends waiting (pend_head); bit i of ctrl_due, channel i may have control
-   * messages to flush (p2p_ctrl_left, as p2p_flush_ctrl left it) */
+   * peer i has sends waiting (pend_head); bit i of ctrl_due, channel i has control messages
+   * left (p2p_ctrl_left, as p2p_flush_ctrl left it), which can only be because it has no
+   * send-queue room, no reply credit for its first reply, or no send buffer for its CREDIT;
+   * bit i of ctrl_ready, one of those changed since (p2p_ctrl_wake): only these are tried
+   * again, the others would fail the same way. */
   uint64_t pend_mask;
   uint64_t ctrl_due[PP_MAX_QPS / 64];
-  uint8_t ctrl_sum; /* bit w: ctrl_due[w] != 0 (progress looks at nothing else when 0) */
+  uint64_t ctrl_ready[PP_MAX_QPS / 64];
+  uint8_t ctrl_sum;  /* bit w: ctrl_ready[w] != 0 (progress looks at nothing else when 0) */
+  bool ctrl_tx_wait; /* a CREDIT message found no send buffer */
   /* Peers whose first parked send cannot start until something changes, so that progress
    * skips them (a retry would fail the same way): bit i of wait_chan, none of peer i's
    * channels has both a data credit and send-queue room (cleared when one gains either);
@@ -320,12 +325,43 @@ static inline uint32_t tx_alloc(struct p2p *p, struct txpool *tp)
   return t;
 }
 
+/* Channel i's control messages left over (ctrl_due) are tried again at the next progress. */
+static inline void p2p_ctrl_wake(struct p2p *p, uint32_t i)
+{
+  uint64_t bit = 1ull << (i % 64);
+  if (p->ctrl_due[i / 64] & bit) {
+    p->ctrl_ready[i / 64] |= bit;
+    p->ctrl_sum |= (uint8_t)(1u << (i / 64));
+  }
+}
+
+/* Every channel's (a send buffer came back for the CREDIT message that found none). */
+static inline void p2p_ctrl_wake_all(struct p2p *p)
+{
+  p->ctrl_tx_wait = false;
+  for (uint32_t w = 0; w < PP_MAX_QPS / 64; w++) {
+    p->ctrl_ready[w] |= p->ctrl_due[w];
+    if (p->ctrl_ready[w])
+      p->ctrl_sum |= (uint8_t)(1u << w);
+  }
+}
+
 static inline void tx_free(struct p2p *p, uint32_t t)
 {
   struct txpool *tp = t >= p->big.first && t < p->big.first + p->big.n ? &p->big : &p->small;
   p->tx[t] = (struct tx){.next = tp->free};
   tp->free = t;
   p->wait_tx = 0; /* a send waiting for a buffer may start */
+  if (p->ctrl_tx_wait)
+    p2p_ctrl_wake_all(p);
+}
+
+/* Channel c gains `n` reply credits: its queued replies may go. */
+static inline void p2p_chan_rcredits(struct p2p *p, struct chan *c, uint32_t n)
+{
+  c->rcredits += n;
+  if (n)
+    p2p_ctrl_wake(p, (uint32_t)(c - p->ch));
 }
 
 /* Channel c gains `n` data credits: a parked send of its peer may start. */
@@ -341,8 +377,10 @@ static inline void p2p_chan_credits(struct p2p *p, struct chan *c, uint32_t n)
 static inline void p2p_sq_release(struct p2p *p, struct chan *c, uint32_t n, uint32_t depth)
 {
   assert(c->sq_used >= n);
-  if (c->sq_used >= depth && n)
+  if (c->sq_used >= depth && n) {
     p->wait_chan &= ~(1ull << c->peer);
+    p2p_ctrl_wake(p, (uint32_t)(c - p->ch));
+  }
   c->sq_used -= n;
 }
 

@@ -116,7 +116,7 @@ enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
   if (h->rcredits > p->R - c->rcredits)
     return p2p_violation(e, now, x, h->type, PP_VF_RCREDITS, h->rcredits, p->R - c->rcredits, true);
   p2p_chan_credits(p, c, h->credits);
-  c->rcredits += h->rcredits;
+  p2p_chan_rcredits(p, c, h->rcredits);
   assert(c->credits <= p->D && c->rcredits <= p->R); /* never above the pools (checked above) */
   struct req *r;
   switch (h->type) {
