@@ -52,6 +52,7 @@
 #define PP_P2P_IMPL_H
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -214,11 +215,14 @@ struct req {
   uint32_t rkey;
   uint32_t nfrag, fnext, fdone, fq_n, fq_head;
   uint32_t plen;          /* RPUT sender: the bytes the receiver takes (its first CTS) */
+  struct req *next;
+  struct req *regnext; /* the registration line */
+  /* Not cleared by req_alloc (most requests never use them): fq is read only below fq_n, and
+   * xmr and rce are empty whenever the request is free (every registration is released before
+   * it completes or with it: p2p_release_regs, p2p_put_rce, p2p_drop_xmr). */
   struct frag fq[PIPE_MAX];                 /* sender: CTSs received, not written yet */
   struct pp_mr xmr[PIPE_MAX];               /* exposed to the peer for this transfer only */
   struct pp_rcache_entry *rce[PIPE_MAX * 2]; /* local registrations in use */
-  struct req *next;
-  struct req *regnext; /* the registration line */
 };
 
 struct txpool {
@@ -414,6 +418,15 @@ static inline struct req *req_of(const struct p2p *p, uint64_t h)
   return r->state != RQ_FREE && r->gen == (uint32_t)(h >> 32) ? r : NULL;
 }
 
+/* r holds no registration (xmr, rce): true of every free request. */
+static inline bool req_regs_clear(const struct req *r)
+{
+  for (uint32_t i = 0; i < PIPE_MAX; i++)
+    if (r->xmr[i].lkey || r->rce[i] || r->rce[PIPE_MAX + i])
+      return false;
+  return true;
+}
+
 static inline struct req *req_alloc(struct p2p *p)
 {
   struct req *r = p->freereq;
@@ -426,8 +439,8 @@ static inline struct req *req_alloc(struct p2p *p)
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   uint32_t gen = (r->gen + 1 + (uint32_t)((z ^ (z >> 31)) >> 37)) & 0xfffffff;
-  assert(r->state == RQ_FREE && gen != r->gen);
-  memset(r, 0, sizeof(*r));
+  assert(r->state == RQ_FREE && gen != r->gen && req_regs_clear(r));
+  memset(r, 0, offsetof(struct req, fq));
   r->gen = gen;
   r->peer = UINT32_MAX;
   return r;
@@ -458,6 +471,7 @@ static inline void p2p_req_set(struct p2p *p, struct req *r, enum req_state to)
 /* The slot goes back to the free list; its handles go stale. */
 static inline void p2p_req_free(struct p2p *p, struct req *r)
 {
+  assert(req_regs_clear(r));
   p2p_req_set(p, r, RQ_FREE);
   r->gen = (r->gen + 1) & 0xfffffff;
   r->next = p->freereq;
