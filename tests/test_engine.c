@@ -1824,6 +1824,47 @@ Test(engine, msg_fill_check_round_trip)
   cr_assert_neq(pp_msg_check(small, 15, 0, 0), 0, "shorter than the header");
 }
 
+/* The payload pattern as it is defined (traces and their replays depend on it): the header,
+ * then word i (byte offset, host order) = x ^ (x >> 29), x = base(src, seq) ^ i * STEP. */
+static void ref_fill(uint8_t *buf, uint32_t size, uint32_t src, uint64_t seq)
+{
+  uint64_t base = (seq + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)(src + 1) * 0xc2b2ae3d27d4eb4full;
+  uint64_t hx = base ^ UINT64_MAX * 0x165667b19e3779f9ull;
+  uint32_t check = (uint32_t)((hx ^ (hx >> 29)) >> 32);
+  memcpy(buf, &seq, 8);
+  memcpy(buf + 8, &src, 4);
+  memcpy(buf + 12, &check, 4);
+  for (uint32_t i = PP_MSG_HEADER; i < size; i += 8) {
+    uint64_t x = base ^ (uint64_t)i * 0x165667b19e3779f9ull;
+    x ^= x >> 29;
+    memcpy(buf + i, &x, size - i < 8 ? size - i : 8);
+  }
+}
+
+/* The word-pair fill and the block-wise check (engine/workload/stream.c) against the
+ * definition, at every size up to 700 bytes and a few larger ones, at any alignment; and the
+ * check finds a change of any single byte. */
+Test(engine, msg_pattern_matches_definition_and_every_byte_is_checked)
+{
+  uint8_t *buf = malloc(8192 + 8), *ref = malloc(8192);
+  for (uint32_t size = PP_MSG_HEADER; size <= 8192; size = size < 700 ? size + 1 : size * 2 + 3) {
+    uint32_t off = size % 8; /* any alignment of the buffer */
+    uint64_t seq = 1000003ull * size;
+    ref_fill(ref, size, 5, seq);
+    pp_msg_fill(buf + off, size, 5, seq);
+    cr_assert(memcmp(buf + off, ref, size) == 0, "size %u: not the defined pattern", size);
+    cr_assert_eq(pp_msg_check(buf + off, size, 5, seq), 0, "size %u", size);
+    for (uint32_t i = 0; i < size; i += size < 700 ? 1 : 61) {
+      buf[off + i] ^= 0x10;
+      cr_assert_neq(pp_msg_check(buf + off, size, 5, seq), 0, "size %u: byte %u not checked",
+                    size, i);
+      buf[off + i] ^= 0x10;
+    }
+  }
+  free(buf);
+  free(ref);
+}
+
 Test(engine, msg_check_detects_any_flipped_byte)
 {
   static const uint32_t sizes[] = {16, 29, 100, 4096};

@@ -24,13 +24,14 @@ enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r)
 
 /* The NIC refused the SEND of tx slot t: what post_tx did is undone (the send-queue slot, the
  * credits its header handed back stay owed) and the slot is free again. */
-static void unpost_tx(struct p2p *p, uint32_t t)
+static void unpost_tx(struct pp_engine *e, uint32_t t)
 {
+  struct p2p *p = P2P(e);
   const struct hdr *h = (const struct hdr *)(const void *)tx_buf(p, t);
   struct chan *c = &p->ch[p->tx[t].ch];
   uint32_t *sq = p2p_on_dqp(p, h->type) ? &c->dsq_used : &c->sq_used;
   assert(*sq > 0);
-  (*sq)--;
+  p2p_sq_release(p, c, sq, 1, e->cfg.qp.sq_depth);
   c->given -= h->credits;
   c->owed += h->credits;
   c->rowed += h->rcredits;
@@ -49,6 +50,8 @@ static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
   struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
   h->credits = (uint16_t)c->owed;
   h->rcredits = (uint16_t)c->rowed;
+  if (c->credit_pending) /* the CREDIT it waits to send may be piggy-backed now */
+    p2p_ctrl_wake(p, x->ch);
   if (h->type != M_CREDIT)
     p->st.credits_piggybacked += c->owed + c->rowed;
   c->given += c->owed;
@@ -66,7 +69,7 @@ static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
   assert(*sq <= e->cfg.qp.sq_depth); /* every caller checked for room */
   enum pp_status s = (enum pp_status)e->ops->post_send(e->nic, dq ? c->dqpn : c->qpn, &wr);
   if (s != PP_OK)
-    unpost_tx(p, t);
+    unpost_tx(e, t);
   return s;
 }
 
@@ -88,6 +91,7 @@ static void flush_credit(struct pp_engine *e, struct chan *c)
   uint32_t t = tx_alloc(p, &p->small);
   if (t == NO_TX) {
     c->credit_pending = true;
+    p->ctrl_tx_wait = true;
     return;
   }
   struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
@@ -119,24 +123,27 @@ static enum pp_status flush_ctrl_1(struct pp_engine *e, struct chan *c)
     p->tx[t].next = NO_TX;
     c->rcredits--;
     if (post_tx(e, t, HDR) != PP_OK) {
-      c->rcredits++;
+      p2p_chan_rcredits(p, c, 1);
       p2p_post_refused(e, (uint32_t)(c - p->ch));
     }
   }
   return PP_OK;
 }
 
-/* Sends what channel c owes and can send now; ctrl_due says whether anything is left. */
+/* Sends what channel c owes and can send now; ctrl_due says whether anything is left (it
+ * waits for a p2p_ctrl_wake, not ready). */
 enum pp_status p2p_flush_ctrl(struct pp_engine *e, struct chan *c)
 {
   struct p2p *p = P2P(e);
   enum pp_status s = flush_ctrl_1(e, c);
-  uint32_t i = (uint32_t)(c - p->ch);
+  uint32_t i = (uint32_t)(c - p->ch), w = i / 64;
   uint64_t bit = 1ull << (i % 64);
-  if (!c->failed && (c->cq_head != NO_TX || c->credit_pending))
-    p->ctrl_due[i / 64] |= bit;
+  if (p2p_ctrl_left(c))
+    p->ctrl_due[w] |= bit;
   else
-    p->ctrl_due[i / 64] &= ~bit;
+    p->ctrl_due[w] &= ~bit;
+  if ((p->ctrl_ready[w] & bit) && (p->ctrl_ready[w] &= ~bit) == 0)
+    p->ctrl_sum &= (uint8_t)~(1u << w);
   return s;
 }
 
@@ -226,14 +233,21 @@ static uint32_t send_channel(const struct pp_engine *e, const struct p2p *p,
 }
 
 /* The send buffer of r's EAGER or RTS on channel ch (none: UINT32_MAX) and, for an RGET, the
- * registration that exposes r's buffer; NO_TX when r must wait. *abort: that registration
- * failed and none of ours will ever be released (the RTS goes only to keep the sequence). */
+ * registration that exposes r's buffer; NO_TX when r must wait (*wait: the peer's bit of the
+ * wait mask that says for what, none for a registration). *abort: that registration failed and
+ * none of ours will ever be released (the RTS goes only to keep the sequence). */
 static uint32_t send_resources(struct pp_engine *e, const struct req *r, uint32_t ch,
-                               struct pp_mr *xmr, bool *abort)
+                               struct pp_mr *xmr, bool *abort, uint64_t **wait)
 {
   struct p2p *p = P2P(e);
   bool big = r->proto == PP_P2P_EAGER && r->len > 0;
-  uint32_t t = ch == UINT32_MAX ? NO_TX : tx_alloc(p, big ? &p->big : &p->small);
+  if (ch == UINT32_MAX) {
+    *wait = &p->wait_chan;
+    return NO_TX;
+  }
+  uint32_t t = tx_alloc(p, big ? &p->big : &p->small);
+  if (t == NO_TX)
+    *wait = &p->wait_tx;
   if (t != NO_TX && r->proto == PP_P2P_RNDV_GET &&
       p2p_reg_xmr(e, r->buf, r->len, PP_ACCESS_REMOTE_READ, xmr) != PP_OK) {
     *abort = p->nregs == 0; /* no registration of ours left to wait for */
@@ -319,7 +333,7 @@ static uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t, uint
 static void send_refused(struct pp_engine *e, struct peer *pe, struct req *r)
 {
   struct p2p *p = P2P(e);
-  p->ch[r->ch].credits++;
+  p2p_chan_credits(p, &p->ch[r->ch], 1);
   assert(p->ch[r->ch].credits <= p->D);
   for (struct req *q = pe->pend_head; q; q = q->next)
     q->seq--;
@@ -328,7 +342,7 @@ static void send_refused(struct pp_engine *e, struct peer *pe, struct req *r)
 }
 
 /* Starts the sends parked at peer pi, in order, while credits, send-queue slots and buffers
- * allow. */
+ * allow; when they do not, the wait masks say what the first one waits for. */
 static void start_sends(struct pp_engine *e, uint32_t pi)
 {
   struct p2p *p = P2P(e);
@@ -337,10 +351,13 @@ static void start_sends(struct pp_engine *e, uint32_t pi)
     struct req *r = pe->pend_head;
     struct pp_mr xmr = {0};
     bool abort = false;
+    uint64_t *wait = NULL;
     uint32_t ch = send_channel(e, p, pe);
-    uint32_t t = send_resources(e, r, ch, &xmr, &abort);
+    uint32_t t = send_resources(e, r, ch, &xmr, &abort, &wait);
     if (t == NO_TX) {
       park(p, r);
+      if (wait)
+        *wait |= 1ull << pi;
       return;
     }
     send_begin(p, pe, r, ch, xmr);
@@ -352,13 +369,15 @@ static void start_sends(struct pp_engine *e, uint32_t pi)
   }
 }
 
+/* The peers with sends waiting that may start some (p2p_impl.h: wait_chan, wait_tx), in index
+ * order; the others would fail the same way as last time. */
 enum pp_status p2p_start_all(struct pp_engine *e)
 {
   struct p2p *p = P2P(e);
-  for (uint64_t m = p->pend_mask; m && p->npending;) {
+  for (uint64_t m = p2p_may_start(p); m && p->npending;) {
     uint32_t i = (uint32_t)__builtin_ctzll(m);
     start_sends(e, i);
-    m = i == 63 ? 0 : p->pend_mask & ~0ull << (i + 1); /* the peers after i with sends waiting */
+    m = i == 63 ? 0 : p2p_may_start(p) & ~0ull << (i + 1); /* the peers after i, now */
   }
   return PP_OK;
 }

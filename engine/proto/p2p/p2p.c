@@ -7,30 +7,47 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Everything that may have become possible: control messages, parked sends, transfers. */
-static enum pp_status progress(struct pp_engine *e)
+/* The control messages of the channels ctrl_ready names, in index order (the others of
+ * ctrl_due would fail as they did). */
+static enum pp_status flush_due(struct pp_engine *e)
 {
   struct p2p *p = P2P(e);
   for (uint32_t w = 0; w < (p->nch + 63) / 64; w++)
-    for (uint64_t m = p->ctrl_due[w]; m;) {
+    for (uint64_t m = p->ctrl_ready[w]; m;) {
       uint32_t b = (uint32_t)__builtin_ctzll(m), i = w * 64 + b;
-      if (p->ch[i].cq_head != NO_TX || p->ch[i].credit_pending) {
-        enum pp_status s = p2p_flush_ctrl(e, &p->ch[i]);
-        if (s != PP_OK)
-          return s;
-      }
-      m = b == 63 ? 0 : p->ctrl_due[w] & ~0ull << (b + 1); /* what is due after i, now */
+      enum pp_status s = p2p_flush_ctrl(e, &p->ch[i]);
+      if (s != PP_OK)
+        return s;
+      m = b == 63 ? 0 : p->ctrl_ready[w] & ~0ull << (b + 1); /* what is ready after i, now */
     }
-  enum pp_status s = PP_OK;
+  return PP_OK;
+}
+
+/* Everything that may have become possible: control messages, parked sends, transfers. */
+static enum pp_status progress_1(struct pp_engine *e)
+{
+  struct p2p *p = P2P(e);
+  enum pp_status s = p->ctrl_sum ? flush_due(e) : PP_OK;
+  if (s != PP_OK)
+    return s;
   do { /* a registration released: the first in line tries, then the next, ... */
     if (p->reg_wake && p->regq_head)
       p2p_add_work(p, p->regq_head);
     p->reg_wake = false;
     s = p->work ? p2p_run_work(e) : PP_OK;
   } while (s == PP_OK && p->reg_wake && p->regq_head);
-  if (s == PP_OK && p->npending)
+  if (s == PP_OK && p2p_may_start(p))
     s = p2p_start_all(e);
   return s;
+}
+
+/* progress_1 unless it would do nothing: it is called at the end of every event and API call. */
+static inline enum pp_status progress(struct pp_engine *e)
+{
+  const struct p2p *p = P2P(e);
+  if (!p->ctrl_sum && !p->work && !p->reg_wake && !p2p_may_start(p))
+    return PP_OK;
+  return progress_1(e);
 }
 
 /* The completion of tx slot idx (a SEND: EAGER, RTS or a control message). */
@@ -43,8 +60,7 @@ static enum pp_status tx_done(struct pp_engine *e, uint64_t now, const struct pp
   struct tx x = p->tx[idx];
   struct chan *c = &p->ch[x.ch];
   uint32_t *sq = p2p_on_dqp(p, x.type) ? &c->dsq_used : &c->sq_used;
-  assert(*sq >= x.nwr);
-  *sq -= x.nwr;
+  p2p_sq_release(p, c, sq, x.nwr, e->cfg.qp.sq_depth);
   tx_free(p, idx);
   struct req *r = x.req ? req_of(p, x.req) : NULL;
   if (wc->status != PP_WC_SUCCESS) {
@@ -436,10 +452,13 @@ static void send_queue(struct p2p *p, struct peer *pe, struct req *r)
 {
   r->seq = pe->send_seq++;
   r->next = NULL;
-  if (pe->pend_tail)
+  if (pe->pend_tail) {
     pe->pend_tail->next = r;
-  else
+  } else { /* r is first in line: what an earlier first waited for says nothing about r */
     pe->pend_head = r;
+    p->wait_chan &= ~(1ull << (pe - p->peer));
+    p->wait_tx &= ~(1ull << (pe - p->peer));
+  }
   pe->pend_tail = r;
   p->pend_mask |= 1ull << (pe - p->peer);
   p->npending++;

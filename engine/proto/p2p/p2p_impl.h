@@ -59,6 +59,7 @@
 #define PP_P2P_IMPL_H
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -233,11 +234,14 @@ struct req {
   uint32_t rkey;
   uint32_t nfrag, fnext, fdone, fq_n, fq_head;
   uint32_t plen;          /* RPUT sender: the bytes the receiver takes (its first CTS) */
+  struct req *next;
+  struct req *regnext; /* the registration line */
+  /* Not cleared by req_alloc (most requests never use them): fq is read only below fq_n, and
+   * xmr and rce are empty whenever the request is free (every registration is released before
+   * it completes or with it: p2p_release_regs, p2p_put_rce, p2p_drop_xmr). */
   struct frag fq[PIPE_MAX];                 /* sender: CTSs received, not written yet */
   struct pp_mr xmr[PIPE_MAX];               /* exposed to the peer for this transfer only */
   struct pp_rcache_entry *rce[PIPE_MAX * 2]; /* local registrations in use */
-  struct req *next;
-  struct req *regnext; /* the registration line */
 };
 
 struct txpool {
@@ -291,10 +295,23 @@ struct p2p {
   bool flushing, flush_armed;
   uint32_t npending; /* sends waiting to start */
   /* progress() visits only these, in index order (as a scan of all would): bit i of pend_mask,
-   * peer i has sends waiting (pend_head); bit i of ctrl_due, channel i may have control
-   * messages to flush (credit_pending or cq_head, as p2p_flush_ctrl left it) */
+   * peer i has sends waiting (pend_head); bit i of ctrl_due, channel i has control messages
+   * left (p2p_ctrl_left, as p2p_flush_ctrl left it), which can only be because it has no
+   * send-queue room, no reply credit for its first reply, or no send buffer for its CREDIT;
+   * bit i of ctrl_ready, one of those changed since (p2p_ctrl_wake): only these are tried
+   * again, the others would fail the same way. */
   uint64_t pend_mask;
   uint64_t ctrl_due[PP_MAX_QPS / 64];
+  uint64_t ctrl_ready[PP_MAX_QPS / 64];
+  uint8_t ctrl_sum;  /* bit w: ctrl_ready[w] != 0 (progress looks at nothing else when 0) */
+  bool ctrl_tx_wait; /* a CREDIT message found no send buffer */
+  /* Peers whose first parked send cannot start until something changes, so that progress
+   * skips them (a retry would fail the same way): bit i of wait_chan, none of peer i's
+   * channels has both a data credit and send-queue room (cleared when one gains either);
+   * bit i of wait_tx, the send-buffer pool it needs is empty (cleared when a buffer comes
+   * back). Meaningful only while peer i's line is not empty; cleared when a send joins an
+   * empty line. */
+  uint64_t wait_chan, wait_tx;
   uint32_t nactive;  /* requests started and not complete */
   uint32_t nheld;    /* unexpected messages held */
   struct pp_recv_record *rec;
@@ -337,11 +354,65 @@ static inline uint32_t tx_alloc(struct p2p *p, struct txpool *tp)
   return t;
 }
 
+/* Channel i's control messages left over (ctrl_due) are tried again at the next progress. */
+static inline void p2p_ctrl_wake(struct p2p *p, uint32_t i)
+{
+  uint64_t bit = 1ull << (i % 64);
+  if (p->ctrl_due[i / 64] & bit) {
+    p->ctrl_ready[i / 64] |= bit;
+    p->ctrl_sum |= (uint8_t)(1u << (i / 64));
+  }
+}
+
+/* Every channel's (a send buffer came back for the CREDIT message that found none). */
+static inline void p2p_ctrl_wake_all(struct p2p *p)
+{
+  p->ctrl_tx_wait = false;
+  for (uint32_t w = 0; w < PP_MAX_QPS / 64; w++) {
+    p->ctrl_ready[w] |= p->ctrl_due[w];
+    if (p->ctrl_ready[w])
+      p->ctrl_sum |= (uint8_t)(1u << w);
+  }
+}
+
 static inline void tx_free(struct p2p *p, uint32_t t)
 {
   struct txpool *tp = t >= p->big.first && t < p->big.first + p->big.n ? &p->big : &p->small;
   p->tx[t] = (struct tx){.next = tp->free};
   tp->free = t;
+  p->wait_tx = 0; /* a send waiting for a buffer may start */
+  if (p->ctrl_tx_wait)
+    p2p_ctrl_wake_all(p);
+}
+
+/* Channel c gains `n` reply credits: its queued replies may go. */
+static inline void p2p_chan_rcredits(struct p2p *p, struct chan *c, uint32_t n)
+{
+  c->rcredits += n;
+  if (n)
+    p2p_ctrl_wake(p, (uint32_t)(c - p->ch));
+}
+
+/* Channel c gains `n` data credits: a parked send of its peer may start. */
+static inline void p2p_chan_credits(struct p2p *p, struct chan *c, uint32_t n)
+{
+  c->credits += n;
+  if (n)
+    p->wait_chan &= ~(1ull << c->peer);
+}
+
+/* `n` slots of one of channel c's send queues (*sq: sq_used, or dsq_used for p2p.srq's data QP)
+ * come back: from a full queue, a parked send of its peer may start (one that waited on a
+ * channel without credits still waits). */
+static inline void p2p_sq_release(struct p2p *p, struct chan *c, uint32_t *sq, uint32_t n,
+                                  uint32_t depth)
+{
+  assert(*sq >= n);
+  if (*sq >= depth && n) {
+    p->wait_chan &= ~(1ull << c->peer);
+    p2p_ctrl_wake(p, (uint32_t)(c - p->ch));
+  }
+  *sq -= n;
 }
 
 /* Fragment i of an RPUT of len bytes: its offset and length. */
@@ -374,6 +445,15 @@ static inline struct req *req_of(const struct p2p *p, uint64_t h)
   return r->state != RQ_FREE && r->gen == (uint32_t)(h >> 32) ? r : NULL;
 }
 
+/* r holds no registration (xmr, rce): true of every free request. */
+static inline bool req_regs_clear(const struct req *r)
+{
+  for (uint32_t i = 0; i < PIPE_MAX; i++)
+    if (r->xmr[i].lkey || r->rce[i] || r->rce[PIPE_MAX + i])
+      return false;
+  return true;
+}
+
 static inline struct req *req_alloc(struct p2p *p)
 {
   struct req *r = p->freereq;
@@ -386,8 +466,8 @@ static inline struct req *req_alloc(struct p2p *p)
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   uint32_t gen = (r->gen + 1 + (uint32_t)((z ^ (z >> 31)) >> 37)) & 0xfffffff;
-  assert(r->state == RQ_FREE && gen != r->gen);
-  memset(r, 0, sizeof(*r));
+  assert(r->state == RQ_FREE && gen != r->gen && req_regs_clear(r));
+  memset(r, 0, offsetof(struct req, fq));
   r->gen = gen;
   r->peer = UINT32_MAX;
   return r;
@@ -418,10 +498,23 @@ static inline void p2p_req_set(struct p2p *p, struct req *r, enum req_state to)
 /* The slot goes back to the free list; its handles go stale. */
 static inline void p2p_req_free(struct p2p *p, struct req *r)
 {
+  assert(req_regs_clear(r));
   p2p_req_set(p, r, RQ_FREE);
   r->gen = (r->gen + 1) & 0xfffffff;
   r->next = p->freereq;
   p->freereq = r;
+}
+
+/* Channel c has control messages to send (a CREDIT, or replies in its queue). */
+static inline bool p2p_ctrl_left(const struct chan *c)
+{
+  return !c->failed && (c->cq_head != NO_TX || c->credit_pending);
+}
+
+/* The peers with sends waiting that are not known to wait for a channel or a buffer. */
+static inline uint64_t p2p_may_start(const struct p2p *p)
+{
+  return p->pend_mask & ~(p->wait_chan | p->wait_tx);
 }
 
 /* Completions wait on the done list: outside an event, a timer at `now` delivers them. */

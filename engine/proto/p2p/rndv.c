@@ -388,7 +388,7 @@ enum pp_status p2p_read_done(struct pp_engine *e, uint64_t now, struct req *r,
 {
   struct p2p *p = P2P(e);
   assert(p->ch[r->ch].sq_used > 0 && r->wrs > 0);
-  p->ch[r->ch].sq_used--;
+  p2p_sq_release(p, &p->ch[r->ch], &p->ch[r->ch].sq_used, 1, e->cfg.qp.sq_depth);
   if (wc->status != PP_WC_SUCCESS) {
     p2p_fail_channel(e, now, r->ch, (uint8_t)wc->status);
     return PP_OK;
@@ -411,7 +411,7 @@ enum pp_status p2p_write_done(struct pp_engine *e, uint64_t now, struct req *r,
     return PP_OK;
   }
   assert(p->ch[r->ch].sq_used > 0 && r->wrs > 0);
-  p->ch[r->ch].sq_used--;
+  p2p_sq_release(p, &p->ch[r->ch], &p->ch[r->ch].sq_used, 1, e->cfg.qp.sq_depth);
   r->wrs--;
   p2p_maybe_complete_send(e, now, r);
   return PP_OK;

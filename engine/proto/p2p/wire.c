@@ -119,8 +119,10 @@ enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
     return p2p_violation(e, now, x, h->type, PP_VF_CREDITS, h->credits, p->D - c->credits, true);
   if (h->rcredits > p->R - c->rcredits)
     return p2p_violation(e, now, x, h->type, PP_VF_RCREDITS, h->rcredits, p->R - c->rcredits, true);
-  c->credits = blind && h->credits > p->D - c->credits ? p->D : c->credits + h->credits;
-  c->rcredits += h->rcredits;
+  /* the blind test bug tops up to the pool instead of refusing the excess */
+  p2p_chan_credits(p, c, blind && h->credits > p->D - c->credits ? p->D - c->credits
+                                                                   : h->credits);
+  p2p_chan_rcredits(p, c, h->rcredits);
   c->seen += h->credits;
   assert(c->credits <= p->D && c->rcredits <= p->R); /* never above the pools (checked above) */
   struct req *r;
