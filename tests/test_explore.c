@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "engine/core/bugs.h"
+#include "prepost/proto.h"
 #include "simnic_harness.h"
 #include "tools/explore/explore.h"
 
@@ -69,7 +70,7 @@ Test(explore_gen, every_generated_scenario_is_valid)
   struct pp_explore_space sp;
   pp_explore_space_default(&sp);
   char err[256];
-  for (size_t g = 0; g < pp_explore_ngens; g++)
+  for (size_t g = 0; g < pp_explore_gen_count(); g++)
     for (int rate = 0; rate < 2; rate++)
       for (uint64_t s = 1; s <= 300; s++) {
         sp.gen = (int)g;
@@ -88,6 +89,29 @@ Test(explore_gen, every_generated_scenario_is_valid)
       }
 }
 
+/* The explorer names no protocol: each built-in brings its hooks in its def (its folder's
+ * explore.c), and the explorer's entry is made from them. */
+Test(explore_gen, every_builtin_protocol_brings_its_own_hooks_through_the_registry)
+{
+  for (uint32_t id = 0; id < PP_PROTO_COUNT; id++) {
+    const struct pp_proto_def *d = pp_proto_get(id);
+    cr_assert(d && d->explore && d->explore->gen, "%s has no explorer hooks", pp_protocol_name(id));
+    const struct pp_explore_gen *g = pp_explore_gen_of(id);
+    cr_assert(g && g->def == d && !strcmp(g->name, d->name));
+    cr_assert_eq(g->flow_controlled, d->explore->flow_controlled, "%s", d->name);
+    cr_assert_eq(g->in_mix, d->explore->in_mix, "%s", d->name);
+    cr_assert_eq(g->faults >> PP_FAULT_BYZANTINE & 1, d->explore->validates_peers, "%s", d->name);
+    cr_assert_eq(g->bugs & d->explore->engine_bugs, d->explore->engine_bugs, "%s", d->name);
+    /* the workload its scenarios run is the one its hooks name */
+    static struct pp_scenario sc;
+    struct pp_explore_space sp;
+    pp_explore_space_default(&sp);
+    sp.gen = gen_index(d->name);
+    pp_explore_generate(7, &sp, &sc);
+    cr_assert_eq((uint32_t)sc.sim.engine.workload.kind, d->explore->workload, "%s", d->name);
+  }
+}
+
 Test(explore_gen, the_default_mix_is_the_flow_controlled_protocols)
 {
   static struct pp_scenario sc;
@@ -100,7 +124,7 @@ Test(explore_gen, the_default_mix_is_the_flow_controlled_protocols)
     cr_assert(g && g->in_mix && g->flow_controlled);
     seen[sc.sim.engine.protocol] = true;
   }
-  for (size_t g = 0; g < pp_explore_ngens; g++)
+  for (size_t g = 0; g < pp_explore_gen_count(); g++)
     cr_assert_eq(seen[pp_explore_gens[g].protocol], pp_explore_gens[g].in_mix, "%s",
                  pp_explore_gens[g].name);
 }
@@ -114,7 +138,7 @@ Test(explore_gen, any_source_alltoall_traffic_gets_a_window_for_every_receive)
   struct pp_explore_space sp;
   pp_explore_space_default(&sp);
   unsigned seen = 0;
-  for (size_t g = 0; g < pp_explore_ngens; g++) {
+  for (size_t g = 0; g < pp_explore_gen_count(); g++) {
     if (pp_explore_gens[g].protocol != PP_PROTO_EAGER && pp_explore_gens[g].protocol != PP_PROTO_RNDV)
       continue;
     sp.gen = (int)g;
@@ -178,7 +202,7 @@ Test(explore_gen, written_scenarios_read_back_identically)
   static struct pp_scenario sc;
   struct pp_explore_space sp;
   pp_explore_space_default(&sp);
-  for (size_t g = 0; g < pp_explore_ngens; g++)
+  for (size_t g = 0; g < pp_explore_gen_count(); g++)
     for (uint64_t s = 1; s <= 60; s++) {
       sp.gen = (int)g;
       sp.fault_rate = s % 2 ? 1.0 : 0.3;

@@ -1,3 +1,5 @@
+#include <math.h>
+
 #include "prepost/prng.h"
 
 static uint64_t splitmix64(uint64_t *x)
@@ -48,4 +50,23 @@ uint64_t pp_prng_below(struct pp_prng *r, uint64_t bound)
 double pp_prng_unit(struct pp_prng *r)
 {
   return (double)(pp_prng_next(r) >> 11) * 0x1.0p-53;
+}
+
+uint64_t pp_prng_range(struct pp_prng *r, uint64_t lo, uint64_t hi)
+{
+  return hi <= lo ? lo : lo + pp_prng_below(r, hi - lo + 1);
+}
+
+uint64_t pp_prng_log_range(struct pp_prng *r, uint64_t lo, uint64_t hi)
+{
+  if (hi <= lo)
+    return lo;
+  double a = log((double)lo), b = log((double)hi);
+  uint64_t x = (uint64_t)llround(exp(a + (b - a) * pp_prng_unit(r)));
+  return x < lo ? lo : x > hi ? hi : x;
+}
+
+bool pp_prng_chance(struct pp_prng *r, double p)
+{
+  return pp_prng_unit(r) < p;
 }

@@ -551,8 +551,10 @@ static void window_mem_need(const struct pp_engine_cfg *cfg, const void *params,
 }
 
 /* explorer: a window of 1..16 (stop-and-wait at 1), any batch up to it */
-static void window_gen(struct pp_prng *r, struct pp_engine_cfg *cfg, void *params)
+static void window_gen(struct pp_prng *r, const struct pp_explore_limits *lim,
+                       struct pp_engine_cfg *cfg, void *params)
 {
+  (void)lim;
   (void)cfg;
   struct window_params *p = params;
   p->window = 1 + (uint32_t)pp_prng_below(r, 16);
