@@ -965,7 +965,7 @@ Test(cli, plugin_protocol_runs_traces_and_replays)
 Test(cli, plugin_bug_found_by_explore, .timeout = 120)
 {
   char args[1024];
-  snprintf(args, sizeof args, "explore --bug credit-without-repost --from 35 --seeds 5 --shrink-max 1 --shrink-runs 40 --timeout 60s --out %s/x",
+  snprintf(args, sizeof args, "explore --bug credit-without-repost --from 22 --seeds 5 --shrink-max 1 --shrink-runs 40 --timeout 60s --out %s/x",
            tmpdir);
   int rc = cli(args);
   cr_assert_eq(rc, 2, "without the plug-in the bug is unknown: exit %d", rc);
@@ -974,7 +974,7 @@ Test(cli, plugin_bug_found_by_explore, .timeout = 120)
   rc = cli(args);
   cr_assert_eq(rc, 0);
   assert_has(out, "credit-without-repost");
-  snprintf(args, sizeof args, "explore --bug credit-without-repost --from 35 --seeds 5 --shrink-max 1 --shrink-runs 40 --timeout 60s --out %s/x",
+  snprintf(args, sizeof args, "explore --bug credit-without-repost --from 22 --seeds 5 --shrink-max 1 --shrink-runs 40 --timeout 60s --out %s/x",
            tmpdir);
   rc = cli(args);
   unsetenv("PREPOST_PLUGINS");

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "engine/core/bugs.h"
+#include "prepost/p2p.h"
 #include "prepost/proto.h"
 #include "simnic_harness.h"
 #include "tools/explore/explore.h"
@@ -151,6 +152,9 @@ Test(explore_gen, any_source_alltoall_traffic_gets_a_window_for_every_receive)
       seen++;
       uint32_t need = e->workload.messages * (e->nranks - 1);
       cr_assert_geq(e->traffic.window, need, "seed %" PRIu64, s);
+      struct pp_p2p_params prm; /* and a request for each receive and each send in flight */
+      pp_p2p_params_resolve(e, &prm);
+      cr_assert_geq(prm.max_requests, 2 * need, "seed %" PRIu64, s);
       static struct pp_scenario t;
       const char *what;
       for (unsigned k = 0; k < 32; k++) { /* each reduction alone, on the scenario as drawn */
@@ -835,7 +839,7 @@ Test(explore_find, naive_rnr_failures_found_and_shrunk)
   struct pp_explore_space sp;
   pp_explore_space_default(&sp);
   sp.gen = gen_index("naive");
-  find_and_shrink(&sp, 30, PP_INV_ERRORS);
+  find_and_shrink(&sp, 50, PP_INV_ERRORS);
 }
 
 Test(explore_find, bug_early_repost_found_and_shrunk)
@@ -923,7 +927,7 @@ Test(explore_cli, clean_seeds_exit_0_with_a_summary)
 
 Test(explore_cli, a_failure_prints_a_reproduction_that_reproduces)
 {
-  cr_assert_eq(cli("--seeds 10 --protocol naive --shrink-max 1 --shrink-runs 30 --out f"), 1);
+  cr_assert_eq(cli("--from 41 --seeds 10 --protocol naive --shrink-max 1 --shrink-runs 30 --out f"), 1);
   assert_has("FAIL seed ");
   assert_has("[errors]");
   const char *r = strstr(out_text, "reproduce: prepost explore --from ");

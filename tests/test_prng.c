@@ -150,3 +150,34 @@ Test(prng, chance_is_a_probability)
   for (int i = 0; i < 100; i++)
     cr_assert(!pp_prng_chance(&r, 0) && pp_prng_chance(&r, 1));
 }
+
+/* One derivation for every seeded stream: a pure function, and no two of (seed, domain, rank)
+ * nearby give the same stream. */
+Test(prng, seed_derive_separates_seeds_domains_and_ranks)
+{
+  cr_assert_eq(pp_seed_derive(7, PP_SEED_ENGINE, 3), pp_seed_derive(7, PP_SEED_ENGINE, 3));
+  enum { S = 8, R = 16 };
+  static uint64_t seen[S * PP_SEED_DOMAIN_COUNT * R];
+  size_t n = 0;
+  for (uint64_t s = 0; s < S; s++)
+    for (int d = 0; d < PP_SEED_DOMAIN_COUNT; d++)
+      for (uint32_t r = 0; r < R; r++) {
+        uint64_t x = pp_seed_derive(s, (enum pp_seed_domain)d, r);
+        for (size_t i = 0; i < n; i++)
+          cr_assert_neq(seen[i], x, "seed %lu domain %s rank %u repeats", (unsigned long)s,
+                        pp_seed_domain_name((enum pp_seed_domain)d), r);
+        seen[n++] = x;
+      }
+  /* not the seed itself, nor the seed plus the rank (the old engine's kind of mix) */
+  cr_assert_neq(pp_seed_derive(0, PP_SEED_ENGINE, 0), 0);
+  cr_assert_neq(pp_seed_derive(1, PP_SEED_ENGINE, 0) - pp_seed_derive(0, PP_SEED_ENGINE, 0),
+                pp_seed_derive(1, PP_SEED_ENGINE, 1) - pp_seed_derive(0, PP_SEED_ENGINE, 1));
+}
+
+Test(prng, seed_domains_have_names)
+{
+  for (int d = 0; d < PP_SEED_DOMAIN_COUNT; d++)
+    cr_assert_str_neq(pp_seed_domain_name((enum pp_seed_domain)d), "?");
+  cr_assert_str_eq(pp_seed_domain_name(PP_SEED_EXPLORE), "explore");
+  cr_assert_str_eq(pp_seed_domain_name(PP_SEED_DOMAIN_COUNT), "?");
+}

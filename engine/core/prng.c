@@ -70,3 +70,28 @@ bool pp_prng_chance(struct pp_prng *r, double p)
 {
   return pp_prng_unit(r) < p;
 }
+
+static uint64_t fmix(uint64_t z)
+{
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t pp_seed_derive(uint64_t seed, enum pp_seed_domain domain, uint32_t rank)
+{
+  uint64_t z = fmix(seed + 0x9e3779b97f4a7c15ull);
+  z = fmix(z ^ (((uint64_t)domain + 1) * 0xc2b2ae3d27d4eb4full));
+  return fmix(z ^ (((uint64_t)rank + 1) * 0x165667b19e3779f9ull));
+}
+
+static const char *const domain_names[] = {
+#define PP_X(id, name, desc) name,
+    PP_SEED_DOMAIN_LIST(PP_X)
+#undef PP_X
+};
+
+const char *pp_seed_domain_name(enum pp_seed_domain d)
+{
+  return (unsigned)d < PP_SEED_DOMAIN_COUNT ? domain_names[d] : "?";
+}

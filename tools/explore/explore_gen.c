@@ -245,14 +245,6 @@ static enum pp_inv check_def(const struct pp_scenario *sc, const struct pp_run_r
   return PP_INV_PROTOCOL;
 }
 
-/* Until the seeds are re-baselined, the order of the explorer's mix before the built-ins' hooks
- * moved into the registry: the built-ins of the stream workload, then those of the traffic
- * workload, then the plug-ins (each in registry order). */
-static unsigned mix_class(uint32_t id, const struct pp_proto_explore *x)
-{
-  return pp_proto_plugin(id) ? 2 : x->workload == PP_WORKLOAD_TRAFFIC ? 1 : 0;
-}
-
 static bool have_gen(uint32_t id)
 {
   for (size_t i = 0; i < pp_explore_ngens; i++)
@@ -263,29 +255,27 @@ static bool have_gen(uint32_t id)
 
 void pp_explore_gens_sync(void)
 {
-  for (unsigned cls = 0; cls < 3; cls++)
-    for (uint32_t id = 0; id < pp_proto_count(); id++) {
-      const struct pp_proto_def *d = pp_proto_get(id);
-      const struct pp_proto_explore *x = d->explore;
-      if (!x || !x->gen || mix_class(id, x) != cls || have_gen(id) ||
-          pp_explore_ngens == PP_MAX_PROTOCOLS)
-        continue;
-      uint32_t bugs = x->engine_bugs & ((1u << PP_PROTO_BUG_SHIFT) - 1);
-      for (uint32_t b = 0; b < d->nbugs; b++)
-        bugs |= 1u << (PP_PROTO_BUG_SHIFT + b);
-      pp_explore_gens[pp_explore_ngens++] = (struct pp_explore_gen){
-          .name = d->name,
-          .protocol = id,
-          .flow_controlled = x->flow_controlled,
-          .in_mix = x->in_mix,
-          .faults = faults_of(x),
-          .bugs = bugs,
-          .gen = gen_def,
-          .write = write_def,
-          .reduce = reduce_def,
-          .check = check_def,
-          .def = d};
-    }
+  for (uint32_t id = 0; id < pp_proto_count(); id++) {
+    const struct pp_proto_def *d = pp_proto_get(id);
+    const struct pp_proto_explore *x = d->explore;
+    if (!x || !x->gen || have_gen(id) || pp_explore_ngens == PP_MAX_PROTOCOLS)
+      continue;
+    uint32_t bugs = x->engine_bugs & ((1u << PP_PROTO_BUG_SHIFT) - 1);
+    for (uint32_t b = 0; b < d->nbugs; b++)
+      bugs |= 1u << (PP_PROTO_BUG_SHIFT + b);
+    pp_explore_gens[pp_explore_ngens++] = (struct pp_explore_gen){
+        .name = d->name,
+        .protocol = id,
+        .flow_controlled = x->flow_controlled,
+        .in_mix = x->in_mix,
+        .faults = faults_of(x),
+        .bugs = bugs,
+        .gen = gen_def,
+        .write = write_def,
+        .reduce = reduce_def,
+        .check = check_def,
+        .def = d};
+  }
 }
 
 size_t pp_explore_gen_count(void)
@@ -489,7 +479,7 @@ void pp_explore_set_bounds(struct pp_scenario *sc, uint64_t until)
 void pp_explore_generate(uint64_t seed, const struct pp_explore_space *sp, struct pp_scenario *sc)
 {
   struct pp_prng r;
-  pp_prng_seed(&r, seed ^ 0xe8b10e5eedull);
+  pp_prng_seed(&r, pp_seed_derive(seed, PP_SEED_EXPLORE, 0));
   pp_scenario_defaults(sc);
   struct pp_sim_config *s = &sc->sim;
   const struct pp_explore_gen *g = pick_gen(&r, sp);

@@ -16,7 +16,8 @@
  * sends, a receive can be left that no message will ever match while the senders wait for
  * receives posted after it: an unsafe MPI program (explore seed 20770), not a protocol bug. With
  * every receive posted at once each message finds one. The other modes match a source's
- * messages in its send order and need nothing. */
+ * messages in its send order and need nothing. Every receive needs a request of its own too
+ * (p2p.max_requests, below). */
 static uint32_t safe_window_min(const struct pp_engine_cfg *e)
 {
   const struct pp_traffic *t = &e->traffic;
@@ -52,6 +53,11 @@ static void p2p_gen(struct pp_prng *r, const struct pp_explore_limits *lim,
   p->reply_slots = pp_prng_chance(r, 0.5) ? 0 : (uint32_t)pp_prng_range(r, 1, 8);
   p->send_buffers = pp_prng_chance(r, 0.5) ? 0 : (uint32_t)pp_prng_log_range(r, 1, 64);
   p->rcache_entries = pp_prng_chance(r, 0.5) ? 0 : (uint32_t)pp_prng_log_range(r, 1, 64);
+  /* every receive posted at once takes a request each, beside the sends in flight: with fewer
+   * requests than both, some receives wait, and the program is unsafe again (explore
+   * --faults byzantine seed 103: 7 ranks, a window of 1,152, 1,024 requests, a hang) */
+  if (safe_window_min(e) > 1 && 2ull * t->window > 1024)
+    p->max_requests = 2 * t->window;
 }
 
 static bool halve(uint32_t *v, uint32_t min)
