@@ -592,6 +592,16 @@ static const struct pp_proto_explore window_explore = {
     .reduce = window_reduce,
 };
 
+/* exports: a message's name from its header */
+static const char *window_msg_name(const uint8_t *head, size_t len)
+{
+  struct hdr h;
+  if (len < HDR)
+    return NULL;
+  memcpy(&h, head, HDR);
+  return h.kind == KIND_DATA ? "DATA" : h.kind == KIND_CREDIT ? "CREDIT" : NULL;
+}
+
 static const struct pp_proto_bug window_bugs[] = {
     [BUG_CREDIT_WITHOUT_REPOST] = {"credit-without-repost",
                                    "window: a message that waited for its receive returns its "
@@ -611,6 +621,7 @@ static const struct pp_proto_def window_def = {
     .bugs = window_bugs,
     .nbugs = sizeof window_bugs / sizeof window_bugs[0],
     .explore = &window_explore,
+    .msg_name = window_msg_name,
 };
 
 PP_PLUGIN_DECLARE("proto-window");

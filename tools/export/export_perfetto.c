@@ -9,7 +9,8 @@
  *  - the protocol's messages (every send that consumes a receive, paired with the completion it
  *    caused, on either backend), named as the protocol names them: EAGER, RTS, CTS, FIN, ACK,
  *    CREDIT (p2p: from the header the trace captured at the receiver), data and credit (ring:
- *    from the immediate), data (naive); a slice at each end and a flow arrow (category
+ *    from the immediate), data (naive), a registered protocol's own names (its def's msg_name, from
+ *    the captured header: DATA and CREDIT of proto-window); a slice at each end and a flow arrow (category
  *    "protocol"); the send slices carry the same names;
  *  - counter tracks per QP: the eager (data) credits a p2p sender holds, the slots a ring sender
  *    may still write (ring credits) and the slots a ring receiver holds that it has not returned
@@ -26,6 +27,7 @@
 
 #include "tools/cli/cli_util.h"
 #include "prepost/p2p.h"
+#include "prepost/proto.h"
 #include "export/perfetto_out.h"
 #include "tools/export/export_msgs.h"
 #include "tools/trace/trace_cli.h"
@@ -237,6 +239,7 @@ struct pmsg {
 
 struct proto {
   enum family fam;
+  const struct pp_proto_def *def; /* FAM_PLAIN: the protocol, when it names its messages */
   uint32_t credits; /* p2p: a sender's data credits per QP at the start */
   uint32_t slots;   /* ring: slots per channel */
   struct pp_xmsg *m;
@@ -245,15 +248,30 @@ struct proto {
   size_t *by_send; /* record number of a POST_SEND -> message, SIZE_MAX; nrecs entries */
 };
 
+/* The head of message m as captured right before its receive completion; false when it was
+ * not received or its head not captured. */
+static bool captured_head(const struct pp_trace *t, const struct pp_xmsg *m, struct pp_trace_rec *r)
+{
+  size_t i = m->recv_rec;
+  return i != SIZE_MAX && i != 0 && t->idx[i - 1].type == PP_TREC_MEM &&
+         t->idx[i - 1].rank == m->dst && pp_trace_get(t, i - 1, r) == PP_OK;
+}
+
+/* What the head says: a registered protocol's own name for it (its def's msg_name). */
+static void name_by_def(const struct pp_trace *t, const struct pp_xmsg *m,
+                        const struct pp_proto_def *d, struct pmsg *p)
+{
+  struct pp_trace_rec r;
+  const char *nm = captured_head(t, m, &r) ? d->msg_name(r.u.mem.data, r.u.mem.len) : NULL;
+  p->name = nm ? nm : "message";
+}
+
 /* What the head captured right before a receive completion says (p2p). */
 static void name_p2p(const struct pp_trace *t, const struct pp_xmsg *m, struct pmsg *p)
 {
   struct pp_trace_rec r;
   struct pp_p2p_msg_info info;
-  size_t i = m->recv_rec;
-  if (i == SIZE_MAX || i == 0 || t->idx[i - 1].type != PP_TREC_MEM ||
-      t->idx[i - 1].rank != m->dst || pp_trace_get(t, i - 1, &r) != PP_OK ||
-      !pp_p2p_msg_describe(r.u.mem.data, r.u.mem.len, &info)) {
+  if (!captured_head(t, m, &r) || !pp_p2p_msg_describe(r.u.mem.data, r.u.mem.len, &info)) {
     p->name = "message"; /* not received, or its head not captured */
     return;
   }
@@ -279,6 +297,8 @@ static int proto_load(const struct pp_trace *t, struct proto *P, char *err, size
              : cfg.protocol == PP_PROTO_RING_CREDITS                          ? FAM_RING_CREDITS
              : cfg.protocol == PP_PROTO_RING_CTS                              ? FAM_RING_CTS
                                                                               : FAM_PLAIN;
+    const struct pp_proto_def *d = pp_proto_get(cfg.protocol);
+    P->def = P->fam == FAM_PLAIN && d && d->msg_name ? d : NULL;
     struct pp_p2p_params prm;
     pp_p2p_params_resolve(&cfg, &prm); /* the defaults the engine applied */
     P->credits = prm.credits;
@@ -301,6 +321,8 @@ static int proto_load(const struct pp_trace *t, struct proto *P, char *err, size
     p->name = "data";
     if (P->fam == FAM_P2P) {
       name_p2p(t, m, p);
+    } else if (P->def && m->opcode != PP_WR_RDMA_WRITE && m->opcode != PP_WR_RDMA_READ) {
+      name_by_def(t, m, P->def, p);
     } else if ((P->fam == FAM_RING_CREDITS || P->fam == FAM_RING_CTS) &&
                m->opcode == PP_WR_RDMA_WRITE_WITH_IMM) {
       struct pp_trace_rec r;

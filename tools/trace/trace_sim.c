@@ -269,6 +269,18 @@ enum pp_status pp_trace_sim_cfg(const struct pp_trace *t, struct pp_sim_config *
     cfg->name[sizeof(cfg->name) - 1] = '\0';
     cfg->platform.file[sizeof(cfg->platform.file) - 1] = '\0';
     cfg->nic.name[sizeof(cfg->nic.name) - 1] = '\0';
+    /* the protocol by its name, not by the id it had when recorded (a plug-in's id is its
+     * place in the registry of that run): a plug-in that is not loaded is named */
+    struct pp_engine_cfg named;
+    char enote[256];
+    if (pp_trace_engine_cfg(t, &named, enote, sizeof(enote)) == PP_NOTFOUND) {
+      snprintf(note, notelen, "%s", enote);
+      return PP_NOTFOUND;
+    }
+    if (named.protocol != cfg->engine.protocol) {
+      cfg->engine.protocol = named.protocol;
+      memcpy(cfg->engine.proto_params, named.proto_params, sizeof(named.proto_params));
+    }
   } else {
     memset(cfg, 0, sizeof(*cfg));
     pp_nic_profile_default(&cfg->nic);

@@ -288,6 +288,10 @@ struct pp_proto_def {
   const struct pp_proto_bug *bugs; /* at most PP_PROTO_MAX_BUGS */
   uint32_t nbugs;
   const struct pp_proto_explore *explore; /* NULL: `prepost explore` cannot draw it */
+  /* Optional: the name of one of its messages from its first bytes (what a trace captured of a
+   * receive, trace.capture_bytes), for the exports (Perfetto's slices and flows): "DATA",
+   * "CREDIT", ...; NULL when the bytes are none of its messages. NULL: every message is "data". */
+  const char *(*msg_name)(const uint8_t *head, size_t len);
 };
 
 /* Registers a protocol: PP_INVALID (a sentence in err) for a def of another ABI, a name that
