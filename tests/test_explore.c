@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "engine/core/bugs.h"
+#include "prepost/p2p.h"
+#include "prepost/proto.h"
 #include "simnic_harness.h"
 #include "tools/explore/explore.h"
 
@@ -69,7 +71,7 @@ Test(explore_gen, every_generated_scenario_is_valid)
   struct pp_explore_space sp;
   pp_explore_space_default(&sp);
   char err[256];
-  for (size_t g = 0; g < pp_explore_ngens; g++)
+  for (size_t g = 0; g < pp_explore_gen_count(); g++)
     for (int rate = 0; rate < 2; rate++)
       for (uint64_t s = 1; s <= 300; s++) {
         sp.gen = (int)g;
@@ -88,6 +90,29 @@ Test(explore_gen, every_generated_scenario_is_valid)
       }
 }
 
+/* The explorer names no protocol: each built-in brings its hooks in its def (its folder's
+ * explore.c), and the explorer's entry is made from them. */
+Test(explore_gen, every_builtin_protocol_brings_its_own_hooks_through_the_registry)
+{
+  for (uint32_t id = 0; id < PP_PROTO_COUNT; id++) {
+    const struct pp_proto_def *d = pp_proto_get(id);
+    cr_assert(d && d->explore && d->explore->gen, "%s has no explorer hooks", pp_protocol_name(id));
+    const struct pp_explore_gen *g = pp_explore_gen_of(id);
+    cr_assert(g && g->def == d && !strcmp(g->name, d->name));
+    cr_assert_eq(g->flow_controlled, d->explore->flow_controlled, "%s", d->name);
+    cr_assert_eq(g->in_mix, d->explore->in_mix, "%s", d->name);
+    cr_assert_eq(g->faults >> PP_FAULT_BYZANTINE & 1, d->explore->validates_peers, "%s", d->name);
+    cr_assert_eq(g->bugs & d->explore->engine_bugs, d->explore->engine_bugs, "%s", d->name);
+    /* the workload its scenarios run is the one its hooks name */
+    static struct pp_scenario sc;
+    struct pp_explore_space sp;
+    pp_explore_space_default(&sp);
+    sp.gen = gen_index(d->name);
+    pp_explore_generate(7, &sp, &sc);
+    cr_assert_eq((uint32_t)sc.sim.engine.workload.kind, d->explore->workload, "%s", d->name);
+  }
+}
+
 Test(explore_gen, the_default_mix_is_the_flow_controlled_protocols)
 {
   static struct pp_scenario sc;
@@ -100,7 +125,7 @@ Test(explore_gen, the_default_mix_is_the_flow_controlled_protocols)
     cr_assert(g && g->in_mix && g->flow_controlled);
     seen[sc.sim.engine.protocol] = true;
   }
-  for (size_t g = 0; g < pp_explore_ngens; g++)
+  for (size_t g = 0; g < pp_explore_gen_count(); g++)
     cr_assert_eq(seen[pp_explore_gens[g].protocol], pp_explore_gens[g].in_mix, "%s",
                  pp_explore_gens[g].name);
 }
@@ -114,7 +139,7 @@ Test(explore_gen, any_source_alltoall_traffic_gets_a_window_for_every_receive)
   struct pp_explore_space sp;
   pp_explore_space_default(&sp);
   unsigned seen = 0;
-  for (size_t g = 0; g < pp_explore_ngens; g++) {
+  for (size_t g = 0; g < pp_explore_gen_count(); g++) {
     if (pp_explore_gens[g].protocol != PP_PROTO_EAGER && pp_explore_gens[g].protocol != PP_PROTO_RNDV)
       continue;
     sp.gen = (int)g;
@@ -127,6 +152,9 @@ Test(explore_gen, any_source_alltoall_traffic_gets_a_window_for_every_receive)
       seen++;
       uint32_t need = e->workload.messages * (e->nranks - 1);
       cr_assert_geq(e->traffic.window, need, "seed %" PRIu64, s);
+      struct pp_p2p_params prm; /* and a request for each receive and each send in flight */
+      pp_p2p_params_resolve(e, &prm);
+      cr_assert_geq(prm.max_requests, 2 * need, "seed %" PRIu64, s);
       static struct pp_scenario t;
       const char *what;
       for (unsigned k = 0; k < 32; k++) { /* each reduction alone, on the scenario as drawn */
@@ -178,7 +206,7 @@ Test(explore_gen, written_scenarios_read_back_identically)
   static struct pp_scenario sc;
   struct pp_explore_space sp;
   pp_explore_space_default(&sp);
-  for (size_t g = 0; g < pp_explore_ngens; g++)
+  for (size_t g = 0; g < pp_explore_gen_count(); g++)
     for (uint64_t s = 1; s <= 60; s++) {
       sp.gen = (int)g;
       sp.fault_rate = s % 2 ? 1.0 : 0.3;
@@ -811,7 +839,7 @@ Test(explore_find, naive_rnr_failures_found_and_shrunk)
   struct pp_explore_space sp;
   pp_explore_space_default(&sp);
   sp.gen = gen_index("naive");
-  find_and_shrink(&sp, 30, PP_INV_ERRORS);
+  find_and_shrink(&sp, 50, PP_INV_ERRORS);
 }
 
 Test(explore_find, bug_early_repost_found_and_shrunk)
@@ -899,7 +927,7 @@ Test(explore_cli, clean_seeds_exit_0_with_a_summary)
 
 Test(explore_cli, a_failure_prints_a_reproduction_that_reproduces)
 {
-  cr_assert_eq(cli("--seeds 10 --protocol naive --shrink-max 1 --shrink-runs 30 --out f"), 1);
+  cr_assert_eq(cli("--from 41 --seeds 10 --protocol naive --shrink-max 1 --shrink-runs 30 --out f"), 1);
   assert_has("FAIL seed ");
   assert_has("[errors]");
   const char *r = strstr(out_text, "reproduce: prepost explore --from ");

@@ -123,9 +123,10 @@ static void assert_same(json_t *a, json_t *b, const char *key)
   free(y);
 }
 
-/* naive, 30 seeds: a few RNR failures (the positive control), so the failure set is not empty */
+/* naive, 30 seeds (76..105: four RNR failures, the positive control), so the failure set is not
+ * empty */
 #define RUN                                                                                        \
-  "$PREPOST explore --protocol naive --from 3 --seeds 30 --max-messages 40 --no-shrink " \
+  "$PREPOST explore --protocol naive --from 76 --seeds 30 --max-messages 40 --no-shrink " \
   "--no-trace --json --jobs 2"
 
 Test(fleet, merged_shards_equal_the_unsharded_run)
@@ -177,12 +178,12 @@ Test(fleet, merge_refuses_other_builds_mixes_ranges_and_missing_shards)
   cr_assert(strstr(err_text, "refusing to mix builds"), "%s", err_text);
   cr_assert(strstr(err_text, "0000deadbeef"), "%s", err_text);
   /* another mix */
-  sh("$PREPOST explore --protocol naive --from 3 --seeds 30 --max-messages 40 --no-shrink "
+  sh("$PREPOST explore --protocol naive --from 76 --seeds 30 --max-messages 40 --no-shrink "
      "--no-trace --json --faults loss --shard 2/2 --out x");
   cr_assert_eq(sh("$PREPOST explore merge --out m s1 x"), 2);
   cr_assert(strstr(err_text, "different mixes (mix.faults differs)"), "%s", err_text);
   /* another range */
-  sh("$PREPOST explore --protocol naive --from 4 --seeds 30 --max-messages 40 --no-shrink "
+  sh("$PREPOST explore --protocol naive --from 77 --seeds 30 --max-messages 40 --no-shrink "
      "--no-trace --json --shard 2/2 --out y");
   cr_assert_eq(sh("$PREPOST explore merge --out m s1 y"), 2);
   cr_assert(strstr(err_text, "seeds.from differs"), "%s", err_text);
@@ -259,7 +260,7 @@ Test(fleet, progress_lines_off_a_terminal)
 
 Test(fleet, failure_files_and_traces_name_the_build)
 {
-  cr_assert_eq(sh("$PREPOST explore --protocol naive --seeds 10 --max-messages 40 --stop-after 1 "
+  cr_assert_eq(sh("$PREPOST explore --protocol naive --from 80 --seeds 10 --max-messages 40 --stop-after 1 "
                   "--shrink-runs 5 --out f"),
                1);
   char want[128];

@@ -555,7 +555,7 @@ enum pp_status pp_byz_create_seeded(const struct pp_nic_ops *ops, void *nic, enu
     return s;
   (*out)->wire = wire;
   (*out)->rate = rate;
-  pp_prng_seed(&(*out)->prng, seed ^ 0xb42a47111eull);
+  pp_prng_seed(&(*out)->prng, seed); /* pp_seed_derive(run seed, PP_SEED_BYZANTINE, rank) */
   return PP_OK;
 }
 

@@ -1836,8 +1836,8 @@ enum pp_status simnic_fabric_create(uint32_t nhosts, const struct pp_nic_profile
   f->faults = *faults;
   f->wire = *wire;
   f->nhosts = nhosts;
-  pp_prng_seed(&f->prng, seed ^ 0x51a7e5eedull);
-  pp_prng_seed(&f->fprng, seed ^ 0xfa017ca7a1ull);
+  pp_prng_seed(&f->prng, pp_seed_derive(seed, PP_SEED_LOSS, 0));
+  pp_prng_seed(&f->fprng, pp_seed_derive(seed, PP_SEED_NIC_FAULTS, 0));
   f->nics = calloc(nhosts, sizeof(*f->nics));
   enum pp_status s = f->nics ? PP_OK : PP_NOMEM;
   for (uint32_t i = 0; s == PP_OK && i < nhosts; i++)

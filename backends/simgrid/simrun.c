@@ -316,7 +316,7 @@ static void rank_actor(int argc, char **argv)
   (void)argc;
   uint32_t rank = (uint32_t)atoi(argv[1]);
   struct rank_state *r = &S.ranks[rank];
-  pp_prng_seed(&r->prng, S.cfg->seed ^ 0xc0ffee5eedull ^ ((uint64_t)rank << 32));
+  pp_prng_seed(&r->prng, pp_seed_derive(S.cfg->seed, PP_SEED_DRIVER, rank));
   sg_mailbox_set_receiver(sg_mailbox_get_name(r->mbox));
   struct pp_engine_cfg ecfg = S.cfg->engine;
   ecfg.rank = rank;
@@ -327,7 +327,7 @@ static void rank_actor(int argc, char **argv)
   if (fl->byzantine > 0 && fl->byzantine_rank == rank) {
     bool p2p = ecfg.protocol == PP_PROTO_EAGER || ecfg.protocol == PP_PROTO_RNDV;
     if (pp_byz_create_seeded(&simnic_ops, r->nic, p2p ? PP_BYZ_WIRE_P2P : PP_BYZ_WIRE_RING,
-                             fl->byzantine, S.cfg->seed ^ ((uint64_t)rank << 40),
+                             fl->byzantine, pp_seed_derive(S.cfg->seed, PP_SEED_BYZANTINE, rank),
                              &r->byz) != PP_OK) {
       fail(PP_NOMEM, "creating the byzantine peer", rank);
       return;

@@ -312,7 +312,7 @@ enum pp_status pp_engine_create_with(const struct pp_engine_cfg *cfg, const stru
   e->proto = pp_proto_get(cfg->protocol)->ops; /* both known: checked above */
   e->appops = pp_workload_get((uint32_t)cfg->workload.kind)->ops;
   e->app_arg = app_arg;
-  pp_prng_seed(&e->prng, cfg->seed * 0x100000001b3ull + cfg->rank);
+  pp_prng_seed(&e->prng, pp_seed_derive(cfg->seed, PP_SEED_ENGINE, cfg->rank));
   enum pp_status s = pp_timerq_init(&e->timers, cfg->qp.rq_depth * 2 + 64);
   if (s == PP_OK)
     s = e->appops->plan(e);

@@ -248,7 +248,7 @@ static uint64_t mix(uint64_t x)
 
 static uint64_t data_key(const struct pp_engine *e, uint32_t iter, uint32_t src)
 {
-  return mix(e->cfg.seed * 0x9e3779b97f4a7c15ull + ((uint64_t)iter << 20 | src) + 1);
+  return mix(pp_seed_derive(e->cfg.seed, PP_SEED_COLLECTIVE, src) + iter);
 }
 
 /* The hash of element i under key; the element's value is derived from it by type. */

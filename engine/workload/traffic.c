@@ -107,17 +107,19 @@ static uint64_t mix(uint64_t x)
   return x ^ (x >> 31);
 }
 
+/* Draw k of the pair (s, d) in domain dom (size, tag, mixed): a pure function of the run's seed,
+ * so sender and receiver draw the same. */
 static uint64_t draw(const struct pp_engine_cfg *c, uint32_t s, uint32_t d, uint64_t k,
-                     uint64_t salt)
+                     enum pp_seed_domain dom)
 {
-  return mix(mix(mix(c->seed ^ salt) ^ ((uint64_t)s << 32 | d)) ^ k);
+  return mix(mix(pp_seed_derive(c->seed, dom, s) ^ d) ^ k);
 }
 
 static uint32_t msg_size(const struct pp_engine_cfg *c, uint32_t s, uint32_t d, uint64_t k)
 {
   const struct pp_traffic *t = &c->traffic;
   uint32_t lo = c->workload.size, hi = t->size_max > lo ? t->size_max : lo;
-  uint64_t x = draw(c, s, d, k, 1);
+  uint64_t x = draw(c, s, d, k, PP_SEED_TRAFFIC_SIZE);
   switch (t->dist) {
   case PP_DIST_UNIFORM:
     return lo + (uint32_t)(x % ((uint64_t)hi - lo + 1));
@@ -140,7 +142,7 @@ static uint32_t msg_size(const struct pp_engine_cfg *c, uint32_t s, uint32_t d, 
 static uint32_t msg_tag(const struct pp_engine_cfg *c, uint32_t s, uint32_t d, uint64_t k)
 {
   uint32_t tags = c->traffic.tags ? c->traffic.tags : 1;
-  return (uint32_t)(draw(c, s, d, k, 2) % tags);
+  return (uint32_t)(draw(c, s, d, k, PP_SEED_TRAFFIC_TAG) % tags);
 }
 
 /* Fills dst/src with the ranks `rank` sends to / receives from. */
@@ -311,7 +313,7 @@ static enum pp_status post_recvs(struct pp_engine *e, uint64_t now)
       ptag = PP_ANY_TAG;
       break;
     case PP_RECV_MIXED:
-      if (draw(c, src, c->rank, k, 3) & 1)
+      if (draw(c, src, c->rank, k, PP_SEED_TRAFFIC_MIXED) & 1)
         ptag = PP_ANY_TAG;
       break;
     case PP_RECV_ANY_SOURCE:

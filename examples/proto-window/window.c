@@ -551,8 +551,10 @@ static void window_mem_need(const struct pp_engine_cfg *cfg, const void *params,
 }
 
 /* explorer: a window of 1..16 (stop-and-wait at 1), any batch up to it */
-static void window_gen(struct pp_prng *r, struct pp_engine_cfg *cfg, void *params)
+static void window_gen(struct pp_prng *r, const struct pp_explore_limits *lim,
+                       struct pp_engine_cfg *cfg, void *params)
 {
+  (void)lim;
   (void)cfg;
   struct window_params *p = params;
   p->window = 1 + (uint32_t)pp_prng_below(r, 16);
@@ -590,6 +592,16 @@ static const struct pp_proto_explore window_explore = {
     .reduce = window_reduce,
 };
 
+/* exports: a message's name from its header */
+static const char *window_msg_name(const uint8_t *head, size_t len)
+{
+  struct hdr h;
+  if (len < HDR)
+    return NULL;
+  memcpy(&h, head, HDR);
+  return h.kind == KIND_DATA ? "DATA" : h.kind == KIND_CREDIT ? "CREDIT" : NULL;
+}
+
 static const struct pp_proto_bug window_bugs[] = {
     [BUG_CREDIT_WITHOUT_REPOST] = {"credit-without-repost",
                                    "window: a message that waited for its receive returns its "
@@ -609,6 +621,7 @@ static const struct pp_proto_def window_def = {
     .bugs = window_bugs,
     .nbugs = sizeof window_bugs / sizeof window_bugs[0],
     .explore = &window_explore,
+    .msg_name = window_msg_name,
 };
 
 PP_PLUGIN_DECLARE("proto-window");

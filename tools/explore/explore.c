@@ -52,7 +52,8 @@ const char *const pp_explore_usage =
     "  --progress T       off a terminal, a progress line on stderr every T (seeds done of\n"
     "                     total, rate, ETA, failures; default 60s, 0: none)\n"
     "  --protocol P       only protocol P (default: the mix of the flow-controlled protocols;\n"
-    "                     'naive' is the positive control: its RNR failures must be found)\n"
+    "                     one without flow control (--list) is a positive control: its RNR\n"
+    "                     failures must be found)\n"
     "  --faults LIST      faults a seed may draw, comma-separated, 'all' (default: all but\n"
     "                     the opt-in byzantine) or 'none'\n"
     "  --fault-rate P     probability that each of them is on in a seed (default 0.3)\n"
@@ -339,7 +340,7 @@ static void list_all(void)
 {
   pp_explore_gens_sync();
   printf("protocols (--protocol):\n");
-  for (size_t i = 0; i < pp_explore_ngens; i++) {
+  for (size_t i = 0; i < pp_explore_gen_count(); i++) {
     const struct pp_explore_gen *g = &pp_explore_gens[i];
     printf("  %-14s %s%s\n", g->name, g->flow_controlled ? "flow-controlled" : "no flow control",
            g->in_mix ? ", in the default mix" : " (positive control: not in the default mix)");
@@ -353,7 +354,7 @@ static void list_all(void)
   printf("test bugs (--bug):\n");
   for (int b = 0; b < PP_BUG_COUNT; b++)
     printf("  %-14s %s\n", pp_bug_name((enum pp_bug)b), pp_bug_desc((enum pp_bug)b));
-  for (size_t i = 0; i < pp_explore_ngens; i++) /* the registered protocols' own */
+  for (size_t i = 0; i < pp_explore_gen_count(); i++) /* the registered protocols' own */
     for (uint32_t b = 0; pp_explore_gens[i].def && b < pp_explore_gens[i].def->nbugs; b++)
       printf("  %-14s %s: %s\n", pp_explore_gens[i].def->bugs[b].name, pp_explore_gens[i].name,
              pp_explore_gens[i].def->bugs[b].doc);

@@ -9,8 +9,9 @@
  * searches for a smaller scenario failing the same invariant.
  *
  * Extension points (one table entry each):
- *  - a protocol: an entry of pp_explore_gens[] (tools/explore/explore_gen.c) with its generator, the
- *    YAML writer of its own scenario keys and its own invariants;
+ *  - a protocol: its explorer hooks (struct pp_proto_explore, prepost/proto.h) in its def, next
+ *    to the protocol (the built-ins': engine/proto/NAME/explore.c): its generator, the section
+ *    of its own scenario keys, its reductions and its own invariants; the explorer names none;
  *  - a fault: PP_FAULT_LIST below, its parameters in struct pp_faults (simnic.h), its draw in
  *    draw_faults() (explore_gen.c), its scenario keys in tools/scenario/scenario_explore.inc;
  *  - an invariant: PP_INV_LIST below and a test in pp_explore_check() (explore_check.c).
@@ -106,39 +107,38 @@ struct pp_explore_space {
 /* The defaults: the default mix, every fault at rate 0.3, 8 ranks, 200 messages of 64 KiB. */
 void pp_explore_space_default(struct pp_explore_space *s);
 
-/* A protocol's entry: how to generate, write and check its scenarios. */
+/* A protocol's entry: how to generate, write and check its scenarios, through its explorer hooks
+ * (struct pp_proto_def.explore, prepost/proto.h). */
 struct pp_explore_gen {
   const char *name;          /* as --protocol takes it */
-  enum pp_protocol protocol;
+  uint32_t protocol;         /* its registry id */
   bool flow_controlled;      /* must never see an RNR NAK */
-  bool in_mix;               /* part of the default mix (the naive positive control is not) */
+  bool in_mix;               /* part of the default mix (a positive control is not) */
   uint32_t faults;           /* the faults that apply to it */
-  uint32_t bugs;             /* the test-only bugs (engine/core/bugs.h) that live in its code: a space
-                              * with bugs on draws from the mix entries that have one of them */
+  uint32_t bugs;             /* the test-only bugs its scenarios can hit (its hooks' engine_bugs
+                              * and its def's own): a space with bugs on draws from the mix
+                              * entries that have one of them */
   /* Draws the protocol's own part of sc: the common part (ranks, pattern, sizes, QP, platform,
    * NIC) is drawn already and may be adjusted. */
   void (*gen)(struct pp_prng *r, const struct pp_explore_space *sp, struct pp_scenario *sc);
-  /* Writes the protocol's own keys: section "workload" (inside the workload mapping, indented
-   * by 2) or "top" (whole top-level sections). NULL: none. */
+  /* Writes the protocol's own keys: section "top" (its whole top-level section). */
   void (*write)(FILE *out, const struct pp_scenario *sc, const char *section);
   /* Shrinking: reduction number k (0, 1, ...) of the protocol's own parameters applied to sc,
    * with a few words in *what; false when k does not apply (or changes nothing), and from the
-   * first k past the last one on. NULL: none. */
+   * first k past the last one on. */
   bool (*reduce)(struct pp_scenario *sc, unsigned k, const char **what);
-  /* Protocol invariants beyond the generic ones; PP_INV_OK and nothing in why when they hold.
-   * NULL: none. */
+  /* Protocol invariants beyond the generic ones; PP_INV_OK and nothing in why when they hold. */
   enum pp_inv (*check)(const struct pp_scenario *sc, const struct pp_run_result *res, char *why,
                        size_t len);
-  /* A registered protocol with explorer hooks of its own (a plug-in's, prepost/proto.h): the
-   * entry's gen/write/reduce/check call them. NULL for the built-ins above. */
-  const struct pp_proto_def *def;
+  const struct pp_proto_def *def; /* the protocol, whose hooks the entry calls */
 };
-/* The built-in protocols' entries, then one per registered protocol that brings explorer hooks
- * (struct pp_proto_def.explore), appended by pp_explore_gens_sync(). */
+/* One entry per registered protocol that brings explorer hooks (struct pp_proto_def.explore):
+ * the built-ins' (engine/proto/NAME/explore.c) and the plug-ins', appended by
+ * pp_explore_gens_sync(). */
 extern struct pp_explore_gen pp_explore_gens[];
-extern size_t pp_explore_ngens;
 /* Appends the entries of protocols registered since (plug-ins); every lookup below calls it. */
 void pp_explore_gens_sync(void);
+size_t pp_explore_gen_count(void); /* the entries in pp_explore_gens[], after a sync */
 int pp_explore_gen_by_name(const char *name); /* index, -1 when unknown */
 const struct pp_explore_gen *pp_explore_gen_of(uint32_t protocol); /* NULL when none */
 

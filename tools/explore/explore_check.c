@@ -6,12 +6,12 @@
  *             and the sequence: stats.corrupt; the collective checks every element)
  *  reuse      no buffer changed while the application held it (stats.early_reuse: the stream
  *             workload's slow consumer re-checks a buffer's bytes when it releases it)
- *  protocol   the protocol's own invariant counters (ring: a chunk in an unreleased slot, ...)
- *             and the protocol entry's check (pp_explore_gen.check); no rank failed a peer for
+ *  protocol   the protocol's own invariants (its counters of what it saw broken, ...), judged
+ *             by the protocol's check (struct pp_proto_explore.check); no rank failed a peer for
  *             a protocol violation (stats.peer_violations: with no liar, a false alarm; also
  *             after a fatal fault: a peer that failed with its QP is judged no more)
- *  rnr        zero RNR NAKs under a flow-controlled protocol (naive is exempt: it is the
- *             positive control; so is a scenario with the srq fault, whose NIC hides WQEs)
+ *  rnr        zero RNR NAKs under a flow-controlled protocol (one that is not, the positive
+ *             control, is exempt; so is a scenario with the srq fault, whose NIC hides WQEs)
  *  errors     no error completion unless an injected fatal fault (qp-error, rkey) fired
  *  hang       after the quiet phase every operation is done: a run that stalled or reached
  *             max_sim_time (= the end of the faults + the liveness bound) hangs, unless a fatal
@@ -213,7 +213,7 @@ enum pp_inv pp_explore_check(const struct pp_scenario *sc, const struct pp_run_r
     if (inv != PP_INV_OK)
       return inv;
   }
-  bool flow = g ? g->flow_controlled : cfg->engine.protocol != PP_PROTO_NAIVE;
+  bool flow = g ? g->flow_controlled : true; /* no hooks: judged as flow-controlled */
   if (flow && s.rnr && !cfg->faults.srq_delay_ns) {
     snprintf(why, len, "%" PRIu64 " RNR NAKs under %s, a flow-controlled protocol (first on rank %u)",
              s.rnr, pp_protocol_name(cfg->engine.protocol), s.first_rnr);

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "engine/core/bugs.h"
-#include "prepost/p2p.h"
 #include "prepost/proto.h"
 #include "tools/explore/explore.h"
 
@@ -137,27 +136,6 @@ uint32_t pp_faults_of(const struct pp_scenario *sc)
 
 /* ------------------------------------------------------------------ draws */
 
-/* Uniform in [lo, hi]. */
-static uint64_t rnd(struct pp_prng *r, uint64_t lo, uint64_t hi)
-{
-  return hi <= lo ? lo : lo + pp_prng_below(r, hi - lo + 1);
-}
-
-/* log2 uniform in [lo, hi]: small values as often as large ones. */
-static uint64_t logrnd(struct pp_prng *r, uint64_t lo, uint64_t hi)
-{
-  if (hi <= lo)
-    return lo;
-  double a = log((double)lo), b = log((double)hi);
-  uint64_t x = (uint64_t)llround(exp(a + (b - a) * pp_prng_unit(r)));
-  return x < lo ? lo : x > hi ? hi : x;
-}
-
-static bool chance(struct pp_prng *r, double p)
-{
-  return pp_prng_unit(r) < p;
-}
-
 /* A non-empty random subset of ranks [0, n) (first 64), or of `only` when it is not empty. */
 static uint64_t rank_subset(struct pp_prng *r, uint32_t n, uint64_t only)
 {
@@ -171,26 +149,6 @@ static uint64_t rank_subset(struct pp_prng *r, uint32_t n, uint64_t only)
 }
 
 /* ------------------------------------------------------------------ protocols */
-
-static void gen_naive(struct pp_prng *r, const struct pp_explore_space *sp, struct pp_scenario *sc)
-{
-  (void)sp;
-  /* the positive control: any rnr_retry; a small RNR timer keeps the runs short */
-  sc->sim.engine.qp.rnr_retry = (uint8_t)rnd(r, 0, 7);
-}
-
-static void gen_ring(struct pp_prng *r, const struct pp_explore_space *sp, struct pp_scenario *sc)
-{
-  (void)sp;
-  struct pp_ring_params *p = &sc->sim.engine.ring;
-  p->slots = (uint32_t)logrnd(r, 1, 16);
-  /* at most 16 chunks a message: chunking is exercised, the run stays short */
-  uint32_t size = sc->sim.engine.workload.size, min = size / 16 > 64 ? size / 16 : 64;
-  p->slot_size = (uint32_t)logrnd(r, min, min > 64 * 1024 ? min : 64 * 1024);
-  p->channels = (uint32_t)rnd(r, 1, 3);
-  p->credit_batch = (uint32_t)rnd(r, 1, p->slots);
-  p->credit_idle_ns = chance(r, 0.5) ? 0 : logrnd(r, 100, 20000);
-}
 
 /* The keys of a field table (prepost/param.h) as "  key: value" lines in its canonical text
  * (64KiB, 1500ns, 2ms: what the scenario parser reads back to the same value), but those in
@@ -210,296 +168,26 @@ static void write_params(FILE *out, const struct pp_param *t, size_t n, const vo
   }
 }
 
-static void write_ring(FILE *out, const struct pp_scenario *sc, const char *section)
-{
-  const struct pp_ring_params *p = &sc->sim.engine.ring;
-  if (strcmp(section, "top"))
-    return;
-  fprintf(out, "ring:\n");
-  write_params(out, pp_ring_param_table, pp_ring_param_count, p, NULL);
-}
-
-static bool halve(uint32_t *v, uint32_t min)
-{
-  if (*v <= min)
-    return false;
-  *v = *v / 2 < min ? min : *v / 2;
-  return true;
-}
-
-static bool reduce_ring(struct pp_scenario *sc, unsigned k, const char **what)
-{
-  struct pp_ring_params *ring = &sc->sim.engine.ring;
-  switch (k) {
-  case 0:
-    *what = "one ring channel";
-    if (ring->channels <= 1)
-      return false;
-    ring->channels = 1;
-    return true;
-  case 1:
-    *what = "half the ring slots";
-    if (!halve(&ring->slots, 1))
-      return false;
-    if (ring->credit_batch > ring->slots)
-      ring->credit_batch = ring->slots;
-    return true;
-  case 2:
-    *what = "half the slot size";
-    return halve(&ring->slot_size, 64);
-  case 3:
-    *what = "credit at once";
-    if (ring->credit_batch == 1 && ring->credit_idle_ns == 0)
-      return false;
-    ring->credit_batch = 1;
-    ring->credit_idle_ns = 0;
-    return true;
-  default:
-    return false;
-  }
-}
-
-static enum pp_inv check_ring(const struct pp_scenario *sc, const struct pp_run_result *res,
-                              char *why, size_t len)
-{
-  (void)sc;
-  for (uint32_t i = 0; i < res->nranks; i++)
-    if (res->ranks[i].stats.ring.violations) {
-      snprintf(why, len, "rank %u: %" PRIu64 " ring protocol violations (a chunk in an unreleased "
-                         "slot, out of sequence, a bad CTS entry or head)",
-               i, res->ranks[i].stats.ring.violations);
-      return PP_INV_PROTOCOL;
-    }
-  return PP_INV_OK;
-}
-
-/* The smallest window that keeps a traffic workload safe (no hang whatever the timing). An
- * ANY_SOURCE receive with a specific tag can take another source's message of that tag ahead of
- * the one it was posted for; with several sources and tags and a small window of receives and
- * sends, a receive can be left that no message will ever match while the senders wait for
- * receives posted after it: an unsafe MPI program (explore seed 20770), not a protocol bug. With
- * every receive posted at once each message finds one. The other modes match a source's
- * messages in its send order and need nothing. */
-static uint32_t safe_window_min(const struct pp_scenario *sc)
-{
-  const struct pp_engine_cfg *e = &sc->sim.engine;
-  const struct pp_traffic *t = &e->traffic;
-  if (t->recv_mode != PP_RECV_ANY_SOURCE || t->tags <= 1 ||
-      e->workload.pattern != PP_PATTERN_ALLTOALL || e->nranks < 3)
-    return 1;
-  return e->workload.messages * (e->nranks - 1);
-}
-
-/* p2p.srq (engine/proto/p2p/srq.c) in a third of the p2p seeds, always with its test bug: a
- * small pool, one channel; with the srq fault (the NIC hides posted WQEs: RNR whatever the
- * credits) rnr_retry 7. Drawn from a stream of its own, so the other draws of a seed stay. */
-static void gen_p2p_srq(const struct pp_explore_space *sp, struct pp_scenario *sc)
-{
-  struct pp_prng q;
-  pp_prng_seed(&q, sc->sim.seed ^ 0x5e05e0f5e05ull);
-  struct pp_p2p_params *p = &sc->sim.engine.p2p;
-  bool bug = sp->bugs >> PP_BUG_SRQ_NO_CREDITS & 1;
-  bool on = chance(&q, 1.0 / 3);
-  uint32_t buffers = (uint32_t)logrnd(&q, 2, 64), limit = (uint32_t)rnd(&q, 1, 8);
-  bool fault = chance(&q, sp->fault_rate);
-  uint64_t delay = logrnd(&q, 100, 20000);
-  if (!on && !bug)
-    return;
-  p->srq = true;
-  p->channels = 1;
-  p->srq_buffers = buffers;
-  p->srq_limit = limit;
-  if (fault && (sp->faults >> PP_FAULT_SRQ & 1)) {
-    sc->sim.faults.srq_delay_ns = delay;
-    sc->sim.engine.qp.rnr_retry = 7;
-  }
-}
-
-/* eager / rndv over the traffic workload: sizes across the eager, RGET and RPUT ranges, every
- * receive mode (specific, any-tag, mixed, any-source, any), small credit and buffer pools. */
-static void gen_p2p(struct pp_prng *r, const struct pp_explore_space *sp, struct pp_scenario *sc)
-{
-  struct pp_engine_cfg *e = &sc->sim.engine;
-  struct pp_workload *w = &e->workload;
-  struct pp_traffic *t = &e->traffic;
-  struct pp_p2p_params *p = &e->p2p;
-  w->kind = PP_WORKLOAD_TRAFFIC;
-  if (e->nranks <= 8 && chance(r, 0.25))
-    w->pattern = PP_PATTERN_ALLTOALL;
-  uint32_t big = sp->max_size * 4u > w->size ? sp->max_size * 4u : w->size;
-  t->size_max = (uint32_t)logrnd(r, w->size, big);
-  t->dist = (uint8_t)pp_prng_below(r, PP_DIST_COUNT);
-  t->recv_mode = (uint8_t)pp_prng_below(r, PP_RECV_MODE_COUNT);
-  t->tags = (uint32_t)logrnd(r, 1, 16);
-  t->window = (uint32_t)logrnd(r, 1, 32);
-  if (t->window < safe_window_min(sc))
-    t->window = safe_window_min(sc);
-  p->eager_limit = (uint32_t)logrnd(r, 64, 16384);
-  p->rget_limit = chance(r, 0.3) ? 0 : (uint32_t)logrnd(r, 1024, 256 * 1024);
-  p->frag_size = chance(r, 0.5) ? 0 : (uint32_t)logrnd(r, 4096, 64 * 1024);
-  p->pipeline = (uint32_t)rnd(r, 0, 4);
-  p->channels = (uint32_t)rnd(r, 1, 3);
-  p->credits = (uint32_t)logrnd(r, 1, 32);
-  p->credit_threshold = (uint32_t)rnd(r, 1, p->credits);
-  p->reply_slots = chance(r, 0.5) ? 0 : (uint32_t)rnd(r, 1, 8);
-  p->send_buffers = chance(r, 0.5) ? 0 : (uint32_t)logrnd(r, 1, 64);
-  p->rcache_entries = chance(r, 0.5) ? 0 : (uint32_t)logrnd(r, 1, 64);
-  gen_p2p_srq(sp, sc);
-}
-
-static bool reduce_p2p(struct pp_scenario *sc, unsigned k, const char **what)
-{
-  struct pp_engine_cfg *e = &sc->sim.engine;
-  struct pp_traffic *t = &e->traffic;
-  struct pp_p2p_params *p = &e->p2p;
-  switch (k) {
-  case 0:
-    *what = "pattern ring";
-    if (e->workload.pattern != PP_PATTERN_ALLTOALL)
-      return false;
-    e->workload.pattern = PP_PATTERN_RING;
-    return true;
-  case 1:
-    *what = "one p2p channel";
-    if (p->channels <= 1)
-      return false;
-    p->channels = 1;
-    return true;
-  case 2:
-    *what = "half the largest size";
-    return halve(&t->size_max, e->workload.size);
-  case 3:
-    *what = "fixed sizes";
-    if (t->dist == PP_DIST_FIXED)
-      return false;
-    t->dist = PP_DIST_FIXED;
-    return true;
-  case 4:
-    *what = "specific receives";
-    if (t->recv_mode == PP_RECV_SPECIFIC)
-      return false;
-    t->recv_mode = PP_RECV_SPECIFIC;
-    return true;
-  case 5:
-    *what = "one tag";
-    if (t->tags <= 1)
-      return false;
-    t->tags = 1;
-    return true;
-  case 6:
-    *what = "half the window";
-    return halve(&t->window, safe_window_min(sc));
-  case 7:
-    *what = "half the credits";
-    if (!halve(&p->credits, 1))
-      return false;
-    if (p->credit_threshold > p->credits)
-      p->credit_threshold = p->credits;
-    return true;
-  case 8:
-    *what = "pipeline 1";
-    if (p->pipeline == 1)
-      return false;
-    p->pipeline = 1;
-    return true;
-  case 9:
-    *what = "default pools";
-    if (!p->reply_slots && !p->send_buffers && !p->rcache_entries)
-      return false;
-    p->reply_slots = p->send_buffers = p->rcache_entries = 0;
-    return true;
-  case 10:
-    *what = "no srq";
-    if (!p->srq)
-      return false;
-    p->srq = false;
-    p->srq_buffers = p->srq_limit = 0;
-    return true;
-  default:
-    return false;
-  }
-}
-
-static void write_p2p(FILE *out, const struct pp_scenario *sc, const char *section)
-{
-  const struct pp_engine_cfg *e = &sc->sim.engine;
-  const struct pp_traffic *t = &e->traffic;
-  const struct pp_p2p_params *p = &e->p2p;
-  if (!strcmp(section, "workload")) { /* a "derived" key still 0 is left out */
-    write_params(out, pp_traffic_param_table, pp_traffic_param_count, t, NULL);
-    return;
-  }
-  fprintf(out, "p2p:\n");
-  write_params(out, pp_p2p_param_table, pp_p2p_param_count, p, NULL);
-}
-
 /* Faults that apply to every protocol running the stream workload. */
 #define STREAM_FAULTS                                                                             \
   (PP_FAULTS_ALL & ~(1u << PP_FAULT_SRQ)) /* srq: for protocols that use an SRQ */
 
-/* The traffic workload posts its receives itself (no post fault); the SRQ fault with p2p.srq,
- * drawn by gen_p2p_srq (draw_faults draws it for no protocol). */
-#define TRAFFIC_FAULTS (STREAM_FAULTS & ~(1u << PP_FAULT_POST))
-#define P2P_FAULTS (TRAFFIC_FAULTS | 1u << PP_FAULT_SRQ)
+/* The faults that apply to a protocol: the traffic workload posts its receives itself (no post
+ * fault); the opt-in byzantine fault to a protocol that validates what its peers send. */
+static uint32_t faults_of(const struct pp_proto_explore *x)
+{
+  uint32_t f = STREAM_FAULTS;
+  if (x->workload == PP_WORKLOAD_TRAFFIC)
+    f &= ~(1u << PP_FAULT_POST);
+  if (x->validates_peers)
+    f |= PP_FAULTS_OPT_IN;
+  return f;
+}
 
-/* The test bugs of the stream workload (the naive and ring protocols run it) and of p2p.c. */
-#define STREAM_BUGS                                                                               \
-  (1u << PP_BUG_EARLY_REPOST | 1u << PP_BUG_LOST_REPOST | 1u << PP_BUG_SEND_REUSE)
-#define P2P_BUGS                                                                                  \
-  (1u << PP_BUG_EARLY_CTS | 1u << PP_BUG_WILDCARD_ORDER | 1u << PP_BUG_SRQ_NO_CREDITS)
-
-/* The registry: one entry per built-in protocol, then room for the registered ones. */
-#define NBUILTIN_GENS 5
-struct pp_explore_gen pp_explore_gens[NBUILTIN_GENS + PP_MAX_PROTOCOLS] = {
-    {.name = "naive",
-     .protocol = PP_PROTO_NAIVE,
-     .flow_controlled = false,
-     .in_mix = false,
-     .faults = STREAM_FAULTS,
-     .bugs = STREAM_BUGS,
-     .gen = gen_naive},
-    {.name = "ring-credits",
-     .protocol = PP_PROTO_RING_CREDITS,
-     .flow_controlled = true,
-     .in_mix = true,
-     .faults = STREAM_FAULTS | PP_FAULTS_OPT_IN,
-     .bugs = STREAM_BUGS | 1u << PP_BUG_EARLY_CREDIT,
-     .gen = gen_ring,
-     .write = write_ring,
-     .reduce = reduce_ring,
-     .check = check_ring},
-    {.name = "ring-cts",
-     .protocol = PP_PROTO_RING_CTS,
-     .flow_controlled = true,
-     .in_mix = true,
-     .faults = STREAM_FAULTS | PP_FAULTS_OPT_IN,
-     .bugs = STREAM_BUGS | 1u << PP_BUG_EARLY_CREDIT,
-     .gen = gen_ring,
-     .write = write_ring,
-     .reduce = reduce_ring,
-     .check = check_ring},
-    {.name = "eager",
-     .protocol = PP_PROTO_EAGER,
-     .flow_controlled = true,
-     .in_mix = true,
-     .faults = P2P_FAULTS | PP_FAULTS_OPT_IN,
-     .bugs = P2P_BUGS,
-     .gen = gen_p2p,
-     .write = write_p2p,
-     .reduce = reduce_p2p},
-    {.name = "rndv",
-     .protocol = PP_PROTO_RNDV,
-     .flow_controlled = true,
-     .in_mix = true,
-     .faults = P2P_FAULTS | PP_FAULTS_OPT_IN,
-     .bugs = P2P_BUGS,
-     .gen = gen_p2p,
-     .write = write_p2p,
-     .reduce = reduce_p2p},
-};
-size_t pp_explore_ngens = NBUILTIN_GENS;
-
-/* ---- a registered protocol's own hooks (struct pp_proto_explore) ---- */
+/* Every protocol of the registry with explorer hooks (struct pp_proto_def.explore), in the
+ * registry's order. */
+struct pp_explore_gen pp_explore_gens[PP_MAX_PROTOCOLS];
+static size_t pp_explore_ngens;
 
 static const struct pp_proto_def *def_of(const struct pp_scenario *sc)
 {
@@ -508,24 +196,26 @@ static const struct pp_proto_def *def_of(const struct pp_scenario *sc)
 
 static void gen_def(struct pp_prng *r, const struct pp_explore_space *sp, struct pp_scenario *sc)
 {
-  (void)sp;
   struct pp_engine_cfg *e = &sc->sim.engine;
-  def_of(sc)->explore->gen(r, e, pp_engine_cfg_proto_params(e));
+  const struct pp_explore_limits lim = {.max_ranks = sp->max_ranks,
+                                        .max_messages = sp->max_messages,
+                                        .max_size = sp->max_size,
+                                        .bugs = sp->bugs,
+                                        .seed = sc->sim.seed};
+  def_of(sc)->explore->gen(r, &lim, e, pp_engine_cfg_proto_params(e));
 }
 
-/* its field table as the section named after it */
+/* its field table as its section (the hook's, or the def's under its name) */
 static void write_def(FILE *out, const struct pp_scenario *sc, const char *section)
 {
   const struct pp_proto_def *d = def_of(sc);
-  if (strcmp(section, "top") || !d->nparams)
+  const struct pp_proto_explore *x = d->explore;
+  const struct pp_param *t = x->params ? x->params : d->params;
+  size_t n = x->params ? x->nparams : d->nparams;
+  if (strcmp(section, "top") || !n)
     return;
-  const void *prm = pp_engine_cfg_proto_params_c(&sc->sim.engine);
-  fprintf(out, "%s:\n", d->name);
-  for (size_t i = 0; i < d->nparams; i++) {
-    char v[64];
-    pp_param_format(&d->params[i], prm, v, sizeof v);
-    fprintf(out, "  %s: %s\n", d->params[i].key, v);
-  }
+  fprintf(out, "%s:\n", x->section ? x->section : d->name);
+  write_params(out, t, n, pp_engine_cfg_proto_params_c(&sc->sim.engine), NULL);
 }
 
 static bool reduce_def(struct pp_scenario *sc, unsigned k, const char **what)
@@ -558,25 +248,30 @@ static enum pp_inv check_def(const struct pp_scenario *sc, const struct pp_run_r
   return PP_INV_PROTOCOL;
 }
 
+static bool have_gen(uint32_t id)
+{
+  for (size_t i = 0; i < pp_explore_ngens; i++)
+    if (pp_explore_gens[i].protocol == id)
+      return true;
+  return false;
+}
+
 void pp_explore_gens_sync(void)
 {
   for (uint32_t id = 0; id < pp_proto_count(); id++) {
     const struct pp_proto_def *d = pp_proto_get(id);
-    bool have = false;
-    for (size_t i = 0; i < pp_explore_ngens && !have; i++)
-      have = pp_explore_gens[i].protocol == id;
-    if (have || !d->explore || !d->explore->gen ||
-        pp_explore_ngens == NBUILTIN_GENS + PP_MAX_PROTOCOLS)
+    const struct pp_proto_explore *x = d->explore;
+    if (!x || !x->gen || have_gen(id) || pp_explore_ngens == PP_MAX_PROTOCOLS)
       continue;
-    uint32_t bugs = 0;
+    uint32_t bugs = x->engine_bugs & ((1u << PP_PROTO_BUG_SHIFT) - 1);
     for (uint32_t b = 0; b < d->nbugs; b++)
       bugs |= 1u << (PP_PROTO_BUG_SHIFT + b);
     pp_explore_gens[pp_explore_ngens++] = (struct pp_explore_gen){
         .name = d->name,
         .protocol = id,
-        .flow_controlled = d->explore->flow_controlled,
-        .in_mix = d->explore->in_mix,
-        .faults = STREAM_FAULTS, /* it runs the stream workload, no SRQ */
+        .flow_controlled = x->flow_controlled,
+        .in_mix = x->in_mix,
+        .faults = faults_of(x),
         .bugs = bugs,
         .gen = gen_def,
         .write = write_def,
@@ -584,6 +279,12 @@ void pp_explore_gens_sync(void)
         .check = check_def,
         .def = d};
   }
+}
+
+size_t pp_explore_gen_count(void)
+{
+  pp_explore_gens_sync();
+  return pp_explore_ngens;
 }
 
 int pp_explore_gen_by_name(const char *name)
@@ -636,15 +337,22 @@ static const struct pp_explore_gen *pick_gen(struct pp_prng *r, const struct pp_
   return &pp_explore_gens[0];
 }
 
+static const struct pp_proto_explore *explore_of(const struct pp_sim_config *s)
+{
+  const struct pp_proto_def *d = pp_proto_get(s->engine.protocol);
+  return d ? d->explore : NULL;
+}
+
 /* How long the run should take without faults, generously (ns). */
 static uint64_t estimate_ns(const struct pp_sim_config *s)
 {
+  const struct pp_proto_explore *x = explore_of(s);
   const struct pp_workload *w = &s->engine.workload;
   double bytes_ns = s->platform.bandwidth_bps / 8e9;
   uint64_t xfer = (uint64_t)(w->size / bytes_ns) + s->platform.latency_ns;
   uint64_t per_msg = w->interval_ns + 2 * xfer + 2000 + w->consume_ns + w->consume_jitter_ns;
   uint64_t t = 50000 + (uint64_t)w->messages * per_msg;
-  if (s->engine.protocol == PP_PROTO_NAIVE) /* RNR NAKs: each costs a timer */
+  if (x && !x->flow_controlled) /* RNR NAKs: each costs a timer */
     t += (uint64_t)w->messages * pp_rnr_timer_ns(s->engine.qp.min_rnr_timer);
   return t;
 }
@@ -659,15 +367,17 @@ static uint64_t liveness_ns(const struct pp_sim_config *s)
   uint64_t t = estimate_ns(s);
   if (w->kind == PP_WORKLOAD_TRAFFIC) {
     double bytes_ns = s->platform.bandwidth_bps / 8e9;
-    struct pp_p2p_params p;
-    pp_p2p_params_resolve(&s->engine, &p);
+    const struct pp_proto_explore *x = explore_of(s);
     uint32_t size = s->engine.traffic.size_max > w->size ? s->engine.traffic.size_max : w->size;
     uint64_t msgs = (uint64_t)w->messages *
                     (w->pattern == PP_PATTERN_ALLTOALL ? s->engine.nranks - 1 : 1);
-    /* a rendezvous costs round trips: RTS, then a CTS and a FIN per fragment; with a send
-     * queue of one WR each WR also waits for its ACK */
+    /* the protocol's round trips for the message (a rendezvous: RTS, then a CTS and a FIN per
+     * fragment); with a send queue of one WR each WR also waits for its ACK */
     uint64_t rtt = 2 * s->platform.latency_ns + s->nic.ack_delay_ns + 2000;
-    uint64_t trips = size <= p.eager_limit ? 1 : 2 + 2 * ((uint64_t)size / p.frag_size + 1);
+    uint64_t trips = x && x->round_trips ? x->round_trips(&s->engine,
+                                                          pp_engine_cfg_proto_params_c(&s->engine),
+                                                          size)
+                                         : 1;
     uint64_t xfer = (uint64_t)(size / bytes_ns) + s->platform.latency_ns;
     uint64_t per_msg =
         w->interval_ns + 2 * xfer + trips * rtt + w->consume_ns + w->consume_jitter_ns;
@@ -689,26 +399,26 @@ static void draw_faults(struct pp_prng *r, uint32_t mask, double rate, uint64_t 
   for (int i = 0; i < PP_FAULT_COUNT; i++) {
     /* the fatal faults end most runs early: rarer, so the others get whole runs */
     bool fatal = i == PP_FAULT_QP_ERROR || i == PP_FAULT_RKEY;
-    if (mask >> i & 1 && chance(r, fatal && rate < 1 ? rate / 3 : rate))
+    if (mask >> i & 1 && pp_prng_chance(r, fatal && rate < 1 ? rate / 3 : rate))
       on |= 1u << i;
   }
   /* each fault draws its parameters whether it is on or not: switching one off (shrinking)
    * leaves the others' draws alone */
   double loss = 0.001 + 0.049 * pp_prng_unit(r);
-  uint64_t jitter = logrnd(r, 100, 20000);
-  uint64_t consume = logrnd(r, 1000, 50000), consume_ranks = chance(r, 0.5) ? 0 : rank_subset(r, n, 0);
-  uint64_t pause_ranks = rank_subset(r, n, 0), pause_at = rnd(r, 0, est / 2),
-           pause = logrnd(r, 1000, 200000);
-  uint64_t post_delay = logrnd(r, 100, 50000), post_jitter = logrnd(r, 100, 20000);
-  uint64_t cq = logrnd(r, 100, 20000);
+  uint64_t jitter = pp_prng_log_range(r, 100, 20000);
+  uint64_t consume = pp_prng_log_range(r, 1000, 50000), consume_ranks = pp_prng_chance(r, 0.5) ? 0 : rank_subset(r, n, 0);
+  uint64_t pause_ranks = rank_subset(r, n, 0), pause_at = pp_prng_range(r, 0, est / 2),
+           pause = pp_prng_log_range(r, 1000, 200000);
+  uint64_t post_delay = pp_prng_log_range(r, 100, 50000), post_jitter = pp_prng_log_range(r, 100, 20000);
+  uint64_t cq = pp_prng_log_range(r, 100, 20000);
   double scramble = 0.2 + 0.8 * pp_prng_unit(r);
-  uint64_t scramble_ns = logrnd(r, 100, 10000);
-  uint64_t srq = logrnd(r, 100, 20000);
-  uint64_t qp_at = rnd(r, 1, est), qp_host = rnd(r, 0, n - 1), qp_idx = rnd(r, 0, 7);
-  uint64_t rkey_at = rnd(r, 1, est), rkey_host = rnd(r, 0, n - 1);
+  uint64_t scramble_ns = pp_prng_log_range(r, 100, 10000);
+  uint64_t srq = pp_prng_log_range(r, 100, 20000);
+  uint64_t qp_at = pp_prng_range(r, 1, est), qp_host = pp_prng_range(r, 0, n - 1), qp_idx = pp_prng_range(r, 0, 7);
+  uint64_t rkey_at = pp_prng_range(r, 1, est), rkey_host = pp_prng_range(r, 0, n - 1);
   if (on >> PP_FAULT_LOSS & 1) {
     f->loss = loss;
-    s->engine.qp.timeout = (uint8_t)rnd(r, 6, 10); /* retransmit within 0.25..4 ms */
+    s->engine.qp.timeout = (uint8_t)pp_prng_range(r, 6, 10); /* retransmit within 0.25..4 ms */
   }
   if (on >> PP_FAULT_JITTER & 1)
     f->jitter_ns = jitter;
@@ -745,7 +455,7 @@ static void draw_faults(struct pp_prng *r, uint32_t mask, double rate, uint64_t 
   /* opt-in faults draw only when asked for: the default mix's seeds stay what they were */
   if (mask & PP_FAULTS_OPT_IN) {
     double byz = 0.02 + 0.28 * pp_prng_unit(r);
-    uint64_t byz_rank = rnd(r, 0, n - 1);
+    uint64_t byz_rank = pp_prng_range(r, 0, n - 1);
     if (on >> PP_FAULT_BYZANTINE & 1) {
       f->byzantine = byz;
       f->byzantine_rank = (uint32_t)byz_rank;
@@ -772,7 +482,7 @@ void pp_explore_set_bounds(struct pp_scenario *sc, uint64_t until)
 void pp_explore_generate(uint64_t seed, const struct pp_explore_space *sp, struct pp_scenario *sc)
 {
   struct pp_prng r;
-  pp_prng_seed(&r, seed ^ 0xe8b10e5eedull);
+  pp_prng_seed(&r, pp_seed_derive(seed, PP_SEED_EXPLORE, 0));
   pp_scenario_defaults(sc);
   struct pp_sim_config *s = &sc->sim;
   const struct pp_explore_gen *g = pick_gen(&r, sp);
@@ -782,45 +492,52 @@ void pp_explore_generate(uint64_t seed, const struct pp_explore_space *sp, struc
   s->engine.test_bugs = sp->bugs;
   /* ranks: mostly 2, sometimes a few more */
   uint32_t maxr = sp->max_ranks < 2 ? 2 : sp->max_ranks;
-  uint32_t n = chance(&r, 0.5) ? 2 : (uint32_t)rnd(&r, 2, maxr < 4 ? maxr : 4);
-  if (chance(&r, 0.15))
-    n = (uint32_t)rnd(&r, 2, maxr);
+  uint32_t n = pp_prng_chance(&r, 0.5) ? 2 : (uint32_t)pp_prng_range(&r, 2, maxr < 4 ? maxr : 4);
+  if (pp_prng_chance(&r, 0.15))
+    n = (uint32_t)pp_prng_range(&r, 2, maxr);
   s->engine.nranks = n;
   /* platform and NIC */
   static const double bw[] = {25e9, 100e9, 200e9};
   s->platform.bandwidth_bps = bw[pp_prng_below(&r, 3)];
-  s->platform.latency_ns = rnd(&r, 300, 5000);
-  s->nic.train_max = chance(&r, 0.5) ? 16 : 1;
-  s->nic.ack_every = (uint32_t)logrnd(&r, 1, 32);
-  s->nic.ack_delay_ns = chance(&r, 0.2) ? 0 : rnd(&r, 100, 4000);
+  s->platform.latency_ns = pp_prng_range(&r, 300, 5000);
+  s->nic.train_max = pp_prng_chance(&r, 0.5) ? 16 : 1;
+  s->nic.ack_every = (uint32_t)pp_prng_log_range(&r, 1, 32);
+  s->nic.ack_delay_ns = pp_prng_chance(&r, 0.2) ? 0 : pp_prng_range(&r, 100, 4000);
   static const uint32_t mtus[] = {1024, 2048, 4096};
   /* QP */
   struct pp_qp_params *q = &s->engine.qp;
-  q->min_rnr_timer = (uint8_t)rnd(&r, 1, 8);
-  q->rnr_retry = chance(&r, 0.5) ? 7 : 0; /* RNR must be impossible: 0 is safe */
-  q->timeout = (uint8_t)rnd(&r, 10, 14);
+  q->min_rnr_timer = (uint8_t)pp_prng_range(&r, 1, 8);
+  q->rnr_retry = pp_prng_chance(&r, 0.5) ? 7 : 0; /* RNR must be impossible: 0 is safe */
+  q->timeout = (uint8_t)pp_prng_range(&r, 10, 14);
   q->retry_cnt = 7;
-  q->max_rd_atomic = (uint8_t)rnd(&r, 1, 16);
+  q->max_rd_atomic = (uint8_t)pp_prng_range(&r, 1, 16);
   q->mtu = mtus[pp_prng_below(&r, 3)];
-  q->sq_depth = (uint32_t)logrnd(&r, 1, 256);
-  q->rq_depth = (uint32_t)logrnd(&r, 1, 128);
+  q->sq_depth = (uint32_t)pp_prng_log_range(&r, 1, 256);
+  q->rq_depth = (uint32_t)pp_prng_log_range(&r, 1, 128);
   /* workload */
   struct pp_workload *w = &s->engine.workload;
-  w->kind = PP_WORKLOAD_STREAM;
-  w->pattern = n % 2 == 0 && chance(&r, 0.5) ? PP_PATTERN_PAIR : PP_PATTERN_RING;
-  w->messages = (uint32_t)logrnd(&r, 1, sp->max_messages ? sp->max_messages : 1);
+  w->kind = (enum pp_workload_kind)g->def->explore->workload; /* the protocol's gen draws its
+                                                                 parameters */
+  w->pattern = n % 2 == 0 && pp_prng_chance(&r, 0.5) ? PP_PATTERN_PAIR : PP_PATTERN_RING;
+  w->messages = (uint32_t)pp_prng_log_range(&r, 1, sp->max_messages ? sp->max_messages : 1);
   uint32_t maxsz = sp->max_size < PP_MSG_HEADER ? PP_MSG_HEADER : sp->max_size;
-  w->size = (uint32_t)logrnd(&r, PP_MSG_HEADER, maxsz);
-  w->interval_ns = chance(&r, 0.5) ? 0 : logrnd(&r, 10, 5000);
+  w->size = (uint32_t)pp_prng_log_range(&r, PP_MSG_HEADER, maxsz);
+  w->interval_ns = pp_prng_chance(&r, 0.5) ? 0 : pp_prng_log_range(&r, 10, 5000);
   /* a bounded amount of work per sender (about 4 MiB): seeds stay fast under sanitizers */
   uint32_t pages = (w->size + 4095) / 4096, most = 1000 / pages;
   if (w->messages > most)
     w->messages = most ? most : 1;
   g->gen(&r, sp, sc);
   uint64_t est = estimate_ns(s);
-  draw_faults(&r, sp->faults & g->faults & ~(1u << PP_FAULT_SRQ), sp->fault_rate, est, sc);
+  uint32_t mask = sp->faults & g->faults;
+  const struct pp_proto_explore *x = g->def->explore;
+  if (x->uses_srq && x->uses_srq(pp_engine_cfg_proto_params_c(&s->engine)))
+    mask |= sp->faults & 1u << PP_FAULT_SRQ;
+  draw_faults(&r, mask, sp->fault_rate, est, sc);
+  if (s->faults.srq_delay_ns)
+    s->engine.qp.rnr_retry = 7; /* WQEs the NIC hides: RNR whatever the credits, retried */
   est = estimate_ns(s);
-  pp_explore_set_bounds(sc, rnd(&r, est / 4, est));
+  pp_explore_set_bounds(sc, pp_prng_range(&r, est / 4, est));
 }
 
 /* ------------------------------------------------------------------ description */
@@ -885,8 +602,8 @@ int pp_scenario_write(FILE *out, const struct pp_scenario *sc, const char *comme
   write_params(out, pp_workload_param_table, pp_workload_param_count, w, NULL);
   if (w->consume_ranks)
     write_mask(out, "slow_ranks", w->consume_ranks);
-  if (g && g->write)
-    g->write(out, sc, "workload");
+  if (w->kind == PP_WORKLOAD_TRAFFIC) /* a "derived" key still 0 is left out */
+    write_params(out, pp_traffic_param_table, pp_traffic_param_count, &e->traffic, NULL);
   fprintf(out, "qp:\n");
   write_params(out, pp_qp_param_table, pp_qp_param_count, q, NULL);
   fprintf(out,

@@ -1,6 +1,7 @@
 #include "tools/export/export_msgs.h"
 
 #include "prepost/p2p.h"
+#include "prepost/proto.h"
 #include "prepost/ring.h"
 
 #include <stdio.h>
@@ -239,14 +240,33 @@ enum pp_xfam pp_xfam_of(const struct pp_trace *t)
                                                                           : PP_XFAM_PLAIN;
 }
 
+void pp_xnames_of(const struct pp_trace *t, struct pp_xnames *out)
+{
+  out->fam = pp_xfam_of(t);
+  out->def = NULL;
+  struct pp_engine_cfg cfg = {0};
+  char note[256];
+  if (out->fam == PP_XFAM_PLAIN && pp_trace_engine_cfg(t, &cfg, note, sizeof(note)) == PP_OK) {
+    const struct pp_proto_def *d = pp_proto_get(cfg.protocol);
+    out->def = d && d->msg_name ? d : NULL;
+  }
+}
+
+/* The head of message m as captured right before its receive completion; false when it was
+ * not received or its head not captured. */
+static bool captured_head(const struct pp_trace *t, const struct pp_xmsg *m,
+                          struct pp_trace_rec *r)
+{
+  size_t i = m->recv_rec;
+  return i != SIZE_MAX && i != 0 && i < t->nrecs && t->idx[i - 1].type == PP_TREC_MEM &&
+         t->idx[i - 1].rank == m->dst && pp_trace_get(t, i - 1, r) == PP_OK;
+}
+
 bool pp_xmsg_p2p_info(const struct pp_trace *t, const struct pp_xmsg *m,
                       struct pp_p2p_msg_info *info)
 {
   struct pp_trace_rec r;
-  size_t i = m->recv_rec;
-  return i != SIZE_MAX && i != 0 && i < t->nrecs && t->idx[i - 1].type == PP_TREC_MEM &&
-         t->idx[i - 1].rank == m->dst && pp_trace_get(t, i - 1, &r) == PP_OK &&
-         pp_p2p_msg_describe(r.u.mem.data, r.u.mem.len, info);
+  return captured_head(t, m, &r) && pp_p2p_msg_describe(r.u.mem.data, r.u.mem.len, info);
 }
 
 static const char *packet_name(const struct pp_xmsg *m)
@@ -265,10 +285,17 @@ static const char *packet_name(const struct pp_xmsg *m)
   }
 }
 
-const char *pp_xmsg_name(const struct pp_trace *t, enum pp_xfam fam, const struct pp_xmsg *m)
+const char *pp_xmsg_name(const struct pp_trace *t, const struct pp_xnames *n,
+                         const struct pp_xmsg *m)
 {
+  enum pp_xfam fam = n->fam;
   if (m->send_rec == SIZE_MAX)
     return packet_name(m);
+  if (n->def && m->opcode != PP_WR_RDMA_WRITE && m->opcode != PP_WR_RDMA_READ) {
+    struct pp_trace_rec r;
+    const char *nm = captured_head(t, m, &r) ? n->def->msg_name(r.u.mem.data, r.u.mem.len) : NULL;
+    return nm ? nm : "message";
+  }
   if (fam == PP_XFAM_P2P) {
     struct pp_p2p_msg_info info;
     return pp_xmsg_p2p_info(t, m, &info) ? pp_p2p_msg_name(info.type) : "message";

@@ -35,9 +35,19 @@ enum pp_xfam pp_xfam_of(const struct pp_trace *t);
 struct pp_p2p_msg_info;
 bool pp_xmsg_p2p_info(const struct pp_trace *t, const struct pp_xmsg *m,
                       struct pp_p2p_msg_info *info);
+/* How to name the messages of a trace: its family and, for another protocol that names its
+ * messages (a plug-in's msg_name in its struct pp_proto_def), its def. */
+struct pp_proto_def;
+struct pp_xnames {
+  enum pp_xfam fam;
+  const struct pp_proto_def *def;
+};
+void pp_xnames_of(const struct pp_trace *t, struct pp_xnames *out);
 /* The name a protocol message (send_rec set) has in its protocol: EAGER, RTS, CTS, FIN, ACK,
- * CREDIT (p2p), data or credit (ring), the opcode otherwise; a packet: its kind or opcode. */
-const char *pp_xmsg_name(const struct pp_trace *t, enum pp_xfam fam, const struct pp_xmsg *m);
+ * CREDIT (p2p), data or credit (ring), the def's msg_name of its captured head, the opcode
+ * otherwise; a packet: its kind or opcode. */
+const char *pp_xmsg_name(const struct pp_trace *t, const struct pp_xnames *n,
+                         const struct pp_xmsg *m);
 /* Whether m's PSN is known: packets carry theirs; a send paired with its receive completion
  * has none in the trace (psn is 0 there). */
 static inline bool pp_xmsg_has_psn(const struct pp_xmsg *m)

@@ -9,7 +9,8 @@
  *  - the protocol's messages (every send that consumes a receive, paired with the completion it
  *    caused, on either backend), named as the protocol names them: EAGER, RTS, CTS, FIN, ACK,
  *    CREDIT (p2p: from the header the trace captured at the receiver), data and credit (ring:
- *    from the immediate), data (naive); a slice at each end and a flow arrow (category
+ *    from the immediate), data (naive), a registered protocol's own names (its def's msg_name, from
+ *    the captured header: DATA and CREDIT of proto-window); a slice at each end and a flow arrow (category
  *    "protocol"); the send slices carry the same names;
  *  - counter tracks per QP: the eager (data) credits a p2p sender holds, the slots a ring sender
  *    may still write (ring credits) and the slots a ring receiver holds that it has not returned
@@ -26,6 +27,7 @@
 
 #include "tools/cli/cli_util.h"
 #include "prepost/p2p.h"
+#include "prepost/proto.h"
 #include "export/perfetto_out.h"
 #include "tools/export/export_msgs.h"
 #include "tools/trace/trace_cli.h"
@@ -218,7 +220,7 @@ struct pmsg {
 };
 
 struct proto {
-  enum pp_xfam fam;
+  struct pp_xnames names; /* fam: the family; def: a protocol naming its own messages */
   uint32_t credits; /* p2p: a sender's data credits per QP at the start */
   uint32_t slots;   /* ring: slots per channel */
   struct pp_xmsg *m;
@@ -231,7 +233,7 @@ struct proto {
 static void name_p2p(const struct pp_trace *t, const struct pp_xmsg *m, struct pmsg *p)
 {
   struct pp_p2p_msg_info info;
-  p->name = pp_xmsg_name(t, PP_XFAM_P2P, m);
+  p->name = pp_xmsg_name(t, &(struct pp_xnames){.fam = PP_XFAM_P2P}, m);
   if (!pp_xmsg_p2p_info(t, m, &info))
     return; /* not received, or its head not captured: "message" */
   p->costs_credit = info.type == PP_P2P_MSG_EAGER || info.type == PP_P2P_MSG_RTS;
@@ -250,7 +252,7 @@ static int proto_load(const struct pp_trace *t, struct proto *P, char *err, size
   memset(P, 0, sizeof(*P));
   struct pp_engine_cfg cfg = {0};
   char note[256];
-  P->fam = pp_xfam_of(t);
+  pp_xnames_of(t, &P->names);
   if (pp_trace_engine_cfg(t, &cfg, note, sizeof(note)) == PP_OK) {
     struct pp_p2p_params prm;
     pp_p2p_params_resolve(&cfg, &prm); /* the defaults the engine applied */
@@ -272,9 +274,11 @@ static int proto_load(const struct pp_trace *t, struct proto *P, char *err, size
     struct pmsg *p = &P->pm[i];
     P->by_send[m->send_rec] = i;
     p->name = "data";
-    if (P->fam == PP_XFAM_P2P) {
+    if (P->names.fam == PP_XFAM_P2P) {
       name_p2p(t, m, p);
-    } else if ((P->fam == PP_XFAM_RING_CREDITS || P->fam == PP_XFAM_RING_CTS) &&
+    } else if (P->names.def && m->opcode != PP_WR_RDMA_WRITE && m->opcode != PP_WR_RDMA_READ) {
+      p->name = pp_xmsg_name(t, &P->names, m);
+    } else if ((P->names.fam == PP_XFAM_RING_CREDITS || P->names.fam == PP_XFAM_RING_CTS) &&
                m->opcode == PP_WR_RDMA_WRITE_WITH_IMM) {
       struct pp_trace_rec r;
       if (pp_trace_get(t, m->send_rec, &r) != PP_OK)
@@ -373,12 +377,12 @@ static int proto_counter_events(const struct proto *P, struct cev **v, size_t *n
     struct cev tx = {.ts = m->t0, .rank = m->src, .qpn = m->src_qpn, .peer = m->dst};
     struct cev rx = {.ts = m->t1, .rank = m->dst, .qpn = m->dst_qpn, .peer = m->src};
     int rc = 0;
-    if (P->fam == PP_XFAM_P2P && P->credits) {
+    if (P->names.fam == PP_XFAM_P2P && P->credits) {
       if (p->costs_credit)
         tx.kind = CK_EAGER, tx.arg = -1, rc |= push_cev(v, n, &cap, tx);
       if (arrived && p->credits_back)
         rx.kind = CK_EAGER, rx.arg = p->credits_back, rc |= push_cev(v, n, &cap, rx);
-    } else if (P->fam == PP_XFAM_RING_CREDITS || P->fam == PP_XFAM_RING_CTS) {
+    } else if (P->names.fam == PP_XFAM_RING_CREDITS || P->names.fam == PP_XFAM_RING_CTS) {
       if (p->ring_data) {
         tx.kind = CK_RING_SENT, rc |= push_cev(v, n, &cap, tx);
         if (arrived)
@@ -425,7 +429,7 @@ static int proto_counters(struct pf_out *w, const struct proto *P, struct gate *
         k->sent++;
       } else { /* ring-credits: the receiver's head, S slots beyond it; ring-cts: the end */
         k->last_limit = unwrap31(k->last_limit, (uint32_t)e->arg);
-        k->limit = k->last_limit + (P->fam == PP_XFAM_RING_CREDITS ? S : 0);
+        k->limit = k->last_limit + (P->names.fam == PP_XFAM_RING_CREDITS ? S : 0);
       }
       what = "ring credits", val = (int64_t)k->limit - (int64_t)k->sent;
       break;
@@ -434,7 +438,7 @@ static int proto_counters(struct pf_out *w, const struct proto *P, struct gate *
         k->arrived++;
       } else {
         k->last_consumed = unwrap31(k->last_consumed, (uint32_t)e->arg);
-        k->consumed = k->last_consumed - (P->fam == PP_XFAM_RING_CTS ? S : 0);
+        k->consumed = k->last_consumed - (P->names.fam == PP_XFAM_RING_CTS ? S : 0);
       }
       what = "ring occupancy", val = (int64_t)k->arrived - (int64_t)k->consumed;
       break;
@@ -480,7 +484,7 @@ static const char *send_name(const struct proto *P, size_t rec, enum pp_wr_opcod
   if (k != SIZE_MAX)
     return P->pm[k].name;
   if (op == PP_WR_RDMA_WRITE || op == PP_WR_RDMA_READ)
-    return one_sided_name(P->fam, op);
+    return one_sided_name(P->names.fam, op);
   return pp_wr_opcode_name(op);
 }
 
@@ -574,14 +578,15 @@ static void perfetto_wc(struct pf_out *w, struct wqs *W, struct gate *g,
     counter(w, PID(r->rank), r->ts, c);
 }
 
-static void perfetto_wire(struct pf_out *w, const struct pp_trace *t, enum pp_xfam fam,
-                          const struct pp_xmsg *msgs, size_t nmsg, struct gate *g)
+static void perfetto_wire(struct pf_out *w, const struct pp_trace *t,
+                          const struct pp_xnames *names, const struct pp_xmsg *msgs, size_t nmsg,
+                          struct gate *g)
 {
   for (size_t i = 0; i < nmsg; i++) {
     const struct pp_xmsg *m = &msgs[i];
     if (!admit(g, m->t0))
       continue;
-    const char *nm = pp_xmsg_name(t, fam, m);
+    const char *nm = pp_xmsg_name(t, names, m);
     bool arrived = m->t1 != UINT64_MAX; /* lost or still in flight: no arrow */
     bool psn = pp_xmsg_has_psn(m);      /* the args without a PSN the trace does not have */
     struct pf_arg tx[] = {{.key = "bytes", .u = m->len}, {.key = "to", .u = m->dst},
@@ -685,7 +690,7 @@ int pp_export_perfetto(const struct pp_trace *t, FILE *o, const struct pp_export
       if (W.e[k].drawn)
         slice_end(w, &W.e[k], end_ts, "pending", 0);
   if (rc == 0) {
-    perfetto_wire(w, t, P.fam, msgs, nmsg, &g);
+    perfetto_wire(w, t, &P.names, msgs, nmsg, &g);
     proto_flows(w, &P, nmsg, &g); /* flow ids after the wire's */
     rc = proto_counters(w, &P, &g);
   }

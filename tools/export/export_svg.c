@@ -285,11 +285,12 @@ static int chart_build(const struct pp_trace *t, const struct pp_export_opts *op
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  enum pp_xfam fam = pp_xfam_of(t);
+  struct pp_xnames names;
+  pp_xnames_of(t, &names);
   size_t longest = 0;
   char lab[160];
   for (size_t i = 0; i < c->shown; i++) {
-    c->name[i] = pp_xmsg_name(t, fam, &c->msgs[i]);
+    c->name[i] = pp_xmsg_name(t, &names, &c->msgs[i]);
     label(lab, sizeof(lab), &c->msgs[i], c->name[i], c->fate[i]);
     longest = strlen(lab) > longest ? strlen(lab) : longest;
   }

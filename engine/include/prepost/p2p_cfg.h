@@ -152,6 +152,7 @@ void pp_p2p_params_default(struct pp_p2p_params *p);
 /* The scenario section `p2p` and the traffic keys of `workload` (engine/proto/p2p/p2p_param.c,
  * engine/workload/traffic_param.c). */
 PP_PARAM_TABLE(pp_p2p);
+#define PP_P2P_PARAM_COUNT 16u /* pp_p2p_param_count, as a constant for static initializers */
 PP_PARAM_TABLE(pp_traffic);
 /* The protocols / workloads of the p2p layer. */
 int pp_p2p_proto(int protocol);

@@ -197,7 +197,7 @@ void pp_mem_add(struct pp_mem_need *out, uint64_t bytes, const char *what);
 
 /* The ABI of struct pp_proto_def, struct pp_plugin_host and the functions above: a def or a
  * plug-in built against another version is refused. */
-#define PP_PROTO_ABI 1u
+#define PP_PROTO_ABI 2u /* 2: struct pp_proto_explore took the built-ins' hooks */
 #define PP_MAX_PROTOCOLS 32u
 #define PP_PROTO_MAX_BUGS 8u
 /* Bits PP_PROTO_BUG_SHIFT + i of pp_engine_cfg.test_bugs: the protocol's own bug i. */
@@ -214,23 +214,62 @@ struct pp_proto_verdict {
   char why[200]; /* when !ok: a sentence naming the rank and what broke */
 };
 
-/* What `prepost explore` needs to explore a protocol (all optional but gen). The explorer draws
- * the common part of a scenario (ranks, pattern, sizes, QP attributes, NIC and platform, faults)
- * and runs it with the stream workload (each message checked byte by byte); its generic
- * invariants apply (no hang, no corruption, no RNR NAK when flow_controlled, ...). */
+/* What the explorer's options let a scenario hold (`prepost explore --max-ranks N
+ * --max-messages N --max-size SIZE`): a generator draws within them. */
+struct pp_explore_limits {
+  uint32_t max_ranks;
+  uint32_t max_messages;
+  uint32_t max_size; /* bytes of the largest message the common part draws */
+  uint32_t bugs;     /* the test bugs asked for (--bug): a gen may draw what they need */
+  uint64_t seed;     /* the scenario's seed: a stream of the protocol's own draws is
+                        pp_seed_derive(seed, PP_SEED_EXPLORE, k) with k >= 1 */
+};
+
+/* What `prepost explore` needs to explore a protocol (all optional but gen): the protocol's own
+ * part of the exploration, next to the protocol (the built-ins' are engine/proto/NAME/explore.c).
+ * The explorer draws the common part of a scenario (ranks, pattern, sizes, QP attributes, NIC
+ * and platform, faults), runs it with the protocol's workload (each message checked) and judges
+ * it by its generic invariants (no hang, no corruption, no RNR NAK when flow_controlled, ...)
+ * and then by the protocol's check. */
 struct pp_proto_explore {
   bool flow_controlled; /* must never see an RNR NAK */
   bool in_mix;          /* part of the default mix (with the built-ins) */
+  /* Checks every field a peer sends (struct pp_violation): the opt-in byzantine fault (a rank
+   * that lies on the wire: immediates, addresses, rkeys, lengths, control messages dropped or
+   * held back, and the p2p header's fields) applies to it. */
+  bool validates_peers;
+  /* The workload its scenarios run (enum pp_workload_kind): PP_WORKLOAD_STREAM (0: a stream of
+   * messages, each checked byte by byte) or PP_WORKLOAD_TRAFFIC (generated tag-matched messages;
+   * gen draws the traffic parameters, cfg->traffic). The explorer sets it before gen. */
+  uint32_t workload;
+  /* Bits of pp_engine_cfg.test_bugs below PP_PROTO_BUG_SHIFT (the built-ins' test bugs) that its
+   * scenarios can hit: `--bug` with one of them explores the protocols that have it. A plug-in's
+   * own bugs (its def's bugs) count without being named here. */
+  uint32_t engine_bugs;
+  /* The scenario section of its parameters and their field table, as the explorer writes them
+   * into a scenario file (a "derived" key still 0 left out). NULL / 0: the def's name and
+   * params. */
+  const char *section;
+  const struct pp_param *params;
+  size_t nparams;
   /* Draws the protocol's parameters (params: its params_size bytes, at their defaults) and may
-   * adjust the common part of cfg (queue depths, ...). */
-  void (*gen)(struct pp_prng *r, struct pp_engine_cfg *cfg, void *params);
+   * adjust the common part of cfg (queue depths, pattern, the workload's parameters...), within
+   * lim. */
+  void (*gen)(struct pp_prng *r, const struct pp_explore_limits *lim, struct pp_engine_cfg *cfg,
+              void *params);
   /* Shrinking: reduction number k (0, 1, ...) of the protocol's own parameters, with a few
    * words in *what; false when k does not apply or changes nothing, and for every k past the
-   * last one. */
+   * last one (at most 32 of them). */
   bool (*reduce)(struct pp_engine_cfg *cfg, void *params, unsigned k, const char **what);
   /* The protocol's own invariants over the ranks' statistics of a finished run. */
   void (*check)(const struct pp_engine_cfg *cfg, const void *params,
                 const struct pp_rank_stats *ranks, uint32_t nranks, struct pp_proto_verdict *v);
+  /* Optional, for the explorer's liveness bound: the network round trips one message of `size`
+   * bytes costs (a rendezvous: its request, then per fragment a grant and a FIN). NULL: 1. */
+  uint64_t (*round_trips)(const struct pp_engine_cfg *cfg, const void *params, uint32_t size);
+  /* Optional: whether the drawn parameters take receives from an SRQ, so that the SRQ depletion
+   * fault applies (it is drawn for no protocol otherwise). NULL: never. */
+  bool (*uses_srq)(const void *params);
 };
 
 struct pp_proto_def {
@@ -255,6 +294,10 @@ struct pp_proto_def {
   const struct pp_proto_bug *bugs; /* at most PP_PROTO_MAX_BUGS */
   uint32_t nbugs;
   const struct pp_proto_explore *explore; /* NULL: `prepost explore` cannot draw it */
+  /* Optional: the name of one of its messages from its first bytes (what a trace captured of a
+   * receive, trace.capture_bytes), for the exports (Perfetto's slices and flows): "DATA",
+   * "CREDIT", ...; NULL when the bytes are none of its messages. NULL: every message is "data". */
+  const char *(*msg_name)(const uint8_t *head, size_t len);
 };
 
 /* Registers a protocol: PP_INVALID (a sentence in err) for a def of another ABI, a name that

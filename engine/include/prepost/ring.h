@@ -65,8 +65,10 @@ struct pp_ring_params {
 
 /* Fills the defaults: 8 slots of 128 KiB, 1 channel, credit returned per slot, at once. */
 void pp_ring_params_default(struct pp_ring_params *p);
-/* The scenario section `ring` (engine/proto/ring/ring_param.c). */
+/* The scenario section `ring` (engine/proto/ring/ring_param.c), of PP_RING_PARAM_COUNT entries
+ * (pp_ring_param_count, as a constant for static initializers). */
 PP_PARAM_TABLE(pp_ring);
+#define PP_RING_PARAM_COUNT 5u
 /* Validates; on error writes a sentence naming the field into err. */
 enum pp_status pp_ring_params_check(const struct pp_ring_params *p, char *err, size_t errlen);
 

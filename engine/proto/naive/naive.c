@@ -171,10 +171,13 @@ const struct pp_proto_ops pp_naive_ops = {
     .pending = naive_pending,
 };
 
+extern const struct pp_proto_explore pp_naive_explore; /* explore.c */
+
 /* No parameters of its own; one QP per peer with the configured depths (the engine's preset). */
 const struct pp_proto_def pp_naive_def = {
     .abi = PP_PROTO_ABI,
     .name = "naive",
     .desc = "SENDs posted with no regard for the receiver",
     .ops = &pp_naive_ops,
+    .explore = &pp_naive_explore,
 };

@@ -68,6 +68,8 @@ static void p2p_mem_need(const struct pp_engine_cfg *c, const void *params, uint
     pp_mem_add(q, nch * 12 + pool * 4 + 256, "p2p.srq_buffers");
 }
 
+extern const struct pp_proto_explore pp_p2p_explore; /* explore.c */
+
 const struct pp_proto_def pp_p2p_eager_def = {
     .abi = PP_PROTO_ABI,
     .name = "eager",
@@ -76,6 +78,7 @@ const struct pp_proto_def pp_p2p_eager_def = {
     .check = p2p_def_check,
     .mem_need = p2p_mem_need,
     .ops = &pp_p2p_eager_ops,
+    .explore = &pp_p2p_explore,
 };
 
 const struct pp_proto_def pp_p2p_rndv_def = {
@@ -86,4 +89,5 @@ const struct pp_proto_def pp_p2p_rndv_def = {
     .check = p2p_def_check,
     .mem_need = p2p_mem_need,
     .ops = &pp_p2p_rndv_ops,
+    .explore = &pp_p2p_explore,
 };

@@ -108,7 +108,7 @@ static void p2p_sizes(struct pp_engine *e, struct p2p *p)
   p->C = 2 + (p->D - 1) / p->T + (p->R - 1) / p->TR;
   p->P = m->pipeline;
   struct pp_prng g;
-  pp_prng_seed(&g, (e->cfg.seed ^ 0x70327032u) * 0x9e3779b97f4a7c15ull + e->cfg.rank);
+  pp_prng_seed(&g, pp_seed_derive(e->cfg.seed, PP_SEED_P2P, e->cfg.rank));
   p->nonce = pp_prng_next(&g) | 1ull << 31; /* bit 31: no handle is PP_REQ_NULL */
   p->gseq = pp_prng_next(&g);
   p->nrx = p->D + p->R + p->C;

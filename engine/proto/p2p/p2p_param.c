@@ -54,3 +54,5 @@ const struct pp_param pp_p2p_param_table[] = {
 #undef P
 #undef D
 const size_t pp_p2p_param_count = sizeof pp_p2p_param_table / sizeof pp_p2p_param_table[0];
+_Static_assert(sizeof pp_p2p_param_table / sizeof pp_p2p_param_table[0] == PP_P2P_PARAM_COUNT,
+               "PP_P2P_PARAM_COUNT (prepost/p2p_cfg.h) is the table's entry count");

@@ -1009,6 +1009,8 @@ static void ring_mem_need(const struct pp_engine_cfg *c, const void *params, uin
              "qp.sq_depth and qp.rq_depth");
 }
 
+extern const struct pp_proto_explore pp_ring_explore; /* explore.c */
+
 const struct pp_proto_def pp_ring_credits_def = {
     .abi = PP_PROTO_ABI,
     .name = "ring-credits",
@@ -1017,6 +1019,7 @@ const struct pp_proto_def pp_ring_credits_def = {
     .check = ring_def_check,
     .mem_need = ring_mem_need,
     .ops = &pp_ring_credits_ops,
+    .explore = &pp_ring_explore,
 };
 
 const struct pp_proto_def pp_ring_cts_def = {
@@ -1027,4 +1030,5 @@ const struct pp_proto_def pp_ring_cts_def = {
     .check = ring_def_check,
     .mem_need = ring_mem_need,
     .ops = &pp_ring_cts_ops,
+    .explore = &pp_ring_explore,
 };

@@ -21,3 +21,5 @@ const struct pp_param pp_ring_param_table[] = {
 };
 #undef R
 const size_t pp_ring_param_count = sizeof pp_ring_param_table / sizeof pp_ring_param_table[0];
+_Static_assert(sizeof pp_ring_param_table / sizeof pp_ring_param_table[0] == PP_RING_PARAM_COUNT,
+               "PP_RING_PARAM_COUNT (prepost/ring.h) is the table's entry count");
