@@ -482,13 +482,13 @@ Test(trace_cfg, struct_sizes_are_the_ones_the_keys_cover)
 {
   cr_assert_eq(sizeof(struct pp_qp_params), 20);
   cr_assert_eq(sizeof(struct pp_workload), 56);
-  cr_assert_eq(sizeof(struct pp_p2p_params), 64);
+  cr_assert_eq(sizeof(struct pp_p2p_params), 72);
   cr_assert_eq(sizeof(struct pp_traffic), 16);
   cr_assert_eq(sizeof(struct pp_ring_params), 24);
   cr_assert_eq(sizeof(struct pp_coll_params), 80);
   cr_assert_eq(sizeof(struct pp_script_op), 32);
   cr_assert_eq(sizeof(struct pp_script_prog), 136);
-  cr_assert_eq(sizeof(struct pp_engine_cfg), 13096);
+  cr_assert_eq(sizeof(struct pp_engine_cfg), 13104);
   cr_assert_eq(sizeof(struct pp_faults), 152);
   cr_assert_eq(sizeof(struct pp_nic_profile), 136);
 }
@@ -520,15 +520,36 @@ static void write_v1_raw(const struct pp_engine_cfg *c, const void *raw, size_t 
   cr_assert_eq(T.major, 1);
 }
 
+/* Format 1's bytes of c: the layout it was written in (a0fae12), where struct pp_p2p_params
+ * ended at `record` and was 64 bytes (p2p.srq's members came after). c's srq members must be 0
+ * (format 1 had none). Returns the bytes written. */
+#define V1_P2P_SIZE 64u
+#define V1_GROWTH (sizeof(struct pp_p2p_params) - V1_P2P_SIZE)
+static size_t v1_bytes(const struct pp_engine_cfg *c, uint8_t *out)
+{
+  const uint8_t *b = (const uint8_t *)c;
+  size_t p2p = offsetof(struct pp_engine_cfg, p2p), cut = offsetof(struct pp_p2p_params, srq);
+  size_t after = p2p + sizeof(struct pp_p2p_params);
+  cr_assert(!c->p2p.srq && !c->p2p.srq_buffers && !c->p2p.srq_limit);
+  memcpy(out, b, p2p + cut);
+  memset(out + p2p + cut, 0, V1_P2P_SIZE - cut);
+  memcpy(out + p2p + V1_P2P_SIZE, b + after, sizeof *c - after);
+  return sizeof *c - V1_GROWTH;
+}
+
 static void write_v1(const struct pp_engine_cfg *c, size_t raw_size)
 {
-  write_v1_raw(c, c, raw_size);
+  static uint8_t raw[sizeof(struct pp_engine_cfg)];
+  size_t n = v1_bytes(c, raw);
+  write_v1_raw(c, raw, raw_size == sizeof *c ? n : raw_size);
 }
 
 Test(trace_cfg, format_1_raw_bytes_are_still_read)
 {
   struct pp_engine_cfg c, back;
   draw_cfg(&c, "rndv", PP_WORKLOAD_SCRIPT);
+  c.p2p.srq = false; /* format 1 had no p2p.srq */
+  c.p2p.srq_buffers = c.p2p.srq_limit = 0;
   write_v1(&c, sizeof c);
   char note[512];
   memset(&back, 0xee, sizeof back);
@@ -538,7 +559,7 @@ Test(trace_cfg, format_1_raw_bytes_are_still_read)
 
   /* the size before proto_params was appended */
   c.proto_params[0] = 0;
-  write_v1(&c, offsetof(struct pp_engine_cfg, proto_params));
+  write_v1(&c, offsetof(struct pp_engine_cfg, proto_params) - V1_GROWTH);
   memset(&back, 0xee, sizeof back);
   cr_assert_eq(pp_trace_engine_cfg(&T, &back, note, sizeof note), PP_OK, "%s", note);
   cr_assert_eq(memcmp(&back, &c, sizeof c), 0, "the prefix, the rest 0");
@@ -546,9 +567,9 @@ Test(trace_cfg, format_1_raw_bytes_are_still_read)
   /* a bool of the raw bytes that is not 0 or 1 reads as true (not as an invalid bool) */
   c.coll.check = true;
   static uint8_t raw[sizeof(struct pp_engine_cfg)];
-  memcpy(raw, &c, sizeof c);
-  raw[offsetof(struct pp_engine_cfg, coll.check)] = 7;
-  write_v1_raw(&c, raw, sizeof raw);
+  size_t n = v1_bytes(&c, raw);
+  raw[offsetof(struct pp_engine_cfg, coll.check) - V1_GROWTH] = 7;
+  write_v1_raw(&c, raw, n);
   memset(&back, 0xee, sizeof back);
   cr_assert_eq(pp_trace_engine_cfg(&T, &back, note, sizeof note), PP_OK, "%s", note);
   cr_assert_eq(memcmp(&back, &c, sizeof c), 0);
@@ -569,10 +590,19 @@ Test(trace_cfg, format_1_sim_cfg_bytes_are_still_read)
   static struct pp_sim_config s, back;
   fill_sim(&s);
   s.engine.rank = 0;
+  s.engine.p2p.srq = false; /* format 1 had no p2p.srq */
+  s.engine.p2p.srq_buffers = s.engine.p2p.srq_limit = 0;
+  /* format 1's sim.cfg: the members before the engine's, format 1's engine, the four after */
+  static uint8_t eng[sizeof(struct pp_engine_cfg)], sim[sizeof(struct pp_sim_config)];
+  size_t ne = v1_bytes(&s.engine, eng), at = offsetof(struct pp_sim_config, engine);
+  size_t tail = at + sizeof s.engine;
+  memcpy(sim, &s, at);
+  memcpy(sim + at, eng, ne);
+  memcpy(sim + at + ne, (const uint8_t *)&s + tail, 4 * sizeof(uint64_t));
   struct pp_trace_writer *w = writer(2);
-  cr_assert_eq(pp_trace_kv_u64(w, "sim.cfg_size", sizeof s), PP_OK);
-  cr_assert_eq(pp_trace_kv_bytes(w, "sim.cfg", &s, sizeof s), PP_OK);
-  cr_assert_eq(pp_trace_kv_bytes(w, "engine.cfg", &s.engine, sizeof s.engine), PP_OK);
+  cr_assert_eq(pp_trace_kv_u64(w, "sim.cfg_size", at + ne + 4 * sizeof(uint64_t)), PP_OK);
+  cr_assert_eq(pp_trace_kv_bytes(w, "sim.cfg", sim, at + ne + 4 * sizeof(uint64_t)), PP_OK);
+  cr_assert_eq(pp_trace_kv_bytes(w, "engine.cfg", eng, ne), PP_OK);
   cr_assert_eq(pp_trace_kv_str(w, "engine.protocol", "ring-credits"), PP_OK);
   cr_assert_eq(pp_trace_begin(w), PP_OK);
   cr_assert_eq(pp_trace_finish(w), PP_OK);

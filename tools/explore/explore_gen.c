@@ -181,6 +181,8 @@ static uint32_t faults_of(const struct pp_proto_explore *x)
     f &= ~(1u << PP_FAULT_POST);
   if (x->validates_peers)
     f |= PP_FAULTS_OPT_IN;
+  if (x->uses_srq) /* drawn only for a scenario whose parameters use the SRQ */
+    f |= 1u << PP_FAULT_SRQ;
   return f;
 }
 
@@ -529,10 +531,10 @@ void pp_explore_generate(uint64_t seed, const struct pp_explore_space *sp, struc
     w->messages = most ? most : 1;
   g->gen(&r, sp, sc);
   uint64_t est = estimate_ns(s);
-  uint32_t mask = sp->faults & g->faults;
+  uint32_t mask = sp->faults & g->faults & ~(1u << PP_FAULT_SRQ);
   const struct pp_proto_explore *x = g->def->explore;
   if (x->uses_srq && x->uses_srq(pp_engine_cfg_proto_params_c(&s->engine)))
-    mask |= sp->faults & 1u << PP_FAULT_SRQ;
+    mask |= sp->faults & g->faults & 1u << PP_FAULT_SRQ;
   draw_faults(&r, mask, sp->fault_rate, est, sc);
   if (s->faults.srq_delay_ns)
     s->engine.qp.rnr_retry = 7; /* WQEs the NIC hides: RNR whatever the credits, retried */
