@@ -17,6 +17,12 @@
 #define EXT_AETH 4u  /* ACK extended transport header */
 #define EXT_IMM 4u
 #define TRAIN_BYTES 65536u /* a train carries at most this many wire bytes */
+/* The tables' first sizes (they double up to the profile's limits), and the MR entries the memory
+ * estimate counts: a run's pools and connections, and the p2p registration cache's 256 */
+#define QP_CAP0 8u
+#define MR_CAP0 16u
+#define CQ_CAP0 64u
+#define MR_EST 1024u
 
 enum pkt_kind { PKT_REQ, PKT_ACK, PKT_RNR_NAK, PKT_NAK, PKT_READ_RESP };
 static const char *const pkt_kind_names[] = {"REQ", "ACK", "RNR_NAK", "NAK", "READ_RESP"};
@@ -125,6 +131,10 @@ struct simnic {
   struct simnic_fabric *f;
   uint32_t host;
   uint64_t now;
+  /* The QP, MR and CQ tables grow (doubling) to what the run uses, up to the profile's max_qp,
+   * max_mr and cq_depth: sized by the profile at creation, a 1,024-rank run reserved 5.9 MiB of
+   * address space per NIC, mostly never touched. qcap bounds every per-QP array below. */
+  uint32_t qcap, mcap, ccap;
   struct qp *qps;
   uint32_t *live; /* indices of the QPs in use, in creation order */
   uint32_t nlive;
@@ -146,7 +156,7 @@ struct simnic {
    * timer armed, keyed by their earliest one (RNR wait, ACK timeout, coalesced ACK, scrambled
    * WRITE), and a bitmap, by place in `live`, of those that can transmit (qp_can_transmit).
    * Whatever may change a QP marks it dirty (qp_touch: qp_get does); qp_sync brings the dirty
-   * ones up to date before the indexes are read. All arrays have max_qp entries. */
+   * ones up to date before the indexes are read. All arrays have qcap entries. */
   uint32_t *live_pos; /* by QP index: its place in `live` */
   uint32_t *dirty, ndirty;
   uint32_t *heap, nheap; /* QP indices */
@@ -273,7 +283,7 @@ static void qp_touch(struct simnic *n, struct qp *qp)
 {
   if (qp->dirty)
     return;
-  assert(n->ndirty < n->f->prof.max_qp);
+  assert(n->ndirty < n->qcap);
   qp->dirty = true;
   n->dirty[n->ndirty++] = (uint32_t)(qp - n->qps);
 }
@@ -283,7 +293,7 @@ static void qp_touch(struct simnic *n, struct qp *qp)
 static struct qp *qp_get(struct simnic *n, uint32_t qpn)
 {
   uint32_t i = qpn - QPN_BASE;
-  if (qpn < QPN_BASE || i >= n->f->prof.max_qp || !n->qps[i].used)
+  if (qpn < QPN_BASE || i >= n->qcap || !n->qps[i].used)
     return NULL;
   qp_touch(n, &n->qps[i]);
   return &n->qps[i];
@@ -305,7 +315,7 @@ static uint32_t key_index(uint32_t key)
 static const struct pp_mr *mr_by_key(const struct simnic *n, uint32_t key, int remote)
 {
   uint32_t i = key_index(key);
-  if (i == 0 || i > n->f->prof.max_mr || !n->mrs[i - 1].used)
+  if (i == 0 || i > n->mcap || !n->mrs[i - 1].used)
     return NULL;
   const struct pp_mr *m = &n->mrs[i - 1].mr;
   return (remote ? m->rkey : m->lkey) == key ? m : NULL;
@@ -371,14 +381,31 @@ static void push_async(struct simnic *n, enum pp_event_type type, uint32_t qpn, 
   logf_(n, "ASYNC %s qp %u srq %u", pp_event_name(type), qpn, srq_num);
 }
 
+/* Room for one more completion: the CQ ring grows (in order, from index 0) up to cq_depth. */
+static bool cq_room(struct simnic *n)
+{
+  if (n->cq_count < n->ccap)
+    return true;
+  uint32_t depth = n->f->prof.cq_depth, cap = n->ccap * 2 < depth ? n->ccap * 2 : depth;
+  struct pp_wc *cq = cap > n->ccap ? malloc((size_t)cap * sizeof(*cq)) : NULL;
+  if (!cq)
+    return false;
+  for (uint32_t k = 0; k < n->cq_count; k++)
+    cq[k] = n->cq[(n->cq_head + k) % n->ccap];
+  free(n->cq);
+  n->cq = cq;
+  n->cq_head = 0;
+  n->ccap = cap;
+  return true;
+}
+
 static void push_wc(struct simnic *n, const struct pp_wc *wc)
 {
-  uint32_t cap = n->f->prof.cq_depth;
-  if (n->cq_count == cap) {
+  if (!cq_room(n)) { /* cq_depth reached (or no memory to grow to it): overflow */
     push_async(n, PP_EVENT_CQ_ERR, wc->qp_num, 0);
     return;
   }
-  n->cq[(n->cq_head + n->cq_count++) % cap] = *wc;
+  n->cq[(n->cq_head + n->cq_count++) % n->ccap] = *wc;
   logf_(n, "WC qp %u wr_id 0x%" PRIx64 " %s %s len %u", wc->qp_num, wc->wr_id,
         pp_wc_opcode_name(wc->opcode), pp_wc_status_name(wc->status), wc->byte_len);
 }
@@ -753,7 +780,7 @@ static void heap_set(struct simnic *n, struct qp *qp, uint64_t key)
     return;
   }
   if (!qp->heap_pos) {
-    assert(n->nheap < n->f->prof.max_qp);
+    assert(n->nheap < n->qcap);
     heap_put(n, n->nheap++, (uint32_t)(qp - n->qps));
   }
   heap_up(n, qp->heap_pos - 1);
@@ -811,7 +838,7 @@ static uint32_t tx_find(const struct simnic *n, uint32_t from)
 /* A QP came or went: places in `live` moved; the bitmap is rebuilt (set-up and tear-down). */
 static void qp_reindex(struct simnic *n)
 {
-  memset(n->txbits, 0, (n->f->prof.max_qp + 63) / 64 * sizeof(*n->txbits));
+  memset(n->txbits, 0, (n->qcap + 63) / 64 * sizeof(*n->txbits));
   n->ntx = 0;
   for (uint32_t k = 0; k < n->nlive; k++) {
     n->live_pos[n->live[k]] = k;
@@ -1343,7 +1370,7 @@ static void fault_events(struct simnic *n)
   }
   if (rkey_due(n) && n->now >= fl->rkey_ns) {
     n->rkey_done = true;
-    for (uint32_t i = 0; i < n->f->prof.max_mr; i++) {
+    for (uint32_t i = 0; i < n->mcap; i++) {
       struct mr *m = &n->mrs[i];
       if (m->used && (m->mr.access & (PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ))) {
         m->mr.rkey ^= 0x20000000u; /* same MR slot, a key no peer holds */
@@ -1514,10 +1541,9 @@ enum pp_status simnic_set_line_rate(struct simnic *n, double bits_per_second)
 int simnic_poll_cq(struct simnic *n, struct pp_wc *wc, int max)
 {
   int k = 0;
-  uint32_t cap = n->f->prof.cq_depth;
   for (; k < max && n->cq_count > 0; k++) {
     wc[k] = n->cq[n->cq_head];
-    n->cq_head = (n->cq_head + 1) % cap;
+    n->cq_head = (n->cq_head + 1) % n->ccap;
     n->cq_count--;
   }
   return k;
@@ -1617,6 +1643,49 @@ void simnic_pkt_trace(const struct simnic_pkt *p, struct pp_trace_pkt *k)
 
 /* ---------------------------------------------------------------- verbs */
 
+/* Zeroed room for `cap` elements of `size` where `*p` has `old` (cap >= old). */
+static bool grow(void *p, size_t size, uint32_t old, uint32_t cap)
+{
+  void **pp = p;
+  void *q = realloc(*pp, (size_t)cap * size);
+  if (!q)
+    return false;
+  memset((char *)q + (size_t)old * size, 0, (size_t)(cap - old) * size);
+  *pp = q;
+  return true;
+}
+
+static uint32_t next_cap(uint32_t cap, uint32_t max)
+{
+  return cap >= max / 2 ? max : cap * 2;
+}
+
+/* The MR table doubles (slot i keeps its keys: lkey (i + 1) << 8 | gen). */
+static bool mr_grow(struct simnic *n)
+{
+  uint32_t cap = next_cap(n->mcap, n->f->prof.max_mr);
+  if (cap == n->mcap || !grow(&n->mrs, sizeof(*n->mrs), n->mcap, cap))
+    return false;
+  n->mcap = cap;
+  return true;
+}
+
+/* Every per-QP array doubles; indices (QP numbers) stay. */
+static bool qp_grow(struct simnic *n)
+{
+  uint32_t old = n->qcap, cap = next_cap(old, n->f->prof.max_qp);
+  if (cap == old)
+    return false;
+  bool ok = grow(&n->qps, sizeof(*n->qps), old, cap) && grow(&n->live, sizeof(uint32_t), old, cap) &&
+            grow(&n->live_pos, sizeof(uint32_t), old, cap) &&
+            grow(&n->dirty, sizeof(uint32_t), old, cap) &&
+            grow(&n->heap, sizeof(uint32_t), old, cap) && grow(&n->due, sizeof(uint32_t), old, cap) &&
+            grow(&n->txbits, sizeof(uint64_t), (old + 63) / 64, (cap + 63) / 64);
+  if (ok) /* else some arrays are larger than qcap: harmless */
+    n->qcap = cap;
+  return ok;
+}
+
 static int nic_reg_mr(void *nic, void *addr, size_t length, unsigned access, struct pp_mr *out)
 {
   struct simnic *n = nic;
@@ -1625,6 +1694,8 @@ static int nic_reg_mr(void *nic, void *addr, size_t length, unsigned access, str
   if ((access & (PP_ACCESS_REMOTE_WRITE)) && !(access & PP_ACCESS_LOCAL_WRITE))
     return PP_INVALID; /* ibverbs: remote write needs local write */
   for (uint32_t i = 0; i < n->f->prof.max_mr; i++) {
+    if (i == n->mcap && !mr_grow(n))
+      return n->mcap == n->f->prof.max_mr ? PP_LIMIT : PP_NOMEM;
     struct mr *m = &n->mrs[i];
     if (m->used)
       continue;
@@ -1729,6 +1800,8 @@ static int nic_create_qp(void *nic, const struct pp_qp_init_attr *a, uint32_t *q
       (a->srq_num && !srq_get(n, a->srq_num)))
     return PP_INVALID;
   for (uint32_t i = 0; i < prof->max_qp; i++) {
+    if (i == n->qcap && !qp_grow(n))
+      return n->qcap == prof->max_qp ? PP_LIMIT : PP_NOMEM;
     struct qp *qp = &n->qps[i];
     if (qp->used)
       continue;
@@ -1988,29 +2061,42 @@ static enum pp_status nic_init(struct simnic_fabric *f, struct simnic *n, uint32
   const struct pp_nic_profile *p = &f->prof;
   n->f = f;
   n->host = host;
-  n->qps = calloc(p->max_qp, sizeof(*n->qps));
-  n->live = calloc(p->max_qp, sizeof(*n->live));
-  n->live_pos = calloc(p->max_qp, sizeof(*n->live_pos));
-  n->dirty = calloc(p->max_qp, sizeof(*n->dirty));
-  n->heap = calloc(p->max_qp, sizeof(*n->heap));
-  n->txbits = calloc((p->max_qp + 63) / 64, sizeof(*n->txbits));
-  n->due = calloc(p->max_qp, sizeof(*n->due));
+  n->qcap = p->max_qp < QP_CAP0 ? p->max_qp : QP_CAP0;
+  n->mcap = p->max_mr < MR_CAP0 ? p->max_mr : MR_CAP0;
+  n->ccap = p->cq_depth < CQ_CAP0 ? p->cq_depth : CQ_CAP0;
+  n->qps = calloc(n->qcap, sizeof(*n->qps));
+  n->live = calloc(n->qcap, sizeof(*n->live));
+  n->live_pos = calloc(n->qcap, sizeof(*n->live_pos));
+  n->dirty = calloc(n->qcap, sizeof(*n->dirty));
+  n->heap = calloc(n->qcap, sizeof(*n->heap));
+  n->txbits = calloc((n->qcap + 63) / 64, sizeof(*n->txbits));
+  n->due = calloc(n->qcap, sizeof(*n->due));
   n->srqs = calloc(p->max_srq ? p->max_srq : 1, sizeof(*n->srqs));
-  n->mrs = calloc(p->max_mr, sizeof(*n->mrs));
-  n->cq = calloc(p->cq_depth, sizeof(*n->cq));
+  n->mrs = calloc(n->mcap, sizeof(*n->mrs));
+  n->cq = calloc(n->ccap, sizeof(*n->cq));
   return n->qps && n->live && n->live_pos && n->dirty && n->heap && n->txbits && n->due &&
                  n->srqs && n->mrs && n->cq
              ? PP_OK
              : PP_NOMEM;
 }
 
-uint64_t simnic_mem_bytes(const struct pp_nic_profile *p, uint64_t send_wqes, uint64_t recv_wqes)
+/* The size a table that starts at `cap` and doubles reaches for `need` entries, at most `max`. */
+static uint64_t cap_for(uint64_t cap, uint64_t need, uint64_t max)
+{
+  while (cap < need && cap < max)
+    cap = next_cap((uint32_t)cap, (uint32_t)max);
+  return cap < max ? cap : max;
+}
+
+uint64_t simnic_mem_bytes(const struct pp_nic_profile *p, uint64_t qps, uint64_t send_wqes,
+                          uint64_t recv_wqes)
 {
   uint64_t srqs = p->max_srq ? p->max_srq : 1;
-  return sizeof(struct simnic) + (uint64_t)p->max_qp * (sizeof(struct qp) + 5 * sizeof(uint32_t)) +
-         (p->max_qp + 63) / 64 * sizeof(uint64_t) +
-         srqs * sizeof(struct srq) + (uint64_t)p->max_mr * sizeof(struct mr) +
-         (uint64_t)p->cq_depth * sizeof(struct pp_wc) + send_wqes * sizeof(struct sq_wqe) +
+  uint64_t q = cap_for(QP_CAP0, qps, p->max_qp), m = cap_for(MR_CAP0, MR_EST, p->max_mr);
+  uint64_t c = cap_for(CQ_CAP0, send_wqes + recv_wqes, p->cq_depth);
+  return sizeof(struct simnic) + q * (sizeof(struct qp) + 5 * sizeof(uint32_t)) +
+         (q + 63) / 64 * sizeof(uint64_t) + srqs * sizeof(struct srq) + m * sizeof(struct mr) +
+         c * sizeof(struct pp_wc) + send_wqes * sizeof(struct sq_wqe) +
          recv_wqes * sizeof(struct pp_recv_wr);
 }
 
