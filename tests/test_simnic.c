@@ -1865,3 +1865,64 @@ Test(simnic, cq_overflow_async_event)
   cr_assert_eq(simnic_get_async_event(h_nic(p->h, A), &ev), 0);
   pair_free(p);
 }
+
+/* ================================================================== 18. tables sized by use */
+
+/* The QP, MR and CQ tables start small and grow to what is used, up to the profile's max_qp,
+ * max_mr and cq_depth exactly (limits that are not the tables' doubling steps): QP numbers and
+ * MR keys stay valid across a growth, and the limits refuse and overflow as before. */
+Test(simnic, tables_grow_to_the_profile_limits)
+{
+  struct pp_nic_profile prof;
+  pp_nic_profile_default(&prof);
+  prof.max_qp = 21;
+  prof.max_mr = 37;
+  prof.cq_depth = 150;
+  struct pair *p = pair_alloc(&prof, 0, 1); /* one MR per host */
+  pair_connect(p, &(struct h_qp_opts){.min_rnr_timer = 1,
+                                      .rnr_retry = 7,
+                                      .timeout = 14,
+                                      .retry_cnt = 7,
+                                      .max_rd_atomic = 4,
+                                      .max_send_wr = 256,
+                                      .max_recv_wr = 16}); /* one QP per host */
+  struct simnic *n = h_nic(p->h, A);
+  struct pp_qp_init_attr ia = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+                               .max_recv_sge = 1, .peer = B};
+  uint32_t qpn, first = 0;
+  for (uint32_t i = 1; i < prof.max_qp; i++) {
+    cr_assert_eq(simnic_ops.create_qp(n, &ia, &qpn), PP_OK, "QP %u of %u", i + 1, prof.max_qp);
+    cr_assert_eq(qpn, p->qa + i, "QP numbers are the table's slots");
+    first = first ? first : qpn;
+  }
+  cr_assert_eq(simnic_ops.create_qp(n, &ia, &qpn), PP_LIMIT);
+  cr_assert_eq(simnic_ops.destroy_qp(n, first), PP_OK);
+  cr_assert_eq(simnic_ops.create_qp(n, &ia, &qpn), PP_OK);
+  cr_assert_eq(qpn, first, "the lowest free slot again");
+  static uint8_t buf[64];
+  struct pp_mr mr[64];
+  for (uint32_t i = 1; i < prof.max_mr; i++)
+    cr_assert_eq(simnic_ops.reg_mr(n, buf, sizeof(buf), PP_ACCESS_LOCAL_WRITE, &mr[i]), PP_OK,
+                 "MR %u of %u", i + 1, prof.max_mr);
+  cr_assert_eq(simnic_ops.reg_mr(n, buf, sizeof(buf), PP_ACCESS_LOCAL_WRITE, &mr[0]), PP_LIMIT);
+  for (uint32_t i = 2; i < prof.max_mr; i++)
+    cr_assert_neq(mr[i].lkey, mr[i - 1].lkey);
+  for (uint32_t i = 1; i < prof.max_mr; i++)
+    cr_assert_eq(simnic_ops.dereg_mr(n, &mr[i]), PP_OK, "MR %u by its key", i + 1);
+  /* the host's first MR, registered before the table grew, still moves data under its keys
+   * (else LOC_PROT_ERR); cq_depth + 2 completions into a CQ that grows from 64 */
+  for (uint32_t i = 1; i <= prof.cq_depth + 2; i++)
+    post_ok(p, A, PP_WR_RDMA_WRITE, i, 0, 64, 64, true);
+  h_run(p->h, FOREVER);
+  struct pp_async_event ev;
+  for (int k = 0; k < 2; k++) { /* the two completions beyond cq_depth */
+    cr_assert_eq(simnic_get_async_event(n, &ev), 1);
+    cr_assert_eq(ev.type, PP_EVENT_CQ_ERR);
+  }
+  cr_assert_eq(simnic_get_async_event(n, &ev), 0);
+  struct pp_wc wc[200];
+  cr_assert_eq(h_poll(p->h, A, wc, 200), (int)prof.cq_depth);
+  for (uint32_t i = 0; i < prof.cq_depth; i++)
+    expect_wc(&wc[i], i + 1, PP_WC_SUCCESS, PP_WC_OP_RDMA_WRITE, p->qa);
+  pair_free(p);
+}

@@ -17,6 +17,12 @@
 #define EXT_AETH 4u  /* ACK extended transport header */
 #define EXT_IMM 4u
 #define TRAIN_BYTES 65536u /* a train carries at most this many wire bytes */
+/* The tables' first sizes (they double up to the profile's limits), and the MR entries the memory
+ * estimate counts: a run's pools and connections, and the p2p registration cache's 256 */
+#define QP_CAP0 8u
+#define MR_CAP0 16u
+#define CQ_CAP0 64u
+#define MR_EST 1024u
 
 enum pkt_kind { PKT_REQ, PKT_ACK, PKT_RNR_NAK, PKT_NAK, PKT_READ_RESP };
 static const char *const pkt_kind_names[] = {"REQ", "ACK", "RNR_NAK", "NAK", "READ_RESP"};
@@ -102,6 +108,10 @@ struct qp {
   bool ack_pending;
   uint64_t ack_due;
   struct placement *pend; /* faults.scramble: a WRITE not wholly placed yet */
+  /* the NIC's indexes of its QPs (qp_touch / qp_sync) */
+  bool dirty;        /* changed since the indexes last saw it: on the NIC's dirty list */
+  uint32_t heap_pos; /* 1 + its place in the timer heap, 0: not in it (no timer armed) */
+  uint64_t key;      /* its earliest timer, as the heap knows it */
 };
 
 struct srq {
@@ -121,6 +131,10 @@ struct simnic {
   struct simnic_fabric *f;
   uint32_t host;
   uint64_t now;
+  /* The QP, MR and CQ tables grow (doubling) to what the run uses, up to the profile's max_qp,
+   * max_mr and cq_depth: sized by the profile at creation, a 1,024-rank run reserved 5.9 MiB of
+   * address space per NIC, mostly never touched. qcap bounds every per-QP array below. */
+  uint32_t qcap, mcap, ccap;
   struct qp *qps;
   uint32_t *live; /* indices of the QPs in use, in creation order */
   uint32_t nlive;
@@ -138,10 +152,17 @@ struct simnic {
   uint64_t train_bytes;
   uint32_t tx_rr;
   uint32_t gen;
-  /* simnic_next_deadline's scan of the QPs (their earliest timer; can one transmit?), kept
-   * while no entry point has run that may change a QP (each clears qscan_ok) */
-  bool qscan_ok, qscan_tx;
-  uint64_t qscan_deadline;
+  /* Indexes of the QPs, so that no entry point scans them all: a min-heap of the QPs with a
+   * timer armed, keyed by their earliest one (RNR wait, ACK timeout, coalesced ACK, scrambled
+   * WRITE), and a bitmap, by place in `live`, of those that can transmit (qp_can_transmit).
+   * Whatever may change a QP marks it dirty (qp_touch: qp_get does); qp_sync brings the dirty
+   * ones up to date before the indexes are read. All arrays have qcap entries. */
+  uint32_t *live_pos; /* by QP index: its place in `live` */
+  uint32_t *dirty, ndirty;
+  uint32_t *heap, nheap; /* QP indices */
+  uint64_t *txbits;      /* by place in `live` */
+  uint32_t ntx;          /* bits set */
+  uint32_t *due;         /* simnic_on_timer's scratch: places of the QPs whose timer is due */
   /* faults */
   struct simnic_pkt *delay_head, *delay_tail; /* transfers held back, release_at ascending */
   bool qp_error_done, rkey_done;
@@ -243,12 +264,13 @@ static uint32_t npkts_of(uint32_t len, uint32_t mtu)
   return len == 0 ? 1 : (len + mtu - 1) / mtu;
 }
 
-static void logf_(struct simnic *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void logf_(struct simnic *n, const char *fmt, ...)
+/* The event log (--log): logf_ tests for it before its arguments are evaluated, so a run
+ * without it pays one load and branch per event (it paid the call and the name lookups). */
+#define logf_(n, ...) ((n)->f->log ? log_line((n), __VA_ARGS__) : (void)0)
+static void log_line(struct simnic *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_line(struct simnic *n, const char *fmt, ...)
 {
   FILE *log = n->f->log;
-  if (!log)
-    return;
   fprintf(log, "%" PRIu64 " host%u ", n->now, n->host);
   va_list ap;
   va_start(ap, fmt);
@@ -257,11 +279,24 @@ static void logf_(struct simnic *n, const char *fmt, ...)
   fputc('\n', log);
 }
 
+/* The QP may change: the NIC's indexes look at it again before they are next read. */
+static void qp_touch(struct simnic *n, struct qp *qp)
+{
+  if (qp->dirty)
+    return;
+  assert(n->ndirty < n->qcap);
+  qp->dirty = true;
+  n->dirty[n->ndirty++] = (uint32_t)(qp - n->qps);
+}
+
+/* Every QP an entry point reaches comes through here (or is touched where it is taken from the
+ * indexes): whoever looks a QP up may change it. */
 static struct qp *qp_get(struct simnic *n, uint32_t qpn)
 {
   uint32_t i = qpn - QPN_BASE;
-  if (qpn < QPN_BASE || i >= n->f->prof.max_qp || !n->qps[i].used)
+  if (qpn < QPN_BASE || i >= n->qcap || !n->qps[i].used)
     return NULL;
+  qp_touch(n, &n->qps[i]);
   return &n->qps[i];
 }
 
@@ -281,7 +316,7 @@ static uint32_t key_index(uint32_t key)
 static const struct pp_mr *mr_by_key(const struct simnic *n, uint32_t key, int remote)
 {
   uint32_t i = key_index(key);
-  if (i == 0 || i > n->f->prof.max_mr || !n->mrs[i - 1].used)
+  if (i == 0 || i > n->mcap || !n->mrs[i - 1].used)
     return NULL;
   const struct pp_mr *m = &n->mrs[i - 1].mr;
   return (remote ? m->rkey : m->lkey) == key ? m : NULL;
@@ -347,14 +382,31 @@ static void push_async(struct simnic *n, enum pp_event_type type, uint32_t qpn, 
   logf_(n, "ASYNC %s qp %u srq %u", pp_event_name(type), qpn, srq_num);
 }
 
+/* Room for one more completion: the CQ ring grows (in order, from index 0) up to cq_depth. */
+static bool cq_room(struct simnic *n)
+{
+  if (n->cq_count < n->ccap)
+    return true;
+  uint32_t depth = n->f->prof.cq_depth, cap = n->ccap * 2 < depth ? n->ccap * 2 : depth;
+  struct pp_wc *cq = cap > n->ccap ? malloc((size_t)cap * sizeof(*cq)) : NULL;
+  if (!cq)
+    return false;
+  for (uint32_t k = 0; k < n->cq_count; k++)
+    cq[k] = n->cq[(n->cq_head + k) % n->ccap];
+  free(n->cq);
+  n->cq = cq;
+  n->cq_head = 0;
+  n->ccap = cap;
+  return true;
+}
+
 static void push_wc(struct simnic *n, const struct pp_wc *wc)
 {
-  uint32_t cap = n->f->prof.cq_depth;
-  if (n->cq_count == cap) {
+  if (!cq_room(n)) { /* cq_depth reached (or no memory to grow to it): overflow */
     push_async(n, PP_EVENT_CQ_ERR, wc->qp_num, 0);
     return;
   }
-  n->cq[(n->cq_head + n->cq_count++) % cap] = *wc;
+  n->cq[(n->cq_head + n->cq_count++) % n->ccap] = *wc;
   logf_(n, "WC qp %u wr_id 0x%" PRIx64 " %s %s len %u", wc->qp_num, wc->wr_id,
         pp_wc_opcode_name(wc->opcode), pp_wc_status_name(wc->status), wc->byte_len);
 }
@@ -646,6 +698,155 @@ static bool qp_can_transmit(struct qp *qp)
   return w->wr.opcode != PP_WR_RDMA_READ || qp->reads_out < qp->attr.max_rd_atomic;
 }
 
+/* ---------------------------------------------------------------- the QP indexes */
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+  return a < b ? a : b;
+}
+
+/* The QP's earliest timer (UINT64_MAX: none); depends on the QP alone, not on the time. */
+static uint64_t qp_key(const struct qp *qp)
+{
+  uint64_t d = UINT64_MAX;
+  if (qp->rnr_until)
+    d = min_u64(d, qp->rnr_until);
+  if (qp->ack_deadline)
+    d = min_u64(d, qp->ack_deadline);
+  if (qp->ack_pending)
+    d = min_u64(d, qp->ack_due);
+  if (qp->pend)
+    d = min_u64(d, qp->pend->due);
+  return d;
+}
+
+static uint64_t heap_key(const struct simnic *n, uint32_t at)
+{
+  return n->qps[n->heap[at]].key;
+}
+
+static void heap_put(struct simnic *n, uint32_t at, uint32_t qpi)
+{
+  n->heap[at] = qpi;
+  n->qps[qpi].heap_pos = at + 1;
+}
+
+static void heap_up(struct simnic *n, uint32_t at)
+{
+  uint32_t qpi = n->heap[at];
+  uint64_t key = n->qps[qpi].key;
+  while (at > 0 && heap_key(n, (at - 1) / 2) > key) {
+    heap_put(n, at, n->heap[(at - 1) / 2]);
+    at = (at - 1) / 2;
+  }
+  heap_put(n, at, qpi);
+}
+
+static void heap_down(struct simnic *n, uint32_t at)
+{
+  uint32_t qpi = n->heap[at];
+  uint64_t key = n->qps[qpi].key;
+  for (;;) {
+    uint32_t c = 2 * at + 1;
+    if (c >= n->nheap)
+      break;
+    if (c + 1 < n->nheap && heap_key(n, c + 1) < heap_key(n, c))
+      c++;
+    if (heap_key(n, c) >= key)
+      break;
+    heap_put(n, at, n->heap[c]);
+    at = c;
+  }
+  heap_put(n, at, qpi);
+}
+
+static void heap_remove(struct simnic *n, struct qp *qp)
+{
+  uint32_t at = qp->heap_pos - 1, moved = n->heap[--n->nheap];
+  qp->heap_pos = 0;
+  if (at == n->nheap)
+    return;
+  heap_put(n, at, moved);
+  heap_up(n, at);
+  heap_down(n, n->qps[moved].heap_pos - 1);
+}
+
+/* The QP's key is now `key`: in the heap at its place, or out of it (UINT64_MAX). */
+static void heap_set(struct simnic *n, struct qp *qp, uint64_t key)
+{
+  qp->key = key;
+  if (key == UINT64_MAX) {
+    if (qp->heap_pos)
+      heap_remove(n, qp);
+    return;
+  }
+  if (!qp->heap_pos) {
+    assert(n->nheap < n->qcap);
+    heap_put(n, n->nheap++, (uint32_t)(qp - n->qps));
+  }
+  heap_up(n, qp->heap_pos - 1);
+  heap_down(n, qp->heap_pos - 1);
+}
+
+static void tx_bit(struct simnic *n, uint32_t pos, bool on)
+{
+  uint64_t m = 1ull << (pos % 64), *w = &n->txbits[pos / 64];
+  if (on == ((*w & m) != 0))
+    return;
+  *w ^= m;
+  if (on)
+    n->ntx++;
+  else
+    n->ntx--;
+}
+
+/* Brings the indexes up to date with every QP touched since the last time. */
+static void qp_sync(struct simnic *n)
+{
+  for (uint32_t k = 0; k < n->ndirty; k++) {
+    uint32_t i = n->dirty[k];
+    struct qp *qp = &n->qps[i];
+    assert(qp->used && qp->dirty);
+    qp->dirty = false;
+    tx_bit(n, n->live_pos[i], qp_can_transmit(qp));
+    uint64_t key = qp_key(qp);
+    if (key != qp->key)
+      heap_set(n, qp, key);
+  }
+  n->ndirty = 0;
+}
+
+/* The first place in `live` at or after `from` (cyclically) whose QP can transmit; nlive if
+ * none. Bits beyond nlive are never set. */
+static uint32_t tx_find(const struct simnic *n, uint32_t from)
+{
+  uint32_t words = (n->nlive + 63) / 64;
+  if (n->ntx == 0)
+    return n->nlive;
+  for (uint32_t k = 0; k <= words; k++) {
+    uint32_t w = (from / 64 + k) % words;
+    uint64_t bits = n->txbits[w];
+    if (k == 0)
+      bits &= ~0ull << (from % 64); /* from `from` on */
+    else if (k == words)
+      bits &= from % 64 ? ~(~0ull << (from % 64)) : 0; /* back round: before `from` */
+    if (bits)
+      return w * 64 + (uint32_t)__builtin_ctzll(bits);
+  }
+  return n->nlive;
+}
+
+/* A QP came or went: places in `live` moved; the bitmap is rebuilt (set-up and tear-down). */
+static void qp_reindex(struct simnic *n)
+{
+  memset(n->txbits, 0, (n->qcap + 63) / 64 * sizeof(*n->txbits));
+  n->ntx = 0;
+  for (uint32_t k = 0; k < n->nlive; k++) {
+    n->live_pos[n->live[k]] = k;
+    tx_bit(n, k, qp_can_transmit(&n->qps[n->live[k]]));
+  }
+}
+
 static uint64_t transmit(struct simnic *n, struct qp *qp)
 {
   struct sq_wqe *w = sq_at(qp, qp->sq_next);
@@ -697,16 +898,13 @@ static uint64_t transmit(struct simnic *n, struct qp *qp)
 static void tx_kick(struct simnic *n)
 {
   while (n->tx_free_at <= n->now) {
-    struct qp *qp = NULL;
-    for (uint32_t k = 0; k < n->nlive && !qp; k++) {
-      uint32_t at = (n->tx_rr + k) % n->nlive;
-      if (qp_can_transmit(&n->qps[n->live[at]])) {
-        qp = &n->qps[n->live[at]];
-        n->tx_rr = at + 1;
-      }
-    }
-    if (!qp)
+    qp_sync(n);
+    uint32_t at = n->nlive ? tx_find(n, n->tx_rr % n->nlive) : 0;
+    if (at >= n->nlive)
       return;
+    struct qp *qp = &n->qps[n->live[at]];
+    n->tx_rr = at + 1;
+    qp_touch(n, qp);
     /* up to train_max WQEs of this QP leave as one train (doorbell batching) */
     uint64_t wire = 0, wqes = 0;
     train_open(n);
@@ -1162,6 +1360,7 @@ static void fault_events(struct simnic *n)
     n->qp_error_done = true;
     if (n->nlive) {
       struct qp *qp = &n->qps[n->live[fl->qp_error_qp % n->nlive]];
+      qp_touch(n, qp);
       if (qp->state != PP_QPS_ERR && qp->state != PP_QPS_RESET) {
         n->fc.qp_errors++;
         logf_(n, "FAULT qp %u forced to ERROR", qp->qpn);
@@ -1172,7 +1371,7 @@ static void fault_events(struct simnic *n)
   }
   if (rkey_due(n) && n->now >= fl->rkey_ns) {
     n->rkey_done = true;
-    for (uint32_t i = 0; i < n->f->prof.max_mr; i++) {
+    for (uint32_t i = 0; i < n->mcap; i++) {
       struct mr *m = &n->mrs[i];
       if (m->used && (m->mr.access & (PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ))) {
         m->mr.rkey ^= 0x20000000u; /* same MR slot, a key no peer holds */
@@ -1222,7 +1421,6 @@ static void on_one_packet(struct simnic *n, struct simnic_pkt *p)
 
 void simnic_on_packet(struct simnic *n, uint64_t now, struct simnic_pkt *p)
 {
-  n->qscan_ok = false;
   n->now = now;
   fault_events(n);
   while (p) {
@@ -1233,40 +1431,35 @@ void simnic_on_packet(struct simnic *n, uint64_t now, struct simnic_pkt *p)
   tx_kick(n);
 }
 
-static uint64_t min_u64(uint64_t a, uint64_t b)
+#ifndef NDEBUG
+/* Debug builds: the indexes say what a scan of every QP would (the scan they replace). */
+static void check_indexes(const struct simnic *n)
 {
-  return a < b ? a : b;
-}
-
-/* The QPs' share of the next deadline; depends on the QPs alone (not on the time). */
-static void qscan(struct simnic *n)
-{
-  uint64_t d = UINT64_MAX;
-  bool tx = false;
+  uint32_t ntx = 0;
   for (uint32_t k = 0; k < n->nlive; k++) {
-    struct qp *qp = &n->qps[n->live[k]];
-    if (qp->rnr_until)
-      d = min_u64(d, qp->rnr_until);
-    if (qp->ack_deadline)
-      d = min_u64(d, qp->ack_deadline);
-    if (qp->ack_pending)
-      d = min_u64(d, qp->ack_due);
-    if (qp->pend)
-      d = min_u64(d, qp->pend->due);
-    tx = tx || qp_can_transmit(qp);
+    const struct qp *qp = &n->qps[n->live[k]];
+    bool bit = (n->txbits[k / 64] >> (k % 64)) & 1;
+    assert(n->live_pos[n->live[k]] == k && !qp->dirty);
+    assert(bit == qp_can_transmit((struct qp *)qp));
+    assert(qp->key == qp_key(qp) && (qp->heap_pos != 0) == (qp->key != UINT64_MAX));
+    ntx += bit;
   }
-  n->qscan_deadline = d;
-  n->qscan_tx = tx;
-  n->qscan_ok = true;
+  assert(ntx == n->ntx);
+  for (uint32_t i = 1; i < n->nheap; i++)
+    assert(heap_key(n, (i - 1) / 2) <= heap_key(n, i) && n->qps[n->heap[i]].heap_pos == i + 1);
 }
+#endif
 
 uint64_t simnic_next_deadline(const struct simnic *cn)
 {
-  struct simnic *n = (struct simnic *)cn; /* the scan's cache is not the NIC's state */
-  if (!n->qscan_ok)
-    qscan(n);
-  uint64_t d = n->qscan_deadline;
-  if (n->tx_free_at > n->now && n->qscan_tx)
+  struct simnic *n = (struct simnic *)cn; /* the indexes are not the NIC's state */
+  if (n->ndirty)
+    qp_sync(n);
+#ifndef NDEBUG
+  check_indexes(n);
+#endif
+  uint64_t d = n->nheap ? n->qps[n->heap[0]].key : UINT64_MAX;
+  if (n->tx_free_at > n->now && n->ntx)
     d = min_u64(d, n->tx_free_at);
   if (n->delay_head)
     d = min_u64(d, n->delay_head->release_at);
@@ -1301,13 +1494,30 @@ static void qp_timers(struct simnic *n, struct qp *qp)
   }
 }
 
+/* simnic_on_timer: the places in `live` of the QPs with a timer due, in that order. */
+static uint32_t take_due(struct simnic *n)
+{
+  uint32_t k = 0;
+  qp_sync(n);
+  while (n->nheap && n->qps[n->heap[0]].key <= n->now) {
+    struct qp *qp = &n->qps[n->heap[0]];
+    uint32_t pos = n->live_pos[n->heap[0]], j = k++;
+    heap_set(n, qp, UINT64_MAX);
+    qp_touch(n, qp); /* its timers change: back into the heap at the next qp_sync */
+    for (; j > 0 && n->due[j - 1] > pos; j--) /* few at a time: insertion */
+      n->due[j] = n->due[j - 1];
+    n->due[j] = pos;
+  }
+  return k;
+}
+
 void simnic_on_timer(struct simnic *n, uint64_t now)
 {
-  n->qscan_ok = false;
   n->now = now;
   fault_events(n);
-  for (uint32_t k = 0; k < n->nlive; k++) {
-    struct qp *qp = &n->qps[n->live[k]];
+  uint32_t ndue = take_due(n);
+  for (uint32_t k = 0; k < ndue; k++) { /* in the order of `live`, as a scan of them would */
+    struct qp *qp = &n->qps[n->live[n->due[k]]];
     if (qp->pend && qp->pend->due <= now)
       finish_placement(n, qp);
     qp_timers(n, qp);
@@ -1332,10 +1542,9 @@ enum pp_status simnic_set_line_rate(struct simnic *n, double bits_per_second)
 int simnic_poll_cq(struct simnic *n, struct pp_wc *wc, int max)
 {
   int k = 0;
-  uint32_t cap = n->f->prof.cq_depth;
   for (; k < max && n->cq_count > 0; k++) {
     wc[k] = n->cq[n->cq_head];
-    n->cq_head = (n->cq_head + 1) % cap;
+    n->cq_head = (n->cq_head + 1) % n->ccap;
     n->cq_count--;
   }
   return k;
@@ -1435,15 +1644,59 @@ void simnic_pkt_trace(const struct simnic_pkt *p, struct pp_trace_pkt *k)
 
 /* ---------------------------------------------------------------- verbs */
 
+/* Zeroed room for `cap` elements of `size` where `*p` has `old` (cap >= old). */
+static bool grow(void *p, size_t size, uint32_t old, uint32_t cap)
+{
+  void **pp = p;
+  void *q = realloc(*pp, (size_t)cap * size);
+  if (!q)
+    return false;
+  memset((char *)q + (size_t)old * size, 0, (size_t)(cap - old) * size);
+  *pp = q;
+  return true;
+}
+
+static uint32_t next_cap(uint32_t cap, uint32_t max)
+{
+  return cap >= max / 2 ? max : cap * 2;
+}
+
+/* The MR table doubles (slot i keeps its keys: lkey (i + 1) << 8 | gen). */
+static bool mr_grow(struct simnic *n)
+{
+  uint32_t cap = next_cap(n->mcap, n->f->prof.max_mr);
+  if (cap == n->mcap || !grow(&n->mrs, sizeof(*n->mrs), n->mcap, cap))
+    return false;
+  n->mcap = cap;
+  return true;
+}
+
+/* Every per-QP array doubles; indices (QP numbers) stay. */
+static bool qp_grow(struct simnic *n)
+{
+  uint32_t old = n->qcap, cap = next_cap(old, n->f->prof.max_qp);
+  if (cap == old)
+    return false;
+  bool ok = grow(&n->qps, sizeof(*n->qps), old, cap) && grow(&n->live, sizeof(uint32_t), old, cap) &&
+            grow(&n->live_pos, sizeof(uint32_t), old, cap) &&
+            grow(&n->dirty, sizeof(uint32_t), old, cap) &&
+            grow(&n->heap, sizeof(uint32_t), old, cap) && grow(&n->due, sizeof(uint32_t), old, cap) &&
+            grow(&n->txbits, sizeof(uint64_t), (old + 63) / 64, (cap + 63) / 64);
+  if (ok) /* else some arrays are larger than qcap: harmless */
+    n->qcap = cap;
+  return ok;
+}
+
 static int nic_reg_mr(void *nic, void *addr, size_t length, unsigned access, struct pp_mr *out)
 {
-  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   if ((!addr && length) || (access & ~7u))
     return PP_INVALID;
   if ((access & (PP_ACCESS_REMOTE_WRITE)) && !(access & PP_ACCESS_LOCAL_WRITE))
     return PP_INVALID; /* ibverbs: remote write needs local write */
   for (uint32_t i = 0; i < n->f->prof.max_mr; i++) {
+    if (i == n->mcap && !mr_grow(n))
+      return n->mcap == n->f->prof.max_mr ? PP_LIMIT : PP_NOMEM;
     struct mr *m = &n->mrs[i];
     if (m->used)
       continue;
@@ -1465,7 +1718,6 @@ static int nic_reg_mr(void *nic, void *addr, size_t length, unsigned access, str
 
 static int nic_dereg_mr(void *nic, const struct pp_mr *mr)
 {
-  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   uint32_t i = key_index(mr->lkey);
   if (!mr_by_key(n, mr->lkey, 0))
@@ -1492,7 +1744,6 @@ static enum pp_status ring_push(struct ring *r, const struct pp_recv_wr *wr)
 
 static int nic_create_srq(void *nic, const struct pp_srq_init_attr *a, uint32_t *srq_num)
 {
-  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   if (a->max_wr < 1 || a->max_wr > n->f->prof.max_qp_wr || a->max_sge > PP_MAX_SGE)
     return PP_INVALID;
@@ -1517,7 +1768,6 @@ static int nic_create_srq(void *nic, const struct pp_srq_init_attr *a, uint32_t 
 
 static int nic_modify_srq(void *nic, uint32_t srq_num, uint32_t limit)
 {
-  ((struct simnic *)nic)->qscan_ok = false;
   struct srq *s = srq_get(nic, srq_num);
   if (!s)
     return PP_NOTFOUND;
@@ -1529,7 +1779,6 @@ static int nic_modify_srq(void *nic, uint32_t srq_num, uint32_t limit)
 
 static int nic_destroy_srq(void *nic, uint32_t srq_num)
 {
-  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   struct srq *s = srq_get(n, srq_num);
   if (!s)
@@ -1545,7 +1794,6 @@ static int nic_destroy_srq(void *nic, uint32_t srq_num)
 
 static int nic_create_qp(void *nic, const struct pp_qp_init_attr *a, uint32_t *qp_num)
 {
-  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   const struct pp_nic_profile *prof = &n->f->prof;
   if (a->max_send_wr < 1 || a->max_send_wr > prof->max_qp_wr || a->max_recv_wr > prof->max_qp_wr ||
@@ -1553,10 +1801,12 @@ static int nic_create_qp(void *nic, const struct pp_qp_init_attr *a, uint32_t *q
       (a->srq_num && !srq_get(n, a->srq_num)))
     return PP_INVALID;
   for (uint32_t i = 0; i < prof->max_qp; i++) {
+    if (i == n->qcap && !qp_grow(n))
+      return n->qcap == prof->max_qp ? PP_LIMIT : PP_NOMEM;
     struct qp *qp = &n->qps[i];
     if (qp->used)
       continue;
-    *qp = (struct qp){.init = *a, .qpn = QPN_BASE + i, .state = PP_QPS_RESET};
+    *qp = (struct qp){.init = *a, .qpn = QPN_BASE + i, .state = PP_QPS_RESET, .key = UINT64_MAX};
     qp->sq = calloc(a->max_send_wr, sizeof(*qp->sq));
     if (!qp->sq || ring_init(&qp->rq, a->srq_num ? 0 : a->max_recv_wr) != PP_OK) {
       free(qp->sq);
@@ -1565,7 +1815,8 @@ static int nic_create_qp(void *nic, const struct pp_qp_init_attr *a, uint32_t *q
       return PP_NOMEM;
     }
     qp->used = true;
-    n->live[n->nlive++] = i;
+    n->live_pos[i] = n->nlive;
+    n->live[n->nlive++] = i; /* last in `live`: no other place moves, its bit is clear */
     *qp_num = qp->qpn;
     return PP_OK;
   }
@@ -1574,7 +1825,6 @@ static int nic_create_qp(void *nic, const struct pp_qp_init_attr *a, uint32_t *q
 
 static int nic_destroy_qp(void *nic, uint32_t qpn)
 {
-  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   struct qp *qp = qp_get(n, qpn);
   if (!qp)
@@ -1584,12 +1834,20 @@ static int nic_destroy_qp(void *nic, uint32_t qpn)
     k++;
   memmove(&n->live[k], &n->live[k + 1], (n->nlive - k - 1) * sizeof(*n->live));
   n->nlive--;
+  if (qp->dirty) { /* off the dirty list: qp_sync sees only QPs in use */
+    k = 0;
+    while (n->dirty[k] != idx)
+      k++;
+    n->dirty[k] = n->dirty[--n->ndirty];
+  }
+  heap_set(n, qp, UINT64_MAX);
   for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++)
     sq_at(qp, i)->gen = 0;
   drop_placement(n, qp, false);
   free(qp->sq);
   free(qp->rq.wr);
   *qp = (struct qp){0};
+  qp_reindex(n);
   return PP_OK;
 }
 
@@ -1659,7 +1917,6 @@ static void apply_attrs(struct qp *qp, const struct pp_qp_attr *a, unsigned mask
 
 static int nic_modify_qp(void *nic, uint32_t qpn, const struct pp_qp_attr *a, unsigned mask)
 {
-  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   struct qp *qp = qp_get(n, qpn);
   if (!qp)
@@ -1695,7 +1952,6 @@ static int nic_modify_qp(void *nic, uint32_t qpn, const struct pp_qp_attr *a, un
 
 static int nic_post_send(void *nic, uint32_t qpn, const struct pp_send_wr *wr)
 {
-  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   struct qp *qp = qp_get(n, qpn);
   if (!qp)
@@ -1724,7 +1980,6 @@ static int nic_post_send(void *nic, uint32_t qpn, const struct pp_send_wr *wr)
 
 static int nic_post_recv(void *nic, uint32_t qpn, const struct pp_recv_wr *wr)
 {
-  ((struct simnic *)nic)->qscan_ok = false;
   struct simnic *n = nic;
   struct qp *qp = qp_get(n, qpn);
   if (!qp)
@@ -1744,7 +1999,6 @@ static int nic_post_recv(void *nic, uint32_t qpn, const struct pp_recv_wr *wr)
 
 static int nic_post_srq_recv(void *nic, uint32_t srq_num, const struct pp_recv_wr *wr)
 {
-  ((struct simnic *)nic)->qscan_ok = false;
   struct srq *s = srq_get(nic, srq_num);
   if (!s)
     return PP_NOTFOUND;
@@ -1793,6 +2047,11 @@ static void nic_fini(struct simnic *n)
     }
   free(n->qps);
   free(n->live);
+  free(n->live_pos);
+  free(n->dirty);
+  free(n->heap);
+  free(n->txbits);
+  free(n->due);
   free(n->srqs);
   free(n->mrs);
   free(n->cq);
@@ -1803,20 +2062,42 @@ static enum pp_status nic_init(struct simnic_fabric *f, struct simnic *n, uint32
   const struct pp_nic_profile *p = &f->prof;
   n->f = f;
   n->host = host;
-  n->qps = calloc(p->max_qp, sizeof(*n->qps));
-  n->live = calloc(p->max_qp, sizeof(*n->live));
+  n->qcap = p->max_qp < QP_CAP0 ? p->max_qp : QP_CAP0;
+  n->mcap = p->max_mr < MR_CAP0 ? p->max_mr : MR_CAP0;
+  n->ccap = p->cq_depth < CQ_CAP0 ? p->cq_depth : CQ_CAP0;
+  n->qps = calloc(n->qcap, sizeof(*n->qps));
+  n->live = calloc(n->qcap, sizeof(*n->live));
+  n->live_pos = calloc(n->qcap, sizeof(*n->live_pos));
+  n->dirty = calloc(n->qcap, sizeof(*n->dirty));
+  n->heap = calloc(n->qcap, sizeof(*n->heap));
+  n->txbits = calloc((n->qcap + 63) / 64, sizeof(*n->txbits));
+  n->due = calloc(n->qcap, sizeof(*n->due));
   n->srqs = calloc(p->max_srq ? p->max_srq : 1, sizeof(*n->srqs));
-  n->mrs = calloc(p->max_mr, sizeof(*n->mrs));
-  n->cq = calloc(p->cq_depth, sizeof(*n->cq));
-  return n->qps && n->live && n->srqs && n->mrs && n->cq ? PP_OK : PP_NOMEM;
+  n->mrs = calloc(n->mcap, sizeof(*n->mrs));
+  n->cq = calloc(n->ccap, sizeof(*n->cq));
+  return n->qps && n->live && n->live_pos && n->dirty && n->heap && n->txbits && n->due &&
+                 n->srqs && n->mrs && n->cq
+             ? PP_OK
+             : PP_NOMEM;
 }
 
-uint64_t simnic_mem_bytes(const struct pp_nic_profile *p, uint64_t send_wqes, uint64_t recv_wqes)
+/* The size a table that starts at `cap` and doubles reaches for `need` entries, at most `max`. */
+static uint64_t cap_for(uint64_t cap, uint64_t need, uint64_t max)
+{
+  while (cap < need && cap < max)
+    cap = next_cap((uint32_t)cap, (uint32_t)max);
+  return cap < max ? cap : max;
+}
+
+uint64_t simnic_mem_bytes(const struct pp_nic_profile *p, uint64_t qps, uint64_t send_wqes,
+                          uint64_t recv_wqes)
 {
   uint64_t srqs = p->max_srq ? p->max_srq : 1;
-  return sizeof(struct simnic) + (uint64_t)p->max_qp * (sizeof(struct qp) + sizeof(uint32_t)) +
-         srqs * sizeof(struct srq) + (uint64_t)p->max_mr * sizeof(struct mr) +
-         (uint64_t)p->cq_depth * sizeof(struct pp_wc) + send_wqes * sizeof(struct sq_wqe) +
+  uint64_t q = cap_for(QP_CAP0, qps, p->max_qp), m = cap_for(MR_CAP0, MR_EST, p->max_mr);
+  uint64_t c = cap_for(CQ_CAP0, send_wqes + recv_wqes, p->cq_depth);
+  return sizeof(struct simnic) + q * (sizeof(struct qp) + 5 * sizeof(uint32_t)) +
+         (q + 63) / 64 * sizeof(uint64_t) + srqs * sizeof(struct srq) + m * sizeof(struct mr) +
+         c * sizeof(struct pp_wc) + send_wqes * sizeof(struct sq_wqe) +
          recv_wqes * sizeof(struct pp_recv_wr);
 }
 

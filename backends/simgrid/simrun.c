@@ -438,7 +438,7 @@ void pp_sim_mem_need(const struct pp_sim_config *cfg, struct pp_sim_mem *out)
   uint64_t page = 4096;
   *out = (struct pp_sim_mem){
       .engine = e.bytes,
-      .nic = simnic_mem_bytes(&cfg->nic, e.send_wqes, e.recv_wqes),
+      .nic = simnic_mem_bytes(&cfg->nic, e.qps, e.send_wqes, e.recv_wqes),
       .stack = ((uint64_t)stack_kib() << 10) + page, /* and its guard page */
       .simgrid = PP_SIM_SG_PER_RANK,
       .biggest = e.biggest,

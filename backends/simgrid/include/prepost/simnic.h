@@ -112,10 +112,11 @@ struct simnic_wire {
                uint64_t wire_bytes);
 };
 
-/* Bytes one simulated NIC of `profile` allocates: its QP, SRQ, MR and CQ tables (sized by the
- * profile's max_qp, max_srq, max_mr and cq_depth at creation), and QPs whose queues hold
- * send_wqes and recv_wqes entries in all. */
-uint64_t simnic_mem_bytes(const struct pp_nic_profile *profile, uint64_t send_wqes,
+/* Bytes one simulated NIC of `profile` allocates for `qps` QPs whose queues hold send_wqes and
+ * recv_wqes entries in all: its SRQ table (max_srq), and its QP, MR and CQ tables, which grow
+ * by doubling to what the run uses (at most max_qp, max_mr, cq_depth; the CQ to one entry per
+ * WQE, the MR table to an estimate of 1,024 registrations). */
+uint64_t simnic_mem_bytes(const struct pp_nic_profile *profile, uint64_t qps, uint64_t send_wqes,
                           uint64_t recv_wqes);
 
 /* The fabric owns every NIC and the packet pool; nhosts NICs share one profile. */
