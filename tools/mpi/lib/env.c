@@ -191,6 +191,7 @@ PP_ALIAS(MPI_Query_thread);
 int PMPI_Finalize(void)
 {
   pp_need_init("MPI_Finalize");
+  pp_p2p_quiesce(); /* freed requests and buffered sends end first */
   PMPI_Barrier(MPI_COMM_WORLD); /* MPI: collective over MPI_COMM_WORLD */
   pp_link_finalize();
   pp_st.finalized = true;
