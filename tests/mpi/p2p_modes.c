@@ -536,6 +536,14 @@ int main(int argc, char **argv)
     MPI_Bsend(big, 300, MPI_CHAR, 1 - rank, 0, MPI_COMM_WORLD);
     CHECK(0, "not reached");
   }
+  if (argc > 1 && !strcmp(argv[1], "selfhang")) { /* a synchronous send to oneself, unmatched */
+    int v = 1;
+    if (rank == 0)
+      MPI_Ssend(&v, 1, MPI_INT, 0, 3, MPI_COMM_WORLD);
+    else
+      MPI_Recv(&v, 1, MPI_INT, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(0, "not reached");
+  }
   ready();
   buffered();
   replace();

@@ -893,7 +893,9 @@ static void report_cycle(const struct pp_mpi_srv *s, FILE *out)
       cur = (uint32_t)waits_for(s, cur, &sl);
       fprintf(out, " -> rank %u", cur);
     } while (cur != start);
-    fputs(" (a deadlock: each waits for the next)\n", out);
+    fputs(steps == 1 ? " (a deadlock: the rank waits for a message of its own)\n"
+                     : " (a deadlock: each waits for the next)\n",
+          out);
     return;
   }
   fputs("  no wait-for cycle between the blocked ranks (a receive no rank sends, or a wildcard)\n",

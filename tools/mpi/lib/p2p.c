@@ -287,14 +287,20 @@ int pp_start_recv(const char *fn, const struct pp_comm *c, int ctx_off, void *bu
   return MPI_SUCCESS;
 }
 
+/* buf + off, from MPI_BOTTOM (NULL) too: absolute addresses */
+static void *at(const void *buf, MPI_Aint off)
+{
+  return (void *)((uintptr_t)buf + (uintptr_t)off);
+}
+
 /* A typed send: in place when the data is one run, else packed into a copy the link sends. */
 static int send_typed(const char *fn, const struct pp_comm *c, const void *buf, int count,
                       MPI_Datatype dt, const struct pp_tbuf *tb, int dest, int tag, bool sync,
                       MPI_Request *out)
 {
   if (tb->dense || dest == MPI_PROC_NULL)
-    return pp_start_send(fn, c, 0, (const char *)buf + (tb->dense ? tb->off : 0), tb->bytes,
-                         dest, tag, sync, out);
+    return pp_start_send(fn, c, 0, at(buf, tb->dense ? tb->off : 0), tb->bytes, dest, tag, sync,
+                         out);
   void *pk = malloc(tb->bytes ? tb->bytes : 1);
   if (!pk)
     return pp_err(c, fn, MPI_ERR_NO_MEM, "a %zu-byte copy to pack into", tb->bytes);
@@ -310,8 +316,8 @@ static int recv_typed(const char *fn, const struct pp_comm *c, void *buf, int co
                       MPI_Request *out)
 {
   if (tb->dense || source == MPI_PROC_NULL)
-    return pp_start_recv(fn, c, 0, (char *)buf + (tb->dense ? tb->off : 0), tb->bytes, source,
-                         tag, out);
+    return pp_start_recv(fn, c, 0, at(buf, tb->dense ? tb->off : 0), tb->bytes, source, tag,
+                         out);
   void *pk = malloc(tb->bytes ? tb->bytes : 1);
   if (!pk)
     return pp_err(c, fn, MPI_ERR_NO_MEM, "a %zu-byte copy to receive into", tb->bytes);
@@ -1097,7 +1103,7 @@ static int imrecv(const char *fn, void *buf, int count, MPI_Datatype dt, MPI_Mes
                         .udt = dt, .held = true, .bsend_seg = -1};
   pp_type_hold(dt);
   if (tb.dense) {
-    l->buf = (char *)buf + tb.off;
+    l->buf = at(buf, tb.off);
   } else if (!(l->buf = malloc(tb.bytes ? tb.bytes : 1))) {
     lreq_free(l);
     *req = MPI_REQUEST_NULL;
@@ -1227,10 +1233,7 @@ static int start1(const char *fn, MPI_Request *req)
   if (l->active)
     return pp_err(l->comm, fn, MPI_ERR_REQUEST, "the persistent request is active already "
                                                 "(complete it before starting it again)");
-  const char *op = l->pmode == PP_MODE_RECV ? "MPI_Start (MPI_Recv_init)"
-                   : l->pmode == PP_MODE_SYNC ? "MPI_Start (MPI_Ssend_init)"
-                   : l->pmode == PP_MODE_BUF ? "MPI_Start (MPI_Bsend_init)"
-                                             : "MPI_Start (MPI_Send_init)";
+  const char *op = fn; /* its errors are the Start's */
   int e = l->pmode == PP_MODE_RECV
               ? start_recv(op, (void *)l->pbuf, l->pcount, l->pdt, l->peer, l->tag, l->pcomm,
                            &l->inner)
