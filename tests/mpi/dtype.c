@@ -145,6 +145,8 @@ static void structs(void)
     CHECK_OK(MPI_Send(a, 3, t, 1, 3, MPI_COMM_WORLD));
     int five[5] = {1, 2, 3, 4, 5};
     CHECK_OK(MPI_Send(five, 5, MPI_INT, 1, 4, MPI_COMM_WORLD));
+    int pairs[6] = {1, 2, 3, 4, 5, 6};
+    CHECK_OK(MPI_Send(pairs, 3, MPI_2INT, 1, 11, MPI_COMM_WORLD));
   } else if (rank == 1) {
     memset(a, 0, sizeof(a));
     MPI_Status st;
@@ -162,6 +164,11 @@ static void structs(void)
     CHECK(n == MPI_UNDEFINED, "5 ints are no whole pairs: %d", n);
     CHECK_OK(MPI_Get_elements(&st, pair, &n));
     CHECK(n == 5 && got[4] == 5 && got[5] == 0, "Get_elements of a partial pair: %d", n);
+    CHECK_OK(MPI_Recv(got, 3, MPI_2INT, 0, 11, MPI_COMM_WORLD, &st));
+    CHECK_OK(MPI_Get_elements(&st, MPI_2INT, &n));
+    CHECK(n == 6 && got[5] == 6, "a pair type is two basic elements: %d", n);
+    CHECK_OK(MPI_Get_count(&st, MPI_2INT, &n));
+    CHECK(n == 3, "Get_count of pairs %d", n);
   }
   CHECK_OK(MPI_Type_free(&t));
   CHECK_OK(MPI_Type_free(&pair));

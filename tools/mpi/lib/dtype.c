@@ -188,8 +188,14 @@ static bool run(struct walk *w, MPI_Aint off, size_t n, size_t elem)
 static bool walk_type(struct walk *w, MPI_Datatype h, MPI_Aint off, MPI_Count count)
 {
   size_t sz = prim_size(h);
-  if (sz)
-    return run(w, off, (size_t)count * sz, sz);
+  if (sz) {
+    MPI_Count before = w->elems;
+    bool whole = run(w, off, (size_t)count * sz, sz);
+    if (h == MPI_FLOAT_INT || h == MPI_DOUBLE_INT || h == MPI_LONG_INT || h == MPI_SHORT_INT ||
+        h == MPI_2INT || h == MPI_LONG_DOUBLE_INT)
+      w->elems += w->elems - before; /* a pair is two basic elements */
+    return whole;
+  }
   const struct dtype *d = dt_get(h);
   if (d->dense && d->kind != DK_LIST && d->depth == 1 && prim_size(d->child))
     return run(w, off + d->true_lb, (size_t)count * d->size, prim_size(d->child));
