@@ -544,6 +544,16 @@ int main(int argc, char **argv)
       MPI_Recv(&v, 1, MPI_INT, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     CHECK(0, "not reached");
   }
+  if (argc > 1 && !strcmp(argv[1], "freehang")) { /* a freed Issend no receive takes */
+    int v = 1;
+    MPI_Request r;
+    if (rank == 0) {
+      MPI_Issend(&v, 1, MPI_INT, 1, 8, MPI_COMM_WORLD, &r);
+      MPI_Request_free(&r);
+    }
+    MPI_Finalize(); /* rank 0 waits for its freed send there, rank 1 in the barrier */
+    CHECK(0, "not reached");
+  }
   ready();
   buffered();
   replace();

@@ -400,7 +400,7 @@ static int complete_core(const char *fn, int n, MPI_Request *reqs, MPI_Status *s
 
 /* Sweeps (block false: what is done now) or waits for (block: every one, or only the buffered
  * sends) the background requests. */
-static void bg_sweep(bool block, bool only_bsend)
+static void bg_sweep(const char *fn, bool block, bool only_bsend)
 {
   static MPI_Request rq[PP_LINK_MAX_WAIT];
   static int idx[PP_LINK_MAX_WAIT];
@@ -412,7 +412,7 @@ static void bg_sweep(bool block, bool only_bsend)
     if (!n)
       return;
     int out = 0;
-    complete_core("MPI (a background request)", (int)n, rq, MPI_STATUSES_IGNORE,
+    complete_core(fn, (int)n, rq, MPI_STATUSES_IGNORE,
                   block ? PP_LINK_ALL : PP_LINK_SOME, block ? 1 : 2, true, NULL, NULL,
                   block ? NULL : &out, block ? NULL : idx);
     uint32_t k = 0; /* keep the ones still running */
@@ -428,14 +428,14 @@ static void bg_sweep(bool block, bool only_bsend)
 static void bg_add(struct pp_lreq *l)
 {
   if (nbg == PP_LINK_MAX_WAIT)
-    bg_sweep(true, false); /* full: wait for them (bounded, never dropped) */
+    bg_sweep("MPI_Request_free", true, false); /* full: wait for them (bounded, never dropped) */
   l->background = true;
   bg[nbg++] = handle_of(l);
 }
 
 void pp_p2p_quiesce(void)
 {
-  bg_sweep(true, false);
+  bg_sweep("MPI_Finalize", true, false);
 }
 
 /* ---------------------------------------------------------------- completing requests */
@@ -619,7 +619,7 @@ int pp_complete(const char *fn, int n, MPI_Request *reqs, MPI_Status *sts, int m
   if (n < 0 || (n && !reqs))
     return pp_err(NULL, fn, MPI_ERR_ARG, "%d requests", n);
   if (nbg)
-    bg_sweep(false, false);
+    bg_sweep(fn, false, false);
   bool persist = false;
   for (int i = 0; i < n && !persist; i++) {
     struct pp_lreq *l = reqs[i] == MPI_REQUEST_NULL ? NULL : pp_lreq_get(reqs[i]);
@@ -701,7 +701,7 @@ static int start_bsend(const char *fn, const struct pp_comm *c, const void *buf,
     size_t need = (tb->bytes + MPI_BSEND_OVERHEAD + 7) & ~(size_t)7, off = 0;
     uint64_t key = bsb_alloc(need, &off);
     if (!key && nbg) { /* transfers done meanwhile give their space back */
-      bg_sweep(false, true);
+      bg_sweep(fn, false, true);
       key = bsb_alloc(need, &off);
     }
     if (!key)
@@ -751,7 +751,7 @@ int PMPI_Buffer_detach(void *buffer_addr, int *size)
   pp_need_init("MPI_Buffer_detach");
   if (!buffer_addr || !size)
     return pp_err(NULL, "MPI_Buffer_detach", MPI_ERR_ARG, "NULL argument");
-  bg_sweep(true, true); /* the messages in it go out first (MPI: it blocks until then) */
+  bg_sweep("MPI_Buffer_detach", true, true); /* its messages go out first (MPI: it blocks) */
   *(void **)buffer_addr = bsb.buf;
   *size = (int)bsb.size;
   bsb.buf = NULL;
