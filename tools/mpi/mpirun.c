@@ -171,7 +171,11 @@ static void exec_rank(char **prog, int fd, uint32_t rank, uint32_t n)
   setenv("LD_PRELOAD", PREPOST_MPI_PRELOAD, 1);
 #endif
   execvp(prog[0], prog);
-  fprintf(stderr, "prepost mpirun: cannot run '%s': %s\n", prog[0], strerror(errno));
+  /* every rank runs the same program, so every one fails alike; rank 0 alone says so: the
+   * launcher stops the job at rank 0's exit and may kill the others before they print, and two
+   * runs must print the same */
+  if (rank == 0)
+    fprintf(stderr, "prepost mpirun: cannot run '%s': %s\n", prog[0], strerror(errno));
   _exit(127);
 }
 
