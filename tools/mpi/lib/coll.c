@@ -88,15 +88,7 @@ size_t pp_dt_size(MPI_Datatype dt)
   }
 }
 
-int PMPI_Type_size(MPI_Datatype dt, int *size)
-{
-  size_t s = pp_dt_size(dt);
-  if (!s)
-    return pp_err(NULL, "MPI_Type_size", MPI_ERR_TYPE, "datatype 0x%x", dt);
-  *size = (int)s;
-  return MPI_SUCCESS;
-}
-PP_ALIAS(MPI_Type_size);
+/* MPI_Type_size and the derived types: dtype.c */
 
 /* ---------------------------------------------------------------- operations */
 
