@@ -4,8 +4,10 @@
  * non-contiguous sends and receives (packed on the wire: a receive of another layout with the
  * same signature), Get_count/Get_elements of derived types, truncation, Pack/Unpack/Pack_size
  * and MPI_PACKED, MPI_BOTTOM with Get_address, a large strided message (rendezvous), the limits
- * (nesting depth) and the error classes. Every value is checked.
+ * (nesting depth) and the error classes; Bcast, Gather, Scatter, Allgather and Alltoall of a
+ * derived type, on WORLD and on a split. Every value is checked.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,6 +382,82 @@ static void errors(void)
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
+/* Collectives of a derived type (a column: 2 ints 3 apart, extent 4 ints): block i of a buffer
+ * at i extents, what the type skips untouched; on WORLD and on a split in reverse order. */
+static bool col_at(int i)
+{
+  return i % 4 == 0 || i % 4 == 3;
+}
+
+static void coll_on(MPI_Comm comm, MPI_Datatype col)
+{
+  int me, n;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &n);
+  int *a = malloc(sizeof(int) * 8 * (size_t)n), *b = malloc(sizeof(int) * 8 * (size_t)n);
+  CHECK(a && b, "malloc");
+  /* Bcast of 2 columns from the last rank */
+  for (int i = 0; i < 8; i++)
+    a[i] = me == n - 1 ? 100 + i : -1;
+  CHECK_OK(MPI_Bcast(a, 2, col, n - 1, comm));
+  for (int i = 0; i < 8; i++)
+    CHECK(a[i] == (col_at(i) || me == n - 1 ? 100 + i : -1), "bcast [%d] = %d", i, a[i]);
+  /* Gather of 2 ints from each into a column each at rank 0 */
+  int two[2] = {10 * me, 10 * me + 1};
+  for (int i = 0; i < 4 * n; i++)
+    b[i] = -1;
+  CHECK_OK(MPI_Gather(two, 2, MPI_INT, b, 1, col, 0, comm));
+  for (int i = 0; me == 0 && i < 4 * n; i++)
+    CHECK(b[i] == (i % 4 == 0 ? 10 * (i / 4) : i % 4 == 3 ? 10 * (i / 4) + 1 : -1),
+          "gather [%d] = %d", i, b[i]);
+  /* Scatter of a column each from the last rank into 2 ints */
+  for (int i = 0; i < 4 * n; i++)
+    a[i] = me == n - 1 ? i : -1;
+  two[0] = two[1] = -1;
+  CHECK_OK(MPI_Scatter(a, 1, col, two, 2, MPI_INT, n - 1, comm));
+  CHECK(two[0] == 4 * me && two[1] == 4 * me + 3, "scatter %d %d", two[0], two[1]);
+  /* Allgather in place: each rank's column is in its block already */
+  for (int i = 0; i < 4 * n; i++)
+    b[i] = i / 4 == me && col_at(i) ? 50 + me + (i % 4) * 100 : -1;
+  CHECK_OK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, 1, col, comm));
+  for (int i = 0; i < 4 * n; i++)
+    CHECK(b[i] == (col_at(i) ? 50 + i / 4 + (i % 4) * 100 : -1), "allgather [%d] = %d", i, b[i]);
+  /* Alltoall of columns both sides: column j of a to rank j, column i of b from rank i */
+  for (int i = 0; i < 4 * n; i++) {
+    a[i] = 1000 * me + i;
+    b[i] = -1;
+  }
+  CHECK_OK(MPI_Alltoall(a, 1, col, b, 1, col, comm));
+  for (int i = 0; i < 4 * n; i++) /* from rank i/4: its element 4 * me + i % 4 */
+    CHECK(b[i] == (col_at(i) ? 1000 * (i / 4) + 4 * me + i % 4 : -1), "alltoall [%d] = %d", i,
+          b[i]);
+  free(a);
+  free(b);
+}
+
+static void collectives(void)
+{
+  MPI_Datatype col;
+  CHECK_OK(MPI_Type_vector(2, 1, 3, MPI_INT, &col));
+  CHECK_OK(MPI_Type_commit(&col));
+  coll_on(MPI_COMM_WORLD, col);
+  MPI_Comm rev;
+  CHECK_OK(MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &rev));
+  coll_on(rev, col);
+  CHECK_OK(MPI_Comm_free(&rev));
+  /* an uncommitted type: MPI_ERR_TYPE at every rank, no message */
+  MPI_Datatype raw;
+  CHECK_OK(MPI_Type_vector(2, 1, 3, MPI_INT, &raw));
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int v[8] = {0};
+  CHECK(cls_of(MPI_Bcast(v, 1, raw, 0, MPI_COMM_WORLD)) == MPI_ERR_TYPE, "bcast uncommitted");
+  CHECK(cls_of(MPI_Allgather(v, 1, MPI_INT, v, 1, raw, MPI_COMM_WORLD)) == MPI_ERR_TYPE,
+        "allgather uncommitted");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  CHECK_OK(MPI_Type_free(&raw));
+  CHECK_OK(MPI_Type_free(&col));
+}
+
 int main(int argc, char **argv)
 {
   CHECK_OK(MPI_Init(&argc, &argv));
@@ -402,6 +480,7 @@ int main(int argc, char **argv)
   bottom();
   large();
   errors();
+  collectives();
   stamp("done");
   CHECK_OK(MPI_Finalize());
   return 0;
