@@ -5,7 +5,8 @@
  * Comm_split_type, Comm_create, Comm_compare, Comm_free (also with a receive pending), Comm_group
  * and the group calls, attributes with copy and delete callbacks, the predefined attributes,
  * names; the error classes of invalid arguments; and the bound on communicators alive at once,
- * the same at every rank. At MPI_Finalize MPI_COMM_SELF's attribute is deleted (a line says so).
+ * the same at every rank; a rank's messages to itself on a split stay in the split's context
+ * and name its rank there. At MPI_Finalize MPI_COMM_SELF's attribute is deleted (a line says so).
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -132,6 +133,29 @@ static void split_check(MPI_Comm c, int colour)
       CHECK(st.MPI_SOURCE == 1 && v == out[1], "split recv: source %d value %d", st.MPI_SOURCE,
             v);
     }
+  }
+  /* messages to itself: matched within the split's context (the WORLD one, sent first, is not
+   * taken by the split's wildcard receive), the status naming the split's rank */
+  {
+    MPI_Status st;
+    MPI_Request q[2];
+    int ws = 1000 + rank, cs = 2000 + rank, v = -1;
+    CHECK_OK(MPI_Isend(&ws, 1, MPI_INT, rank, 11, MPI_COMM_WORLD, &q[0]));
+    CHECK_OK(MPI_Isend(&cs, 1, MPI_INT, r, 11, c, &q[1]));
+    CHECK_OK(MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, c, &st));
+    CHECK(v == cs && st.MPI_SOURCE == r && st.MPI_TAG == 11,
+          "split self recv: value %d source %d tag %d, expected %d from %d", v, st.MPI_SOURCE,
+          st.MPI_TAG, cs, r);
+    int flag = 1;
+    CHECK_OK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c, &flag, &st));
+    CHECK(!flag, "the split sees a message to itself sent on MPI_COMM_WORLD");
+    CHECK_OK(MPI_Recv(&v, 1, MPI_INT, rank, 11, MPI_COMM_WORLD, &st));
+    CHECK(v == ws && st.MPI_SOURCE == rank, "world self recv: value %d source %d", v,
+          st.MPI_SOURCE);
+    CHECK_OK(MPI_Waitall(2, q, MPI_STATUSES_IGNORE));
+    CHECK_OK(MPI_Sendrecv(&cs, 1, MPI_INT, r, 12, &v, 1, MPI_INT, MPI_ANY_SOURCE, 12, c, &st));
+    CHECK(v == cs && st.MPI_SOURCE == r, "split self sendrecv: value %d source %d", v,
+          st.MPI_SOURCE);
   }
   int cmp;
   CHECK_OK(MPI_Comm_compare(MPI_COMM_WORLD, c, &cmp));

@@ -6,7 +6,9 @@
  * exactly one rank process runs at a time and every run of a seed is the same.
  *
  * This is the whole seam between the MPI library and the engine: point-to-point requests (isend,
- * issend, irecv), completion (test/wait of a set, any or all), probe, cancel, the clock. Collectives
+ * issend, irecv), completion (test/wait of a set, any or all), probe, matched probe (MPROBE:
+ * the message is taken off the queues into a receive request whose id comes back), cancel, the
+ * clock. A rank's messages to itself never reach the engine: the actor matches them (serve.c). Collectives
  * and everything MPI adds (communicators, datatypes, error handlers) stay in the library. Data goes
  * with the request (sends) and with the completion (receives), copied through the socket.
  */
@@ -27,6 +29,7 @@
   X(IRECV, "irecv")                                                            \
   X(TEST, "test")                                                              \
   X(PROBE, "probe")                                                            \
+  X(MPROBE, "mprobe")                                                          \
   X(CANCEL, "cancel")                                                          \
   X(WTIME, "wtime")                                                            \
   X(FINALIZE, "finalize")                                                      \
@@ -54,7 +57,9 @@ struct pp_link_call {
 struct pp_link_req {
   uint16_t magic;
   uint8_t op;     /* enum pp_link_op */
-  uint8_t flags;  /* ISEND: 1 synchronous; TEST, PROBE: 1 block until done */
+  uint8_t flags;  /* ISEND: 1 synchronous; TEST, PROBE, MPROBE: 1 block until done; TEST: 2
+                   * report what is done now without letting time pass (never sleeps), 4 peek:
+                   * report without freeing (Request_get_status) */
   uint8_t mode;   /* TEST: enum pp_link_mode */
   uint8_t pad[3];
   int32_t peer;   /* ISEND: dest; IRECV, PROBE: source (-1 any) */
@@ -83,13 +88,13 @@ struct pp_link_done {
 struct pp_link_rep {
   uint16_t magic;
   uint8_t op;
-  uint8_t found;  /* PROBE: a message is there */
+  uint8_t found;  /* PROBE, MPROBE: a message is there */
   int32_t status; /* 0, or an enum pp_status of the engine (negative: the actor refused) */
   uint32_t rank, size;
   uint32_t ndone;
-  int32_t source, tag; /* PROBE */
-  uint32_t msg_len;    /* PROBE */
-  uint64_t id;         /* ISEND, IRECV: the request */
+  int32_t source, tag; /* PROBE, MPROBE */
+  uint32_t msg_len;    /* PROBE, MPROBE */
+  uint64_t id;         /* ISEND, IRECV, MPROBE: the request */
   uint64_t now_ns;     /* simulated time */
 };
 

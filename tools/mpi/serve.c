@@ -8,6 +8,15 @@
  *
  * While a rank is RUNNING its actor sits in a blocking read of the rank's socket: SimGrid runs one
  * actor at a time, so one rank process runs at a time and the simulation is lock-step.
+ *
+ * A rank's messages to itself never reach the engine (it has no loopback QP): the actor matches
+ * them with MPI's rules. A send to itself goes to the earliest posted receive that matches it,
+ * a receive from itself (or from MPI_ANY_SOURCE) of the rank, by posting order: a wildcard
+ * receive already posted on the engine is taken back with pp_p2p_cancel when it has not matched
+ * yet; else the message waits in the rank's own FIFO queue (non-overtaking), which receives,
+ * probes and matched probes from itself or from MPI_ANY_SOURCE look at first. A standard send
+ * to itself completes at once (the actor holds the copy), a synchronous one when it matches, and
+ * one that has not matched can be cancelled.
  */
 #define _GNU_SOURCE
 #include "serve.h"
@@ -30,6 +39,10 @@ struct slot {
   pp_req req;      /* engine request while running */
   uint32_t gen;    /* handle generation (a stale id is refused) */
   bool used, recv, done;
+  bool local;      /* no engine request (a message of the rank to itself): `done` says it all */
+  bool want;       /* a receive the rank's send to itself may still match */
+  uint32_t ctx;
+  uint64_t seq;    /* receives: posting order */
   int32_t peer, tag;
   uint32_t len;
   void *buf;       /* the send's copy, the receive's landing buffer */
@@ -47,7 +60,21 @@ struct rank {
   struct pp_link_req blocked; /* the request it waits in (TEST or PROBE with flags 1) */
   uint64_t *ids;              /* the TEST's ids */
   uint64_t blocked_since, wake_at;
+  struct selfmsg *selfq;      /* its messages to itself no receive took yet, in order */
+  uint32_t nself;
+  uint64_t recv_seq;
 };
+
+/* A message of a rank to itself waiting for its receive. */
+struct selfmsg {
+  uint32_t ctx;
+  int32_t tag;
+  uint32_t len;
+  void *buf;
+  uint64_t sync; /* the synchronous send's id, completed when it matches; 0 none */
+};
+
+#define PP_SELF_MAX 4096u /* a rank's messages to itself waiting for their receives */
 
 struct pp_mpi_srv {
   struct pp_mpi_srv_cfg cfg;
@@ -129,7 +156,7 @@ static void slot_free(struct rank *r, struct slot *sl)
 
 static bool slot_done(struct pp_engine *e, struct slot *sl)
 {
-  if (!sl->done && pp_p2p_test(e, &sl->req, &sl->st))
+  if (!sl->done && !sl->local && pp_p2p_test(e, &sl->req, &sl->st))
     sl->done = true;
   return sl->done;
 }
@@ -202,6 +229,7 @@ static bool test_ready(struct pp_engine *e, struct pp_mpi_srv *s, struct rank *r
 static bool test_reply(struct pp_mpi_srv *s, struct rank *r, const struct pp_link_req *q,
                        const uint64_t *ids, bool ready, uint64_t now)
 {
+  bool keep = q->flags & 4; /* Request_get_status: the request goes on */
   struct pp_link_rep rep = rep_of(q, 0, now);
   if (ready)
     for (uint32_t i = 0; i < q->nreq; i++) {
@@ -232,24 +260,154 @@ static bool test_reply(struct pp_mpi_srv *s, struct rank *r, const struct pp_lin
     }
     if (!write_all(r->fd, &d, sizeof(d)) || (d.len && !write_all(r->fd, sl->buf, d.len)))
       return false;
-    if (sl)
+    if (sl && !keep)
       slot_free(r, sl);
     sent++;
   }
   return true;
 }
 
-static bool probe(struct pp_engine *e, const struct pp_link_req *q, struct pp_link_rep *rep)
+/* ------------------------------------------------------------------ messages to oneself */
+
+static bool tag_fits(int32_t want, int32_t tag)
 {
-  struct pp_p2p_status st;
+  return want < 0 || want == tag;
+}
+
+/* The rank's earliest message to itself a receive (ctx, tag) gets, or -1. */
+static int32_t self_find(const struct rank *r, uint32_t ctx, int32_t tag)
+{
+  for (uint32_t i = 0; i < r->nself; i++)
+    if (r->selfq[i].ctx == ctx && tag_fits(tag, r->selfq[i].tag))
+      return (int32_t)i;
+  return -1;
+}
+
+/* Takes message i off the queue; its synchronous send completes (it matched). */
+static struct selfmsg self_take(struct pp_mpi_srv *s, struct rank *r, uint32_t rank, uint32_t i)
+{
+  struct selfmsg m = r->selfq[i];
+  memmove(&r->selfq[i], &r->selfq[i + 1], (r->nself - i - 1) * sizeof(*r->selfq));
+  r->nself--;
+  struct slot *snd = m.sync ? slot_of(s, r, m.sync) : NULL;
+  if (snd && !snd->done) {
+    snd->done = true;
+    snd->st = (struct pp_p2p_status){.source = rank, .tag = (uint32_t)m.tag, .ctx = m.ctx,
+                                     .len = m.len, .msg_len = m.len};
+  }
+  return m;
+}
+
+/* A receive slot gets a message of the rank itself. */
+static void self_deliver(struct slot *rv, uint32_t rank, const struct selfmsg *m)
+{
+  uint32_t n = m->len < rv->len ? m->len : rv->len;
+  if (n)
+    memcpy(rv->buf, m->buf, n);
+  rv->st = (struct pp_p2p_status){.source = rank, .tag = (uint32_t)m->tag, .ctx = m->ctx,
+                                  .len = n, .msg_len = m->len,
+                                  .error = m->len > rv->len ? PP_P2P_E_TRUNCATED : PP_P2P_E_OK};
+  rv->done = rv->local = true;
+  rv->want = false;
+}
+
+/* The earliest posted receive of the rank a message (ctx, tag) of its own matches: from itself,
+ * or a wildcard one that is taken back from the engine if it has not matched there yet. */
+static struct slot *self_match_recv(struct pp_engine *e, struct pp_mpi_srv *s, struct rank *r,
+                                    uint64_t now, uint32_t ctx, int32_t tag)
+{
+  for (;;) {
+    struct slot *best = NULL;
+    for (uint32_t i = 0; i < s->cfg.max_requests; i++) {
+      struct slot *sl = &r->slots[i];
+      if (sl->used && sl->recv && sl->want && !sl->done && sl->ctx == ctx &&
+          tag_fits(sl->tag, tag) && (!best || sl->seq < best->seq))
+        best = sl;
+    }
+    if (!best || best->local)
+      return best;
+    /* a wildcard receive on the engine: still unmatched? */
+    best->want = false;
+    if (!slot_done(e, best) && pp_p2p_cancel(e, now, best->req) == PP_OK) {
+      struct pp_p2p_status st;
+      bool took = pp_p2p_test(e, &best->req, &st);
+      assert(took && st.error == PP_P2P_E_CANCELLED);
+      (void)took;
+      best->local = true;
+      return best;
+    }
+  }
+}
+
+/* A message (source, tag, length) a probe (q->peer, q->tag, q->ctx) sees: the rank's own queue
+ * first when it may come from itself, then the engine. self: it is the rank's own (index). */
+static bool probe_find(struct pp_engine *e, struct rank *r, uint32_t rank,
+                       const struct pp_link_req *q, struct pp_p2p_status *st, int32_t *self)
+{
+  *self = -1;
+  if (q->peer < 0 || (uint32_t)q->peer == rank) {
+    int32_t i = self_find(r, q->ctx, q->tag);
+    if (i >= 0) {
+      *self = i;
+      *st = (struct pp_p2p_status){.source = rank, .tag = (uint32_t)r->selfq[i].tag,
+                                   .ctx = q->ctx, .len = r->selfq[i].len,
+                                   .msg_len = r->selfq[i].len};
+      return true;
+    }
+    if (q->peer >= 0)
+      return false;
+  }
   uint32_t src = q->peer < 0 ? PP_ANY_SOURCE : (uint32_t)q->peer;
   uint32_t tag = q->tag < 0 ? PP_ANY_TAG : (uint32_t)q->tag;
-  if (!pp_p2p_iprobe(e, src, tag, q->ctx, &st))
+  return pp_p2p_iprobe(e, src, tag, q->ctx, st);
+}
+
+/* PROBE: reports the message; MPROBE: takes it too, into a receive slot whose id goes back
+ * (a message on the engine gets a receive of exactly its source and tag: it is the earliest
+ * of that source the probe matched, so that receive takes it). false: nothing there. */
+static bool probe(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t rank,
+                  const struct pp_link_req *q, struct pp_link_rep *rep, uint64_t now)
+{
+  struct rank *r = &s->r[rank];
+  struct pp_p2p_status st;
+  int32_t self;
+  if (!probe_find(e, r, rank, q, &st, &self))
     return false;
   rep->found = 1;
   rep->source = (int32_t)st.source;
   rep->tag = (int32_t)st.tag;
   rep->msg_len = st.msg_len;
+  if (q->op != PP_LINK_MPROBE)
+    return true;
+  uint32_t idx;
+  struct slot *sl = slot_new(r, &idx);
+  if (!sl || !(sl->buf = malloc(st.msg_len ? st.msg_len : 1))) {
+    if (sl)
+      slot_free(r, sl);
+    rep->found = 0;
+    rep->status = sl ? PP_NOMEM : PP_LIMIT;
+    return true;
+  }
+  sl->recv = true;
+  sl->peer = (int32_t)st.source;
+  sl->tag = (int32_t)st.tag;
+  sl->len = st.msg_len;
+  sl->ctx = q->ctx;
+  if (self >= 0) {
+    struct selfmsg m = self_take(s, r, rank, (uint32_t)self);
+    self_deliver(sl, rank, &m);
+    free(m.buf);
+  } else {
+    enum pp_status ps = pp_p2p_irecv(e, now, sl->buf, st.msg_len, st.source, st.tag, q->ctx, idx,
+                                     &sl->req);
+    if (ps != PP_OK) {
+      slot_free(r, sl);
+      rep->found = 0;
+      rep->status = ps;
+      return true;
+    }
+  }
+  rep->id = id_of(r, idx);
   return true;
 }
 
@@ -264,13 +422,47 @@ static void refused(const struct pp_mpi_srv *s, uint32_t rank, const struct pp_l
   fprintf(stderr, "prepost mpirun: rank %u: %s: the engine refused the %s: %s%s\n", rank,
           q->call.fn, q->op == PP_LINK_ISEND ? "send" : "receive", pp_status_desc(st),
           st == PP_AGAIN || st == PP_LIMIT ? " (more requests outstanding than p2p.max_requests "
-                                             "allows; raise it in a --scenario)"
+                                             "allows; raise it in a --scenario; or more than "
+                                             "4096 messages of the rank to itself unreceived)"
                                            : "");
   (void)s;
 }
 
 /* What serving one request leads to. */
 enum next { N_READ, N_WAIT, N_SLEEP, N_END };
+
+/* A send of the rank to itself: to its earliest matching receive, else into its queue. */
+static enum pp_status self_send(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t rank,
+                                const struct pp_link_req *q, uint64_t now, void *buf,
+                                struct slot *sl, uint32_t idx)
+{
+  struct rank *r = &s->r[rank];
+  struct selfmsg m = {.ctx = q->ctx, .tag = q->tag, .len = q->len, .buf = buf};
+  struct slot *rv = self_match_recv(e, s, r, now, q->ctx, q->tag);
+  sl->local = true;
+  sl->peer = (int32_t)rank;
+  sl->tag = q->tag;
+  sl->len = q->len;
+  sl->ctx = q->ctx;
+  if (rv) {
+    self_deliver(rv, rank, &m);
+    free(buf);
+  } else {
+    if (r->nself == PP_SELF_MAX) {
+      free(buf);
+      return PP_LIMIT;
+    }
+    m.sync = q->flags & 1 ? id_of(r, idx) : 0;
+    r->selfq[r->nself++] = m;
+  }
+  /* a standard send is buffered (the queue holds the copy); a synchronous one waits to match */
+  if (rv || !(q->flags & 1)) {
+    sl->done = true;
+    sl->st = (struct pp_p2p_status){.source = rank, .tag = (uint32_t)q->tag, .ctx = q->ctx,
+                                    .len = q->len, .msg_len = q->len};
+  }
+  return PP_OK;
+}
 
 static enum next do_isend(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t rank,
                           const struct pp_link_req *q, uint64_t now)
@@ -284,7 +476,13 @@ static enum next do_isend(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t ra
   uint32_t idx;
   struct slot *sl = slot_new(r, &idx);
   struct pp_link_rep rep = rep_of(q, PP_LIMIT, now);
-  if (sl) {
+  if (sl && (uint32_t)q->peer == rank) {
+    rep.status = self_send(e, s, rank, q, now, buf, sl, idx);
+    if (rep.status == PP_OK)
+      rep.id = id_of(r, idx);
+    else
+      slot_free(r, sl);
+  } else if (sl) {
     sl->buf = buf;
     sl->peer = q->peer;
     sl->tag = q->tag;
@@ -319,9 +517,24 @@ static enum next do_irecv(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t ra
     sl->peer = q->peer;
     sl->tag = q->tag;
     sl->len = q->len;
-    uint32_t src = q->peer < 0 ? PP_ANY_SOURCE : (uint32_t)q->peer;
-    uint32_t tag = q->tag < 0 ? PP_ANY_TAG : (uint32_t)q->tag;
-    rep.status = pp_p2p_irecv(e, now, sl->buf, q->len, src, tag, q->ctx, idx, &sl->req);
+    sl->ctx = q->ctx;
+    sl->seq = ++r->recv_seq;
+    bool maybe_self = q->peer < 0 || (uint32_t)q->peer == rank;
+    int32_t i = maybe_self ? self_find(r, q->ctx, q->tag) : -1;
+    if (i >= 0) { /* its own message waits already */
+      struct selfmsg m = self_take(s, r, rank, (uint32_t)i);
+      self_deliver(sl, rank, &m);
+      free(m.buf);
+      rep.status = PP_OK;
+    } else if (maybe_self && q->peer >= 0) { /* from itself: waits for its own send */
+      sl->local = sl->want = true;
+      rep.status = PP_OK;
+    } else {
+      uint32_t src = q->peer < 0 ? PP_ANY_SOURCE : (uint32_t)q->peer;
+      uint32_t tag = q->tag < 0 ? PP_ANY_TAG : (uint32_t)q->tag;
+      rep.status = pp_p2p_irecv(e, now, sl->buf, q->len, src, tag, q->ctx, idx, &sl->req);
+      sl->want = maybe_self; /* a wildcard: its own send may still take it */
+    }
     if (rep.status == PP_OK)
       rep.id = id_of(r, idx);
   }
@@ -338,22 +551,50 @@ static enum next do_test(struct pp_engine *e, struct pp_mpi_srv *s, struct rank 
   if (q->nreq > PP_LINK_MAX_WAIT || (q->nreq && !read_all(r->fd, r->ids, q->nreq * 8ull)))
     return N_END;
   bool ready = test_ready(e, s, r, q, r->ids);
-  if (ready)
-    return test_reply(s, r, q, r->ids, true, now) ? N_READ : N_END;
+  if (ready || (q->flags & 2)) /* 2: what is done now, no time passing */
+    return test_reply(s, r, q, r->ids, ready || q->mode != PP_LINK_ALL, now) ? N_READ : N_END;
   r->blocked = *q;
   r->blocked_since = now;
   return q->flags & 1 ? N_WAIT : N_SLEEP;
 }
 
-static enum next do_probe(struct pp_engine *e, struct rank *r, const struct pp_link_req *q,
-                          uint64_t now)
+static enum next do_probe(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t rank,
+                          const struct pp_link_req *q, uint64_t now)
 {
+  struct rank *r = &s->r[rank];
   struct pp_link_rep rep = rep_of(q, 0, now);
-  if (probe(e, q, &rep))
+  if (probe(e, s, rank, q, &rep, now))
     return reply(r, &rep) ? N_READ : N_END;
   r->blocked = *q;
   r->blocked_since = now;
   return q->flags & 1 ? N_WAIT : N_SLEEP;
+}
+
+/* A receive that has not matched, or a message of the rank to itself no receive took, is
+ * cancelled; a send on the engine cannot be (PP_UNSUPPORTED: it completes normally). */
+static enum pp_status do_cancel(struct pp_engine *e, struct pp_mpi_srv *s, struct rank *r,
+                                uint64_t id, uint64_t now)
+{
+  struct slot *sl = slot_of(s, r, id);
+  if (!sl)
+    return PP_NOTFOUND;
+  if (slot_done(e, sl))
+    return PP_STATE;
+  if (!sl->local)
+    return sl->recv ? pp_p2p_cancel(e, now, sl->req) : PP_UNSUPPORTED;
+  if (!sl->recv) { /* a synchronous send to itself still in the queue */
+    for (uint32_t i = 0; i < r->nself; i++)
+      if (r->selfq[i].sync == id) {
+        free(r->selfq[i].buf);
+        memmove(&r->selfq[i], &r->selfq[i + 1], (r->nself - i - 1) * sizeof(*r->selfq));
+        r->nself--;
+        break;
+      }
+  }
+  sl->done = true;
+  sl->want = false;
+  sl->st = (struct pp_p2p_status){.error = PP_P2P_E_CANCELLED, .tag = (uint32_t)sl->tag};
+  return PP_OK;
 }
 
 static enum next serve_one(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t rank, uint64_t now)
@@ -382,12 +623,11 @@ static enum next serve_one(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t r
   case PP_LINK_TEST:
     return do_test(e, s, r, &q, now);
   case PP_LINK_PROBE:
-    return do_probe(e, r, &q, now);
-  case PP_LINK_CANCEL: {
-    struct slot *sl = slot_of(s, r, q.id);
-    rep.status = !sl ? PP_NOTFOUND : sl->done ? PP_STATE : pp_p2p_cancel(e, now, sl->req);
+  case PP_LINK_MPROBE:
+    return do_probe(e, s, rank, &q, now);
+  case PP_LINK_CANCEL:
+    rep.status = do_cancel(e, s, r, q.id, now);
     return reply(r, &rep) ? N_READ : N_END;
-  }
   case PP_LINK_WTIME:
     r->blocked = q;
     return N_SLEEP;
@@ -465,7 +705,7 @@ static uint64_t app_step(void *ctx, uint32_t rank, struct pp_engine *e, uint64_t
       }
     } else {
       struct pp_link_rep rep = rep_of(q, 0, now);
-      if (!probe(e, q, &rep))
+      if (!probe(e, s, rank, q, &rep, now))
         return PP_NO_DEADLINE;
       r->state = R_RUNNING;
       if (!reply(r, &rep)) {
@@ -481,7 +721,8 @@ static uint64_t app_step(void *ctx, uint32_t rank, struct pp_engine *e, uint64_t
     const struct pp_link_req *q = &r->blocked;
     struct pp_link_rep rep = rep_of(q, 0, now);
     bool ok = q->op == PP_LINK_TEST ? test_reply(s, r, q, r->ids, test_ready(e, s, r, q, r->ids), now)
-              : q->op == PP_LINK_PROBE ? (probe(e, q, &rep), reply(r, &rep))
+              : q->op == PP_LINK_PROBE || q->op == PP_LINK_MPROBE
+                  ? (probe(e, s, rank, q, &rep, now), reply(r, &rep))
                                        : reply(r, &rep);
     r->state = R_RUNNING;
     if (!ok) {
@@ -530,7 +771,8 @@ enum pp_status pp_mpi_srv_create(const struct pp_mpi_srv_cfg *cfg, const int *fd
     r->slots = calloc(cfg->max_requests, sizeof(*r->slots));
     r->free_list = malloc(cfg->max_requests * sizeof(*r->free_list));
     r->ids = malloc(PP_LINK_MAX_WAIT * sizeof(*r->ids));
-    if (!r->slots || !r->free_list || !r->ids)
+    r->selfq = malloc(PP_SELF_MAX * sizeof(*r->selfq));
+    if (!r->slots || !r->free_list || !r->ids || !r->selfq)
       goto fail;
     for (uint32_t k = 0; k < cfg->max_requests; k++)
       r->free_list[k] = cfg->max_requests - 1 - k;
@@ -584,7 +826,7 @@ static int32_t waits_for(const struct pp_mpi_srv *s, uint32_t rank, const struct
   *which = NULL;
   if (r->state != R_BLOCKED)
     return -1;
-  if (r->blocked.op == PP_LINK_PROBE)
+  if (r->blocked.op == PP_LINK_PROBE || r->blocked.op == PP_LINK_MPROBE)
     return r->blocked.peer;
   for (uint32_t i = 0; i < r->blocked.nreq; i++) {
     const struct slot *sl = slot_of((struct pp_mpi_srv *)s, (struct rank *)r, r->ids[i]);
@@ -625,7 +867,7 @@ static void report_rank(const struct pp_mpi_srv *s, uint32_t i, FILE *out)
   if (sl)
     fprintf(out, ": its %s %s rank %d (tag %d, %u bytes) is not complete", sl->recv ? "receive" : "send",
             sl->recv ? "from" : "to", peer, sl->tag, sl->len);
-  else if (r->blocked.op == PP_LINK_PROBE)
+  else if (r->blocked.op == PP_LINK_PROBE || r->blocked.op == PP_LINK_MPROBE)
     fprintf(out, ": no matching message from %s", peer >= 0 ? "that rank" : "any rank");
   fputc('\n', out);
 }
@@ -651,7 +893,9 @@ static void report_cycle(const struct pp_mpi_srv *s, FILE *out)
       cur = (uint32_t)waits_for(s, cur, &sl);
       fprintf(out, " -> rank %u", cur);
     } while (cur != start);
-    fputs(" (a deadlock: each waits for the next)\n", out);
+    fputs(steps == 1 ? " (a deadlock: the rank waits for a message of its own)\n"
+                     : " (a deadlock: each waits for the next)\n",
+          out);
     return;
   }
   fputs("  no wait-for cycle between the blocked ranks (a receive no rank sends, or a wildcard)\n",
@@ -684,6 +928,9 @@ void pp_mpi_srv_destroy(struct pp_mpi_srv *s)
     free(r->slots);
     free(r->free_list);
     free(r->ids);
+    for (uint32_t k = 0; r->selfq && k < r->nself; k++)
+      free(r->selfq[k].buf);
+    free(r->selfq);
     if (r->fd >= 0 && r->state != R_EXITED)
       close(r->fd);
   }

@@ -13,7 +13,8 @@
  * to/from the root, PP_COLL_WINDOW requests at a time; Allgather(v) around a ring (n - 1 steps);
  * Alltoall(v) pairwise (step k: to rank + k, from rank - k); Reduce_scatter(_block) as Reduce to
  * rank 0 then Scatterv; Scan and Exscan along the chain of ranks, ((x0 op x1) op x2)... A user
- * operation is applied in the same orders, commutative or not.
+ * operation is applied in the same orders, commutative or not. Bcast, Gather, Scatter, Allgather
+ * and Alltoall take derived datatypes (dtype.c's pp_type_pack/unpack): see "derived datatypes".
  */
 #include <complex.h>
 #include <limits.h>
@@ -88,15 +89,7 @@ size_t pp_dt_size(MPI_Datatype dt)
   }
 }
 
-int PMPI_Type_size(MPI_Datatype dt, int *size)
-{
-  size_t s = pp_dt_size(dt);
-  if (!s)
-    return pp_err(NULL, "MPI_Type_size", MPI_ERR_TYPE, "datatype 0x%x", dt);
-  *size = (int)s;
-  return MPI_SUCCESS;
-}
-PP_ALIAS(MPI_Type_size);
+/* MPI_Type_size and the derived types: dtype.c */
 
 /* ---------------------------------------------------------------- operations */
 
@@ -343,6 +336,67 @@ static int coll_args(const char *fn, const struct pp_comm *c, int count, MPI_Dat
   return MPI_SUCCESS;
 }
 
+/* ---------------------------------------------------------------- derived datatypes */
+
+/* Bcast, Gather, Scatter, Allgather and Alltoall take derived datatypes (dtype.c): such a side
+ * of the call is packed into (or received in) a contiguous copy of n blocks of `count`
+ * elements, block i at buf + i * count * extent, moved as MPI_BYTE and unpacked at the end. */
+struct side {
+  bool on;       /* the datatype is derived: `tmp` stands for the buffer */
+  char *tmp;
+  size_t blk;    /* packed bytes of one block */
+  MPI_Aint ext;  /* the type's extent */
+};
+
+static bool derived(MPI_Datatype dt)
+{
+  return dt != MPI_DATATYPE_NULL && !pp_dt_size(dt);
+}
+
+/* block i of count elements: from MPI_BOTTOM (NULL) too, absolute addresses as integers */
+static void *block_at(const void *buf, int i, int count, MPI_Aint ext)
+{
+  return (void *)((uintptr_t)buf + (uintptr_t)((MPI_Aint)i * count * ext));
+}
+
+/* A side of n blocks: checked (MPI_ERR_TYPE, _COUNT through c's handler), its copy allocated;
+ * pack: the blocks [from, to) of buf packed into it. */
+static int side_open(const char *fn, const struct pp_comm *c, const void *buf, int count,
+                     MPI_Datatype dt, int n, int from, int to, struct side *sd)
+{
+  struct pp_tbuf tb;
+  MPI_Aint lb;
+  int e;
+  *sd = (struct side){.on = true};
+  if ((e = pp_type_check(c, fn, dt, count, &tb)))
+    return e;
+  if ((e = PMPI_Type_get_extent(dt, &lb, &sd->ext)))
+    return e;
+  sd->blk = tb.bytes;
+  if (!(sd->tmp = malloc(n && sd->blk ? (size_t)n * sd->blk : 1)))
+    return pp_err(c, fn, MPI_ERR_NO_MEM, "a %d x %zu-byte copy of the derived type's data", n,
+                  sd->blk);
+  for (int i = from; i < to; i++)
+    pp_type_pack(block_at(buf, i, count, sd->ext), count, dt, sd->tmp + (size_t)i * sd->blk,
+                 sd->blk);
+  return MPI_SUCCESS;
+}
+
+/* The blocks [from, to) of the copy unpacked into buf; the copy freed. */
+static void side_close(struct side *sd, void *buf, int count, MPI_Datatype dt, int from, int to)
+{
+  for (int i = from; i < to; i++)
+    pp_type_unpack(sd->tmp + (size_t)i * sd->blk, sd->blk, block_at(buf, i, count, sd->ext),
+                   count, dt);
+  free(sd->tmp);
+  sd->tmp = NULL;
+}
+
+static int side_count(const struct side *sd, int count)
+{
+  return sd->on ? (int)sd->blk : count; /* blk <= PP_LINK_MAX_MSG (pp_type_check) */
+}
+
 /* One blocking exchange on the collective context: send to dest and/or receive from source
  * (-1: none). */
 static int xchg(const char *fn, const struct pp_comm *c, int tag, const void *sbuf, size_t sbytes,
@@ -391,11 +445,24 @@ static int bcast(const char *fn, const struct pp_comm *c, void *buf, size_t byte
   return MPI_SUCCESS;
 }
 
+static int bcast_derived(void *buf, int count, MPI_Datatype dt, int root, struct pp_comm *c)
+{
+  struct side sd;
+  bool src = c->rank == root;
+  int e = side_open("MPI_Bcast", c, buf, count, dt, 1, 0, src ? 1 : 0, &sd);
+  if (!e)
+    e = PMPI_Bcast(sd.tmp, (int)sd.blk, MPI_BYTE, root, c->handle);
+  side_close(&sd, buf, count, dt, 0, e || src ? 0 : 1);
+  return e;
+}
+
 int PMPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
   struct pp_comm *c;
   size_t bytes;
   int e;
+  if (derived(dt) && (c = pp_comm_get(comm)) && root >= 0 && root < c->size)
+    return bcast_derived(buf, count, dt, root, c);
   if ((e = coll_comm("MPI_Bcast", comm, &c)) || (e = coll_args("MPI_Bcast", c, count, dt, &bytes)))
     return e;
   if (root < 0 || root >= c->size)
@@ -725,6 +792,27 @@ static int gather_any(const char *fn, const void *sbuf, int scount, MPI_Datatype
 int PMPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                 MPI_Datatype rtype, int root, MPI_Comm comm)
 {
+  const char *fn = "MPI_Gather";
+  struct pp_comm *c = pp_comm_get(comm);
+  bool sd_on = sbuf != MPI_IN_PLACE && derived(stype);
+  if (c && root >= 0 && root < c->size && (sd_on || (c->rank == root && derived(rtype)))) {
+    struct side s = {0}, r = {0};
+    int n = c->size, me = c->rank, e = MPI_SUCCESS;
+    bool rd_on = me == root && derived(rtype), in_place = sbuf == MPI_IN_PLACE;
+    if (sd_on)
+      e = side_open(fn, c, sbuf, scount, stype, 1, 0, 1, &s);
+    if (!e && rd_on) /* in place: the root's own block packed first */
+      e = side_open(fn, c, rbuf, rcount, rtype, n, in_place ? root : 0, in_place ? root + 1 : 0,
+                    &r);
+    if (!e)
+      e = gather_any(fn, sd_on ? s.tmp : sbuf, side_count(&s, scount), sd_on ? MPI_BYTE : stype,
+                     rd_on ? r.tmp : rbuf, side_count(&r, rcount), NULL, NULL,
+                     rd_on ? MPI_BYTE : rtype, root, comm);
+    free(s.tmp);
+    if (rd_on)
+      side_close(&r, rbuf, rcount, rtype, 0, e ? 0 : n);
+    return e;
+  }
   return gather_any("MPI_Gather", sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype, root,
                     comm);
 }
@@ -767,6 +855,26 @@ static int scatter_any(const char *fn, const void *sbuf, int scount, const int *
 int PMPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                  MPI_Datatype rtype, int root, MPI_Comm comm)
 {
+  const char *fn = "MPI_Scatter";
+  struct pp_comm *c = pp_comm_get(comm);
+  bool rd_on = rbuf != MPI_IN_PLACE && derived(rtype);
+  if (c && root >= 0 && root < c->size && (rd_on || (c->rank == root && derived(stype)))) {
+    struct side s = {0}, r = {0};
+    int n = c->size, e = MPI_SUCCESS;
+    bool sd_on = c->rank == root && derived(stype);
+    if (sd_on)
+      e = side_open(fn, c, sbuf, scount, stype, n, 0, n, &s);
+    if (!e && rd_on)
+      e = side_open(fn, c, rbuf, rcount, rtype, 1, 0, 0, &r);
+    if (!e)
+      e = scatter_any(fn, sd_on ? s.tmp : sbuf, side_count(&s, scount), NULL, NULL,
+                      sd_on ? MPI_BYTE : stype, rd_on ? r.tmp : rbuf, side_count(&r, rcount),
+                      rd_on ? MPI_BYTE : rtype, root, comm);
+    free(s.tmp);
+    if (rd_on)
+      side_close(&r, rbuf, rcount, rtype, 0, e ? 0 : 1);
+    return e;
+  }
   return scatter_any("MPI_Scatter", sbuf, scount, NULL, NULL, stype, rbuf, rcount, rtype, root,
                      comm);
 }
@@ -841,6 +949,26 @@ static int allgather_any(const char *fn, const void *sbuf, int scount, MPI_Datat
 int PMPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                    MPI_Datatype rtype, MPI_Comm comm)
 {
+  const char *fn = "MPI_Allgather";
+  struct pp_comm *c = pp_comm_get(comm);
+  bool sd_on = sbuf != MPI_IN_PLACE && derived(stype), rd_on = derived(rtype);
+  if (c && (sd_on || rd_on)) {
+    struct side s = {0}, r = {0};
+    int n = c->size, me = c->rank, e = MPI_SUCCESS;
+    bool in_place = sbuf == MPI_IN_PLACE;
+    if (sd_on)
+      e = side_open(fn, c, sbuf, scount, stype, 1, 0, 1, &s);
+    if (!e && rd_on)
+      e = side_open(fn, c, rbuf, rcount, rtype, n, in_place ? me : 0, in_place ? me + 1 : 0, &r);
+    if (!e)
+      e = allgather_any(fn, sd_on ? s.tmp : sbuf, side_count(&s, scount),
+                        sd_on ? MPI_BYTE : stype, rd_on ? r.tmp : rbuf, side_count(&r, rcount),
+                        NULL, NULL, rd_on ? MPI_BYTE : rtype, comm);
+    free(s.tmp);
+    if (rd_on)
+      side_close(&r, rbuf, rcount, rtype, 0, e ? 0 : n);
+    return e;
+  }
   return allgather_any("MPI_Allgather", sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype,
                        comm);
 }
@@ -910,6 +1038,26 @@ out:
 int PMPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                   MPI_Datatype rtype, MPI_Comm comm)
 {
+  const char *fn = "MPI_Alltoall";
+  struct pp_comm *c = pp_comm_get(comm);
+  bool sd_on = sbuf != MPI_IN_PLACE && derived(stype), rd_on = derived(rtype);
+  if (c && (sd_on || rd_on)) {
+    struct side s = {0}, r = {0};
+    int n = c->size, e = MPI_SUCCESS;
+    bool in_place = sbuf == MPI_IN_PLACE; /* the data is in rbuf: packed from it */
+    if (sd_on)
+      e = side_open(fn, c, sbuf, scount, stype, n, 0, n, &s);
+    if (!e && rd_on)
+      e = side_open(fn, c, rbuf, rcount, rtype, n, 0, in_place ? n : 0, &r);
+    if (!e)
+      e = alltoall_any(fn, sd_on ? s.tmp : sbuf, side_count(&s, scount), NULL, NULL,
+                       sd_on ? MPI_BYTE : stype, rd_on ? r.tmp : rbuf, side_count(&r, rcount),
+                       NULL, NULL, rd_on ? MPI_BYTE : rtype, comm);
+    free(s.tmp);
+    if (rd_on)
+      side_close(&r, rbuf, rcount, rtype, 0, e ? 0 : n);
+    return e;
+  }
   return alltoall_any("MPI_Alltoall", sbuf, scount, NULL, NULL, stype, rbuf, rcount, NULL, NULL,
                       rtype, comm);
 }

@@ -195,6 +195,7 @@ int PMPI_Finalize(void)
   if (e)
     return pp_err(pp_comm_get(MPI_COMM_SELF), "MPI_Finalize", e,
                   "a delete callback of an attribute of MPI_COMM_SELF failed");
+  pp_p2p_quiesce(); /* then freed requests and buffered sends end (a callback's too) */
   PMPI_Barrier(MPI_COMM_WORLD); /* MPI: collective over MPI_COMM_WORLD */
   pp_link_finalize();
   pp_st.finalized = true;

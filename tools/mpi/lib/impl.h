@@ -110,17 +110,39 @@ int pp_allgather(const char *fn, const struct pp_comm *c, const void *in, void *
 
 /* ---------------------------------------------------------------- requests */
 
-enum pp_lreq_kind { PP_LREQ_SEND, PP_LREQ_RECV, PP_LREQ_DONE /* PROC_NULL: complete at once */ };
+enum pp_lreq_kind {
+  PP_LREQ_SEND,
+  PP_LREQ_RECV,
+  PP_LREQ_DONE,   /* complete at once (PROC_NULL, a buffered send): its status in `st` */
+  PP_LREQ_PERSIST /* a persistent request: `inner` is its running operation while active */
+};
 
 struct pp_lreq {
   bool used;
   uint8_t kind;
   uint64_t id;  /* the actor's request */
-  void *buf;    /* receive: where the data goes */
+  void *buf;    /* receive: where the data goes (a packed copy when `tmp`) */
   size_t bytes; /* receive: room; send: length */
   int peer, tag;
   const struct pp_comm *comm;
   const char *fn; /* the MPI call that started it */
+  /* a receive of a non-contiguous datatype lands in `buf` = tmp, unpacked into ubuf at the end */
+  bool tmp, mrecv; /* mrecv: a matched message, possibly longer than the room */
+  bool held;       /* udt is held (pp_type_hold) until the request is freed */
+  void *ubuf;
+  int ucount;
+  MPI_Datatype udt;
+  bool background;   /* freed while active (Request_free) or a buffered send's transfer */
+  int64_t bsend_seg; /* a buffered send's segment of the attached buffer, -1 none */
+  MPI_Status st;     /* PP_LREQ_DONE */
+  /* PP_LREQ_PERSIST */
+  bool active;
+  uint8_t pmode; /* enum pp_send_mode, or PP_MODE_RECV */
+  const void *pbuf;
+  int pcount;
+  MPI_Datatype pdt;
+  MPI_Comm pcomm;
+  MPI_Request inner;
 };
 
 #define PP_MAX_LREQ (1u << 16)
@@ -141,6 +163,36 @@ int pp_start_recv(const char *fn, const struct pp_comm *c, int ctx_off, void *bu
  * Returns MPI_SUCCESS, or MPI_ERR_IN_STATUS / the error of the request (ANY, single). */
 int pp_complete(const char *fn, int n, MPI_Request *reqs, MPI_Status *sts, int mode, bool block,
                 int *index, int *flag, int *outcount, int *indices);
+
+/* MPI_Finalize: waits for what runs in the background (freed requests, buffered sends). */
+void pp_p2p_quiesce(void);
+
+/* ---------------------------------------------------------------- datatypes (dtype.c) */
+
+#define PP_DT_MAX_DEPTH 16 /* nesting of derived types */
+
+/* A buffer of count elements of a datatype, as a message sees it. */
+struct pp_tbuf {
+  size_t bytes; /* packed: count x the type's size */
+  MPI_Aint off; /* dense: the data starts at buf + off */
+  bool dense;   /* one run of `bytes` bytes: sent and received in place */
+  bool derived;
+};
+/* Checks dt (predefined, or derived, committed and not freed) and count for a message;
+ * MPI_SUCCESS or the class through c's handler (MPI_ERR_TYPE, MPI_ERR_COUNT). */
+int pp_type_check(const struct pp_comm *c, const char *fn, MPI_Datatype dt, int count,
+                  struct pp_tbuf *out);
+/* Packs count elements of dt at buf into out (at most max bytes); the bytes written. */
+size_t pp_type_pack(const void *buf, int count, MPI_Datatype dt, void *out, size_t max);
+/* Unpacks the first len bytes of a packed stream into count elements of dt at buf (a short
+ * stream fills a prefix); the bytes used. */
+size_t pp_type_unpack(const void *in, size_t len, void *buf, int count, MPI_Datatype dt);
+/* The predefined elements in the first `bytes` bytes of a stream of dt (Get_elements);
+ * MPI_UNDEFINED when the bytes end inside one. */
+MPI_Count pp_type_elements(MPI_Datatype dt, size_t bytes);
+/* A request in flight keeps a derived type alive past MPI_Type_free. */
+void pp_type_hold(MPI_Datatype dt);
+void pp_type_release(MPI_Datatype dt);
 
 /* ---------------------------------------------------------------- the link (link.c) */
 
