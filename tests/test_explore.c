@@ -223,7 +223,8 @@ Test(explore_gen, written_scenarios_read_back_identically)
 }
 
 /* The byzantine fault is opt-in: "all" and the default space never draw it, naming it does,
- * for every protocol but naive (whose messages are the data itself). */
+ * for every protocol but naive (whose messages are the data itself) and, until its open bug is
+ * fixed, p2p.srq. */
 Test(explore_gen, byzantine_only_when_asked_for)
 {
   static struct pp_scenario sc;
@@ -245,9 +246,12 @@ Test(explore_gen, byzantine_only_when_asked_for)
   for (uint64_t s = 1; s <= 200; s++) {
     pp_explore_generate(s, &sp, &sc);
     bool naive = sc.sim.engine.protocol == PP_PROTO_NAIVE;
-    cr_assert_eq(sc.sim.faults.byzantine > 0, !naive, "seed %" PRIu64, s);
+    bool srq = (sc.sim.engine.protocol == PP_PROTO_EAGER ||
+                sc.sim.engine.protocol == PP_PROTO_RNDV) && sc.sim.engine.p2p.srq;
+    /* not with p2p.srq while traces/open/srq-byzantine-integrity.yaml is open */
+    cr_assert_eq(sc.sim.faults.byzantine > 0, !naive && !srq, "seed %" PRIu64, s);
     cr_assert_lt(sc.sim.faults.byzantine_rank, sc.sim.engine.nranks);
-    drawn += !naive;
+    drawn += !naive && !srq;
   }
   cr_assert_gt(drawn, 0);
 }
