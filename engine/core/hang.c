@@ -386,10 +386,10 @@ static bool chain_timer_cause(struct pp_hang *h)
   const struct pp_wait *w = find_wait(&h->rank[end], PP_WAIT_WORKLOAD, PP_WAIT_NOPEER);
   if (!x || !t)
     return false;
-  CAUSE("busy, not stuck: rank %u waits for rank %u (%s), and rank %u is busy until %s%s%s%s: "
-        "nothing moves before that timer", x->from, end, x->why, end, t->what, w ? " (" : "",
-        w ? w->what : "", w ? ")" : "");
-  return true;
+  int n = CAUSE("busy, not stuck: rank %u waits for rank %u (%s), and rank %u is busy until "
+                "%s%s%s%s: nothing moves before that timer", x->from, end, x->why, end, t->what,
+                w ? " (" : "", w ? w->what : "", w ? ")" : "");
+  return n >= 0; /* a cause longer than h->cause is cut */
 }
 
 static void name_cause(struct pp_hang *h)
