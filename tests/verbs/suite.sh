@@ -233,7 +233,7 @@ else
       cap_start "$bw"
       timeout 120 "$bw" -d rxb -x 1 -p 18600 -n 200 -s 4096 >"$OUT/$bw.server.txt" 2>&1 &
       srv=$!
-      for _ in $(seq 300); do ss -ltn | grep -q ':18600 ' && break; sleep 0.1; done
+      for _ in $(seq 300); do grep -q ':18600 ' <<<"$(ss -ltn)" && break; sleep 0.1; done
       timeout 120 "$bw" -d rxa -x 1 -p 18600 -n 200 -s 4096 127.0.0.1 >"$OUT/$bw.client.txt" 2>&1
       rc=$?
       wait "$srv"
