@@ -51,6 +51,9 @@ PP_PACKAGES+=(libpcap-dev)
 # prepost mpirun's MPI library (tools/mpi/) is compiled against Debian's MPICH 4.0.2 mpi.h
 # (libmpich-dev) to have its ABI; mpicc.mpich (mpich) builds the MPI test programs (tests/mpi/).
 PP_PACKAGES+=(libmpich-dev mpich)
+# libopenmpi-dev (mpicc.openmpi) builds tests/mpi/osu.c for Open MPI + UCX, which tools/bench-mpi
+# --guest runs next to prepost mpirun --backend verbs and MPICH.
+PP_PACKAGES+=(libopenmpi-dev)
 
 # The interpreter of the python3 package (not a pyenv/venv shim that may shadow it on PATH).
 PP_PYTHON=/usr/bin/python3

@@ -155,21 +155,55 @@ static enum pp_status pass(struct pp_verbs_rank *r, char *err, size_t errlen)
   return PP_OK;
 }
 
-enum pp_status pp_verbs_rank_run(struct pp_verbs_rank *r, uint64_t timeout_ns,
-                                 struct pp_rank_result *out, char *err, size_t errlen)
+enum pp_status pp_verbs_rank_start(struct pp_verbs_rank *r, char *err, size_t errlen)
 {
-  memset(out, 0, sizeof(*out));
   for (uint32_t p = 0; p < r->nranks; p++)
     if (p != r->rank && !r->connected[p]) {
       errf(err, errlen, "rank %u: rank %u is not connected (pp_verbs_rank_connect)", r->rank, p);
       return PP_STATE;
     }
   vnic_counters_mark(r->nic);
-  uint64_t t0 = mono_ns(), end = t0 + (timeout_ns ? timeout_ns : 120000000000ull);
-  enum pp_status s = pp_engine_start(r->e, t0);
+  enum pp_status s = pp_engine_start(r->e, mono_ns());
   if (s != PP_OK)
     errf(err, errlen, "rank %u: starting the application: %s", r->rank, pp_status_desc(s));
-  while (s == PP_OK && !(pp_engine_done(r->e) && vnic_sends_outstanding(r->nic) == 0)) {
+  return s;
+}
+
+enum pp_status pp_verbs_rank_progress(struct pp_verbs_rank *r, char *err, size_t errlen)
+{
+  return pass(r, err, errlen);
+}
+
+bool pp_verbs_rank_quiet(const struct pp_verbs_rank *r)
+{
+  return pp_engine_done(r->e) && vnic_sends_outstanding(r->nic) == 0;
+}
+
+void pp_verbs_rank_result(struct pp_verbs_rank *r, struct pp_rank_result *out)
+{
+  memset(out, 0, sizeof(*out));
+  pp_engine_stats(r->e, &out->stats);
+  pp_p2p_stats(r->e, &out->p2p);
+  vnic_ops.query_counters(r->nic, &out->nic);
+  char host[32] = "";
+  gethostname(host, sizeof(host) - 1);
+  snprintf(out->host, sizeof(out->host), "%.31s/%.31s", host, vnic_device_name(r->nic));
+}
+
+size_t pp_verbs_rank_describe(struct pp_verbs_rank *r, char *buf, size_t len)
+{
+  return vnic_describe(r->nic, buf, len);
+}
+
+enum pp_status pp_verbs_rank_run(struct pp_verbs_rank *r, uint64_t timeout_ns,
+                                 struct pp_rank_result *out, char *err, size_t errlen)
+{
+  memset(out, 0, sizeof(*out));
+  uint64_t t0 = mono_ns(), end = t0 + (timeout_ns ? timeout_ns : 120000000000ull);
+  enum pp_status s = pp_verbs_rank_start(r, err, errlen);
+  if (s == PP_STATE)
+    return s;
+  while (s == PP_OK && !pp_verbs_rank_quiet(r)) {
     if (mono_ns() >= end) {
       errf(err, errlen, "rank %u: not done after %.1f s", r->rank, (mono_ns() - t0) / 1e9);
       s = PP_LIMIT;
@@ -177,12 +211,7 @@ enum pp_status pp_verbs_rank_run(struct pp_verbs_rank *r, uint64_t timeout_ns,
     }
     s = pass(r, err, errlen);
   }
-  pp_engine_stats(r->e, &out->stats);
-  pp_p2p_stats(r->e, &out->p2p);
-  vnic_ops.query_counters(r->nic, &out->nic);
-  char host[32] = "";
-  gethostname(host, sizeof(host) - 1);
-  snprintf(out->host, sizeof(out->host), "%.31s/%.31s", host, vnic_device_name(r->nic));
+  pp_verbs_rank_result(r, out);
   return s;
 }
 

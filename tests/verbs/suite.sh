@@ -27,10 +27,14 @@
 #   mpirun              Open MPI's mpirun starts one prepost process per rank (PMIx: rank, size,
 #                       connection information) for a p2p and a ring scenario; parity with the
 #                       simulator as in scenarios.py
+#   mpi                 the project's MPI test programs (tests/mpi/, unmodified mpicc.mpich
+#                       binaries) under `prepost mpirun --backend verbs` on rxe0: each program's
+#                       own checks pass (exit code, expected lines), eager and rndv; a deadlock is
+#                       exit 3 with the blocked calls and the wait-for cycle; MPI_Abort's code
 #   port down           rxe0's netdev down: a run ends with exit 4 naming the port; doctor says
 #                       NOT READY; back up afterwards
 #   --only STEP         run only these steps (doctor, test_verbs_rxe, scenarios, traces, capture,
-#                       progress, bw-soak, mpirun, port-down)
+#                       progress, bw-soak, mpirun, mpi, port-down)
 #   --bench             then tests/verbs/bench.sh (prepost bench vs perftest and UCX; no verdict)
 # Ends with "verbs suite: N passed, N failed"; exit 1 if anything failed.
 set -uo pipefail
@@ -321,6 +325,38 @@ if command -v mpirun.openmpi >/dev/null; then
   ok $? "mpirun launches prepost ranks: p2p-script and rnr-slow-consumer-ring as the simulator"
 else
   ok 1 "mpirun: mpirun.openmpi is not installed (openmpi-bin, tools/lib.sh)"
+fi
+fi
+
+if step mpi; then
+echo "== MPI programs on rxe (prepost mpirun --backend verbs)"
+M=$B/tests/mpi
+if [[ -x $M/mpi_p2p ]]; then
+  # mpi_case NAME RUN.SH-ARGS... -- MPIRUN-ARGS...: once (wall time: no byte-identical rerun)
+  mpi_case() {
+    local name=$1; shift
+    local args=() a
+    while (($#)); do a=$1; shift; [[ $a == -- ]] && break; args+=("$a"); done
+    timeout 600 bash tests/mpi/run.sh --once "${args[@]}" -- "$P" mpirun --backend verbs \
+      --timeout 300s "$@" >"$OUT/mpi-$name.txt" 2>&1
+    local rc=$?
+    ((rc)) && sed 's/^/    /' "$OUT/mpi-$name.txt" | head -30
+    ok $rc "mpi $name: prepost mpirun --backend verbs $*"
+  }
+  mpi_case p2p --expect "rank 0: done at" -- -n 2 "$M/mpi_p2p"
+  mpi_case p2p-rndv --expect "rank 0: done at" -- -n 2 --scenario tests/mpi/rndv.yaml "$M/mpi_p2p"
+  mpi_case p2p_modes --expect "rank 0: done at" -- -n 2 "$M/mpi_p2p_modes"
+  mpi_case dtype --expect "rank 0: done at" -- -n 2 "$M/mpi_dtype"
+  mpi_case coll --expect "rank 0 of 3: collectives checked" -- -n 3 "$M/mpi_coll"
+  mpi_case coll_ext --expect "rank 0 of 2: collectives checked" -- -n 2 "$M/mpi_coll_ext"
+  mpi_case comm --expect "rank 0 of 2: communicators checked" -- -n 2 "$M/mpi_comm"
+  mpi_case env --expect "rank 1: finalized" -- -n 2 "$M/mpi_env"
+  mpi_case deadlock --rc 3 --expect "rank 0: blocked in MPI_Send\\(peer 1, tag 42, MPI_COMM_WORLD\\)" \
+    --expect "wait-for cycle: rank 0 -> rank 1 -> rank 0" -- -n 2 --no-progress 3s "$M/mpi_deadlock"
+  mpi_case abort --rc 7 --expect "rank 1 called MPI_Abort with error code 7" -- -n 2 "$M/mpi_abort" abort
+  mpi_case osu --expect "^4096 +[0-9.]+ +[0-9]+$" -- -n 2 "$M/mpi_osu" latency -s 1,4096 -i 20
+else
+  ok 1 "mpi: $M/mpi_p2p is not built (mpich, libmpich-dev: tools/lib.sh)"
 fi
 fi
 

@@ -21,6 +21,7 @@
 #include "link.h"
 #include "tools/scenario/scenario.h"
 #include "serve.h"
+#include "mpirun_verbs.h"
 
 #include "prepost/simapp.h"
 
@@ -28,7 +29,8 @@
 
 const char *const pp_mpirun_usage =
     "usage: prepost mpirun -n N [--seed S] [--scenario FILE] [--poll-ns T] [--no-progress T]\n"
-    "                      [--models DIR] PROG [ARGS...]\n"
+    "                      [--models DIR] [--backend sim|verbs [--device NAME] [--timeout T]]\n"
+    "                      PROG [ARGS...]\n"
     "\n"
     "Runs the MPI program PROG (built with Debian's mpicc.mpich, unmodified) with N ranks on the\n"
     "simulated backend: one process per rank, run in lock-step with the simulation (one rank\n"
@@ -45,6 +47,12 @@ const char *const pp_mpirun_usage =
     "  --poll-ns T     simulated time an idle test, probe or MPI_Wtime takes (default 100ns)\n"
     "  --no-progress T stop when no rank made progress for T of simulated time (default 1s)\n"
     "  --models DIR    where the scenario's relative paths resolve\n"
+    "  --backend B     sim (default) or verbs: the same program on an RDMA device of this\n"
+    "                  machine (rxe, mlx5), one engine process per rank next to each rank's\n"
+    "                  process; MPI_Wtime is wall time, the scenario's faults are simulated only,\n"
+    "                  a hang is no rank moving for --no-progress of wall time (default 5s)\n"
+    "  --device NAME   verbs: the device (default: the first with an ACTIVE port)\n"
+    "  --timeout T     verbs: end the job after T of wall time (exit 3; default: no bound)\n"
     "\n"
     "Environment: PREPOST_MPI_LIBDIR, the directory holding libmpich.so.12 (default: the\n"
     "build's tools/mpi).\n"
@@ -52,7 +60,7 @@ const char *const pp_mpirun_usage =
     "Exit codes: 0 every rank called MPI_Finalize and exited 0; MPI_Abort's error code; a rank's\n"
     "own non-zero exit status (128 + signal when killed); 2 usage or input error; 3 a hang (no\n"
     "rank can make progress: a report names each rank's blocked MPI call and the wait-for\n"
-    "cycle).\n";
+    "cycle); 4 verbs: no usable device, or the bootstrap failed.\n";
 
 struct opts {
   uint32_t n;
@@ -60,6 +68,8 @@ struct opts {
   bool has_seed;
   const char *scenario, *models, *poll, *no_progress;
   char **prog;
+  bool verbs;                   /* --backend verbs */
+  const char *device, *timeout; /* verbs */
 };
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -91,6 +101,17 @@ static int parse(int argc, char **argv, struct opts *o)
       o->poll = v;
     } else if (!strcmp(a, "--no-progress")) {
       o->no_progress = v;
+    } else if (!strcmp(a, "--backend")) {
+      if (strcmp(v, "sim") && strcmp(v, "verbs"))
+        return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage,
+                                  "--backend wants sim or verbs, got '%s'", v);
+      o->verbs = !strcmp(v, "verbs");
+    } else if (!strcmp(a, "--device")) {
+      if (strlen(v) >= VNIC_NAME_MAX)
+        return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "--device: name too long: %s", v);
+      o->device = v;
+    } else if (!strcmp(a, "--timeout")) {
+      o->timeout = v;
     } else {
       return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "unknown option '%s'", a);
     }
@@ -99,6 +120,9 @@ static int parse(int argc, char **argv, struct opts *o)
     return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", "missing -n N");
   if (i >= argc)
     return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", "missing PROG");
+  if (!o->verbs && (o->device || o->timeout))
+    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s",
+                              "--device and --timeout are for --backend verbs");
   o->prog = argv + i;
   return -1;
 }
@@ -153,7 +177,7 @@ static const char *lib_dir(void)
 }
 
 /* In the child: the environment of a rank, then exec. Never returns. */
-static void exec_rank(char **prog, int fd, uint32_t rank, uint32_t n)
+void pp_mpirun_exec_rank(char **prog, int fd, uint32_t rank, uint32_t n)
 {
   char v[32], path[PATH_MAX + 4096];
   signal(SIGPIPE, SIG_DFL);
@@ -212,13 +236,40 @@ static int spawn(const struct opts *o, int *fds, pid_t *pids)
       int child = fcntl(sv[1], F_DUPFD, 3); /* without CLOEXEC: the program inherits it */
       if (child < 0)
         _exit(127);
-      exec_rank(o->prog, child, i, o->n);
+      pp_mpirun_exec_rank(o->prog, child, i, o->n);
     }
     close(sv[1]);
     fds[i] = sv[0];
     pids[i] = p;
   }
   return 0;
+}
+
+/* --backend verbs: the same configuration on a device (mpirun_verbs.c). */
+static int run_verbs(const struct opts *o, struct pp_scenario *sc, uint64_t poll_ns)
+{
+  static struct pp_run_cfg run;
+  static const struct pp_faults no_faults;
+  char err[256];
+  if (memcmp(&sc->sim.faults, &no_faults, sizeof(no_faults)) != 0)
+    fprintf(stderr, "prepost mpirun: note: %s: its faults (loss, jitter, ...) are simulated only; "
+                    "the verbs backend does not inject them\n",
+            o->scenario);
+  pp_sim_run_cfg(&sc->sim, &run);
+  struct pp_p2p_params prm;
+  pp_p2p_params_resolve(&sc->sim.engine, &prm);
+  struct pp_mpirun_verbs_cfg c = {.n = o->n, .engine_ranks = sc->sim.engine.nranks,
+                                  .prog = o->prog, .run = &run, .nic = {.gid_index = -1},
+                                  .poll_ns = poll_ns, .no_progress_ns = 5000000000ull,
+                                  .max_requests = prm.max_requests};
+  if (o->device)
+    snprintf(c.nic.device, sizeof(c.nic.device), "%s", o->device);
+  if (o->no_progress)
+    c.no_progress_ns = sc->sim.no_progress_ns;
+  if (o->timeout &&
+      pp_duration_parse(o->timeout, "--timeout", &c.timeout_ns, err, sizeof(err)) != PP_OK)
+    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", err);
+  return pp_mpirun_verbs(&c);
 }
 
 int pp_mpirun_main(int argc, char **argv)
@@ -231,6 +282,8 @@ int pp_mpirun_main(int argc, char **argv)
   uint64_t poll_ns;
   if ((rc = sim_config(&o, &sc, &poll_ns)) >= 0)
     return rc;
+  if (o.verbs)
+    return run_verbs(&o, &sc, poll_ns);
   signal(SIGPIPE, SIG_IGN);
   int *fds = calloc(o.n, sizeof(*fds));
   pid_t *pids = calloc(o.n, sizeof(*pids));

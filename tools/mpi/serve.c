@@ -63,6 +63,7 @@ struct rank {
   struct selfmsg *selfq;      /* its messages to itself no receive took yet, in order */
   uint32_t nself;
   uint64_t recv_seq;
+  uint64_t served;            /* requests read from the rank (progress, on verbs) */
 };
 
 /* A message of a rank to itself waiting for its receive. */
@@ -607,6 +608,7 @@ static enum next serve_one(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t r
     snprintf(s->why, sizeof(s->why), "rank %u: broken link message", rank);
     return N_END;
   }
+  r->served++;
   struct pp_link_rep rep = rep_of(&q, 0, now);
   switch ((enum pp_link_op)q.op) {
   case PP_LINK_INIT:
@@ -936,4 +938,45 @@ void pp_mpi_srv_destroy(struct pp_mpi_srv *s)
   }
   free(s->r);
   free(s);
+}
+
+/* ------------------------------------------------------------------ one rank (verbs) */
+
+uint64_t pp_mpi_srv_step(struct pp_mpi_srv *s, uint32_t rank, struct pp_engine *e, uint64_t now)
+{
+  return app_step(s, rank, e, now);
+}
+
+bool pp_mpi_srv_rank_ended(const struct pp_mpi_srv *s, uint32_t rank)
+{
+  return s->stop || s->r[rank].state == R_EXITED;
+}
+
+int pp_mpi_srv_rank_exit(const struct pp_mpi_srv *s, uint32_t rank, bool *aborted, char *why,
+                         size_t len)
+{
+  const struct rank *r = &s->r[rank];
+  *aborted = r->aborted;
+  if (len && snprintf(why, len, "%s", s->why) < 0)
+    why[0] = 0;
+  if (r->state != R_EXITED)
+    return -1;
+  return pp_mpi_srv_exit_code(s) == -1 ? 0 : pp_mpi_srv_exit_code(s);
+}
+
+bool pp_mpi_srv_rank_blocked(const struct pp_mpi_srv *s, uint32_t rank, uint64_t *served)
+{
+  *served = s->r[rank].served;
+  return s->r[rank].state == R_BLOCKED;
+}
+
+int32_t pp_mpi_srv_rank_waits_for(const struct pp_mpi_srv *s, uint32_t rank)
+{
+  const struct slot *sl;
+  return waits_for(s, rank, &sl);
+}
+
+void pp_mpi_srv_report_rank(const struct pp_mpi_srv *s, uint32_t rank, FILE *out)
+{
+  report_rank(s, rank, out);
 }

@@ -40,4 +40,23 @@ int pp_mpi_srv_exit_code(const struct pp_mpi_srv *s);
 void pp_mpi_srv_report(const struct pp_mpi_srv *s, uint64_t end_ns, FILE *out);
 void pp_mpi_srv_destroy(struct pp_mpi_srv *s);
 
+/* One rank on a device (`--backend verbs`, mpirun_verbs.c): the server of one rank process in
+ * that rank's own process (the other ranks' fds -1, pids 0), driven from the rank's progress
+ * loop instead of the simulator's hook. */
+/* The hook's step, called after every progress pass; `now` ns since the job's start. Serves
+ * the rank's requests while it runs (a blocking read), checks a blocked or sleeping call. */
+uint64_t pp_mpi_srv_step(struct pp_mpi_srv *s, uint32_t rank, struct pp_engine *e, uint64_t now);
+/* The rank's process has exited (or aborted, or the server stopped). */
+bool pp_mpi_srv_rank_ended(const struct pp_mpi_srv *s, uint32_t rank);
+/* Once ended: the rank's exit code as pp_mpi_srv_exit_code gives it (0 finalized and exited 0),
+ * *aborted when it called MPI_Abort, why: the sentence (empty when it ended well); -1 before. */
+int pp_mpi_srv_rank_exit(const struct pp_mpi_srv *s, uint32_t rank, bool *aborted, char *why,
+                         size_t len);
+/* Blocked in a blocking MPI call? *served: requests the rank made so far. */
+bool pp_mpi_srv_rank_blocked(const struct pp_mpi_srv *s, uint32_t rank, uint64_t *served);
+/* The rank its blocked call waits for, -1 (none, any). */
+int32_t pp_mpi_srv_rank_waits_for(const struct pp_mpi_srv *s, uint32_t rank);
+/* The hang report's line for the rank ("  rank R: blocked in MPI_Send(...)..."). */
+void pp_mpi_srv_report_rank(const struct pp_mpi_srv *s, uint32_t rank, FILE *out);
+
 #endif

@@ -90,6 +90,17 @@ enum pp_status pp_verbs_rank_connect(struct pp_verbs_rank *r, uint32_t peer,
  * engine's or a callback's status when one failed (err says which). */
 enum pp_status pp_verbs_rank_run(struct pp_verbs_rank *r, uint64_t timeout_ns,
                                  struct pp_rank_result *out, char *err, size_t errlen);
+/* pp_verbs_rank_run in steps, for a program that drives its rank from its own loop (the MPI
+ * launcher, tools/mpi/): start (every peer connected; the device's counters zeroed), then one
+ * progress pass at a time (at most 64 completions, async events, due timers; never blocks; the
+ * engine's or a callback's failure with a sentence in err), until quiet (the engine is done and
+ * no send WR is outstanding); the result as pp_verbs_rank_run fills it. */
+enum pp_status pp_verbs_rank_start(struct pp_verbs_rank *r, char *err, size_t errlen);
+enum pp_status pp_verbs_rank_progress(struct pp_verbs_rank *r, char *err, size_t errlen);
+bool pp_verbs_rank_quiet(const struct pp_verbs_rank *r);
+void pp_verbs_rank_result(struct pp_verbs_rank *r, struct pp_rank_result *out);
+/* What the device says about the rank's queues (vnic_describe), snprintf-like. */
+size_t pp_verbs_rank_describe(struct pp_verbs_rank *r, char *buf, size_t len);
 /* The rank's engine (for pp_p2p_* between runs, pp_engine_stats, ...). */
 struct pp_engine *pp_verbs_rank_engine(struct pp_verbs_rank *r);
 /* Destroys the engine and closes the device; NULL is fine. */
