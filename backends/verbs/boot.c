@@ -1668,12 +1668,12 @@ static const char *dev_of(const struct coord *c, uint32_t rank)
   return c->r[rank].dev[0] ? c->r[rank].dev : "its device";
 }
 
-/* RC promises that a request is complete at its requester only once the responder took it, so a
- * requester with no send WR outstanding whose next PSN is ahead of its peer QP's expected PSN
- * means a device completed requests the other side never processed: the NIC (or the driver)
- * lost or holds them, and the engines that wait for them wait for the device, not for each
- * other (backends/verbs/README.md: Soft-RoCE on a starved CPU). The first such pair, from the
- * QPs the ranks last reported. */
+/* A requester whose next PSN is ahead of its peer QP's expected PSN has requests the other
+ * side's responder has not processed: in flight, retried, or (no send WR outstanding: RC
+ * completes a request only once the responder took it) completed by a device that lost or holds
+ * them (backends/verbs/README.md: Soft-RoCE on a starved CPU). The engines that wait for those
+ * wait for the device, not for each other: in a deadlock of the protocol every pair matches.
+ * The first such pair, from the QPs the ranks last reported. */
 static bool device_owes(const struct coord *c, uint32_t *rank, const struct vnic_qp_state **req,
                         const struct vnic_qp_state **resp)
 {
@@ -1681,7 +1681,7 @@ static bool device_owes(const struct coord *c, uint32_t *rank, const struct vnic
     for (uint32_t k = 0; k < c->r[i].nqps; k++) {
       const struct vnic_qp_state *a = &c->r[i].qps[k];
       const struct vnic_qp_state *b = qp_of(c, a->peer, a->dest_qpn);
-      if (a->state == VNIC_QP_UNKNOWN || a->sq_outstanding || !b || b->dest_qpn != a->qpn ||
+      if (a->state == VNIC_QP_UNKNOWN || !b || b->dest_qpn != a->qpn ||
           b->state == VNIC_QP_UNKNOWN)
         continue;
       uint32_t ahead = (a->sq_psn - b->rq_psn) & 0xffffffu;
@@ -1731,12 +1731,12 @@ static bool all_still(const struct coord *c)
   return true;
 }
 
-/* Every rank answered "still", but its device may owe work: a requester whose every request
- * completed while its peer QP's responder has not reached them (device_owes). rxe 6.1 does that
- * when the CPU its deferred work was queued on does not run (backends/verbs/README.md): the
- * work comes, late. So the coordinator waits while the device owes work and its QPs' PSNs keep
- * changing, and for DEVICE_PATIENCE bounds after they last changed; then no_progress, and the
- * hang report names the device (device_cause). */
+/* Every rank answered "still", but its device may owe work: a requester ahead of its peer QP's
+ * responder (device_owes), e.g. every request completed while the responder has not reached
+ * them. Soft-RoCE on Linux 6.1 with a starved vCPU does that, and most often the work comes,
+ * late (backends/verbs/README.md). So the coordinator waits while the device owes work and its
+ * QPs' PSNs keep changing, and for DEVICE_PATIENCE bounds after they last changed; then
+ * no_progress, and the hang report names the device (device_cause). */
 #define DEVICE_PATIENCE 30
 static bool device_patient(struct coord *c, uint64_t now)
 {
@@ -1771,11 +1771,13 @@ static bool run_until(struct coord *c)
   if (!c->rs.np_suspect) {
     c->rs.np_suspect = now;
     send_mark_probe(c);
-  } else if (all_still(c) && device_patient(c, now)) {
-    c->rs.progress_at = now; /* the device owes work and moves: suspect again after a bound */
-    c->rs.np_suspect = 0;
   } else if (all_still(c) || now - c->rs.np_suspect >= bound) {
-    c->rs.stop = c->rs.no_progress = true;
+    if (device_patient(c, now)) { /* the device owes work: suspect again after a bound */
+      c->rs.progress_at = now;
+      c->rs.np_suspect = 0;
+    } else {
+      c->rs.stop = c->rs.no_progress = true;
+    }
   }
   return c->rs.stop;
 }
@@ -1941,13 +1943,22 @@ static void device_cause(const struct coord *c, struct pp_hang *h)
   char prev[sizeof(h->cause)];
   memcpy(prev, h->cause, sizeof(prev));
   prev[sizeof(prev) - 1] = '\0';
+  char out[48] = "every request it sent completed";
+  if (a->sq_outstanding) {
+    int k = snprintf(out, sizeof(out), "%u send WRs outstanding", a->sq_outstanding);
+    if (k < 0 || (size_t)k >= sizeof(out))
+      out[0] = '\0';
+  }
   int n = snprintf(h->cause, sizeof(h->cause),
-                   "device: rank %u's QP %u (%s) has every request it sent completed (next PSN %u), "
-                   "but rank %u's QP %u (%s) expects PSN %u, %u PSNs behind: the device completed "
-                   "requests the peer's responder never processed (lost or held by the NIC or "
-                   "driver), so the ranks wait for the device, not for each other (waits: %s)",
-                   i, a->qpn, dev_of(c, i), a->sq_psn, a->peer, b->qpn, dev_of(c, a->peer),
-                   b->rq_psn, (a->sq_psn - b->rq_psn) & 0xffffffu, prev[0] ? prev : "none named");
+                   "device: rank %u's QP %u (%s) has %s (next PSN %u), but rank %u's QP %u (%s) "
+                   "expects PSN %u, %u PSNs behind: %s, so the ranks wait for the device, not for "
+                   "each other (waits: %s)",
+                   i, a->qpn, dev_of(c, i), out, a->sq_psn, a->peer, b->qpn, dev_of(c, a->peer),
+                   b->rq_psn, (a->sq_psn - b->rq_psn) & 0xffffffu,
+                   a->sq_outstanding ? "requests the device has not delivered"
+                                     : "the device completed requests the peer's responder never "
+                                       "processed (lost or held by the NIC or driver)",
+                   prev[0] ? prev : "none named");
   if (n < 0 || (size_t)n >= sizeof(h->cause)) /* a cause longer than h->cause is cut */
     h->cause[sizeof(h->cause) - 1] = '\0';
 }
