@@ -1777,6 +1777,10 @@ static bool run_until(struct coord *c)
       c->rs.np_suspect = 0;
     } else {
       c->rs.stop = c->rs.no_progress = true;
+      for (uint32_t i = 0; i < c->n; i++) /* judged without its word (and without its QPs) */
+        if (!c->r[i].mark_still)
+          fprintf(stderr, "prepost: no progress: rank %u did not answer whether it moved within "
+                          "the bound (frozen, or starved inside a system call)\n", i);
     }
   }
   return c->rs.stop;
