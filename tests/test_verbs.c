@@ -1776,6 +1776,93 @@ Test(verbs, coordinator_asks_before_it_judges_no_progress)
   close(c.a.listen_fd);
 }
 
+/* rank 0's QP 10 and rank 1's QP 11 as their devices report them: rank 0's requester has every
+ * request completed (next PSN 500), rank 1's responder expects rq_psn. */
+static void fake_qps(struct boot_buf *o, uint32_t rank, uint32_t rq_psn)
+{
+  struct vnic_qp_state q = {.qpn = 10 + rank, .peer = !rank, .dest_qpn = 10 + !rank, .state = 3,
+                            .sq_psn = rank ? 90 : 500, .rq_psn = rank ? rq_psn : 90};
+  boot_put_qps(o, &q, 1, 1);
+}
+
+static void mark_answer_qps(struct boot_link *l, uint64_t id, uint32_t rank, uint32_t rq_psn)
+{
+  struct boot_buf o = {0};
+  boot_put64(&o, id);
+  boot_put8(&o, false);
+  fake_qps(&o, rank, rq_psn);
+  cr_assert_eq(boot_send(l, BOOT_MARK_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
+  boot_buf_free(&o);
+}
+
+/* Both ranks answer "still", but rank 1's responder has not reached requests rank 0's device
+ * already completed (the stall Soft-RoCE 6.1 shows on a starved CPU): the device owes work. The
+ * coordinator waits while the QPs' PSNs change, and for 30 bounds after they last did; then
+ * no_progress, and the hang report names the device instead of a deadlock. Without the QPs
+ * (coordinator_asks_before_it_judges_no_progress) the first "still" from both stops the run. */
+Test(verbs, coordinator_waits_for_a_device_that_owes_work_and_names_it)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  uint64_t bound = 50000000ull;
+  start_coord_np(&c, 5000000000ull, bound, &th);
+  struct boot_link fd[2];
+  struct boot_buf b = {0};
+  fake_start(&c, fd, &b);
+  send_state(&fd[0], false, false, 1);
+  send_state(&fd[1], false, false, 1);
+  uint32_t rq = 300; /* 200 PSNs behind rank 0's next */
+  uint64_t changed = boot_now_ns();
+  int probes = 0;
+  for (;;) {
+    uint32_t t0 = recv_type(&fd[0], &b);
+    if (t0 == BOOT_STOP)
+      break;
+    cr_assert_eq(t0, BOOT_MARK_PROBE);
+    uint64_t id = boot_get64(&b);
+    cr_assert_eq(recv_type(&fd[1], &b), BOOT_MARK_PROBE);
+    probes++;
+    if (probes <= 3) { /* the device moves three times, then not any more */
+      rq += 50;
+      changed = boot_now_ns();
+    }
+    mark_answer_qps(&fd[0], id, 0, rq);
+    mark_answer_qps(&fd[1], id, 1, rq);
+    cr_assert_lt(probes, 1000, "never stopped");
+  }
+  cr_assert_eq(recv_type(&fd[1], &b), BOOT_STOP);
+  cr_assert_gt(probes, 4, "all still, yet the device owed work: asked again (%d)", probes);
+  cr_assert_geq(boot_now_ns() - changed, 30 * bound, "30 bounds after the PSNs last changed");
+  for (int r = 0; r < 2; r++) {
+    struct pp_rank_result rr = {0};
+    rr.stats.status_counts[PP_WC_SUCCESS] = 1;
+    snprintf(rr.host, sizeof(rr.host), "fakehost/fake0");
+    struct boot_buf o = {0};
+    boot_put_result(&o, &rr, NULL);
+    boot_put_waits(&o, r ? rank1_waits : rank0_waits, r ? 2 : 1, r ? 2 : 1);
+    fake_qps(&o, (uint32_t)r, rq);
+    cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
+    boot_buf_free(&o);
+  }
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
+    cr_assert_eq(boot_get8(&b), PP_OUTCOME_NO_PROGRESS);
+    close(fd[r].fd);
+  }
+  pthread_join(th, NULL);
+  cr_assert_eq(c.s, PP_OK, "%s", c.err);
+  cr_assert_eq(c.res.outcome, PP_OUTCOME_NO_PROGRESS);
+  cr_assert_not_null(c.res.hang);
+  char want[160];
+  snprintf(want, sizeof(want), "device: rank 0's QP 10 (fake0) has every request it sent completed "
+           "(next PSN 500), but rank 1's QP 11 (fake0) expects PSN %u, %u PSNs behind", rq, 500 - rq);
+  cr_assert(strstr(c.res.hang->cause, want), "cause: %s", c.res.hang->cause);
+  cr_assert(strstr(c.res.hang->cause, "not for each other"), "cause: %s", c.res.hang->cause);
+  pp_run_result_free(&c.res);
+  boot_buf_free(&b);
+  close(c.a.listen_fd);
+}
+
 Test(verbs, coordinator_stops_a_run_without_progress_and_collects_the_hang)
 {
   struct coord_ctx c;

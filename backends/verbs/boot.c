@@ -390,6 +390,40 @@ uint32_t boot_get_waits(struct boot_buf *b, struct pp_wait *w, uint32_t max, uin
   return b->bad ? 0 : got;
 }
 
+void boot_put_qps(struct boot_buf *b, const struct vnic_qp_state *q, uint32_t n, uint32_t total)
+{
+  boot_put32(b, total);
+  boot_put32(b, n);
+  for (uint32_t i = 0; i < n; i++) {
+    boot_put32(b, q[i].qpn);
+    boot_put32(b, q[i].peer);
+    boot_put32(b, q[i].dest_qpn);
+    boot_put32(b, q[i].state);
+    boot_put32(b, q[i].sq_psn);
+    boot_put32(b, q[i].rq_psn);
+    boot_put32(b, q[i].sq_outstanding);
+  }
+}
+
+uint32_t boot_get_qps(struct boot_buf *b, struct vnic_qp_state *q, uint32_t max)
+{
+  (void)boot_get32(b); /* total: the rest are not needed to pair QPs */
+  uint32_t n = boot_get32(b), got = 0;
+  for (uint32_t i = 0; i < n && !b->bad; i++) {
+    struct vnic_qp_state x;
+    x.qpn = boot_get32(b);
+    x.peer = boot_get32(b);
+    x.dest_qpn = boot_get32(b);
+    x.state = boot_get32(b);
+    x.sq_psn = boot_get32(b) & 0xffffffu;
+    x.rq_psn = boot_get32(b) & 0xffffffu;
+    x.sq_outstanding = boot_get32(b);
+    if (!b->bad && got < max)
+      q[got++] = x;
+  }
+  return b->bad ? 0 : got;
+}
+
 void boot_put_hello(struct boot_buf *b, uint32_t nranks, const struct vnic_addr *addr,
                     const char *host, const char *dev, const bool *has,
                     const struct pp_conn_info *info)
@@ -1081,6 +1115,8 @@ struct crank {
   struct pp_hist *lat; /* from its RESULT, NULL when it records no latency */
   struct pp_wait waits[PP_HANG_MAX_WAITS]; /* from its RESULT */
   uint32_t nwaits, total_waits;
+  struct vnic_qp_state qps[BOOT_MAX_QPS]; /* from a stopped rank's RESULT: what its device says */
+  uint32_t nqps;
 };
 
 struct run_state {
@@ -1091,6 +1127,9 @@ struct run_state {
   uint64_t progress_at; /* the last PROGRESS from any rank (or GO) */
   uint64_t np_suspect;  /* when the bound was first seen passed (0: not yet; run_until) */
   uint64_t mark_id;     /* the MARK_PROBE in flight (sent at np_suspect) */
+  /* every rank still, but the device owes work (device_owes): the QPs' PSNs as last seen and
+   * since when they have not changed (0: the device owes nothing) */
+  uint64_t dev_psns, dev_since;
 };
 
 struct coord {
@@ -1613,6 +1652,62 @@ static enum pp_status on_hello_phase(struct coord *c, uint32_t rank, uint32_t ty
   return unexpected(c, rank, type);
 }
 
+/* The QP of rank `rank` whose number is qpn, or NULL. */
+static const struct vnic_qp_state *qp_of(const struct coord *c, uint32_t rank, uint32_t qpn)
+{
+  if (rank >= c->n)
+    return NULL;
+  for (uint32_t i = 0; i < c->r[rank].nqps; i++)
+    if (c->r[rank].qps[i].qpn == qpn)
+      return &c->r[rank].qps[i];
+  return NULL;
+}
+
+static const char *dev_of(const struct coord *c, uint32_t rank)
+{
+  return c->r[rank].dev[0] ? c->r[rank].dev : "its device";
+}
+
+/* A requester whose next PSN is ahead of its peer QP's expected PSN has requests the other
+ * side's responder has not processed: in flight, retried, or (no send WR outstanding: RC
+ * completes a request only once the responder took it) completed by a device that lost or holds
+ * them (backends/verbs/README.md: Soft-RoCE on a starved CPU). The engines that wait for those
+ * wait for the device, not for each other: in a deadlock of the protocol every pair matches.
+ * The first such pair, from the QPs the ranks last reported. */
+static bool device_owes(const struct coord *c, uint32_t *rank, const struct vnic_qp_state **req,
+                        const struct vnic_qp_state **resp)
+{
+  for (uint32_t i = 0; i < c->n; i++)
+    for (uint32_t k = 0; k < c->r[i].nqps; k++) {
+      const struct vnic_qp_state *a = &c->r[i].qps[k];
+      const struct vnic_qp_state *b = qp_of(c, a->peer, a->dest_qpn);
+      if (a->state == VNIC_QP_UNKNOWN || !b || b->dest_qpn != a->qpn ||
+          b->state == VNIC_QP_UNKNOWN)
+        continue;
+      uint32_t ahead = (a->sq_psn - b->rq_psn) & 0xffffffu;
+      if (ahead == 0 || ahead >= 0x800000u) /* equal, or the responder is past it (wrapped) */
+        continue;
+      *rank = i;
+      *req = a;
+      *resp = b;
+      return true;
+    }
+  return false;
+}
+
+/* The PSNs of every QP the ranks reported, folded: a change says the device moved. */
+static uint64_t device_psns(const struct coord *c)
+{
+  uint64_t x = 1469598103934665603ull;
+  for (uint32_t i = 0; i < c->n; i++)
+    for (uint32_t k = 0; k < c->r[i].nqps; k++) {
+      const struct vnic_qp_state *q = &c->r[i].qps[k];
+      uint64_t v = ((uint64_t)q->qpn << 48) ^ ((uint64_t)q->sq_psn << 24) ^ q->rq_psn;
+      x = (x ^ v) * 1099511628211ull;
+    }
+  return x;
+}
+
 /* ----- the run: quiescence detection */
 
 /* Asks every rank whether its progress mark changed (after it polled its CQs). */
@@ -1636,6 +1731,29 @@ static bool all_still(const struct coord *c)
   return true;
 }
 
+/* Every rank answered "still", but its device may owe work: a requester ahead of its peer QP's
+ * responder (device_owes), e.g. every request completed while the responder has not reached
+ * them. Soft-RoCE on Linux 6.1 with a starved vCPU does that, and most often the work comes,
+ * late (backends/verbs/README.md). So the coordinator waits while the device owes work and its
+ * QPs' PSNs keep changing, and for DEVICE_PATIENCE bounds after they last changed; then
+ * no_progress, and the hang report names the device (device_cause). */
+#define DEVICE_PATIENCE 30
+static bool device_patient(struct coord *c, uint64_t now)
+{
+  uint32_t i;
+  const struct vnic_qp_state *a, *b;
+  if (!device_owes(c, &i, &a, &b)) {
+    c->rs.dev_since = 0;
+    return false;
+  }
+  uint64_t psns = device_psns(c);
+  if (!c->rs.dev_since || psns != c->rs.dev_psns) {
+    c->rs.dev_psns = psns;
+    c->rs.dev_since = now;
+  }
+  return now - c->rs.dev_since < DEVICE_PATIENCE * c->a->no_progress_ns;
+}
+
 /* The no-progress bound passed. Not yet a verdict: silence is not proof. A coordinator that did
  * not run for a while (its CPU taken by busy-polling ranks, or the whole machine descheduled)
  * has PROGRESS messages waiting unread, and a rank inside one long system call cannot report
@@ -1654,7 +1772,16 @@ static bool run_until(struct coord *c)
     c->rs.np_suspect = now;
     send_mark_probe(c);
   } else if (all_still(c) || now - c->rs.np_suspect >= bound) {
-    c->rs.stop = c->rs.no_progress = true;
+    if (device_patient(c, now)) { /* the device owes work: suspect again after a bound */
+      c->rs.progress_at = now;
+      c->rs.np_suspect = 0;
+    } else {
+      c->rs.stop = c->rs.no_progress = true;
+      for (uint32_t i = 0; i < c->n; i++) /* judged without its word (and without its QPs) */
+        if (!c->r[i].mark_still)
+          fprintf(stderr, "prepost: no progress: rank %u did not answer whether it moved within "
+                          "the bound (frozen, or starved inside a system call)\n", i);
+    }
   }
   return c->rs.stop;
 }
@@ -1683,6 +1810,10 @@ static enum pp_status on_run_msg(struct coord *c, uint32_t rank, uint32_t type,
   if (type == BOOT_MARK_REPLY) {
     uint64_t id = boot_get64(b);
     bool moved = boot_get8(b) != 0;
+    if (b->bad)
+      return unexpected(c, rank, type);
+    if (!b->bad && b->at < b->len) /* what its device says about its QPs now */
+      r->nqps = boot_get_qps(b, r->qps, BOOT_MAX_QPS);
     if (b->bad)
       return unexpected(c, rank, type);
     if (!c->rs.np_suspect || id != c->rs.mark_id)
@@ -1745,6 +1876,8 @@ static enum pp_status on_result_msg(struct coord *c, uint32_t rank, uint32_t typ
   boot_get_result(b, &c->res->ranks[rank], &r->lat);
   if (!b->bad && b->at < b->len) /* what its pending operations wait for */
     r->nwaits = boot_get_waits(b, r->waits, PP_HANG_MAX_WAITS, &r->total_waits);
+  if (!b->bad && b->at < b->len) /* its QPs, when it stopped before it was done */
+    r->nqps = boot_get_qps(b, r->qps, BOOT_MAX_QPS);
   if (b->bad)
     return unexpected(c, rank, type);
   r->result = true;
@@ -1803,6 +1936,37 @@ static void credit_counters(struct coord *c, struct pp_run_result *res)
   free(seen);
 }
 
+/* A device that owes work (device_owes) is the cause of the hang: it replaces the cause the
+ * waits gave (kept at the end); the wait-for graph stays as it is. */
+static void device_cause(const struct coord *c, struct pp_hang *h)
+{
+  uint32_t i;
+  const struct vnic_qp_state *a, *b;
+  if (!device_owes(c, &i, &a, &b))
+    return;
+  char prev[sizeof(h->cause)];
+  memcpy(prev, h->cause, sizeof(prev));
+  prev[sizeof(prev) - 1] = '\0';
+  char out[48] = "every request it sent completed";
+  if (a->sq_outstanding) {
+    int k = snprintf(out, sizeof(out), "%u send WRs outstanding", a->sq_outstanding);
+    if (k < 0 || (size_t)k >= sizeof(out))
+      out[0] = '\0';
+  }
+  int n = snprintf(h->cause, sizeof(h->cause),
+                   "device: rank %u's QP %u (%s) has %s (next PSN %u), but rank %u's QP %u (%s) "
+                   "expects PSN %u, %u PSNs behind: %s, so the ranks wait for the device, not for "
+                   "each other (waits: %s)",
+                   i, a->qpn, dev_of(c, i), out, a->sq_psn, a->peer, b->qpn, dev_of(c, a->peer),
+                   b->rq_psn, (a->sq_psn - b->rq_psn) & 0xffffffu,
+                   a->sq_outstanding ? "requests the device has not delivered"
+                                     : "the device completed requests the peer's responder never "
+                                       "processed (lost or held by the NIC or driver)",
+                   prev[0] ? prev : "none named");
+  if (n < 0 || (size_t)n >= sizeof(h->cause)) /* a cause longer than h->cause is cut */
+    h->cause[sizeof(h->cause) - 1] = '\0';
+}
+
 /* The hang report from the ranks' RESULTs (a rank that sent no waits: nothing it can name). */
 static struct pp_hang *hang_of(struct coord *c, const struct pp_run_result *res)
 {
@@ -1815,6 +1979,7 @@ static struct pp_hang *hang_of(struct coord *c, const struct pp_run_result *res)
                      c->r[i].waits, c->r[i].nwaits < c->r[i].total_waits ? c->r[i].total_waits
                                                                          : c->r[i].nwaits);
   pp_hang_analyze(h);
+  device_cause(c, h);
   return h;
 }
 

@@ -123,6 +123,12 @@ void boot_put_waits(struct boot_buf *b, const struct pp_wait *w, uint32_t n, uin
 /* Reads at most max waits into w (the rest are skipped); returns how many were read, *total how
  * many the rank had. */
 uint32_t boot_get_waits(struct boot_buf *b, struct pp_wait *w, uint32_t max, uint32_t *total);
+/* A stopped rank's QPs as its device reports them (vnic_qp_states), appended after the waits:
+ * the first n of total. */
+#define BOOT_MAX_QPS 64
+void boot_put_qps(struct boot_buf *b, const struct vnic_qp_state *q, uint32_t n, uint32_t total);
+/* Reads at most max into q (the rest are skipped); returns how many were read. */
+uint32_t boot_get_qps(struct boot_buf *b, struct vnic_qp_state *q, uint32_t max);
 
 /* HELLO (rank -> coordinator, after AUTH, so the rank is known): my address, host and device,
  * and for every rank j whether I talk to it and my pp_conn_info for it (has and info are nranks

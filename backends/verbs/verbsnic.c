@@ -974,6 +974,34 @@ static const char *qp_state_name(enum ibv_qp_state s)
   return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
+static void qp_state_of(const struct vqp *q, struct vnic_qp_state *s)
+{
+  struct ibv_qp_attr a;
+  struct ibv_qp_init_attr ia;
+  int mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN | IBV_QP_DEST_QPN;
+  *s = (struct vnic_qp_state){.qpn = q->qp->qp_num, .peer = q->peer, .state = VNIC_QP_UNKNOWN,
+                              .sq_outstanding = q->sq_len};
+  if (ibv_query_qp(q->qp, &a, mask, &ia))
+    return;
+  s->state = (uint32_t)a.qp_state;
+  s->dest_qpn = a.dest_qp_num;
+  s->sq_psn = a.sq_psn;
+  s->rq_psn = a.rq_psn;
+}
+
+size_t vnic_qp_states(struct vnic *n, struct vnic_qp_state *s, size_t max)
+{
+  size_t k = 0;
+  for (uint32_t i = 0; i < QP_HASH; i++) {
+    if (!n->qps[i].qp)
+      continue;
+    if (k < max)
+      qp_state_of(&n->qps[i], &s[k]);
+    k++;
+  }
+  return k;
+}
+
 size_t vnic_describe(struct vnic *n, char *buf, size_t len)
 {
   size_t off = 0;
@@ -984,22 +1012,19 @@ size_t vnic_describe(struct vnic *n, char *buf, size_t len)
                " send, %" PRIu64 " receive WRs; %" PRIu64 " send WRs outstanding\n",
                n->device, n->polled[0], n->polled[1], n->posted[0], n->posted[1], n->sends_out);
   for (uint32_t i = 0; i < QP_HASH; i++) {
-    struct vqp *q = &n->qps[i];
-    if (!q->qp)
+    struct vnic_qp_state q;
+    if (!n->qps[i].qp)
       continue;
-    struct ibv_qp_attr a;
-    struct ibv_qp_init_attr ia;
-    int mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN | IBV_QP_DEST_QPN;
-    if (ibv_query_qp(q->qp, &a, mask, &ia)) {
-      describe_add(buf, len, &off, "  qp %u (peer %u): ibv_query_qp failed\n", q->qp->qp_num,
-                   q->peer);
+    qp_state_of(&n->qps[i], &q);
+    if (q.state == VNIC_QP_UNKNOWN) {
+      describe_add(buf, len, &off, "  qp %u (peer %u): ibv_query_qp failed\n", q.qpn, q.peer);
       continue;
     }
     describe_add(buf, len, &off,
                  "  qp %u (peer %u, remote qp %u): %s, next send psn %u, expected receive psn %u, "
                  "%u send WRs outstanding\n",
-                 q->qp->qp_num, q->peer, a.dest_qp_num, qp_state_name(a.qp_state), a.sq_psn,
-                 a.rq_psn, q->sq_len);
+                 q.qpn, q.peer, q.dest_qpn, qp_state_name((enum ibv_qp_state)q.state), q.sq_psn,
+                 q.rq_psn, q.sq_outstanding);
   }
   return off;
 }

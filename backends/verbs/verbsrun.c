@@ -464,6 +464,10 @@ static int mark_reply(struct rank *r, struct boot_buf *b)
   struct boot_buf o = {0};
   boot_put64(&o, id);
   boot_put8(&o, moved);
+  /* and what its device says about its QPs: a device that owes work is not a stalled run */
+  struct vnic_qp_state q[BOOT_MAX_QPS];
+  size_t nq = vnic_qp_states(r->nic, q, BOOT_MAX_QPS);
+  boot_put_qps(&o, q, nq < BOOT_MAX_QPS ? (uint32_t)nq : BOOT_MAX_QPS, (uint32_t)nq);
   int rc = boot_send(&r->l, BOOT_MARK_REPLY, &o, boot_now_ns() + 10000000000ull);
   boot_buf_free(&o);
   if (rc)
@@ -747,6 +751,11 @@ static int send_result(struct rank *r)
   for (size_t i = 0; i < nw && i < PP_HANG_MAX_WAITS; i++)
     w[i].since_ns = w[i].since_ns > r->t0 ? w[i].since_ns - r->t0 : 0;
   boot_put_waits(&b, w, nw < PP_HANG_MAX_WAITS ? (uint32_t)nw : PP_HANG_MAX_WAITS, (uint32_t)nw);
+  /* and its QPs as the device reports them: the coordinator pairs them to tell a device that
+   * completed requests its peer never took from a deadlock of the protocol */
+  struct vnic_qp_state q[BOOT_MAX_QPS];
+  size_t nq = vnic_qp_states(r->nic, q, BOOT_MAX_QPS);
+  boot_put_qps(&b, q, nq < BOOT_MAX_QPS ? (uint32_t)nq : BOOT_MAX_QPS, (uint32_t)nq);
   int rc = b.bad ? -1 : boot_send(&r->l, BOOT_RESULT, &b, boot_now_ns() + 30000000000ull);
   boot_buf_free(&b);
   if (rc)

@@ -291,8 +291,9 @@ echo "== no false no_progress in \$BW_RUNS consecutive bandwidth runs of every p
 # no-progress bound (1 s), --progress busy (the data path's default). A run that ends
 # no_progress while moving is a false verdict; the counts are printed per path. Not in the
 # default set (80 runs: 15-60 min under emulation): --only bw-soak. With GUEST_VCPU_NICE=15 on
-# the host (a starved vCPU) busy RGET runs stop for good: rxe completes SENDs its peer never
-# took; each stopped rank prints its QPs' PSNs on stderr (backends/verbs/README.md).
+# the host (a starved vCPU) rxe 6.1's tasklets wait on that vCPU: the coordinator waits while the
+# device owes work and names the device when it stops (backends/verbs/README.md, "Late, not
+# lost"); each stopped rank prints its QPs' PSNs on stderr.
 runs=${BW_RUNS:-20}
 for sc in ${BW_PATHS:-eager rndv ring-credits ring-cts}; do
   declare -A n=()

@@ -88,6 +88,17 @@ uint64_t vnic_sends_outstanding(const struct vnic *n);
  * was taken by this QP's responder. snprintf-like: writes at most len bytes (NUL-terminated
  * when len > 0), returns the length of the whole text. */
 size_t vnic_describe(struct vnic *n, char *buf, size_t len);
+/* One QP as the device reports it (ibv_query_qp), with the backend's count of its send WRs not
+ * covered by a completion yet. */
+struct vnic_qp_state {
+  uint32_t qpn, peer, dest_qpn;
+  uint32_t state;          /* enum ibv_qp_state; VNIC_QP_UNKNOWN: ibv_query_qp failed */
+  uint32_t sq_psn, rq_psn; /* the next PSN its requester sends, the PSN its responder expects */
+  uint32_t sq_outstanding; /* send WRs posted and not completed */
+};
+#define VNIC_QP_UNKNOWN 255u
+/* Fills s with at most max of the rank's QPs; returns how many it has. */
+size_t vnic_qp_states(struct vnic *n, struct vnic_qp_state *s, size_t max);
 /* Takes the device's current counters (its driver's, backends/verbs/counters.h) as the zero of
  * query_counters, which marks what the driver does not count as missing (PP_UNSUPPORTED, all
  * missing, for a driver counters.c does not know). */
