@@ -596,6 +596,41 @@ Test(scenario, a_nic_line_rate_is_a_bandwidth_and_never_zero)
   cr_assert(strstr(err, "line_rate"), "%s", err);
 }
 
+Test(scenario, a_nic_rnr_delay_model_is_read_and_checked)
+{
+  static struct pp_scenario s;
+  char err[512];
+  const char *ok = "ranks: 2\nnic:\n  rnr_tick: 4ms\n  rnr_min: 8.6ms\n"
+                   "  rnr_delay: {1: 9ms, 14: 18.6ms}\n";
+  cr_assert_eq(pp_scenario_parse(ok, strlen(ok), "t.yaml", MODELS, &s, err, sizeof(err)),
+               PP_OK, "%s", err);
+  cr_assert_eq(s.sim.nic.rnr_tick_ns, 4000000u);
+  cr_assert_eq(s.sim.nic.rnr_min_ns, 8600000u);
+  cr_assert_eq(s.sim.nic.rnr_delay_ns[1], 9000000u);
+  cr_assert_eq(s.sim.nic.rnr_delay_ns[14], 18600000u);
+  cr_assert_eq(s.sim.nic.rnr_delay_ns[12], 0u, "not given: the spec's");
+  cr_assert_eq(simnic_rnr_delay_ns(&s.sim.nic, 14), 20000000u, "18.6 ms in 4 ms ticks");
+  const char *def = "ranks: 2\n";
+  cr_assert_eq(pp_scenario_parse(def, strlen(def), "t.yaml", MODELS, &s, err, sizeof(err)),
+               PP_OK, "%s", err);
+  cr_assert_eq(s.sim.nic.rnr_tick_ns + s.sim.nic.rnr_min_ns, 0u, "the default: the spec");
+  for (unsigned c = 0; c < 32; c++)
+    cr_assert_eq(simnic_rnr_delay_ns(&s.sim.nic, c), pp_rnr_timer_ns(c));
+  static const char *const bad[][2] = {
+      {"ranks: 2\nnic:\n  rnr_delay: {32: 1ms}\n", "t.yaml:3: 'rnr_delay code'"},
+      {"ranks: 2\nnic:\n  rnr_delay: {1: 0}\n", "rnr_delay of code 1 must be > 0"},
+      {"ranks: 2\nnic:\n  rnr_delay: {1: 61s}\n", "at most 60s"},
+      {"ranks: 2\nnic:\n  rnr_delay: 4ms\n", "'rnr_delay' must be a mapping"},
+      {"ranks: 2\nnic:\n  rnr_tick: 2min\n", "rnr_tick"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cr_assert_neq(pp_scenario_parse(bad[i][0], strlen(bad[i][0]), "t.yaml", MODELS, &s, err,
+                                    sizeof(err)),
+                  PP_OK, "%s", bad[i][0]);
+    cr_assert(strstr(err, bad[i][1]), "%s: %s", bad[i][0], err);
+  }
+}
+
 Test(errors, unknown_keys)
 {
   expect_error("ranks: 2\nqp:\n  rnr_retry: 3\n  foo: 1\n", PP_PARSE,
@@ -617,7 +652,7 @@ Test(errors, unknown_keys)
   expect_error("ranks: 2\nnic:\n  mtu: 1024\n  speed: 5\n", PP_PARSE,
                "t.yaml:4: unknown key 'speed' in 'nic' (expected one of: name, mtu, header_bytes, "
                "wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, cq_depth, "
-               "max_rd_atomic, train, line_rate)");
+               "max_rd_atomic, train, line_rate, rnr_tick, rnr_min, rnr_delay)");
   expect_error("ranks: 2\nfaults: {loss: 0, bogus: 1}\n", PP_PARSE,
                "t.yaml:2: unknown key 'bogus' in 'faults' (expected one of: loss, until, jitter, "
                "scramble, scramble_delay, srq_delay, qp_error_at, qp_error_host, qp_error_qp, "
@@ -838,7 +873,7 @@ Test(errors, nic_file_errors_name_the_nic_file)
   snprintf(want, sizeof want,
            "%s:3: unknown key 'acks' in the NIC profile (expected one of: name, mtu, "
            "header_bytes, wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, "
-           "cq_depth, max_rd_atomic, train, line_rate)",
+           "cq_depth, max_rd_atomic, train, line_rate, rnr_tick, rnr_min, rnr_delay)",
            nic);
   cr_assert_str_eq(err, want);
 
