@@ -275,6 +275,22 @@ Test(shipped, nic_profile_values)
   cr_assert_eq(p.ack_delay_ns, 0);
 }
 
+/* The profile prepost calibrate made in the guest: it loads, and says what rxe does there: RNR
+ * delays rounded far above the IBTA table's short codes, an ACK per request. */
+Test(shipped, the_calibrated_rxe_profile)
+{
+  struct pp_nic_profile p;
+  cr_assert_eq(pp_nic_profile_load(MODELS "/nics/rxe-tcg.yaml", &p, err, sizeof err), PP_OK,
+               "%s", err);
+  cr_assert_str_eq(p.name, "rxe-tcg");
+  cr_assert_gt(p.rnr_min_ns, 2 * pp_rnr_timer_ns(1), "a floor above code 1's 10 us");
+  for (unsigned c = 1; c <= 14; c++)
+    cr_assert_geq(simnic_rnr_delay_ns(&p, c), p.rnr_min_ns, "code %u", c);
+  cr_assert_gt(p.rnr_delay_ns[1], 0, "code 1 measured");
+  cr_assert_eq(p.ack_every, 1);
+  cr_assert_gt(p.wqe_ns, 1000, "emulation: microseconds a WQE, not nanoseconds");
+}
+
 Test(shipped, platform_files_are_simgrid_4_1)
 {
   static const char *const files[][3] = {
