@@ -594,7 +594,8 @@ Test(cli, one_message_for_each_kind_of_option_error)
 
 Test(cli, help_of_every_command_and_of_help)
 {
-  static const char *const cmds[] = {"run", "doctor", "bench", "trace", "replay", "explore"};
+  static const char *const cmds[] = {"run",   "doctor", "bench",  "calibrate",
+                                     "trace", "replay", "explore"};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     char args[64], want[64];
     snprintf(args, sizeof args, "help %s", cmds[i]);
@@ -615,6 +616,16 @@ Test(cli, help_of_every_command_and_of_help)
   assert_has(out, "An option's duration needs its unit");
   assert_has(out, "Exit codes:");
   assert_usage_error(cli("help frob"), "no help for unknown command 'frob'");
+}
+
+Test(cli, calibrate_usage_errors_before_any_device)
+{
+  assert_usage_error(cli("calibrate --backend verbs"), "missing -o FILE");
+  assert_usage_error(cli("calibrate --backend sim -o x.yaml"), "must be verbs");
+  assert_usage_error(cli("calibrate -o x.yaml --codes 1,32"), "min_rnr_timer codes 0..31");
+  assert_usage_error(cli("calibrate -o x.yaml --sizes 2MiB"), "1 byte..1MiB");
+  assert_usage_error(cli("calibrate -o x.yaml --reps 0"), "--reps");
+  assert_usage_error(cli("calibrate -o x.yaml extra"), "unexpected argument 'extra'");
 }
 
 Test(cli, set_overrides_scenario_keys_as_the_file_would)

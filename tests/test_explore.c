@@ -218,6 +218,12 @@ Test(explore_gen, written_scenarios_read_back_identically)
         sc.sim.faults.order_mask = 0x55;
         sc.sim.faults.order_window_ns = 1500;
       }
+      if (s % 7 == 0) { /* a calibrated profile's RNR model */
+        sc.sim.nic.rnr_delay_ns[1] = 29598875;
+        sc.sim.nic.rnr_delay_ns[20] = 23348635;
+        sc.sim.nic.rnr_min_ns = 22480355;
+        sc.sim.nic.rnr_tick_ns = 4000000;
+      }
       round_trip(&sc);
     }
 }

@@ -275,6 +275,22 @@ Test(shipped, nic_profile_values)
   cr_assert_eq(p.ack_delay_ns, 0);
 }
 
+/* The profile prepost calibrate made in the guest: it loads, and says what rxe does there: RNR
+ * delays rounded far above the IBTA table's short codes, an ACK per request. */
+Test(shipped, the_calibrated_rxe_profile)
+{
+  struct pp_nic_profile p;
+  cr_assert_eq(pp_nic_profile_load(MODELS "/nics/rxe-tcg.yaml", &p, err, sizeof err), PP_OK,
+               "%s", err);
+  cr_assert_str_eq(p.name, "rxe-tcg");
+  cr_assert_gt(p.rnr_min_ns, 2 * pp_rnr_timer_ns(1), "a floor above code 1's 10 us");
+  for (unsigned c = 1; c <= 14; c++)
+    cr_assert_geq(simnic_rnr_delay_ns(&p, c), p.rnr_min_ns, "code %u", c);
+  cr_assert_gt(p.rnr_delay_ns[1], 0, "code 1 measured");
+  cr_assert_eq(p.ack_every, 1);
+  cr_assert_gt(p.wqe_ns, 1000, "emulation: microseconds a WQE, not nanoseconds");
+}
+
 Test(shipped, platform_files_are_simgrid_4_1)
 {
   static const char *const files[][3] = {
@@ -596,6 +612,41 @@ Test(scenario, a_nic_line_rate_is_a_bandwidth_and_never_zero)
   cr_assert(strstr(err, "line_rate"), "%s", err);
 }
 
+Test(scenario, a_nic_rnr_delay_model_is_read_and_checked)
+{
+  static struct pp_scenario s;
+  char err[512];
+  const char *ok = "ranks: 2\nnic:\n  rnr_tick: 4ms\n  rnr_min: 8.6ms\n"
+                   "  rnr_delay: {1: 9ms, 14: 18.6ms}\n";
+  cr_assert_eq(pp_scenario_parse(ok, strlen(ok), "t.yaml", MODELS, &s, err, sizeof(err)),
+               PP_OK, "%s", err);
+  cr_assert_eq(s.sim.nic.rnr_tick_ns, 4000000u);
+  cr_assert_eq(s.sim.nic.rnr_min_ns, 8600000u);
+  cr_assert_eq(s.sim.nic.rnr_delay_ns[1], 9000000u);
+  cr_assert_eq(s.sim.nic.rnr_delay_ns[14], 18600000u);
+  cr_assert_eq(s.sim.nic.rnr_delay_ns[12], 0u, "not given: the spec's");
+  cr_assert_eq(simnic_rnr_delay_ns(&s.sim.nic, 14), 20000000u, "18.6 ms in 4 ms ticks");
+  const char *def = "ranks: 2\n";
+  cr_assert_eq(pp_scenario_parse(def, strlen(def), "t.yaml", MODELS, &s, err, sizeof(err)),
+               PP_OK, "%s", err);
+  cr_assert_eq(s.sim.nic.rnr_tick_ns + s.sim.nic.rnr_min_ns, 0u, "the default: the spec");
+  for (unsigned c = 0; c < 32; c++)
+    cr_assert_eq(simnic_rnr_delay_ns(&s.sim.nic, c), pp_rnr_timer_ns(c));
+  static const char *const bad[][2] = {
+      {"ranks: 2\nnic:\n  rnr_delay: {32: 1ms}\n", "t.yaml:3: 'rnr_delay code'"},
+      {"ranks: 2\nnic:\n  rnr_delay: {1: 0}\n", "rnr_delay of code 1 must be > 0"},
+      {"ranks: 2\nnic:\n  rnr_delay: {1: 61s}\n", "at most 60s"},
+      {"ranks: 2\nnic:\n  rnr_delay: 4ms\n", "'rnr_delay' must be a mapping"},
+      {"ranks: 2\nnic:\n  rnr_tick: 2min\n", "rnr_tick"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cr_assert_neq(pp_scenario_parse(bad[i][0], strlen(bad[i][0]), "t.yaml", MODELS, &s, err,
+                                    sizeof(err)),
+                  PP_OK, "%s", bad[i][0]);
+    cr_assert(strstr(err, bad[i][1]), "%s: %s", bad[i][0], err);
+  }
+}
+
 Test(errors, unknown_keys)
 {
   expect_error("ranks: 2\nqp:\n  rnr_retry: 3\n  foo: 1\n", PP_PARSE,
@@ -617,7 +668,7 @@ Test(errors, unknown_keys)
   expect_error("ranks: 2\nnic:\n  mtu: 1024\n  speed: 5\n", PP_PARSE,
                "t.yaml:4: unknown key 'speed' in 'nic' (expected one of: name, mtu, header_bytes, "
                "wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, cq_depth, "
-               "max_rd_atomic, train, line_rate)");
+               "max_rd_atomic, train, line_rate, rnr_tick, rnr_min, rnr_delay)");
   expect_error("ranks: 2\nfaults: {loss: 0, bogus: 1}\n", PP_PARSE,
                "t.yaml:2: unknown key 'bogus' in 'faults' (expected one of: loss, until, jitter, "
                "scramble, scramble_delay, srq_delay, qp_error_at, qp_error_host, qp_error_qp, "
@@ -838,7 +889,7 @@ Test(errors, nic_file_errors_name_the_nic_file)
   snprintf(want, sizeof want,
            "%s:3: unknown key 'acks' in the NIC profile (expected one of: name, mtu, "
            "header_bytes, wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, "
-           "cq_depth, max_rd_atomic, train, line_rate)",
+           "cq_depth, max_rd_atomic, train, line_rate, rnr_tick, rnr_min, rnr_delay)",
            nic);
   cr_assert_str_eq(err, want);
 

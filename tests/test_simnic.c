@@ -369,11 +369,13 @@ Test(simnic, rnr_timer_uses_ib_table)
 /* SEND without a receive WQE: RNR NAK with the RESPONDER's min_rnr_timer; the requester waits
  * exactly that long after the NAK reaches it (the requester's own code is set to something
  * else), retransmits, and completes once a receive is posted. */
-static void check_rnr_wait(uint8_t responder_code, uint8_t requester_code)
+static void check_rnr_wait_prof(const struct pp_nic_profile *prof, uint8_t responder_code,
+                                uint8_t requester_code, uint64_t wait)
 {
   struct h_qp_opts o = h_qp_defaults();
   o.min_rnr_timer = responder_code;
-  struct pair *p = pair_new(&o);
+  struct pair *p = pair_alloc(prof, 0, 1);
+  pair_connect(p, &o);
   cr_assert_eq(modify(p->h, A, p->qa, (struct pp_qp_attr){.min_rnr_timer = requester_code},
                       PP_QP_MIN_RNR_TIMER),
                PP_OK);
@@ -385,7 +387,6 @@ static void check_rnr_wait(uint8_t responder_code, uint8_t requester_code)
   recv_ok(p, B, 100, 4096, 256);
   h_run(p->h, FOREVER);
 
-  uint64_t wait = pp_rnr_timer_ns(responder_code);
   cr_assert_eq(tap_count(p->tap, "REQ", A), 3);
   cr_assert_eq(tap_count(p->tap, "RNR_NAK", B), 2);
   for (uint32_t k = 0; k < 2; k++) {
@@ -415,6 +416,11 @@ static void check_rnr_wait(uint8_t responder_code, uint8_t requester_code)
   pair_free(p);
 }
 
+static void check_rnr_wait(uint8_t responder_code, uint8_t requester_code)
+{
+  check_rnr_wait_prof(NULL, responder_code, requester_code, pp_rnr_timer_ns(responder_code));
+}
+
 Test(simnic, rnr_nak_waits_responder_timer_10us)
 {
   check_rnr_wait(1, 14);
@@ -423,6 +429,118 @@ Test(simnic, rnr_nak_waits_responder_timer_10us)
 Test(simnic, rnr_nak_waits_responder_timer_1280us)
 {
   check_rnr_wait(14, 1);
+}
+
+/* ------------------------------------------------ the device's RNR delay (NIC profile keys) */
+
+/* A profile with the given RNR model over the harness' default one. */
+static struct pp_nic_profile rnr_profile(uint64_t tick, uint64_t min)
+{
+  struct pp_nic_profile prof;
+  pp_nic_profile_default(&prof);
+  prof.rnr_tick_ns = tick;
+  prof.rnr_min_ns = min;
+  return prof;
+}
+
+Test(simnic, rnr_delay_all_zero_is_the_ib_table)
+{
+  struct pp_nic_profile prof = rnr_profile(0, 0);
+  for (unsigned c = 0; c < 32; c++)
+    cr_assert_eq(simnic_rnr_delay_ns(&prof, c), pp_rnr_timer_ns(c), "code %u", c);
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 33), pp_rnr_timer_ns(1), "the AETH's 5 bits");
+}
+
+Test(simnic, rnr_delay_rounds_up_to_the_tick)
+{
+  /* a 4 ms jiffy (HZ=250): 10 us, 640 us and 1.28 ms all become one jiffy; 5.12 ms two;
+   * 655.36 ms is 163.84 jiffies: 164 */
+  struct pp_nic_profile prof = rnr_profile(4000000, 0);
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 1), 4000000u);
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 12), 4000000u);
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 14), 4000000u);
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 18), 8000000u); /* 5.12 ms */
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 0), 164u * 4000000u);
+  prof.rnr_tick_ns = 640000; /* a multiple stays as it is */
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 12), 640000u);
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 14), 1280000u);
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 13), 1280000u, "960 us: up to 2 ticks");
+}
+
+Test(simnic, rnr_delay_floor_then_table_then_tick)
+{
+  struct pp_nic_profile prof = rnr_profile(0, 8600000); /* at least 8.6 ms */
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 1), 8600000u);
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 0), 655360000u, "longer than the floor: kept");
+  prof.rnr_delay_ns[14] = 18600000; /* measured: code 14 waits 18.6 ms */
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 14), 18600000u);
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 12), 8600000u, "codes not in the table: the spec's");
+  prof.rnr_delay_ns[12] = 1000; /* below the floor: the floor wins */
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 12), 8600000u);
+  prof.rnr_tick_ns = 4000000; /* then whole ticks */
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 12), 12000000u);
+  cr_assert_eq(simnic_rnr_delay_ns(&prof, 14), 20000000u);
+}
+
+Test(simnic, rnr_delay_profile_bounds_are_checked)
+{
+  char err[256];
+  struct pp_nic_profile prof = rnr_profile(PP_RNR_DELAY_MAX_NS, PP_RNR_DELAY_MAX_NS);
+  prof.rnr_delay_ns[31] = PP_RNR_DELAY_MAX_NS;
+  cr_assert_eq(pp_nic_profile_check(&prof, err, sizeof err), PP_OK, "%s", err);
+  cr_assert_leq(simnic_rnr_delay_ns(&prof, 31), 2 * PP_RNR_DELAY_MAX_NS, "no overflow");
+  prof.rnr_delay_ns[31] = PP_RNR_DELAY_MAX_NS + 1;
+  cr_assert_eq(pp_nic_profile_check(&prof, err, sizeof err), PP_INVALID);
+  cr_assert(strstr(err, "rnr_delay"), "%s", err);
+  prof = rnr_profile(PP_RNR_DELAY_MAX_NS + 1, 0);
+  cr_assert_eq(pp_nic_profile_check(&prof, err, sizeof err), PP_INVALID);
+  cr_assert(strstr(err, "rnr_tick"), "%s", err);
+}
+
+/* The requester of a ticking device waits the rounded delay on the wire: code 1 (10 us) on a
+ * 4 ms tick, and a table entry under a floor. */
+Test(simnic, rnr_nak_waits_the_profiles_tick)
+{
+  struct pp_nic_profile prof = rnr_profile(4000000, 0);
+  check_rnr_wait_prof(&prof, 1, 14, 4000000);
+}
+
+Test(simnic, rnr_nak_waits_the_profiles_table)
+{
+  struct pp_nic_profile prof = rnr_profile(0, 0);
+  prof.rnr_delay_ns[12] = 12345678;
+  check_rnr_wait_prof(&prof, 12, 1, 12345678);
+}
+
+/* rnr_retry 3, min_rnr_timer 12, the receive posted 3 ms late: with the spec's 640 us the four
+ * transmissions are spent by ~1.9 ms (RNR_RETRY_EXC_ERR); with rxe's rounding to a 4 ms tick
+ * the first retransmission comes after the receive (completes, one RNR NAK). */
+static enum pp_wc_status late_receive_outcome(const struct pp_nic_profile *prof, uint64_t *naks)
+{
+  struct h_qp_opts o = h_qp_defaults();
+  o.rnr_retry = 3;
+  o.min_rnr_timer = 12;
+  struct pair *p = pair_alloc(prof, 0, 1);
+  pair_connect(p, &o);
+  post_ok(p, A, PP_WR_SEND, 1, 0, 64, 0, true);
+  h_run(p->h, p->h->now + 3000000);
+  recv_ok(p, B, 100, 4096, 256);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[4];
+  cr_assert_geq(h_poll(p->h, A, wc, 4), 1);
+  *naks = ctr(p->h, A).rnr_naks_received;
+  pair_free(p);
+  return wc[0].status;
+}
+
+Test(simnic, rnr_rounding_decides_a_late_receives_outcome)
+{
+  uint64_t naks;
+  cr_assert_eq(late_receive_outcome(NULL, &naks), PP_WC_RNR_RETRY_EXC_ERR, "the spec's delays");
+  cr_assert_eq(naks, 4);
+  struct pp_nic_profile prof = rnr_profile(4000000, 0);
+  cr_assert_eq(late_receive_outcome(&prof, &naks), PP_WC_SUCCESS, "a 4 ms tick");
+  cr_assert_eq(naks, 1);
 }
 
 /* ================================================================== 2. which opcodes RNR */

@@ -109,6 +109,44 @@ Test(simrun, rnr_slow_consumer_completes_through_rnr_naks)
   cr_assert_lt(res.sim_time_ns, sc.sim.max_sim_time_ns);
 }
 
+/* rnr_retry 3, one receive buffer held 3 ms: three 10 us RNR waits are spent long before the
+ * buffer returns (RNR_RETRY_EXC_ERR), the delays rxe was measured to wait in the guest
+ * (models/nics/rxe-tcg.yaml, made by prepost calibrate) outlast the hold: every message
+ * arrives, through RNR NAKs (tests/verbs/calibrate.py checks the same against rxe). */
+static void retry3_3ms_holds(const char *nic)
+{
+  char text[768];
+  int n = snprintf(text, sizeof text,
+                   "ranks: 2\nplatform: platforms/roce-100g-2host.xml\nnic: %s\n"
+                   "protocol: naive\nworkload: {pattern: pair, messages: 20, size: 4KiB, "
+                   "interval: 2us, consume: 3ms, slow_ranks: [1]}\nqp: {min_rnr_timer: 1, "
+                   "rnr_retry: 3, timeout: 14, retry_cnt: 7, sq_depth: 256, rq_depth: 1}\n"
+                   "limits: {max_sim_time: 10s}\n",
+                   nic);
+  cr_assert(n > 0 && (size_t)n < sizeof text);
+  parse(text);
+  run(NULL);
+}
+
+Test(simrun, rnr_retry3_3ms_holds_fail_with_the_ibta_delays)
+{
+  retry3_3ms_holds("nics/cx6-roce-100g.yaml");
+  cr_assert_eq(res.outcome, PP_OUTCOME_ERRORS, "outcome %s", pp_outcome_name(res.outcome));
+  cr_assert_eq(total_status(PP_WC_RNR_RETRY_EXC_ERR), 1);
+  cr_assert_eq(res.ranks[0].nic.rnr_naks_received, 4, "3 retries, 4 NAKs");
+}
+
+Test(simrun, rnr_retry3_3ms_holds_complete_with_the_calibrated_rxe_delays)
+{
+  retry3_3ms_holds("nics/rxe-tcg.yaml");
+  cr_assert_gt(simnic_rnr_delay_ns(&sc.sim.nic, 1) * 3, 3000000u, "the profile outlasts a hold");
+  cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "outcome %s", pp_outcome_name(res.outcome));
+  cr_assert_eq(total_status(PP_WC_RNR_RETRY_EXC_ERR), 0);
+  cr_assert_gt(res.ranks[0].nic.rnr_naks_received, 0, "through RNR NAKs");
+  cr_assert_eq(res.ranks[1].stats.messages_received, 20);
+  cr_assert_eq(res.ranks[1].stats.corrupt, 0);
+}
+
 Test(simrun, rnr_retry0_fails_on_the_first_rnr_nak)
 {
   load("rnr-slow-consumer-retry0");

@@ -425,6 +425,8 @@ static void fill_sim(struct pp_sim_config *s)
   snprintf(s->nic.name, sizeof s->nic.name, "nic-x");
   draw_table(pp_nic_param_table, pp_nic_param_count, &s->nic);
   s->nic.line_rate_bps = 99.99e9;
+  for (unsigned c = 0; c < 32; c += 3) /* some codes: the others stay 0, absent from the header */
+    s->nic.rnr_delay_ns[c] = draw();
   struct pp_faults *f = &s->faults;
   f->loss = 0.125;
   f->until_ns = draw();
@@ -490,7 +492,7 @@ Test(trace_cfg, struct_sizes_are_the_ones_the_keys_cover)
   cr_assert_eq(sizeof(struct pp_script_prog), 136);
   cr_assert_eq(sizeof(struct pp_engine_cfg), 13104);
   cr_assert_eq(sizeof(struct pp_faults), 152);
-  cr_assert_eq(sizeof(struct pp_nic_profile), 136);
+  cr_assert_eq(sizeof(struct pp_nic_profile), 136 + 2 * 8 + 32 * 8); /* + the RNR delay model */
 }
 
 /* ================================================================ format 1 stays readable */
@@ -592,11 +594,17 @@ Test(trace_cfg, format_1_sim_cfg_bytes_are_still_read)
   s.engine.rank = 0;
   s.engine.p2p.srq = false; /* format 1 had no p2p.srq */
   s.engine.p2p.srq_buffers = s.engine.p2p.srq_limit = 0;
-  /* format 1's sim.cfg: the members before the engine's, format 1's engine, the four after */
+  /* format 1 had no RNR delay model: its NIC profile ended with line_rate_bps */
+  s.nic.rnr_tick_ns = s.nic.rnr_min_ns = 0;
+  memset(s.nic.rnr_delay_ns, 0, sizeof s.nic.rnr_delay_ns);
+  /* format 1's sim.cfg: the members before the engine's (name and platform, the NIC profile's
+   * first 136 bytes, the faults), format 1's engine, the four after */
   static uint8_t eng[sizeof(struct pp_engine_cfg)], sim[sizeof(struct pp_sim_config)];
-  size_t ne = v1_bytes(&s.engine, eng), at = offsetof(struct pp_sim_config, engine);
-  size_t tail = at + sizeof s.engine;
-  memcpy(sim, &s, at);
+  size_t ne = v1_bytes(&s.engine, eng), at = 1456;
+  size_t tail = offsetof(struct pp_sim_config, engine) + sizeof s.engine;
+  memcpy(sim, &s, offsetof(struct pp_sim_config, nic));
+  memcpy(sim + 1168, &s.nic, 136);
+  memcpy(sim + 1304, &s.faults, sizeof s.faults);
   memcpy(sim + at, eng, ne);
   memcpy(sim + at + ne, (const uint8_t *)&s + tail, 4 * sizeof(uint64_t));
   struct pp_trace_writer *w = writer(2);

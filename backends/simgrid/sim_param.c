@@ -27,6 +27,12 @@ const struct pp_param pp_nic_param_table[] = {
     PP_PARAM_KEYED("train", N, train_max, PP_PARAM_UINT, 1, 256, 1,
                    "WQEs of one QP that may leave as one wire transfer (doorbell batching)",
                    NULL, 0),
+    PP_PARAM_KEYED("rnr_tick", N, rnr_tick_ns, PP_PARAM_DURATION, 0, PP_RNR_DELAY_MAX_NS, 0,
+                   "RNR delays are rounded up to a whole number of these (a kernel timer's "
+                   "jiffy; 0: not rounded)",
+                   NULL, 0),
+    PP_PARAM_KEYED("rnr_min", N, rnr_min_ns, PP_PARAM_DURATION, 0, PP_RNR_DELAY_MAX_NS, 0,
+                   "an RNR delay is at least this long (0: the spec's delays)", NULL, 0),
 };
 #undef N
 const size_t pp_nic_param_count = sizeof pp_nic_param_table / sizeof pp_nic_param_table[0];

@@ -212,6 +212,25 @@ void pp_nic_profile_default(struct pp_nic_profile *p)
   };
 }
 
+uint64_t simnic_rnr_delay_ns(const struct pp_nic_profile *p, unsigned code)
+{
+  code &= 31u;
+  uint64_t d = p->rnr_delay_ns[code] ? p->rnr_delay_ns[code] : pp_rnr_timer_ns(code);
+  if (d < p->rnr_min_ns)
+    d = p->rnr_min_ns;
+  if (p->rnr_tick_ns && d % p->rnr_tick_ns)
+    d += p->rnr_tick_ns - d % p->rnr_tick_ns; /* no overflow: both bounded by the check */
+  return d;
+}
+
+static bool rnr_table_ok(const struct pp_nic_profile *p)
+{
+  for (unsigned c = 0; c < 32; c++)
+    if (p->rnr_delay_ns[c] > PP_RNR_DELAY_MAX_NS)
+      return false;
+  return true;
+}
+
 enum pp_status pp_nic_profile_check(const struct pp_nic_profile *p, char *err, size_t errlen)
 {
   const char *what = NULL;
@@ -237,6 +256,10 @@ enum pp_status pp_nic_profile_check(const struct pp_nic_profile *p, char *err, s
     what = "train must be 1..256";
   else if (!(p->line_rate_bps > 0 && p->line_rate_bps <= 1e15))
     what = "line_rate must be a bandwidth > 0 (bits/s), at most 1 Pb/s";
+  else if (p->rnr_tick_ns > PP_RNR_DELAY_MAX_NS || p->rnr_min_ns > PP_RNR_DELAY_MAX_NS)
+    what = "rnr_tick and rnr_min must be at most 60s";
+  else if (!rnr_table_ok(p))
+    what = "every rnr_delay must be at most 60s";
   if (what) {
     snprintf(err, errlen, "NIC profile '%s': %s", p->name, what);
     return PP_INVALID;
@@ -994,7 +1017,7 @@ static void requester_rnr_nak(struct simnic *n, struct qp *qp, const struct simn
   }
   n->ctr.rnr_retries++;
   rewind_to(qp, qp->sq_head);
-  qp->rnr_until = n->now + pp_rnr_timer_ns(p->syndrome);
+  qp->rnr_until = n->now + simnic_rnr_delay_ns(&n->f->prof, p->syndrome);
 }
 
 /* A PSN sequence-error NAK: the responder saw a gap and expects p->psn; everything before it is

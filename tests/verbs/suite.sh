@@ -18,6 +18,11 @@
 #                       prepost's slow consumer (RNR NAKs) and perftest run; `prepost trace
 #                       import --pcap` of each capture agrees with the run's own JSON (messages,
 #                       rnr_naks, retries) and with perftest's iterations and bytes
+#   calibrate           `prepost calibrate` writes a profile that loads; with the shipped
+#                       models/nics/rxe-tcg.yaml the simulator predicts rxe's outcome (RNR NAKs
+#                       or none, RNR_RETRY_EXC_ERR or completion) for the slow consumer at several
+#                       consume times and rnr_retry 3 with 3 ms and 300 ms holds, asserted where
+#                       the profile's margin is >= 3x (tests/verbs/calibrate.py)
 #   progress            ring-cts bandwidth (tests/verbs/bw/) completes in both progress modes,
 #                       eager in event mode: a run that moves is not stopped as no_progress
 #   bw-soak             (only with --only bw-soak) $BW_RUNS (20) consecutive bandwidth runs of
@@ -34,7 +39,7 @@
 #   port down           rxe0's netdev down: a run ends with exit 4 naming the port; doctor says
 #                       NOT READY; back up afterwards
 #   --only STEP         run only these steps (doctor, test_verbs_rxe, scenarios, traces, capture,
-#                       progress, bw-soak, mpirun, mpi, port-down)
+#                       calibrate, progress, bw-soak, mpirun, mpi, port-down)
 #   --bench             then tests/verbs/bench.sh (prepost bench vs perftest and UCX; no verdict)
 # Ends with "verbs suite: N passed, N failed"; exit 1 if anything failed.
 set -uo pipefail
@@ -263,6 +268,13 @@ sys.exit(0 if len(data) == 1 and data[0][op] == n and data[0]["message_bytes"] =
   rm -f /tmp/capture.secret
 fi
 cap_teardown
+fi
+
+if step calibrate; then
+echo "== calibrate: a measured profile loads; the calibrated rxe profile predicts rxe's outcomes"
+timeout 2400 /usr/bin/python3 tests/verbs/calibrate.py "$P" --out "$OUT" | tee "$OUT/calibrate.txt" |
+  sed 's/^/    /'
+ok "${PIPESTATUS[0]}" "calibrate.py"
 fi
 
 if step progress; then

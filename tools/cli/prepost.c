@@ -26,6 +26,7 @@ static const char *const main_usage =
     "                 (--backend verbs: on an RDMA device, one process per rank)\n"
     "  doctor         can this machine run the verbs backend? devices, ports, GIDs, memlock\n"
     "  bench          engine vs raw verbs latency and bandwidth on an RDMA device\n"
+    "  calibrate      measure an RDMA device and write the NIC profile the simulator loads\n"
     "  trace          dump, summarise, merge, import or export (pcap, perfetto, svg) a trace\n"
     "  replay TRACE   re-drive the engines with a trace's inputs and check their outputs\n"
     "  explore        seeded exploration of races and faults: invariants, shrinking, replay\n"
@@ -46,8 +47,8 @@ static const char *const main_usage =
 static const char *const help_usage =
     "usage: prepost help [COMMAND]\n"
     "\n"
-    "Prints the help of COMMAND (run, doctor, bench, trace, replay, explore, help), or the list\n"
-    "of commands. `prepost COMMAND --help` prints the same.\n"
+    "Prints the help of COMMAND (run, doctor, bench, calibrate, trace, replay, explore, help),\n"
+    "or the list of commands. `prepost COMMAND --help` prints the same.\n"
     "\n"
     "Every command parses its options the same way (getopt_long): `--seed=7` or `--seed 7`;\n"
     "a long option may be shortened to a unique prefix (`--no-sh` for --no-shrink); options\n"
@@ -301,6 +302,7 @@ static const char *usage_of(const char *cmd)
   } cmds[] = {{"run", &run_usage},
               {"doctor", &pp_cli_doctor_usage},
               {"bench", &pp_cli_bench_usage},
+              {"calibrate", &pp_cli_calibrate_usage},
               {"trace", &pp_trace_usage},
               {"replay", &pp_replay_usage},
               {"explore", &pp_explore_usage},
@@ -359,6 +361,8 @@ int main(int argc, char **argv)
     return pp_cli_doctor(argc - 1, argv + 1);
   if (!strcmp(cmd, "bench"))
     return pp_cli_bench(argc - 1, argv + 1);
+  if (!strcmp(cmd, "calibrate"))
+    return pp_cli_calibrate(argc - 1, argv + 1);
   if (!strcmp(cmd, "trace"))
     return pp_cli_trace(argc - 1, argv + 1);
   if (!strcmp(cmd, "replay"))

@@ -605,6 +605,14 @@ int pp_scenario_write(FILE *out, const struct pp_scenario *sc, const char *comme
   /* the sections with a field table: every key, in its canonical text */
   fprintf(out, "nic:\n  name: \"%s\"\n", nic->name);
   write_params(out, pp_nic_param_table, pp_nic_param_count, nic, NULL);
+  bool rnr_any = false; /* a calibrated profile's RNR delays (a mapping, outside the table) */
+  for (unsigned k = 0; k < 32; k++)
+    if (nic->rnr_delay_ns[k]) {
+      fprintf(out, "%s%u: %" PRIu64, rnr_any ? ", " : "  rnr_delay: {", k, nic->rnr_delay_ns[k]);
+      rnr_any = true;
+    }
+  if (rnr_any)
+    fprintf(out, "}\n");
   fprintf(out, "protocol: %s\n", pp_protocol_name(e->protocol));
   fprintf(out, "workload:\n");
   write_params(out, pp_workload_param_table, pp_workload_param_count, w, NULL);

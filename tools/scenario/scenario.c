@@ -737,7 +737,31 @@ static enum pp_status resolve(struct ctx *c, const char *what, const struct node
 static const char *const nic_keys[] = {"name",   "mtu",       "header_bytes", "wqe",
                                        "ack_every", "ack_delay", "max_qp",    "max_qp_wr",
                                        "max_srq", "max_mr",    "cq_depth",  "max_rd_atomic",
-                                       "train",   "line_rate", NULL};
+                                       "train",   "line_rate", "rnr_tick",  "rnr_min",
+                                       "rnr_delay", NULL};
+
+/* rnr_delay: {CODE: DURATION, ...}, the device's RNR delay per min_rnr_timer code 0..31. */
+static enum pp_status get_rnr_delays(struct ctx *c, const struct node *v, uint64_t *table)
+{
+  if (v->kind != NODE_MAP)
+    return fail(c, PP_PARSE, v->line,
+                "'rnr_delay' must be a mapping of min_rnr_timer codes to durations such as "
+                "{1: 4ms, 12: 8ms}, got %s",
+                show(c, v));
+  enum pp_status st = PP_OK;
+  for (size_t i = 0; st == PP_OK && i + 1 < v->nkids; i += 2) {
+    uint64_t code, d;
+    st = get_uint(c, "rnr_delay code", v->kids[i], 0, 31, &code);
+    if (st == PP_OK)
+      st = get_duration(c, "rnr_delay", v->kids[i + 1], &d);
+    if (st == PP_OK && (d == 0 || d > PP_RNR_DELAY_MAX_NS))
+      st = fail(c, PP_INVALID, v->kids[i + 1]->line,
+                "rnr_delay of code %" PRIu64 " must be > 0 and at most 60s", code);
+    if (st == PP_OK)
+      table[code] = d;
+  }
+  return st;
+}
 
 static enum pp_status parse_profile(struct ctx *c, const struct node *map, const char *where,
                                     struct pp_nic_profile *p)
@@ -752,6 +776,8 @@ static enum pp_status parse_profile(struct ctx *c, const struct node *map, const
     st = get_params(c, map, pp_nic_param_table, pp_nic_param_count, mtu_key, p);
   if (st == PP_OK && (v = get(map, "line_rate")))
     st = get_bandwidth(c, "line_rate", v, &p->line_rate_bps);
+  if (st == PP_OK && (v = get(map, "rnr_delay")))
+    st = get_rnr_delays(c, v, p->rnr_delay_ns);
   return st;
 }
 

@@ -15,7 +15,7 @@
  * format 1 wrote the struct's bytes too (sim.cfg, read back when their size is this build's).
  * A member added to the struct needs its line here (tests/test_trace_cfg.c checks the round
  * trip with every member set). */
-enum skind { S_UINT, S_BOOL, S_F64, S_STR };
+enum skind { S_UINT, S_BOOL, S_F64, S_STR, S_NZ /* a UINT written only when nonzero */ };
 
 #define F(key, field, kind)                                                    \
   {key, kind, offsetof(struct pp_sim_config, field), sizeof(((struct pp_sim_config *)0)->field)}
@@ -45,6 +45,14 @@ static const struct sfield {
     F("sim.nic.max_rd_atomic", nic.max_rd_atomic, S_UINT),
     F("sim.nic.train_max", nic.train_max, S_UINT),
     F("sim.nic.line_rate_bps", nic.line_rate_bps, S_F64),
+    F("sim.nic.rnr_tick_ns", nic.rnr_tick_ns, S_UINT),
+    F("sim.nic.rnr_min_ns", nic.rnr_min_ns, S_UINT),
+#define RNR(c) F("sim.nic.rnr_delay_ns." #c, nic.rnr_delay_ns[c], S_NZ)
+    RNR(0), RNR(1), RNR(2), RNR(3), RNR(4), RNR(5), RNR(6), RNR(7), RNR(8), RNR(9), RNR(10),
+    RNR(11), RNR(12), RNR(13), RNR(14), RNR(15), RNR(16), RNR(17), RNR(18), RNR(19), RNR(20),
+    RNR(21), RNR(22), RNR(23), RNR(24), RNR(25), RNR(26), RNR(27), RNR(28), RNR(29), RNR(30),
+    RNR(31),
+#undef RNR
     F("sim.faults.loss", faults.loss, S_F64),
     F("sim.faults.until_ns", faults.until_ns, S_UINT),
     F("sim.faults.jitter_ns", faults.jitter_ns, S_UINT),
@@ -113,11 +121,14 @@ static int uset(void *p, size_t size, uint64_t v)
 #define V1_SIM_ENGINE 1456u
 #define V1_ENGINE_SIZE 13096u
 #define V1_SIM_SIZE (V1_SIM_ENGINE + V1_ENGINE_SIZE + 4 * 8u)
-_Static_assert(offsetof(struct pp_sim_config, engine) == V1_SIM_ENGINE &&
-                   offsetof(struct pp_sim_config, platform) == 128 &&
-                   offsetof(struct pp_sim_config, nic) == 1168 &&
-                   offsetof(struct pp_sim_config, faults) == 1304 &&
-                   sizeof(struct pp_nic_profile) == 136 && sizeof(struct pp_faults) == 152,
+#define V1_NIC 1168u
+#define V1_NIC_SIZE 136u /* format 1's struct pp_nic_profile: up to line_rate_bps */
+#define V1_FAULTS 1304u
+#define V1_FAULTS_SIZE 152u
+_Static_assert(offsetof(struct pp_sim_config, platform) == 128 &&
+                   offsetof(struct pp_sim_config, nic) == V1_NIC &&
+                   offsetof(struct pp_nic_profile, rnr_tick_ns) == V1_NIC_SIZE &&
+                   sizeof(struct pp_faults) == V1_FAULTS_SIZE,
                "format 1's sim.cfg layout before the engine's part");
 
 static char *slurp(const char *path, size_t max, size_t *len)
@@ -132,7 +143,9 @@ enum pp_status pp_trace_kv_sim_cfg(struct pp_trace_writer *w, const struct pp_si
   for (size_t i = 0; s == PP_OK && i < NSIM; i++) {
     const struct sfield *f = &SIM_FIELDS[i];
     const uint8_t *p = (const uint8_t *)cfg + f->off;
-    if (f->kind == S_UINT || f->kind == S_BOOL)
+    if (f->kind == S_NZ && !uget(p, f->size))
+      continue; /* absent reads as 0 */
+    if (f->kind == S_UINT || f->kind == S_BOOL || f->kind == S_NZ)
       s = pp_trace_kv_u64(w, f->key, uget(p, f->size));
     else if (f->kind == S_F64)
       s = pp_trace_kv_f64(w, f->key, *(const double *)(const void *)p);
@@ -289,7 +302,9 @@ void pp_trace_sim_cfg_print(FILE *out, const struct pp_sim_config *cfg)
   for (size_t i = 0; i < NSIM; i++) {
     const struct sfield *f = &SIM_FIELDS[i];
     const uint8_t *p = (const uint8_t *)cfg + f->off;
-    if (f->kind == S_UINT || f->kind == S_BOOL)
+    if (f->kind == S_NZ && !uget(p, f->size))
+      continue;
+    if (f->kind == S_UINT || f->kind == S_BOOL || f->kind == S_NZ)
       fprintf(out, "%s=%" PRIu64 "\n", f->key, uget(p, f->size));
     else if (f->kind == S_F64)
       fprintf(out, "%s=%.17g\n", f->key, *(const double *)(const void *)p);
@@ -310,13 +325,15 @@ enum pp_status pp_trace_sim_cfg(const struct pp_trace *t, struct pp_sim_config *
     /* format 1: the members before the engine's as they are (the asserts below keep them in
      * place), the engine's from engine.cfg through its frozen layout, the four after it */
     memset(cfg, 0, sizeof(*cfg));
-    memcpy(cfg, raw->b, V1_SIM_ENGINE);
+    memcpy(cfg, raw->b, V1_NIC); /* name, platform */
+    memcpy(&cfg->nic, raw->b + V1_NIC, V1_NIC_SIZE); /* format 1 had no RNR delay model */
+    memcpy(&cfg->faults, raw->b + V1_FAULTS, V1_FAULTS_SIZE);
     uint64_t tail[4];
     memcpy(tail, raw->b + V1_SIM_ENGINE + V1_ENGINE_SIZE, sizeof tail);
     cfg->seed = tail[0], cfg->max_sim_time_ns = tail[1], cfg->memory_limit = tail[2];
     cfg->no_progress_ns = tail[3];
     cfg->faults.byzantine_data_lies =
-        raw->b[offsetof(struct pp_sim_config, faults.byzantine_data_lies)] != 0;
+        raw->b[V1_FAULTS + offsetof(struct pp_faults, byzantine_data_lies)] != 0;
     cfg->name[sizeof(cfg->name) - 1] = '\0';
     cfg->platform.file[sizeof(cfg->platform.file) - 1] = '\0';
     cfg->nic.name[sizeof(cfg->nic.name) - 1] = '\0';
@@ -340,8 +357,8 @@ enum pp_status pp_trace_sim_cfg(const struct pp_trace *t, struct pp_sim_config *
       if (!kv)
         continue;
       bool ok = true;
-      if (f->kind == S_UINT || f->kind == S_BOOL)
-        ok = kv->type == PP_TKV_U64 && (f->kind == S_UINT || kv->u <= 1) &&
+      if (f->kind == S_UINT || f->kind == S_BOOL || f->kind == S_NZ)
+        ok = kv->type == PP_TKV_U64 && (f->kind != S_BOOL || kv->u <= 1) &&
              uset(p, f->size, kv->u) == 0;
       else if (f->kind == S_F64)
         ok = kv->type == PP_TKV_F64 && (memcpy(p, &kv->f, sizeof(double)), true);

@@ -49,7 +49,18 @@ struct pp_nic_profile {
   double line_rate_bps;   /* the port's line rate, bits/s (> 0): every NIC of a fabric
                              serialises at it until simnic_set_line_rate() says otherwise (the
                              SimGrid driver sets the bandwidth of the host's link) */
+  /* The RNR delay the requester waits after an RNR NAK carrying min_rnr_timer code c, as the
+   * device implements it (simnic_rnr_delay_ns()): rnr_delay_ns[c] when nonzero, else the IBTA
+   * table's (pp_rnr_timer_ns(c)); then at least rnr_min_ns; then rounded up to a whole number
+   * of rnr_tick_ns (0: no rounding), as a kernel timer in jiffies does (rxe). All zero: the
+   * spec's delays. Keys rnr_tick, rnr_min and the mapping rnr_delay {code: duration}. */
+  uint64_t rnr_tick_ns;
+  uint64_t rnr_min_ns;
+  uint64_t rnr_delay_ns[32];
 };
+
+/* Longest RNR delay a profile may give (one minute: 90 times code 0's 655 ms). */
+#define PP_RNR_DELAY_MAX_NS 60000000000ull
 
 /* Faults the fabric injects, from its seeded PRNG (the fault catalogue of `prepost explore`,
  * tools/explore/explore.h). Zero everywhere: no fault. Every fault stops at until_ns (0: never), which
@@ -96,6 +107,9 @@ void pp_nic_profile_default(struct pp_nic_profile *p);
 /* The integer keys of a NIC profile (a file, or the scenario's inline `nic:`), in
  * backends/simgrid/sim_param.c; `name` is a string, outside the table. */
 PP_PARAM_TABLE(pp_nic);
+/* What a requester of this profile waits after an RNR NAK with min_rnr_timer code (0..31;
+ * larger codes are taken mod 32, as the 5-bit field of the AETH is). */
+uint64_t simnic_rnr_delay_ns(const struct pp_nic_profile *p, unsigned code);
 /* Checks a profile; on error writes a sentence into err. */
 enum pp_status pp_nic_profile_check(const struct pp_nic_profile *p, char *err, size_t errlen);
 
