@@ -182,6 +182,9 @@ struct pp_tbuf {
  * MPI_SUCCESS or the class through c's handler (MPI_ERR_TYPE, MPI_ERR_COUNT). */
 int pp_type_check(const struct pp_comm *c, const char *fn, MPI_Datatype dt, int count,
                   struct pp_tbuf *out);
+/* The one predefined type every element of dt's type map has (a reduction of a derived type
+ * runs on its packed elements as that type), else MPI_DATATYPE_NULL. */
+MPI_Datatype pp_type_base(MPI_Datatype dt);
 /* Packs count elements of dt at buf into out (at most max bytes); the bytes written. */
 size_t pp_type_pack(const void *buf, int count, MPI_Datatype dt, void *out, size_t max);
 /* Unpacks the first len bytes of a packed stream into count elements of dt at buf (a short
