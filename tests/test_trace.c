@@ -243,6 +243,11 @@ static void write_small_mode(struct membuf *m, int mode)
   struct pp_async_event ev = {.type = PP_EVENT_SRQ_LIMIT_REACHED, .srq_num = 3};
   cr_assert_eq(pp_tr_on_async(t1, e1, 1600, &ev), PP_OK);
   cr_assert_eq(pp_tr_on_timer(t0, e0, 2100), PP_OK);
+  /* an application's calls (P2P records): the naive engine has no p2p layer, they fail */
+  pp_req q = 0;
+  uint8_t pbuf[8];
+  cr_assert_neq(pp_tr_p2p_isend(t1, e1, 2150, true, pbuf, 8, 0, 9, 2, 77, &q), PP_OK);
+  cr_assert_not(pp_tr_p2p_iprobe(t1, e1, 2160, PP_ANY_SOURCE, 9, 2, NULL));
   /* the outputs the protocols do not use yet, straight through the table */
   uint32_t srq;
   struct pp_srq_init_attr sa = {.max_wr = 16, .max_sge = 1, .srq_limit = 4};
@@ -407,6 +412,25 @@ Test(trace, every_record_type_round_trips)
   cr_assert(find(PP_TREC_ASYNC, 1, 0, &r));
   cr_assert_eq(r.u.ev.type, PP_EVENT_SRQ_LIMIT_REACHED);
   cr_assert_eq(r.u.ev.srq_num, 3);
+  cr_assert(find(PP_TREC_P2P, 1, 0, &r));
+  cr_assert_eq(r.u.p2p.op, PP_TP2P_ISSEND);
+  cr_assert_eq(r.u.p2p.peer, 0);
+  cr_assert_eq(r.u.p2p.tag, 9);
+  cr_assert_eq(r.u.p2p.ctx, 2);
+  cr_assert_eq(r.u.p2p.len, 8);
+  cr_assert_eq(r.u.p2p.cookie, 77);
+  cr_assert_eq(r.ts, 2150);
+  struct pp_trace_rec res;
+  cr_assert(find(PP_TREC_P2P, 1, r.index + 1, &res));
+  cr_assert_eq(res.u.p2p.op, PP_TP2P_ISSEND | PP_TRACE_P2P_RESULT, "then its results");
+  cr_assert_neq(res.u.p2p.ret, PP_OK);
+  cr_assert_eq(res.u.p2p.req, 0);
+  cr_assert(find(PP_TREC_P2P, 1, res.index + 1, &r));
+  cr_assert_eq(r.u.p2p.op, PP_TP2P_IPROBE);
+  cr_assert_eq(r.u.p2p.peer, PP_ANY_SOURCE);
+  cr_assert(find(PP_TREC_P2P, 1, r.index + 1, &res));
+  cr_assert_eq(res.u.p2p.ret, 0, "the probe found nothing");
+  cr_assert_str_eq(pp_trace_p2p_name(res.u.p2p.op), "iprobe");
   cr_assert(find(PP_TREC_RANK_END, 0, 0, &r));
   cr_assert_eq(r.ts, 5000);
   cr_assert_eq(r.u.end.messages_sent, 1);

@@ -76,6 +76,11 @@ static struct pp_trace_writer *trace_writer;
 static bool trace_all_packets;
 static const struct pp_sim_hook *sim_app;
 
+struct pp_trace_rank *pp_sim_rank_trace(uint32_t rank)
+{
+  return S.ranks && rank < S.nranks ? S.ranks[rank].tr : NULL;
+}
+
 void pp_sim_set_hook(const struct pp_sim_hook *app)
 {
   sim_app = app;
@@ -343,7 +348,8 @@ static void rank_actor(int argc, char **argv)
     pp_app_callbacks_default(&cb);
     if ((s = S.app->rank(S.app->ctx, rank, &cb, &ud)) != PP_OK)
       fail(s, "the application's rank factory", rank);
-    else if ((s = pp_engine_create_app(&ecfg, ops, nic, &cb, ud, &r->engine)) != PP_OK)
+    else if ((s = pp_tr_engine_create_app(r->tr, now_ns(), &ecfg, ops, nic, &cb, ud,
+                                          &r->engine)) != PP_OK)
       fail(s, "creating the engine (are the application's callbacks all set?)", rank);
   } else if ((s = pp_tr_engine_create(r->tr, now_ns(), &ecfg, ops, nic, &r->engine)) != PP_OK) {
     fail(s, "creating the engine", rank);
@@ -756,10 +762,6 @@ enum pp_status pp_sim_run_app(const struct pp_sim_config *cfg, const struct pp_s
   if (!app || !app->rank) {
     snprintf(err, errlen, "an application run needs a rank factory (struct pp_sim_app.rank)");
     return PP_INVALID;
-  }
-  if (trace_writer) {
-    snprintf(err, errlen, "an application run is not recorded: no trace with pp_sim_run_app");
-    return PP_UNSUPPORTED;
   }
   c = *cfg;
   c.engine.workload = (struct pp_workload){.kind = PP_WORKLOAD_APP};

@@ -1597,6 +1597,140 @@ enum pp_status pp_tr_on_timer(struct pp_trace_rank *t, struct pp_engine *e, uint
   return s;
 }
 
+enum pp_status pp_tr_engine_create_app(struct pp_trace_rank *t, uint64_t now,
+                                       const struct pp_engine_cfg *cfg,
+                                       const struct pp_nic_ops *ops, void *nic,
+                                       const struct pp_app_callbacks *cb, void *user_data,
+                                       struct pp_engine **out)
+{
+  if (!t)
+    return pp_engine_create_app(cfg, ops, nic, cb, user_data, out);
+  t->ops = ops;
+  t->nic = nic;
+  input_prologue(t, now);
+  emit_simple(t, PP_TREC_CREATE);
+  enum pp_status s = pp_engine_create_app(cfg, &pp_trace_nic_ops, t, cb, user_data, out);
+  emit_ret(t, s);
+  return s;
+}
+
+static const char *const p2p_names[] = {
+#define PP_X(id, value, name) [value] = name,
+    PP_TRACE_P2P_LIST(PP_X)
+#undef PP_X
+};
+
+const char *pp_trace_p2p_name(unsigned op)
+{
+  op &= ~PP_TRACE_P2P_RESULT;
+  return op < PP_TP2P_COUNT ? p2p_names[op] : "?";
+}
+
+/* A P2P record: the call's arguments and results (FORMAT.md), then its status when it returned
+ * one that was not OK (RET) for the calls that return a status. */
+static void emit_p2p(struct pp_trace_rank *t, const struct pp_trace_p2p *c)
+{
+  uint8_t pl[REC_MAX], *p = pl;
+  p = pp_put_uv4(p, c->op, c->peer, c->tag, c->ctx);
+  p = pp_put_uv(p, c->len);
+  p = pp_put_uv(p, c->cookie);
+  p = pp_put_uv(p, c->addr);
+  p = pp_put_uv(p, c->req);
+  p = pp_put_sv(p, c->ret);
+  const struct pp_p2p_status *st = &c->st;
+  p = pp_put_uv4(p, st->source, st->tag, st->ctx, st->len);
+  p = pp_put_uv4(p, st->msg_len, st->error, st->proto, st->wc_status);
+  p = pp_put_uv(p, st->done_ns);
+  emit(t->w, PP_TREC_P2P, t->rank, t->now, pl, (size_t)(p - pl));
+}
+
+/* Each call is two P2P records: the call with its arguments before it runs (the engine's
+ * pp_nic_ops calls follow as its outputs), then its results (op | PP_TRACE_P2P_RESULT): the
+ * request made or given, the status or the boolean, the status of a completed test or a probe. */
+static void emit_p2p_result(struct pp_trace_rank *t, uint32_t op, uint64_t req, int32_t ret,
+                            const struct pp_p2p_status *st)
+{
+  struct pp_trace_p2p c = {.op = op | PP_TRACE_P2P_RESULT, .req = req, .ret = ret};
+  if (st)
+    c.st = *st;
+  emit_p2p(t, &c);
+}
+
+enum pp_status pp_tr_p2p_isend(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                               bool sync, const void *buf, uint32_t len, uint32_t dest,
+                               uint32_t tag, uint32_t ctx, uint64_t cookie, pp_req *req)
+{
+  if (!t)
+    return (sync ? pp_p2p_issend : pp_p2p_isend)(e, now, buf, len, dest, tag, ctx, cookie, req);
+  input_prologue(t, now);
+  uint32_t op = sync ? PP_TP2P_ISSEND : PP_TP2P_ISEND;
+  emit_p2p(t, &(struct pp_trace_p2p){
+                  .op = op, .peer = dest, .tag = tag, .ctx = ctx, .len = len, .cookie = cookie,
+                  .addr = (uint64_t)(uintptr_t)buf});
+  enum pp_status s =
+      (sync ? pp_p2p_issend : pp_p2p_isend)(e, now, buf, len, dest, tag, ctx, cookie, req);
+  emit_p2p_result(t, op, s == PP_OK ? *req : 0, s, NULL);
+  return s;
+}
+
+enum pp_status pp_tr_p2p_irecv(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                               void *buf, uint32_t len, uint32_t source, uint32_t tag,
+                               uint32_t ctx, uint64_t cookie, pp_req *req)
+{
+  if (!t)
+    return pp_p2p_irecv(e, now, buf, len, source, tag, ctx, cookie, req);
+  input_prologue(t, now);
+  emit_p2p(t, &(struct pp_trace_p2p){.op = PP_TP2P_IRECV, .peer = source, .tag = tag, .ctx = ctx,
+                                     .len = len, .cookie = cookie,
+                                     .addr = (uint64_t)(uintptr_t)buf});
+  enum pp_status s = pp_p2p_irecv(e, now, buf, len, source, tag, ctx, cookie, req);
+  emit_p2p_result(t, PP_TP2P_IRECV, s == PP_OK ? *req : 0, s, NULL);
+  return s;
+}
+
+bool pp_tr_p2p_test(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now, pp_req *req,
+                    struct pp_p2p_status *st)
+{
+  if (!t)
+    return pp_p2p_test(e, req, st);
+  input_prologue(t, now);
+  emit_p2p(t, &(struct pp_trace_p2p){.op = PP_TP2P_TEST, .req = *req});
+  struct pp_p2p_status mine;
+  bool done = pp_p2p_test(e, req, &mine);
+  if (done && st)
+    *st = mine;
+  emit_p2p_result(t, PP_TP2P_TEST, *req, done, done ? &mine : NULL);
+  return done;
+}
+
+bool pp_tr_p2p_iprobe(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                      uint32_t source, uint32_t tag, uint32_t ctx, struct pp_p2p_status *st)
+{
+  if (!t)
+    return pp_p2p_iprobe(e, source, tag, ctx, st);
+  input_prologue(t, now);
+  emit_p2p(t, &(struct pp_trace_p2p){.op = PP_TP2P_IPROBE, .peer = source, .tag = tag,
+                                     .ctx = ctx});
+  struct pp_p2p_status mine = {0};
+  bool hit = pp_p2p_iprobe(e, source, tag, ctx, &mine);
+  if (hit && st)
+    *st = mine;
+  emit_p2p_result(t, PP_TP2P_IPROBE, 0, hit, hit ? &mine : NULL);
+  return hit;
+}
+
+enum pp_status pp_tr_p2p_cancel(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                                pp_req req)
+{
+  if (!t)
+    return pp_p2p_cancel(e, now, req);
+  input_prologue(t, now);
+  emit_p2p(t, &(struct pp_trace_p2p){.op = PP_TP2P_CANCEL, .req = req});
+  enum pp_status s = pp_p2p_cancel(e, now, req);
+  emit_p2p_result(t, PP_TP2P_CANCEL, req, s, NULL);
+  return s;
+}
+
 void pp_tr_rank_end(struct pp_trace_rank *t, const struct pp_engine *e, uint64_t now)
 {
   if (!t || !e)

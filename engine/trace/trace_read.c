@@ -158,6 +158,28 @@ static int decode(struct dec *d, struct pp_trace_rec *r)
   case PP_TREC_RET:
     r->ret = s32(d, "status");
     break;
+  case PP_TREC_P2P: {
+    struct pp_trace_p2p *c = &r->u.p2p;
+    c->op = u32(d, "op");
+    c->peer = u32(d, "peer");
+    c->tag = u32(d, "tag");
+    c->ctx = u32(d, "ctx");
+    c->len = u32(d, "len");
+    c->cookie = u64(d, "cookie");
+    c->addr = u64(d, "addr");
+    c->req = u64(d, "req");
+    c->ret = s32(d, "ret");
+    c->st.source = u32(d, "st.source");
+    c->st.tag = u32(d, "st.tag");
+    c->st.ctx = u32(d, "st.ctx");
+    c->st.len = u32(d, "st.len");
+    c->st.msg_len = u32(d, "st.msg_len");
+    c->st.error = (uint8_t)below(d, "st.error", 255);
+    c->st.proto = (uint8_t)below(d, "st.proto", 255);
+    c->st.wc_status = (uint8_t)below(d, "st.wc_status", 255);
+    c->st.done_ns = u64(d, "st.done_ns");
+    break;
+  }
   case PP_TREC_MEM: {
     struct pp_trace_mem *m = &r->u.mem;
     m->key = u32(d, "key");
@@ -880,6 +902,32 @@ int pp_trace_rec_format(const struct pp_trace_rec *r, char *buf, size_t len)
   case PP_TREC_RET:
     pf(&o, " %s", status_name(r->ret));
     break;
+  case PP_TREC_P2P: {
+    const struct pp_trace_p2p *c = &r->u.p2p;
+    unsigned op = c->op & ~PP_TRACE_P2P_RESULT;
+    pf(&o, " %s%s", pp_trace_p2p_name(c->op), c->op & PP_TRACE_P2P_RESULT ? " ->" : "");
+    if (!(c->op & PP_TRACE_P2P_RESULT)) {
+      if (op == PP_TP2P_TEST || op == PP_TP2P_CANCEL)
+        pf(&o, " req 0x%" PRIx64, c->req);
+      else
+        pf(&o, " %s %u tag %u ctx %u", op == PP_TP2P_ISEND || op == PP_TP2P_ISSEND ? "dest" : "src",
+           c->peer, c->tag, c->ctx);
+      if (op <= PP_TP2P_IRECV)
+        pf(&o, " addr 0x%" PRIx64 " len %u cookie %" PRIu64, c->addr, c->len, c->cookie);
+      break;
+    }
+    if (op == PP_TP2P_TEST || op == PP_TP2P_IPROBE) {
+      pf(&o, " %s", c->ret ? "true" : "false");
+      if (c->ret)
+        pf(&o, " source %u tag %u ctx %u len %u msg_len %u error %s", c->st.source, c->st.tag,
+           c->st.ctx, c->st.len, c->st.msg_len, pp_p2p_err_name((enum pp_p2p_err)c->st.error));
+    } else {
+      pf(&o, " %s", status_name(c->ret));
+      if (op != PP_TP2P_CANCEL && c->ret == PP_OK)
+        pf(&o, " req 0x%" PRIx64, c->req);
+    }
+    break;
+  }
   case PP_TREC_MEM: {
     const struct pp_trace_mem *m = &r->u.mem;
     pf(&o, " lkey 0x%x +0x%" PRIx64 " total %u:", m->key, m->offset, m->total);

@@ -435,15 +435,203 @@ static void coll_on(MPI_Comm comm, MPI_Datatype col)
   free(b);
 }
 
+/* The v variants and the reductions of the column type: column x of a buffer is ints 4x and
+ * 4x + 3; everything else stays -1. Rank i's part has 1 + i % 2 columns; in a gathered buffer
+ * rank i's columns start at D(i) (one column of gap before each part). */
+static int vcnt(int i)
+{
+  return 1 + i % 2;
+}
+
+static int vdisp(int i)
+{
+  int d = 1;
+  for (int k = 0; k < i; k++)
+    d += vcnt(k) + 1;
+  return d;
+}
+
+static void put(int *buf, int x, int v0, int v1)
+{
+  buf[4 * x] = v0;
+  buf[4 * x + 3] = v1;
+}
+
+static void fill(int *buf, int n, int v)
+{
+  for (int i = 0; i < n; i++)
+    buf[i] = v;
+}
+
+/* b holds exactly the columns put into want (same size), -1 elsewhere */
+static void same(const int *b, const int *want, int n, const char *what)
+{
+  for (int i = 0; i < n; i++)
+    CHECK(b[i] == want[i], "%s [%d] = %d, want %d", what, i, b[i], want[i]);
+}
+
+static MPI_Datatype the_col; /* what the user operation must be given */
+
+static void colop(void *in, void *io, int *len, MPI_Datatype *dt)
+{
+  CHECK(*dt == the_col, "the user operation got datatype 0x%x, not the program's 0x%x", *dt,
+        the_col);
+  const int *a = in;
+  int *b = io;
+  for (int k = 0; k < *len; k++) {
+    b[4 * k] = a[4 * k] > b[4 * k] ? a[4 * k] : b[4 * k];
+    b[4 * k + 3] += a[4 * k + 3];
+  }
+}
+
+static void vcoll_on(MPI_Comm comm, MPI_Datatype col)
+{
+  int me, n;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &n);
+  int ints = 4 * vdisp(n) + 8 * n;
+  int *a = malloc(sizeof(int) * (size_t)ints), *b = malloc(sizeof(int) * (size_t)ints),
+      *w = malloc(sizeof(int) * (size_t)ints);
+  int *cnt = malloc(sizeof(int) * 4 * (size_t)n), *dsp = cnt + n, *c2 = cnt + 2 * n,
+      *d2 = cnt + 3 * n;
+  CHECK(a && b && w && cnt, "malloc");
+  for (int i = 0; i < n; i++) {
+    cnt[i] = vcnt(i);
+    dsp[i] = vdisp(i);
+  }
+  /* Gatherv: columns both sides, to rank 0 */
+  fill(a, ints, -1);
+  for (int k = 0; k < vcnt(me); k++)
+    put(a, k, 100 * me + 2 * k, 100 * me + 2 * k + 1);
+  fill(b, ints, -1);
+  fill(w, ints, -1);
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < vcnt(i); k++)
+      put(w, vdisp(i) + k, 100 * i + 2 * k, 100 * i + 2 * k + 1);
+  CHECK_OK(MPI_Gatherv(a, vcnt(me), col, b, cnt, dsp, col, 0, comm));
+  if (me == 0)
+    same(b, w, ints, "gatherv");
+  /* Scatterv from the last rank, received as ints */
+  int got[4] = {-1, -1, -1, -1};
+  CHECK_OK(MPI_Scatterv(w, cnt, dsp, col, got, 2 * vcnt(me), MPI_INT, n - 1, comm));
+  for (int k = 0; k < vcnt(me); k++)
+    CHECK(got[2 * k] == 100 * me + 2 * k && got[2 * k + 1] == 100 * me + 2 * k + 1,
+          "scatterv %d: %d %d", k, got[2 * k], got[2 * k + 1]);
+  /* Allgatherv: ints in, columns out */
+  int mine[4];
+  for (int k = 0; k < vcnt(me); k++) {
+    mine[2 * k] = 100 * me + 2 * k;
+    mine[2 * k + 1] = 100 * me + 2 * k + 1;
+  }
+  fill(b, ints, -1);
+  CHECK_OK(MPI_Allgatherv(mine, 2 * vcnt(me), MPI_INT, b, cnt, dsp, col, comm));
+  same(b, w, ints, "allgatherv");
+  /* Allgatherv in place: each rank's columns in place already */
+  fill(b, ints, -1);
+  for (int k = 0; k < vcnt(me); k++)
+    put(b, vdisp(me) + k, 100 * me + 2 * k, 100 * me + 2 * k + 1);
+  CHECK_OK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, cnt, dsp, col, comm));
+  same(b, w, ints, "allgatherv in place");
+  /* Alltoallv: column 2j to rank j, from rank i into column 2i + 1 */
+  fill(a, ints, -1);
+  fill(w, ints, -1);
+  for (int j = 0; j < n; j++) {
+    put(a, 2 * j, 1000 * me + 10 * j, 1000 * me + 10 * j + 1);
+    put(w, 2 * j + 1, 1000 * j + 10 * me, 1000 * j + 10 * me + 1);
+    c2[j] = 1;
+    dsp[j] = 2 * j;
+    d2[j] = 2 * j + 1;
+  }
+  fill(b, ints, -1);
+  CHECK_OK(MPI_Alltoallv(a, c2, dsp, col, b, c2, d2, col, comm));
+  same(b, w, ints, "alltoallv");
+  /* the reductions of 2 columns: x = 0, 1 holds (me + x, 10 me + x) */
+  int s0 = n * (n - 1) / 2;
+  fill(a, ints, -1);
+  for (int x = 0; x < 2; x++)
+    put(a, x, me + x, 10 * me + x);
+  fill(w, 8, -1);
+  for (int x = 0; x < 2; x++)
+    put(w, x, s0 + n * x, 10 * s0 + n * x);
+  fill(b, ints, -1);
+  CHECK_OK(MPI_Allreduce(a, b, 2, col, MPI_SUM, comm));
+  same(b, w, 8, "allreduce");
+  memcpy(b, a, sizeof(int) * 8);
+  CHECK_OK(MPI_Allreduce(MPI_IN_PLACE, b, 2, col, MPI_SUM, comm));
+  same(b, w, 8, "allreduce in place");
+  fill(b, ints, -1);
+  CHECK_OK(MPI_Reduce(a, b, 2, col, MPI_MAX, n - 1, comm));
+  fill(w, 8, -1);
+  for (int x = 0; x < 2; x++)
+    put(w, x, n - 1 + x, 10 * (n - 1) + x);
+  if (me == n - 1)
+    same(b, w, 8, "reduce max");
+  /* Scan and Exscan: the sums over ranks 0..me (0..me-1) */
+  int p = me * (me + 1) / 2, q = me * (me - 1) / 2;
+  fill(b, ints, -1);
+  CHECK_OK(MPI_Scan(a, b, 2, col, MPI_SUM, comm));
+  fill(w, 8, -1);
+  for (int x = 0; x < 2; x++)
+    put(w, x, p + (me + 1) * x, 10 * p + (me + 1) * x);
+  same(b, w, 8, "scan");
+  fill(b, ints, -1);
+  CHECK_OK(MPI_Exscan(a, b, 2, col, MPI_SUM, comm));
+  fill(w, 8, -1);
+  for (int x = 0; me > 0 && x < 2; x++)
+    put(w, x, q + me * x, 10 * q + me * x);
+  same(b, w, 8, "exscan");
+  /* Reduce_scatter(_block): column x of the input holds (me + x, 10 me + x) for x < 2n */
+  fill(a, ints, -1);
+  for (int x = 0; x < 2 * n; x++)
+    put(a, x, me + x, 10 * me + x);
+  fill(b, ints, -1);
+  CHECK_OK(MPI_Reduce_scatter_block(a, b, 1, col, MPI_SUM, comm));
+  fill(w, 8, -1);
+  put(w, 0, s0 + n * me, 10 * s0 + n * me);
+  same(b, w, 8, "reduce_scatter_block");
+  int first = 0;
+  for (int i = 0; i < me; i++)
+    first += vcnt(i);
+  fill(b, ints, -1);
+  CHECK_OK(MPI_Reduce_scatter(a, b, cnt, col, MPI_SUM, comm));
+  fill(w, 8, -1);
+  for (int k = 0; k < vcnt(me); k++)
+    put(w, k, s0 + n * (first + k), 10 * s0 + n * (first + k));
+  same(b, w, 8, "reduce_scatter");
+  /* the program's operation on the program's type: max of the first int, sum of the second */
+  MPI_Op op;
+  the_col = col;
+  CHECK_OK(MPI_Op_create(colop, 1, &op));
+  fill(b, ints, -1);
+  CHECK_OK(MPI_Allreduce(a, b, 2, col, op, comm));
+  fill(w, 8, -1);
+  for (int x = 0; x < 2; x++)
+    put(w, x, n - 1 + x, 10 * s0 + n * x);
+  same(b, w, 8, "allreduce user op");
+  fill(b, ints, -1);
+  CHECK_OK(MPI_Scan(a, b, 2, col, op, comm));
+  fill(w, 8, -1);
+  for (int x = 0; x < 2; x++)
+    put(w, x, me + x, 10 * p + (me + 1) * x);
+  same(b, w, 8, "scan user op");
+  CHECK_OK(MPI_Op_free(&op));
+  free(a);
+  free(b);
+  free(w);
+  free(cnt);
+}
+
 static void collectives(void)
 {
   MPI_Datatype col;
   CHECK_OK(MPI_Type_vector(2, 1, 3, MPI_INT, &col));
   CHECK_OK(MPI_Type_commit(&col));
   coll_on(MPI_COMM_WORLD, col);
+  vcoll_on(MPI_COMM_WORLD, col);
   MPI_Comm rev;
   CHECK_OK(MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &rev));
   coll_on(rev, col);
+  vcoll_on(rev, col);
   CHECK_OK(MPI_Comm_free(&rev));
   /* an uncommitted type: MPI_ERR_TYPE at every rank, no message */
   MPI_Datatype raw;
@@ -453,6 +641,19 @@ static void collectives(void)
   CHECK(cls_of(MPI_Bcast(v, 1, raw, 0, MPI_COMM_WORLD)) == MPI_ERR_TYPE, "bcast uncommitted");
   CHECK(cls_of(MPI_Allgather(v, 1, MPI_INT, v, 1, raw, MPI_COMM_WORLD)) == MPI_ERR_TYPE,
         "allgather uncommitted");
+  CHECK(cls_of(MPI_Allreduce(v, v + 4, 1, raw, MPI_SUM, MPI_COMM_WORLD)) == MPI_ERR_TYPE,
+        "allreduce uncommitted");
+  /* a predefined operation on a type of mixed elements: MPI_ERR_OP, no message */
+  MPI_Datatype mixed;
+  int bl[2] = {1, 1};
+  MPI_Aint dp[2] = {0, 8};
+  MPI_Datatype ty[2] = {MPI_INT, MPI_DOUBLE};
+  CHECK_OK(MPI_Type_create_struct(2, bl, dp, ty, &mixed));
+  CHECK_OK(MPI_Type_commit(&mixed));
+  double m[4] = {0};
+  CHECK(cls_of(MPI_Allreduce(m, m + 2, 1, mixed, MPI_SUM, MPI_COMM_WORLD)) == MPI_ERR_OP,
+        "allreduce of a mixed struct");
+  CHECK_OK(MPI_Type_free(&mixed));
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
   CHECK_OK(MPI_Type_free(&raw));
   CHECK_OK(MPI_Type_free(&col));

@@ -51,6 +51,69 @@ static void errors(void)
   CHECK_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
+/* The program's error handler: counts its calls, keeps the last communicator and code. */
+static int handled, handled_code;
+static MPI_Comm handled_comm;
+
+static void on_error(MPI_Comm *comm, int *code, ...)
+{
+  handled++;
+  handled_comm = *comm;
+  handled_code = *code;
+}
+
+static void user_handlers(void)
+{
+  int v = 0, cls;
+  MPI_Comm d, child;
+  MPI_Errhandler h, got;
+  CHECK_OK(MPI_Comm_dup(MPI_COMM_WORLD, &d));
+  CHECK_OK(MPI_Comm_create_errhandler(on_error, &h));
+  CHECK_OK(MPI_Comm_set_errhandler(d, h));
+  CHECK_OK(MPI_Comm_get_errhandler(d, &got));
+  CHECK(got == h, "get_errhandler 0x%x, set 0x%x", got, h);
+  /* an error on d: the function runs with d and the class, then the call returns it */
+  int e = MPI_Send(&v, 1, MPI_INT, size + 3, 0, d);
+  MPI_Error_class(e, &cls);
+  CHECK(cls == MPI_ERR_RANK && handled == 1 && handled_comm == d && handled_code == e,
+        "send to a bad rank: class %d, handler called %d times (comm 0x%x, code %d)", cls,
+        handled, handled_comm, handled_code);
+  /* MPI_COMM_WORLD keeps its own handler: an error there is not the function's */
+  CHECK_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  e = MPI_Send(&v, 1, MPI_INT, size + 3, 0, MPI_COMM_WORLD);
+  CHECK(e != MPI_SUCCESS && handled == 1, "world's error reached the handler");
+  /* Comm_call_errhandler: the program's own code, MPI_SUCCESS back */
+  CHECK_OK(MPI_Comm_call_errhandler(d, MPI_ERR_OTHER));
+  CHECK(handled == 2 && handled_code == MPI_ERR_OTHER, "call_errhandler: %d calls, code %d",
+        handled, handled_code);
+  /* a dup inherits it; freeing the handle leaves it with the communicators holding it */
+  CHECK_OK(MPI_Comm_dup(d, &child));
+  CHECK_OK(MPI_Errhandler_free(&h));
+  CHECK(h == MPI_ERRHANDLER_NULL, "free sets MPI_ERRHANDLER_NULL");
+  CHECK_OK(MPI_Comm_free(&d));
+  e = MPI_Recv(&v, 1, MPI_INT, 0, -4, child, MPI_STATUS_IGNORE);
+  MPI_Error_class(e, &cls);
+  CHECK(cls == MPI_ERR_TAG && handled == 3 && handled_comm == child,
+        "error on the dup: class %d, %d calls", cls, handled);
+  /* the freed handle is no handle any more */
+  e = MPI_Comm_set_errhandler(MPI_COMM_WORLD, got);
+  MPI_Error_class(e, &cls);
+  CHECK(cls == MPI_ERR_ARG, "set_errhandler of a freed handle: class %d", cls);
+  CHECK_OK(MPI_Comm_free(&child));
+  /* Comm_idup: a communicator like Comm_dup's, its request complete */
+  MPI_Request r;
+  CHECK_OK(MPI_Comm_idup(MPI_COMM_WORLD, &d, &r));
+  CHECK_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+  CHECK(r == MPI_REQUEST_NULL, "idup's request not freed by Wait");
+  CHECK_OK(MPI_Comm_compare(d, MPI_COMM_WORLD, &cls));
+  CHECK(cls == MPI_CONGRUENT, "idup: compare %d", cls);
+  int sum = 0;
+  CHECK_OK(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, d));
+  CHECK(sum == size * (size - 1) / 2, "allreduce on the idup: %d", sum);
+  CHECK_OK(MPI_Comm_free(&d));
+  CHECK_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
 static void *other_thread(void *arg)
 {
   int *flag = arg;
@@ -179,6 +242,7 @@ int main(int argc, char **argv)
   printf("rank %d of %d on %s: 1 MiB %s in %.0f ns\n", rank, size, host,
          rank == 0 ? "sent" : rank == 1 ? "received" : "not moved", (t1 - t0) * 1e9);
   errors();
+  user_handlers();
   threads();
   info();
   CHECK_OK(MPI_Finalized(&flag));

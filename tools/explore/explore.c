@@ -33,6 +33,7 @@ const char *const pp_explore_usage =
     "       prepost explore --exhaustive K [--window T] --from SEED [OPTIONS]\n"
     "       prepost explore --list\n"
     "       prepost explore merge [--out DIR] [--junit FILE] [--partial] DIR...\n"
+    "       prepost explore --program PROG -n N ... (an MPI program; --program x --help)\n"
     "\n"
     "Deterministic simulation testing: for each seed, generate a scenario (ranks, protocol and\n"
     "its parameters, sizes, counts, posting order and delays, platform, NIC, faults), run it on\n"
@@ -863,6 +864,9 @@ int pp_cli_explore(int argc, char **argv)
 {
   if (argc > 1 && !strcmp(argv[1], "merge"))
     return pp_cli_explore_merge(argc - 1, argv + 1); /* argv[0]: "merge" */
+  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+    if (!strcmp(argv[i], "--program")) /* an MPI program's runs (explore_prog.c) */
+      return pp_explore_program(argc, argv);
   static struct opts o;
   memset(&o, 0, sizeof o);
   int rc = parse_args(argc, argv, &o);

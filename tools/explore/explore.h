@@ -151,6 +151,8 @@ void pp_explore_set_bounds(struct pp_scenario *sc, uint64_t until);
 
 /* Writes sc as a scenario file that pp_scenario_load() reads back into the same configuration;
  * `comment` (may be NULL) becomes leading '#' lines. 0, or -1 on a write error. */
+/* prepost explore --program PROG -n N ... (explore_prog.c): argv as pp_cli_explore's. */
+int pp_explore_program(int argc, char **argv);
 int pp_scenario_write(FILE *out, const struct pp_scenario *sc, const char *comment);
 int pp_scenario_write_file(const char *path, const struct pp_scenario *sc, const char *comment);
 

@@ -20,6 +20,7 @@
 #include "tools/cli/cli_util.h"
 #include "link.h"
 #include "tools/scenario/scenario.h"
+#include "tools/trace/trace_cli.h"
 #include "serve.h"
 #include "mpirun_verbs.h"
 
@@ -29,8 +30,10 @@
 
 const char *const pp_mpirun_usage =
     "usage: prepost mpirun -n N [--seed S] [--scenario FILE] [--poll-ns T] [--no-progress T]\n"
-    "                      [--models DIR] [--backend sim|verbs [--device NAME] [--timeout T]]\n"
-    "                      PROG [ARGS...]\n"
+    "                      [--trace FILE] [--models DIR] [--backend sim|verbs [--device NAME]
+"
+    "                      [--timeout T]] PROG [ARGS...]
+"
     "\n"
     "Runs the MPI program PROG (built with Debian's mpicc.mpich, unmodified) with N ranks on the\n"
     "simulated backend: one process per rank, run in lock-step with the simulation (one rank\n"
@@ -46,6 +49,9 @@ const char *const pp_mpirun_usage =
     "                  protocol eager\n"
     "  --poll-ns T     simulated time an idle test, probe or MPI_Wtime takes (default 100ns)\n"
     "  --no-progress T stop when no rank made progress for T of simulated time (default 1s)\n"
+    "  --trace FILE    record the run as `prepost run --trace` does, the program's calls into\n"
+    "                  each rank's engine too: `prepost replay FILE` replays it exactly and\n"
+    "                  explains a hang (--hang); the header names the program (mpirun.*)\n"
     "  --models DIR    where the scenario's relative paths resolve\n"
     "  --backend B     sim (default) or verbs: the same program on an RDMA device of this\n"
     "                  machine (rxe, mlx5), one engine process per rank next to each rank's\n"
@@ -66,7 +72,7 @@ struct opts {
   uint32_t n;
   uint64_t seed;
   bool has_seed;
-  const char *scenario, *models, *poll, *no_progress;
+  const char *scenario, *models, *poll, *no_progress, *trace;
   char **prog;
   bool verbs;                   /* --backend verbs */
   const char *device, *timeout; /* verbs */
@@ -95,6 +101,8 @@ static int parse(int argc, char **argv, struct opts *o)
       o->has_seed = true;
     } else if (!strcmp(a, "--scenario")) {
       o->scenario = v;
+    } else if (!strcmp(a, "--trace")) {
+      o->trace = v;
     } else if (!strcmp(a, "--models")) {
       o->models = v;
     } else if (!strcmp(a, "--poll-ns")) {
@@ -123,6 +131,9 @@ static int parse(int argc, char **argv, struct opts *o)
   if (!o->verbs && (o->device || o->timeout))
     return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s",
                               "--device and --timeout are for --backend verbs");
+  if (o->verbs && o->trace) /* serve.c's recorder runs in the simulation's actors only */
+    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s",
+                              "--trace records the simulated backend only, not --backend verbs");
   o->prog = argv + i;
   return -1;
 }
@@ -272,6 +283,27 @@ static int run_verbs(const struct opts *o, struct pp_scenario *sc, uint64_t poll
   return pp_mpirun_verbs(&c);
 }
 
+/* --trace: the run's trace, its header naming the program and the launcher's settings */
+static struct pp_cli_trace *trace_start(const struct opts *o, const struct pp_sim_config *cfg,
+                                        uint64_t poll_ns, char *err, size_t errlen)
+{
+  enum { MAX_KEYS = 40 };
+  struct pp_cli_trace_key k[MAX_KEYS] = {
+      {.key = "mpirun.program", .str = o->prog[0]},
+      {.key = "mpirun.n", .u = o->n},
+      {.key = "mpirun.poll_ns", .u = poll_ns},
+  };
+  size_t n = 3, nargs = 0;
+  char names[MAX_KEYS][32];
+  for (char **a = o->prog + 1; *a && n < MAX_KEYS; a++, n++, nargs++) {
+    int w = snprintf(names[n], sizeof names[n], "mpirun.arg.%zu", nargs + 1);
+    if (w < 0 || (size_t)w >= sizeof names[n])
+      break;
+    k[n] = (struct pp_cli_trace_key){.key = names[n], .str = *a};
+  }
+  return pp_cli_trace_start_keys(o->trace, cfg, PREPOST_VERSION, false, k, n, err, errlen);
+}
+
 int pp_mpirun_main(int argc, char **argv)
 {
   struct opts o = {0};
@@ -289,8 +321,15 @@ int pp_mpirun_main(int argc, char **argv)
   pid_t *pids = calloc(o.n, sizeof(*pids));
   struct pp_mpi_srv *srv = NULL;
   rc = 2;
+  char err[1024];
+  struct pp_cli_trace *tr = NULL;
   if (!fds || !pids)
     goto out;
+  /* before the ranks start: a trace that cannot be written runs nothing */
+  if (o.trace && !(tr = trace_start(&o, &sc.sim, poll_ns, err, sizeof err))) {
+    fprintf(stderr, "prepost mpirun: %s\n", err);
+    goto out;
+  }
   struct pp_p2p_params prm;
   pp_p2p_params_resolve(&sc.sim.engine, &prm);
   struct pp_mpi_srv_cfg cfg = {.nranks = o.n, .poll_ns = poll_ns, .max_requests = prm.max_requests};
@@ -306,11 +345,19 @@ int pp_mpirun_main(int argc, char **argv)
   }
   pp_sim_set_hook(pp_mpi_srv_app(srv));
   struct pp_run_result res;
-  char err[1024];
   struct pp_sim_app app = {.rank = rank_callbacks, .ctx = srv};
   enum pp_status s = pp_sim_run_app(&sc.sim, &app, NULL, &res, err, sizeof(err));
   pp_sim_set_hook(NULL);
   fflush(NULL);
+  char terr[512];
+  int tend = tr ? pp_cli_trace_end(tr, terr, sizeof terr) : 0;
+  tr = NULL;
+  if (tend && s == PP_OK) {
+    fprintf(stderr, "prepost mpirun: %s\n", terr);
+    pp_mpi_srv_reap(srv);
+    pp_run_result_free(&res);
+    goto out;
+  }
   if (s != PP_OK) {
     fprintf(stderr, "prepost mpirun: %s\n", err);
     pp_mpi_srv_reap(srv);
@@ -323,6 +370,10 @@ int pp_mpirun_main(int argc, char **argv)
   pp_mpi_srv_reap(srv);
   pp_run_result_free(&res);
 out:
+  if (tr) { /* the run did not happen: the trace's file is left as written so far */
+    char terr2[512];
+    (void)pp_cli_trace_end(tr, terr2, sizeof terr2);
+  }
   pp_mpi_srv_destroy(srv);
   free(fds);
   free(pids);

@@ -32,6 +32,7 @@
 
 #include "link.h"
 #include "prepost/p2p.h"
+#include "prepost/trace.h"
 
 enum rstate { R_NEW, R_RUNNING, R_BLOCKED, R_SLEEPING, R_EXITED };
 
@@ -64,6 +65,8 @@ struct rank {
   uint32_t nself;
   uint64_t recv_seq;
   uint64_t served;            /* requests read from the rank (progress, on verbs) */
+  struct pp_trace_rank *tr; /* its recorder (mpirun --trace), else NULL */
+  uint64_t now;             /* the time of the step being served */
 };
 
 /* A message of a rank to itself waiting for its receive. */
@@ -119,6 +122,41 @@ static bool read_all(int fd, void *p, size_t n)
   return true;
 }
 
+/* ------------------------------------------------------------------ the engine */
+
+/* Every call into the engine goes through the rank's recorder (pp_sim_rank_trace: NULL unless
+ * `mpirun --trace`), so a trace has the program's side of the engine's inputs too. The rank's
+ * step time and recorder are set by app_step (a call may let other actors run: registering
+ * memory takes simulated time, so the rank's own fields, not one global). */
+static bool e_test(struct rank *r, struct pp_engine *e, pp_req *req, struct pp_p2p_status *st)
+{
+  return pp_tr_p2p_test(r->tr, e, r->now, req, st);
+}
+
+static bool e_iprobe(struct rank *r, struct pp_engine *e, uint32_t src, uint32_t tag, uint32_t ctx,
+                     struct pp_p2p_status *st)
+{
+  return pp_tr_p2p_iprobe(r->tr, e, r->now, src, tag, ctx, st);
+}
+
+static enum pp_status e_cancel(struct rank *r, struct pp_engine *e, uint64_t now, pp_req req)
+{
+  return pp_tr_p2p_cancel(r->tr, e, now, req);
+}
+
+static enum pp_status e_irecv(struct rank *r, struct pp_engine *e, uint64_t now, void *buf, uint32_t len, uint32_t src,
+                              uint32_t tag, uint32_t ctx, uint64_t cookie, pp_req *req)
+{
+  return pp_tr_p2p_irecv(r->tr, e, now, buf, len, src, tag, ctx, cookie, req);
+}
+
+static enum pp_status e_isend(struct rank *r, struct pp_engine *e, uint64_t now, bool sync, const void *buf, uint32_t len,
+                              uint32_t dest, uint32_t tag, uint32_t ctx, uint64_t cookie,
+                              pp_req *req)
+{
+  return pp_tr_p2p_isend(r->tr, e, now, sync, buf, len, dest, tag, ctx, cookie, req);
+}
+
 /* ------------------------------------------------------------------ requests */
 
 static uint64_t id_of(const struct rank *r, uint32_t i)
@@ -155,9 +193,9 @@ static void slot_free(struct rank *r, struct slot *sl)
   r->free_list[r->nfree++] = (uint32_t)(sl - r->slots);
 }
 
-static bool slot_done(struct pp_engine *e, struct slot *sl)
+static bool slot_done(struct rank *r, struct pp_engine *e, struct slot *sl)
 {
-  if (!sl->done && !sl->local && pp_p2p_test(e, &sl->req, &sl->st))
+  if (!sl->done && !sl->local && e_test(r, e, &sl->req, &sl->st))
     sl->done = true;
   return sl->done;
 }
@@ -220,7 +258,7 @@ static bool test_ready(struct pp_engine *e, struct pp_mpi_srv *s, struct rank *r
   uint32_t ndone = 0;
   for (uint32_t i = 0; i < q->nreq; i++) {
     struct slot *sl = slot_of(s, r, ids[i]);
-    if (!sl || slot_done(e, sl))
+    if (!sl || slot_done(r, e, sl))
       ndone++;
   }
   return q->mode == PP_LINK_ALL ? ndone == q->nreq : ndone > 0 || q->nreq == 0;
@@ -329,9 +367,9 @@ static struct slot *self_match_recv(struct pp_engine *e, struct pp_mpi_srv *s, s
       return best;
     /* a wildcard receive on the engine: still unmatched? */
     best->want = false;
-    if (!slot_done(e, best) && pp_p2p_cancel(e, now, best->req) == PP_OK) {
+    if (!slot_done(r, e, best) && e_cancel(r, e, now, best->req) == PP_OK) {
       struct pp_p2p_status st;
-      bool took = pp_p2p_test(e, &best->req, &st);
+      bool took = e_test(r, e, &best->req, &st);
       assert(took && st.error == PP_P2P_E_CANCELLED);
       (void)took;
       best->local = true;
@@ -360,7 +398,7 @@ static bool probe_find(struct pp_engine *e, struct rank *r, uint32_t rank,
   }
   uint32_t src = q->peer < 0 ? PP_ANY_SOURCE : (uint32_t)q->peer;
   uint32_t tag = q->tag < 0 ? PP_ANY_TAG : (uint32_t)q->tag;
-  return pp_p2p_iprobe(e, src, tag, q->ctx, st);
+  return e_iprobe(r, e, src, tag, q->ctx, st);
 }
 
 /* PROBE: reports the message; MPROBE: takes it too, into a receive slot whose id goes back
@@ -399,8 +437,7 @@ static bool probe(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t rank,
     self_deliver(sl, rank, &m);
     free(m.buf);
   } else {
-    enum pp_status ps = pp_p2p_irecv(e, now, sl->buf, st.msg_len, st.source, st.tag, q->ctx, idx,
-                                     &sl->req);
+    enum pp_status ps = e_irecv(r, e, now, sl->buf, st.msg_len, st.source, st.tag, q->ctx, idx, &sl->req);
     if (ps != PP_OK) {
       slot_free(r, sl);
       rep->found = 0;
@@ -488,9 +525,8 @@ static enum next do_isend(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t ra
     sl->peer = q->peer;
     sl->tag = q->tag;
     sl->len = q->len;
-    enum pp_status st =
-        (q->flags & 1 ? pp_p2p_issend : pp_p2p_isend)(e, now, buf, q->len, (uint32_t)q->peer,
-                                                      (uint32_t)q->tag, q->ctx, idx, &sl->req);
+    enum pp_status st = e_isend(r, e, now, q->flags & 1, buf, q->len, (uint32_t)q->peer,
+                                (uint32_t)q->tag, q->ctx, idx, &sl->req);
     rep.status = st;
     if (st == PP_OK)
       rep.id = id_of(r, idx);
@@ -533,7 +569,7 @@ static enum next do_irecv(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t ra
     } else {
       uint32_t src = q->peer < 0 ? PP_ANY_SOURCE : (uint32_t)q->peer;
       uint32_t tag = q->tag < 0 ? PP_ANY_TAG : (uint32_t)q->tag;
-      rep.status = pp_p2p_irecv(e, now, sl->buf, q->len, src, tag, q->ctx, idx, &sl->req);
+      rep.status = e_irecv(r, e, now, sl->buf, q->len, src, tag, q->ctx, idx, &sl->req);
       sl->want = maybe_self; /* a wildcard: its own send may still take it */
     }
     if (rep.status == PP_OK)
@@ -579,10 +615,10 @@ static enum pp_status do_cancel(struct pp_engine *e, struct pp_mpi_srv *s, struc
   struct slot *sl = slot_of(s, r, id);
   if (!sl)
     return PP_NOTFOUND;
-  if (slot_done(e, sl))
+  if (slot_done(r, e, sl))
     return PP_STATE;
   if (!sl->local)
-    return sl->recv ? pp_p2p_cancel(e, now, sl->req) : PP_UNSUPPORTED;
+    return sl->recv ? e_cancel(r, e, now, sl->req) : PP_UNSUPPORTED;
   if (!sl->recv) { /* a synchronous send to itself still in the queue */
     for (uint32_t i = 0; i < r->nself; i++)
       if (r->selfq[i].sync == id) {
@@ -685,6 +721,8 @@ static uint64_t app_step(void *ctx, uint32_t rank, struct pp_engine *e, uint64_t
   if (s->stop || rank >= s->cfg.nranks) /* -n 1: the engine's second rank has no process */
     return PP_NO_DEADLINE;
   struct rank *r = &s->r[rank];
+  r->tr = pp_sim_rank_trace(rank);
+  r->now = now;
   switch (r->state) {
   case R_NEW: {
     char go = 1;

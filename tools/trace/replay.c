@@ -10,11 +10,13 @@
  * what-if overrides (--set KEY=VALUE).
  */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "prepost/dump.h"
@@ -56,6 +58,16 @@ struct rp_qp {
 
 struct replay;
 
+/* An application's buffers (P2P records): the replay mirrors each 4 GiB window of the recorded
+ * address space that holds one (a reservation of twice that, untouched pages cost nothing), so a
+ * buffer sits at the same offset from every other one of its window as it did, and registrations
+ * rounded to pages (the registration cache) cover the same buffers as they did. */
+#define RP_WINDOW (1ull << 32)
+struct rp_buf {
+  uint64_t rec; /* the window's recorded base */
+  uint8_t *live;
+};
+
 struct rp_rank {
   struct replay *R;
   uint32_t rank;
@@ -74,6 +86,8 @@ struct rp_rank {
   size_t *mem; /* MEM records waiting for the input they come before (record numbers) */
   size_t nmem, mem_cap;
   struct pp_rank_stats final; /* the engine's statistics right before it was destroyed */
+  struct rp_buf *bufs;        /* the application's buffers' windows (P2P records) */
+  size_t nbuf, buf_cap;
 };
 
 struct replay {
@@ -653,6 +667,107 @@ static void apply_deferred(struct rp_rank *k)
   k->nmem = 0;
 }
 
+/* The replay's buffer standing for the recorded [addr, addr + len), NULL when out of memory. */
+static void *app_buf(struct rp_rank *k, uint64_t addr, uint32_t len)
+{
+  (void)len; /* at most 1 GiB: it fits in the window's second half */
+  uint64_t base = addr & ~(RP_WINDOW - 1);
+  for (size_t i = 0; i < k->nbuf; i++)
+    if (k->bufs[i].rec == base)
+      return k->bufs[i].live + (addr - base);
+  if (k->nbuf == k->buf_cap) {
+    size_t cap = k->buf_cap ? k->buf_cap * 2 : 4;
+    struct rp_buf *n = realloc(k->bufs, cap * sizeof(*n));
+    if (!n)
+      return NULL;
+    k->bufs = n;
+    k->buf_cap = cap;
+  }
+  void *live = mmap(NULL, 2 * RP_WINDOW, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (live == MAP_FAILED)
+    return NULL;
+  k->bufs[k->nbuf++] = (struct rp_buf){.rec = base, .live = live};
+  return (uint8_t *)live + (addr - base);
+}
+
+static bool status_eq(const struct pp_p2p_status *a, const struct pp_p2p_status *b)
+{
+  return a->source == b->source && a->tag == b->tag && a->ctx == b->ctx && a->len == b->len &&
+         a->msg_len == b->msg_len && a->error == b->error && a->proto == b->proto &&
+         a->wc_status == b->wc_status && a->done_ns == b->done_ns;
+}
+
+/* A P2P call record: the call on the replayed engine (its pp_nic_ops calls checked against the
+ * outputs that follow), then its results against the P2P result record after them. */
+static void feed_p2p(struct rp_rank *k, const struct pp_trace_rec *r)
+{
+  const struct pp_trace_p2p *c = &r->u.p2p;
+  char buf[1024], got[512];
+  if (c->op & PP_TRACE_P2P_RESULT) {
+    diverge(k, r->index, fmt_rec(r, buf, sizeof(buf)), "(the results of no call)");
+    return;
+  }
+  struct pp_trace_p2p res = {.op = c->op | PP_TRACE_P2P_RESULT};
+  void *b = NULL;
+  if (c->op <= PP_TP2P_IRECV && !(b = app_buf(k, c->addr, c->len))) {
+    diverge(k, r->index, fmt_rec(r, buf, sizeof(buf)), "out of memory for its buffer");
+    return;
+  }
+  pp_req q = c->req;
+  switch (c->op) {
+  case PP_TP2P_ISEND:
+  case PP_TP2P_ISSEND:
+    res.ret = (c->op == PP_TP2P_ISSEND ? pp_p2p_issend : pp_p2p_isend)(
+        k->e, r->ts, b, c->len, c->peer, c->tag, c->ctx, c->cookie, &q);
+    res.req = res.ret == PP_OK ? q : 0;
+    break;
+  case PP_TP2P_IRECV:
+    res.ret = pp_p2p_irecv(k->e, r->ts, b, c->len, c->peer, c->tag, c->ctx, c->cookie, &q);
+    res.req = res.ret == PP_OK ? q : 0;
+    break;
+  case PP_TP2P_TEST:
+    res.ret = pp_p2p_test(k->e, &q, &res.st);
+    res.req = q;
+    break;
+  case PP_TP2P_IPROBE:
+    res.ret = pp_p2p_iprobe(k->e, c->peer, c->tag, c->ctx, &res.st);
+    break;
+  case PP_TP2P_CANCEL:
+    res.ret = pp_p2p_cancel(k->e, r->ts, q);
+    res.req = q;
+    break;
+  default:
+    diverge(k, r->index, fmt_rec(r, buf, sizeof(buf)), "(a p2p call this build does not know)");
+    return;
+  }
+  if (k->R->diverged)
+    return;
+  bool boolean = c->op == PP_TP2P_TEST || c->op == PP_TP2P_IPROBE;
+  if (!(boolean && res.ret))
+    res.st = (struct pp_p2p_status){0};
+  struct pp_trace_rec w;
+  size_t i = peek(k);
+  struct pp_trace_rec fake = {.type = PP_TREC_P2P, .rank = k->rank, .ts = r->ts, .u.p2p = res};
+  fmt_rec(&fake, got, sizeof(got));
+  if (i == SIZE_MAX || pp_trace_get(k->R->t, i, &w) != PP_OK) {
+    diverge(k, r->index, "(the call's results)", "%s, but the trace ends", got);
+    return;
+  }
+  if (pp_trace_rec_class(w.type) == PP_TCLASS_OUT) {
+    diverge(k, i, fmt_rec(&w, buf, sizeof(buf)), "nothing: the call returned without making this "
+            "call (%s)", got);
+    return;
+  }
+  const struct pp_trace_p2p *x = &w.u.p2p;
+  if (w.type != PP_TREC_P2P || x->op != res.op || x->ret != res.ret || x->req != res.req ||
+      !status_eq(&x->st, &res.st)) {
+    diverge(k, i, fmt_rec(&w, buf, sizeof(buf)), "%s", got);
+    return;
+  }
+  k->cur++;
+}
+
 static void feed(struct rp_rank *k, const struct pp_trace_rec *r)
 {
   struct replay *R = k->R;
@@ -674,7 +789,13 @@ static void feed(struct rp_rank *k, const struct pp_trace_rec *r)
     }
     struct pp_engine_cfg c = R->cfg;
     c.rank = k->rank;
-    s = pp_engine_create(&c, &checker_ops, k, &k->e);
+    if (c.workload.kind == PP_WORKLOAD_APP) { /* the program's calls are the P2P records */
+      struct pp_app_callbacks cb;
+      pp_app_callbacks_default(&cb);
+      s = pp_engine_create_app(&c, &checker_ops, k, &cb, NULL, &k->e);
+    } else {
+      s = pp_engine_create(&c, &checker_ops, k, &k->e);
+    }
     break;
   }
   case PP_TREC_MEM:
@@ -729,6 +850,9 @@ static void feed(struct rp_rank *k, const struct pp_trace_rec *r)
   case PP_TREC_TIMER:
     s = pp_engine_on_timer(k->e, r->ts);
     break;
+  case PP_TREC_P2P:
+    feed_p2p(k, r);
+    return;
   case PP_TREC_DESTROY:
     pp_engine_stats(k->e, &k->final);
     pp_engine_destroy(k->e);
@@ -1084,6 +1208,9 @@ static int replay_exact(const struct pp_trace *t, uint64_t until, uint64_t at, u
     free(k->qps);
     free(k->wrs);
     free(k->mem);
+    for (size_t j = 0; j < k->nbuf; j++)
+      munmap(k->bufs[j].live, 2 * RP_WINDOW);
+    free(k->bufs);
   }
   free(R.ranks);
   rpd_free(R.data);

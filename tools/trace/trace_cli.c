@@ -323,6 +323,14 @@ struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_co
                                         const char *version, bool packets, char *err,
                                         size_t errlen)
 {
+  return pp_cli_trace_start_keys(path, cfg, version, packets, NULL, 0, err, errlen);
+}
+
+struct pp_cli_trace *pp_cli_trace_start_keys(const char *path, const struct pp_sim_config *cfg,
+                                             const char *version, bool packets,
+                                             const struct pp_cli_trace_key *keys, size_t nkeys,
+                                             char *err, size_t errlen)
+{
   struct pp_cli_trace *t = calloc(1, sizeof(*t));
   if (!t) {
     snprintf(err, errlen, "out of memory");
@@ -357,6 +365,9 @@ struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_co
   enum pp_status s = pp_trace_writer_create(file_sink, t, &info, &t->w);
   if (s == PP_OK)
     s = pp_trace_kv_sim_cfg(t->w, cfg);
+  for (size_t i = 0; i < nkeys && s == PP_OK; i++)
+    s = keys[i].str ? pp_trace_kv_str(t->w, keys[i].key, keys[i].str)
+                    : pp_trace_kv_u64(t->w, keys[i].key, keys[i].u);
   if (s == PP_OK)
     s = pp_trace_begin(t->w);
   if (s == PP_OK)

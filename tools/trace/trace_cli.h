@@ -17,6 +17,16 @@ struct pp_cli_trace;
 struct pp_cli_trace *pp_cli_trace_start(const char *path, const struct pp_sim_config *cfg,
                                         const char *version, bool packets, char *err,
                                         size_t errlen);
+/* The same with the caller's own header keys after the configuration's (str, else u). */
+struct pp_cli_trace_key {
+  const char *key;
+  const char *str;
+  uint64_t u;
+};
+struct pp_cli_trace *pp_cli_trace_start_keys(const char *path, const struct pp_sim_config *cfg,
+                                             const char *version, bool packets,
+                                             const struct pp_cli_trace_key *keys, size_t nkeys,
+                                             char *err, size_t errlen);
 /* Finishes the trace after pp_sim_run(); 0, or -1 with a sentence in err. Frees t. */
 int pp_cli_trace_end(struct pp_cli_trace *t, char *err, size_t errlen);
 

@@ -38,6 +38,8 @@
 
 #include "engine.h"
 #include "nic.h"
+#include "app.h"
+#include "p2p.h"
 #include "status.h"
 
 #include "export.h"
@@ -76,6 +78,7 @@ PP_API_BEGIN
   X(DESTROY, 0x08, "destroy", IN)                                              \
   X(RET, 0x09, "ret", IN)                                                      \
   X(MEM, 0x0a, "mem", IN)                                                      \
+  X(P2P, 0x0b, "p2p", IN)                                                      \
   X(REG_MR, 0x20, "reg_mr", OUT)                                               \
   X(DEREG_MR, 0x21, "dereg_mr", OUT)                                           \
   X(CREATE_SRQ, 0x22, "create_srq", OUT)                                       \
@@ -273,6 +276,28 @@ enum pp_status pp_tr_on_wc(struct pp_trace_rank *t, struct pp_engine *e, uint64_
 enum pp_status pp_tr_on_async(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
                               const struct pp_async_event *ev);
 enum pp_status pp_tr_on_timer(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now);
+/* An application's engine (prepost/app.h): as pp_engine_create_app, recorded as CREATE; the
+ * replay creates it with the default (no-op) callbacks, so only an application that drives the
+ * engine through the calls below and pp_p2p_test (not from callbacks) replays exactly. */
+enum pp_status pp_tr_engine_create_app(struct pp_trace_rank *t, uint64_t now,
+                                       const struct pp_engine_cfg *cfg,
+                                       const struct pp_nic_ops *ops, void *nic,
+                                       const struct pp_app_callbacks *cb, void *user_data,
+                                       struct pp_engine **out);
+/* The application's calls into the p2p API (prepost/p2p.h), each one P2P input record with its
+ * arguments and results. The buffers' bytes are not recorded. */
+enum pp_status pp_tr_p2p_isend(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                               bool sync, const void *buf, uint32_t len, uint32_t dest,
+                               uint32_t tag, uint32_t ctx, uint64_t cookie, pp_req *req);
+enum pp_status pp_tr_p2p_irecv(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                               void *buf, uint32_t len, uint32_t source, uint32_t tag,
+                               uint32_t ctx, uint64_t cookie, pp_req *req);
+bool pp_tr_p2p_test(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now, pp_req *req,
+                    struct pp_p2p_status *st);
+bool pp_tr_p2p_iprobe(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                      uint32_t source, uint32_t tag, uint32_t ctx, struct pp_p2p_status *st);
+enum pp_status pp_tr_p2p_cancel(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                                pp_req req);
 /* Records the rank's statistics (RANK_END); call before destroying the engine. */
 void pp_tr_rank_end(struct pp_trace_rank *t, const struct pp_engine *e, uint64_t now);
 void pp_tr_engine_destroy(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now);
@@ -304,6 +329,34 @@ struct pp_trace_mem {
   uint32_t total;  /* bytes the NIC placed there */
   uint32_t len;    /* bytes recorded (a head of `total`) */
   const uint8_t *data;
+};
+
+/* P2P records: which call (X(id, value, name)) */
+#define PP_TRACE_P2P_LIST(X)                                                   \
+  X(ISEND, 0, "isend")                                                         \
+  X(ISSEND, 1, "issend")                                                       \
+  X(IRECV, 2, "irecv")                                                         \
+  X(TEST, 3, "test")                                                           \
+  X(IPROBE, 4, "iprobe")                                                       \
+  X(CANCEL, 5, "cancel")
+enum pp_trace_p2p_op {
+#define PP_X(id, value, name) PP_TP2P_##id = value,
+  PP_TRACE_P2P_LIST(PP_X)
+#undef PP_X
+  PP_TP2P_COUNT
+};
+#define PP_TRACE_P2P_RESULT 0x80u /* op of the record that follows a call: its results */
+const char *pp_trace_p2p_name(unsigned op); /* "?" when unknown; the RESULT bit ignored */
+
+struct pp_trace_p2p {
+  uint32_t op;   /* enum pp_trace_p2p_op */
+  uint32_t peer; /* isend/issend: dest; irecv, iprobe: source */
+  uint32_t tag, ctx, len;
+  uint64_t cookie;
+  uint64_t addr; /* isend/issend/irecv: the buffer's address in the recording process */
+  uint64_t req; /* isend/issend/irecv: the request made; test, cancel: the request given */
+  int32_t ret;  /* isend/issend/irecv/cancel: the status; test, iprobe: 1 true, 0 false */
+  struct pp_p2p_status st; /* test, iprobe when true */
 };
 
 struct pp_trace_rec {
@@ -343,6 +396,7 @@ struct pp_trace_rec {
     struct pp_trace_mem mem;
     struct pp_trace_pkt pkt; /* PKT_TX; PKT_RX fills id only */
     struct pp_trace_end end;
+    struct pp_trace_p2p p2p;
   } u;
 };
 

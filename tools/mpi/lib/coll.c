@@ -267,12 +267,39 @@ static bool op_fits(MPI_Op op, enum dt_class c)
   }
 }
 
+/* A user operation over n elements of a derived type, `in` and `io` packed (the reductions move
+ * derived data packed): both unpacked into the type's layout, the function called with the
+ * program's datatype, the result packed back. */
+static int user_apply_derived(const struct user_op *u, MPI_Datatype dt, const void *in, void *io,
+                              size_t n)
+{
+  MPI_Aint lb, ext, tlb, text;
+  int sz;
+  if (PMPI_Type_get_extent(dt, &lb, &ext) || PMPI_Type_get_true_extent(dt, &tlb, &text) ||
+      PMPI_Type_size(dt, &sz) || ext < 0 || n > INT_MAX)
+    return MPI_ERR_TYPE;
+  size_t span = n ? (size_t)(n - 1) * (size_t)ext + (size_t)text : 0;
+  char *a = calloc(2, span ? span : 1), *b = a + span;
+  if (!a)
+    return MPI_ERR_NO_MEM;
+  char *abase = a - tlb, *bbase = b - tlb; /* element 0 at base: its data from base + tlb */
+  size_t bytes = n * (size_t)sz;
+  pp_type_unpack(in, bytes, abase, (int)n, dt);
+  pp_type_unpack(io, bytes, bbase, (int)n, dt);
+  int len = (int)n;
+  MPI_Datatype t = dt;
+  u->fn(abase, bbase, &len, &t);
+  pp_type_pack(bbase, (int)n, dt, io, bytes);
+  free(a);
+  return MPI_SUCCESS;
+}
+
 int pp_op_apply(MPI_Op op, MPI_Datatype dt, const void *in, void *io, size_t n)
 {
   const struct user_op *u = user_op_get(op);
   if (u) {
     if (!pp_dt_size(dt))
-      return MPI_ERR_OP;
+      return user_apply_derived(u, dt, in, io, n);
     user_apply(u, dt, in, io, n);
     return MPI_SUCCESS;
   }
@@ -397,6 +424,67 @@ static int side_count(const struct side *sd, int count)
   return sd->on ? (int)sd->blk : count; /* blk <= PP_LINK_MAX_MSG (pp_type_check) */
 }
 
+/* The v variants' side of n blocks: block i is counts[i] elements at buf + displs[i] extents,
+ * packed one after the other in `tmp` (cnt[i] bytes at dsp[i]: the counts and displacements the
+ * call then moves as MPI_BYTE); pack: the blocks [from, to) packed now. */
+struct vside {
+  char *tmp;
+  int *cnt, *dsp;
+  MPI_Aint ext;
+};
+
+static int vside_open(const char *fn, const struct pp_comm *c, const void *buf,
+                      const int *counts, const int *displs, MPI_Datatype dt, int n, int from,
+                      int to, struct vside *v)
+{
+  struct pp_tbuf tb;
+  MPI_Aint lb;
+  int e;
+  *v = (struct vside){0};
+  if ((e = pp_type_check(c, fn, dt, 1, &tb)) || (e = PMPI_Type_get_extent(dt, &lb, &v->ext)))
+    return e;
+  if (!(v->cnt = malloc(sizeof(int) * 2 * (size_t)n)))
+    return pp_err(c, fn, MPI_ERR_NO_MEM, "%d ranks", n);
+  v->dsp = v->cnt + n;
+  size_t total = 0;
+  for (int i = 0; i < n; i++) {
+    if (counts[i] < 0 || (size_t)counts[i] * tb.bytes > PP_LINK_MAX_MSG) {
+      free(v->cnt);
+      v->cnt = NULL;
+      return pp_err(c, fn, MPI_ERR_COUNT, "count %d for rank %d", counts[i], i);
+    }
+    v->cnt[i] = (int)((size_t)counts[i] * tb.bytes);
+    v->dsp[i] = (int)total;
+    total += (size_t)v->cnt[i];
+    if (total > INT_MAX) {
+      free(v->cnt);
+      v->cnt = NULL;
+      return pp_err(c, fn, MPI_ERR_COUNT, "more than %d packed bytes in all", INT_MAX);
+    }
+  }
+  if (!(v->tmp = malloc(total ? total : 1))) {
+    free(v->cnt);
+    v->cnt = NULL;
+    return pp_err(c, fn, MPI_ERR_NO_MEM, "%zu bytes of packed data", total);
+  }
+  for (int i = from; i < to; i++)
+    pp_type_pack(block_at(buf, displs[i], 1, v->ext), counts[i], dt, v->tmp + v->dsp[i],
+                 (size_t)v->cnt[i]);
+  return MPI_SUCCESS;
+}
+
+/* The blocks [from, to) unpacked into buf; the copy freed. */
+static void vside_close(struct vside *v, void *buf, const int *counts, const int *displs,
+                        MPI_Datatype dt, int from, int to)
+{
+  for (int i = from; i < to && v->tmp; i++)
+    pp_type_unpack(v->tmp + v->dsp[i], (size_t)v->cnt[i], block_at(buf, displs[i], 1, v->ext),
+                   counts[i], dt);
+  free(v->tmp);
+  free(v->cnt);
+  *v = (struct vside){0};
+}
+
 /* One blocking exchange on the collective context: send to dest and/or receive from source
  * (-1: none). */
 static int xchg(const char *fn, const struct pp_comm *c, int tag, const void *sbuf, size_t sbytes,
@@ -409,6 +497,64 @@ static int xchg(const char *fn, const struct pp_comm *c, int tag, const void *sb
   if (dest >= 0 && (e = pp_start_send(fn, c, 1, sbuf, sbytes, dest, tag, false, &r[1])))
     return e;
   return pp_complete(fn, 2, r, MPI_STATUSES_IGNORE, PP_LINK_ALL, true, NULL, NULL, NULL, NULL);
+}
+
+/* Reductions and scans of a derived type: its data packed (the type map's order), then reduced
+ * as its one predefined type with a predefined operation (MPI 4.0 6.9.2: such an operation
+ * applies to a derived type whose elements are all of a type it applies to), or as the program's
+ * type with its own operation (unpacked into the layout around each call of its function,
+ * user_apply_derived). `s` holds the rank's contribution, `r` the result. */
+struct dred {
+  MPI_Datatype dt; /* what the reduction runs on */
+  int per;         /* elements of dt per element of the program's type */
+  size_t ebytes;   /* packed bytes of one element of the program's type */
+  char *s, *r;
+};
+
+static int dred_open(const char *fn, const struct pp_comm *c, const void *src, int scount,
+                     int rcount, MPI_Datatype dt, MPI_Op op, struct dred *d)
+{
+  struct pp_tbuf tb;
+  int e, sz;
+  *d = (struct dred){.dt = dt, .per = 1};
+  if ((e = pp_type_check(c, fn, dt, scount, &tb)) || (e = pp_type_check(c, fn, dt, rcount, &tb)))
+    return e;
+  if ((e = PMPI_Type_size(dt, &sz)))
+    return e;
+  d->ebytes = (size_t)sz;
+  if (!pp_op_valid(op))
+    return pp_err(c, fn, MPI_ERR_OP, "operation 0x%x is neither predefined nor a live operation "
+                                     "of MPI_Op_create", op);
+  if (!user_op_get(op)) {
+    MPI_Datatype base = pp_type_base(dt);
+    if (base == MPI_DATATYPE_NULL)
+      return pp_err(c, fn, MPI_ERR_OP, "predefined operation 0x%x on datatype 0x%x, whose "
+                                       "elements are not all of one predefined type", op, dt);
+    d->dt = base;
+    d->per = sz ? (int)((size_t)sz / pp_dt_size(base)) : 0;
+  }
+  size_t sb = (size_t)scount * d->ebytes, rb = (size_t)rcount * d->ebytes;
+  d->s = malloc(sb ? sb : 1);
+  d->r = malloc(rb ? rb : 1);
+  if (!d->s || !d->r) {
+    free(d->s);
+    free(d->r);
+    d->s = d->r = NULL;
+    return pp_err(c, fn, MPI_ERR_NO_MEM, "%zu + %zu bytes of packed data", sb, rb);
+  }
+  if (src && scount)
+    pp_type_pack(src, scount, dt, d->s, sb);
+  return MPI_SUCCESS;
+}
+
+/* The result's rcount elements unpacked into buf (unpack false: nothing), the copies freed. */
+static int dred_close(struct dred *d, void *buf, int rcount, MPI_Datatype dt, bool unpack, int e)
+{
+  if (!e && unpack && rcount)
+    pp_type_unpack(d->r, (size_t)rcount * d->ebytes, buf, rcount, dt);
+  free(d->s);
+  free(d->r);
+  return e;
 }
 
 int PMPI_Barrier(MPI_Comm comm)
@@ -507,8 +653,15 @@ static int reduce(const char *fn, const struct pp_comm *c, const void *mine, voi
 static int reduce_args(const char *fn, const struct pp_comm *c, int count, MPI_Datatype dt,
                        MPI_Op op, size_t *bytes)
 {
-  int e = coll_args(fn, c, count, dt, bytes);
-  if (e)
+  int e;
+  if (derived(dt) && user_op_get(op)) { /* its data packed (dred_open) */
+    struct pp_tbuf tb;
+    if ((e = pp_type_check(c, fn, dt, count, &tb)))
+      return e;
+    *bytes = tb.bytes;
+    return MPI_SUCCESS;
+  }
+  if ((e = coll_args(fn, c, count, dt, bytes)))
     return e;
   if (!pp_op_valid(op))
     return pp_err(c, fn, MPI_ERR_OP, "operation 0x%x is neither predefined nor a live operation "
@@ -521,8 +674,28 @@ static int reduce_args(const char *fn, const struct pp_comm *c, int count, MPI_D
   return MPI_SUCCESS;
 }
 
+static int reduce_call(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                       int root, MPI_Comm comm);
+
 int PMPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                 MPI_Comm comm)
+{
+  struct pp_comm *c = pp_comm_get(comm);
+  if (c && derived(dt) && root >= 0 && root < c->size && count >= 0) {
+    bool at_root = c->rank == root;
+    struct dred d;
+    int e = dred_open("MPI_Reduce", c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, count,
+                      at_root ? count : 0, dt, op, &d);
+    if (!e)
+      e = reduce_call(d.s, at_root ? d.r : NULL, count * d.per, d.dt, op, root, comm);
+    return dred_close(&d, rbuf, count, dt, at_root, e);
+  }
+  return reduce_call(sbuf, rbuf, count, dt, op, root, comm);
+}
+PP_ALIAS(MPI_Reduce);
+
+static int reduce_call(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
+                       int root, MPI_Comm comm)
 {
   struct pp_comm *c;
   size_t bytes;
@@ -549,7 +722,6 @@ int PMPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op
   free(copy);
   return e;
 }
-PP_ALIAS(MPI_Reduce);
 
 static int allreduce(const char *fn, const struct pp_comm *c, const void *sbuf, void *rbuf,
                      size_t count, size_t bytes, MPI_Datatype dt, MPI_Op op)
@@ -581,8 +753,17 @@ int PMPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI
   struct pp_comm *c;
   size_t bytes;
   int e;
-  if ((e = coll_comm("MPI_Allreduce", comm, &c)) ||
-      (e = reduce_args("MPI_Allreduce", c, count, dt, op, &bytes)))
+  if ((e = coll_comm("MPI_Allreduce", comm, &c)))
+    return e;
+  if (derived(dt) && count >= 0) {
+    struct dred d;
+    e = dred_open("MPI_Allreduce", c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, count, dt, op,
+                  &d);
+    if (!e && !(e = reduce_args("MPI_Allreduce", c, count * d.per, d.dt, op, &bytes)))
+      e = allreduce("MPI_Allreduce", c, d.s, d.r, (size_t)count * (size_t)d.per, bytes, d.dt, op);
+    return dred_close(&d, rbuf, count, dt, true, e);
+  }
+  if ((e = reduce_args("MPI_Allreduce", c, count, dt, op, &bytes)))
     return e;
   return allreduce("MPI_Allreduce", c, sbuf, rbuf, (size_t)count, bytes, dt, op);
 }
@@ -825,6 +1006,27 @@ int PMPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
   struct pp_comm *c = pp_comm_get(comm);
   if (c && c->rank == root && (!rcounts || !displs))
     return pp_err(c, "MPI_Gatherv", MPI_ERR_ARG, "recvcounts or displs is NULL");
+  bool sd_on = sbuf != MPI_IN_PLACE && derived(stype);
+  if (c && root >= 0 && root < c->size && (sd_on || (c->rank == root && derived(rtype)))) {
+    const char *fn = "MPI_Gatherv";
+    struct side s = {0};
+    struct vside v = {0};
+    int n = c->size, e = MPI_SUCCESS;
+    bool rd_on = c->rank == root && derived(rtype), in_place = sbuf == MPI_IN_PLACE;
+    if (sd_on)
+      e = side_open(fn, c, sbuf, scount, stype, 1, 0, 1, &s);
+    if (!e && rd_on) /* in place: the root's own block packed first */
+      e = vside_open(fn, c, rbuf, rcounts, displs, rtype, n, in_place ? root : 0,
+                     in_place ? root + 1 : 0, &v);
+    if (!e)
+      e = gather_any(fn, sd_on ? s.tmp : sbuf, side_count(&s, scount), sd_on ? MPI_BYTE : stype,
+                     rd_on ? v.tmp : rbuf, 0, rd_on ? v.cnt : rcounts, rd_on ? v.dsp : displs,
+                     rd_on ? MPI_BYTE : rtype, root, comm);
+    free(s.tmp);
+    if (rd_on)
+      vside_close(&v, rbuf, rcounts, displs, rtype, 0, e ? 0 : n);
+    return e;
+  }
   return gather_any("MPI_Gatherv", sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype, root,
                     comm);
 }
@@ -886,6 +1088,29 @@ int PMPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI
   struct pp_comm *c = pp_comm_get(comm);
   if (c && c->rank == root && (!scounts || !displs))
     return pp_err(c, "MPI_Scatterv", MPI_ERR_ARG, "sendcounts or displs is NULL");
+  bool rd_on = rbuf != MPI_IN_PLACE && derived(rtype);
+  if (c && root >= 0 && root < c->size && (rd_on || (c->rank == root && derived(stype)))) {
+    const char *fn = "MPI_Scatterv";
+    struct side r = {0};
+    struct vside v = {0};
+    int n = c->size, e = MPI_SUCCESS;
+    bool sd_on = c->rank == root && derived(stype);
+    if (sd_on)
+      e = vside_open(fn, c, sbuf, scounts, displs, stype, n, 0, n, &v);
+    if (!e && rd_on)
+      e = side_open(fn, c, rbuf, rcount, rtype, 1, 0, 0, &r);
+    if (!e)
+      e = scatter_any(fn, sd_on ? v.tmp : sbuf, 0, sd_on ? v.cnt : scounts,
+                      sd_on ? v.dsp : displs, sd_on ? MPI_BYTE : stype, rd_on ? r.tmp : rbuf,
+                      side_count(&r, rcount), rd_on ? MPI_BYTE : rtype, root, comm);
+    if (sd_on)
+      vside_close(&v, NULL, scounts, displs, stype, 0, 0);
+    if (rd_on)
+      side_close(&r, rbuf, rcount, rtype, 0, e ? 0 : 1);
+    else
+      free(r.tmp);
+    return e;
+  }
   return scatter_any("MPI_Scatterv", sbuf, 0, scounts, displs, stype, rbuf, rcount, rtype, root,
                      comm);
 }
@@ -980,6 +1205,28 @@ int PMPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf
   struct pp_comm *c = pp_comm_get(comm);
   if (c && (!rcounts || !displs))
     return pp_err(c, "MPI_Allgatherv", MPI_ERR_ARG, "recvcounts or displs is NULL");
+  bool sd_on = sbuf != MPI_IN_PLACE && derived(stype), rd_on = derived(rtype);
+  if (c && (sd_on || rd_on)) {
+    const char *fn = "MPI_Allgatherv";
+    struct side s = {0};
+    struct vside v = {0};
+    int n = c->size, me = c->rank, e = MPI_SUCCESS;
+    bool in_place = sbuf == MPI_IN_PLACE;
+    if (sd_on)
+      e = side_open(fn, c, sbuf, scount, stype, 1, 0, 1, &s);
+    if (!e && rd_on)
+      e = vside_open(fn, c, rbuf, rcounts, displs, rtype, n, in_place ? me : 0,
+                     in_place ? me + 1 : 0, &v);
+    if (!e)
+      e = allgather_any(fn, sd_on ? s.tmp : sbuf, side_count(&s, scount),
+                        sd_on ? MPI_BYTE : stype, rd_on ? v.tmp : rbuf, 0,
+                        rd_on ? v.cnt : rcounts, rd_on ? v.dsp : displs,
+                        rd_on ? MPI_BYTE : rtype, comm);
+    free(s.tmp);
+    if (rd_on)
+      vside_close(&v, rbuf, rcounts, displs, rtype, 0, e ? 0 : n);
+    return e;
+  }
   return allgather_any("MPI_Allgatherv", sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype,
                        comm);
 }
@@ -1070,12 +1317,43 @@ int PMPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], M
   struct pp_comm *c = pp_comm_get(comm);
   if (c && (!rcounts || !rdispls || (sbuf != MPI_IN_PLACE && (!scounts || !sdispls))))
     return pp_err(c, "MPI_Alltoallv", MPI_ERR_ARG, "a count or displacement array is NULL");
+  bool in_place = sbuf == MPI_IN_PLACE;
+  bool sd_on = !in_place && derived(stype), rd_on = derived(rtype);
+  if (c && (sd_on || rd_on)) {
+    const char *fn = "MPI_Alltoallv";
+    struct vside sv = {0}, rv = {0};
+    int n = c->size, e = MPI_SUCCESS;
+    if (sd_on)
+      e = vside_open(fn, c, sbuf, scounts, sdispls, stype, n, 0, n, &sv);
+    if (!e && rd_on) /* in place: the data is in rbuf, packed from it */
+      e = vside_open(fn, c, rbuf, rcounts, rdispls, rtype, n, 0, in_place ? n : 0, &rv);
+    if (!e)
+      e = alltoall_any(fn, sd_on ? sv.tmp : sbuf, 0, sd_on ? sv.cnt : scounts,
+                       sd_on ? sv.dsp : sdispls, sd_on ? MPI_BYTE : stype, rd_on ? rv.tmp : rbuf,
+                       0, rd_on ? rv.cnt : rcounts, rd_on ? rv.dsp : rdispls,
+                       rd_on ? MPI_BYTE : rtype, comm);
+    if (sd_on)
+      vside_close(&sv, NULL, scounts, sdispls, stype, 0, 0);
+    if (rd_on)
+      vside_close(&rv, rbuf, rcounts, rdispls, rtype, 0, e ? 0 : n);
+    return e;
+  }
   return alltoall_any("MPI_Alltoallv", sbuf, 0, scounts, sdispls, stype, rbuf, 0, rcounts,
                       rdispls, rtype, comm);
 }
 PP_ALIAS(MPI_Alltoallv);
 
 /* ---------------------------------------------------------------- reduce-scatter, scans */
+
+/* Bytes of one element as the reductions move it: a predefined type's size, a derived type's
+ * packed size (user operations on derived types, dred_open). 0 for an invalid type. */
+static size_t red_size(MPI_Datatype dt)
+{
+  int sz = 0;
+  if (pp_dt_size(dt))
+    return pp_dt_size(dt);
+  return PMPI_Type_size(dt, &sz) == MPI_SUCCESS && sz > 0 ? (size_t)sz : 0;
+}
 
 /* Reduce of the whole vector to rank 0 (rank order), then Scatterv of its blocks */
 static int reduce_scatter(const char *fn, MPI_Comm comm, const void *sbuf, void *rbuf,
@@ -1085,11 +1363,24 @@ static int reduce_scatter(const char *fn, MPI_Comm comm, const void *sbuf, void 
   struct blocks b = {0};
   size_t total = 0, bytes;
   void *acc = NULL;
-  int e;
+  int *bc = NULL, e;
   if ((e = coll_comm(fn, comm, &c)) || (e = reduce_args(fn, c, 0, dt, op, &bytes)))
     return e;
-  if ((e = blocks_args(fn, c, rbuf, count, counts, NULL, dt, &b)))
-    return e;
+  size_t es = red_size(dt);
+  if (!es)
+    return pp_err(c, fn, MPI_ERR_TYPE, "datatype 0x%x has no data", dt);
+  if (!(bc = malloc(sizeof(int) * (size_t)c->size)))
+    return pp_err(c, fn, MPI_ERR_NO_MEM, "%d ranks", c->size);
+  for (int i = 0; i < c->size; i++) { /* the blocks in bytes: any element size */
+    long long k = counts ? counts[i] : count;
+    if (k < 0 || (unsigned long long)k * es > PP_LINK_MAX_MSG) {
+      e = pp_err(c, fn, MPI_ERR_COUNT, "count %lld for rank %d", k, i);
+      goto out;
+    }
+    bc[i] = (int)((size_t)k * es);
+  }
+  if ((e = blocks_args(fn, c, rbuf, 0, bc, NULL, MPI_BYTE, &b)))
+    goto out;
   for (int i = 0; i < c->size; i++) /* blocks_args laid them one after the other */
     total += b.bytes[i];
   if (total > PP_LINK_MAX_MSG) {
@@ -1105,18 +1396,52 @@ static int reduce_scatter(const char *fn, MPI_Comm comm, const void *sbuf, void 
     e = pp_err(c, fn, MPI_ERR_NO_MEM, "%zu bytes", total);
     goto out;
   }
-  if ((e = reduce(fn, c, mine, acc, total / pp_dt_size(dt), total, dt, op, 0)))
+  if ((e = reduce(fn, c, mine, acc, total / es, total, dt, op, 0)))
     goto out;
   e = scatter(fn, c, acc, &b, rbuf, b.bytes[c->rank], 0);
 out:
+  free(bc);
   free(acc);
   blocks_free(&b);
   return e;
 }
 
+/* A derived type: the whole vector packed, reduced and scattered as dred_open's type, the rank's
+ * block unpacked. */
+static int reduce_scatter_derived(const char *fn, struct pp_comm *c, const void *sbuf,
+                                  void *rbuf, int count, const int *counts, MPI_Datatype dt,
+                                  MPI_Op op, MPI_Comm comm)
+{
+  long long total = 0;
+  for (int i = 0; i < c->size; i++) {
+    int k = counts ? counts[i] : count;
+    if (k < 0)
+      return pp_err(c, fn, MPI_ERR_COUNT, "count %d for rank %d", k, i);
+    total += k;
+  }
+  if (total > INT_MAX)
+    return pp_err(c, fn, MPI_ERR_COUNT, "%lld elements in all", total);
+  int mine = counts ? counts[c->rank] : count;
+  struct dred d;
+  int e = dred_open(fn, c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, (int)total, mine, dt, op, &d);
+  int *k = e ? NULL : malloc(sizeof(int) * (size_t)c->size);
+  if (!e && !k)
+    e = pp_err(c, fn, MPI_ERR_NO_MEM, "%d ranks", c->size);
+  for (int i = 0; !e && i < c->size; i++)
+    k[i] = (counts ? counts[i] : count) * d.per;
+  if (!e)
+    e = reduce_scatter(fn, comm, d.s, d.r, 0, k, d.dt, op);
+  free(k);
+  return dred_close(&d, rbuf, mine, dt, true, e);
+}
+
 int PMPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
                               MPI_Op op, MPI_Comm comm)
 {
+  struct pp_comm *c = pp_comm_get(comm);
+  if (c && derived(dt))
+    return reduce_scatter_derived("MPI_Reduce_scatter_block", c, sbuf, rbuf, count, NULL, dt, op,
+                                  comm);
   return reduce_scatter("MPI_Reduce_scatter_block", comm, sbuf, rbuf, count, NULL, dt, op);
 }
 PP_ALIAS(MPI_Reduce_scatter_block);
@@ -1127,6 +1452,8 @@ int PMPI_Reduce_scatter(const void *sbuf, void *rbuf, const int counts[], MPI_Da
   struct pp_comm *c = pp_comm_get(comm);
   if (c && !counts)
     return pp_err(c, "MPI_Reduce_scatter", MPI_ERR_ARG, "recvcounts is NULL");
+  if (c && derived(dt))
+    return reduce_scatter_derived("MPI_Reduce_scatter", c, sbuf, rbuf, 0, counts, dt, op, comm);
   return reduce_scatter("MPI_Reduce_scatter", comm, sbuf, rbuf, 0, counts, dt, op);
 }
 PP_ALIAS(MPI_Reduce_scatter);
@@ -1168,15 +1495,29 @@ out:
   return e;
 }
 
+/* A derived type: packed, scanned as dred_open's type, unpacked (Exscan: not on rank 0) */
+static int scan_any(const char *fn, const void *sbuf, void *rbuf, int count, MPI_Datatype dt,
+                    MPI_Op op, MPI_Comm comm, bool exclusive)
+{
+  struct pp_comm *c = pp_comm_get(comm);
+  if (!c || !derived(dt) || count < 0)
+    return scan(fn, sbuf, rbuf, count, dt, op, comm, exclusive);
+  struct dred d;
+  int e = dred_open(fn, c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, count, dt, op, &d);
+  if (!e)
+    e = scan(fn, d.s, d.r, count * d.per, d.dt, op, comm, exclusive);
+  return dred_close(&d, rbuf, count, dt, !exclusive || c->rank > 0, e);
+}
+
 int PMPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
-  return scan("MPI_Scan", sbuf, rbuf, count, dt, op, comm, false);
+  return scan_any("MPI_Scan", sbuf, rbuf, count, dt, op, comm, false);
 }
 PP_ALIAS(MPI_Scan);
 
 int PMPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
                 MPI_Comm comm)
 {
-  return scan("MPI_Exscan", sbuf, rbuf, count, dt, op, comm, true);
+  return scan_any("MPI_Exscan", sbuf, rbuf, count, dt, op, comm, true);
 }
 PP_ALIAS(MPI_Exscan);

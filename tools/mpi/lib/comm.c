@@ -91,6 +91,7 @@ int pp_comm_rank_of(const struct pp_comm *c, int w)
 
 static void comm_release(struct pp_comm *c)
 {
+  pp_errh_ref(c->errh, -1); /* its requests could still call it until now */
   free(c->members);
   memset(c, 0, sizeof(*c));
 }
@@ -156,6 +157,7 @@ static struct pp_comm *comm_make(uint32_t id, int *world, int n, const struct pp
   c->size = n;
   c->rank = pp_comm_rank_of(c, parent->members[parent->rank]);
   c->errh = parent->errh; /* MPI: a new communicator inherits its parent's error handler */
+  pp_errh_ref(c->errh, 1);
   snprintf(c->label, sizeof(c->label), "comm 0x%x (%s)", (unsigned)c->handle, how);
   c->name = c->label;
   return c;
@@ -192,6 +194,19 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
   return dup("MPI_Comm_dup", comm, newcomm);
 }
 PP_ALIAS(MPI_Comm_dup);
+
+/* Non-blocking in name only: the dup completes before the call returns (its agreement on the
+ * context id is a collective every member enters with its own MPI_Comm_idup, in the same order
+ * as its other collectives on comm, as MPI asks) and the request is complete already. */
+int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+{
+  const char *fn = "MPI_Comm_idup";
+  if (!request)
+    return pp_err(pp_comm_get(comm), fn, MPI_ERR_ARG, "request is NULL");
+  int e = dup(fn, comm, newcomm);
+  return e ? e : pp_done_request(fn, pp_comm_get(comm), request);
+}
+PP_ALIAS(MPI_Comm_idup);
 
 int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 {

@@ -253,6 +253,29 @@ MPI_Count pp_type_elements(MPI_Datatype dt, size_t bytes)
 
 /* ---------------------------------------------------------------- what p2p.c asks */
 
+/* The one predefined type of a type map (reductions of derived types), MPI_DATATYPE_NULL when it
+ * has several (or none: an empty list). Bounded by the nesting depth. */
+MPI_Datatype pp_type_base(MPI_Datatype dt)
+{
+  if (prim_size(dt))
+    return dt == MPI_PACKED ? MPI_DATATYPE_NULL : dt;
+  const struct dtype *d = dt_get(dt);
+  if (!d)
+    return MPI_DATATYPE_NULL;
+  if (d->kind != DK_LIST)
+    return pp_type_base(d->child);
+  MPI_Datatype base = MPI_DATATYPE_NULL;
+  for (MPI_Count i = 0; i < d->count; i++) {
+    if (!d->blens[i])
+      continue;
+    MPI_Datatype b = pp_type_base(d->types[i]);
+    if (b == MPI_DATATYPE_NULL || (base != MPI_DATATYPE_NULL && b != base))
+      return MPI_DATATYPE_NULL;
+    base = b;
+  }
+  return base;
+}
+
 int pp_type_check(const struct pp_comm *c, const char *fn, MPI_Datatype dt, int count,
                   struct pp_tbuf *out)
 {

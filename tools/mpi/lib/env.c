@@ -4,6 +4,7 @@
  * Get_library_version, Comm_set/get_errhandler (any communicator), Error_string, Error_class.
  */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,11 +37,95 @@ void pp_need_init(const char *fn)
     pp_fatal(fn, MPI_ERR_OTHER, "called after MPI_Finalize");
 }
 
+/* ---------------------------------------------------------------- the program's error handlers */
+
+/* MPI_Comm_create_errhandler's handlers: handle PP_ERRH_BASE + slot. A slot lives while the
+ * program's handle or a communicator holds it (MPI_Errhandler_free of a handler in use: the
+ * communicators keep calling it). */
+#define PP_ERRH_BASE 0x94000000u /* MPICH's "direct" error-handler handles */
+static struct {
+  MPI_Comm_errhandler_function *fn;
+  int refs; /* the program's handle + communicators */
+  bool handle; /* the program's handle is not freed */
+} errhs[PP_MAX_ERRH];
+
+static int errh_slot(MPI_Errhandler h, bool need_handle)
+{
+  uint32_t i = (uint32_t)h - PP_ERRH_BASE;
+  if ((uint32_t)h < PP_ERRH_BASE || i >= PP_MAX_ERRH || !errhs[i].refs ||
+      (need_handle && !errhs[i].handle))
+    return -1;
+  return (int)i;
+}
+
+static bool errh_builtin(MPI_Errhandler h)
+{
+  return h == MPI_ERRORS_ARE_FATAL || h == MPI_ERRORS_RETURN || h == MPI_ERRORS_ABORT;
+}
+
+void pp_errh_ref(MPI_Errhandler h, int delta)
+{
+  int i = errh_slot(h, false);
+  if (i < 0)
+    return;
+  errhs[i].refs += delta;
+  assert(errhs[i].refs >= 0);
+  if (!errhs[i].refs)
+    errhs[i].fn = NULL;
+}
+
+int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *h)
+{
+  pp_need_init("MPI_Comm_create_errhandler");
+  if (!fn || !h)
+    return pp_err(NULL, "MPI_Comm_create_errhandler", MPI_ERR_ARG, "NULL function or handle");
+  for (uint32_t i = 0; i < PP_MAX_ERRH; i++)
+    if (!errhs[i].refs) {
+      errhs[i].fn = fn;
+      errhs[i].refs = 1;
+      errhs[i].handle = true;
+      *h = (MPI_Errhandler)(PP_ERRH_BASE + i);
+      return MPI_SUCCESS;
+    }
+  return pp_err(NULL, "MPI_Comm_create_errhandler", MPI_ERR_OTHER,
+                "%u error handlers alive at once: the most this library keeps", PP_MAX_ERRH);
+}
+PP_ALIAS(MPI_Comm_create_errhandler);
+
+int PMPI_Errhandler_free(MPI_Errhandler *h)
+{
+  pp_need_init("MPI_Errhandler_free");
+  if (!h)
+    return pp_err(NULL, "MPI_Errhandler_free", MPI_ERR_ARG, "NULL handle");
+  if (errh_builtin(*h)) { /* MPI allows freeing a predefined handler: nothing to do */
+    *h = MPI_ERRHANDLER_NULL;
+    return MPI_SUCCESS;
+  }
+  int i = errh_slot(*h, true);
+  if (i < 0)
+    return pp_err(NULL, "MPI_Errhandler_free", MPI_ERR_ARG, "error handler 0x%x", *h);
+  errhs[i].handle = false;
+  pp_errh_ref(*h, -1);
+  *h = MPI_ERRHANDLER_NULL;
+  return MPI_SUCCESS;
+}
+PP_ALIAS(MPI_Errhandler_free);
+
+/* The communicator's handler on an error: the program's function (then the call returns the
+ * code), MPI_ERRORS_RETURN, or the job ends. */
 int pp_err(const struct pp_comm *c, const char *fn, int cls, const char *fmt, ...)
 {
-  MPI_Errhandler h = (c ? c : pp_comm_get(MPI_COMM_WORLD))->errh;
+  const struct pp_comm *eh = c ? c : pp_comm_get(MPI_COMM_WORLD);
+  MPI_Errhandler h = eh->errh;
   if (h == MPI_ERRORS_RETURN)
     return cls;
+  int slot = errh_slot(h, false);
+  if (slot >= 0) {
+    MPI_Comm comm = eh->handle;
+    int code = cls;
+    errhs[slot].fn(&comm, &code, fn);
+    return cls;
+  }
   char text[MPI_MAX_ERROR_STRING];
   va_list ap;
   va_start(ap, fmt);
@@ -118,8 +203,10 @@ int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler h)
   struct pp_comm *c = pp_comm_get(comm);
   if (!c)
     return pp_err(NULL, "MPI_Comm_set_errhandler", MPI_ERR_COMM, "communicator 0x%x", comm);
-  if (h != MPI_ERRORS_ARE_FATAL && h != MPI_ERRORS_RETURN && h != MPI_ERRORS_ABORT)
+  if (!errh_builtin(h) && errh_slot(h, true) < 0)
     return pp_err(c, "MPI_Comm_set_errhandler", MPI_ERR_ARG, "error handler 0x%x", h);
+  pp_errh_ref(h, 1);
+  pp_errh_ref(c->errh, -1);
   c->errh = h;
   return MPI_SUCCESS;
 }
@@ -135,6 +222,19 @@ int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *h)
   return MPI_SUCCESS;
 }
 PP_ALIAS(MPI_Comm_get_errhandler);
+
+int PMPI_Comm_call_errhandler(MPI_Comm comm, int code)
+{
+  pp_need_init("MPI_Comm_call_errhandler");
+  struct pp_comm *c = pp_comm_get(comm);
+  if (!c)
+    return pp_err(NULL, "MPI_Comm_call_errhandler", MPI_ERR_COMM, "communicator 0x%x", comm);
+  if (code == MPI_SUCCESS)
+    return MPI_SUCCESS;
+  (void)pp_err(c, "MPI_Comm_call_errhandler", code, "the program's error code %d", code);
+  return MPI_SUCCESS; /* MPI: it returns MPI_SUCCESS when the handler returns */
+}
+PP_ALIAS(MPI_Comm_call_errhandler);
 
 /* ---------------------------------------------------------------- init and finalize */
 

@@ -23,6 +23,7 @@
  * by the context id, agreed by the members when a communicator is created (comm.c). */
 #define PP_MAX_COMM 1024u
 #define PP_MAX_ATTR 64u /* attributes on one communicator */
+#define PP_MAX_ERRH 64u /* the program's error handlers alive at once */
 #define PP_COMM_BASE 0x84000000u /* MPICH's "direct" communicator handles */
 
 struct pp_attr {
@@ -46,6 +47,11 @@ struct pp_comm {
   char label[48];
 };
 
+/* A request that is complete already, with an empty status (MPI_Comm_idup's) */
+int pp_done_request(const char *fn, const struct pp_comm *c, MPI_Request *out);
+/* A communicator takes (+1) or drops (-1) an error handler: the program's stay alive while used
+ * (env.c); predefined ones are not counted. */
+void pp_errh_ref(MPI_Errhandler h, int delta);
 /* MPI_Init: MPI_COMM_WORLD's and MPI_COMM_SELF's members */
 void pp_comm_start(uint32_t rank, uint32_t size);
 /* a live communicator, NULL for anything else (MPI_COMM_NULL, freed, not a handle) */
@@ -182,6 +188,9 @@ struct pp_tbuf {
  * MPI_SUCCESS or the class through c's handler (MPI_ERR_TYPE, MPI_ERR_COUNT). */
 int pp_type_check(const struct pp_comm *c, const char *fn, MPI_Datatype dt, int count,
                   struct pp_tbuf *out);
+/* The one predefined type every element of dt's type map has (a reduction of a derived type
+ * runs on its packed elements as that type), else MPI_DATATYPE_NULL. */
+MPI_Datatype pp_type_base(MPI_Datatype dt);
 /* Packs count elements of dt at buf into out (at most max bytes); the bytes written. */
 size_t pp_type_pack(const void *buf, int count, MPI_Datatype dt, void *out, size_t max);
 /* Unpacks the first len bytes of a packed stream into count elements of dt at buf (a short

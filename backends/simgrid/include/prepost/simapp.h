@@ -20,8 +20,11 @@
  *
  * cfg->engine.workload is not used (the ranks run the program); cfg->engine.protocol must be
  * "eager" or "rndv". The callbacks run inside the simulation, on the rank's actor (its stack:
- * PREPOST_SG_STACK_KIB); `now` is simulated time. An application run is not recorded
- * (pp_sim_set_trace is refused with it). One simulation per process, as pp_sim_run.
+ * PREPOST_SG_STACK_KIB); `now` is simulated time. With pp_sim_set_trace an application run is
+ * recorded like any other, and its calls into the engine too when it makes them through the
+ * pp_tr_p2p_* wrappers with pp_sim_rank_trace(rank) (what `prepost mpirun --trace` does); calls
+ * made from the callbacks are not recorded, so such a trace does not replay exactly. One
+ * simulation per process, as pp_sim_run.
  */
 #ifndef PP_SIMAPP_H
 #define PP_SIMAPP_H

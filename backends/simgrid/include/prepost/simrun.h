@@ -98,6 +98,9 @@ struct pp_sim_hook {
   bool (*stop)(void *ctx);
 };
 void pp_sim_set_hook(const struct pp_sim_hook *app);
+/* The recorder of a rank while a traced run is under way (pp_sim_set_trace), else NULL: a hook
+ * records its calls into the engine with it (pp_tr_p2p_*, prepost/trace.h). */
+struct pp_trace_rank *pp_sim_rank_trace(uint32_t rank);
 
 PP_API_END
 #ifdef __cplusplus
