@@ -30,10 +30,8 @@
 
 const char *const pp_mpirun_usage =
     "usage: prepost mpirun -n N [--seed S] [--scenario FILE] [--poll-ns T] [--no-progress T]\n"
-    "                      [--trace FILE] [--models DIR] [--backend sim|verbs [--device NAME]
-"
-    "                      [--timeout T]] PROG [ARGS...]
-"
+    "                      [--trace FILE] [--models DIR] [--backend sim|verbs [--device NAME]\n"
+    "                      [--timeout T]] PROG [ARGS...]\n"
     "\n"
     "Runs the MPI program PROG (built with Debian's mpicc.mpich, unmodified) with N ranks on the\n"
     "simulated backend: one process per rank, run in lock-step with the simulation (one rank\n"
