@@ -50,6 +50,7 @@ struct simnic_pkt {
   struct simnic_pkt *delay_next; /* faults: held by its NIC until release_at */
   uint64_t release_at, wire_bytes;
   uint64_t tag; /* the trace recorder's, while in flight (simnic_pkt_set_tag); 0 from pkt_new */
+  uint64_t wire_ref; /* the driver's, while in flight (simnic_pkt_set_wire_ref); 0 from pkt_new */
 };
 
 /* faults.scramble: an RDMA WRITE whose bytes are partly placed (struct pp_faults) */
@@ -466,6 +467,16 @@ void simnic_pkt_set_tag(const struct simnic_pkt *p, uint64_t tag)
 uint64_t simnic_pkt_tag(const struct simnic_pkt *p)
 {
   return p->tag;
+}
+
+void simnic_pkt_set_wire_ref(struct simnic_pkt *p, uint64_t ref)
+{
+  p->wire_ref = ref;
+}
+
+uint64_t simnic_pkt_wire_ref(const struct simnic_pkt *p)
+{
+  return p->wire_ref;
 }
 
 static struct simnic_pkt *pkt_new(struct simnic *n, enum pkt_kind kind, const struct qp *qp)

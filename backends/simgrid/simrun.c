@@ -2,8 +2,9 @@
  * The SimGrid driver: one host and one actor per rank. Each actor owns its rank's engine and
  * simulated NIC and runs the progress loop: wait for a packet or the next deadline, hand the
  * packet or the timer to the NIC, poll the CQ into the engine, fire the engine's timers.
- * Packets travel as detached SimGrid communications whose simulated size is their wire size, so
- * the network model (CM02, cross-traffic off) gives their timing.
+ * Packets travel as SimGrid communications whose simulated size is their wire size, so the
+ * network model (CM02, cross-traffic off) gives their timing; the sender keeps each handle and
+ * reaps it once the receiver has the packet (see "Wire transfers" below).
  *
  * The run ends at global quiescence (every actor without a deadline and no packet in flight)
  * or at max_sim_time; the actor that sees it sends a shutdown token to every mailbox.
@@ -51,6 +52,16 @@ struct rank_state {
   bool poll_armed, paused_once;
   uint64_t cq_delays;
   uint64_t app_deadline; /* pp_sim_hook: the application's own next deadline */
+  /* wire transfers this rank sent and has not reaped: slots, each a handle or free */
+  struct tx_slot *tx;
+  uint32_t tx_cap, tx_free; /* tx_free: the first free slot, TX_NONE when none */
+  uint32_t *arrived;        /* slots whose packet its receiver took, to reap (tx_cap of them) */
+  uint32_t n_arrived;
+};
+
+struct tx_slot {
+  sg_comm_t comm; /* NULL: free */
+  uint32_t next;  /* free: the next free slot */
 };
 
 static struct sim {
@@ -109,16 +120,96 @@ static void fail(enum pp_status s, const char *what, uint32_t rank)
   }
 }
 
+/* ------------------------------------------------------------ wire transfers
+ *
+ * A packet (or a train) is one SimGrid communication put on the destination's mailbox. It is
+ * not detached: SimGrid 3.32 keeps every detached communication in one list of its maestro and
+ * removes a finished one with std::list::remove, a walk of the whole list, two or three times
+ * per communication, so each cost grew with every communication in flight in the whole
+ * simulation (an alltoall at 64 ranks: 12,900 instructions per message). The sender keeps the
+ * handle in a slot instead, the packet carries the slot (simnic_pkt_set_wire_ref: slot + 1 in
+ * the high half, the sender's rank in the low), the receiver hands the slot back when it takes
+ * the packet, and the sender waits for it (done by then: the wait returns at once) in its next
+ * loop: SimGrid then walks only that actor's own list, its transfers not yet reaped. A rank
+ * leaving waits for all of its transfers first, so none is cancelled under its receiver. */
+#define TX_NONE UINT32_MAX
+#define TX_MAX_SLOTS (1u << 24) /* beyond: detached, as before */
+
+static bool tx_grow(struct rank_state *r)
+{
+  uint32_t cap = r->tx_cap ? r->tx_cap * 2 : 64;
+  if (cap > TX_MAX_SLOTS)
+    return false;
+  struct tx_slot *tx = realloc(r->tx, cap * sizeof(*tx));
+  if (!tx)
+    return false;
+  r->tx = tx;
+  uint32_t *arrived = realloc(r->arrived, cap * sizeof(*arrived));
+  if (!arrived)
+    return false; /* r->tx is bigger, tx_cap not yet: harmless */
+  r->arrived = arrived;
+  for (uint32_t i = cap; i-- > r->tx_cap;)
+    r->tx[i] = (struct tx_slot){.comm = NULL, .next = i + 1 < cap ? i + 1 : r->tx_free};
+  r->tx_free = r->tx_cap;
+  r->tx_cap = cap;
+  return true;
+}
+
 static void wire_send(void *ctx, uint32_t src, uint32_t dst, struct simnic_pkt *pkt,
                       uint64_t wire_bytes)
 {
   (void)ctx;
-  (void)src;
   /* without every packet: a train of data or ACKs records nothing (one call to know) */
   if (trace_writer && (trace_all_packets || simnic_pkt_train_has_error(pkt)))
     pp_simtrace_tx(trace_writer, now_ns(), pkt, wire_bytes, trace_all_packets);
-  sg_comm_t c = sg_mailbox_put_init(S.ranks[dst].mbox, pkt, (long)wire_bytes);
-  sg_comm_detach(c, NULL);
+  struct rank_state *r = &S.ranks[src];
+  /* only the sending rank's own actor can reap (SimGrid lists the handle with its issuer) */
+  if (sg_actor_self_get_data() != r || (r->tx_free == TX_NONE && !tx_grow(r))) {
+    simnic_pkt_set_wire_ref(pkt, 0);
+    sg_comm_detach(sg_mailbox_put_init(S.ranks[dst].mbox, pkt, (long)wire_bytes), NULL);
+    return;
+  }
+  uint32_t slot = r->tx_free;
+  r->tx_free = r->tx[slot].next;
+  simnic_pkt_set_wire_ref(pkt, (uint64_t)(slot + 1) << 32 | src);
+  r->tx[slot].comm = sg_mailbox_put_async(S.ranks[dst].mbox, pkt, (long)wire_bytes);
+}
+
+/* The receiver took pkt: its sender may reap the transfer. */
+static void tx_arrived(const struct simnic_pkt *pkt)
+{
+  uint64_t ref = simnic_pkt_wire_ref(pkt);
+  if (!ref)
+    return;
+  struct rank_state *r = &S.ranks[(uint32_t)ref];
+  assert(r->n_arrived < r->tx_cap);
+  r->arrived[r->n_arrived++] = (uint32_t)(ref >> 32) - 1;
+}
+
+static void tx_wait(struct rank_state *r, uint32_t rank, uint32_t slot)
+{
+  sg_comm_t c = r->tx[slot].comm;
+  assert(c);
+  r->tx[slot] = (struct tx_slot){.comm = NULL, .next = r->tx_free};
+  r->tx_free = slot;
+  if (sg_comm_wait(c) != SG_OK)
+    fail(PP_IO, "a wire transfer failed in SimGrid", rank);
+}
+
+/* Reaps the transfers whose packets arrived (each wait returns at once). */
+static void tx_reap(struct rank_state *r, uint32_t rank)
+{
+  while (r->n_arrived)
+    tx_wait(r, rank, r->arrived[--r->n_arrived]);
+}
+
+/* Before the rank's actor ends: every transfer it still holds, arrived or not. */
+static void tx_finish(struct rank_state *r, uint32_t rank)
+{
+  r->n_arrived = 0;
+  for (uint32_t i = 0; i < r->tx_cap; i++)
+    if (r->tx[i].comm)
+      tx_wait(r, rank, i);
 }
 
 static void stop_all(void)
@@ -230,6 +321,7 @@ static void progress_loop(struct rank_state *r, uint32_t rank)
   void *data = NULL;
   sg_comm_t get = sg_mailbox_get_async(r->mbox, &data);
   for (;;) {
+    tx_reap(r, rank);
     uint64_t now = now_ns();
     uint64_t d = S.stopping ? UINT64_MAX : rank_deadline(r);
     if (!S.stopping && d == UINT64_MAX && !r->idle) {
@@ -249,6 +341,7 @@ static void progress_loop(struct rank_state *r, uint32_t rank)
       }
       if (trace_writer && (trace_all_packets || simnic_pkt_train_has_error(data)))
         pp_simtrace_rx(trace_writer, now_ns(), rank, data); /* only recorded ones are tagged */
+      tx_arrived(data);
       simnic_on_packet(r->nic, now_ns(), data);
       get = sg_mailbox_get_async(r->mbox, &data);
     } else if (d >= max_ns && now_ns() >= max_ns) {
@@ -321,6 +414,8 @@ static void rank_actor(int argc, char **argv)
   (void)argc;
   uint32_t rank = (uint32_t)atoi(argv[1]);
   struct rank_state *r = &S.ranks[rank];
+  sg_actor_self_set_data(r); /* wire_send: the rank whose actor sends */
+  r->tx_free = TX_NONE;
   pp_prng_seed(&r->prng, pp_seed_derive(S.cfg->seed, PP_SEED_DRIVER, rank));
   sg_mailbox_set_receiver(sg_mailbox_get_name(r->mbox));
   struct pp_engine_cfg ecfg = S.cfg->engine;
@@ -358,8 +453,10 @@ static void rank_actor(int argc, char **argv)
   if (S.error == PP_OK)
     connect_rank(r, rank);
   sg_barrier_wait(S.barrier);
-  if (S.error != PP_OK)
+  if (S.error != PP_OK) {
+    tx_finish(r, rank);
     return;
+  }
   uint64_t now = now_ns();
   s = pp_tr_start(r->tr, r->engine, now);
   if (s != PP_OK)
@@ -368,6 +465,7 @@ static void rank_actor(int argc, char **argv)
   r->app_deadline = UINT64_MAX;
   app_step(r, rank, now);
   progress_loop(r, rank);
+  tx_finish(r, rank);
 }
 
 /* --------------------------------------------------------------- contexts */
@@ -646,6 +744,8 @@ static void cleanup(void)
     pp_tr_engine_destroy(S.ranks[i].tr, S.ranks[i].engine, S.end_ns);
     pp_trace_rank_destroy(S.ranks[i].tr);
     pp_byz_destroy(S.ranks[i].byz);
+    free(S.ranks[i].tx);
+    free(S.ranks[i].arrived);
   }
   simnic_fabric_destroy(S.fabric);
   free(S.ranks);

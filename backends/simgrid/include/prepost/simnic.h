@@ -160,6 +160,10 @@ const struct simnic_pkt *simnic_pkt_next(const struct simnic_pkt *pkt);
  * its arrival names it without a lookup); 0 on a new packet. */
 void simnic_pkt_set_tag(const struct simnic_pkt *pkt, uint64_t tag);
 uint64_t simnic_pkt_tag(const struct simnic_pkt *pkt);
+/* A second such value, the wire's own (simrun: which of the sender's SimGrid communications
+ * carries the transfer, so that the sender can reap it once it arrived); 0 on a new packet. */
+void simnic_pkt_set_wire_ref(struct simnic_pkt *pkt, uint64_t ref);
+uint64_t simnic_pkt_wire_ref(const struct simnic_pkt *pkt);
 uint64_t simnic_next_deadline(const struct simnic *n);
 void simnic_on_timer(struct simnic *n, uint64_t now);
 
