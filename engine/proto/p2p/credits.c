@@ -9,17 +9,15 @@ enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r)
 {
   struct p2p *p = P2P(e);
   uint32_t i = (uint32_t)(r - p->rx);
-  struct pp_recv_wr wr = {
-      .wr_id = WRID(W_RECV, 0, i),
-      .num_sge = 1,
-      .sg_list = {{.addr = (uint64_t)(uintptr_t)r->buf,
-                   .length = p->cbsize,
-                   .lkey = p->rxmr.lkey}},
-  };
   r->state = RX_POSTED;
   if (p->ch[r->ch].failed)
     return PP_OK;
-  return (enum pp_status)e->ops->post_recv(e->nic, p->ch[r->ch].qpn, &wr);
+  struct pp_recv_wr *wr = &p->rxwr; /* the rest of it stays zero (p2p_impl.h) */
+  wr->wr_id = WRID(W_RECV, 0, i);
+  wr->num_sge = 1;
+  wr->sg_list[0] = (struct pp_sge){.addr = (uint64_t)(uintptr_t)r->buf, .length = p->cbsize,
+                                   .lkey = p->rxmr.lkey};
+  return (enum pp_status)e->ops->post_recv(e->nic, p->ch[r->ch].qpn, wr);
 }
 
 /* The NIC refused the SEND of tx slot t: what post_tx did is undone (the send-queue slot, the
@@ -58,16 +56,16 @@ static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
   c->owed = c->rowed = 0;
   bool dq = p2p_on_dqp(p, h->type);
   uint32_t *sq = dq ? &c->dsq_used : &c->sq_used;
-  struct pp_send_wr wr = {
-      .wr_id = WRID(W_TX, 0, t),
-      .opcode = PP_WR_SEND,
-      .send_flags = PP_SEND_SIGNALED,
-      .num_sge = 1,
-      .sg_list = {{.addr = (uint64_t)(uintptr_t)h, .length = len, .lkey = tx_mr(p, t)->lkey}},
-  };
+  struct pp_send_wr *wr = &p->txwr; /* the rest of it stays zero (p2p_impl.h) */
+  wr->wr_id = WRID(W_TX, 0, t);
+  wr->opcode = PP_WR_SEND;
+  wr->send_flags = PP_SEND_SIGNALED;
+  wr->num_sge = 1;
+  wr->sg_list[0] = (struct pp_sge){.addr = (uint64_t)(uintptr_t)h, .length = len,
+                                   .lkey = tx_mr(p, t)->lkey};
   (*sq)++;
   assert(*sq <= e->cfg.qp.sq_depth); /* every caller checked for room */
-  enum pp_status s = (enum pp_status)e->ops->post_send(e->nic, dq ? c->dqpn : c->qpn, &wr);
+  enum pp_status s = (enum pp_status)e->ops->post_send(e->nic, dq ? c->dqpn : c->qpn, wr);
   if (s != PP_OK)
     unpost_tx(e, t);
   return s;

@@ -7,6 +7,7 @@
 struct pp_mqueue {
   uint32_t ctx, src, tag;
   uint32_t link; /* which link slot of the entries this sub-queue threads */
+  uint32_t slot; /* its bucket (the key's hash, masked) */
   struct pp_mentry *head, *tail;
   struct pp_mqueue *hnext; /* hash chain, or free list */
 };
@@ -61,19 +62,19 @@ void pp_match_fini(struct pp_match *m)
   memset(m, 0, sizeof(*m));
 }
 
-static struct pp_mqueue **slot_of(const struct pp_mtable *t, uint32_t ctx, uint32_t src,
-                                  uint32_t tag)
+static struct pp_mqueue *lookup_in(const struct pp_mtable *t, uint32_t slot, uint32_t ctx,
+                                   uint32_t src, uint32_t tag)
 {
-  return &t->bucket[hash3(ctx, src, tag) & t->mask];
+  for (struct pp_mqueue *q = t->bucket[slot]; q; q = q->hnext)
+    if (q->ctx == ctx && q->src == src && q->tag == tag)
+      return q;
+  return NULL;
 }
 
 static struct pp_mqueue *lookup(const struct pp_mtable *t, uint32_t ctx, uint32_t src,
                                 uint32_t tag)
 {
-  for (struct pp_mqueue *q = *slot_of(t, ctx, src, tag); q; q = q->hnext)
-    if (q->ctx == ctx && q->src == src && q->tag == tag)
-      return q;
-  return NULL;
+  return lookup_in(t, hash3(ctx, src, tag) & t->mask, ctx, src, tag);
 }
 
 /* The sub-queue for the key, created when missing (the pool is sized so that it never runs
@@ -81,13 +82,15 @@ static struct pp_mqueue *lookup(const struct pp_mtable *t, uint32_t ctx, uint32_
 static struct pp_mqueue *get_queue(struct pp_match *m, struct pp_mtable *t, uint32_t ctx,
                                    uint32_t src, uint32_t tag, uint32_t link)
 {
-  struct pp_mqueue *q = lookup(t, ctx, src, tag);
+  uint32_t slot = hash3(ctx, src, tag) & t->mask; /* hashed once: lookup and insertion */
+  struct pp_mqueue *q = lookup_in(t, slot, ctx, src, tag);
   if (q)
     return q;
   q = m->free;
   m->free = q->hnext;
-  struct pp_mqueue **s = slot_of(t, ctx, src, tag);
-  *q = (struct pp_mqueue){.ctx = ctx, .src = src, .tag = tag, .link = link, .hnext = *s};
+  struct pp_mqueue **s = &t->bucket[slot];
+  *q = (struct pp_mqueue){.ctx = ctx, .src = src, .tag = tag, .link = link, .slot = slot,
+                          .hnext = *s};
   *s = q;
   return q;
 }
@@ -120,7 +123,7 @@ static void unlink_entry(struct pp_match *m, struct pp_mtable *t, struct pp_ment
   e->q[l] = NULL;
   if (q->head)
     return;
-  struct pp_mqueue **s = slot_of(t, q->ctx, q->src, q->tag);
+  struct pp_mqueue **s = &t->bucket[q->slot];
   while (*s != q)
     s = &(*s)->hnext;
   *s = q->hnext;
@@ -155,14 +158,19 @@ struct pp_mentry *pp_match_arrive(struct pp_match *m, uint32_t ctx, uint32_t src
   struct pp_mentry *best = NULL;
   if (m->nposted == 0)
     return NULL;
-  for (int i = 0; i < 4; i++) {
-    if (!m->nkind[i]) /* no receive of that kind posted: skip its lookup */
-      continue;
-    const struct pp_mqueue *q = lookup(&m->posted, ctx, srcs[i], tags[i]);
-    if (q && (!best || q->head->order < best->order))
-      best = q->head;
-    if (best && m->bug_exact_first) /* the bug: the first kind that has one, not the earliest */
-      break;
+  if (m->nkind[0] == m->nposted) { /* only exact receives posted: one lookup says it all */
+    const struct pp_mqueue *q = lookup(&m->posted, ctx, src, tag);
+    best = q ? q->head : NULL;
+  } else {
+    for (int i = 0; i < 4; i++) {
+      if (!m->nkind[i]) /* no receive of that kind posted: skip its lookup */
+        continue;
+      const struct pp_mqueue *q = lookup(&m->posted, ctx, srcs[i], tags[i]);
+      if (q && (!best || q->head->order < best->order))
+        best = q->head;
+      if (best && m->bug_exact_first) /* the bug: the first kind that has one, not the earliest */
+        break;
+    }
   }
   if (best)
     pp_match_remove_posted(m, best);

@@ -215,7 +215,6 @@ struct frag {
 };
 
 struct req {
-  struct pp_mentry me; /* the posted-receive queue (pp_container_of gets the req back) */
   uint32_t gen;
   uint8_t kind, state, proto, err, wc;
   uint16_t flags;
@@ -236,7 +235,11 @@ struct req {
   uint32_t plen;          /* RPUT sender: the bytes the receiver takes (its first CTS) */
   struct req *next;
   struct req *regnext; /* the registration line */
-  /* Not cleared by req_alloc (most requests never use them): fq is read only below fq_n, and
+  /* Not cleared by req_alloc (req_alloc clears up to here). me: the posted-receive queue
+   * (pp_container_of gets the req back), read only while R_POSTED says it is queued, and
+   * pp_match_post sets every field of its link 0 (the only link a receive uses). */
+  struct pp_mentry me;
+  /* Not cleared by req_alloc either (most requests never use them): fq is read only below fq_n, and
    * xmr and rce are empty whenever the request is free (every registration is released before
    * it completes or with it: p2p_release_regs, p2p_put_rce, p2p_drop_xmr). */
   struct frag fq[PIPE_MAX];                 /* sender: CTSs received, not written yet */
@@ -314,6 +317,11 @@ struct p2p {
   uint64_t wait_chan, wait_tx;
   uint32_t nactive;  /* requests started and not complete */
   uint32_t nheld;    /* unexpected messages held */
+  /* The work requests post_tx and p2p_post_rx hand to the NIC (which copies them): zero from
+   * creation, and every post sets the same fields (one SGE), so the others stay zero and a
+   * message's WR is not cleared whole (104 and 72 bytes) each time. */
+  struct pp_send_wr txwr;
+  struct pp_recv_wr rxwr;
   struct pp_recv_record *rec;
   uint32_t nrec, rec_cap;
   uint64_t rec_dropped;
@@ -467,7 +475,7 @@ static inline struct req *req_alloc(struct p2p *p)
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   uint32_t gen = (r->gen + 1 + (uint32_t)((z ^ (z >> 31)) >> 37)) & 0xfffffff;
   assert(r->state == RQ_FREE && gen != r->gen && req_regs_clear(r));
-  memset(r, 0, offsetof(struct req, fq));
+  memset(r, 0, offsetof(struct req, me));
   r->gen = gen;
   r->peer = UINT32_MAX;
   return r;

@@ -90,12 +90,14 @@ void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r)
     if (p->rec_cap)
       record(e, r);
   }
-  if (r->err == PP_P2P_E_TRUNCATED)
+  if (r->err == PP_P2P_E_OK) { /* the common case: none of the counters below */
+  } else if (r->err == PP_P2P_E_TRUNCATED) {
     p->st.truncated++;
-  else if (r->err == PP_P2P_E_CANCELLED)
+  } else if (r->err == PP_P2P_E_CANCELLED) {
     p->st.cancelled++;
-  else if (r->err == PP_P2P_E_FAILED || r->err == PP_P2P_E_NO_MR || r->err == PP_P2P_E_PEER)
+  } else if (r->err == PP_P2P_E_FAILED || r->err == PP_P2P_E_NO_MR || r->err == PP_P2P_E_PEER) {
     p->st.failed++;
+  }
   assert(!(r->flags & R_DONEQ));
   r->flags |= R_DONEQ;
   r->next = NULL;
