@@ -64,7 +64,7 @@ static enum pp_status tx_done(struct pp_engine *e, uint64_t now, const struct pp
   tx_free(p, idx);
   struct req *r = x.req ? req_of(p, x.req) : NULL;
   if (wc->status != PP_WC_SUCCESS) {
-    p2p_fail_channel(e, now, x.ch, (uint8_t)wc->status);
+    p2p_fail_channel(e, now, x.ch, wc->qp_num, (uint8_t)wc->status);
     return PP_OK;
   }
   if (!r || r->kind != K_SEND || r->state != RQ_ACTIVE)
@@ -358,7 +358,7 @@ static enum pp_status p2p_on_wc(struct pp_engine *e, uint64_t now, const struct 
         p2p_srq_recycle(e, x);
       else
         x->state = RX_HELD; /* flushed: never re-posted */
-      p2p_fail_channel(e, now, x->ch, (uint8_t)wc->status);
+      p2p_fail_channel(e, now, x->ch, wc->qp_num, (uint8_t)wc->status);
       s = PP_OK;
     } else {
       s = p2p_on_recv(e, now, x, wc);

@@ -563,7 +563,8 @@ enum pp_status p2p_start_all(struct pp_engine *e);
 /* fail.c */
 void p2p_fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead, uint8_t err,
                    uint8_t wc);
-void p2p_fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint8_t wc);
+void p2p_fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint32_t dead,
+                      uint8_t wc);
 void p2p_post_refused(struct pp_engine *e, uint32_t ch);
 
 /* wire.c */
