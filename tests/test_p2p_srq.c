@@ -226,7 +226,7 @@ static void qp_error_at(uint32_t host, uint32_t qp, uint64_t at)
 }
 
 /* 25 instants of the run (it takes about 106 us), 4 us apart. */
-ParameterizedTestParameters(p2p_srq, a_failed_data_qp_takes_its_control_qp_with_it)
+static struct criterion_test_params instants(void)
 {
   static uint64_t at[25];
   for (size_t i = 0; i < 25; i++)
@@ -234,17 +234,47 @@ ParameterizedTestParameters(p2p_srq, a_failed_data_qp_takes_its_control_qp_with_
   return cr_make_param_array(uint64_t, at, 25);
 }
 
+ParameterizedTestParameters(p2p_srq, a_failed_data_qp_takes_its_control_qp_with_it)
+{
+  return instants();
+}
+
 /* The sender's data QP fails: its channel's control QP must go to ERROR with it, or an RPUT's
  * WRITE queued there still reads the send buffer after its request failed and the application
  * refilled it: the receiver takes the new bytes under the old FIN (traces/regressions/
  * p2p-srq-qp-error-control-qp-left-alive.yaml). Before the fix 4 of these instants delivered a
- * corrupt message. */
+ * corrupt message; without QP_LAST_WQE_REACHED (a data QP that fails with nothing outstanding
+ * makes no completion) the receiver never learnt at 2 of them that its peer had failed. */
 ParameterizedTest(uint64_t *at, p2p_srq, a_failed_data_qp_takes_its_control_qp_with_it)
 {
   qp_error_at(0, 1, *at);
   cr_assert_eq(res.ranks[0].faults.qp_errors, 1, "the fault fired");
   for (uint32_t r = 0; r < 2; r++)
     cr_assert_eq(res.ranks[r].stats.corrupt, 0, "rank %u took a corrupt message", r);
+  cr_assert(res.ranks[1].stats.done, "the receiver's receives are over (failed with the peer)");
+  cr_assert_gt(res.ranks[1].p2p.failed, 0);
+}
+
+ParameterizedTestParameters(p2p_srq, a_failed_data_qp_with_nothing_outstanding_fails_its_channel)
+{
+  return instants();
+}
+
+/* The receiver's data QP fails: it sends nothing (pair), and a QP on an SRQ has no receive
+ * queue of its own, so no completion says so; QP_LAST_WQE_REACHED does, and fails the channel
+ * at once: its control QP goes to ERROR (its receive buffers flushed) and its posted receives
+ * fail. Before the fix, at each of these instants, none failed: the receiver waited for ever. */
+ParameterizedTest(uint64_t *at, p2p_srq,
+                  a_failed_data_qp_with_nothing_outstanding_fails_its_channel)
+{
+  qp_error_at(1, 1, *at);
+  const struct pp_rank_result *r = &res.ranks[1];
+  cr_assert_eq(r->faults.qp_errors, 1, "the fault fired");
+  cr_assert_eq(r->stats.corrupt + res.ranks[0].stats.corrupt, 0);
+  cr_assert(r->stats.done, "its receives are over");
+  cr_assert_gt(r->p2p.failed, 0, "they failed with the peer");
+  cr_assert_gt(r->stats.status_counts[PP_WC_WR_FLUSH_ERR], 0,
+               "the control QP went to ERROR with the data QP");
 }
 
 /* The same with a lying peer (explore --faults byzantine --fault-rate 1, seed 106): the liar's

@@ -71,12 +71,13 @@ void p2p_fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead
   }
 }
 
-/* QP `dead` of channel ch failed (a completion with an error says so): the peer is gone (its
- * messages are sequenced across all its channels, one lost channel breaks the order of all).
- * Its other QPs and channels are closed and everything that involves it fails. `dead` is the QP
- * the completion came from, which need not be one of ch's: a late completion of a duplicated
- * work request (the byzantine wrapper makes them) names a send slot that another channel has
- * taken since; then every QP of ch goes to ERROR. */
+/* QP `dead` of channel ch failed (a completion with an error says so, or, for a data QP of
+ * p2p.srq, QP_LAST_WQE_REACHED): the peer is gone (its messages are sequenced across all its
+ * channels, one lost channel breaks the order of all). Its other QPs and channels are closed and
+ * everything that involves it fails. `dead` is the QP the completion came from, which need not
+ * be one of ch's: a late completion of a duplicated work request (the byzantine wrapper makes
+ * them) names a send slot that another channel has taken since; then every QP of ch goes to
+ * ERROR. */
 void p2p_fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint32_t dead, uint8_t wc)
 {
   struct p2p *p = P2P(e);
