@@ -229,8 +229,7 @@ Test(explore_gen, written_scenarios_read_back_identically)
 }
 
 /* The byzantine fault is opt-in: "all" and the default space never draw it, naming it does,
- * for every protocol but naive (whose messages are the data itself) and, until its open bug is
- * fixed, p2p.srq. */
+ * for every protocol but naive (whose messages are the data itself), p2p.srq included. */
 Test(explore_gen, byzantine_only_when_asked_for)
 {
   static struct pp_scenario sc;
@@ -243,7 +242,7 @@ Test(explore_gen, byzantine_only_when_asked_for)
   cr_assert_eq(m, 1u << PP_FAULT_BYZANTINE);
   pp_explore_space_default(&sp);
   sp.fault_rate = 1;
-  unsigned drawn = 0;
+  unsigned drawn = 0, drawn_srq = 0;
   for (uint64_t s = 1; s <= 200; s++) {
     pp_explore_generate(s, &sp, &sc);
     cr_assert_eq(sc.sim.faults.byzantine, 0, "seed %" PRIu64, s);
@@ -254,12 +253,35 @@ Test(explore_gen, byzantine_only_when_asked_for)
     bool naive = sc.sim.engine.protocol == PP_PROTO_NAIVE;
     bool srq = (sc.sim.engine.protocol == PP_PROTO_EAGER ||
                 sc.sim.engine.protocol == PP_PROTO_RNDV) && sc.sim.engine.p2p.srq;
-    /* not with p2p.srq while traces/open/srq-byzantine-integrity.yaml is open */
-    cr_assert_eq(sc.sim.faults.byzantine > 0, !naive && !srq, "seed %" PRIu64, s);
+    cr_assert_eq(sc.sim.faults.byzantine > 0, !naive, "seed %" PRIu64, s);
     cr_assert_lt(sc.sim.faults.byzantine_rank, sc.sim.engine.nranks);
-    drawn += !naive && !srq;
+    drawn += !naive;
+    drawn_srq += srq && !naive;
   }
   cr_assert_gt(drawn, 0);
+  cr_assert_gt(drawn_srq, 0, "with p2p.srq too");
+}
+
+/* A QP forced to ERROR is drawn with p2p.srq as without (the data QP has no receive queue of
+ * its own: the protocol must learn of its failure from QP_LAST_WQE_REACHED). */
+Test(explore_gen, qp_error_drawn_with_srq_too)
+{
+  static struct pp_scenario sc;
+  struct pp_explore_space sp;
+  pp_explore_space_default(&sp);
+  sp.fault_rate = 1;
+  sp.faults = 1u << PP_FAULT_QP_ERROR;
+  unsigned srq = 0, plain = 0;
+  for (uint64_t s = 1; s <= 300; s++) {
+    pp_explore_generate(s, &sp, &sc);
+    bool p2p = sc.sim.engine.protocol == PP_PROTO_EAGER || sc.sim.engine.protocol == PP_PROTO_RNDV;
+    if (!p2p || !sc.sim.faults.qp_error_ns)
+      continue;
+    srq += sc.sim.engine.p2p.srq;
+    plain += !sc.sim.engine.p2p.srq;
+  }
+  cr_assert_gt(plain, 0);
+  cr_assert_gt(srq, 0, "with p2p.srq too");
 }
 
 Test(explore_gen, fault_lists)

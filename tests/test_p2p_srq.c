@@ -206,6 +206,99 @@ Test(p2p_srq, srq_depletion_fault_without_srq_has_nothing_to_hit)
   cr_assert_eq(rnr(), 0);
 }
 
+/* A QP forced to ERROR (faults.qp_error) at `at` ns on `host`, QP `qp` of its NIC (0: the
+ * channel's control QP, 1: its data QP): rndv, rank 0 sends 31 messages of 16 B..9.4 KiB to
+ * rank 1 (RPUT above 1,391 B: WRITEs on the control QP), a window of 4, a send queue of 2. */
+static void qp_error_at(uint32_t host, uint32_t qp, uint64_t at)
+{
+  char text[1024];
+  snprintf(text, sizeof text,
+           "ranks: 2\nseed: 5568\nprotocol: rndv\n"
+           "workload: {kind: traffic, pattern: pair, messages: 31, size: 16, size_max: 9663, "
+           "size_dist: log-uniform, window: 4}\n"
+           "qp: {rnr_retry: 0, sq_depth: 2}\n"
+           "faults: {qp_error_at: %lluns, qp_error_host: %u, qp_error_qp: %u}\n"
+           "p2p: {eager_limit: 2932, rget_limit: 1391, pipeline: 1, credits: 2, "
+           "credit_threshold: 2, srq: true, srq_buffers: 10, srq_limit: 4}\n",
+           (unsigned long long)at, host, qp);
+  parse(text);
+  run();
+}
+
+/* 25 instants of the run (it takes about 106 us), 4 us apart. */
+static struct criterion_test_params instants(void)
+{
+  static uint64_t at[25];
+  for (size_t i = 0; i < 25; i++)
+    at[i] = 2000 + 4000 * i;
+  return cr_make_param_array(uint64_t, at, 25);
+}
+
+ParameterizedTestParameters(p2p_srq, a_failed_data_qp_takes_its_control_qp_with_it)
+{
+  return instants();
+}
+
+/* The sender's data QP fails: its channel's control QP must go to ERROR with it, or an RPUT's
+ * WRITE queued there still reads the send buffer after its request failed and the application
+ * refilled it: the receiver takes the new bytes under the old FIN (traces/regressions/
+ * p2p-srq-qp-error-control-qp-left-alive.yaml). Before the fix 4 of these instants delivered a
+ * corrupt message; without QP_LAST_WQE_REACHED (a data QP that fails with nothing outstanding
+ * makes no completion) the receiver never learnt at 2 of them that its peer had failed. */
+ParameterizedTest(uint64_t *at, p2p_srq, a_failed_data_qp_takes_its_control_qp_with_it)
+{
+  qp_error_at(0, 1, *at);
+  cr_assert_eq(res.ranks[0].faults.qp_errors, 1, "the fault fired");
+  for (uint32_t r = 0; r < 2; r++)
+    cr_assert_eq(res.ranks[r].stats.corrupt, 0, "rank %u took a corrupt message", r);
+  cr_assert(res.ranks[1].stats.done, "the receiver's receives are over (failed with the peer)");
+  cr_assert_gt(res.ranks[1].p2p.failed, 0);
+}
+
+ParameterizedTestParameters(p2p_srq, a_failed_data_qp_with_nothing_outstanding_fails_its_channel)
+{
+  return instants();
+}
+
+/* The receiver's data QP fails: it sends nothing (pair), and a QP on an SRQ has no receive
+ * queue of its own, so no completion says so; QP_LAST_WQE_REACHED does, and fails the channel
+ * at once: its control QP goes to ERROR (its receive buffers flushed) and its posted receives
+ * fail. Before the fix, at each of these instants, none failed: the receiver waited for ever. */
+ParameterizedTest(uint64_t *at, p2p_srq,
+                  a_failed_data_qp_with_nothing_outstanding_fails_its_channel)
+{
+  qp_error_at(1, 1, *at);
+  const struct pp_rank_result *r = &res.ranks[1];
+  cr_assert_eq(r->faults.qp_errors, 1, "the fault fired");
+  cr_assert_eq(r->stats.corrupt + res.ranks[0].stats.corrupt, 0);
+  cr_assert(r->stats.done, "its receives are over");
+  cr_assert_gt(r->p2p.failed, 0, "they failed with the peer");
+  cr_assert_gt(r->stats.status_counts[PP_WC_WR_FLUSH_ERR], 0,
+               "the control QP went to ERROR with the data QP");
+}
+
+/* The same with a lying peer (explore --faults byzantine --fault-rate 1, seed 106): the liar's
+ * duplicated SEND completes twice, the second time with WR_FLUSH_ERR on the QP of a channel
+ * that had failed, naming a send slot now used by its channel to rank 0. That channel closes
+ * and its requests fail; its data QP went to ERROR but its control QP stayed alive with an RPUT
+ * WRITE queued, whose buffer the application refilled: honest rank 0 took those bytes under
+ * the FIN as a success. Every QP of the channel but the one that failed now goes to ERROR. */
+Test(p2p_srq, a_stale_completion_closes_every_qp_of_the_channel_it_names)
+{
+  char err[1024] = "";
+  const char *path = PREPOST_SOURCE_DIR
+      "/traces/regressions/p2p-srq-byzantine-control-qp-left-alive.yaml";
+  cr_assert_eq(pp_scenario_load(path, PREPOST_MODELS_DIR, &sc, err, sizeof err), PP_OK, "%s",
+               err);
+  run();
+  uint32_t liar = sc.sim.faults.byzantine_rank;
+  cr_assert_eq(liar, 4);
+  cr_assert_gt(res.ranks[liar].faults.byzantine, 0, "the liar lied");
+  for (uint32_t r = 0; r < res.nranks; r++)
+    if (r != liar)
+      cr_assert_eq(res.ranks[r].stats.corrupt, 0, "honest rank %u took a corrupt message", r);
+}
+
 static const char *cfg_error(const char *text)
 {
   static char err[1024];

@@ -1670,14 +1670,27 @@ Test(simnic, srq_empty_rnr_naks)
   pair_free(s.p);
 }
 
+/* A QP on an SRQ that goes to ERROR flushes no SRQ WQE (they serve its other QPs) and raises
+ * QP_LAST_WQE_REACHED, once (rxe: flush_recv_queue; the IB spec's Last WQE Reached event): the
+ * only sign of its failure when it had nothing of its own outstanding. A QP without an SRQ does
+ * not raise it. */
 Test(simnic, srq_not_flushed_on_qp_error)
 {
   struct srq_setup s = srq_setup(0);
+  struct simnic *nb = h_nic(s.p->h, B);
+  struct pp_async_event ev;
   srq_recv_ok(&s, 100);
   srq_recv_ok(&s, 101);
   cr_assert_eq(to_state(s.p->h, B, s.p->qb, PP_QPS_ERR), PP_OK);
   struct pp_wc wc[4];
   cr_assert_eq(h_poll(s.p->h, B, wc, 4), 0, "SRQ WQEs belong to the SRQ, not to the QP");
+  cr_assert_eq(simnic_get_async_event(nb, &ev), 1);
+  cr_assert_eq(ev.type, PP_EVENT_QP_LAST_WQE_REACHED);
+  cr_assert_eq(ev.qp_num, s.p->qb);
+  cr_assert_eq(to_state(s.p->h, B, s.p->qb, PP_QPS_ERR), PP_OK);
+  cr_assert_eq(simnic_get_async_event(nb, &ev), 0, "once: ERROR to ERROR changes nothing");
+  cr_assert_eq(to_state(s.p->h, A, s.p->qa, PP_QPS_ERR), PP_OK);
+  cr_assert_eq(simnic_get_async_event(h_nic(s.p->h, A), &ev), 0, "not for a QP without SRQ");
   srq_send(&s, s.qa2, 1);
   srq_send(&s, s.qa2, 2);
   h_run(s.p->h, FOREVER);

@@ -686,10 +686,8 @@ static void drop_placement(struct simnic *n, struct qp *qp, bool flush);
 
 /* ERROR: every outstanding send WQE and every WQE of the QP's own receive queue completes with
  * WR_FLUSH_ERR (SRQ WQEs belong to the SRQ and stay). */
-static void qp_to_error(struct simnic *n, struct qp *qp)
+static void qp_flush(struct simnic *n, struct qp *qp)
 {
-  if (qp->state == PP_QPS_ERR)
-    return;
   logf_(n, "QP %u %s -> ERR", qp->qpn, pp_qp_state_name(qp->state));
   qp->state = PP_QPS_ERR;
   qp->rnr_until = qp->ack_deadline = 0;
@@ -700,6 +698,26 @@ static void qp_to_error(struct simnic *n, struct qp *qp)
   qp->sq_next = qp->sq_tail;
   for (; qp->rq.count > 0; qp->rq.count--, qp->rq.head = (qp->rq.head + 1) % qp->rq.cap)
     complete_recv(n, qp, &qp->rq.wr[qp->rq.head], PP_WC_WR_FLUSH_ERR, PP_WC_OP_RECV, 0, NULL);
+}
+
+/* The QP goes to ERROR (qp_flush). A QP attached to an SRQ then raises QP_LAST_WQE_REACHED
+ * (IB spec: the QP is in ERROR and will take no more WQEs from the SRQ; rxe raises it in
+ * flush_recv_queue, mlx5 from the device), after QP_FATAL when `fatal` (a device error): the
+ * consumer learns of a QP that had nothing of its own to flush. */
+static void qp_error_events(struct simnic *n, struct qp *qp, bool fatal)
+{
+  if (qp->state == PP_QPS_ERR)
+    return;
+  qp_flush(n, qp);
+  if (fatal)
+    push_async(n, PP_EVENT_QP_FATAL, qp->qpn, 0);
+  if (qp->init.srq_num)
+    push_async(n, PP_EVENT_QP_LAST_WQE_REACHED, qp->qpn, 0);
+}
+
+static void qp_to_error(struct simnic *n, struct qp *qp)
+{
+  qp_error_events(n, qp, false);
 }
 
 /* The WQE at the head of the send queue fails with `status` and the QP goes to ERROR. */
@@ -1398,8 +1416,7 @@ static void fault_events(struct simnic *n)
       if (qp->state != PP_QPS_ERR && qp->state != PP_QPS_RESET) {
         n->fc.qp_errors++;
         logf_(n, "FAULT qp %u forced to ERROR", qp->qpn);
-        qp_to_error(n, qp);
-        push_async(n, PP_EVENT_QP_FATAL, qp->qpn, 0);
+        qp_error_events(n, qp, true);
       }
     }
   }

@@ -533,14 +533,8 @@ void pp_explore_generate(uint64_t seed, const struct pp_explore_space *sp, struc
   uint64_t est = estimate_ns(s);
   uint32_t mask = sp->faults & g->faults & ~(1u << PP_FAULT_SRQ);
   const struct pp_proto_explore *x = g->def->explore;
-  if (x->uses_srq && x->uses_srq(pp_engine_cfg_proto_params_c(&s->engine))) {
+  if (x->uses_srq && x->uses_srq(pp_engine_cfg_proto_params_c(&s->engine)))
     mask |= sp->faults & g->faults & 1u << PP_FAULT_SRQ;
-    /* Open bugs of p2p.srq, not drawn with it until they are fixed (traces/open/): under a
-     * lying peer an honest rank accepts a corrupt message (explore --faults byzantine seed 106);
-     * after a QP forced to ERROR a message arrives corrupt, twice or out of order (explore
-     * seeds 2024, 2615, 5568, 5595, 9374). */
-    mask &= ~(1u << PP_FAULT_BYZANTINE | 1u << PP_FAULT_QP_ERROR);
-  }
   draw_faults(&r, mask, sp->fault_rate, est, sc);
   if (s->faults.srq_delay_ns)
     s->engine.qp.rnr_retry = 7; /* WQEs the NIC hides: RNR whatever the credits, retried */

@@ -1,11 +1,14 @@
 /* p2p: failures of channels and peers. */
 #include "p2p_impl.h"
 
-/* Channel ch is out of use: its queued control messages will never go. A channel that is
- * still alive (its QP has not failed) goes to ERROR: every work request on it is flushed, so no
- * transfer of a request that fails with the peer touches its buffer afterwards. Completions that
- * were already in the CQ still arrive: on_send_wc takes them as stale. */
-static void close_channel(struct pp_engine *e, uint32_t ch, bool alive)
+/* Channel ch is out of use: its queued control messages will never go. Every QP of it that is
+ * still alive (all but `dead`, the QP that failed, 0 for none) goes to ERROR: every work request
+ * on it is flushed, so no transfer of a request that fails with the peer touches its buffer
+ * afterwards. With srq a channel has two QPs and either may be the one that failed: the other
+ * goes to ERROR too (a WRITE queued on the control QP behind a failed data QP would otherwise
+ * still read its send buffer after the request failed and the application reused it).
+ * Completions that were already in the CQ still arrive: on_send_wc takes them as stale. */
+static void close_channel(struct pp_engine *e, uint32_t ch, uint32_t dead)
 {
   struct p2p *p = P2P(e);
   struct chan *c = &p->ch[ch];
@@ -16,21 +19,19 @@ static void close_channel(struct pp_engine *e, uint32_t ch, bool alive)
     tx_free(p, t);
   }
   c->cq_tail = NO_TX;
-  if (alive && c->qpn) {
-    struct pp_qp_attr a = {.qp_state = PP_QPS_ERR};
+  struct pp_qp_attr a = {.qp_state = PP_QPS_ERR};
+  if (c->qpn && c->qpn != dead)
     e->ops->modify_qp(e->nic, c->qpn, &a, PP_QP_STATE);
-  }
-  if (p->srq) { /* its data QP too (whichever failed), and its credits back to the pool */
-    struct pp_qp_attr a = {.qp_state = PP_QPS_ERR};
-    if (c->dqpn)
+  if (p->srq) { /* its data QP too, and its credits back to the pool */
+    if (c->dqpn && c->dqpn != dead)
       e->ops->modify_qp(e->nic, c->dqpn, &a, PP_QP_STATE);
     p2p_srq_fail_channel(e, c);
   }
 }
 
-/* The peer pi is gone: every channel to it that is still alive goes to ERROR (except `dead`,
- * whose QP failed already), the messages it had held out of order are dropped, and everything
- * that involves it fails with err / wc. */
+/* The peer pi is gone: every QP to it that is still alive goes to ERROR (all but `dead`, the
+ * QP that failed already, 0 for none), the messages it had held out of order are dropped, and
+ * everything that involves it fails with err / wc. */
 void p2p_fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead, uint8_t err,
                    uint8_t wc)
 {
@@ -43,7 +44,7 @@ void p2p_fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead
   pe->fail_err = err;
   for (uint32_t k = 0; k < p->prm.channels; k++)
     if (!p->ch[pe->ch0 + k].failed)
-      close_channel(e, pe->ch0 + k, pe->ch0 + k != dead);
+      close_channel(e, pe->ch0 + k, dead);
   for (struct rx *x = pe->ooo, *n; x; x = n) {
     n = x->ooo_next;
     if (x->pool)
@@ -70,17 +71,21 @@ void p2p_fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead
   }
 }
 
-/* A completion failed on channel ch: the peer is gone (its messages are sequenced across all
- * its channels, one lost channel breaks the order of all). Its other channels are closed and
- * everything that involves it fails. */
-void p2p_fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint8_t wc)
+/* QP `dead` of channel ch failed (a completion with an error says so, or, for a data QP of
+ * p2p.srq, QP_LAST_WQE_REACHED): the peer is gone (its messages are sequenced across all its
+ * channels, one lost channel breaks the order of all). Its other QPs and channels are closed and
+ * everything that involves it fails. `dead` is the QP the completion came from, which need not
+ * be one of ch's: a late completion of a duplicated work request (the byzantine wrapper makes
+ * them) names a send slot that another channel has taken since; then every QP of ch goes to
+ * ERROR. */
+void p2p_fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint32_t dead, uint8_t wc)
 {
   struct p2p *p = P2P(e);
   struct chan *c = &p->ch[ch];
   if (c->failed)
     return;
-  close_channel(e, ch, false);
-  p2p_fail_peer(e, now, c->peer, ch, PP_P2P_E_FAILED, wc);
+  close_channel(e, ch, dead);
+  p2p_fail_peer(e, now, c->peer, dead, PP_P2P_E_FAILED, wc);
 }
 
 
@@ -90,5 +95,5 @@ void p2p_fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint8_t wc
 void p2p_post_refused(struct pp_engine *e, uint32_t ch)
 {
   struct p2p *p = P2P(e);
-  p2p_fail_peer(e, p->now, p->ch[ch].peer, UINT32_MAX, PP_P2P_E_FAILED, PP_WC_LOC_QP_OP_ERR);
+  p2p_fail_peer(e, p->now, p->ch[ch].peer, 0, PP_P2P_E_FAILED, PP_WC_LOC_QP_OP_ERR);
 }

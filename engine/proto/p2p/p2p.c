@@ -64,7 +64,7 @@ static enum pp_status tx_done(struct pp_engine *e, uint64_t now, const struct pp
   tx_free(p, idx);
   struct req *r = x.req ? req_of(p, x.req) : NULL;
   if (wc->status != PP_WC_SUCCESS) {
-    p2p_fail_channel(e, now, x.ch, (uint8_t)wc->status);
+    p2p_fail_channel(e, now, x.ch, wc->qp_num, (uint8_t)wc->status);
     return PP_OK;
   }
   if (!r || r->kind != K_SEND || r->state != RQ_ACTIVE)
@@ -358,7 +358,7 @@ static enum pp_status p2p_on_wc(struct pp_engine *e, uint64_t now, const struct 
         p2p_srq_recycle(e, x);
       else
         x->state = RX_HELD; /* flushed: never re-posted */
-      p2p_fail_channel(e, now, x->ch, (uint8_t)wc->status);
+      p2p_fail_channel(e, now, x->ch, wc->qp_num, (uint8_t)wc->status);
       s = PP_OK;
     } else {
       s = p2p_on_recv(e, now, x, wc);
@@ -377,6 +377,28 @@ static enum pp_status p2p_on_timer(struct pp_engine *e, uint64_t now, uint32_t a
   p->flush_armed = false;
   p->depth++;
   p->now = now;
+  return finish(e, now, PP_OK);
+}
+
+/* The NIC's async events. With srq: SRQ_LIMIT_REACHED (srq.c), and QP_LAST_WQE_REACHED, which
+ * a QP attached to an SRQ raises when it enters ERROR (the SRQ's WQEs are not flushed, they stay
+ * posted for its other QPs). A data QP has no receive queue of its own, so when it fails with no
+ * send outstanding no completion says so: this event fails its channel (the peer), as a
+ * flushed completion would. Without srq no QP has an SRQ: completions say it all. */
+static enum pp_status p2p_on_async(struct pp_engine *e, uint64_t now,
+                                   const struct pp_async_event *ev)
+{
+  struct p2p *p = P2P(e);
+  if (!p->srq)
+    return PP_OK;
+  if (ev->type != PP_EVENT_QP_LAST_WQE_REACHED)
+    return p2p_srq_on_async(e, now, ev);
+  uint32_t ch = p2p_srq_chan_of(p, ev->qp_num);
+  if (ch == UINT32_MAX || p->ch[ch].failed)
+    return PP_OK; /* not ours, or closed already (close_channel moved it to ERROR) */
+  p->depth++;
+  p->now = now;
+  p2p_fail_channel(e, now, ch, ev->qp_num, PP_WC_WR_FLUSH_ERR);
   return finish(e, now, PP_OK);
 }
 
@@ -723,7 +745,7 @@ const struct pp_proto_ops pp_p2p_eager_ops = {
     .on_timer = p2p_on_timer,
     .quiet = p2p_quiet,
     .pending = p2p_pending,
-    .on_async = p2p_srq_on_async,
+    .on_async = p2p_on_async,
 };
 
 const struct pp_proto_ops pp_p2p_rndv_ops = {
@@ -738,5 +760,5 @@ const struct pp_proto_ops pp_p2p_rndv_ops = {
     .on_timer = p2p_on_timer,
     .quiet = p2p_quiet,
     .pending = p2p_pending,
-    .on_async = p2p_srq_on_async,
+    .on_async = p2p_on_async,
 };

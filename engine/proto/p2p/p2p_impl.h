@@ -571,7 +571,8 @@ enum pp_status p2p_start_all(struct pp_engine *e);
 /* fail.c */
 void p2p_fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead, uint8_t err,
                    uint8_t wc);
-void p2p_fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint8_t wc);
+void p2p_fail_channel(struct pp_engine *e, uint64_t now, uint32_t ch, uint32_t dead,
+                      uint8_t wc);
 void p2p_post_refused(struct pp_engine *e, uint32_t ch);
 
 /* wire.c */
@@ -610,6 +611,8 @@ enum pp_status p2p_srq_create(struct pp_engine *e);
 void p2p_srq_map(struct p2p *p);
 void p2p_srq_destroy(struct pp_engine *e);
 struct rx *p2p_srq_rx(struct pp_engine *e, uint32_t i, const struct pp_wc *wc);
+/* The channel whose data QP is qpn, UINT32_MAX for none. */
+uint32_t p2p_srq_chan_of(const struct p2p *p, uint32_t qpn);
 enum pp_status p2p_srq_post(struct pp_engine *e, struct rx *r);
 enum pp_status p2p_srq_arrive(struct pp_engine *e, uint64_t now, struct rx *x,
                               const struct hdr *h);

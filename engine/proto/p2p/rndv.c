@@ -390,7 +390,7 @@ enum pp_status p2p_read_done(struct pp_engine *e, uint64_t now, struct req *r,
   assert(p->ch[r->ch].sq_used > 0 && r->wrs > 0);
   p2p_sq_release(p, &p->ch[r->ch], &p->ch[r->ch].sq_used, 1, e->cfg.qp.sq_depth);
   if (wc->status != PP_WC_SUCCESS) {
-    p2p_fail_channel(e, now, r->ch, (uint8_t)wc->status);
+    p2p_fail_channel(e, now, r->ch, wc->qp_num, (uint8_t)wc->status);
     return PP_OK;
   }
   r->wrs--;
@@ -407,7 +407,7 @@ enum pp_status p2p_write_done(struct pp_engine *e, uint64_t now, struct req *r,
 {
   struct p2p *p = P2P(e);
   if (wc->status != PP_WC_SUCCESS) {
-    p2p_fail_channel(e, now, r->ch, (uint8_t)wc->status);
+    p2p_fail_channel(e, now, r->ch, wc->qp_num, (uint8_t)wc->status);
     return PP_OK;
   }
   assert(p->ch[r->ch].sq_used > 0 && r->wrs > 0);

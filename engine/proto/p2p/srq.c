@@ -44,8 +44,17 @@
  * first, and the first one the engine sees fails it (its QPs go to ERROR, so its later packets
  * take no WQE). A peer that lies in `want` gets at most `credits` buffers, as an honest one that
  * needs them. The unexpected messages of a failed peer stay matchable, and hold their buffers
- * until received. Test bug srq-no-credits (engine/core/bugs.h): senders ignore their credits and
- * receivers do not check them: RNR NAKs once the pool (posted and spare) runs dry.
+ * until received.
+ *
+ * Failures. A QP that goes to ERROR flushes its own queues, not the SRQ's WQEs: they stay posted
+ * for the other QPs, so the pool needs nothing back but the failed channel's credits
+ * (p2p_srq_fail_channel). A channel fails as a whole: whichever of its two QPs failed, the other
+ * goes to ERROR too (fail.c), so no WRITE or SEND of a failed request runs afterwards. A data QP
+ * has no receive queue of its own: failed with no send outstanding, it makes no completion, and
+ * QP_LAST_WQE_REACHED (which a QP on an SRQ raises when it enters ERROR) fails its channel.
+ *
+ * Test bug srq-no-credits (engine/core/bugs.h): senders ignore their credits and receivers do
+ * not check them: RNR NAKs once the pool (posted and spare) runs dry.
  */
 #include "p2p_impl.h"
 
@@ -217,6 +226,20 @@ void p2p_srq_destroy(struct pp_engine *e)
   p->srq = NULL;
 }
 
+uint32_t p2p_srq_chan_of(const struct p2p *p, uint32_t qpn)
+{
+  const struct p2p_srq *q = p->srq;
+  uint32_t lo = 0, hi = p->nch;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (q->map[mid].qpn < qpn)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < p->nch && q->map[lo].qpn == qpn ? q->map[lo].ch : UINT32_MAX;
+}
+
 /* The pool buffer of receive completion wr index i, its channel the data QP's (NULL: none). */
 struct rx *p2p_srq_rx(struct pp_engine *e, uint32_t i, const struct pp_wc *wc)
 {
@@ -224,18 +247,11 @@ struct rx *p2p_srq_rx(struct pp_engine *e, uint32_t i, const struct pp_wc *wc)
   struct p2p_srq *q = p->srq;
   if (i < q->rx0 || i - q->rx0 >= q->n || p->rx[i].state != RX_POSTED)
     return NULL;
-  uint32_t lo = 0, hi = p->nch;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (q->map[mid].qpn < wc->qp_num)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo == p->nch || q->map[lo].qpn != wc->qp_num)
+  uint32_t ch = p2p_srq_chan_of(p, wc->qp_num);
+  if (ch == UINT32_MAX)
     return NULL;
   struct rx *r = &p->rx[i];
-  r->ch = q->map[lo].ch;
+  r->ch = ch;
   r->over = true; /* holds no credit until p2p_srq_arrive says it does */
   assert(q->posted > 0);
   q->posted--;

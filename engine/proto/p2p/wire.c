@@ -27,7 +27,7 @@ enum pp_status p2p_violation(struct pp_engine *e, uint64_t now, struct rx *x, ui
                            .value = value, .limit = limit};
   snprintf(v.msg, sizeof(v.msg), "%s", pp_p2p_msg_name((enum pp_p2p_msg)type));
   pp_engine_violation(e, now, &v);
-  p2p_fail_peer(e, now, pi, UINT32_MAX, PP_P2P_E_PEER, PP_WC_GENERAL_ERR);
+  p2p_fail_peer(e, now, pi, 0, PP_P2P_E_PEER, PP_WC_GENERAL_ERR);
   return PP_OK;
 }
 
