@@ -800,7 +800,7 @@ enum pp_status pp_nic_profile_load(const char *path, struct pp_nic_profile *p, c
   node_free(root);
   free(text);
   if (st == PP_OK)
-    *p = tmp;
+    memcpy(p, &tmp, sizeof *p); /* the bytes, padding (zeroed by the defaults) included */
   return st;
 }
 
