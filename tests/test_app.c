@@ -37,7 +37,7 @@ static struct pp_engine_cfg base(uint32_t n)
                                .mtu = 4096,
                                .sq_depth = 64,
                                .rq_depth = 8};
-  pp_p2p_params_default(&c.p2p);
+  pp_p2p_params_default(pp_p2p_params_of(&c));
   c.seed = 3;
   return c;
 }
@@ -170,7 +170,7 @@ Test(app, an_incomplete_table_and_the_app_workload_without_callbacks_are_refused
                "workload 'app' needs pp_engine_create_app");
   pp_app_callbacks_default(&cb);
   cfg.protocol = PP_PROTO_RING_CTS;
-  pp_ring_params_default(&cfg.ring);
+  pp_ring_params_default(pp_ring_params_of(&cfg));
   cr_assert_eq(pp_engine_create_app(&cfg, &simnic_ops, h_nic(C.h, 0), &cb, NULL, &e), PP_INVALID,
                "the p2p API needs a p2p protocol");
   char err[256];

@@ -57,15 +57,15 @@ static struct pp_engine_cfg cfg_of(enum pp_protocol proto, uint32_t n, enum pp_c
                    .size = 64},
       .seed = 7,
   };
-  pp_ring_params_default(&c.ring);
-  c.ring.slots = 4;
-  c.ring.slot_size = 512;
-  pp_coll_params_default(&c.coll);
-  c.coll.op = op;
-  c.coll.dtype = t;
-  c.coll.bytes = bytes;
-  c.coll.chunk = chunk;
-  c.coll.iterations = 2;
+  pp_ring_params_default(pp_ring_params_of(&c));
+  pp_ring_params_of(&c)->slots = 4;
+  pp_ring_params_of(&c)->slot_size = 512;
+  pp_coll_params_default(pp_coll_params_of(&c));
+  pp_coll_params_of(&c)->op = op;
+  pp_coll_params_of(&c)->dtype = t;
+  pp_coll_params_of(&c)->bytes = bytes;
+  pp_coll_params_of(&c)->chunk = chunk;
+  pp_coll_params_of(&c)->iterations = 2;
   return c;
 }
 
@@ -84,16 +84,16 @@ static void run_and_check(const struct pp_engine_cfg *c, bool expect_rnr_free)
   cr_assert_eq(F.access_errors, 0, "%s", what);
   if (expect_rnr_free)
     cr_assert_eq(F.rnr, 0, "%s: %llu RNRs", what, (unsigned long long)F.rnr);
-  size_t esz = pp_dtype_size(c->coll.dtype);
-  uint64_t count = c->coll.bytes / esz;
+  size_t esz = pp_dtype_size(pp_coll_params_of(c)->dtype);
+  uint64_t count = pp_coll_params_of(c)->bytes / esz;
   for (uint32_t r = 0; r < c->nranks; r++) {
     struct pp_rank_stats st;
     stats(r, &st);
     cr_assert(st.coll.active, "%s", what);
-    cr_assert_eq(st.coll.iterations_done, c->coll.iterations, "%s rank %u", what, r);
+    cr_assert_eq(st.coll.iterations_done, pp_coll_params_of(c)->iterations, "%s rank %u", what, r);
     cr_assert_eq(st.coll.elements_wrong, 0, "%s rank %u: %llu wrong", what, r,
                  (unsigned long long)st.coll.elements_wrong);
-    cr_assert_eq(st.coll.elements_checked, count * c->coll.iterations, "%s rank %u", what, r);
+    cr_assert_eq(st.coll.elements_checked, count * pp_coll_params_of(c)->iterations, "%s rank %u", what, r);
     cr_assert_eq(st.corrupt, 0, "%s rank %u", what, r);
     cr_assert_eq(st.ring.violations, 0, "%s rank %u", what, r);
     for (int k = 1; k < PP_WC_STATUS_COUNT; k++)
@@ -173,7 +173,7 @@ Test(collective, params_check)
   struct pp_engine_cfg c = cfg_of(PP_PROTO_RING_CREDITS, 4, PP_COLL_ALLREDUCE, PP_DTYPE_F32, 4096,
                                   1024);
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_OK, "%s", err);
-  c.coll.root = 9;
+  pp_coll_params_of(&c)->root = 9;
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   cr_assert_not_null(strstr(err, "root"), "%s", err);
   c.workload.kind = PP_WORKLOAD_STREAM;
@@ -196,9 +196,9 @@ Test(collective, every_op_and_type_over_both_ring_protocols, .timeout = 120)
           uint64_t bytes = esz * n * (97 + 13 * k);
           struct pp_engine_cfg c = cfg_of((enum pp_protocol)proto, n, (enum pp_coll_op)op,
                                           (enum pp_dtype)t, bytes, (uint32_t)esz * 40);
-          c.ring.channels = 1 + (uint32_t)k;
-          c.coll.root = (uint32_t)(k + (size_t)t) % n;
-          c.coll.window = 1 + (uint32_t)t;
+          pp_ring_params_of(&c)->channels = 1 + (uint32_t)k;
+          pp_coll_params_of(&c)->root = (uint32_t)(k + (size_t)t) % n;
+          pp_coll_params_of(&c)->window = 1 + (uint32_t)t;
           snprintf(what, sizeof(what), "%s %s %s n %u", pp_protocol_name(proto),
                    pp_coll_op_name((enum pp_coll_op)op), pp_dtype_name((enum pp_dtype)t), n);
           ff_init(&F, &c, 11 + runs);
@@ -215,7 +215,7 @@ Test(collective, message_counts_follow_the_ring_schedule)
    * 3 slices (100, 100, 56) x 2(n-1) = 4 steps = 12 messages each way per rank */
   struct pp_engine_cfg c = cfg_of(PP_PROTO_RING_CREDITS, 3, PP_COLL_ALLREDUCE, PP_DTYPE_F32,
                                   3 * 1024, 400);
-  c.coll.iterations = 1;
+  pp_coll_params_of(&c)->iterations = 1;
   snprintf(what, sizeof(what), "allreduce 3 ranks");
   ff_init(&F, &c, 1);
   run_and_check(&c, true);
@@ -230,8 +230,8 @@ Test(collective, message_counts_follow_the_ring_schedule)
   fini();
   /* broadcast from rank 2 of 4: the root only sends, its left neighbour only receives */
   c = cfg_of(PP_PROTO_RING_CTS, 4, PP_COLL_BROADCAST, PP_DTYPE_I32, 1000, 256);
-  c.coll.root = 2;
-  c.coll.iterations = 1;
+  pp_coll_params_of(&c)->root = 2;
+  pp_coll_params_of(&c)->iterations = 1;
   snprintf(what, sizeof(what), "broadcast root 2");
   ff_init(&F, &c, 2);
   run_and_check(&c, true);
@@ -262,7 +262,7 @@ Test(collective, naive_protocol_works_but_rnrs)
   /* the same collective over SENDs: one receive posted at a time, a sender that does not wait */
   struct pp_engine_cfg c = cfg_of(PP_PROTO_NAIVE, 3, PP_COLL_ALLREDUCE, PP_DTYPE_F64, 3 * 8 * 300,
                                   8 * 20);
-  c.coll.window = 1;
+  pp_coll_params_of(&c)->window = 1;
   c.qp.rnr_retry = 7;
   snprintf(what, sizeof(what), "naive allreduce");
   ff_init(&F, &c, 5);
@@ -275,7 +275,7 @@ Test(collective, a_flipped_byte_is_found)
 {
   struct pp_engine_cfg c = cfg_of(PP_PROTO_RING_CREDITS, 3, PP_COLL_ALLREDUCE, PP_DTYPE_I32,
                                   3 * 4 * 200, 4 * 50);
-  c.coll.iterations = 1;
+  pp_coll_params_of(&c)->iterations = 1;
   ff_init(&F, &c, 9);
   F.flip_at = 5;
   ff_run(&F, 1000000);
@@ -294,7 +294,7 @@ Test(collective, a_flipped_byte_is_found)
 Test(collective, unchecked_runs_check_nothing)
 {
   struct pp_engine_cfg c = cfg_of(PP_PROTO_RING_CTS, 2, PP_COLL_ALLGATHER, PP_DTYPE_F32, 800, 80);
-  c.coll.check = false;
+  pp_coll_params_of(&c)->check = false;
   ff_init(&F, &c, 4);
   ff_run(&F, 1000000);
   cr_assert(ff_all_done(&F));
@@ -312,14 +312,14 @@ Test(collective, compute_time_paces_the_ring_and_the_slow_window)
    * during iterations 2 and 3 only */
   struct pp_engine_cfg c = cfg_of(PP_PROTO_RING_CREDITS, 4, PP_COLL_ALLREDUCE, PP_DTYPE_F32,
                                   4 * 4 * 128, 4 * 64);
-  c.coll.iterations = 6;
-  c.coll.compute_ns = 1000;
-  c.coll.slow_ranks = 1u << 1;
-  c.coll.slow_compute_ns = 50000;
-  c.coll.slow_from = 2;
-  c.coll.slow_until = 4;
-  c.coll.window = 1; /* one piece computed at a time, the next ones wait in the slots */
-  c.ring.slots = 2;
+  pp_coll_params_of(&c)->iterations = 6;
+  pp_coll_params_of(&c)->compute_ns = 1000;
+  pp_coll_params_of(&c)->slow_ranks = 1u << 1;
+  pp_coll_params_of(&c)->slow_compute_ns = 50000;
+  pp_coll_params_of(&c)->slow_from = 2;
+  pp_coll_params_of(&c)->slow_until = 4;
+  pp_coll_params_of(&c)->window = 1; /* one piece computed at a time, the next ones wait in the slots */
+  pp_ring_params_of(&c)->slots = 2;
   snprintf(what, sizeof(what), "slow rank");
   ff_init(&F, &c, 6);
   F.max_step_ns = 10;
@@ -396,9 +396,9 @@ Test(collective, figures_the_nccl_tests_way)
   static struct pp_sim_config cfg;
   memset(&cfg, 0, sizeof(cfg));
   cfg.engine.workload.kind = PP_WORKLOAD_COLLECTIVE;
-  pp_coll_params_default(&cfg.engine.coll);
-  cfg.engine.coll.bytes = 1 << 20;
-  cfg.engine.coll.iterations = 3;
+  pp_coll_params_default(pp_coll_params_of(&cfg.engine));
+  pp_coll_params_of(&cfg.engine)->bytes = 1 << 20;
+  pp_coll_params_of(&cfg.engine)->iterations = 3;
   struct pp_rank_result ranks[4];
   memset(ranks, 0, sizeof(ranks));
   for (int r = 0; r < 4; r++) {
@@ -421,11 +421,11 @@ Test(collective, figures_the_nccl_tests_way)
   cr_assert_float_eq(f.algbw_gbps, alg, 1e-9);
   cr_assert_float_eq(f.busbw_gbps, alg * 1.5, 1e-9, "allreduce of 4: x 2(n-1)/n");
   cr_assert_eq(f.elements_checked, 20);
-  cfg.engine.coll.warmup = 1;
+  pp_coll_params_of(&cfg.engine)->warmup = 1;
   cr_assert(pp_coll_figures(&cfg, &res, &f));
   cr_assert_eq(f.iterations, 2);
   cr_assert_eq(f.time_ns, 3000030 - 1000030, "from the end of the warmup");
-  cfg.engine.coll.op = PP_COLL_ALLGATHER;
+  pp_coll_params_of(&cfg.engine)->op = PP_COLL_ALLGATHER;
   cr_assert(pp_coll_figures(&cfg, &res, &f));
   cr_assert_float_eq(f.busbw_gbps, f.algbw_gbps * 0.75, 1e-9);
   ranks[2].stats.coll.iterations_done = 2;
@@ -435,7 +435,7 @@ Test(collective, figures_the_nccl_tests_way)
   /* the JSON: keys present, balanced */
   cfg.engine.workload.kind = PP_WORKLOAD_COLLECTIVE;
   cfg.engine.protocol = PP_PROTO_RING_CTS;
-  pp_ring_params_default(&cfg.engine.ring);
+  pp_ring_params_default(pp_ring_params_of(&cfg.engine));
   ranks[2].stats.coll.iterations_done = 3;
   ranks[0].stats.ring.nconns = 1;
   ranks[0].stats.ring.conn[0] = (struct pp_ring_conn_stats){.peer = 1, .credit_stall_ns = 1234};
@@ -489,7 +489,7 @@ static void simulate(const char *name)
     cr_assert_eq(rr->stats.corrupt, 0);
     cr_assert_eq(rr->stats.coll.elements_wrong, 0);
     cr_assert_eq(rr->stats.ring.violations, 0);
-    cr_assert_eq(rr->stats.coll.iterations_done, sc.sim.engine.coll.iterations);
+    cr_assert_eq(rr->stats.coll.iterations_done, pp_coll_params_of(&sc.sim.engine)->iterations);
   }
 }
 
@@ -503,13 +503,13 @@ Test(collective, sim_slow_rank_stalls_without_error_and_recovers, .fini = sim_fi
 {
   load("ring-slow-rank");
   /* a quarter of the data, 9 iterations of which 3..5 slow: the same shape, faster to simulate */
-  struct pp_coll_params *cp = &sc.sim.engine.coll;
+  struct pp_coll_params *cp = pp_coll_params_of(&sc.sim.engine);
   cp->bytes /= 4;
   cp->iterations = 9;
   cp->slow_from = 3;
   cp->slow_until = 6;
   simulate("ring-slow-rank");
-  const struct pp_coll_params *p = &sc.sim.engine.coll;
+  const struct pp_coll_params *p = pp_coll_params_of(&sc.sim.engine);
   uint64_t end[PP_COLL_ITER_LOG] = {0}, start = UINT64_MAX;
   for (uint32_t r = 0; r < res.nranks; r++) {
     const struct pp_coll_stats *s = &res.ranks[r].stats.coll;
@@ -548,7 +548,7 @@ Test(collective, sim_slow_rank_stalls_without_error_and_recovers, .fini = sim_fi
 Test(collective, sim_allreduce_8_ranks_cts, .fini = sim_fini, .timeout = 120)
 {
   load("ring-allreduce-8-1m");
-  sc.sim.engine.coll.iterations = 2;
+  pp_coll_params_of(&sc.sim.engine)->iterations = 2;
   simulate("ring-allreduce-8-1m");
   struct pp_coll_figures f;
   cr_assert(pp_coll_figures(&sc.sim, &res, &f));
@@ -560,7 +560,7 @@ Test(collective, sim_allreduce_8_ranks_cts, .fini = sim_fini, .timeout = 120)
 Test(collective, sim_allreduce_64_ranks_4k, .fini = sim_fini, .timeout = 120)
 {
   load("ring-allreduce-64-4k");
-  sc.sim.engine.coll.iterations = 1;
+  pp_coll_params_of(&sc.sim.engine)->iterations = 1;
   simulate("ring-allreduce-64-4k");
   cr_assert_eq(res.nranks, 64);
   for (uint32_t r = 0; r < 64; r++)

@@ -2055,7 +2055,7 @@ Test(engine_mem, estimate_follows_the_large_settings)
   cr_assert_not_null(strstr(need.biggest, "qp.sq_depth"), "%s", need.biggest);
 
   c.protocol = PP_PROTO_RING_CTS;
-  c.ring = (struct pp_ring_params){.slots = 16, .slot_size = 1 << 20, .channels = 2,
+  *pp_ring_params_of(&c) = (struct pp_ring_params){.slots = 16, .slot_size = 1 << 20, .channels = 2,
                                    .credit_batch = 1};
   check_estimate(&c, "ring-cts, 2 x 16 x 1 MiB slots");
   pp_engine_mem_need(&c, &need);
@@ -2067,8 +2067,8 @@ Test(engine_mem, estimate_follows_the_large_settings)
   c.workload.kind = PP_WORKLOAD_TRAFFIC;
   c.workload.pattern = PP_PATTERN_ALLTOALL;
   c.workload.size = 1024;
-  c.p2p.eager_limit = 64 << 10;
-  c.p2p.credits = 64;
+  pp_p2p_params_of(&c)->eager_limit = 64 << 10;
+  pp_p2p_params_of(&c)->credits = 64;
   check_estimate(&c, "eager alltoall, 64 credits of 64 KiB");
   pp_engine_mem_need(&c, &need);
   cr_assert_not_null(strstr(need.biggest, "p2p.credits"), "%s", need.biggest);

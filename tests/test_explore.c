@@ -146,12 +146,12 @@ Test(explore_gen, any_source_alltoall_traffic_gets_a_window_for_every_receive)
     for (uint64_t s = 1; s <= 3000; s++) {
       pp_explore_generate(s, &sp, &sc);
       const struct pp_engine_cfg *e = &sc.sim.engine;
-      if (e->traffic.recv_mode != PP_RECV_ANY_SOURCE || e->traffic.tags <= 1 ||
+      if (pp_traffic_of(e)->recv_mode != PP_RECV_ANY_SOURCE || pp_traffic_of(e)->tags <= 1 ||
           e->workload.pattern != PP_PATTERN_ALLTOALL || e->nranks < 3)
         continue;
       seen++;
       uint32_t need = e->workload.messages * (e->nranks - 1);
-      cr_assert_geq(e->traffic.window, need, "seed %" PRIu64, s);
+      cr_assert_geq(pp_traffic_of(e)->window, need, "seed %" PRIu64, s);
       struct pp_p2p_params prm; /* and a request for each receive and each send in flight */
       pp_p2p_params_resolve(e, &prm);
       cr_assert_geq(prm.max_requests, 2 * need, "seed %" PRIu64, s);
@@ -160,7 +160,7 @@ Test(explore_gen, any_source_alltoall_traffic_gets_a_window_for_every_receive)
       for (unsigned k = 0; k < 32; k++) { /* each reduction alone, on the scenario as drawn */
         t = sc;
         if (pp_explore_gens[g].reduce(&t, k, &what) && !strcmp(what, "half the window"))
-          cr_assert_geq(t.sim.engine.traffic.window, need, "shrunk below: seed %" PRIu64, s);
+          cr_assert_geq(pp_traffic_of(&t.sim.engine)->window, need, "shrunk below: seed %" PRIu64, s);
       }
     }
   }
@@ -252,7 +252,7 @@ Test(explore_gen, byzantine_only_when_asked_for)
     pp_explore_generate(s, &sp, &sc);
     bool naive = sc.sim.engine.protocol == PP_PROTO_NAIVE;
     bool srq = (sc.sim.engine.protocol == PP_PROTO_EAGER ||
-                sc.sim.engine.protocol == PP_PROTO_RNDV) && sc.sim.engine.p2p.srq;
+                sc.sim.engine.protocol == PP_PROTO_RNDV) && pp_p2p_params_of(&sc.sim.engine)->srq;
     cr_assert_eq(sc.sim.faults.byzantine > 0, !naive, "seed %" PRIu64, s);
     cr_assert_lt(sc.sim.faults.byzantine_rank, sc.sim.engine.nranks);
     drawn += !naive;
@@ -277,8 +277,8 @@ Test(explore_gen, qp_error_drawn_with_srq_too)
     bool p2p = sc.sim.engine.protocol == PP_PROTO_EAGER || sc.sim.engine.protocol == PP_PROTO_RNDV;
     if (!p2p || !sc.sim.faults.qp_error_ns)
       continue;
-    srq += sc.sim.engine.p2p.srq;
-    plain += !sc.sim.engine.p2p.srq;
+    srq += pp_p2p_params_of(&sc.sim.engine)->srq;
+    plain += !pp_p2p_params_of(&sc.sim.engine)->srq;
   }
   cr_assert_gt(plain, 0);
   cr_assert_gt(srq, 0, "with p2p.srq too");
@@ -553,7 +553,7 @@ static void base(struct pp_scenario *sc, enum pp_protocol proto)
   pp_scenario_defaults(sc);
   struct pp_sim_config *s = &sc->sim;
   snprintf(s->name, sizeof s->name, "explore-test");
-  s->engine.protocol = proto;
+  pp_engine_cfg_protocol(&s->engine, pp_protocol_name(proto)); /* and its defaults */
   s->engine.nranks = 2;
   s->engine.workload.messages = 40;
   s->engine.workload.size = 1024;
@@ -562,8 +562,10 @@ static void base(struct pp_scenario *sc, enum pp_protocol proto)
   s->engine.qp.min_rnr_timer = 1;
   s->engine.qp.rnr_retry = 7;
   s->engine.qp.timeout = 10;
-  s->engine.ring.slots = 4;
-  s->engine.ring.slot_size = 512;
+  if (pp_engine_cfg_is_ring(&s->engine)) {
+    pp_ring_params_of(&s->engine)->slots = 4;
+    pp_ring_params_of(&s->engine)->slot_size = 512;
+  }
   pp_explore_set_bounds(sc, 0);
 }
 

@@ -501,9 +501,7 @@ static void naive_pair(uint32_t messages)
                    .messages = messages, .size = 1024},
       .seed = 1,
   };
-  pp_ring_params_default(&c.ring);
-  pp_coll_params_default(&c.coll);
-  pp_p2p_params_default(&c.p2p);
+  pp_p2p_params_default(pp_p2p_params_of(&c));
   ff_init(&F, &c, 1);
 }
 

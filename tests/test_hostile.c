@@ -190,11 +190,11 @@ static struct pp_engine_cfg p2p_cfg(void)
                                .sq_depth = 64,
                                .rq_depth = 8};
   c.workload = (struct pp_workload){.kind = PP_WORKLOAD_APP};
-  pp_p2p_params_default(&c.p2p);
-  c.p2p.eager_limit = 4096;
-  c.p2p.rget_limit = 64 << 10;
-  c.p2p.frag_size = 16 << 10;
-  c.p2p.pipeline = 4;
+  pp_p2p_params_default(pp_p2p_params_of(&c));
+  pp_p2p_params_of(&c)->eager_limit = 4096;
+  pp_p2p_params_of(&c)->rget_limit = 64 << 10;
+  pp_p2p_params_of(&c)->frag_size = 16 << 10;
+  pp_p2p_params_of(&c)->pipeline = 4;
   c.seed = 7;
   return c;
 }
@@ -1154,9 +1154,9 @@ Test(hostile_p2p, fin_for_a_receive_not_matched_yet)
 static struct pp_engine_cfg srq_cfg(void)
 {
   struct pp_engine_cfg c = p2p_cfg();
-  c.p2p.srq = true;
-  c.p2p.srq_buffers = 2;
-  c.p2p.srq_limit = 2;
+  pp_p2p_params_of(&c)->srq = true;
+  pp_p2p_params_of(&c)->srq_buffers = 2;
+  pp_p2p_params_of(&c)->srq_limit = 2;
   return c;
 }
 
@@ -1351,10 +1351,10 @@ static void ring_up(enum pp_protocol proto)
                    .size = 64},
       .seed = 3,
   };
-  pp_ring_params_default(&c.ring);
-  c.ring.slots = SLOTS;
-  c.ring.slot_size = SLOT;
-  pp_coll_params_default(&c.coll);
+  pp_ring_params_default(pp_ring_params_of(&c));
+  pp_ring_params_of(&c)->slots = SLOTS;
+  pp_ring_params_of(&c)->slot_size = SLOT;
+  pp_coll_params_default(pp_coll_params_of(&c));
   ff_create(&RF, &c, 1);
   memset(PR, 0, sizeof(PR));
   for (uint32_t r = 0; r < NR; r++) {

@@ -139,7 +139,7 @@ static struct pp_engine_cfg base(uint32_t n)
                                .sq_depth = 64,
                                .rq_depth = 8};
   c.workload = (struct pp_workload){.kind = PP_WORKLOAD_APP};
-  pp_p2p_params_default(&c.p2p);
+  pp_p2p_params_default(pp_p2p_params_of(&c));
   c.seed = 1;
   return c;
 }
@@ -310,9 +310,9 @@ static void not_done(uint32_t rank, pp_req *r)
 Test(p2p, eager_rget_and_rput_chosen_by_size_and_delivered_intact)
 {
   struct pp_engine_cfg cfg = base(2);
-  cfg.p2p.eager_limit = 8192;
-  cfg.p2p.rget_limit = 256 << 10;
-  cfg.p2p.frag_size = 64 << 10;
+  pp_p2p_params_of(&cfg)->eager_limit = 8192;
+  pp_p2p_params_of(&cfg)->rget_limit = 256 << 10;
+  pp_p2p_params_of(&cfg)->frag_size = 64 << 10;
   up(&cfg, 0);
   const uint32_t len[] = {0, 1, 8192, 8193, 256 << 10, (256 << 10) + 1, 1000000};
   const uint8_t want[] = {PP_P2P_EAGER,    PP_P2P_EAGER,    PP_P2P_EAGER,   PP_P2P_RNDV_GET,
@@ -354,7 +354,7 @@ Test(p2p, protocol_rndv_sends_everything_by_rendezvous)
 {
   struct pp_engine_cfg cfg = base(2);
   cfg.protocol = PP_PROTO_RNDV;
-  cfg.p2p.rget_limit = 0; /* and every rendezvous by RPUT */
+  pp_p2p_params_of(&cfg)->rget_limit = 0; /* and every rendezvous by RPUT */
   up(&cfg, 0);
   uint8_t *a = pattern(100, 1), b[100];
   pp_req s, r;
@@ -370,10 +370,10 @@ Test(p2p, protocol_rndv_sends_everything_by_rendezvous)
 Test(p2p, remote_access_is_granted_only_for_the_transfer)
 {
   struct pp_engine_cfg cfg = base(2);
-  cfg.p2p.eager_limit = 1024;
-  cfg.p2p.rget_limit = 64 << 10;
-  cfg.p2p.frag_size = 64 << 10;
-  cfg.p2p.pipeline = 2;
+  pp_p2p_params_of(&cfg)->eager_limit = 1024;
+  pp_p2p_params_of(&cfg)->rget_limit = 64 << 10;
+  pp_p2p_params_of(&cfg)->frag_size = 64 << 10;
+  pp_p2p_params_of(&cfg)->pipeline = 2;
   up(&cfg, 0);
   unsigned base0 = REG.remote_live[0], base1 = REG.remote_live[1];
   cr_assert_eq(base0, 0, "nothing is remotely accessible at rest");
@@ -400,9 +400,9 @@ Test(p2p, remote_access_is_granted_only_for_the_transfer)
 Test(p2p, registration_cache_reuses_and_forgets_freed_memory)
 {
   struct pp_engine_cfg cfg = base(2);
-  cfg.p2p.eager_limit = 1024;
-  cfg.p2p.rget_limit = 0;
-  cfg.p2p.frag_size = 64 << 10;
+  pp_p2p_params_of(&cfg)->eager_limit = 1024;
+  pp_p2p_params_of(&cfg)->rget_limit = 0;
+  pp_p2p_params_of(&cfg)->frag_size = 64 << 10;
   up(&cfg, 0);
   uint8_t *a = pattern(256 << 10, 5), *b = calloc(1, 256 << 10);
   for (int round = 0; round < 3; round++) {
@@ -538,9 +538,9 @@ Test(p2p, wildcard_posted_before_specific_matches_first)
 Test(p2p, non_overtaking_across_protocols)
 {
   struct pp_engine_cfg cfg = base(2);
-  cfg.p2p.eager_limit = 2048;
-  cfg.p2p.rget_limit = 32768;
-  cfg.p2p.frag_size = 16384;
+  pp_p2p_params_of(&cfg)->eager_limit = 2048;
+  pp_p2p_params_of(&cfg)->rget_limit = 32768;
+  pp_p2p_params_of(&cfg)->frag_size = 16384;
   up(&cfg, 0);
   enum { N = 40 };
   static uint8_t src[N][70000], dst[N][70000];
@@ -584,7 +584,7 @@ static bool drop_first_request(void *ctx, const struct simnic_pkt_info *in)
 Test(p2p, non_overtaking_across_channels)
 {
   struct pp_engine_cfg cfg = base(2);
-  cfg.p2p.channels = 2;
+  pp_p2p_params_of(&cfg)->channels = 2;
   cfg.qp.timeout = 6; /* 262 us: the lost packet is retransmitted soon */
   up(&cfg, 0);
   dropped = 0;
@@ -613,9 +613,9 @@ Test(p2p, non_overtaking_across_channels)
 Test(p2p, truncation_is_an_error_of_that_receive_only)
 {
   struct pp_engine_cfg cfg = base(2);
-  cfg.p2p.eager_limit = 1024;
-  cfg.p2p.rget_limit = 8192;
-  cfg.p2p.frag_size = 4096;
+  pp_p2p_params_of(&cfg)->eager_limit = 1024;
+  pp_p2p_params_of(&cfg)->rget_limit = 8192;
+  pp_p2p_params_of(&cfg)->frag_size = 4096;
   up(&cfg, 0);
   const uint32_t len[] = {500, 5000, 20000}; /* eager, RGET, RPUT */
   for (int i = 0; i < 3; i++) {
@@ -647,7 +647,7 @@ Test(p2p, truncation_is_an_error_of_that_receive_only)
 Test(p2p, zero_byte_receive_of_a_rendezvous_message)
 {
   struct pp_engine_cfg cfg = base(2);
-  cfg.p2p.eager_limit = 64;
+  pp_p2p_params_of(&cfg)->eager_limit = 64;
   up(&cfg, 0);
   const uint32_t len[] = {5000, 3 << 20}; /* RGET, RPUT */
   for (int i = 0; i < 2; i++) {
@@ -731,8 +731,8 @@ Test(p2p, cancel_a_pending_receive)
 Test(p2p, late_receiver_with_rnr_retry_0_no_rnr_senders_parked)
 {
   struct pp_engine_cfg cfg = base(2);
-  cfg.p2p.credits = 4;
-  cfg.p2p.credit_threshold = 2;
+  pp_p2p_params_of(&cfg)->credits = 4;
+  pp_p2p_params_of(&cfg)->credit_threshold = 2;
   up(&cfg, 0);
   enum { N = 100 };
   static uint8_t src[N][512], dst[N][512];
@@ -767,7 +767,7 @@ Test(p2p, late_receiver_with_rnr_retry_0_no_rnr_senders_parked)
 Test(p2p, credits_ride_on_reverse_traffic)
 {
   struct pp_engine_cfg cfg = base(2);
-  cfg.p2p.credits = 4;
+  pp_p2p_params_of(&cfg)->credits = 4;
   up(&cfg, 0);
   uint8_t a[128] = {0}, b[128];
   for (int i = 0; i < 50; i++) { /* ping-pong */
@@ -789,7 +789,7 @@ Test(p2p, credits_ride_on_reverse_traffic)
 Test(p2p, receiver_that_never_receives_holds_the_sender_back)
 {
   struct pp_engine_cfg cfg = base(2);
-  cfg.p2p.credits = 3;
+  pp_p2p_params_of(&cfg)->credits = 3;
   up(&cfg, 0);
   uint8_t a[64] = {0};
   pp_req s[10];
@@ -809,7 +809,7 @@ Test(p2p, receiver_that_never_receives_holds_the_sender_back)
 Test(p2p, api_bounds_and_errors)
 {
   struct pp_engine_cfg cfg = base(3);
-  cfg.p2p.max_requests = 4;
+  pp_p2p_params_of(&cfg)->max_requests = 4;
   up(&cfg, 0);
   uint8_t a[8];
   pp_req r[5];
@@ -865,28 +865,28 @@ Test(p2p, configuration_checks)
 {
   struct pp_engine_cfg c = base(2);
   char err[256];
-  c.p2p.pipeline = 9;
+  pp_p2p_params_of(&c)->pipeline = 9;
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   cr_assert(strstr(err, "pipeline"), "%s", err);
   c = base(2);
-  c.p2p.credits = 4;
-  c.p2p.credit_threshold = 5;
+  pp_p2p_params_of(&c)->credits = 4;
+  pp_p2p_params_of(&c)->credit_threshold = 5;
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   cr_assert(strstr(err, "credit_threshold"), "%s", err);
   c = base(2);
-  c.p2p.channels = 5;
+  pp_p2p_params_of(&c)->channels = 5;
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   c = base(2);
   c.protocol = PP_PROTO_NAIVE;
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   cr_assert(strstr(err, "needs protocol eager or rndv"), "%s", err);
   c = base(2);
-  c.p2p.rget_limit = 4 << 20;
-  c.p2p.rcache_bytes = 1 << 20;
+  pp_p2p_params_of(&c)->rget_limit = 4 << 20;
+  pp_p2p_params_of(&c)->rcache_bytes = 1 << 20;
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   cr_assert(strstr(err, "rcache_bytes"), "%s", err);
   c = base(2);
-  c.p2p.credits = 4097;
+  pp_p2p_params_of(&c)->credits = 4097;
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   cr_assert(strstr(err, "credits"), "%s", err);
   c = base(70);
@@ -937,7 +937,7 @@ Test(p2p, checksum_sees_every_bit_and_the_length)
 Test(p2p, receives_are_recorded_in_completion_order)
 {
   struct pp_engine_cfg cfg = base(2);
-  cfg.p2p.record = 2;
+  pp_p2p_params_of(&cfg)->record = 2;
   up(&cfg, 0);
   uint8_t a[3][40], b[3][40];
   pp_req s[3], r[3];
@@ -1014,7 +1014,7 @@ Test(p2p, a_completion_of_a_request_that_failed_with_its_peer_is_stale_not_inval
 {
   struct pp_engine_cfg cfg = base(2);
   cfg.protocol = PP_PROTO_RNDV;
-  cfg.p2p.channels = 2;
+  pp_p2p_params_of(&cfg)->channels = 2;
   cfg.qp.timeout = 4;
   cfg.qp.retry_cnt = 1;
   up(&cfg, 0);
@@ -1080,9 +1080,9 @@ Test(p2p, a_full_mr_table_makes_transfers_wait_in_line_never_stuck)
   max_mr = 3 + 2;
   struct pp_engine_cfg cfg = base(2);
   cfg.protocol = PP_PROTO_RNDV;
-  cfg.p2p.rget_limit = 0;
-  cfg.p2p.frag_size = 4096;
-  cfg.p2p.pipeline = 2;
+  pp_p2p_params_of(&cfg)->rget_limit = 0;
+  pp_p2p_params_of(&cfg)->frag_size = 4096;
+  pp_p2p_params_of(&cfg)->pipeline = 2;
   up(&cfg, 0);
   enum { N = 4, LEN = 3 * 4096 };
   uint8_t *src[N], *dst[N];
@@ -1122,9 +1122,9 @@ Test(p2p, no_registration_to_wait_for_is_a_clear_error_not_a_hang)
 {
   max_mr = 3;
   struct pp_engine_cfg cfg = base(2);
-  cfg.p2p.eager_limit = 1024;
-  cfg.p2p.rget_limit = 8192;
-  cfg.p2p.frag_size = 4096;
+  pp_p2p_params_of(&cfg)->eager_limit = 1024;
+  pp_p2p_params_of(&cfg)->rget_limit = 8192;
+  pp_p2p_params_of(&cfg)->frag_size = 4096;
   up(&cfg, 0);
   static uint8_t a[3][20000], b[3][20000];
   const uint32_t len[3] = {5000, 20000, 100}; /* RGET, RPUT, eager */
@@ -1161,9 +1161,9 @@ Test(p2p, rput_completes_at_every_send_queue_depth)
   for (uint32_t depth = 1; depth <= 4; depth++) {
     struct pp_engine_cfg cfg = base(2);
     cfg.protocol = PP_PROTO_RNDV;
-    cfg.p2p.rget_limit = 0;
-    cfg.p2p.frag_size = 4096;
-    cfg.p2p.pipeline = 4;
+    pp_p2p_params_of(&cfg)->rget_limit = 0;
+    pp_p2p_params_of(&cfg)->frag_size = 4096;
+    pp_p2p_params_of(&cfg)->pipeline = 4;
     cfg.qp.sq_depth = depth;
     up(&cfg, 0);
     enum { N = 3, LEN = 5 * 4096 + 100 };
@@ -1195,16 +1195,16 @@ Test(p2p, starved_resources_wait_never_fail)
 {
   struct pp_engine_cfg cfg = base(3);
   cfg.qp.sq_depth = 2;
-  cfg.p2p.credits = 1;
-  cfg.p2p.credit_threshold = 1;
-  cfg.p2p.reply_slots = 1;
-  cfg.p2p.send_buffers = 1;
-  cfg.p2p.rcache_entries = 1;
-  cfg.p2p.pipeline = 2;
-  cfg.p2p.eager_limit = 256;
-  cfg.p2p.rget_limit = 8192;
-  cfg.p2p.frag_size = 4096;
-  cfg.p2p.rcache_bytes = 16384;
+  pp_p2p_params_of(&cfg)->credits = 1;
+  pp_p2p_params_of(&cfg)->credit_threshold = 1;
+  pp_p2p_params_of(&cfg)->reply_slots = 1;
+  pp_p2p_params_of(&cfg)->send_buffers = 1;
+  pp_p2p_params_of(&cfg)->rcache_entries = 1;
+  pp_p2p_params_of(&cfg)->pipeline = 2;
+  pp_p2p_params_of(&cfg)->eager_limit = 256;
+  pp_p2p_params_of(&cfg)->rget_limit = 8192;
+  pp_p2p_params_of(&cfg)->frag_size = 4096;
+  pp_p2p_params_of(&cfg)->rcache_bytes = 16384;
   up(&cfg, 0);
   enum { N = 24 };
   static uint8_t src[2][N][20000], dst[2][N][20000];
@@ -1256,7 +1256,7 @@ static void slow_consumer(const char *name, enum pp_p2p_proto proto)
   cr_assert_eq(s->p2p.sent[proto], 200);
   cr_assert_gt(s->p2p.parked, 0, "out of credits, the sender waited");
   cr_assert_gt(r->p2p.credit_msgs, 0, "one-way traffic: credits came back by credit message");
-  cr_assert_leq(r->p2p.unexpected_max, sc.sim.engine.p2p.credits);
+  cr_assert_leq(r->p2p.unexpected_max, pp_p2p_params_of(&sc.sim.engine)->credits);
   cr_assert_eq(r->nreceives, 200);
   /* paced by the consumer: 8 buffers, each held 100 us */
   cr_assert_geq(res.sim_time_ns, (200 / 8 - 1) * 100000ull);
@@ -1330,9 +1330,9 @@ Test(p2p, a_refused_read_fails_both_sides_and_revokes_the_remote_access)
 Test(p2p, a_refused_write_fails_both_sides_and_every_fragment_window_closes)
 {
   struct pp_engine_cfg cfg = base(2);
-  cfg.p2p.rget_limit = 0; /* RPUT */
-  cfg.p2p.frag_size = 64 << 10;
-  cfg.p2p.pipeline = 2;
+  pp_p2p_params_of(&cfg)->rget_limit = 0; /* RPUT */
+  pp_p2p_params_of(&cfg)->frag_size = 64 << 10;
+  pp_p2p_params_of(&cfg)->pipeline = 2;
   up(&cfg, 0);
   uint32_t len = 512 << 10; /* 8 fragments */
   uint8_t *src = pattern(len, 2), *dst = calloc(1, len);
@@ -1381,8 +1381,8 @@ Test(p2p, refused_sends_fail_alone_and_leak_no_send_queue_slot)
 Test(p2p, a_refused_send_leaves_no_gap_in_the_peer_order)
 {
   struct pp_engine_cfg cfg = base(2);
-  cfg.p2p.credits = 2; /* the later sends queue behind the refused one */
-  cfg.p2p.credit_threshold = 1;
+  pp_p2p_params_of(&cfg)->credits = 2; /* the later sends queue behind the refused one */
+  pp_p2p_params_of(&cfg)->credit_threshold = 1;
   up(&cfg, 0);
   refuse_posts(0, PP_WR_SEND, 2, 1); /* the third message */
   enum { N = 8 };

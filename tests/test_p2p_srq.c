@@ -162,9 +162,9 @@ Test(p2p_srq, memory_estimate_at_64_and_1024_peers)
   struct pp_mem_need n[2][2] = {{{0}}};
   const uint32_t peers[2] = {64, 1024};
   for (int srq = 0; srq < 2; srq++) {
-    sc.sim.engine.p2p.srq = srq;
+    pp_p2p_params_of(&sc.sim.engine)->srq = srq;
     for (int k = 0; k < 2; k++)
-      d->mem_need(&sc.sim.engine, &sc.sim.engine.p2p, peers[k], &n[srq][k]);
+      d->mem_need(&sc.sim.engine, pp_p2p_params_of(&sc.sim.engine), peers[k], &n[srq][k]);
   }
   /* without srq the bytes grow 16x with the peers, with it they stay within 2x (the pool of
    * 256 default buffers grows to a buffer per peer at 1,024, and the per-peer tables grow) */

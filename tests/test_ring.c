@@ -61,10 +61,10 @@ static struct pp_engine_cfg cfg_of(enum pp_protocol proto, uint32_t nranks, uint
                    .size = size},
       .seed = 1,
   };
-  pp_ring_params_default(&c.ring);
-  c.ring.slots = 4;
-  c.ring.slot_size = 1024;
-  pp_coll_params_default(&c.coll);
+  pp_ring_params_default(pp_ring_params_of(&c));
+  pp_ring_params_of(&c)->slots = 4;
+  pp_ring_params_of(&c)->slot_size = 1024;
+  pp_coll_params_default(pp_coll_params_of(&c));
   return c;
 }
 
@@ -196,11 +196,11 @@ static void probe_pair(enum pp_protocol proto, uint32_t slots, uint32_t slot_siz
 {
   struct pp_engine_cfg c = cfg_of(proto, 2, 1, 64);
   c.workload.kind = PP_WORKLOAD_COLLECTIVE;
-  c.ring.slots = slots;
-  c.ring.slot_size = slot_size;
-  c.ring.channels = channels;
-  c.ring.credit_batch = batch;
-  c.ring.credit_idle_ns = idle_ns;
+  pp_ring_params_of(&c)->slots = slots;
+  pp_ring_params_of(&c)->slot_size = slot_size;
+  pp_ring_params_of(&c)->channels = channels;
+  pp_ring_params_of(&c)->credit_batch = batch;
+  pp_ring_params_of(&c)->credit_idle_ns = idle_ns;
   ff_create(&F, &c, 1);
   memset(P, 0, sizeof(P));
   for (uint32_t r = 0; r < 2; r++) {
@@ -309,7 +309,7 @@ Test(ring, engine_cfg_check_applies_ring_params_to_ring_protocols_only)
   struct pp_engine_cfg c = cfg_of(PP_PROTO_RING_CREDITS, 2, 1, 64);
   char err[256] = "";
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_OK, "%s", err);
-  c.ring.slots = 0;
+  pp_ring_params_of(&c)->slots = 0;
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   cr_assert_not_null(strstr(err, "slots"), "%s", err);
   c.protocol = PP_PROTO_RING_CTS;
@@ -328,11 +328,12 @@ Test(ring, trace_what_if_keys)
   cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.ring.channels", "3", err, sizeof(err)), PP_OK);
   cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.ring.credit_idle_ns", "5000", err, sizeof(err)),
                PP_OK);
+  c.workload.kind = PP_WORKLOAD_COLLECTIVE; /* cfg_of holds the collective's defaults */
   cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.coll.chunk", "4096", err, sizeof(err)), PP_OK);
-  cr_assert_eq(c.ring.slots, 2);
-  cr_assert_eq(c.ring.channels, 3);
-  cr_assert_eq(c.ring.credit_idle_ns, 5000);
-  cr_assert_eq(c.coll.chunk, 4096);
+  cr_assert_eq(pp_ring_params_of(&c)->slots, 2);
+  cr_assert_eq(pp_ring_params_of(&c)->channels, 3);
+  cr_assert_eq(pp_ring_params_of(&c)->credit_idle_ns, 5000);
+  cr_assert_eq(pp_coll_params_of(&c)->chunk, 4096);
 }
 
 Test(ring, names)
@@ -355,8 +356,8 @@ Test(ring, names)
 static void check_setup(enum pp_protocol proto)
 {
   struct pp_engine_cfg c = cfg_of(proto, 2, 4, 64);
-  c.ring.slots = 4;
-  c.ring.channels = 3;
+  pp_ring_params_of(&c)->slots = 4;
+  pp_ring_params_of(&c)->channels = 3;
   ff_create(&F, &c, 1);
   for (uint32_t r = 0; r < 2; r++) {
     cr_assert_eq(ff_qp_count(&F, r), 3, "one QP per channel");
@@ -939,7 +940,7 @@ Test(ring, stream_slow_consumer_never_rnr)
 Test(ring, stream_ring_of_five)
 {
   struct pp_engine_cfg c = cfg_of(PP_PROTO_RING_CTS, 5, 30, 2500);
-  c.ring.channels = 2;
+  pp_ring_params_of(&c)->channels = 2;
   ff_init(&F, &c, 9);
   ff_run(&F, 1000000);
   expect_clean_stream(&c);
@@ -962,18 +963,18 @@ Test(ring, property_fake_fabric_many_configurations, .timeout = 120)
             uint32_t n = seed == 3 ? 3 : 2;
             struct pp_engine_cfg c = cfg_of((enum pp_protocol)proto, n, 12, size);
             c.seed = seed;
-            c.ring.slots = slots[a];
-            c.ring.slot_size = slot_sizes[b];
-            c.ring.channels = ch;
-            c.ring.credit_batch = 1 + (uint32_t)(seed + a) % slots[a];
-            c.ring.credit_idle_ns = seed == 2 ? 300 : 0;
+            pp_ring_params_of(&c)->slots = slots[a];
+            pp_ring_params_of(&c)->slot_size = slot_sizes[b];
+            pp_ring_params_of(&c)->channels = ch;
+            pp_ring_params_of(&c)->credit_batch = 1 + (uint32_t)(seed + a) % slots[a];
+            pp_ring_params_of(&c)->credit_idle_ns = seed == 2 ? 300 : 0;
             c.qp.rq_depth = 1 + (uint32_t)(seed % 4);
             c.qp.sq_depth = 1 + (uint32_t)(a % 3) * 4;
             c.workload.consume_ns = seed == 1 ? 2000 : 0;
             snprintf(what, sizeof(what),
                      "%s n %u S %u slot %u C %u batch %u idle %llu rq %u sq %u size %u seed %llu",
-                     pp_protocol_name(c.protocol), n, c.ring.slots, c.ring.slot_size, ch,
-                     c.ring.credit_batch, (unsigned long long)c.ring.credit_idle_ns,
+                     pp_protocol_name(c.protocol), n, pp_ring_params_of(&c)->slots, pp_ring_params_of(&c)->slot_size, ch,
+                     pp_ring_params_of(&c)->credit_batch, (unsigned long long)pp_ring_params_of(&c)->credit_idle_ns,
                      c.qp.rq_depth, c.qp.sq_depth, size, (unsigned long long)seed);
             ff_init(&F, &c, seed * 1000 + a * 100 + ch * 10 + b);
             F.exec_weight = 1 + (unsigned)(seed % 3);
@@ -1026,7 +1027,7 @@ static int simulate(const struct pp_scenario *sc, bool collective)
         FAILIF(!rr->stats.done, "rank %u not done", r);
         if (collective) {
           FAILIF(rr->stats.coll.elements_wrong, "rank %u: wrong elements", r);
-          FAILIF(rr->stats.coll.iterations_done != c->coll.iterations, "rank %u: iterations", r);
+          FAILIF(rr->stats.coll.iterations_done != pp_coll_params_of(c)->iterations, "rank %u: iterations", r);
           FAILIF(rr->stats.coll.elements_checked == 0, "rank %u: nothing checked", r);
         } else if (pp_workload_source(&c->workload, r, c->nranks) >= 0) {
           FAILIF(rr->stats.messages_received != c->workload.messages,
@@ -1081,11 +1082,11 @@ Test(ring, property_simgrid_stream_across_seeds, .timeout = 300)
                                            .consume_ns = seed >= 3 ? 20000 : 0};
         c->qp.rq_depth = 4;
         c->qp.sq_depth = 16;
-        c->ring.slots = slots[a];
-        c->ring.slot_size = 2048;
-        c->ring.channels = ch;
-        c->ring.credit_batch = seed == 4 ? slots[a] / 2 : 1;
-        c->ring.credit_idle_ns = seed == 4 ? 3000 : 0;
+        pp_ring_params_of(c)->slots = slots[a];
+        pp_ring_params_of(c)->slot_size = 2048;
+        pp_ring_params_of(c)->channels = ch;
+        pp_ring_params_of(c)->credit_batch = seed == 4 ? slots[a] / 2 : 1;
+        pp_ring_params_of(c)->credit_idle_ns = seed == 4 ? 3000 : 0;
         sc.sim.faults.loss = seed == 2 ? 0.003 : 0; /* retransmissions: still no RNR */
         int rc = simulate(&sc, false);
         cr_expect_eq(rc, 0, "%s failed (see stderr)", name);
@@ -1115,21 +1116,21 @@ Test(ring, property_simgrid_collectives_across_seeds, .timeout = 300)
       sc.sim.seed = c->seed = seed;
       c->protocol = (enum pp_protocol)proto;
       c->nranks = n;
-      c->workload.kind = PP_WORKLOAD_COLLECTIVE;
+      pp_engine_cfg_workload(c, PP_WORKLOAD_COLLECTIVE); /* and its defaults */
       c->workload.pattern = PP_PATTERN_RING;
-      c->coll.op = op;
-      c->coll.dtype = (enum pp_dtype)((seed + a) % PP_DTYPE_COUNT);
-      size_t esz = pp_dtype_size(c->coll.dtype);
-      c->coll.bytes = esz * n * (600 + 37 * seed); /* blocks that do not divide into chunks */
-      c->coll.chunk = (uint32_t)esz * (64 + 50 * (uint32_t)a);
-      c->coll.iterations = 2;
-      c->coll.window = 1 + (uint32_t)(seed % 4);
-      c->coll.root = (uint32_t)seed % n;
-      c->ring.slots = slots[a];
-      c->ring.slot_size = 256 << (seed % 3);
-      c->ring.channels = 1 + (uint32_t)(seed % 3);
-      c->ring.credit_batch = 1 + (uint32_t)(seed % slots[a]);
-      c->ring.credit_idle_ns = seed % 3 == 0 ? 2000 : 0;
+      pp_coll_params_of(c)->op = op;
+      pp_coll_params_of(c)->dtype = (enum pp_dtype)((seed + a) % PP_DTYPE_COUNT);
+      size_t esz = pp_dtype_size(pp_coll_params_of(c)->dtype);
+      pp_coll_params_of(c)->bytes = esz * n * (600 + 37 * seed); /* blocks that do not divide into chunks */
+      pp_coll_params_of(c)->chunk = (uint32_t)esz * (64 + 50 * (uint32_t)a);
+      pp_coll_params_of(c)->iterations = 2;
+      pp_coll_params_of(c)->window = 1 + (uint32_t)(seed % 4);
+      pp_coll_params_of(c)->root = (uint32_t)seed % n;
+      pp_ring_params_of(c)->slots = slots[a];
+      pp_ring_params_of(c)->slot_size = 256 << (seed % 3);
+      pp_ring_params_of(c)->channels = 1 + (uint32_t)(seed % 3);
+      pp_ring_params_of(c)->credit_batch = 1 + (uint32_t)(seed % slots[a]);
+      pp_ring_params_of(c)->credit_idle_ns = seed % 3 == 0 ? 2000 : 0;
       sc.sim.faults.loss = seed == 2 ? 0.002 : 0;
       int rc = simulate(&sc, true);
       cr_expect_eq(rc, 0, "%s failed (see stderr)", name);

@@ -1156,20 +1156,22 @@ Test(ring_keys, defaults)
   expect_ok("ranks: 2\n", &sc);
   const struct pp_engine_cfg *e = &sc.sim.engine;
   cr_assert_eq(e->workload.kind, PP_WORKLOAD_STREAM);
-  cr_assert_eq(e->ring.slots, 8);
-  cr_assert_eq(e->ring.slot_size, 128 * 1024);
-  cr_assert_eq(e->ring.channels, 1);
-  cr_assert_eq(e->ring.credit_batch, 1);
-  cr_assert_eq(e->ring.credit_idle_ns, 0);
-  cr_assert_eq(e->coll.op, PP_COLL_ALLREDUCE);
-  cr_assert_eq(e->coll.dtype, PP_DTYPE_F32);
-  cr_assert_eq(e->coll.bytes, 1 << 20);
-  cr_assert_eq(e->coll.iterations, 1);
-  cr_assert_eq(e->coll.warmup, 0);
-  cr_assert_eq(e->coll.chunk, 128 * 1024);
-  cr_assert_eq(e->coll.window, 4);
-  cr_assert_eq(e->coll.slow_ranks, 0);
-  cr_assert(e->coll.check);
+  /* the ring protocols' and the collective's defaults, once they are chosen */
+  expect_ok("ranks: 2\nprotocol: ring-cts\nworkload: {kind: collective}\n", &sc);
+  cr_assert_eq(pp_ring_params_of(e)->slots, 8);
+  cr_assert_eq(pp_ring_params_of(e)->slot_size, 128 * 1024);
+  cr_assert_eq(pp_ring_params_of(e)->channels, 1);
+  cr_assert_eq(pp_ring_params_of(e)->credit_batch, 1);
+  cr_assert_eq(pp_ring_params_of(e)->credit_idle_ns, 0);
+  cr_assert_eq(pp_coll_params_of(e)->op, PP_COLL_ALLREDUCE);
+  cr_assert_eq(pp_coll_params_of(e)->dtype, PP_DTYPE_F32);
+  cr_assert_eq(pp_coll_params_of(e)->bytes, 1 << 20);
+  cr_assert_eq(pp_coll_params_of(e)->iterations, 1);
+  cr_assert_eq(pp_coll_params_of(e)->warmup, 0);
+  cr_assert_eq(pp_coll_params_of(e)->chunk, 128 * 1024);
+  cr_assert_eq(pp_coll_params_of(e)->window, 4);
+  cr_assert_eq(pp_coll_params_of(e)->slow_ranks, 0);
+  cr_assert(pp_coll_params_of(e)->check);
 }
 
 Test(ring_keys, every_key)
@@ -1205,32 +1207,32 @@ Test(ring_keys, every_key)
   cr_assert_eq(e->protocol, PP_PROTO_RING_CTS);
   cr_assert_eq(e->workload.kind, PP_WORKLOAD_COLLECTIVE);
   cr_assert_eq(e->workload.pattern, PP_PATTERN_RING, "a collective runs on a ring");
-  cr_assert_eq(e->ring.slots, 16);
-  cr_assert_eq(e->ring.slot_size, 64 * 1024);
-  cr_assert_eq(e->ring.channels, 3);
-  cr_assert_eq(e->ring.credit_batch, 4);
-  cr_assert_eq(e->ring.credit_idle_ns, 2000);
-  cr_assert_eq(e->coll.op, PP_COLL_ALLGATHER);
-  cr_assert_eq(e->coll.dtype, PP_DTYPE_I64);
-  cr_assert_eq(e->coll.bytes, 40 * 1024);
-  cr_assert_eq(e->coll.iterations, 9);
-  cr_assert_eq(e->coll.warmup, 2);
-  cr_assert_eq(e->coll.root, 4);
-  cr_assert_eq(e->coll.chunk, 8 * 1024);
-  cr_assert_eq(e->coll.window, 6);
-  cr_assert_eq(e->coll.compute_ns, 1500);
-  cr_assert_eq(e->coll.slow_ranks, (1u << 1) | (1u << 3));
-  cr_assert_eq(e->coll.slow_compute_ns, 30000);
-  cr_assert_eq(e->coll.slow_from, 3);
-  cr_assert_eq(e->coll.slow_until, 6);
-  cr_assert_not(e->coll.check);
+  cr_assert_eq(pp_ring_params_of(e)->slots, 16);
+  cr_assert_eq(pp_ring_params_of(e)->slot_size, 64 * 1024);
+  cr_assert_eq(pp_ring_params_of(e)->channels, 3);
+  cr_assert_eq(pp_ring_params_of(e)->credit_batch, 4);
+  cr_assert_eq(pp_ring_params_of(e)->credit_idle_ns, 2000);
+  cr_assert_eq(pp_coll_params_of(e)->op, PP_COLL_ALLGATHER);
+  cr_assert_eq(pp_coll_params_of(e)->dtype, PP_DTYPE_I64);
+  cr_assert_eq(pp_coll_params_of(e)->bytes, 40 * 1024);
+  cr_assert_eq(pp_coll_params_of(e)->iterations, 9);
+  cr_assert_eq(pp_coll_params_of(e)->warmup, 2);
+  cr_assert_eq(pp_coll_params_of(e)->root, 4);
+  cr_assert_eq(pp_coll_params_of(e)->chunk, 8 * 1024);
+  cr_assert_eq(pp_coll_params_of(e)->window, 6);
+  cr_assert_eq(pp_coll_params_of(e)->compute_ns, 1500);
+  cr_assert_eq(pp_coll_params_of(e)->slow_ranks, (1u << 1) | (1u << 3));
+  cr_assert_eq(pp_coll_params_of(e)->slow_compute_ns, 30000);
+  cr_assert_eq(pp_coll_params_of(e)->slow_from, 3);
+  cr_assert_eq(pp_coll_params_of(e)->slow_until, 6);
+  cr_assert_not(pp_coll_params_of(e)->check);
   /* slow ranks without a window are slow throughout */
   expect_ok("ranks: 3\nworkload: {kind: collective}\n"
             "collective: {slow_ranks: [2], slow_compute: 1us, check: true}\n",
             &sc);
-  cr_assert_eq(sc.sim.engine.coll.slow_from, 0);
-  cr_assert_eq(sc.sim.engine.coll.slow_until, PP_COLL_MAX_ITERATIONS);
-  cr_assert(sc.sim.engine.coll.check);
+  cr_assert_eq(pp_coll_params_of(&sc.sim.engine)->slow_from, 0);
+  cr_assert_eq(pp_coll_params_of(&sc.sim.engine)->slow_until, PP_COLL_MAX_ITERATIONS);
+  cr_assert(pp_coll_params_of(&sc.sim.engine)->check);
   /* an explicit pattern stays; the stream workload keeps its default pattern */
   expect_ok("ranks: 2\nworkload: {kind: collective, pattern: pair}\n", &sc);
   cr_assert_eq(sc.sim.engine.workload.pattern, PP_PATTERN_PAIR);
@@ -1308,19 +1310,19 @@ Test(ring_keys, shipped_ring_scenarios)
   cr_assert_eq(sc.sim.engine.workload.messages, 200);
   load_scenario("ring-allreduce-2-64m", &sc);
   cr_assert_eq(sc.sim.engine.nranks, 2);
-  cr_assert_eq(sc.sim.engine.coll.bytes, 64u << 20);
+  cr_assert_eq(pp_coll_params_of(&sc.sim.engine)->bytes, 64u << 20);
   cr_assert_eq(sc.sim.engine.workload.kind, PP_WORKLOAD_COLLECTIVE);
   load_scenario("ring-allreduce-8-1m", &sc);
   cr_assert_eq(sc.sim.engine.nranks, 8);
-  cr_assert_eq(sc.sim.engine.coll.bytes, 1u << 20);
+  cr_assert_eq(pp_coll_params_of(&sc.sim.engine)->bytes, 1u << 20);
   load_scenario("ring-allreduce-64-4k", &sc);
   cr_assert_eq(sc.sim.engine.nranks, 64);
-  cr_assert_eq(sc.sim.engine.coll.bytes, 4096);
+  cr_assert_eq(pp_coll_params_of(&sc.sim.engine)->bytes, 4096);
   load_scenario("ring-slow-rank", &sc);
   cr_assert_eq(sc.sim.engine.nranks, 8);
-  cr_assert_eq(sc.sim.engine.coll.slow_ranks, 1u << 3);
-  cr_assert_lt(sc.sim.engine.coll.slow_from, sc.sim.engine.coll.slow_until);
-  cr_assert_gt(sc.sim.engine.coll.iterations, sc.sim.engine.coll.slow_until, "it recovers");
+  cr_assert_eq(pp_coll_params_of(&sc.sim.engine)->slow_ranks, 1u << 3);
+  cr_assert_lt(pp_coll_params_of(&sc.sim.engine)->slow_from, pp_coll_params_of(&sc.sim.engine)->slow_until);
+  cr_assert_gt(pp_coll_params_of(&sc.sim.engine)->iterations, pp_coll_params_of(&sc.sim.engine)->slow_until, "it recovers");
   cr_assert_eq(sc.sim.engine.qp.rnr_retry, 0);
 }
 
@@ -1384,7 +1386,7 @@ Test(set, assignments_are_scenario_text_checked_as_the_file)
                err);
   cr_assert_eq(sc.sim.engine.nranks, 8, "the later assignment wins");
   cr_assert_eq(sc.sim.engine.qp.rnr_retry, 3, "an empty 'qp:' becomes a mapping");
-  cr_assert_eq(sc.sim.engine.p2p.eager_limit, 8192);
+  cr_assert_eq(pp_p2p_params_of(&sc.sim.engine)->eager_limit, 8192);
   cr_assert_eq(sc.sim.no_progress_ns, 2500, "a bare integer is ns, as in the file");
   cr_assert_eq(sc.sim.engine.workload.consume_ranks, (1u << 1) | (1u << 3));
   cr_assert_eq(sc.sim.platform.latency_ns, 2000);
@@ -1424,6 +1426,14 @@ Test(tables, built_in_tables_are_valid_and_their_defaults_are_the_scenario_defau
   static struct pp_scenario sc;
   pp_scenario_defaults(&sc);
   struct pp_engine_cfg *e = &sc.sim.engine;
+  /* each module's parameters at the defaults its protocol or workload starts from */
+  struct pp_traffic traffic = {0};
+  struct pp_p2p_params p2p;
+  struct pp_ring_params ring;
+  struct pp_coll_params coll;
+  pp_p2p_params_default(&p2p);
+  pp_ring_params_default(&ring);
+  pp_coll_params_default(&coll);
   const struct {
     const char *name;
     const struct pp_param *t;
@@ -1433,10 +1443,12 @@ Test(tables, built_in_tables_are_valid_and_their_defaults_are_the_scenario_defau
       {"qp", pp_qp_param_table, pp_qp_param_count, sizeof e->qp, &e->qp},
       {"workload", pp_workload_param_table, pp_workload_param_count, sizeof e->workload,
        &e->workload},
-      {"traffic", pp_traffic_param_table, pp_traffic_param_count, sizeof e->traffic, &e->traffic},
-      {"p2p", pp_p2p_param_table, pp_p2p_param_count, sizeof e->p2p, &e->p2p},
-      {"ring", pp_ring_param_table, pp_ring_param_count, sizeof e->ring, &e->ring},
-      {"collective", pp_coll_param_table, pp_coll_param_count, sizeof e->coll, &e->coll},
+      {"traffic", pp_traffic_param_table, pp_traffic_param_count, sizeof(struct pp_traffic),
+       &traffic},
+      {"p2p", pp_p2p_param_table, pp_p2p_param_count, sizeof(struct pp_p2p_params), &p2p},
+      {"ring", pp_ring_param_table, pp_ring_param_count, sizeof(struct pp_ring_params), &ring},
+      {"collective", pp_coll_param_table, pp_coll_param_count, sizeof(struct pp_coll_params),
+       &coll},
       {"nic", pp_nic_param_table, pp_nic_param_count, sizeof sc.sim.nic, &sc.sim.nic},
       {"limits", pp_limits_param_table, pp_limits_param_count, sizeof sc.sim, &sc.sim},
   };
@@ -1475,13 +1487,13 @@ Test(tables, canonical_text_reads_back_through_the_parser)
   size_t at = (size_t)snprintf(text, sizeof text, "ranks: 2\nprotocol: ring-cts\nring:\n");
   for (size_t k = 0; k < pp_ring_param_count; k++) {
     char v[64];
-    pp_param_format(&pp_ring_param_table[k], &sc.sim.engine.ring, v, sizeof v);
+    pp_param_format(&pp_ring_param_table[k], pp_ring_params_of(&sc.sim.engine), v, sizeof v);
     at += (size_t)snprintf(text + at, sizeof text - at, "  %s: %s\n", pp_ring_param_table[k].key,
                            v);
   }
   cr_assert(strstr(text, "slot_size: 64KiB\n") && strstr(text, "credit_idle: 1500ns\n"), "%s",
             text);
-  struct pp_ring_params before = sc.sim.engine.ring;
+  struct pp_ring_params before = *pp_ring_params_of(&sc.sim.engine);
   cr_assert_eq(parse(text, &sc), PP_OK, "%s%s", text, err);
-  cr_assert_eq(memcmp(&before, &sc.sim.engine.ring, sizeof before), 0, "%s", text);
+  cr_assert_eq(memcmp(&before, pp_ring_params_of(&sc.sim.engine), sizeof before), 0, "%s", text);
 }

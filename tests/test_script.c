@@ -309,25 +309,25 @@ Test(script, bounds_of_a_script)
   c.workload.kind = PP_WORKLOAD_SCRIPT;
   c.protocol = PP_PROTO_EAGER;
   c.nranks = 3;
-  memset(&c.script, 0, sizeof(c.script));
-  c.script.nprogs = 1;
-  c.script.prog[0] = (struct pp_script_prog){.ranks = {1}, .first = 0, .n = 2};
-  c.script.nops = 1;
+  memset(pp_script_of(&c), 0, sizeof(struct pp_script));
+  pp_script_of(&c)->nprogs = 1;
+  pp_script_of(&c)->prog[0] = (struct pp_script_prog){.ranks = {1}, .first = 0, .n = 2};
+  pp_script_of(&c)->nops = 1;
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   cr_assert(strstr(err, "operations out of range"), "%s", err);
-  c.script.nops = 2;
-  c.script.op[0] = (struct pp_script_op){.kind = 200};
+  pp_script_of(&c)->nops = 2;
+  pp_script_of(&c)->op[0] = (struct pp_script_op){.kind = 200};
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   cr_assert(strstr(err, "unknown kind"), "%s", err);
-  c.script.op[0] = (struct pp_script_op){.kind = PP_SOP_SEND, .peer = 1, .count = 0};
+  pp_script_of(&c)->op[0] = (struct pp_script_op){.kind = PP_SOP_SEND, .peer = 1, .count = 0};
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   cr_assert(strstr(err, "count must be"), "%s", err);
-  c.script.op[0] = (struct pp_script_op){.kind = PP_SOP_SEND, .peer = 1, .count = 1,
+  pp_script_of(&c)->op[0] = (struct pp_script_op){.kind = PP_SOP_SEND, .peer = 1, .count = 1,
                                          .tag = PP_ANY_TAG};
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   cr_assert(strstr(err, "a send needs a tag"), "%s", err);
-  c.script.prog[0].ranks[1] = 1; /* rank 64 of 3 */
-  c.script.op[0].tag = 1;
+  pp_script_of(&c)->prog[0].ranks[1] = 1; /* rank 64 of 3 */
+  pp_script_of(&c)->op[0].tag = 1;
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   cr_assert(strstr(err, "names rank 64"), "%s", err);
   cr_assert_str_eq(pp_script_op_name(PP_SOP_PROBE), "probe");
@@ -341,7 +341,7 @@ Test(script, p2p_section_keys)
         "  frag_size: 128KiB\n  pipeline: 2\n  channels: 3\n  credits: 16\n"
         "  credit_threshold: 5\n  reply_slots: 6\n  send_buffers: 10\n  max_requests: 100\n"
         "  rcache_entries: 7\n  rcache_bytes: 64MiB\n  record: 0\n");
-  const struct pp_p2p_params *p = &sc.sim.engine.p2p;
+  const struct pp_p2p_params *p = pp_p2p_params_of(&sc.sim.engine);
   cr_assert_eq(p->eager_limit, 4096);
   cr_assert_eq(p->rget_limit, 0);
   cr_assert_eq(p->frag_size, 128 << 10);
@@ -356,8 +356,8 @@ Test(script, p2p_section_keys)
   cr_assert_eq(p->rcache_bytes, 64 << 20);
   cr_assert_eq(p->record, 0);
   parse("ranks: 2\nprotocol: eager\n");
-  cr_assert_eq(sc.sim.engine.p2p.eager_limit, 12288, "default eager limit 12 KiB");
-  cr_assert_eq(sc.sim.engine.p2p.record, 4096);
+  cr_assert_eq(pp_p2p_params_of(&sc.sim.engine)->eager_limit, 12288, "default eager limit 12 KiB");
+  cr_assert_eq(pp_p2p_params_of(&sc.sim.engine)->record, 4096);
   cr_assert(strstr(parse_error("ranks: 2\np2p: {pipeline: 9}\n", PP_INVALID),
                    "'pipeline' must be an integer 1..8"));
   cr_assert(strstr(parse_error("ranks: 2\np2p: {speed: 9}\n", PP_PARSE),

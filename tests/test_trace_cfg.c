@@ -136,28 +136,35 @@ static void draw_script(struct pp_script *sc)
   }
 }
 
-/* A configuration with every member drawn: the tables' sections, the core values, the script. */
+/* A configuration with every member drawn: the core values, the protocol's parameters and the
+ * workload's (a table's, the collective's root and slow_ranks, the script). */
 static void draw_cfg(struct pp_engine_cfg *c, const char *protocol, uint32_t workload)
 {
   memset(c, 0, sizeof *c);
   cr_assert_eq(pp_engine_cfg_protocol(c, protocol), PP_OK, "%s", protocol);
   draw_table(pp_qp_param_table, pp_qp_param_count, &c->qp);
   draw_table(pp_workload_param_table, pp_workload_param_count, &c->workload);
-  draw_table(pp_traffic_param_table, pp_traffic_param_count, &c->traffic);
-  draw_table(pp_p2p_param_table, pp_p2p_param_count, &c->p2p);
-  draw_table(pp_ring_param_table, pp_ring_param_count, &c->ring);
-  draw_table(pp_coll_param_table, pp_coll_param_count, &c->coll);
+  cr_assert_eq(pp_engine_cfg_workload(c, workload), PP_OK);
+  if (workload == PP_WORKLOAD_TRAFFIC)
+    draw_table(pp_traffic_param_table, pp_traffic_param_count, pp_traffic_of(c));
+  if (pp_engine_cfg_is_p2p(c))
+    draw_table(pp_p2p_param_table, pp_p2p_param_count, pp_p2p_params_of(c));
+  if (pp_engine_cfg_is_ring(c))
+    draw_table(pp_ring_param_table, pp_ring_param_count, pp_ring_params_of(c));
+  if (workload == PP_WORKLOAD_COLLECTIVE) {
+    draw_table(pp_coll_param_table, pp_coll_param_count, pp_coll_params_of(c));
+    pp_coll_params_of(c)->root = (uint32_t)draw();
+    pp_coll_params_of(c)->slow_ranks = draw();
+  }
   const struct pp_proto_def *d = pp_proto_get(c->protocol);
-  if (pp_engine_cfg_proto_params(c) == (void *)c->proto_params)
+  if (pp_proto_plugin(c->protocol))
     draw_table(d->params, d->nparams, c->proto_params);
-  c->workload.kind = (enum pp_workload_kind)workload;
   c->workload.consume_ranks = draw();
-  c->coll.root = (uint32_t)draw();
-  c->coll.slow_ranks = draw();
   c->nranks = (uint32_t)draw();
   c->seed = draw();
   c->test_bugs = (uint32_t)draw();
-  draw_script(&c->script);
+  if (workload == PP_WORKLOAD_SCRIPT)
+    draw_script(pp_script_of(c));
 }
 
 /* cfg -> header -> cfg, compared byte for byte (padding included: both start zeroed). */
@@ -198,13 +205,20 @@ Test(trace_cfg, defaults_and_an_empty_script_round_trip)
   memset(&c, 0, sizeof c);
   cr_assert_eq(pp_engine_cfg_protocol(&c, "eager"), PP_OK);
   round_trip(&c);
-  pp_params_defaults(pp_p2p_param_table, pp_p2p_param_count, &c.p2p);
-  pp_params_defaults(pp_coll_param_table, pp_coll_param_count, &c.coll);
+  pp_params_defaults(pp_p2p_param_table, pp_p2p_param_count, pp_p2p_params_of(&c));
   c.nranks = 2;
   round_trip(&c);
   cr_assert_str_eq(pp_trace_kv_find(&T, "engine.p2p.eager_limit")->s, "12KiB");
   cr_assert_str_eq(pp_trace_kv_find(&T, "engine.p2p.frag_size")->s, "0", "derived: 0 kept");
+  /* only the sections of the protocol and the workload that run */
+  cr_assert_null(pp_trace_kv_find(&T, "engine.collective.op"));
+  cr_assert_null(pp_trace_kv_find(&T, "engine.ring.slots"));
+  cr_assert_null(pp_trace_kv_find(&T, "engine.script.ops"));
+  cr_assert_eq(pp_engine_cfg_workload(&c, PP_WORKLOAD_COLLECTIVE), PP_OK);
+  round_trip(&c);
   cr_assert_str_eq(pp_trace_kv_find(&T, "engine.collective.op")->s, "allreduce");
+  cr_assert_eq(pp_engine_cfg_workload(&c, PP_WORKLOAD_SCRIPT), PP_OK);
+  round_trip(&c);
   cr_assert_str_eq(pp_trace_kv_find(&T, "engine.script.ops")->s, "0");
   cr_assert_null(pp_trace_kv_find(&T, "engine.script.op.0"));
 }
@@ -217,12 +231,12 @@ Test(trace_cfg, script_lines_are_readable)
   cr_assert_eq(pp_engine_cfg_protocol(&c, "eager"), PP_OK);
   c.nranks = 8;
   c.workload.kind = PP_WORKLOAD_SCRIPT;
-  c.script.nprogs = 1;
-  c.script.nops = 2;
-  c.script.prog[0] = (struct pp_script_prog){.ranks = {0x2f}, .first = 0, .n = 2, .repeat = 3};
-  c.script.op[0] = (struct pp_script_op){.kind = PP_SOP_IRECV, .peer = PP_ANY_SOURCE,
+  pp_script_of(&c)->nprogs = 1;
+  pp_script_of(&c)->nops = 2;
+  pp_script_of(&c)->prog[0] = (struct pp_script_prog){.ranks = {0x2f}, .first = 0, .n = 2, .repeat = 3};
+  pp_script_of(&c)->op[0] = (struct pp_script_op){.kind = PP_SOP_IRECV, .peer = PP_ANY_SOURCE,
                                          .tag = 5, .size = 64, .count = 2};
-  c.script.op[1] = (struct pp_script_op){.kind = PP_SOP_COMPUTE, .count = 1, .ns = 10000};
+  pp_script_of(&c)->op[1] = (struct pp_script_op){.kind = PP_SOP_COMPUTE, .count = 1, .ns = 10000};
   round_trip(&c);
   cr_assert_str_eq(pp_trace_kv_find(&T, "engine.script.prog.0")->s,
                    "ranks=0-3,5 first=0 n=2 repeat=3");
@@ -323,8 +337,8 @@ Test(trace_cfg, a_header_this_build_cannot_read_fully_is_refused)
 {
   struct pp_engine_cfg c;
   draw_cfg(&c, "eager", PP_WORKLOAD_SCRIPT);
-  c.script.nops = 3;
-  c.script.nprogs = 1;
+  pp_script_of(&c)->nops = 3;
+  pp_script_of(&c)->nprogs = 1;
   char note[512];
   write_cfg_plus(&c, NULL, NULL, NULL);
   cr_assert_eq(read_back(note, sizeof note), PP_OK, "the copy reads: %s", note);
@@ -377,10 +391,15 @@ Test(trace_cfg, a_header_this_build_cannot_read_fully_is_refused)
   cr_assert(strstr(note, "proto.depth"), "%s", note);
 
   /* a missing section key takes its table's default */
-  write_cfg_plus(&c, "engine.ring.slots", NULL, NULL);
+  write_cfg_plus(&c, "engine.p2p.eager_limit", NULL, NULL);
   struct pp_engine_cfg back;
   cr_assert_eq(pp_trace_engine_cfg(&T, &back, note, sizeof note), PP_OK, "%s", note);
-  cr_assert_eq(back.ring.slots, PP_RING_DEFAULT_SLOTS);
+  cr_assert_eq(pp_p2p_params_of(&back)->eager_limit, 12u << 10);
+  /* another protocol's section (an older build wrote every one): checked, dropped */
+  write_cfg_plus(&c, NULL, "engine.ring.slots", "4");
+  cr_assert_eq(pp_trace_engine_cfg(&T, &back, note, sizeof note), PP_OK, "%s", note);
+  cr_assert_eq(memcmp(pp_p2p_params_of(&back), pp_p2p_params_of(&c), sizeof(struct pp_p2p_params)),
+               0);
 }
 
 /* --set and --list-keys: the format 2 names with their tables' bounds, format 1's names too. */
@@ -392,18 +411,27 @@ Test(trace_cfg, keys_are_set_by_name)
   char err[256];
   cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.p2p.eager_limit", "8KiB", err, sizeof err),
                PP_OK, "%s", err);
-  cr_assert_eq(c.p2p.eager_limit, 8192);
+  cr_assert_eq(pp_p2p_params_of(&c)->eager_limit, 8192);
   cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.p2p.pipeline", "9", err, sizeof err),
                PP_INVALID, "the table's bound 1..8");
   cr_assert(strstr(err, "engine.p2p.pipeline must be an integer 1..8"), "%s", err);
   cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.ring.credit_idle", "5us", err, sizeof err),
+               PP_INVALID, "not a parameter of eager");
+  cr_assert(strstr(err, "not a parameter of protocol 'eager'"), "%s", err);
+  cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.protocol", "ring-cts", err, sizeof err), PP_OK);
+  cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.ring.credit_idle", "5us", err, sizeof err),
                PP_OK);
-  cr_assert_eq(c.ring.credit_idle_ns, 5000);
+  cr_assert_eq(pp_ring_params_of(&c)->credit_idle_ns, 5000);
   cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.ring.credit_idle_ns", "7000", err, sizeof err),
                PP_OK, "format 1's name");
-  cr_assert_eq(c.ring.credit_idle_ns, 7000);
+  cr_assert_eq(pp_ring_params_of(&c)->credit_idle_ns, 7000);
+  cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.coll.chunk", "4096", err, sizeof err),
+               PP_INVALID, "the workload is stream");
+  cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.workload.kind", "collective", err, sizeof err),
+               PP_OK);
+  cr_assert_eq(pp_coll_params_of(&c)->chunk, 128u << 10, "the collective's defaults");
   cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.coll.chunk", "4096", err, sizeof err), PP_OK);
-  cr_assert_eq(c.coll.chunk, 4096);
+  cr_assert_eq(pp_coll_params_of(&c)->chunk, 4096);
   cr_assert_eq(pp_trace_engine_cfg_set(&c, "engine.workload.kind", "traffic", err, sizeof err),
                PP_OK);
   cr_assert_eq(c.workload.kind, PP_WORKLOAD_TRAFFIC);
@@ -490,7 +518,7 @@ Test(trace_cfg, struct_sizes_are_the_ones_the_keys_cover)
   cr_assert_eq(sizeof(struct pp_coll_params), 80);
   cr_assert_eq(sizeof(struct pp_script_op), 32);
   cr_assert_eq(sizeof(struct pp_script_prog), 136);
-  cr_assert_eq(sizeof(struct pp_engine_cfg), 13104);
+  cr_assert_eq(sizeof(struct pp_engine_cfg), 12912);
   cr_assert_eq(sizeof(struct pp_faults), 152);
   cr_assert_eq(sizeof(struct pp_nic_profile), 136 + 2 * 8 + 32 * 8); /* + the RNR delay model */
 }
@@ -508,7 +536,7 @@ static void write_v1_raw(const struct pp_engine_cfg *c, const void *raw, size_t 
   cr_assert_eq(pp_trace_kv_u64(w, "engine.qp.rnr_retry", c->qp.rnr_retry), PP_OK);
   cr_assert_eq(pp_trace_kv_u64(w, "engine.workload.interval_ns", c->workload.interval_ns),
                PP_OK);
-  cr_assert_eq(pp_trace_kv_u64(w, "engine.coll.chunk", c->coll.chunk), PP_OK);
+  cr_assert_eq(pp_trace_kv_u64(w, "engine.coll.chunk", pp_coll_params_of(c)->chunk), PP_OK);
   cr_assert_eq(pp_trace_begin(w), PP_OK);
   cr_assert_eq(pp_trace_finish(w), PP_OK);
   pp_trace_writer_destroy(w);
@@ -522,37 +550,81 @@ static void write_v1_raw(const struct pp_engine_cfg *c, const void *raw, size_t 
   cr_assert_eq(T.major, 1);
 }
 
-/* Format 1's bytes of c: the layout it was written in (a0fae12), where struct pp_p2p_params
- * ended at `record` and was 64 bytes (p2p.srq's members came after). c's srq members must be 0
- * (format 1 had none). Returns the bytes written. */
-#define V1_P2P_SIZE 64u
-#define V1_GROWTH (sizeof(struct pp_p2p_params) - V1_P2P_SIZE)
+/* Format 1's bytes of c: the layout it was written in (a0fae12; engine/trace/trace_cfg.c keeps
+ * the same frozen copy to read it), where struct pp_p2p_params ended at `record` and every
+ * built-in's parameters had a member of their own. c's srq members must be 0 (format 1 had
+ * none). Returns the bytes written. */
+struct v1_cfg {
+  uint32_t rank, nranks, protocol;
+  struct {
+    uint8_t min_rnr_timer, rnr_retry, timeout, retry_cnt, max_rd_atomic;
+    uint32_t mtu, sq_depth, rq_depth;
+  } qp;
+  struct {
+    int32_t kind, pattern;
+    uint32_t messages, size;
+    uint64_t interval_ns, consume_ns, consume_ranks, consume_jitter_ns, post_delay_ns;
+  } workload;
+  uint64_t seed;
+  struct {
+    uint32_t eager_limit, rget_limit, frag_size, pipeline, channels, credits, credit_threshold,
+        reply_slots, send_buffers, max_requests, rcache_entries;
+    uint64_t rcache_bytes;
+    uint32_t record;
+  } p2p;
+  struct pp_traffic traffic;
+  struct pp_script script;
+  struct pp_ring_params ring;
+  struct pp_coll_params coll;
+  uint32_t test_bugs;
+  uint64_t proto_params[256 / 8];
+};
+_Static_assert(sizeof(struct v1_cfg) == 13096, "format 1's engine.cfg was 13096 bytes");
+#define V1_BEFORE_PARAMS offsetof(struct v1_cfg, proto_params)
+
 static size_t v1_bytes(const struct pp_engine_cfg *c, uint8_t *out)
 {
-  const uint8_t *b = (const uint8_t *)c;
-  size_t p2p = offsetof(struct pp_engine_cfg, p2p), cut = offsetof(struct pp_p2p_params, srq);
-  size_t after = p2p + sizeof(struct pp_p2p_params);
-  cr_assert(!c->p2p.srq && !c->p2p.srq_buffers && !c->p2p.srq_limit);
-  memcpy(out, b, p2p + cut);
-  memset(out + p2p + cut, 0, V1_P2P_SIZE - cut);
-  memcpy(out + p2p + V1_P2P_SIZE, b + after, sizeof *c - after);
-  return sizeof *c - V1_GROWTH;
+  static struct v1_cfg v;
+  memset(&v, 0, sizeof v);
+  v.rank = c->rank, v.nranks = c->nranks, v.protocol = c->protocol, v.seed = c->seed;
+  memcpy(&v.qp, &c->qp, sizeof v.qp);
+  _Static_assert(sizeof v.qp == sizeof c->qp && sizeof v.workload == sizeof c->workload,
+                 "unchanged since format 1");
+  memcpy(&v.workload, &c->workload, sizeof v.workload);
+  if (pp_engine_cfg_is_p2p(c)) {
+    const struct pp_p2p_params *p = pp_p2p_params_of(c);
+    cr_assert(!p->srq && !p->srq_buffers && !p->srq_limit);
+    memcpy(&v.p2p, p, sizeof v.p2p);
+  }
+  if (pp_engine_cfg_is_ring(c))
+    v.ring = *pp_ring_params_of(c);
+  if (c->workload.kind == PP_WORKLOAD_TRAFFIC)
+    v.traffic = *pp_traffic_of(c);
+  if (c->workload.kind == PP_WORKLOAD_SCRIPT)
+    v.script = *pp_script_of(c);
+  if (c->workload.kind == PP_WORKLOAD_COLLECTIVE)
+    v.coll = *pp_coll_params_of(c);
+  v.test_bugs = c->test_bugs;
+  if (pp_proto_plugin(c->protocol))
+    memcpy(v.proto_params, c->proto_params, sizeof v.proto_params);
+  memcpy(out, &v, sizeof v);
+  return sizeof v;
 }
 
 static void write_v1(const struct pp_engine_cfg *c, size_t raw_size)
 {
-  static uint8_t raw[sizeof(struct pp_engine_cfg)];
+  static uint8_t raw[sizeof(struct v1_cfg)];
   size_t n = v1_bytes(c, raw);
-  write_v1_raw(c, raw, raw_size == sizeof *c ? n : raw_size);
+  write_v1_raw(c, raw, raw_size == sizeof(struct v1_cfg) ? n : raw_size);
 }
 
 Test(trace_cfg, format_1_raw_bytes_are_still_read)
 {
   struct pp_engine_cfg c, back;
   draw_cfg(&c, "rndv", PP_WORKLOAD_SCRIPT);
-  c.p2p.srq = false; /* format 1 had no p2p.srq */
-  c.p2p.srq_buffers = c.p2p.srq_limit = 0;
-  write_v1(&c, sizeof c);
+  pp_p2p_params_of(&c)->srq = false; /* format 1 had no p2p.srq */
+  pp_p2p_params_of(&c)->srq_buffers = pp_p2p_params_of(&c)->srq_limit = 0;
+  write_v1(&c, sizeof(struct v1_cfg));
   char note[512];
   memset(&back, 0xee, sizeof back);
   cr_assert_eq(pp_trace_engine_cfg(&T, &back, note, sizeof note), PP_OK, "%s", note);
@@ -561,16 +633,16 @@ Test(trace_cfg, format_1_raw_bytes_are_still_read)
 
   /* the size before proto_params was appended */
   c.proto_params[0] = 0;
-  write_v1(&c, offsetof(struct pp_engine_cfg, proto_params) - V1_GROWTH);
+  write_v1(&c, V1_BEFORE_PARAMS);
   memset(&back, 0xee, sizeof back);
   cr_assert_eq(pp_trace_engine_cfg(&T, &back, note, sizeof note), PP_OK, "%s", note);
   cr_assert_eq(memcmp(&back, &c, sizeof c), 0, "the prefix, the rest 0");
 
   /* a bool of the raw bytes that is not 0 or 1 reads as true (not as an invalid bool) */
-  c.coll.check = true;
-  static uint8_t raw[sizeof(struct pp_engine_cfg)];
+  pp_coll_params_of(&c)->check = true;
+  static uint8_t raw[sizeof(struct v1_cfg)];
   size_t n = v1_bytes(&c, raw);
-  raw[offsetof(struct pp_engine_cfg, coll.check) - V1_GROWTH] = 7;
+  raw[offsetof(struct v1_cfg, coll.check)] = 7;
   write_v1_raw(&c, raw, n);
   memset(&back, 0xee, sizeof back);
   cr_assert_eq(pp_trace_engine_cfg(&T, &back, note, sizeof note), PP_OK, "%s", note);
@@ -583,7 +655,7 @@ Test(trace_cfg, format_1_raw_bytes_are_still_read)
   cr_assert(strstr(note, "is not format 1's struct"), "%s", note);
   cr_assert_eq(back.qp.rnr_retry, c.qp.rnr_retry);
   cr_assert_eq(back.workload.interval_ns, c.workload.interval_ns);
-  cr_assert_eq(back.coll.chunk, c.coll.chunk);
+  cr_assert_eq(pp_coll_params_of(&back)->chunk, pp_coll_params_of(&c)->chunk);
   cr_assert_eq(back.protocol, PP_PROTO_RNDV);
 }
 
@@ -592,15 +664,16 @@ Test(trace_cfg, format_1_sim_cfg_bytes_are_still_read)
   static struct pp_sim_config s, back;
   fill_sim(&s);
   s.engine.rank = 0;
-  s.engine.p2p.srq = false; /* format 1 had no p2p.srq */
-  s.engine.p2p.srq_buffers = s.engine.p2p.srq_limit = 0;
+  pp_p2p_params_of(&s.engine)->srq = false; /* format 1 had no p2p.srq */
+  pp_p2p_params_of(&s.engine)->srq_buffers = pp_p2p_params_of(&s.engine)->srq_limit = 0;
   /* format 1 had no RNR delay model: its NIC profile ended with line_rate_bps */
   s.nic.rnr_tick_ns = s.nic.rnr_min_ns = 0;
   memset(s.nic.rnr_delay_ns, 0, sizeof s.nic.rnr_delay_ns);
   /* format 1's sim.cfg: the members before the engine's (name and platform, the NIC profile's
-   * first 136 bytes, the faults), format 1's engine, the four after */
-  static uint8_t eng[sizeof(struct pp_engine_cfg)], sim[sizeof(struct pp_sim_config)];
-  size_t ne = v1_bytes(&s.engine, eng), at = 1456;
+   * first 136 bytes, the faults: 1456 bytes), format 1's engine, the four after */
+  enum { V1_SIM_ENGINE_AT = 1456 };
+  static uint8_t eng[sizeof(struct v1_cfg)], sim[V1_SIM_ENGINE_AT + sizeof(struct v1_cfg) + 32];
+  size_t ne = v1_bytes(&s.engine, eng), at = V1_SIM_ENGINE_AT;
   size_t tail = offsetof(struct pp_sim_config, engine) + sizeof s.engine;
   memcpy(sim, &s, offsetof(struct pp_sim_config, nic));
   memcpy(sim + 1168, &s.nic, 136);

@@ -218,10 +218,10 @@ Test(traffic, configuration_errors)
         "receives: any}\n");
   struct pp_engine_cfg c = sc.sim.engine;
   char err[256];
-  c.traffic.dist = 9;
+  pp_traffic_of(&c)->dist = 9;
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   c = sc.sim.engine;
-  c.traffic.recv_mode = 9;
+  pp_traffic_of(&c)->recv_mode = 9;
   cr_assert_eq(pp_engine_cfg_check(&c, err, sizeof(err)), PP_INVALID);
   c = sc.sim.engine;
   c.workload.messages = 9000000;

@@ -2206,7 +2206,7 @@ static struct pp_run_cfg app_cfg(void)
   c.engine.qp = (struct pp_qp_params){.min_rnr_timer = 1, .rnr_retry = 7, .timeout = 14,
                                       .retry_cnt = 7, .max_rd_atomic = 1, .mtu = 4096,
                                       .sq_depth = 64, .rq_depth = 64};
-  pp_p2p_params_default(&c.engine.p2p);
+  pp_p2p_params_default(pp_p2p_params_of(&c.engine));
   return c;
 }
 

@@ -14,17 +14,25 @@ extern const struct pp_proto_def pp_ring_credits_def, pp_ring_cts_def; /* ring.c
 extern const struct pp_workload_def pp_stream_def, pp_script_def, pp_traffic_def, pp_app_def,
     pp_collective_def;
 
-#define CFG(member) offsetof(struct pp_engine_cfg, member)
+static void p2p_defaults(void *p)
+{
+  pp_p2p_params_default(p);
+}
+
+static void ring_defaults(void *p)
+{
+  pp_ring_params_default(p);
+}
 
 void pp_builtin_register(void)
 {
   unsigned s = PP_OK;
   /* registry ids = enum pp_protocol */
-  s |= pp_proto_register_builtin(&pp_naive_def, CFG(proto_params));
-  s |= pp_proto_register_builtin(&pp_p2p_eager_def, CFG(p2p));
-  s |= pp_proto_register_builtin(&pp_p2p_rndv_def, CFG(p2p));
-  s |= pp_proto_register_builtin(&pp_ring_credits_def, CFG(ring));
-  s |= pp_proto_register_builtin(&pp_ring_cts_def, CFG(ring));
+  s |= pp_proto_register_builtin(&pp_naive_def, NULL);
+  s |= pp_proto_register_builtin(&pp_p2p_eager_def, p2p_defaults);
+  s |= pp_proto_register_builtin(&pp_p2p_rndv_def, p2p_defaults);
+  s |= pp_proto_register_builtin(&pp_ring_credits_def, ring_defaults);
+  s |= pp_proto_register_builtin(&pp_ring_cts_def, ring_defaults);
   /* kinds = enum pp_workload_kind */
   s |= pp_workload_register(&pp_stream_def, NULL, 0);
   s |= pp_workload_register(&pp_script_def, NULL, 0);

@@ -59,12 +59,15 @@ struct pp_app_ops {
   void (*async_event)(struct pp_engine *e, uint64_t now, const struct pp_async_event *ev);
 };
 
-/* A workload in the registry (engine/core/registry.c), as a protocol's struct pp_proto_def: the
- * built-in workloads keep their parameters in struct pp_engine_cfg (workload, traffic, script,
- * coll). */
+/* A workload in the registry (engine/core/registry.c), as a protocol's struct pp_proto_def: its
+ * parameters are params_size bytes (at most PP_WORKLOAD_PARAMS_MAX) in
+ * pp_engine_cfg.workload_params, set by `defaults` (NULL: all 0) when the workload is chosen; the
+ * keys every workload shares are pp_engine_cfg.workload. */
 struct pp_workload_def {
   const char *name;
   const char *desc;
+  size_t params_size;
+  void (*defaults)(void *params);
   bool alltoall; /* takes pattern 'alltoall' */
   bool pair_odd; /* pattern 'pair' with an odd number of ranks (the last one idles) */
   /* Optional: its settings against the rest of the configuration, a sentence in err. */
@@ -79,8 +82,10 @@ struct pp_workload_def {
  * PP_INVALID (missing slot), PP_EXISTS, PP_LIMIT as pp_proto_register. */
 enum pp_status pp_workload_register(const struct pp_workload_def *def, char *err, size_t errlen);
 const struct pp_workload_def *pp_workload_get(uint32_t kind);
-/* A built-in protocol whose parameters live in struct pp_engine_cfg at `offset`. */
-enum pp_status pp_proto_register_builtin(const struct pp_proto_def *def, size_t offset);
+/* A built-in protocol, its parameters (pp_engine_cfg.proto_params) set by `defaults` (NULL: its
+ * field table's) when it is chosen. */
+enum pp_status pp_proto_register_builtin(const struct pp_proto_def *def,
+                                         void (*defaults)(void *params));
 /* engine/core/builtin.c: registers the built-in protocols and workloads (once, at the first
  * lookup of either registry). */
 void pp_builtin_register(void);

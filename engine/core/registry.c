@@ -11,12 +11,13 @@
 #include "engine/core/engine_impl.h"
 
 #define MAX_WORKLOADS 16u
-#define OFF_CFG SIZE_MAX /* the parameters live in pp_engine_cfg.proto_params */
 
+/* Every protocol keeps its parameters in pp_engine_cfg.proto_params: a plug-in's start at its
+ * field table's defaults, a built-in's at its defaults function's. */
 struct proto_entry {
   const struct pp_proto_def *def;
-  const char *plugin; /* NULL: built in */
-  size_t off;         /* of the parameters in struct pp_engine_cfg */
+  const char *plugin;              /* NULL: built in */
+  void (*defaults)(void *params);  /* a built-in's; NULL: the table's */
 };
 
 static struct proto_entry protos[PP_MAX_PROTOCOLS];
@@ -89,8 +90,8 @@ static enum pp_status check_def(const struct pp_proto_def *d, char *err, size_t 
   return PP_OK;
 }
 
-static enum pp_status add(const struct pp_proto_def *d, const char *plugin, size_t off, char *err,
-                          size_t errlen)
+static enum pp_status add(const struct pp_proto_def *d, const char *plugin,
+                          void (*defaults)(void *), char *err, size_t errlen)
 {
   enum pp_status s = check_def(d, err, errlen);
   if (s != PP_OK)
@@ -103,13 +104,16 @@ static enum pp_status add(const struct pp_proto_def *d, const char *plugin, size
   if (nprotos == PP_MAX_PROTOCOLS)
     FAIL(PP_LIMIT, "protocol '%s': the registry holds %u protocols already", d->name,
          PP_MAX_PROTOCOLS);
-  protos[nprotos++] = (struct proto_entry){.def = d, .plugin = plugin, .off = off};
+  protos[nprotos++] = (struct proto_entry){.def = d, .plugin = plugin, .defaults = defaults};
   return PP_OK;
 }
 
-enum pp_status pp_proto_register_builtin(const struct pp_proto_def *def, size_t offset)
+enum pp_status pp_proto_register_builtin(const struct pp_proto_def *def,
+                                         void (*defaults)(void *params))
 {
-  return add(def, NULL, offset, NULL, 0);
+  if (def->params_size > PP_PROTO_PARAMS_MAX)
+    return PP_INVALID;
+  return add(def, NULL, defaults, NULL, 0);
 }
 
 enum pp_status pp_proto_register_from(const struct pp_proto_def *d, const char *plugin,
@@ -127,7 +131,7 @@ enum pp_status pp_proto_register_from(const struct pp_proto_def *d, const char *
   char why[192];
   if (d->nparams && !pp_params_valid(d->params, d->nparams, d->params_size, why, sizeof why))
     FAIL(PP_INVALID, "protocol '%s': its parameter table: %s", d->name, why);
-  return add(d, plugin, OFF_CFG, err, errlen);
+  return add(d, plugin, NULL, err, errlen);
 }
 
 enum pp_status pp_proto_register(const struct pp_proto_def *def, char *err, size_t errlen)
@@ -203,10 +207,7 @@ int pp_protocol_from_name(const char *name)
 const void *pp_engine_cfg_proto_params_c(const struct pp_engine_cfg *cfg)
 {
   ensure_builtins();
-  if (cfg->protocol >= nprotos)
-    return NULL;
-  size_t off = protos[cfg->protocol].off;
-  return off == OFF_CFG ? (const void *)cfg->proto_params : (const char *)cfg + off;
+  return cfg->protocol < nprotos ? (const void *)cfg->proto_params : NULL;
 }
 
 void *pp_engine_cfg_proto_params(struct pp_engine_cfg *cfg)
@@ -220,11 +221,12 @@ enum pp_status pp_engine_cfg_protocol(struct pp_engine_cfg *cfg, const char *nam
   if (id < 0)
     return PP_NOTFOUND;
   cfg->protocol = (uint32_t)id;
-  const struct pp_proto_def *d = protos[id].def;
-  if (protos[id].off == OFF_CFG) {
-    memset(cfg->proto_params, 0, sizeof cfg->proto_params);
-    pp_params_defaults(d->params, d->nparams, cfg->proto_params);
-  }
+  const struct proto_entry *p = &protos[id];
+  memset(cfg->proto_params, 0, sizeof cfg->proto_params);
+  if (p->defaults)
+    p->defaults(cfg->proto_params);
+  else
+    pp_params_defaults(p->def->params, p->def->nparams, cfg->proto_params);
   return PP_OK;
 }
 
@@ -239,6 +241,9 @@ enum pp_status pp_workload_register(const struct pp_workload_def *d, char *err, 
   if (!o->plan || !o->create || !o->destroy || !o->start || !o->pump || !o->on_timer ||
       !o->send_done || !o->recv_done || !o->done)
     FAIL(PP_INVALID, "workload '%s': its ops table misses a slot", d->name);
+  if (d->params_size > PP_WORKLOAD_PARAMS_MAX)
+    FAIL(PP_INVALID, "workload '%s': parameters of %zu bytes, at most %u", d->name,
+         d->params_size, PP_WORKLOAD_PARAMS_MAX);
   for (uint32_t i = 0; i < nworkloads; i++)
     if (!strcmp(workloads[i]->name, d->name))
       FAIL(PP_EXISTS, "workload '%s' is registered already", d->name);
@@ -268,4 +273,21 @@ int pp_workload_from_name(const char *name)
     if (!strcmp(workloads[i]->name, name))
       return (int)i;
   return -1;
+}
+
+void pp_engine_cfg_workload_defaults(struct pp_engine_cfg *cfg)
+{
+  const struct pp_workload_def *d = pp_workload_get((uint32_t)cfg->workload.kind);
+  memset(cfg->workload_params, 0, sizeof cfg->workload_params);
+  if (d && d->defaults)
+    d->defaults(cfg->workload_params);
+}
+
+enum pp_status pp_engine_cfg_workload(struct pp_engine_cfg *cfg, uint32_t kind)
+{
+  if (!pp_workload_get(kind))
+    return PP_NOTFOUND;
+  cfg->workload.kind = (enum pp_workload_kind)kind;
+  pp_engine_cfg_workload_defaults(cfg);
+  return PP_OK;
 }

@@ -20,8 +20,11 @@
  *   proto.KEY                  a plug-in's parameters (its own field table; the built-ins'
  *                              live in the sections above)
  *
- * Every key of every section is written whatever the protocol and workload, so the header holds
- * the whole configuration (the rank is the create record's; the script ops' pad bytes are 0).
+ * The protocol's section (p2p, ring) and the workload's (the traffic keys, collective, script) are
+ * written only for the protocol and workload that run: their parameters share the
+ * configuration's proto_params / workload_params, so the header holds the whole configuration
+ * (the rank is the create record's; the script ops' pad bytes are 0). A header of an older build
+ * holds every section: another protocol's or workload's keys are checked and dropped.
  * Reading applies each key through the same table entry with the member's whole range as bounds
  * (0 in a derived key, a value a check would refuse: the header says what ran, the engine's
  * check judges it), refuses a key under engine. that this build does not know (a setting would
@@ -56,36 +59,70 @@ static const struct pp_param CORE[] = {
                    "test-only injected bugs (bits)", NULL, 0),
     PP_PARAM_KEYED("workload.consume_ranks", E, workload.consume_ranks, PP_PARAM_UINT, 0,
                    UINT64_MAX, 0, "the slow consumers (bitmask of the first 64 ranks)", NULL, 0),
-    PP_PARAM_KEYED("collective.root", E, coll.root, PP_PARAM_UINT, 0, UINT32_MAX, 0,
-                   "broadcast's root", NULL, 0),
-    PP_PARAM_KEYED("collective.slow_ranks", E, coll.slow_ranks, PP_PARAM_UINT, 0, UINT64_MAX, 0,
-                   "the slow ranks (bitmask of the first 64)", NULL, 0),
 };
 #undef E
+#define K struct pp_coll_params
+static const struct pp_param COLL_CORE[] = {
+    PP_PARAM_KEYED("root", K, root, PP_PARAM_UINT, 0, UINT32_MAX, 0, "broadcast's root", NULL, 0),
+    PP_PARAM_KEYED("slow_ranks", K, slow_ranks, PP_PARAM_UINT, 0, UINT64_MAX, 0,
+                   "the slow ranks (bitmask of the first 64)", NULL, 0),
+};
+#undef K
+static const size_t CORE_COUNT = sizeof(CORE) / sizeof(CORE[0]);
+static const size_t COLL_CORE_COUNT = sizeof(COLL_CORE) / sizeof(COLL_CORE[0]);
+
+/* Where a section's struct is: in the configuration itself (always there), or the protocol's or
+ * the workload's parameters (there only for the protocols / the workload they belong to). */
+static void *at_cfg(const struct pp_engine_cfg *c)
+{
+  return (void *)(uintptr_t)c;
+}
+static void *at_qp(const struct pp_engine_cfg *c)
+{
+  return (void *)(uintptr_t)&c->qp;
+}
+static void *at_workload(const struct pp_engine_cfg *c)
+{
+  return (void *)(uintptr_t)&c->workload;
+}
+static void *at_traffic(const struct pp_engine_cfg *c)
+{
+  return c->workload.kind == PP_WORKLOAD_TRAFFIC ? pp_traffic_of(c) : NULL;
+}
+static void *at_p2p(const struct pp_engine_cfg *c)
+{
+  return pp_engine_cfg_is_p2p(c) ? pp_p2p_params_of(c) : NULL;
+}
+static void *at_ring(const struct pp_engine_cfg *c)
+{
+  return pp_engine_cfg_is_ring(c) ? pp_ring_params_of(c) : NULL;
+}
+static void *at_coll(const struct pp_engine_cfg *c)
+{
+  return c->workload.kind == PP_WORKLOAD_COLLECTIVE ? pp_coll_params_of(c) : NULL;
+}
 
 static const struct section {
   const char *prefix;
   const struct pp_param *t;
   const size_t *n;
-  size_t off; /* of the section's struct in pp_engine_cfg */
+  void *(*at)(const struct pp_engine_cfg *c); /* its struct; NULL: not this configuration's */
+  bool own; /* a protocol's or workload's parameters */
 } SECTIONS[] = {
-    {"engine.", CORE, NULL, 0},
-    {"engine.qp.", pp_qp_param_table, &pp_qp_param_count, offsetof(struct pp_engine_cfg, qp)},
-    {"engine.workload.", pp_workload_param_table, &pp_workload_param_count,
-     offsetof(struct pp_engine_cfg, workload)},
-    {"engine.workload.", pp_traffic_param_table, &pp_traffic_param_count,
-     offsetof(struct pp_engine_cfg, traffic)},
-    {"engine.p2p.", pp_p2p_param_table, &pp_p2p_param_count, offsetof(struct pp_engine_cfg, p2p)},
-    {"engine.ring.", pp_ring_param_table, &pp_ring_param_count,
-     offsetof(struct pp_engine_cfg, ring)},
-    {"engine.collective.", pp_coll_param_table, &pp_coll_param_count,
-     offsetof(struct pp_engine_cfg, coll)},
+    {"engine.", CORE, &CORE_COUNT, at_cfg, false},
+    {"engine.qp.", pp_qp_param_table, &pp_qp_param_count, at_qp, false},
+    {"engine.workload.", pp_workload_param_table, &pp_workload_param_count, at_workload, false},
+    {"engine.workload.", pp_traffic_param_table, &pp_traffic_param_count, at_traffic, true},
+    {"engine.p2p.", pp_p2p_param_table, &pp_p2p_param_count, at_p2p, true},
+    {"engine.ring.", pp_ring_param_table, &pp_ring_param_count, at_ring, true},
+    {"engine.collective.", pp_coll_param_table, &pp_coll_param_count, at_coll, true},
+    {"engine.collective.", COLL_CORE, &COLL_CORE_COUNT, at_coll, true},
 };
 #define NSECTIONS (sizeof(SECTIONS) / sizeof(SECTIONS[0]))
 
 static size_t sec_count(const struct section *s)
 {
-  return s->n ? *s->n : sizeof(CORE) / sizeof(CORE[0]);
+  return *s->n;
 }
 
 /* The workload's kind is the workload registry's id (a plug-in's beyond the built-in names). */
@@ -97,7 +134,7 @@ static bool is_kind(const struct section *s, const struct pp_param *p)
 static size_t format_entry(const struct section *s, const struct pp_param *p,
                            const struct pp_engine_cfg *c, char *buf, size_t len)
 {
-  const void *obj = (const char *)c + s->off;
+  const void *obj = s->at(c);
   if (is_kind(s, p)) {
     int w = snprintf(buf, len, "%s", pp_workload_name((enum pp_workload_kind)c->workload.kind));
     return w < 0 ? 0 : (size_t)w;
@@ -105,10 +142,10 @@ static size_t format_entry(const struct section *s, const struct pp_param *p,
   return pp_param_format(p, obj, buf, len);
 }
 
-/* The text through entry p, within the member's whole range (enum: its names; strict: the
- * table's bounds, for settings a user gives). */
+/* The text through entry p into obj, within the member's whole range (enum: its names; strict:
+ * the table's bounds, for settings a user gives). */
 static enum pp_status set_entry(const struct section *s, const struct pp_param *p,
-                                struct pp_engine_cfg *c, const char *text, bool strict,
+                                struct pp_engine_cfg *c, void *obj, const char *text, bool strict,
                                 char *why, size_t whylen)
 {
   if (is_kind(s, p)) {
@@ -118,15 +155,14 @@ static enum pp_status set_entry(const struct section *s, const struct pp_param *
                             "or a plug-in's)");
       return PP_INVALID;
     }
-    c->workload.kind = (enum pp_workload_kind)k;
-    return PP_OK;
+    return pp_engine_cfg_workload(c, (uint32_t)k); /* and its parameters' defaults */
   }
   struct pp_param q = *p;
   if (!strict && q.kind != PP_PARAM_ENUM) {
     q.min = 0;
     q.max = q.width == 8 ? UINT64_MAX : (1ull << (8 * q.width)) - 1;
   }
-  return pp_param_set(&q, (char *)c + s->off, text, strlen(text), why, whylen);
+  return pp_param_set(&q, obj, text, strlen(text), why, whylen);
 }
 
 static const struct pp_param *entry_of(const char *key, const struct section **sec)
@@ -332,7 +368,7 @@ static enum pp_status each_key(const struct pp_engine_cfg *c, const struct emit 
   char key[128], val[PROG_TEXT_MAX];
   enum pp_status s = em->fn(em->ctx, "engine.protocol", pp_protocol_name(c->protocol));
   for (size_t i = 0; s == PP_OK && i < NSECTIONS; i++)
-    for (size_t j = 0; s == PP_OK && j < sec_count(&SECTIONS[i]); j++) {
+    for (size_t j = 0; s == PP_OK && SECTIONS[i].at(c) && j < sec_count(&SECTIONS[i]); j++) {
       const struct pp_param *p = &SECTIONS[i].t[j];
       snprintf(key, sizeof key, "%s%s", SECTIONS[i].prefix, p->key);
       format_entry(&SECTIONS[i], p, c, val, sizeof val);
@@ -340,8 +376,8 @@ static enum pp_status each_key(const struct pp_engine_cfg *c, const struct emit 
     }
   const struct pp_proto_def *d = pp_proto_get(c->protocol);
   const void *prm = pp_engine_cfg_proto_params_c(c);
-  if (prm == (const void *)c->proto_params) { /* a plug-in's: the built-ins' are sections */
-    const char *plugin = pp_proto_plugin(c->protocol);
+  const char *plugin = pp_proto_plugin(c->protocol);
+  if (prm && plugin) { /* a plug-in's: the built-ins' are sections */
     if (s == PP_OK && plugin)
       s = em->fn(em->ctx, "engine.plugin", plugin);
     for (size_t i = 0; s == PP_OK && d && i < d->nparams; i++) {
@@ -350,7 +386,9 @@ static enum pp_status each_key(const struct pp_engine_cfg *c, const struct emit 
       s = em->fn(em->ctx, key, val);
     }
   }
-  const struct pp_script *sc = &c->script;
+  const struct pp_script *sc = pp_script_of(c);
+  if (c->workload.kind != PP_WORKLOAD_SCRIPT)
+    return s;
   snprintf(val, sizeof val, "%u", sc->nprogs);
   if (s == PP_OK)
     s = em->fn(em->ctx, "engine.script.progs", val);
@@ -405,12 +443,22 @@ void pp_trace_engine_cfg_each(const struct pp_engine_cfg *c,
 enum cfg_kind { K_UINT, K_PROTOCOL, K_WORKLOAD, K_PATTERN };
 
 #define F(key, field, kind)                                                    \
-  {key, kind, offsetof(struct pp_engine_cfg, field), sizeof(((struct pp_engine_cfg *)0)->field)}
+  {key, kind, at_cfg, offsetof(struct pp_engine_cfg, field),                   \
+   sizeof(((struct pp_engine_cfg *)0)->field)}
+#define FR(key, field)                                                         \
+  {key, K_UINT, at_ring, offsetof(struct pp_ring_params, field),               \
+   sizeof(((struct pp_ring_params *)0)->field)}
+#define FC(key, field)                                                         \
+  {key, K_UINT, at_coll, offsetof(struct pp_coll_params, field),               \
+   sizeof(((struct pp_coll_params *)0)->field)}
 
-/* The readable keys format 1 wrote beside the raw bytes (U64, or STR for the names). */
+/* The readable keys format 1 wrote beside the raw bytes (U64, or STR for the names): of the
+ * configuration, or of its protocol's / workload's parameters (at: NULL when they are another's;
+ * such a key is then dropped). */
 static const struct cfg_field {
   const char *key;
   enum cfg_kind kind;
+  void *(*at)(const struct pp_engine_cfg *c);
   size_t off, size;
 } V1_FIELDS[] = {
     F("engine.nranks", nranks, K_UINT),
@@ -431,27 +479,37 @@ static const struct cfg_field {
     F("engine.workload.interval_ns", workload.interval_ns, K_UINT),
     F("engine.workload.consume_ns", workload.consume_ns, K_UINT),
     F("engine.workload.consume_ranks", workload.consume_ranks, K_UINT),
-    F("engine.ring.slots", ring.slots, K_UINT),
-    F("engine.ring.slot_size", ring.slot_size, K_UINT),
-    F("engine.ring.channels", ring.channels, K_UINT),
-    F("engine.ring.credit_batch", ring.credit_batch, K_UINT),
-    F("engine.ring.credit_idle_ns", ring.credit_idle_ns, K_UINT),
-    F("engine.coll.bytes", coll.bytes, K_UINT),
-    F("engine.coll.chunk", coll.chunk, K_UINT),
-    F("engine.coll.window", coll.window, K_UINT),
-    F("engine.coll.iterations", coll.iterations, K_UINT),
-    F("engine.coll.compute_ns", coll.compute_ns, K_UINT),
+    FR("engine.ring.slots", slots),
+    FR("engine.ring.slot_size", slot_size),
+    FR("engine.ring.channels", channels),
+    FR("engine.ring.credit_batch", credit_batch),
+    FR("engine.ring.credit_idle_ns", credit_idle_ns),
+    FC("engine.coll.bytes", bytes),
+    FC("engine.coll.chunk", chunk),
+    FC("engine.coll.window", window),
+    FC("engine.coll.iterations", iterations),
+    FC("engine.coll.compute_ns", compute_ns),
 };
 #undef F
+#undef FR
+#undef FC
 
 #define NV1 (sizeof(V1_FIELDS) / sizeof(V1_FIELDS[0]))
 
-/* 0 when v fits the field. */
+/* 0 when v fits the field (dropped when it is another protocol's or workload's). The protocol
+ * and the workload kind are chosen with their parameters' defaults. */
 static int set_field(struct pp_engine_cfg *c, const struct cfg_field *f, uint64_t v)
 {
   if (f->size < 8 && v >> (8 * f->size))
     return -1;
-  pp_param_put(&(struct pp_param){.width = (uint8_t)f->size, .offset = (uint32_t)f->off}, c, v);
+  if (f->kind == K_PROTOCOL)
+    return pp_engine_cfg_protocol(c, pp_protocol_name((uint32_t)v)) == PP_OK ? 0 : -1;
+  if (f->kind == K_WORKLOAD)
+    return pp_engine_cfg_workload(c, (uint32_t)v) == PP_OK ? 0 : -1;
+  void *obj = f->at(c);
+  if (obj)
+    pp_param_put(&(struct pp_param){.width = (uint8_t)f->size, .offset = (uint32_t)f->off}, obj,
+                 v);
   return 0;
 }
 
@@ -480,6 +538,12 @@ static const struct cfg_field *v1_field_of(const char *key)
 static enum pp_status v1_set(struct pp_engine_cfg *c, const struct cfg_field *f, const char *key,
                              const char *value, char *err, size_t errlen)
 {
+  if (!f->at(c)) {
+    snprintf(err, errlen, "%s: not a parameter of protocol '%s' with workload '%s'", key,
+             pp_protocol_name(c->protocol),
+             pp_workload_name((enum pp_workload_kind)c->workload.kind));
+    return PP_INVALID;
+  }
   if (f->kind != K_UINT) {
     int v = enum_value(f->kind, value);
     if (v < 0) {
@@ -506,7 +570,14 @@ enum pp_status pp_trace_engine_cfg_set(struct pp_engine_cfg *c, const char *key,
   const struct pp_param *p = entry_of(key, &sec);
   if (p) {
     char why[160];
-    if (set_entry(sec, p, c, value, true, why, sizeof why) == PP_OK)
+    void *obj = sec->at(c);
+    if (!obj) {
+      snprintf(err, errlen, "%s: not a parameter of protocol '%s' with workload '%s'", key,
+               pp_protocol_name(c->protocol),
+               pp_workload_name((enum pp_workload_kind)c->workload.kind));
+      return PP_INVALID;
+    }
+    if (set_entry(sec, p, c, obj, value, true, why, sizeof why) == PP_OK)
       return PP_OK;
     snprintf(err, errlen, "%s %s, got '%s'", key, why, value);
     return PP_INVALID;
@@ -546,7 +617,7 @@ static enum pp_status proto_keys(const struct pp_trace *t, struct pp_engine_cfg 
 {
   const struct pp_proto_def *d = pp_proto_get(c->protocol);
   void *prm = pp_engine_cfg_proto_params(c);
-  if (prm != (void *)c->proto_params)
+  if (!prm || !pp_proto_plugin(c->protocol))
     return PP_OK;
   for (size_t i = 0; d && i < d->nparams; i++) {
     char key[96], why[160];
@@ -698,6 +769,44 @@ static void v1_copy_script(const struct v1_cfg *v, struct pp_script *sc)
   }
 }
 
+/* The built-in protocol's and workload's parameters of c's protocol and kind, from v. */
+static void v1_params(const struct v1_cfg *v, struct pp_engine_cfg *c)
+{
+  if (pp_engine_cfg_is_p2p(c)) {
+    struct pp_p2p_params *p = pp_p2p_params_of(c);
+    memset(c->proto_params, 0, sizeof c->proto_params);
+    p->eager_limit = v->p2p.eager_limit, p->rget_limit = v->p2p.rget_limit;
+    p->frag_size = v->p2p.frag_size, p->pipeline = v->p2p.pipeline;
+    p->channels = v->p2p.channels, p->credits = v->p2p.credits;
+    p->credit_threshold = v->p2p.credit_threshold, p->reply_slots = v->p2p.reply_slots;
+    p->send_buffers = v->p2p.send_buffers, p->max_requests = v->p2p.max_requests;
+    p->rcache_entries = v->p2p.rcache_entries, p->rcache_bytes = v->p2p.rcache_bytes;
+    p->record = v->p2p.record;
+  }
+  if (pp_engine_cfg_is_ring(c)) {
+    memset(c->proto_params, 0, sizeof c->proto_params);
+    *pp_ring_params_of(c) = (struct pp_ring_params){v->ring.slots, v->ring.slot_size,
+                                                    v->ring.channels, v->ring.credit_batch,
+                                                    v->ring.credit_idle_ns};
+  }
+  memset(c->workload_params, 0, sizeof c->workload_params);
+  if (c->workload.kind == PP_WORKLOAD_TRAFFIC)
+    *pp_traffic_of(c) =
+        (struct pp_traffic){v->traffic.size_max, v->traffic.dist, v->traffic.recv_mode,
+                            v->traffic.pad, v->traffic.tags, v->traffic.window};
+  if (c->workload.kind == PP_WORKLOAD_SCRIPT)
+    v1_copy_script(v, pp_script_of(c));
+  if (c->workload.kind == PP_WORKLOAD_COLLECTIVE) {
+    struct pp_coll_params *k = pp_coll_params_of(c);
+    k->op = (enum pp_coll_op)v->coll.op, k->dtype = (enum pp_dtype)v->coll.dtype;
+    k->bytes = v->coll.bytes, k->iterations = v->coll.iterations, k->warmup = v->coll.warmup;
+    k->root = v->coll.root, k->chunk = v->coll.chunk, k->window = v->coll.window;
+    k->compute_ns = v->coll.compute_ns, k->slow_ranks = v->coll.slow_ranks;
+    k->slow_compute_ns = v->coll.slow_compute_ns, k->slow_from = v->coll.slow_from;
+    k->slow_until = v->coll.slow_until, k->check = v->coll.check;
+  }
+}
+
 static void v1_copy(const struct v1_cfg *v, struct pp_engine_cfg *c)
 {
   memset(c, 0, sizeof(*c));
@@ -713,29 +822,10 @@ static void v1_copy(const struct v1_cfg *v, struct pp_engine_cfg *c)
   c->workload.consume_ranks = v->workload.consume_ranks;
   c->workload.consume_jitter_ns = v->workload.consume_jitter_ns;
   c->workload.post_delay_ns = v->workload.post_delay_ns;
-  struct pp_p2p_params *p = &c->p2p;
-  p->eager_limit = v->p2p.eager_limit, p->rget_limit = v->p2p.rget_limit;
-  p->frag_size = v->p2p.frag_size, p->pipeline = v->p2p.pipeline;
-  p->channels = v->p2p.channels, p->credits = v->p2p.credits;
-  p->credit_threshold = v->p2p.credit_threshold, p->reply_slots = v->p2p.reply_slots;
-  p->send_buffers = v->p2p.send_buffers, p->max_requests = v->p2p.max_requests;
-  p->rcache_entries = v->p2p.rcache_entries, p->rcache_bytes = v->p2p.rcache_bytes;
-  p->record = v->p2p.record;
-  c->traffic = (struct pp_traffic){v->traffic.size_max, v->traffic.dist, v->traffic.recv_mode,
-                                   v->traffic.pad, v->traffic.tags, v->traffic.window};
-  v1_copy_script(v, &c->script);
-  c->ring = (struct pp_ring_params){v->ring.slots, v->ring.slot_size, v->ring.channels,
-                                    v->ring.credit_batch, v->ring.credit_idle_ns};
-  struct pp_coll_params *k = &c->coll;
-  k->op = (enum pp_coll_op)v->coll.op, k->dtype = (enum pp_dtype)v->coll.dtype;
-  k->bytes = v->coll.bytes, k->iterations = v->coll.iterations, k->warmup = v->coll.warmup;
-  k->root = v->coll.root, k->chunk = v->coll.chunk, k->window = v->coll.window;
-  k->compute_ns = v->coll.compute_ns, k->slow_ranks = v->coll.slow_ranks;
-  k->slow_compute_ns = v->coll.slow_compute_ns, k->slow_from = v->coll.slow_from;
-  k->slow_until = v->coll.slow_until, k->check = v->coll.check;
   c->test_bugs = v->test_bugs;
   _Static_assert(sizeof c->proto_params >= sizeof v->proto_params, "room for a plug-in's");
   memcpy(c->proto_params, v->proto_params, sizeof v->proto_params);
+  v1_params(v, c);
 }
 
 static enum pp_status read_v1(const struct pp_trace *t, const struct pp_trace_kv *raw,
@@ -832,12 +922,11 @@ static bool known_key(const struct pp_engine_cfg *c, const char *k)
       !strcmp(k, "engine.script.progs") || !strcmp(k, "engine.script.ops"))
     return true;
   if (sscanf(k, "engine.script.prog.%u%n", &i, &n) == 1 && !k[n])
-    return i < c->script.nprogs;
+    return c->workload.kind == PP_WORKLOAD_SCRIPT && i < pp_script_of(c)->nprogs;
   if (sscanf(k, "engine.script.op.%u%n", &i, &n) == 1 && !k[n])
-    return i < c->script.nops;
+    return c->workload.kind == PP_WORKLOAD_SCRIPT && i < pp_script_of(c)->nops;
   const struct pp_proto_def *d = pp_proto_get(c->protocol);
-  return !strncmp(k, "proto.", 6) && d &&
-         pp_engine_cfg_proto_params_c(c) == (const void *)c->proto_params &&
+  return !strncmp(k, "proto.", 6) && d && pp_proto_plugin(c->protocol) &&
          pp_param_find(d->params, d->nparams, k + 6);
 }
 
@@ -868,14 +957,32 @@ static enum pp_status read_v2(const struct pp_trace *t, struct pp_engine_cfg *c,
                               size_t errlen)
 {
   size_t used = 0;
+  /* a section of another protocol or workload (a format 2 header of an older build holds every
+   * section): read into scratch, checked, dropped */
+  static union {
+    struct pp_script script;
+    uint64_t any[PP_WORKLOAD_PARAMS_MAX / 8];
+  } scratch;
   memset(c, 0, sizeof(*c));
   for (size_t i = 0; i < NSECTIONS; i++)
-    pp_params_defaults(SECTIONS[i].t, sec_count(&SECTIONS[i]), (char *)c + SECTIONS[i].off);
+    if (!SECTIONS[i].own)
+      pp_params_defaults(SECTIONS[i].t, sec_count(&SECTIONS[i]), SECTIONS[i].at(c));
   const char *proto = str_key(t, "engine.protocol", err, errlen, true, &used);
   enum pp_status s = proto ? set_protocol(t, proto, c, err, errlen) : PP_PARSE;
   if (s == PP_OK && pp_trace_kv_find(t, "engine.plugin"))
     used++;
-  for (size_t i = 0; s == PP_OK && i < NSECTIONS; i++)
+  bool wl_defaults = false;
+  for (size_t i = 0; s == PP_OK && i < NSECTIONS; i++) {
+    if (SECTIONS[i].own && !wl_defaults) { /* workload.kind is read: its parameters' defaults */
+      pp_engine_cfg_workload_defaults(c);
+      wl_defaults = true;
+    }
+    void *obj = SECTIONS[i].at(c);
+    if (!obj) {
+      memset(&scratch, 0, sizeof scratch);
+      pp_params_defaults(SECTIONS[i].t, sec_count(&SECTIONS[i]), &scratch);
+      obj = &scratch;
+    }
     for (size_t j = 0; s == PP_OK && j < sec_count(&SECTIONS[i]); j++) {
       const struct pp_param *p = &SECTIONS[i].t[j];
       char key[128], why[256];
@@ -885,15 +992,20 @@ static enum pp_status read_v2(const struct pp_trace *t, struct pp_engine_cfg *c,
         s = err[0] ? PP_PARSE : PP_OK;
         continue;
       }
-      if (set_entry(&SECTIONS[i], p, c, v, false, why, sizeof why) != PP_OK) {
+      if (set_entry(&SECTIONS[i], p, c, obj, v, false, why, sizeof why) != PP_OK) {
         snprintf(err, errlen, "header key %s: '%s' %s", key, v, why);
         s = PP_PARSE;
       }
     }
+  }
   if (s == PP_OK)
     s = proto_keys(t, c, false, &used, err, errlen);
-  if (s == PP_OK)
-    s = read_script(t, &c->script, &used, err, errlen);
+  if (s == PP_OK) {
+    bool script = c->workload.kind == PP_WORKLOAD_SCRIPT;
+    if (!script)
+      memset(&scratch, 0, sizeof scratch);
+    s = read_script(t, script ? pp_script_of(c) : &scratch.script, &used, err, errlen);
+  }
   if (s == PP_OK && used != prefixed_keys(t)) {
     unknown_key(t, c, err, errlen);
     s = PP_PARSE;

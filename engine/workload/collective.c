@@ -208,11 +208,11 @@ static void ring_piece(const struct pp_coll *c, uint64_t L, uint64_t b, struct p
 static void send_piece(const struct pp_engine *e, uint64_t i, struct piece *p)
 {
   const struct pp_coll *c = e->as;
-  if (e->cfg.coll.op == PP_COLL_BROADCAST) {
+  if (pp_coll_params_of(&e->cfg)->op == PP_COLL_BROADCAST) {
     p->off = i * c->ce;
     p->len = c->count - p->off < c->ce ? c->count - p->off : c->ce;
     p->id = i;
-    p->dep = c->r == e->cfg.coll.root ? -1 : (int64_t)i;
+    p->dep = c->r == pp_coll_params_of(&e->cfg)->root ? -1 : (int64_t)i;
     return;
   }
   uint64_t L = i / c->T, s = i % c->T;
@@ -225,7 +225,7 @@ static void recv_piece(const struct pp_engine *e, uint64_t j, struct piece *p)
   const struct pp_coll *c = e->as;
   p->dep = -1;
   p->reduce = false;
-  if (e->cfg.coll.op == PP_COLL_BROADCAST) {
+  if (pp_coll_params_of(&e->cfg)->op == PP_COLL_BROADCAST) {
     p->off = j * c->ce;
     p->len = c->count - p->off < c->ce ? c->count - p->off : c->ce;
     p->id = j;
@@ -233,7 +233,7 @@ static void recv_piece(const struct pp_engine *e, uint64_t j, struct piece *p)
   }
   uint64_t L = j / c->T, s = j % c->T;
   ring_piece(c, L, (c->r + 2 * c->n - s - 1) % c->n, p);
-  p->reduce = e->cfg.coll.op == PP_COLL_ALLREDUCE && s + 2 <= c->n;
+  p->reduce = pp_coll_params_of(&e->cfg)->op == PP_COLL_ALLREDUCE && s + 2 <= c->n;
 }
 
 /* ---------------------------------------------------------------- data */
@@ -285,7 +285,7 @@ static void fill(const struct pp_engine *e, uint8_t *buf, uint32_t src, uint64_t
 {
   uint64_t key = data_key(e, ((const struct pp_coll *)e->as)->iter, src);
   for (uint64_t i = lo; i < hi; i++)
-    store(buf, e->cfg.coll.dtype, i, elem_hash(key, i));
+    store(buf, pp_coll_params_of(&e->cfg)->dtype, i, elem_hash(key, i));
 }
 
 /* dst[0..len) += src[0..len) */
@@ -327,7 +327,7 @@ static void reduce(enum pp_dtype t, uint8_t *dst, const uint8_t *src, uint64_t l
 static uint64_t check_range(const struct pp_engine *e, uint64_t lo, uint64_t hi)
 {
   const struct pp_coll *c = e->as;
-  const struct pp_coll_params *p = &e->cfg.coll;
+  const struct pp_coll_params *p = pp_coll_params_of(&e->cfg);
   uint64_t keys[PP_MAX_RANKS];
   uint32_t nsrc = 0;
   uint64_t wrong = 0;
@@ -373,7 +373,7 @@ static uint64_t check_range(const struct pp_engine *e, uint64_t lo, uint64_t hi)
 static uint64_t compute_ns(const struct pp_engine *e)
 {
   const struct pp_coll *c = e->as;
-  const struct pp_coll_params *p = &e->cfg.coll;
+  const struct pp_coll_params *p = pp_coll_params_of(&e->cfg);
   bool slow = c->r < 64 && (p->slow_ranks >> c->r & 1) && c->iter >= p->slow_from &&
               c->iter < p->slow_until;
   return slow ? p->slow_compute_ns : p->compute_ns;
@@ -382,7 +382,7 @@ static uint64_t compute_ns(const struct pp_engine *e)
 static void iteration_begin(struct pp_engine *e, uint64_t now)
 {
   struct pp_coll *c = e->as;
-  const struct pp_coll_params *p = &e->cfg.coll;
+  const struct pp_coll_params *p = pp_coll_params_of(&e->cfg);
   c->running = true;
   c->iter_start = now;
   c->s_next = c->s_done = c->r_posted = c->r_done = 0;
@@ -407,7 +407,7 @@ static void iteration_end(struct pp_engine *e, uint64_t now)
 {
   struct pp_coll *c = e->as;
   struct pp_coll_stats *st = &e->st.coll;
-  if (e->cfg.coll.check) {
+  if (pp_coll_params_of(&e->cfg)->check) {
     uint64_t wrong = check_range(e, 0, c->count);
     st->elements_checked += c->count;
     st->elements_wrong += wrong;
@@ -420,7 +420,7 @@ static void iteration_end(struct pp_engine *e, uint64_t now)
   st->iterations_done++;
   pp_engine_latency(e, now - c->iter_start);
   c->running = false;
-  if (++c->iter < e->cfg.coll.iterations)
+  if (++c->iter < pp_coll_params_of(&e->cfg)->iterations)
     iteration_begin(e, now);
 }
 
@@ -435,7 +435,7 @@ static enum pp_status progress(struct pp_engine *e, uint64_t now)
       uint32_t at = (uint32_t)(c->r_posted % c->W);
       if (p.len) {
         struct pp_msg m = {.peer = c->prev,
-                           .buf = c->stage + (size_t)at * e->cfg.coll.chunk,
+                           .buf = c->stage + (size_t)at * pp_coll_params_of(&e->cfg)->chunk,
                            .len = (uint32_t)(p.len * c->esz),
                            .mr = &c->smr,
                            .cookie = (uint64_t)c->iter << ITER_SHIFT | c->r_posted};
@@ -474,9 +474,9 @@ static enum pp_status progress(struct pp_engine *e, uint64_t now)
       }
       uint32_t at = (uint32_t)(c->r_done % c->W);
       uint8_t *dst = c->buf + p.off * c->esz;
-      const uint8_t *src = c->stage + (size_t)at * e->cfg.coll.chunk;
+      const uint8_t *src = c->stage + (size_t)at * pp_coll_params_of(&e->cfg)->chunk;
       if (p.reduce)
-        reduce(e->cfg.coll.dtype, dst, src, p.len);
+        reduce(pp_coll_params_of(&e->cfg)->dtype, dst, src, p.len);
       else if (p.len)
         memcpy(dst, src, p.len * c->esz);
       c->arrived[at] = false;
@@ -517,7 +517,7 @@ static enum pp_status progress(struct pp_engine *e, uint64_t now)
 
 static enum pp_status coll_plan(struct pp_engine *e)
 {
-  const struct pp_coll_params *p = &e->cfg.coll;
+  const struct pp_coll_params *p = pp_coll_params_of(&e->cfg);
   struct pp_coll *c = calloc(1, sizeof(*c));
   if (!c)
     return PP_NOMEM;
@@ -558,7 +558,7 @@ static const unsigned app_access =
 static enum pp_status coll_create(struct pp_engine *e)
 {
   struct pp_coll *c = e->as;
-  const struct pp_coll_params *p = &e->cfg.coll;
+  const struct pp_coll_params *p = pp_coll_params_of(&e->cfg);
   c->W = p->window < e->cfg.qp.rq_depth ? p->window : e->cfg.qp.rq_depth;
   c->buf = malloc(c->count * c->esz);
   c->stage = malloc((size_t)c->W * p->chunk);
@@ -671,7 +671,7 @@ static bool coll_done(const struct pp_engine *e)
   const struct pp_coll *c = e->as;
   if (c->failed) /* done once the sends came back; receives still posted are abandoned */
     return c->sends_out == 0;
-  return e->st.coll.iterations_done == e->cfg.coll.iterations;
+  return e->st.coll.iterations_done == pp_coll_params_of(&e->cfg)->iterations;
 }
 
 const struct pp_app_ops pp_collective_ops = {
@@ -693,22 +693,31 @@ static void coll_mem_need(const struct pp_engine_cfg *c, struct pp_mem_need *m, 
                           uint64_t *lat)
 {
   *npeers = c->workload.pattern == PP_PATTERN_PAIR ? 1 : 2;
-  uint64_t W = c->coll.window < c->qp.rq_depth ? c->coll.window : c->qp.rq_depth;
-  uint64_t elems = c->coll.bytes / 4 + 1; /* the in-flight flags: at most one per element */
-  pp_mem_add(m, c->coll.bytes + elems, "collective.size");
-  pp_mem_add(m, W * (c->coll.chunk + 8), "collective.window and collective.chunk");
+  uint64_t W = pp_coll_params_of(c)->window < c->qp.rq_depth ? pp_coll_params_of(c)->window : c->qp.rq_depth;
+  uint64_t elems = pp_coll_params_of(c)->bytes / 4 + 1; /* the in-flight flags: at most one per element */
+  pp_mem_add(m, pp_coll_params_of(c)->bytes + elems, "collective.size");
+  pp_mem_add(m, W * (pp_coll_params_of(c)->chunk + 8), "collective.window and collective.chunk");
   pp_mem_add(m, 8192, "workload");
-  *lat = c->coll.iterations;
+  *lat = pp_coll_params_of(c)->iterations;
 }
 
 static enum pp_status coll_def_check(const struct pp_engine_cfg *c, char *err, size_t errlen)
 {
-  return pp_coll_params_check(&c->coll, c->nranks, err, errlen);
+  return pp_coll_params_check(pp_coll_params_of(c), c->nranks, err, errlen);
 }
+
+static void coll_defaults(void *p)
+{
+  pp_coll_params_default(p);
+}
+
+_Static_assert(sizeof(struct pp_coll_params) <= PP_WORKLOAD_PARAMS_MAX, "fits pp_engine_cfg.workload_params");
 
 const struct pp_workload_def pp_collective_def = {
     .name = "collective",
     .desc = "ring allreduce/allgather/broadcast, checked",
+    .params_size = sizeof(struct pp_coll_params),
+    .defaults = coll_defaults,
     .check = coll_def_check,
     .mem_need = coll_mem_need,
     .ops = &pp_collective_ops,

@@ -1,5 +1,5 @@
 /*
- * The script workload: each rank runs the programs of cfg.script that name it, one operation
+ * The script workload: each rank runs the programs of pp_script_of(cfg) that name it, one operation
  * after the other (isend, issend, send, ssend, irecv, recv, wait, waitall, probe, cancel,
  * compute). Blocking operations are where the rank's program stops until the event that completes
  * them; nothing spins. Every send carries the pp_msg_fill() pattern of (sender, per-destination
@@ -93,7 +93,7 @@ static bool runs(const struct pp_script_prog *pg, uint32_t rank)
 static void script_peers(const struct pp_engine_cfg *c, uint32_t rank, uint64_t *bytes,
                          void (*add)(void *, uint32_t), void *ctx)
 {
-  const struct pp_script *s = &c->script;
+  const struct pp_script *s = pp_script_of(c);
   *bytes = 0;
   for (uint32_t pi = 0; pi < s->nprogs; pi++) {
     const struct pp_script_prog *pg = &s->prog[pi];
@@ -144,7 +144,7 @@ void pp_script_need(const struct pp_engine_cfg *c, uint32_t rank, uint64_t *byte
 
 int pp_script_cfg_check(const struct pp_engine_cfg *c, char *err, size_t errlen)
 {
-  const struct pp_script *s = &c->script;
+  const struct pp_script *s = pp_script_of(c);
   CHECK(s->nops <= PP_SCRIPT_MAX_OPS && s->nprogs <= PP_SCRIPT_MAX_PROGS,
         "a script has at most %u programs and %u operations", PP_SCRIPT_MAX_PROGS,
         PP_SCRIPT_MAX_OPS);
@@ -201,7 +201,7 @@ static enum pp_status script_plan(struct pp_engine *e)
   e->as = s;
   uint64_t bytes;
   script_peers(&e->cfg, e->cfg.rank, &bytes, plan_add, e);
-  const struct pp_script *sc = &e->cfg.script;
+  const struct pp_script *sc = pp_script_of(&e->cfg);
   for (uint32_t pi = 0; pi < sc->nprogs; pi++)
     if (runs(&sc->prog[pi], e->cfg.rank))
       s->progs[s->nprogs++] = (uint16_t)pi;
@@ -216,7 +216,7 @@ static enum pp_status script_plan(struct pp_engine *e)
 static enum pp_status script_create(struct pp_engine *e)
 {
   struct script *s = e->as;
-  const struct pp_script *sc = &e->cfg.script;
+  const struct pp_script *sc = pp_script_of(&e->cfg);
   uint64_t off = 0;
   for (uint32_t k = 0; k < s->nprogs; k++) {
     const struct pp_script_prog *pg = &sc->prog[s->progs[k]];
@@ -262,7 +262,7 @@ static void script_destroy(struct pp_engine *e)
 
 static const struct pp_script_op *cur_op(const struct pp_engine *e, const struct script *s)
 {
-  const struct pp_script *sc = &e->cfg.script;
+  const struct pp_script *sc = pp_script_of(&e->cfg);
   return &sc->op[sc->prog[s->progs[s->pi]].first + s->oi];
 }
 
@@ -285,7 +285,7 @@ static enum pp_status issue(struct pp_engine *e, uint64_t now, struct script *s,
     return PP_AGAIN;
   uint32_t i = s->free_out;
   struct out *o = &s->out[i];
-  uint32_t op_index = (uint32_t)(op - e->cfg.script.op);
+  uint32_t op_index = (uint32_t)(op - pp_script_of(&e->cfg)->op);
   uint8_t *buf = s->buf + s->op_off[op_index] + (uint64_t)op->size * s->issued;
   enum pp_status st;
   if (is_send(op->kind)) {
@@ -313,7 +313,7 @@ static enum pp_status issue(struct pp_engine *e, uint64_t now, struct script *s,
 
 static void advance(struct pp_engine *e, struct script *s)
 {
-  const struct pp_script_prog *pg = &e->cfg.script.prog[s->progs[s->pi]];
+  const struct pp_script_prog *pg = &pp_script_of(&e->cfg)->prog[s->progs[s->pi]];
   s->issued = 0;
   s->batch_done = 0;
   s->timer_armed = s->timer_fired = false;
@@ -333,7 +333,7 @@ static enum pp_status script_pump(struct pp_engine *e, uint64_t now)
   if (!e->started)
     return PP_OK;
   while (s->pi < s->nprogs) {
-    const struct pp_script_prog *pg = &e->cfg.script.prog[s->progs[s->pi]];
+    const struct pp_script_prog *pg = &pp_script_of(&e->cfg)->prog[s->progs[s->pi]];
     if (pg->n == 0) {
       s->pi++;
       continue;
@@ -548,9 +548,12 @@ static enum pp_status script_def_check(const struct pp_engine_cfg *c, char *err,
   return pp_p2p_cfg_check(c, err, errlen) == PP_OK ? PP_OK : PP_INVALID;
 }
 
+_Static_assert(sizeof(struct pp_script) <= PP_WORKLOAD_PARAMS_MAX, "fits pp_engine_cfg.workload_params");
+
 const struct pp_workload_def pp_script_def = {
     .name = "script",
     .desc = "per-rank MPI-style operation lists",
+    .params_size = sizeof(struct pp_script),
     .pair_odd = true,
     .check = script_def_check,
     .mem_need = script_mem_need,

@@ -117,7 +117,7 @@ static uint64_t draw(const struct pp_engine_cfg *c, uint32_t s, uint32_t d, uint
 
 static uint32_t msg_size(const struct pp_engine_cfg *c, uint32_t s, uint32_t d, uint64_t k)
 {
-  const struct pp_traffic *t = &c->traffic;
+  const struct pp_traffic *t = pp_traffic_of(c);
   uint32_t lo = c->workload.size, hi = t->size_max > lo ? t->size_max : lo;
   uint64_t x = draw(c, s, d, k, PP_SEED_TRAFFIC_SIZE);
   switch (t->dist) {
@@ -141,7 +141,7 @@ static uint32_t msg_size(const struct pp_engine_cfg *c, uint32_t s, uint32_t d, 
 
 static uint32_t msg_tag(const struct pp_engine_cfg *c, uint32_t s, uint32_t d, uint64_t k)
 {
-  uint32_t tags = c->traffic.tags ? c->traffic.tags : 1;
+  uint32_t tags = pp_traffic_of(c)->tags ? pp_traffic_of(c)->tags : 1;
   return (uint32_t)(draw(c, s, d, k, PP_SEED_TRAFFIC_TAG) % tags);
 }
 
@@ -182,7 +182,7 @@ static void traffic_peers(const struct pp_engine_cfg *c, uint32_t rank, uint32_t
 
 int pp_traffic_cfg_check(const struct pp_engine_cfg *c, char *err, size_t errlen)
 {
-  const struct pp_traffic *t = &c->traffic;
+  const struct pp_traffic *t = pp_traffic_of(c);
   const struct pp_workload *w = &c->workload;
   uint32_t smax = t->size_max > w->size ? t->size_max : w->size;
   uint32_t window = t->window ? t->window : 16;
@@ -226,8 +226,8 @@ static enum pp_status traffic_plan(struct pp_engine *e)
       return PP_LIMIT;
   a->slow = w->consume_ns > 0 &&
             (w->consume_ranks == 0 || (e->cfg.rank < 64 && (w->consume_ranks >> e->cfg.rank) & 1));
-  a->window = e->cfg.traffic.window ? e->cfg.traffic.window : 16;
-  a->size_max = e->cfg.traffic.size_max > w->size ? e->cfg.traffic.size_max : w->size;
+  a->window = pp_traffic_of(&e->cfg)->window ? pp_traffic_of(&e->cfg)->window : 16;
+  a->size_max = pp_traffic_of(&e->cfg)->size_max > w->size ? pp_traffic_of(&e->cfg)->size_max : w->size;
   a->s_total = (uint64_t)a->ndst * w->messages;
   a->r_total = (uint64_t)a->nsrc * w->messages;
   e->lat_cap = a->s_total < 1000000 ? a->s_total : 1000000;
@@ -258,8 +258,8 @@ static enum pp_status traffic_create(struct pp_engine *e)
   a->rs = calloc(W, sizeof(*a->rs));
   a->hold = calloc(W, sizeof(*a->hold));
   a->hold_until = calloc(W, sizeof(*a->hold_until));
-  bool wild = e->cfg.traffic.recv_mode == PP_RECV_ANY_SOURCE ||
-              e->cfg.traffic.recv_mode == PP_RECV_ANY;
+  bool wild = pp_traffic_of(&e->cfg)->recv_mode == PP_RECV_ANY_SOURCE ||
+              pp_traffic_of(&e->cfg)->recv_mode == PP_RECV_ANY;
   a->matched = calloc(wild ? (size_t)a->nsrc * e->cfg.workload.messages : 1, sizeof(*a->matched));
   if (!a->sbuf || !a->rbuf || !a->ss || !a->rs || !a->hold || !a->hold_until || !a->matched)
     return PP_NOMEM;
@@ -308,7 +308,7 @@ static enum pp_status post_recvs(struct pp_engine *e, uint64_t now)
     uint64_t g = a->r_issued, k = g / a->nsrc;
     uint32_t src = a->src[g % a->nsrc], tag = msg_tag(c, src, c->rank, k);
     uint32_t psrc = src, ptag = tag;
-    switch (c->traffic.recv_mode) {
+    switch (pp_traffic_of(c)->recv_mode) {
     case PP_RECV_ANY_TAG:
       ptag = PP_ANY_TAG;
       break;
@@ -464,11 +464,11 @@ static bool check(struct pp_engine *e, const struct rslot *r, const struct pp_p2
       st->len != msg_size(c, hsrc, me, k) || st->tag != msg_tag(c, hsrc, me, k) ||
       pp_msg_check(buf, st->len, hsrc, k) != 0)
     return false;
-  switch (c->traffic.recv_mode) {
+  switch (pp_traffic_of(c)->recv_mode) {
   case PP_RECV_ANY_SOURCE:
   case PP_RECV_ANY: {
     /* non-overtaking: against the neighbours in send order (same tag for any-source) */
-    bool by_tag = c->traffic.recv_mode == PP_RECV_ANY_SOURCE;
+    bool by_tag = pp_traffic_of(c)->recv_mode == PP_RECV_ANY_SOURCE;
     int32_t si = a->src_index[hsrc];
     uint32_t *m = a->matched + (size_t)(si < 0 ? 0 : si) * c->workload.messages;
     if (si < 0 || m[k] || (by_tag && st->tag != r->tag))
@@ -549,7 +549,7 @@ static void traffic_mem_need(const struct pp_engine_cfg *c, struct pp_mem_need *
                              uint32_t *npeers, uint64_t *lat)
 {
   const struct pp_workload *w = &c->workload;
-  const struct pp_traffic *t = &c->traffic;
+  const struct pp_traffic *t = pp_traffic_of(c);
   bool all = w->pattern == PP_PATTERN_ALLTOALL;
   *npeers = all ? c->nranks - 1 : w->pattern == PP_PATTERN_PAIR ? 1 : 2;
   uint64_t W = t->window ? t->window : 16, smax = t->size_max > w->size ? t->size_max : w->size;
@@ -566,9 +566,12 @@ static enum pp_status traffic_def_check(const struct pp_engine_cfg *c, char *err
   return pp_p2p_cfg_check(c, err, errlen) == PP_OK ? PP_OK : PP_INVALID;
 }
 
+_Static_assert(sizeof(struct pp_traffic) <= PP_WORKLOAD_PARAMS_MAX, "fits pp_engine_cfg.workload_params");
+
 const struct pp_workload_def pp_traffic_def = {
     .name = "traffic",
     .desc = "generated p2p messages, checked",
+    .params_size = sizeof(struct pp_traffic),
     .alltoall = true,
     .pair_odd = true,
     .check = traffic_def_check,

@@ -147,7 +147,7 @@ static void config(struct pp_sim_config *c)
   e->qp = (struct pp_qp_params){.min_rnr_timer = 12, .rnr_retry = 0, .timeout = 14,
                                 .retry_cnt = 7, .max_rd_atomic = 16, .mtu = 4096,
                                 .sq_depth = 128, .rq_depth = 64};
-  pp_p2p_params_default(&e->p2p);
+  pp_p2p_params_default(pp_p2p_params_of(e));
   e->seed = 11;
   c->seed = 11;
   c->max_sim_time_ns = 10ull * 1000000000ull;

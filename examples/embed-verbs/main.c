@@ -142,7 +142,7 @@ static void config(struct pp_run_cfg *c)
   e->qp = (struct pp_qp_params){.min_rnr_timer = 12, .rnr_retry = 7, .timeout = 14,
                                 .retry_cnt = 7, .max_rd_atomic = 16, .mtu = 1024,
                                 .sq_depth = 128, .rq_depth = 64};
-  pp_p2p_params_default(&e->p2p);
+  pp_p2p_params_default(pp_p2p_params_of(e));
   e->seed = 11;
   c->seed = 11;
 }

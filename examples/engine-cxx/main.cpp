@@ -34,9 +34,7 @@ pp_engine_cfg rank_cfg()
   c.workload.pattern = PP_PATTERN_PAIR;
   c.workload.messages = 100;
   c.workload.size = 4096;
-  pp_p2p_params_default(&c.p2p);
-  pp_ring_params_default(&c.ring);
-  pp_coll_params_default(&c.coll);
+  pp_p2p_params_default(pp_p2p_params_of(&c));
   c.seed = 1;
   return c;
 }

@@ -38,9 +38,7 @@ static void config(struct pp_sim_config *c)
                                 .sq_depth = 128, .rq_depth = 64};
   e->workload = (struct pp_workload){.kind = PP_WORKLOAD_STREAM, .pattern = PP_PATTERN_PAIR,
                                      .messages = MESSAGES, .size = SIZE};
-  pp_p2p_params_default(&e->p2p);
-  pp_ring_params_default(&e->ring);
-  pp_coll_params_default(&e->coll);
+  pp_p2p_params_default(pp_p2p_params_of(e));
   e->seed = 7;
   c->seed = 7;
   c->max_sim_time_ns = 10ull * 1000000000ull;

@@ -141,18 +141,21 @@ static bool config(const uint8_t *c, struct pp_engine_cfg *cfg)
                    .messages = 1 + c[2] % 6, .size = sizes[c[1] % 6]},
       .seed = 1,
   };
-  pp_p2p_params_default(&cfg->p2p);
-  cfg->p2p.eager_limit = 4096;
-  cfg->p2p.rget_limit = 32768;
-  cfg->p2p.frag_size = 16384;
-  cfg->p2p.pipeline = 2;
-  cfg->p2p.credits = 4;
-  cfg->p2p.channels = 1 + (c[0] >> 2 & 1);
-  pp_ring_params_default(&cfg->ring);
-  cfg->ring.slots = 2 + (c[3] >> 3 & 3);
-  cfg->ring.slot_size = 4096;
-  cfg->ring.channels = 1 + (c[0] >> 2 & 1);
-  pp_coll_params_default(&cfg->coll);
+  if (pp_engine_cfg_is_p2p(cfg)) { /* the parameters of the protocol drawn */
+    pp_p2p_params_default(pp_p2p_params_of(cfg));
+    pp_p2p_params_of(cfg)->eager_limit = 4096;
+    pp_p2p_params_of(cfg)->rget_limit = 32768;
+    pp_p2p_params_of(cfg)->frag_size = 16384;
+    pp_p2p_params_of(cfg)->pipeline = 2;
+    pp_p2p_params_of(cfg)->credits = 4;
+    pp_p2p_params_of(cfg)->channels = 1 + (c[0] >> 2 & 1);
+  }
+  if (pp_engine_cfg_is_ring(cfg)) {
+    pp_ring_params_default(pp_ring_params_of(cfg));
+    pp_ring_params_of(cfg)->slots = 2 + (c[3] >> 3 & 3);
+    pp_ring_params_of(cfg)->slot_size = 4096;
+    pp_ring_params_of(cfg)->channels = 1 + (c[0] >> 2 & 1);
+  }
   char err[256];
   return pp_engine_cfg_check(cfg, err, sizeof err) == PP_OK;
 }

@@ -574,16 +574,16 @@ static void engine_cfg(const struct opts *o, enum row row, bool lat, uint32_t si
   snprintf(sc->sim.name, sizeof(sc->sim.name), "bench-%s-%s-%u", row_names[row],
            lat ? "lat" : "bw", size);
   struct pp_engine_cfg *c = &sc->sim.engine;
-  c->protocol = row == ROW_EAGER          ? PP_PROTO_EAGER
-                : row == ROW_RING_CREDITS ? PP_PROTO_RING_CREDITS
-                : row == ROW_RING_CTS     ? PP_PROTO_RING_CTS
-                                          : PP_PROTO_RNDV;
+  pp_engine_cfg_protocol(c, pp_protocol_name(row == ROW_EAGER          ? PP_PROTO_EAGER
+                                              : row == ROW_RING_CREDITS ? PP_PROTO_RING_CREDITS
+                                              : row == ROW_RING_CTS     ? PP_PROTO_RING_CTS
+                                                                        : PP_PROTO_RNDV));
   if (row == ROW_EAGER)
-    c->p2p.eager_limit = size; /* every message eager, however large (the check bounds it) */
-  if (row == ROW_RGET && size > c->p2p.rget_limit)
-    c->p2p.rget_limit = size;
+    pp_p2p_params_of(c)->eager_limit = size; /* every message eager, however large (the check bounds it) */
+  if (row == ROW_RGET && size > pp_p2p_params_of(c)->rget_limit)
+    pp_p2p_params_of(c)->rget_limit = size;
   if (row == ROW_RPUT)
-    c->p2p.rget_limit = 0;
+    pp_p2p_params_of(c)->rget_limit = 0;
   c->qp.sq_depth = lat ? 1 : 64;
   c->qp.rq_depth = lat ? 64 : 256;
   c->qp.min_rnr_timer = 1;

@@ -370,7 +370,7 @@ static uint64_t liveness_ns(const struct pp_sim_config *s)
   if (w->kind == PP_WORKLOAD_TRAFFIC) {
     double bytes_ns = s->platform.bandwidth_bps / 8e9;
     const struct pp_proto_explore *x = explore_of(s);
-    uint32_t size = s->engine.traffic.size_max > w->size ? s->engine.traffic.size_max : w->size;
+    uint32_t size = pp_traffic_of(&s->engine)->size_max > w->size ? pp_traffic_of(&s->engine)->size_max : w->size;
     uint64_t msgs = (uint64_t)w->messages *
                     (w->pattern == PP_PATTERN_ALLTOALL ? s->engine.nranks - 1 : 1);
     /* the protocol's round trips for the message (a rendezvous: RTS, then a CTS and a FIN per
@@ -613,7 +613,7 @@ int pp_scenario_write(FILE *out, const struct pp_scenario *sc, const char *comme
   if (w->consume_ranks)
     write_mask(out, "slow_ranks", w->consume_ranks);
   if (w->kind == PP_WORKLOAD_TRAFFIC) /* a "derived" key still 0 is left out */
-    write_params(out, pp_traffic_param_table, pp_traffic_param_count, &e->traffic, NULL);
+    write_params(out, pp_traffic_param_table, pp_traffic_param_count, pp_traffic_of(e), NULL);
   fprintf(out, "qp:\n");
   write_params(out, pp_qp_param_table, pp_qp_param_count, q, NULL);
   fprintf(out,

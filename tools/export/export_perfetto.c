@@ -257,7 +257,7 @@ static int proto_load(const struct pp_trace *t, struct proto *P, char *err, size
     struct pp_p2p_params prm;
     pp_p2p_params_resolve(&cfg, &prm); /* the defaults the engine applied */
     P->credits = prm.credits;
-    P->slots = cfg.ring.slots;
+    P->slots = pp_ring_params_of(&cfg)->slots;
   }
   if (pp_trace_protocol_messages(t, &P->m, &P->n, err, errlen))
     return -1;

@@ -154,7 +154,7 @@ static int sim_config(const struct opts *o, struct pp_scenario *sc, uint64_t *po
   } else {
     pp_scenario_defaults(sc);
     snprintf(sc->sim.name, sizeof(sc->sim.name), "mpirun");
-    sc->sim.engine.protocol = PP_PROTO_EAGER;
+    pp_engine_cfg_protocol(&sc->sim.engine, "eager"); /* and its defaults */
   }
   /* the engine wants a peer: -n 1 simulates a second rank that runs no process */
   sc->sim.engine.nranks = o->n < 2 ? 2 : o->n;

@@ -31,7 +31,7 @@ int pp_coll_figures(const struct pp_sim_config *cfg, const struct pp_run_result 
   *out = (struct pp_coll_figures){0};
   if (!is_collective(cfg) || res->nranks == 0)
     return 0;
-  const struct pp_coll_params *p = &cfg->engine.coll;
+  const struct pp_coll_params *p = pp_coll_params_of(&cfg->engine);
   uint32_t done = UINT32_MAX;
   uint64_t start = UINT64_MAX, end = 0;
   for (uint32_t i = 0; i < res->nranks; i++) {
@@ -62,7 +62,7 @@ int pp_coll_figures(const struct pp_sim_config *cfg, const struct pp_run_result 
 static void json_collective(FILE *out, const struct pp_sim_config *cfg,
                             const struct pp_run_result *res)
 {
-  const struct pp_coll_params *p = &cfg->engine.coll;
+  const struct pp_coll_params *p = pp_coll_params_of(&cfg->engine);
   struct pp_coll_figures f;
   pp_coll_figures(cfg, res, &f);
   fprintf(out,
@@ -99,7 +99,7 @@ static void json_collective(FILE *out, const struct pp_sim_config *cfg,
 
 static void json_ring(FILE *out, const struct pp_sim_config *cfg, const struct pp_run_result *res)
 {
-  const struct pp_ring_params *p = &cfg->engine.ring;
+  const struct pp_ring_params *p = pp_ring_params_of(&cfg->engine);
   uint64_t stall = 0, violations = 0;
   for (uint32_t i = 0; i < res->nranks; i++) {
     const struct pp_ring_stats *r = &res->ranks[i].stats.ring;
@@ -202,7 +202,7 @@ void pp_report_ring_table(FILE *out, const struct pp_sim_config *cfg,
                           const struct pp_run_result *res)
 {
   if (is_collective(cfg)) {
-    const struct pp_coll_params *p = &cfg->engine.coll;
+    const struct pp_coll_params *p = pp_coll_params_of(&cfg->engine);
     struct pp_coll_figures f;
     if (pp_coll_figures(cfg, res, &f))
       fprintf(out,
@@ -218,7 +218,7 @@ void pp_report_ring_table(FILE *out, const struct pp_sim_config *cfg,
   }
   if (!is_ring(cfg))
     return;
-  const struct pp_ring_params *p = &cfg->engine.ring;
+  const struct pp_ring_params *p = pp_ring_params_of(&cfg->engine);
   fprintf(out, "\n%s: %u slots x %u bytes, %u channel%s, credit every %u slot%s; credit stalls:",
           pp_protocol_name(cfg->engine.protocol), p->slots, p->slot_size, p->channels,
           p->channels == 1 ? "" : "s", p->credit_batch, p->credit_batch == 1 ? "" : "s");

@@ -826,7 +826,7 @@ enum pp_status pp_nic_profile_load(const char *path, struct pp_nic_profile *p, c
   node_free(root);
   free(text);
   if (st == PP_OK)
-    *p = tmp;
+    memcpy(p, &tmp, sizeof *p); /* the bytes, padding (zeroed by the defaults) included */
   return st;
 }
 
@@ -864,9 +864,8 @@ void pp_scenario_defaults(struct pp_scenario *sc)
   s->seed = 1;
   s->max_sim_time_ns = 60ull * 1000000000ull;
   s->no_progress_ns = PP_NO_PROGRESS_DEFAULT_NS;
-  pp_ring_params_default(&s->engine.ring);
-  pp_coll_params_default(&s->engine.coll);
-  pp_p2p_params_default(&s->engine.p2p);
+  /* protocol naive and workload stream: no parameters of their own (proto_params and
+   * workload_params 0) */
 }
 
 static const char *const top_keys[] = {"name", "seed", "ranks", "platform", "nic", "protocol",
@@ -1109,9 +1108,18 @@ static enum pp_status parse_ring_keys(struct ctx *c, const struct node *root,
   if ((st = section(c, root, "ring", ring_keys, &ring)) ||
       (st = section(c, root, "collective", collective_keys, &coll)))
     return st;
-  if (ring && (st = parse_ring(c, ring, &e->ring)))
+  /* a section of another protocol or workload is checked into a copy, then dropped */
+  struct pp_ring_params ring_copy;
+  struct pp_coll_params coll_copy;
+  pp_ring_params_default(&ring_copy);
+  pp_coll_params_default(&coll_copy);
+  if (ring && (st = parse_ring(c, ring, pp_engine_cfg_is_ring(e) ? pp_ring_params_of(e)
+                                                                 : &ring_copy)))
     return st;
-  if (coll && (st = parse_collective(c, coll, e->nranks, &e->coll)))
+  if (coll && (st = parse_collective(c, coll, e->nranks,
+                                     e->workload.kind == PP_WORKLOAD_COLLECTIVE
+                                         ? pp_coll_params_of(e)
+                                         : &coll_copy)))
     return st;
   return PP_OK;
 }
@@ -1244,6 +1252,7 @@ static enum pp_status parse_scenario(struct ctx *c, const struct node *root, str
     return st;
   if (workload && (st = parse_workload(c, workload, sim->engine.nranks, &sim->engine.workload)))
     return st;
+  pp_engine_cfg_workload_defaults(&sim->engine); /* workload.kind's parameters */
   if ((st = parse_ring_keys(c, root, workload, &sim->engine)))
     return st;
   if ((st = parse_p2p_keys(c, root, workload, &sim->engine)))
@@ -1460,13 +1469,13 @@ bool pp_scenario_runs_nothing(const struct pp_scenario *sc, char *why, size_t wh
   }
   if (e->workload.kind != PP_WORKLOAD_SCRIPT)
     return false; /* stream, traffic: messages >= 1; collective: iterations >= 1 */
-  for (uint16_t p = 0; p < e->script.nprogs; p++) {
-    const struct pp_script_prog *pg = &e->script.prog[p];
+  for (uint16_t p = 0; p < pp_script_of(e)->nprogs; p++) {
+    const struct pp_script_prog *pg = &pp_script_of(e)->prog[p];
     bool any_rank = false;
     for (size_t w = 0; w < sizeof pg->ranks / sizeof pg->ranks[0]; w++)
       any_rank = any_rank || pg->ranks[w];
     for (uint16_t i = 0; any_rank && i < pg->n; i++) {
-      uint8_t k = e->script.op[pg->first + i].kind;
+      uint8_t k = pp_script_of(e)->op[pg->first + i].kind;
       if (k != PP_SOP_WAIT && k != PP_SOP_WAITALL && k != PP_SOP_CANCEL && k != PP_SOP_COMPUTE)
         return false;
     }

@@ -209,6 +209,10 @@ static enum pp_status set_text(struct pp_sim_config *cfg, const struct sfield *f
 static enum pp_status set_scenario_key(struct pp_sim_config *cfg, const char *key, const char *v,
                                        char *err, size_t errlen)
 {
+  const struct pp_engine_cfg *e = &cfg->engine;
+  const bool traffic = e->workload.kind == PP_WORKLOAD_TRAFFIC;
+  const bool coll = e->workload.kind == PP_WORKLOAD_COLLECTIVE;
+  /* obj NULL: the parameters of a protocol or workload the configuration does not run */
   const struct {
     const char *section;
     const struct pp_param *t;
@@ -217,10 +221,13 @@ static enum pp_status set_scenario_key(struct pp_sim_config *cfg, const char *ke
   } secs[] = {
       {"qp", pp_qp_param_table, &pp_qp_param_count, &cfg->engine.qp},
       {"workload", pp_workload_param_table, &pp_workload_param_count, &cfg->engine.workload},
-      {"workload", pp_traffic_param_table, &pp_traffic_param_count, &cfg->engine.traffic},
-      {"p2p", pp_p2p_param_table, &pp_p2p_param_count, &cfg->engine.p2p},
-      {"ring", pp_ring_param_table, &pp_ring_param_count, &cfg->engine.ring},
-      {"collective", pp_coll_param_table, &pp_coll_param_count, &cfg->engine.coll},
+      {"workload", pp_traffic_param_table, &pp_traffic_param_count,
+       traffic ? pp_traffic_of(e) : NULL},
+      {"p2p", pp_p2p_param_table, &pp_p2p_param_count,
+       pp_engine_cfg_is_p2p(e) ? pp_p2p_params_of(e) : NULL},
+      {"ring", pp_ring_param_table, &pp_ring_param_count,
+       pp_engine_cfg_is_ring(e) ? pp_ring_params_of(e) : NULL},
+      {"collective", pp_coll_param_table, &pp_coll_param_count, coll ? pp_coll_params_of(e) : NULL},
       {"nic", pp_nic_param_table, &pp_nic_param_count, &cfg->nic},
       {"limits", pp_limits_param_table, &pp_limits_param_count, cfg},
   };
@@ -234,6 +241,12 @@ static enum pp_status set_scenario_key(struct pp_sim_config *cfg, const char *ke
         !(p = pp_param_find(secs[i].t, *secs[i].n, dot + 1)))
       continue;
     char why[160];
+    if (!secs[i].obj) {
+      snprintf(err, errlen, "'%s': not a parameter of protocol '%s' with workload '%s'", key,
+               pp_protocol_name(e->protocol),
+               pp_workload_name((enum pp_workload_kind)e->workload.kind));
+      return PP_INVALID;
+    }
     if (pp_param_set(p, secs[i].obj, v, strlen(v), why, sizeof(why)) == PP_OK)
       return PP_OK;
     snprintf(err, errlen, "'%s' %s, got '%s'", key, why, v);

@@ -115,28 +115,45 @@ struct pp_workload {
  * the stream keys of `workload` (kind, pattern, messages, size, interval, consume, ...). */
 PP_PARAM_TABLE(pp_qp);
 PP_PARAM_TABLE(pp_workload);
-/* Bytes of a registered protocol's parameter struct, stored in the configuration. */
+/* Bytes of a protocol's parameter struct in the configuration (the built-ins' and plug-ins'). */
 #define PP_PROTO_PARAMS_MAX 256u
+/* Bytes of a workload's parameter struct in the configuration: room for the largest, the script
+ * workload's (struct pp_script: 32 programs, 256 operations); each workload asserts its fit. */
+#define PP_WORKLOAD_PARAMS_MAX 12552u
 
+/* What every protocol and workload needs; each protocol's and each workload's own parameters
+ * are bytes here that it owns, validates and documents (its field table, its check): chosen
+ * with pp_engine_cfg_protocol() / pp_engine_cfg_workload() (which set them to their defaults),
+ * read through the module's accessor (pp_p2p_params_of(), pp_ring_params_of(),
+ * pp_coll_params_of(), pp_traffic_of(), pp_script_of() below; a plug-in's through
+ * pp_engine_cfg_proto_params()). */
 struct pp_engine_cfg {
   uint32_t rank;
   uint32_t nranks;
   uint32_t protocol; /* its registry id (prepost/proto.h); the built-ins' are enum pp_protocol */
   struct pp_qp_params qp;
-  struct pp_workload workload;
+  struct pp_workload workload; /* kind and the stream keys every workload shares */
   uint64_t seed;
-  struct pp_p2p_params p2p;   /* protocols eager and rndv */
-  struct pp_traffic traffic;  /* workload traffic */
-  struct pp_script script;    /* workload script */
-  struct pp_ring_params ring; /* protocols ring-credits and ring-cts */
-  struct pp_coll_params coll; /* workload collective */
   uint32_t test_bugs;         /* test-only injected bugs (engine/core/bugs.h; bits 24..31: the
                                  protocol's own, prepost/proto.h); 0 in real use */
-  /* The parameters of a registered protocol that keeps them here (a plug-in's; the built-ins'
-   * are the p2p and ring members above): its field table's struct, params_size bytes. Last,
-   * so the configuration of an older build is a prefix of this one. */
+  /* The protocol's parameters: its struct, at most PP_PROTO_PARAMS_MAX bytes. */
   uint64_t proto_params[PP_PROTO_PARAMS_MAX / 8];
+  /* The workload's parameters (workload.kind's): its struct, at most PP_WORKLOAD_PARAMS_MAX. */
+  uint64_t workload_params[PP_WORKLOAD_PARAMS_MAX / 8];
 };
+
+/* Chooses protocol `name` for cfg: its id into cfg->protocol and its parameters at their
+ * defaults. PP_NOTFOUND when no protocol has that name. */
+enum pp_status pp_engine_cfg_protocol(struct pp_engine_cfg *cfg, const char *name);
+/* The protocol's parameters inside cfg (NULL for an unknown protocol). */
+void *pp_engine_cfg_proto_params(struct pp_engine_cfg *cfg);
+const void *pp_engine_cfg_proto_params_c(const struct pp_engine_cfg *cfg);
+/* Chooses workload `kind` (enum pp_workload_kind or a registered one): cfg->workload.kind and its
+ * parameters at their defaults; the shared stream keys of cfg->workload stay. PP_NOTFOUND for
+ * an unknown kind. */
+enum pp_status pp_engine_cfg_workload(struct pp_engine_cfg *cfg, uint32_t kind);
+/* Sets the parameters of cfg->workload.kind to their defaults (after kind was written). */
+void pp_engine_cfg_workload_defaults(struct pp_engine_cfg *cfg);
 
 /* Bytes of the header prepost puts at the start of every naive message (seq, source, check). */
 #define PP_MSG_HEADER 16u
@@ -281,6 +298,39 @@ const struct pp_hist *pp_engine_latency_hist(const struct pp_engine *e);
 /* The peer rank sends go to / receives come from, or -1. */
 int pp_workload_dest(const struct pp_workload *w, uint32_t rank, uint32_t nranks);
 int pp_workload_source(const struct pp_workload *w, uint32_t rank, uint32_t nranks);
+
+/* The built-ins' parameters inside a configuration, as strchr does it: the pointer is as
+ * writable as the configuration given. Meaningful for the protocol (p2p: eager, rndv; ring:
+ * ring-credits, ring-cts) or the workload (traffic, script, collective) they belong to: the
+ * storage is the protocol's or the workload's, shared by all of them. */
+static inline bool pp_engine_cfg_is_p2p(const struct pp_engine_cfg *c)
+{
+  return c->protocol == PP_PROTO_EAGER || c->protocol == PP_PROTO_RNDV;
+}
+static inline bool pp_engine_cfg_is_ring(const struct pp_engine_cfg *c)
+{
+  return c->protocol == PP_PROTO_RING_CREDITS || c->protocol == PP_PROTO_RING_CTS;
+}
+static inline struct pp_p2p_params *pp_p2p_params_of(const struct pp_engine_cfg *c)
+{
+  return (struct pp_p2p_params *)(uintptr_t)c->proto_params;
+}
+static inline struct pp_ring_params *pp_ring_params_of(const struct pp_engine_cfg *c)
+{
+  return (struct pp_ring_params *)(uintptr_t)c->proto_params;
+}
+static inline struct pp_traffic *pp_traffic_of(const struct pp_engine_cfg *c)
+{
+  return (struct pp_traffic *)(uintptr_t)c->workload_params;
+}
+static inline struct pp_script *pp_script_of(const struct pp_engine_cfg *c)
+{
+  return (struct pp_script *)(uintptr_t)c->workload_params;
+}
+static inline struct pp_coll_params *pp_coll_params_of(const struct pp_engine_cfg *c)
+{
+  return (struct pp_coll_params *)(uintptr_t)c->workload_params;
+}
 
 PP_API_END
 #ifdef __cplusplus

@@ -1,8 +1,9 @@
 /*
  * Configuration of the MPI-style point-to-point layer (engine/proto/p2p/) and of the workloads that
  * drive it (engine/workload/script.c: per-rank operation scripts; engine/workload/traffic.c: generated traffic).
- * Included by engine.h: these structs are members of pp_engine_cfg and pp_workload, plain values
- * (no pointers) so that a configuration can be copied freely.
+ * Included by engine.h: these structs are the p2p protocols' and the workloads' parameters inside
+ * pp_engine_cfg's proto_params / workload_params (pp_p2p_params_of, pp_traffic_of,
+ * pp_script_of), plain values (no pointers) so that a configuration can be copied freely.
  */
 #ifndef PP_P2P_CFG_H
 #define PP_P2P_CFG_H

@@ -240,7 +240,7 @@ struct pp_proto_explore {
   bool validates_peers;
   /* The workload its scenarios run (enum pp_workload_kind): PP_WORKLOAD_STREAM (0: a stream of
    * messages, each checked byte by byte) or PP_WORKLOAD_TRAFFIC (generated tag-matched messages;
-   * gen draws the traffic parameters, cfg->traffic). The explorer sets it before gen. */
+   * gen draws the traffic parameters, pp_traffic_of(cfg)). The explorer sets it before gen. */
   uint32_t workload;
   /* Bits of pp_engine_cfg.test_bugs below PP_PROTO_BUG_SHIFT (the built-ins' test bugs) that its
    * scenarios can hit: `--bug` with one of them explores the protocols that have it. A plug-in's
@@ -323,12 +323,7 @@ int pp_proto_bug_find(const char *name, uint32_t *id);
 /* The plug-in that registered protocol `id`; NULL for a built-in. */
 const char *pp_proto_plugin(uint32_t id);
 
-/* Chooses protocol `name` for cfg: its id into cfg->protocol and its parameters at their
- * defaults. PP_NOTFOUND when no protocol has that name. */
-enum pp_status pp_engine_cfg_protocol(struct pp_engine_cfg *cfg, const char *name);
-/* The protocol's parameters inside cfg (NULL for an unknown protocol). */
-void *pp_engine_cfg_proto_params(struct pp_engine_cfg *cfg);
-const void *pp_engine_cfg_proto_params_c(const struct pp_engine_cfg *cfg);
+/* pp_engine_cfg_protocol(), pp_engine_cfg_proto_params(): prepost/engine.h. */
 
 /* ------------------------------------------------------------- plug-ins */
 

@@ -82,6 +82,8 @@ static uint32_t def(uint32_t v, uint32_t d)
   return v ? v : d;
 }
 
+_Static_assert(sizeof(struct pp_p2p_params) <= PP_PROTO_PARAMS_MAX, "fits pp_engine_cfg.proto_params");
+
 void pp_p2p_params_default(struct pp_p2p_params *p)
 {
   *p = (struct pp_p2p_params){.eager_limit = 12u << 10, .rget_limit = 1u << 20, .record = 4096};
@@ -89,7 +91,7 @@ void pp_p2p_params_default(struct pp_p2p_params *p)
 
 void pp_p2p_params_resolve(const struct pp_engine_cfg *c, struct pp_p2p_params *o)
 {
-  *o = c->p2p;
+  *o = *pp_p2p_params_of(c);
   if (c->protocol == PP_PROTO_RNDV)
     o->eager_limit = 0;
   o->frag_size = def(o->frag_size, 512u << 10);

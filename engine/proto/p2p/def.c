@@ -1,7 +1,7 @@
 /*
  * The p2p protocols (eager, rndv) in the registry: their check and their memory estimate. The
- * parameters are struct pp_p2p_params (prepost/p2p_cfg.h) in pp_engine_cfg.p2p; 0 fields take
- * their defaults (pp_p2p_params_resolve).
+ * parameters are struct pp_p2p_params (prepost/p2p_cfg.h) in pp_engine_cfg.proto_params
+ * (pp_p2p_params_of); 0 fields take their defaults (pp_p2p_params_resolve).
  */
 #include "prepost/p2p.h"
 

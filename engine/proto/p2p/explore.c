@@ -21,7 +21,7 @@
  * (p2p.max_requests, below). */
 static uint32_t safe_window_min(const struct pp_engine_cfg *e)
 {
-  const struct pp_traffic *t = &e->traffic;
+  const struct pp_traffic *t = pp_traffic_of(e);
   if (t->recv_mode != PP_RECV_ANY_SOURCE || t->tags <= 1 ||
       e->workload.pattern != PP_PATTERN_ALLTOALL || e->nranks < 3)
     return 1;
@@ -55,7 +55,7 @@ static void p2p_gen(struct pp_prng *r, const struct pp_explore_limits *lim,
                     struct pp_engine_cfg *e, void *params)
 {
   struct pp_workload *w = &e->workload;
-  struct pp_traffic *t = &e->traffic;
+  struct pp_traffic *t = pp_traffic_of(e);
   struct pp_p2p_params *p = params;
   if (e->nranks <= 8 && pp_prng_chance(r, 0.25))
     w->pattern = PP_PATTERN_ALLTOALL;
@@ -95,7 +95,7 @@ static bool halve(uint32_t *v, uint32_t min)
 
 static bool p2p_reduce(struct pp_engine_cfg *e, void *params, unsigned k, const char **what)
 {
-  struct pp_traffic *t = &e->traffic;
+  struct pp_traffic *t = pp_traffic_of(e);
   struct pp_p2p_params *p = params;
   switch (k) {
   case 0:

@@ -140,6 +140,8 @@ static const unsigned remote_access = PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_W
 
 /* ---------------------------------------------------------------- parameters */
 
+_Static_assert(sizeof(struct pp_ring_params) <= PP_PROTO_PARAMS_MAX, "fits pp_engine_cfg.proto_params");
+
 void pp_ring_params_default(struct pp_ring_params *p)
 {
   *p = (struct pp_ring_params){.slots = PP_RING_DEFAULT_SLOTS,
@@ -324,7 +326,7 @@ static enum pp_status conn_create(struct pp_engine *e, struct conn *c)
 
 static enum pp_status ring_create(struct pp_engine *e)
 {
-  const struct pp_ring_params *p = &e->cfg.ring;
+  const struct pp_ring_params *p = pp_ring_params_of(&e->cfg);
   struct ring *r = calloc(1, sizeof(*r));
   if (!r)
     return PP_NOMEM;
