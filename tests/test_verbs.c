@@ -1778,10 +1778,12 @@ Test(verbs, coordinator_asks_before_it_judges_no_progress)
 
 /* rank 0's QP 10 and rank 1's QP 11 as their devices report them: rank 0's requester has every
  * request completed (next PSN 500), rank 1's responder expects rq_psn. */
+static uint32_t fake_outstanding; /* rank 0's send WRs not completed (0: every one completed) */
 static void fake_qps(struct boot_buf *o, uint32_t rank, uint32_t rq_psn)
 {
   struct vnic_qp_state q = {.qpn = 10 + rank, .peer = !rank, .dest_qpn = 10 + !rank, .state = 3,
-                            .sq_psn = rank ? 90 : 500, .rq_psn = rank ? rq_psn : 90};
+                            .sq_psn = rank ? 90 : 500, .rq_psn = rank ? rq_psn : 90,
+                            .sq_outstanding = rank ? 0 : fake_outstanding};
   boot_put_qps(o, &q, 1, 1);
 }
 
@@ -2271,4 +2273,59 @@ Test(verbs_app, the_bootstrapped_run_wants_a_factory_and_no_trace)
   o.trace.path = "t.trace";
   cr_assert_eq(pp_verbs_run_app(&c, &o, &app, &res, &reporter, err, sizeof(err)), PP_UNSUPPORTED);
   cr_assert(strstr(err, "not recorded"), "%s", err);
+}
+
+/* A requester ahead of its peer's responder with send WRs still outstanding is what a responder
+ * with no receive posted does to it (RNR NAKs, forever: traces/hangs/rnr-forever on rxe), the
+ * protocol's hang: no patience, the first "still" from both stops the run, and the cause is the
+ * waits', not the device's. */
+Test(verbs, outstanding_requests_ahead_of_the_responder_are_not_the_device)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  fake_outstanding = 4;
+  start_coord_np(&c, 5000000000ull, 50000000ull, &th);
+  struct boot_link fd[2];
+  struct boot_buf b = {0};
+  fake_start(&c, fd, &b);
+  send_state(&fd[0], false, false, 1);
+  send_state(&fd[1], false, false, 1);
+  int probes = 0;
+  for (;;) {
+    uint32_t t0 = recv_type(&fd[0], &b);
+    if (t0 == BOOT_STOP)
+      break;
+    cr_assert_eq(t0, BOOT_MARK_PROBE);
+    uint64_t id = boot_get64(&b);
+    cr_assert_eq(recv_type(&fd[1], &b), BOOT_MARK_PROBE);
+    probes++;
+    mark_answer_qps(&fd[0], id, 0, 496);
+    mark_answer_qps(&fd[1], id, 1, 496);
+    cr_assert_lt(probes, 1000, "never stopped");
+  }
+  cr_assert_eq(recv_type(&fd[1], &b), BOOT_STOP);
+  cr_assert_eq(probes, 1, "no patience for the protocol's own hang (%d probes)", probes);
+  for (int r = 0; r < 2; r++) {
+    struct pp_rank_result rr = {0};
+    rr.stats.status_counts[PP_WC_SUCCESS] = 1;
+    snprintf(rr.host, sizeof(rr.host), "fakehost/fake0");
+    struct boot_buf o = {0};
+    boot_put_result(&o, &rr, NULL);
+    boot_put_waits(&o, r ? rank1_waits : rank0_waits, r ? 2 : 1, r ? 2 : 1);
+    fake_qps(&o, (uint32_t)r, 496);
+    cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
+    boot_buf_free(&o);
+  }
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
+    cr_assert_eq(boot_get8(&b), PP_OUTCOME_NO_PROGRESS);
+    close(fd[r].fd);
+  }
+  pthread_join(th, NULL);
+  cr_assert_eq(c.s, PP_OK, "%s", c.err);
+  cr_assert_not_null(c.res.hang);
+  cr_assert_null(strstr(c.res.hang->cause, "device:"), "cause: %s", c.res.hang->cause);
+  pp_run_result_free(&c.res);
+  boot_buf_free(&b);
+  close(c.a.listen_fd);
 }

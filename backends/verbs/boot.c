@@ -5,6 +5,7 @@
 #include "boot.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -1668,12 +1669,14 @@ static const char *dev_of(const struct coord *c, uint32_t rank)
   return c->r[rank].dev[0] ? c->r[rank].dev : "its device";
 }
 
-/* A requester whose next PSN is ahead of its peer QP's expected PSN has requests the other
- * side's responder has not processed: in flight, retried, or (no send WR outstanding: RC
- * completes a request only once the responder took it) completed by a device that lost or holds
- * them (backends/verbs/README.md: Soft-RoCE on a starved CPU). The engines that wait for those
- * wait for the device, not for each other: in a deadlock of the protocol every pair matches.
- * The first such pair, from the QPs the ranks last reported. */
+/* RC completes a request at its requester only once the responder took it, so a requester with
+ * no send WR outstanding whose next PSN is ahead of its peer QP's expected PSN means a device
+ * completed requests the other side never processed: the NIC (or the driver) holds or lost them,
+ * and the engines that wait for them wait for the device, not for each other
+ * (backends/verbs/README.md: Soft-RoCE on a starved CPU). A requester ahead with send WRs still
+ * outstanding proves nothing: a responder with no receive posted RNR-NAKs it forever, which is
+ * the protocol's hang (traces/hangs/rnr-forever on rxe), not the device's. The first such pair,
+ * from the QPs the ranks last reported. */
 static bool device_owes(const struct coord *c, uint32_t *rank, const struct vnic_qp_state **req,
                         const struct vnic_qp_state **resp)
 {
@@ -1681,7 +1684,7 @@ static bool device_owes(const struct coord *c, uint32_t *rank, const struct vnic
     for (uint32_t k = 0; k < c->r[i].nqps; k++) {
       const struct vnic_qp_state *a = &c->r[i].qps[k];
       const struct vnic_qp_state *b = qp_of(c, a->peer, a->dest_qpn);
-      if (a->state == VNIC_QP_UNKNOWN || !b || b->dest_qpn != a->qpn ||
+      if (a->state == VNIC_QP_UNKNOWN || a->sq_outstanding || !b || b->dest_qpn != a->qpn ||
           b->state == VNIC_QP_UNKNOWN)
         continue;
       uint32_t ahead = (a->sq_psn - b->rq_psn) & 0xffffffu;
@@ -1947,22 +1950,15 @@ static void device_cause(const struct coord *c, struct pp_hang *h)
   char prev[sizeof(h->cause)];
   memcpy(prev, h->cause, sizeof(prev));
   prev[sizeof(prev) - 1] = '\0';
-  char out[48] = "every request it sent completed";
-  if (a->sq_outstanding) {
-    int k = snprintf(out, sizeof(out), "%u send WRs outstanding", a->sq_outstanding);
-    if (k < 0 || (size_t)k >= sizeof(out))
-      out[0] = '\0';
-  }
+  assert(a->sq_outstanding == 0); /* device_owes: only a requester with nothing outstanding */
   int n = snprintf(h->cause, sizeof(h->cause),
-                   "device: rank %u's QP %u (%s) has %s (next PSN %u), but rank %u's QP %u (%s) "
-                   "expects PSN %u, %u PSNs behind: %s, so the ranks wait for the device, not for "
-                   "each other (waits: %s)",
-                   i, a->qpn, dev_of(c, i), out, a->sq_psn, a->peer, b->qpn, dev_of(c, a->peer),
-                   b->rq_psn, (a->sq_psn - b->rq_psn) & 0xffffffu,
-                   a->sq_outstanding ? "requests the device has not delivered"
-                                     : "the device completed requests the peer's responder never "
-                                       "processed (lost or held by the NIC or driver)",
-                   prev[0] ? prev : "none named");
+                   "device: rank %u's QP %u (%s) has every request it sent completed (next PSN "
+                   "%u), but rank %u's QP %u (%s) expects PSN %u, %u PSNs behind: the device "
+                   "completed requests the peer's responder never processed (lost or held by the "
+                   "NIC or driver), so the ranks wait for the device, not for each other (waits: "
+                   "%s)",
+                   i, a->qpn, dev_of(c, i), a->sq_psn, a->peer, b->qpn, dev_of(c, a->peer),
+                   b->rq_psn, (a->sq_psn - b->rq_psn) & 0xffffffu, prev[0] ? prev : "none named");
   if (n < 0 || (size_t)n >= sizeof(h->cause)) /* a cause longer than h->cause is cut */
     h->cause[sizeof(h->cause) - 1] = '\0';
 }
