@@ -210,3 +210,92 @@ Test(param, malformed_tables_are_refused)
   cr_assert(!pp_params_valid(t, 1, 2, err, sizeof err), "outside the struct");
   cr_assert(strstr(err, "outside"), "%s", err);
 }
+
+/* Probabilities: a double member, its bounds as the double's bits (1.0, or the largest double
+ * below 1 for "p < 1"); canonical text %.17g, read back exactly. */
+struct chance {
+  double p, q;
+  uint64_t ranks;
+  uint32_t who;
+};
+static const struct pp_param chance_params[] = {
+    PP_PARAM_PROB_KEYED("p", struct chance, p, PP_PARAM_PROB_BELOW_ONE, "below one"),
+    PP_PARAM_PROB_KEYED("q", struct chance, q, PP_PARAM_PROB_ONE, "up to one"),
+    PP_PARAM_RANKS_KEYED("ranks", struct chance, ranks, "a set"),
+    PP_PARAM_KEYED("who", struct chance, who, PP_PARAM_UINT, 0, UINT32_MAX, 0, "a rank", NULL,
+                   PP_PARAM_F_RANK),
+};
+#define NCHANCE (sizeof chance_params / sizeof chance_params[0])
+
+Test(param, probabilities)
+{
+  struct chance c;
+  char err[200], buf[400];
+  cr_assert(pp_params_valid(chance_params, NCHANCE, sizeof c, err, sizeof err), "%s", err);
+  memset(&c, 0xff, sizeof c);
+  pp_params_defaults(chance_params, NCHANCE, &c);
+  cr_assert(c.p == 0.0 && c.q == 0.0 && c.ranks == 0 && c.who == 0);
+  const struct pp_param *p = &chance_params[0], *q = &chance_params[1];
+  cr_assert_eq(pp_param_set(p, &c, " 1e-3 ", 6, err, sizeof err), PP_OK);
+  cr_assert(c.p == 1e-3);
+  pp_param_format(p, &c, buf, sizeof buf);
+  struct chance back = {0};
+  cr_assert_eq(pp_param_set(p, &back, buf, strlen(buf), err, sizeof err), PP_OK);
+  cr_assert(back.p == c.p, "%s reads back", buf);
+  cr_assert_eq(pp_param_set(p, &c, "1", 1, err, sizeof err), PP_INVALID);
+  cr_assert_str_eq(err, "must be a number 0 <= p < 1");
+  cr_assert_eq(pp_param_set(q, &c, "1.0", 3, err, sizeof err), PP_OK);
+  cr_assert(c.q == 1.0);
+  cr_assert_eq(pp_param_set(q, &c, "1.5", 3, err, sizeof err), PP_INVALID);
+  cr_assert_str_eq(err, "must be a number 0 <= p <= 1");
+  cr_assert_eq(pp_param_set(q, &c, "-0", 2, err, sizeof err), PP_OK, "-0 == 0");
+  const char *bad[] = {"nan", "inf", "0x1p-3", "", "1%", "0.5.5", "-0.1"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    cr_assert_neq(pp_param_set(q, &c, bad[i], strlen(bad[i]), NULL, 0), PP_OK, "%s", bad[i]);
+  cr_assert_eq(pp_param_set(p, &c, "-0.1", 4, NULL, 0), PP_INVALID);
+  cr_assert_eq(pp_param_set(p, &c, "nan", 3, NULL, 0), PP_PARSE);
+  /* the bits order as the numbers: the table check sees a value out of range */
+  c.p = 1.0;
+  cr_assert_eq(pp_params_check(chance_params, NCHANCE, &c, err, sizeof err), PP_INVALID);
+  cr_assert_str_eq(err, "p must be 0..0.99999999999999989, got 1");
+  c.p = -0.5;
+  cr_assert_eq(pp_params_check(chance_params, NCHANCE, &c, err, sizeof err), PP_INVALID);
+}
+
+Test(param, rank_sets_and_rank_bounds)
+{
+  struct chance c = {0};
+  char err[200], buf[400];
+  const struct pp_param *r = &chance_params[2];
+  cr_assert_eq(pp_param_set(r, &c, "[1, 3]", 6, err, sizeof err), PP_OK);
+  cr_assert_eq(c.ranks, 0xa);
+  cr_assert_eq(pp_param_set(r, &c, "63,0", 4, err, sizeof err), PP_OK);
+  cr_assert_eq(c.ranks, 1ull << 63 | 1);
+  pp_param_format(r, &c, buf, sizeof buf);
+  cr_assert_str_eq(buf, "[0, 63]");
+  c.ranks = UINT64_MAX;
+  size_t want = pp_param_format(r, &c, buf, sizeof buf);
+  cr_assert_eq(want, strlen(buf));
+  uint64_t back = 0;
+  cr_assert_eq(pp_parse_ranks(buf, strlen(buf), 64, &back, err, sizeof err), PP_OK, "%s", err);
+  cr_assert_eq(back, UINT64_MAX);
+  cr_assert_lt(pp_param_format(r, &c, buf, 8), want + 1, "snprintf-like when short");
+  cr_assert_eq(pp_param_set(r, &c, "[]", 2, err, sizeof err), PP_INVALID);
+  cr_assert_str_eq(err, "must list at least one rank");
+  cr_assert_neq(pp_param_set(r, &c, "64", 2, NULL, 0), PP_OK);
+  cr_assert_neq(pp_param_set(r, &c, "1,", 2, NULL, 0), PP_OK);
+  cr_assert_neq(pp_param_set(r, &c, "1 3", 3, NULL, 0), PP_OK);
+  /* bounded by a run of 4 ranks */
+  struct pp_param b = pp_param_rank_bound(r, 4);
+  cr_assert_eq(b.max, 0xf);
+  cr_assert_eq(pp_param_set(&b, &c, "[3]", 3, err, sizeof err), PP_OK);
+  cr_assert_eq(pp_param_set(&b, &c, "[4]", 3, err, sizeof err), PP_INVALID);
+  cr_assert_str_eq(err, "must be a list of ranks 0..3 such as [1, 3]");
+  b = pp_param_rank_bound(&chance_params[3], 4);
+  cr_assert_eq(b.max, 3);
+  cr_assert_eq(pp_param_set(&b, &c, "4", 1, err, sizeof err), PP_INVALID);
+  cr_assert_str_eq(err, "must be an integer 0..3");
+  b = pp_param_rank_bound(&chance_params[0], 4);
+  cr_assert_eq(b.max, PP_PARAM_PROB_BELOW_ONE, "not a rank entry: unchanged");
+  cr_assert_eq(pp_param_rank_bound(r, 64).max, UINT64_MAX);
+}

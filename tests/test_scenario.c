@@ -562,6 +562,41 @@ Test(units, bandwidths_and_latency)
   cr_assert_eq(sc.sim.platform.latency_ns, 1000);
 }
 
+/* The faults section reads by its field table: probabilities, durations, ranks below `ranks`. */
+Test(units, faults_by_their_table)
+{
+  struct pp_scenario sc;
+  expect_ok("ranks: 4\nfaults: {scramble: 1.0, byzantine: 1, byzantine_rank: 3, jitter: 2us,\n"
+            "  until: 5000, qp_error_host: 3, rkey_host: 2, pause_ranks: [1, 3], order_bits: 64,\n"
+            "  order_mask: 18446744073709551615}\n",
+            &sc);
+  const struct pp_faults *f = &sc.sim.faults;
+  cr_assert(f->scramble == 1.0 && f->byzantine == 1.0);
+  cr_assert_eq(f->byzantine_rank, 3);
+  cr_assert_eq(f->jitter_ns, 2000);
+  cr_assert_eq(f->until_ns, 5000, "a bare integer is ns");
+  cr_assert_eq(f->qp_error_host, 3);
+  cr_assert_eq(f->rkey_host, 2);
+  cr_assert_eq(f->pause_ranks, 0xa);
+  cr_assert_eq(f->order_bits, 64);
+  cr_assert_eq(f->order_mask, UINT64_MAX);
+  expect_error("ranks: 4\nfaults: {qp_error_host: 4}\n", PP_INVALID,
+               "t.yaml:2: 'qp_error_host' must be an integer 0..3, got '4'");
+  expect_error("ranks: 2\nfaults: {byzantine_rank: 2}\n", PP_INVALID,
+               "t.yaml:2: 'byzantine_rank' must be an integer 0..1, got '2'");
+  expect_error("ranks: 2\nfaults: {scramble: 1.01}\n", PP_INVALID,
+               "t.yaml:2: 'scramble' must be a number 0 <= p <= 1, got '1.01'");
+  expect_error("ranks: 2\nfaults: {byzantine: x}\n", PP_PARSE,
+               "t.yaml:2: 'byzantine' must be a number 0 <= p <= 1, got 'x'");
+  expect_error("ranks: 2\nfaults: {pause_ranks: [2]}\n", PP_INVALID,
+               "t.yaml:2: 'pause_ranks' must be an integer 0..1, got '2'");
+  expect_error("ranks: 2\nfaults: {order_bits: 65}\n", PP_INVALID,
+               "t.yaml:2: 'order_bits' must be an integer 0..64, got '65'");
+  expect_error("ranks: 2\nfaults: {cq_delay: 3parsecs}\n", PP_PARSE,
+               "t.yaml:2: 'cq_delay' must be a duration such as 500ns, 2us, 1.5ms or 10s (a bare "
+               "integer is ns), got '3parsecs'");
+}
+
 Test(units, loss_and_integers)
 {
   struct pp_scenario sc;
@@ -1451,6 +1486,8 @@ Test(tables, built_in_tables_are_valid_and_their_defaults_are_the_scenario_defau
        &coll},
       {"nic", pp_nic_param_table, pp_nic_param_count, sizeof sc.sim.nic, &sc.sim.nic},
       {"limits", pp_limits_param_table, pp_limits_param_count, sizeof sc.sim, &sc.sim},
+      {"faults", pp_faults_param_table, pp_faults_param_count, sizeof sc.sim.faults,
+       &sc.sim.faults},
   };
   for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++) {
     char why[256];
@@ -1467,8 +1504,8 @@ Test(tables, built_in_tables_are_valid_and_their_defaults_are_the_scenario_defau
       char text[256], fmt[64];
       const struct pp_param *p = &tabs[i].t[k];
       pp_param_format_default(p, fmt, sizeof fmt);
-      if (!strcmp(fmt, "derived") || !strcmp(p->key, "root"))
-        continue;
+      if (!strcmp(fmt, "derived") || !strcmp(p->key, "root") || p->kind == PP_PARAM_RANKS)
+        continue; /* a rank set's default, none, is no list a scenario may give */
       const char *sec = !strcmp(tabs[i].name, "traffic") ? "workload" : tabs[i].name;
       snprintf(text, sizeof text, "ranks: 2\nprotocol: eager\n%s:\n  %s: %s\n", sec, p->key, fmt);
       cr_assert_eq(parse(text, &sc), PP_OK, "%s%s", text, err);

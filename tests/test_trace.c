@@ -698,6 +698,35 @@ Test(trace, sim_cfg_overrides)
   cr_assert_eq(pp_trace_sim_cfg_set(&c, "rnr_retry=-1", err, sizeof(err)), PP_INVALID);
 }
 
+/* faults.KEY as a scenario writes it (the faults field table), the trace's own sim.faults.*
+ * names still read; a rank key is bounded by the configuration's ranks. */
+Test(trace, sim_cfg_fault_keys_by_the_table)
+{
+  struct pp_sim_config c;
+  memset(&c, 0, sizeof(c));
+  c.engine.nranks = 4;
+  char err[256];
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "faults.jitter=2us", err, sizeof(err)), PP_OK, "%s", err);
+  cr_assert_eq(c.faults.jitter_ns, 2000);
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "sim.faults.jitter_ns=3000", err, sizeof(err)), PP_OK);
+  cr_assert_eq(c.faults.jitter_ns, 3000, "the trace header's name");
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "faults.scramble=1", err, sizeof(err)), PP_OK, "%s", err);
+  cr_assert(c.faults.scramble == 1.0);
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "faults.loss=1", err, sizeof(err)), PP_INVALID);
+  cr_assert_str_eq(err, "'faults.loss' must be a number 0 <= p < 1, got '1'");
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "faults.pause_ranks=[0,3]", err, sizeof(err)), PP_OK,
+               "%s", err);
+  cr_assert_eq(c.faults.pause_ranks, 0x9);
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "faults.pause_ranks=[4]", err, sizeof(err)), PP_INVALID);
+  cr_assert_str_eq(err, "'faults.pause_ranks' must be a list of ranks 0..3 such as [1, 3], got "
+                        "'[4]'");
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "faults.rkey_host=3", err, sizeof(err)), PP_OK);
+  cr_assert_eq(c.faults.rkey_host, 3);
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "faults.rkey_host=4", err, sizeof(err)), PP_INVALID);
+  cr_assert_str_eq(err, "'faults.rkey_host' must be an integer 0..3, got '4'");
+  cr_assert_eq(c.faults.rkey_host, 3, "unchanged");
+}
+
 /* ================================================================ merging per-rank files */
 
 #define MERGE_ORIGIN 7000000000ull

@@ -1,5 +1,5 @@
 /* Field tables of the simulated backend's settings: a NIC profile's integer keys (struct
- * pp_nic_profile, prepost/simnic.h) and the scenario's `limits` (struct pp_sim_config,
+ * pp_nic_profile, prepost/simnic.h), the fault catalogue (struct pp_faults, the same) and the scenario's `limits` (struct pp_sim_config,
  * prepost/simrun.h). Defaults: pp_nic_profile_default() and a scenario that does not say
  * (tests/test_param.c checks). */
 #include "prepost/param.h"
@@ -36,6 +36,51 @@ const struct pp_param pp_nic_param_table[] = {
 };
 #undef N
 const size_t pp_nic_param_count = sizeof pp_nic_param_table / sizeof pp_nic_param_table[0];
+
+#define F struct pp_faults
+#define DUR(key, m, doc) PP_PARAM_KEYED(key, F, m, PP_PARAM_DURATION, 0, UINT64_MAX, 0, doc, NULL, 0)
+#define RANK(key, m, doc)                                                      \
+  PP_PARAM_KEYED(key, F, m, PP_PARAM_UINT, 0, UINT32_MAX, 0, doc, NULL, PP_PARAM_F_RANK)
+/* In the order the explorer writes them (tools/explore/explore_gen.c). */
+const struct pp_param pp_faults_param_table[] = {
+    PP_PARAM_PROB_KEYED("loss", F, loss, PP_PARAM_PROB_BELOW_ONE,
+                        "probability that any packet (request, response, ACK) is dropped"),
+    DUR("until", until_ns, "the faults stop at this simulated time (0: never; not byzantine)"),
+    DUR("jitter", jitter_ns,
+        "each wire transfer leaves its NIC U[0, jitter] late (never overtaking an earlier one)"),
+    PP_PARAM_PROB_KEYED("scramble", F, scramble, PP_PARAM_PROB_ONE,
+                        "probability that an RDMA WRITE over 64 B is placed out of order"),
+    DUR("scramble_delay", scramble_ns,
+        "the rest of a scrambled WRITE lands this much later (or with the QP's next packet)"),
+    DUR("srq_delay", srq_delay_ns, "a WQE posted to an SRQ becomes usable only this much later"),
+    DUR("qp_error_at", qp_error_ns,
+        "at this time a QP of qp_error_host is forced to ERROR (0: never)"),
+    RANK("qp_error_host", qp_error_host, "the host whose QP qp_error_at breaks"),
+    PP_PARAM_KEYED("qp_error_qp", F, qp_error_qp, PP_PARAM_UINT, 0, UINT32_MAX, 0,
+                   "which QP (its number mod the live QPs)", NULL, 0),
+    DUR("rkey_invalidate_at", rkey_ns,
+        "at this time every remotely accessible MR of rkey_host gets a new rkey (0: never)"),
+    RANK("rkey_host", rkey_host, "the host whose rkeys rkey_invalidate_at changes"),
+    DUR("cq_delay", cq_delay_ns, "a rank polls a completion U[0, cq_delay] after it is queued"),
+    PP_PARAM_RANKS_KEYED("pause_ranks", F, pause_ranks,
+                         "these ranks (0..63) freeze, no polling or timers, during the pause"),
+    DUR("pause_at", pause_at_ns, "the pause starts at this time"),
+    DUR("pause", pause_ns, "and lasts this long (0: no pause)"),
+    PP_PARAM_KEYED("order_bits", F, order_bits, PP_PARAM_UINT, 0, 64, 0,
+                   "exhaustive mode: the first this many wire transfers of the fabric ...", NULL,
+                   0),
+    PP_PARAM_KEYED("order_mask", F, order_mask, PP_PARAM_UINT, 0, UINT64_MAX, 0,
+                   "... leave order_window late when their bit is set here", NULL, 0),
+    DUR("order_window", order_window_ns, "how late a transfer order_mask selects leaves"),
+    PP_PARAM_PROB_KEYED("byzantine", F, byzantine, PP_PARAM_PROB_ONE,
+                        "probability that a message byzantine_rank sends is mutated (0: off)"),
+    RANK("byzantine_rank", byzantine_rank, "the lying rank"),
+};
+#undef RANK
+#undef DUR
+#undef F
+const size_t pp_faults_param_count =
+    sizeof pp_faults_param_table / sizeof pp_faults_param_table[0];
 
 #define S struct pp_sim_config
 const struct pp_param pp_limits_param_table[] = {

@@ -3,6 +3,8 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -244,6 +246,102 @@ enum pp_status pp_parse_bool(const char *s, size_t len, bool *out, char *why, si
   WHY(PP_PARSE, "must be true or false");
 }
 
+/* [+]digits[.digits][e[+-]digits] or .digits...: strtod on a copy restricted to that alphabet
+ * (no hex, inf, nan or locale-dependent forms). */
+enum pp_status pp_parse_prob(const char *s, size_t len, double hi, double *out, char *why,
+                             size_t whylen)
+{
+  char buf[64], *end = NULL;
+  const char *range = hi < 1.0 ? "0 <= p < 1" : "0 <= p <= 1";
+  trim(&s, &len);
+  if (len == 0 || len >= sizeof buf)
+    WHY(PP_PARSE, "must be a number %s", range);
+  for (size_t i = 0; i < len; i++)
+    if (!is_digit(s[i]) && s[i] != '.' && s[i] != 'e' && s[i] != 'E' && s[i] != '+' &&
+        s[i] != '-')
+      WHY(PP_PARSE, "must be a number %s", range);
+  memcpy(buf, s, len);
+  buf[len] = '\0';
+  double x = strtod(buf, &end);
+  if (end != buf + len)
+    WHY(PP_PARSE, "must be a number %s", range);
+  if (!isfinite(x) || !(x >= 0 && x <= hi))
+    WHY(PP_INVALID, "must be a number %s", range);
+  *out = x;
+  return PP_OK;
+}
+
+enum pp_status pp_parse_ranks(const char *s, size_t len, uint32_t ranks, uint64_t *out,
+                              char *why, size_t whylen)
+{
+  uint64_t hi = (ranks < 64 ? ranks : 64) - 1, m = 0, x;
+  trim(&s, &len);
+  if (len >= 2 && s[0] == '[' && s[len - 1] == ']') {
+    s++;
+    len -= 2;
+  }
+  if (ranks == 0)
+    WHY(PP_INVALID, "must be a list of ranks, but there are none");
+  trim(&s, &len);
+  if (len == 0)
+    WHY(PP_INVALID, "must list at least one rank");
+  while (len) {
+    size_t n = 0;
+    while (n < len && s[n] != ',')
+      n++;
+    enum pp_status st = pp_parse_uint(s, n, 0, hi, &x, NULL, 0);
+    if (st != PP_OK)
+      WHY(st, "must be a list of ranks 0..%" PRIu64 " such as [1, 3]", hi);
+    m |= 1ull << x;
+    if (n == len)
+      break;
+    s += n + 1;
+    len -= n + 1;
+    if (len == 0)
+      WHY(PP_PARSE, "must be a list of ranks 0..%" PRIu64 " such as [1, 3]", hi);
+  }
+  *out = m;
+  return PP_OK;
+}
+
+static double bits_double(uint64_t b)
+{
+  double d;
+  memcpy(&d, &b, sizeof d);
+  return d;
+}
+
+static uint64_t double_bits(double d)
+{
+  uint64_t b;
+  memcpy(&b, &d, sizeof b);
+  return b;
+}
+
+/* The rank count a RANKS entry's max (a mask of ranks 0..k-1) allows. */
+static uint32_t mask_ranks(uint64_t max)
+{
+  uint32_t k = 0;
+  while (k < 64 && max >> k & 1)
+    k++;
+  return k;
+}
+
+static size_t format_ranks(uint64_t mask, char *buf, size_t len)
+{
+  size_t at = 0;
+  int w = snprintf(buf, len, "[");
+  at = w < 0 ? 0 : (size_t)w;
+  for (int i = 0; i < 64; i++)
+    if (mask >> i & 1) {
+      w = snprintf(at < len ? buf + at : NULL, at < len ? len - at : 0, "%s%d",
+                   at > 1 ? ", " : "", i);
+      at += w < 0 ? 0 : (size_t)w;
+    }
+  w = snprintf(at < len ? buf + at : NULL, at < len ? len - at : 0, "]");
+  return at + (w < 0 ? 0 : (size_t)w);
+}
+
 static size_t format_units(uint64_t v, const struct unit *u, size_t count, char *buf, size_t len)
 {
   /* the largest unit (among those of one base, listed in increasing order) that divides v */
@@ -370,6 +468,15 @@ enum pp_status pp_param_set(const struct pp_param *p, void *obj, const char *tex
     break;
   case PP_PARAM_ENUM:
     return set_enum(p, obj, text, len, why, whylen);
+  case PP_PARAM_PROB: {
+    double d = 0;
+    st = pp_parse_prob(text, len, bits_double(p->max), &d, why, whylen);
+    v = double_bits(d);
+    break;
+  }
+  case PP_PARAM_RANKS:
+    st = pp_parse_ranks(text, len, mask_ranks(p->max), &v, why, whylen);
+    break;
   default:
     WHY(PP_INVALID, "has an unknown kind %u", p->kind);
   }
@@ -393,6 +500,11 @@ size_t pp_param_format(const struct pp_param *p, const void *obj, char *buf, siz
   case PP_PARAM_ENUM:
     w = snprintf(buf, len, "%s", v >= p->min && v <= p->max ? p->names[v] : "?");
     break;
+  case PP_PARAM_PROB:
+    w = snprintf(buf, len, "%.17g", bits_double(v));
+    break;
+  case PP_PARAM_RANKS:
+    return format_ranks(v, buf, len);
   default:
     w = snprintf(buf, len, "%" PRIu64, v);
     break;
@@ -412,6 +524,19 @@ size_t pp_param_format_default(const struct pp_param *p, char *buf, size_t len)
   return pp_param_format(&one, &p->def, buf, len);
 }
 
+struct pp_param pp_param_rank_bound(const struct pp_param *p, uint32_t ranks)
+{
+  struct pp_param b = *p;
+  if (!(p->flags & PP_PARAM_F_RANK))
+    return b;
+  uint64_t top = ranks ? ranks - 1 : 0;
+  if (p->kind == PP_PARAM_RANKS)
+    b.max = ranks >= 64 ? UINT64_MAX : (1ull << ranks) - 1;
+  else if (top < b.max)
+    b.max = top;
+  return b;
+}
+
 void pp_params_defaults(const struct pp_param *t, size_t n, void *obj)
 {
   for (size_t i = 0; i < n; i++)
@@ -425,16 +550,13 @@ enum pp_status pp_params_check(const struct pp_param *t, size_t n, const void *o
     uint64_t v = pp_param_get(&t[i], obj);
     if ((v >= t[i].min && v <= t[i].max) || (t[i].flags & PP_PARAM_F_DERIVED && v == 0))
       continue;
-    char lo[32], hi[32];
-    pp_param_format(&(struct pp_param){.kind = t[i].kind == PP_PARAM_ENUM ? PP_PARAM_UINT
-                                                                         : t[i].kind,
-                                       .width = 8},
-                    &t[i].min, lo, sizeof lo);
-    pp_param_format(&(struct pp_param){.kind = t[i].kind == PP_PARAM_ENUM ? PP_PARAM_UINT
-                                                                         : t[i].kind,
-                                       .width = 8},
-                    &t[i].max, hi, sizeof hi);
-    snprintf(err, errlen, "%s must be %s..%s, got %" PRIu64, t[i].key, lo, hi, v);
+    char lo[320], hi[320], got[320];
+    struct pp_param one = {.kind = t[i].kind == PP_PARAM_ENUM ? PP_PARAM_UINT : t[i].kind,
+                           .width = 8};
+    pp_param_format(&one, &t[i].min, lo, sizeof lo);
+    pp_param_format(&one, &t[i].max, hi, sizeof hi);
+    pp_param_format(&one, &v, got, sizeof got);
+    snprintf(err, errlen, "%s must be %s..%s, got %s", t[i].key, lo, hi, got);
     return PP_INVALID;
   }
   return PP_OK;

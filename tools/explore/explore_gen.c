@@ -162,7 +162,7 @@ static void write_params(FILE *out, const struct pp_param *t, size_t n, const vo
       skipped = !strcmp(*k, t[i].key);
     if (skipped || (t[i].flags & PP_PARAM_F_DERIVED && pp_param_get(&t[i], obj) == 0))
       continue;
-    char v[64];
+    char v[320]; /* a rank list of 64 ranks fits */
     pp_param_format(&t[i], obj, v, sizeof v);
     fprintf(out, "  %s: %s\n", t[i].key, v);
   }
@@ -616,21 +616,17 @@ int pp_scenario_write(FILE *out, const struct pp_scenario *sc, const char *comme
     write_params(out, pp_traffic_param_table, pp_traffic_param_count, pp_traffic_of(e), NULL);
   fprintf(out, "qp:\n");
   write_params(out, pp_qp_param_table, pp_qp_param_count, q, NULL);
-  fprintf(out,
-          "faults:\n  loss: %.17g\n  until: %" PRIu64 "\n  jitter: %" PRIu64
-          "\n  scramble: %.17g\n  scramble_delay: %" PRIu64 "\n  srq_delay: %" PRIu64
-          "\n  qp_error_at: %" PRIu64 "\n  qp_error_host: %u\n  qp_error_qp: %u\n"
-          "  rkey_invalidate_at: %" PRIu64 "\n  rkey_host: %u\n  cq_delay: %" PRIu64
-          "\n  pause_at: %" PRIu64 "\n  pause: %" PRIu64 "\n  order_bits: %u\n"
-          "  order_mask: %" PRIu64 "\n  order_window: %" PRIu64 "\n",
-          f->loss, f->until_ns, f->jitter_ns, f->scramble, f->scramble_ns, f->srq_delay_ns,
-          f->qp_error_ns, f->qp_error_host, f->qp_error_qp, f->rkey_ns, f->rkey_host,
-          f->cq_delay_ns, f->pause_at_ns, f->pause_ns, f->order_bits, f->order_mask,
-          f->order_window_ns);
-  if (f->pause_ranks)
-    write_mask(out, "pause_ranks", f->pause_ranks);
-  if (f->byzantine > 0) /* opt-in: absent from the other scenarios */
-    fprintf(out, "  byzantine: %.17g\n  byzantine_rank: %u\n", f->byzantine, f->byzantine_rank);
+  /* every fault key in its canonical text, but the opt-in ones when off (absent from the other
+   * scenarios) */
+  const char *off[4] = {NULL}, **o = off;
+  if (!f->pause_ranks)
+    *o++ = "pause_ranks";
+  if (!(f->byzantine > 0)) {
+    *o++ = "byzantine";
+    *o++ = "byzantine_rank";
+  }
+  fprintf(out, "faults:\n");
+  write_params(out, pp_faults_param_table, pp_faults_param_count, f, off);
   static const char *const not_written[] = {"no_progress", "memory", NULL}; /* their defaults */
   fprintf(out, "limits:\n");
   write_params(out, pp_limits_param_table, pp_limits_param_count, s, not_written);

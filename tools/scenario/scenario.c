@@ -510,23 +510,6 @@ bad:
               key, show(c, v));
 }
 
-/* A probability 0 <= p < 1. */
-static enum pp_status get_probability(struct ctx *c, const char *key, const struct node *v,
-                                      double *out)
-{
-  double x;
-  const char *unit;
-  size_t nunit;
-  if (!parse_real(v, &x, &unit, &nunit) || nunit)
-    return fail(c, PP_PARSE, v->line, "'%s' must be a number 0 <= p < 1, got %s", key,
-                show(c, v));
-  if (!isfinite(x) || !(x >= 0 && x < 1))
-    return fail(c, PP_INVALID, v->line, "'%s' must be a number 0 <= p < 1, got %s", key,
-                show(c, v));
-  *out = x;
-  return PP_OK;
-}
-
 /* A non-empty string without control characters that fits in buf (size bytes with the NUL). */
 static enum pp_status get_string(struct ctx *c, const char *key, const struct node *v, char *buf,
                                  size_t size)
@@ -1505,6 +1488,13 @@ static void print_key(FILE *out, const char *section, const char *key, const str
                             p->names[i]);
   } else if (p->kind == PP_PARAM_BOOL) {
     snprintf(kind, sizeof kind, "true or false");
+  } else if (p->kind == PP_PARAM_PROB) {
+    snprintf(kind, sizeof kind, "probability %s", p->max < PP_PARAM_PROB_ONE ? "0 <= p < 1"
+                                                                              : "0 <= p <= 1");
+  } else if (p->kind == PP_PARAM_RANKS) {
+    snprintf(kind, sizeof kind, "list of ranks 0..63, below ranks");
+  } else if (p->flags & PP_PARAM_F_RANK) {
+    snprintf(kind, sizeof kind, "rank 0..ranks-1");
   } else {
     char lo[32], hi[32];
     struct pp_param b = *p;
@@ -1536,7 +1526,7 @@ void pp_scenario_print_keys(FILE *out)
               {"p2p", p2p_keys, pp_p2p_param_table, &pp_p2p_param_count},
               {"ring", ring_keys, pp_ring_param_table, &pp_ring_param_count},
               {"collective", collective_keys, pp_coll_param_table, &pp_coll_param_count},
-              {"faults", faults_keys, NULL, NULL},
+              {"faults", faults_keys, pp_faults_param_table, &pp_faults_param_count},
               {"limits", limits_keys, pp_limits_param_table, &pp_limits_param_count},
               {"nic", nic_keys, pp_nic_param_table, &pp_nic_param_count},
               {"platform.cluster", cluster_keys, NULL, NULL}};

@@ -230,6 +230,7 @@ static enum pp_status set_scenario_key(struct pp_sim_config *cfg, const char *ke
       {"collective", pp_coll_param_table, &pp_coll_param_count, coll ? pp_coll_params_of(e) : NULL},
       {"nic", pp_nic_param_table, &pp_nic_param_count, &cfg->nic},
       {"limits", pp_limits_param_table, &pp_limits_param_count, cfg},
+      {"faults", pp_faults_param_table, &pp_faults_param_count, &cfg->faults},
   };
   const char *dot = strchr(key, '.');
   if (!dot || strchr(dot + 1, '.'))
@@ -247,7 +248,8 @@ static enum pp_status set_scenario_key(struct pp_sim_config *cfg, const char *ke
                pp_workload_name((enum pp_workload_kind)e->workload.kind));
       return PP_INVALID;
     }
-    if (pp_param_set(p, secs[i].obj, v, strlen(v), why, sizeof(why)) == PP_OK)
+    const struct pp_param b = pp_param_rank_bound(p, e->nranks); /* a rank: below ranks */
+    if (pp_param_set(&b, secs[i].obj, v, strlen(v), why, sizeof(why)) == PP_OK)
       return PP_OK;
     snprintf(err, errlen, "'%s' %s, got '%s'", key, why, v);
     return PP_INVALID;

@@ -15,6 +15,8 @@
  *   integer   decimal digits; no sign, no unit
  *   bool      true/false, yes/no, on/off, 1/0
  *   enum      one of the names the entry lists
+ *   prob      a probability: a decimal number such as 0.05 or 1e-3 (a double member)
+ *   ranks     a set of ranks 0..63 such as [1, 3] or 1,3 (a uint64_t bitmask member)
  *
  * Pure string handling: no I/O, no allocation (part of the engine library).
  */
@@ -40,7 +42,9 @@ PP_API_BEGIN
   X(SIZE, "size")                                                              \
   X(DURATION, "duration")                                                      \
   X(BOOL, "bool")                                                              \
-  X(ENUM, "enum")
+  X(ENUM, "enum")                                                              \
+  X(PROB, "probability")                                                       \
+  X(RANKS, "rank list")
 
 enum pp_param_kind {
 #define PP_X(id, name) PP_PARAM_##id,
@@ -57,13 +61,23 @@ struct pp_param {
   uint8_t width;    /* bytes of the unsigned integer member: 1, 2, 4 or 8 (bool: 1) */
   uint8_t flags;    /* PP_PARAM_F_* */
   uint32_t offset;  /* of the member in the module's parameter struct */
-  uint64_t min, max, def;     /* enum: indices into names */
+  uint64_t min, max, def;     /* enum: indices into names; prob: the double's bits (for values
+                                 >= 0 the bits order as the numbers: PP_PARAM_PROB_ONE) */
   const char *const *names;   /* enum: names[min..max], NULL-free */
 };
 
 /* Flags. DERIVED: the default is 0, outside [min, max], and means "the module derives it" (the
  * doc says from what); a value that is given must be within [min, max]. */
 #define PP_PARAM_F_DERIVED 1u
+/* RANK: an integer that names a rank (of a UINT), or every rank of a RANKS set, must be below
+ * the run's rank count, which the table does not know: pp_param_rank_bound() gives the entry
+ * with that bound for the caller to parse with. */
+#define PP_PARAM_F_RANK 2u
+
+/* The bits of a probability bound (a double >= 0), as min, max and def of a PROB entry hold it:
+ * PP_PARAM_PROB_ONE is 1.0, PP_PARAM_PROB_BELOW_ONE the largest double below 1 (p < 1). */
+#define PP_PARAM_PROB_ONE 0x3ff0000000000000ull
+#define PP_PARAM_PROB_BELOW_ONE 0x3fefffffffffffffull
 
 /* An entry for member `m` of struct type `T` (an unsigned integer type, or bool), named key_. */
 #define PP_PARAM_KEYED(key_, T, m, kind_, lo, hi, dflt, doc_, names_, flags_)  \
@@ -87,6 +101,13 @@ struct pp_param {
 #define PP_PARAM_ENUM(T, m, names_, count, dflt, doc)                          \
   PP_PARAM_ENTRY(T, m, PP_PARAM_ENUM, 0, (count) - 1, dflt, doc, names_)
 
+/* `m` a double in [0, max_bits] (PP_PARAM_PROB_ONE or PP_PARAM_PROB_BELOW_ONE), default 0 */
+#define PP_PARAM_PROB_KEYED(key_, T, m, max_bits, doc_)                         \
+  PP_PARAM_KEYED(key_, T, m, PP_PARAM_PROB, 0, max_bits, 0, doc_, NULL, 0)
+/* `m` a uint64_t bitmask of ranks, default none */
+#define PP_PARAM_RANKS_KEYED(key_, T, m, doc_)                                   \
+  PP_PARAM_KEYED(key_, T, m, PP_PARAM_RANKS, 0, UINT64_MAX, 0, doc_, NULL, PP_PARAM_F_RANK)
+
 /* ---- the value parsers: text [s, s + len) (leading and trailing blanks ignored) ----
  * PP_OK and *out; PP_PARSE when the text has not the shape, PP_INVALID when it is out of
  * [lo, hi]; then `why` (may be NULL) gets the tail of a sentence that follows the setting's
@@ -98,6 +119,12 @@ enum pp_status pp_parse_size(const char *s, size_t len, uint64_t lo, uint64_t hi
 enum pp_status pp_parse_duration(const char *s, size_t len, uint64_t lo, uint64_t hi,
                                  uint64_t *out, char *why, size_t whylen);
 enum pp_status pp_parse_bool(const char *s, size_t len, bool *out, char *why, size_t whylen);
+/* A probability in [0, hi] (hi 1.0 or below; "must be a number 0 <= p < 1" when hi < 1). */
+enum pp_status pp_parse_prob(const char *s, size_t len, double hi, double *out, char *why,
+                             size_t whylen);
+/* A set of ranks below `ranks` (at most 64): "[1, 3]", "1, 3", "1" (not empty) as a bitmask. */
+enum pp_status pp_parse_ranks(const char *s, size_t len, uint32_t ranks, uint64_t *out,
+                              char *why, size_t whylen);
 
 /* The canonical text of a value, which its parser reads back to the same value: sizes and
  * durations in the largest unit that divides them exactly ("64KiB", "1500ns", "2ms").
@@ -125,6 +152,9 @@ enum pp_status pp_param_set(const struct pp_param *p, void *obj, const char *tex
 size_t pp_param_format(const struct pp_param *p, const void *obj, char *buf, size_t len);
 /* The canonical text of the entry's default ("derived" for PP_PARAM_F_DERIVED). */
 size_t pp_param_format_default(const struct pp_param *p, char *buf, size_t len);
+/* Entry p with its rank bound for a run of `ranks` ranks (a PP_PARAM_F_RANK UINT: max at most
+ * ranks - 1; a RANKS set: max the mask of ranks 0..min(ranks, 64) - 1); others unchanged. */
+struct pp_param pp_param_rank_bound(const struct pp_param *p, uint32_t ranks);
 /* Every member its default. */
 void pp_params_defaults(const struct pp_param *t, size_t n, void *obj);
 /* Every member within its bounds; else PP_INVALID and "KEY must be ..., got ..." in err. */

@@ -100,6 +100,10 @@ struct pp_faults {
   bool byzantine_data_lies; /* test-only, no scenario key: pp_byz_set_data_lies() */
 };
 
+/* The scenario's `faults` keys (all but byzantine_data_lies), in backends/simgrid/sim_param.c.
+ * The entries flagged PP_PARAM_F_RANK name ranks: parse them with pp_param_rank_bound(). */
+PP_PARAM_TABLE(pp_faults);
+
 /* How often each fault fired on a host: struct pp_fault_counts of prepost/run.h. */
 
 /* Fills a profile with the values of the default ("cx6-100g") model. */
