@@ -12,6 +12,7 @@
 #include "tools/scenario/scenario.h"
 #include "prepost/param.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -862,15 +863,21 @@ static const char *const workload_keys[] = {"pattern",  "messages", "size", "int
                                             "consume_jitter", "post_delay",
                                             "size_max", "size_dist", "tags", "receives",
                                             "window", NULL};
-static const char *const qp_keys[] = {"min_rnr_timer", "rnr_retry", "timeout",  "retry_cnt",
-                                      "max_rd_atomic", "mtu",       "sq_depth", "rq_depth",
-                                      NULL};
-static const char *const faults_keys[] = {
-    "loss",     "until",       "jitter",      "scramble",  "scramble_delay", "srq_delay",
-    "qp_error_at", "qp_error_host", "qp_error_qp", "rkey_invalidate_at", "rkey_host", "cq_delay",
-    "pause_ranks", "pause_at",   "pause",       "order_bits", "order_mask",  "order_window",
-    "byzantine", "byzantine_rank", NULL};
-static const char *const limits_keys[] = {"max_sim_time", "no_progress", "memory", NULL};
+/* The sections qp, faults and limits are described by their field tables alone: their keys are
+ * the tables' keys, listed here for check_keys (NULL-terminated, in table order). */
+enum { MAX_TABLE_KEYS = 64 };
+struct table_keys {
+  const char *names[MAX_TABLE_KEYS + 1];
+};
+
+static const char *const *table_keys(struct table_keys *tk, const struct pp_param *t, size_t n)
+{
+  assert(n <= MAX_TABLE_KEYS); /* the tables are the program's own; test_scenario lists them */
+  for (size_t i = 0; i < n; i++)
+    tk->names[i] = t[i].key;
+  tk->names[n] = NULL;
+  return tk->names;
+}
 
 /* A section value that must be a mapping ("key:" alone counts as an empty one). */
 static enum pp_status section(struct ctx *c, const struct node *root, const char *key,
@@ -1228,10 +1235,13 @@ static enum pp_status parse_scenario(struct ctx *c, const struct node *root, str
     if ((st = parse_proto_params(c, root, &sim->engine)))
       return st;
   }
+  struct table_keys tk;
   if ((st = section(c, root, "workload", workload_keys, &workload)) ||
-      (st = section(c, root, "qp", qp_keys, &qp)) ||
-      (st = section(c, root, "faults", faults_keys, &faults)) ||
-      (st = section(c, root, "limits", limits_keys, &limits)))
+      (st = section(c, root, "qp", table_keys(&tk, pp_qp_param_table, pp_qp_param_count), &qp)) ||
+      (st = section(c, root, "faults",
+                    table_keys(&tk, pp_faults_param_table, pp_faults_param_count), &faults)) ||
+      (st = section(c, root, "limits",
+                    table_keys(&tk, pp_limits_param_table, pp_limits_param_count), &limits)))
     return st;
   if (workload && (st = parse_workload(c, workload, sim->engine.nranks, &sim->engine.workload)))
     return st;
@@ -1522,26 +1532,30 @@ void pp_scenario_print_keys(FILE *out)
   } secs[] = {{NULL, top_keys, NULL, NULL},
               {"workload", workload_keys, pp_workload_param_table, &pp_workload_param_count},
               {"workload", workload_keys, pp_traffic_param_table, &pp_traffic_param_count},
-              {"qp", qp_keys, pp_qp_param_table, &pp_qp_param_count},
+              {"qp", NULL, pp_qp_param_table, &pp_qp_param_count},
               {"p2p", p2p_keys, pp_p2p_param_table, &pp_p2p_param_count},
               {"ring", ring_keys, pp_ring_param_table, &pp_ring_param_count},
               {"collective", collective_keys, pp_coll_param_table, &pp_coll_param_count},
-              {"faults", faults_keys, pp_faults_param_table, &pp_faults_param_count},
-              {"limits", limits_keys, pp_limits_param_table, &pp_limits_param_count},
+              {"faults", NULL, pp_faults_param_table, &pp_faults_param_count},
+              {"limits", NULL, pp_limits_param_table, &pp_limits_param_count},
               {"nic", nic_keys, pp_nic_param_table, &pp_nic_param_count},
               {"platform.cluster", cluster_keys, NULL, NULL}};
   fprintf(out, "Scenario keys (models/scenarios/README.md), for a scenario file and for\n"
                "`prepost run --set KEY=VALUE` (SECTION.KEY for the keys of a section). Sizes:\n"
                "4096, 64B, 4KiB, 1MiB, 1GB; durations: 500ns, 2us, 1.5ms, 10s (bare: ns).\n");
   size_t nsecs = sizeof secs / sizeof secs[0];
+  struct table_keys tk;
   for (size_t i = 0; i < nsecs; i++) {
-    if (i > 0 && secs[i - 1].keys == secs[i].keys)
+    if (i > 0 && secs[i].keys && secs[i - 1].keys == secs[i].keys)
       continue; /* a section with two tables (workload: stream and traffic keys): done */
     fprintf(out, "\n%s:\n", secs[i].section ? secs[i].section : "top level");
-    for (const char *const *k = secs[i].keys; *k; k++) {
+    const char *const *keys =
+        secs[i].keys ? secs[i].keys : table_keys(&tk, secs[i].table, *secs[i].n);
+    for (const char *const *k = keys; *k; k++) {
       const struct pp_param *t = NULL;
       size_t n = 0;
-      for (size_t j = i; j < nsecs && secs[j].keys == secs[i].keys && !t; j++)
+      for (size_t j = i; j < nsecs && (j == i || (secs[i].keys && secs[j].keys == secs[i].keys)) && !t;
+           j++)
         if (secs[j].table && pp_param_find(secs[j].table, *secs[j].n, *k))
           t = secs[j].table, n = *secs[j].n;
       print_key(out, secs[i].section, *k, t, n);
