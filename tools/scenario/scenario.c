@@ -863,8 +863,8 @@ static const char *const workload_keys[] = {"pattern",  "messages", "size", "int
                                             "consume_jitter", "post_delay",
                                             "size_max", "size_dist", "tags", "receives",
                                             "window", NULL};
-/* The sections qp, faults and limits are described by their field tables alone: their keys are
- * the tables' keys, listed here for check_keys (NULL-terminated, in table order). */
+/* The sections qp, faults, limits, ring and p2p are described by their field tables alone: their
+ * keys are the tables' keys, listed here for check_keys (NULL-terminated, in table order). */
 enum { MAX_TABLE_KEYS = 64 };
 struct table_keys {
   const char *names[MAX_TABLE_KEYS + 1];
@@ -1024,8 +1024,6 @@ static enum pp_status parse_qp(struct ctx *c, const struct node *q,
 /* ------------------------------------------------------------------------------------------ */
 /* The ring protocols and the collective workload: workload.kind, sections ring and collective */
 
-static const char *const ring_keys[] = {"slots",        "slot_size",   "channels",
-                                        "credit_batch", "credit_idle", NULL};
 static const char *const collective_keys[] = {
     "op",     "datatype", "size",       "iterations",   "warmup",    "root",       "chunk",
     "window", "compute",  "slow_ranks", "slow_compute", "slow_from", "slow_until", "check",
@@ -1085,6 +1083,7 @@ static enum pp_status parse_ring_keys(struct ctx *c, const struct node *root,
                                       const struct node *workload, struct pp_engine_cfg *e)
 {
   const struct node *ring, *coll;
+  struct table_keys tk;
   enum pp_status st;
   /* workload.kind was read with the workload's table */
   if (workload && get(workload, "kind") && e->workload.kind == PP_WORKLOAD_COLLECTIVE &&
@@ -1095,7 +1094,8 @@ static enum pp_status parse_ring_keys(struct ctx *c, const struct node *root,
     return fail(c, PP_INVALID, kind->line,
                 "workload 'app' is a program's callbacks (prepost/app.h, pp_sim_run_app): a "
                 "scenario cannot run it");
-  if ((st = section(c, root, "ring", ring_keys, &ring)) ||
+  if ((st = section(c, root, "ring", table_keys(&tk, pp_ring_param_table, pp_ring_param_count),
+                     &ring)) ||
       (st = section(c, root, "collective", collective_keys, &coll)))
     return st;
   /* a section of another protocol or workload is checked into a copy, then dropped */
@@ -1533,8 +1533,8 @@ void pp_scenario_print_keys(FILE *out)
               {"workload", workload_keys, pp_workload_param_table, &pp_workload_param_count},
               {"workload", workload_keys, pp_traffic_param_table, &pp_traffic_param_count},
               {"qp", NULL, pp_qp_param_table, &pp_qp_param_count},
-              {"p2p", p2p_keys, pp_p2p_param_table, &pp_p2p_param_count},
-              {"ring", ring_keys, pp_ring_param_table, &pp_ring_param_count},
+              {"p2p", NULL, pp_p2p_param_table, &pp_p2p_param_count},
+              {"ring", NULL, pp_ring_param_table, &pp_ring_param_count},
               {"collective", collective_keys, pp_coll_param_table, &pp_coll_param_count},
               {"faults", NULL, pp_faults_param_table, &pp_faults_param_count},
               {"limits", NULL, pp_limits_param_table, &pp_limits_param_count},
