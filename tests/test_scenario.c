@@ -1534,3 +1534,33 @@ Test(tables, canonical_text_reads_back_through_the_parser)
   cr_assert_eq(parse(text, &sc), PP_OK, "%s%s", text, err);
   cr_assert_eq(memcmp(&before, pp_ring_params_of(&sc.sim.engine), sizeof before), 0, "%s", text);
 }
+
+/* The sections qp, faults, limits, ring and p2p take their keys from their field tables: each
+ * table key is accepted (an unknown key's message lists the table's keys, in table order, and no
+ * other), so a key added to a table needs no second list in the parser. */
+Test(tables, sections_take_their_keys_from_their_tables)
+{
+  const struct {
+    const char *section, *head;
+    const struct pp_param *t;
+    size_t n;
+  } secs[] = {
+      {"qp", "ranks: 2\n", pp_qp_param_table, pp_qp_param_count},
+      {"faults", "ranks: 2\n", pp_faults_param_table, pp_faults_param_count},
+      {"limits", "ranks: 2\n", pp_limits_param_table, pp_limits_param_count},
+      {"ring", "ranks: 2\n", pp_ring_param_table, pp_ring_param_count},
+      {"p2p", "ranks: 2\nprotocol: eager\n", pp_p2p_param_table, pp_p2p_param_count},
+  };
+  for (size_t i = 0; i < sizeof secs / sizeof secs[0]; i++) {
+    char text[256], msg[1024];
+    snprintf(text, sizeof text, "%s%s:\n  no_such_key: 1\n", secs[i].head, secs[i].section);
+    unsigned line = secs[i].head[9] ? 4 : 3; /* the key's line */
+    int o = snprintf(msg, sizeof msg,
+                     "t.yaml:%u: unknown key 'no_such_key' in '%s' (expected one of: ", line,
+                     secs[i].section);
+    for (size_t k = 0; k < secs[i].n; k++)
+      o += snprintf(msg + o, sizeof msg - (size_t)o, "%s%s", k ? ", " : "", secs[i].t[k].key);
+    snprintf(msg + o, sizeof msg - (size_t)o, ")");
+    expect_error(text, PP_PARSE, msg);
+  }
+}
