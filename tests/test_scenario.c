@@ -1553,6 +1553,8 @@ Test(tables, sections_take_their_keys_from_their_tables)
   };
   for (size_t i = 0; i < sizeof secs / sizeof secs[0]; i++) {
     char text[256], msg[1024];
+    /* scenario.c lists a table's keys in a 64-entry array (an assertion there, this test here) */
+    cr_assert_leq(secs[i].n, 64, "%s: %zu keys", secs[i].section, secs[i].n);
     snprintf(text, sizeof text, "%s%s:\n  no_such_key: 1\n", secs[i].head, secs[i].section);
     unsigned line = secs[i].head[9] ? 4 : 3; /* the key's line */
     int o = snprintf(msg, sizeof msg,
