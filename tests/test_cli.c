@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "prepost/proto.h" /* PP_PROTO_ABI */
+#include "scratch.h"
 
 #define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"
 
@@ -22,8 +23,7 @@ static char *out, *err; /* stdout and stderr of the last run */
 
 static void setup(void)
 {
-  snprintf(tmpdir, sizeof(tmpdir), "/tmp/prepost-cli-XXXXXX");
-  cr_assert_not_null(mkdtemp(tmpdir));
+  scratch_make(tmpdir, sizeof(tmpdir), "cli");
 }
 
 static void teardown(void)
@@ -31,31 +31,10 @@ static void teardown(void)
   free(out);
   free(err);
   out = err = NULL;
-  char cmd[128];
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-  cr_expect_eq(system(cmd), 0);
+  scratch_remove(tmpdir);
 }
 
 TestSuite(cli, .init = setup, .fini = teardown);
-
-static char *slurp(const char *path)
-{
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot read %s", path);
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap + 1);
-  size_t r;
-  while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
-    n += r;
-    if (n == cap) {
-      cap *= 2;
-      buf = realloc(buf, cap + 1);
-    }
-  }
-  fclose(f);
-  buf[n] = '\0';
-  return buf;
-}
 
 /* Runs `prepost ARGS` (ARGS is shell text); returns the exit code, output in out/err. */
 static int cli(const char *args)
@@ -69,9 +48,9 @@ static int cli(const char *args)
   cr_assert(WIFEXITED(st), "prepost %s: did not exit normally (status %#x)", args, st);
   char path[128];
   snprintf(path, sizeof(path), "%s/out", tmpdir);
-  out = slurp(path);
+  out = scratch_slurp(path, NULL);
   snprintf(path, sizeof(path), "%s/err", tmpdir);
-  err = slurp(path);
+  err = scratch_slurp(path, NULL);
   return WEXITSTATUS(st);
 }
 
@@ -260,7 +239,7 @@ Test(cli, log_to_a_file)
   cr_assert_eq(cli(args), 0);
   char path[128];
   snprintf(path, sizeof(path), "%s/run.log", tmpdir);
-  char *log = slurp(path);
+  char *log = scratch_slurp(path, NULL);
   assert_has(log, "RESET -> INIT");
   assert_has(log, "RTR -> RTS");
   assert_has(log, "SEND SUCCESS");
@@ -772,9 +751,9 @@ static int cli_as(unsigned long kib, const char *env, const char *args)
   cr_assert(WIFEXITED(st), "prepost %s: did not exit normally (status %#x)", args, st);
   char path[128];
   snprintf(path, sizeof(path), "%s/out", tmpdir);
-  out = slurp(path);
+  out = scratch_slurp(path, NULL);
   snprintf(path, sizeof(path), "%s/err", tmpdir);
-  err = slurp(path);
+  err = scratch_slurp(path, NULL);
   return WEXITSTATUS(st);
 }
 
@@ -1017,7 +996,7 @@ Test(cli, plugin_protocol_replays_with_sim_and_exports, .timeout = 120)
   cr_assert_eq(cli(args), 0, "%s", err);
   char path[256];
   snprintf(path, sizeof path, "%s/w.json", tmpdir);
-  char *json = slurp(path);
+  char *json = scratch_slurp(path, NULL);
   cr_assert_not_null(json);
   cr_assert_not_null(strstr(json, "\"name\":\"DATA\""), "no DATA message slice");
   cr_assert_not_null(strstr(json, "\"name\":\"CREDIT\""), "no CREDIT message slice");
@@ -1041,7 +1020,7 @@ Test(cli, plugin_protocol_replays_with_sim_and_exports, .timeout = 120)
            tmpdir, tmpdir);
   cr_assert_eq(cli(args), 0, "%s", err);
   snprintf(path, sizeof path, "%s/w.svg", tmpdir);
-  char *svg = slurp(path);
+  char *svg = scratch_slurp(path, NULL);
   cr_assert(svg && strstr(svg, "<svg") && strstr(svg, ">SEND psn "), "no SEND in the SVG");
   free(svg);
 }

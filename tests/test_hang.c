@@ -19,41 +19,23 @@
 #include "engine/core/engine_impl.h"
 #include "prepost/hang.h"
 #include "fakefabric.h"
+#include "scratch.h"
 
 static char dir[64];
 static char *out;
 
 static void setup(void)
 {
-  snprintf(dir, sizeof(dir), "/tmp/prepost-hang-XXXXXX");
-  cr_assert_not_null(mkdtemp(dir));
+  scratch_make(dir, sizeof(dir), "hang");
 }
 
 static void teardown(void)
 {
   free(out);
   out = NULL;
-  char cmd[128];
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-  cr_expect_eq(system(cmd), 0);
+  scratch_remove(dir);
 }
 
-
-static char *slurp(const char *path)
-{
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot read %s", path);
-  size_t cap = 4096, n = 0, r;
-  char *buf = malloc(cap + 1);
-  while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
-    n += r;
-    if (n == cap)
-      buf = realloc(buf, (cap *= 2) + 1);
-  }
-  fclose(f);
-  buf[n] = '\0';
-  return buf;
-}
 
 static int cli(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int cli(const char *fmt, ...)
@@ -70,7 +52,7 @@ static int cli(const char *fmt, ...)
   free(out);
   char path[128];
   snprintf(path, sizeof(path), "%s/out.txt", dir);
-  out = slurp(path);
+  out = scratch_slurp(path, NULL);
   return WEXITSTATUS(st);
 }
 

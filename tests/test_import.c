@@ -20,20 +20,18 @@
 
 #include "prepost/prng.h"
 #include "tools/import/import.h"
+#include "scratch.h"
 
 static char dir[64];
 
 static void setup(void)
 {
-  snprintf(dir, sizeof(dir), "/tmp/prepost-import-XXXXXX");
-  cr_assert_not_null(mkdtemp(dir));
+  scratch_make(dir, sizeof(dir), "import");
 }
 
 static void teardown(void)
 {
-  char cmd[128];
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-  cr_expect_eq(system(cmd), 0);
+  scratch_remove(dir);
 }
 
 TestSuite(import, .init = setup, .fini = teardown);
@@ -53,22 +51,12 @@ static int sh(const char *fmt, ...)
   return WEXITSTATUS(st);
 }
 
+/* The file NAME in the scratch directory, whole. */
 static char *slurp(const char *name, size_t *n)
 {
   char path[256];
   snprintf(path, sizeof(path), "%s/%s", dir, name);
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot read %s", path);
-  cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-  long len = ftell(f);
-  rewind(f);
-  char *b = malloc((size_t)len + 1);
-  cr_assert_eq(fread(b, 1, (size_t)len, f), (size_t)len);
-  b[len] = '\0';
-  fclose(f);
-  if (n)
-    *n = (size_t)len;
-  return b;
+  return scratch_slurp(path, n);
 }
 
 /* The first `"key": N` of a JSON text. */

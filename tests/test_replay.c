@@ -13,42 +13,24 @@
 #include <sys/wait.h>
 
 #include "prepost/trace.h"
+#include "scratch.h"
 
 static char dir[64];
 static char *out; /* stdout of the last cli() */
 
 static void setup(void)
 {
-  snprintf(dir, sizeof(dir), "/tmp/prepost-replay-XXXXXX");
-  cr_assert_not_null(mkdtemp(dir));
+  scratch_make(dir, sizeof(dir), "replay");
 }
 
 static void teardown(void)
 {
   free(out);
   out = NULL;
-  char cmd[128];
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-  cr_expect_eq(system(cmd), 0);
+  scratch_remove(dir);
 }
 
 TestSuite(replay, .init = setup, .fini = teardown);
-
-static char *slurp(const char *path)
-{
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot read %s", path);
-  size_t cap = 4096, n = 0, r;
-  char *buf = malloc(cap + 1);
-  while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
-    n += r;
-    if (n == cap)
-      buf = realloc(buf, (cap *= 2) + 1);
-  }
-  fclose(f);
-  buf[n] = '\0';
-  return buf;
-}
 
 /* Runs `prepost ARGS` in the scratch directory; returns its exit code, stdout in `out`. */
 static int cli(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -66,7 +48,7 @@ static int cli(const char *fmt, ...)
   free(out);
   char path[128];
   snprintf(path, sizeof(path), "%s/out.txt", dir);
-  out = slurp(path);
+  out = scratch_slurp(path, NULL);
   return WEXITSTATUS(st);
 }
 
@@ -442,7 +424,7 @@ Test(replay, the_engine_reader_names_a_compressed_trace)
   record("rnr-slow-consumer", "z.trace");
   char path[128];
   snprintf(path, sizeof(path), "%s/z.trace", dir);
-  char *data = slurp(path);
+  char *data = scratch_slurp(path, NULL);
   struct pp_trace t;
   char err[256];
   cr_assert_eq(pp_trace_open((const uint8_t *)data, 64, 0, &t, err, sizeof(err)), PP_PARSE);
@@ -464,14 +446,14 @@ Test(replay, a_compressed_trace_that_expands_past_the_limit_is_refused, .timeout
   unsetenv("PREPOST_TRACE_MAX_BYTES");
   char path[128];
   snprintf(path, sizeof(path), "%s/err.txt", dir);
-  char *err = slurp(path);
+  char *err = scratch_slurp(path, NULL);
   cr_assert_eq(rc, 2, "%s", err);
   cr_assert(strstr(err, "expands to more than 1048576 bytes"), "%s", err);
   cr_assert(strstr(err, "PREPOST_TRACE_MAX_BYTES"), "%s", err);
   free(err);
   /* within the limit it decompresses, and the reader then says it is no trace */
   cr_assert_eq(cli("trace stats bomb.trace"), 2, "%s", out);
-  err = slurp(path);
+  err = scratch_slurp(path, NULL);
   cr_assert_null(strstr(err, "expands to more than"), "%s", err);
   free(err);
 }

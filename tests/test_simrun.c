@@ -21,6 +21,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wcomment"
 #include "tools/scenario/scenario.h"
+#include "scratch.h"
 #pragma GCC diagnostic pop
 
 #define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"
@@ -377,29 +378,6 @@ Test(simrun, max_sim_time_gives_timeout)
 
 /* ================================================================ determinism (two processes) */
 
-static char *slurp(const char *path, size_t *len)
-{
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot read %s", path);
-  char *buf = NULL;
-  size_t cap = 0, n = 0;
-  for (;;) {
-    if (n + 4096 > cap) {
-      cap = cap ? cap * 2 : 65536;
-      buf = realloc(buf, cap + 1);
-      cr_assert_not_null(buf);
-    }
-    size_t r = fread(buf + n, 1, cap - n, f);
-    n += r;
-    if (r == 0)
-      break;
-  }
-  fclose(f);
-  buf[n] = '\0';
-  *len = n;
-  return buf;
-}
-
 /* prepost run SCENARIO [extra] --log DIR/TAG.log --json > DIR/TAG.json; returns the exit code. */
 static int cli_run(const char *scenario, const char *extra, const char *tag)
 {
@@ -417,7 +395,7 @@ static void check_same(const char *a, const char *b, const char *ext)
   snprintf(pa, sizeof(pa), "%s/%s.%s", tmpdir, a, ext);
   snprintf(pb, sizeof(pb), "%s/%s.%s", tmpdir, b, ext);
   size_t la, lb;
-  char *xa = slurp(pa, &la), *xb = slurp(pb, &lb);
+  char *xa = scratch_slurp(pa, &la), *xb = scratch_slurp(pb, &lb);
   cr_assert_gt(la, 100, "%s is (nearly) empty", pa);
   cr_assert_eq(la, lb, "%s and %s differ in length (%zu, %zu)", pa, pb, la, lb);
   cr_assert_eq(memcmp(xa, xb, la), 0, "%s and %s differ", pa, pb);
@@ -460,7 +438,7 @@ Test(simrun, seed_changes_the_lossy_run, .timeout = 120)
   snprintf(p1, sizeof(p1), "%s/s1.log", tmpdir);
   snprintf(p2, sizeof(p2), "%s/s2.log", tmpdir);
   size_t l1, l2;
-  char *x1 = slurp(p1, &l1), *x2 = slurp(p2, &l2);
+  char *x1 = scratch_slurp(p1, &l1), *x2 = scratch_slurp(p2, &l2);
   cr_assert(l1 != l2 || memcmp(x1, x2, l1) != 0, "seeds 1 and 2 give the same log");
   /* the drops themselves move, not only the PSNs: compare the times of the first drop */
   const char *d1 = strstr(x1, " DROP "), *d2 = strstr(x2, " DROP ");
@@ -474,7 +452,7 @@ Test(simrun, seed_changes_the_lossy_run, .timeout = 120)
   char j[256];
   snprintf(j, sizeof(j), "%s/s2.json", tmpdir);
   size_t lj;
-  char *xj = slurp(j, &lj);
+  char *xj = scratch_slurp(j, &lj);
   cr_assert_not_null(strstr(xj, "\"seed\": 2"), "%s", xj);
   free(x1);
   free(x2);
