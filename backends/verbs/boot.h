@@ -31,7 +31,7 @@
  * between it says STOP. A rank also says PROGRESS when its progress mark changed (looked at every
  * no_progress/8): when none came for no_progress, the coordinator asks every rank (MARK_PROBE)
  * and says STOP as well only when each answered that its mark did not change, or when not all
- * answered within another no_progress (a rank inside a long system call answers late, and
+ * answered within 30 no_progress bounds (a rank inside a long system call answers late, and
  * moved: rxe does its protocol work inside ibv_post_send, over a second on a loaded emulated
  * guest, backends/verbs/README.md). Ranks
  * answer with their RESULT (with what their pending operations wait for: the hang report) and
