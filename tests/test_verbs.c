@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -480,7 +482,15 @@ struct coord_ctx {
   char err[1024];
   uint16_t port;
   struct logcap log;
+  uint64_t now; /* the coordinator's judgement clock (boot_coord_args.clock): moved by the test */
 };
+
+/* Time passes for the no-progress judgement only when a test says so (advance): no verdict
+ * depends on how fast the machine runs or how the threads are scheduled. */
+static uint64_t test_clock(void *ctx)
+{
+  return __atomic_load_n((uint64_t *)ctx, __ATOMIC_SEQ_CST);
+}
 
 static void *coord_thread(void *p)
 {
@@ -498,10 +508,12 @@ static void coord_init(struct coord_ctx *c, uint64_t boot_ns, uint64_t no_progre
   c->cfg = cfg2();
   int lfd = boot_listen("127.0.0.1", &c->port, err, sizeof(err));
   cr_assert_geq(lfd, 0, "%s", err);
+  c->now = 1000000000000ull;
   c->a = (struct boot_coord_args){.listen_fd = lfd, .cfg = &c->cfg, .boot_timeout_ns = boot_ns,
-                                  .run_timeout_ns = 10000000000ull,
+                                  .run_timeout_ns = 60000000000ull,
                                   .no_progress_ns = no_progress_ns, .secret = SECRET,
-                                  .log = cap_log, .log_ctx = &c->log};
+                                  .log = cap_log, .log_ctx = &c->log,
+                                  .clock = test_clock, .clock_ctx = &c->now};
   snprintf(c->a.where, sizeof(c->a.where), "127.0.0.1:%u", c->port);
 }
 
@@ -548,11 +560,12 @@ static struct boot_link fake_hello(uint16_t port, uint32_t rank, const struct pp
   return l;
 }
 
+/* The next message (the deadline is only there to fail a test that would hang). */
 static uint32_t recv_type(struct boot_link *l, struct boot_buf *b)
 {
   uint32_t t = 0;
   char err[128];
-  cr_assert_eq(boot_recv(l, &t, b, boot_now_ns() + 5000000000ull, err, sizeof(err)), 1, "%s",
+  cr_assert_eq(boot_recv(l, &t, b, boot_now_ns() + 30000000000ull, err, sizeof(err)), 1, "%s",
                err);
   return t;
 }
@@ -1114,24 +1127,27 @@ Test(boot_attack, another_version_is_refused_both_ways)
   struct coord_ctx c;
   pthread_t th;
   start_coord(&c, 10000000000ull, &th);
-  int v3 = raw_connect(c.port);
+  const uint8_t other = (uint8_t)(BOOT_VERSION + 1);
+  char want[96];
+  int vx = raw_connect(c.port);
   uint8_t nc[BOOT_NONCE_BYTES], nr[BOOT_NONCE_BYTES] = {3};
-  read_challenge(v3, nc);
+  read_challenge(vx, nc);
   struct boot_buf a = {0};
   boot_put_auth(&a, 1, 2, boot_cfg_hash(&c.cfg), SECRET, nc, nr);
-  a.p[4] = 3; /* version 3 */
-  send_frame(v3, BOOT_AUTH, &a);
-  cr_assert_eq(closed_by_coordinator(v3, 3), BOOT_ABORT);
+  a.p[4] = other; /* the next version */
+  send_frame(vx, BOOT_AUTH, &a);
+  cr_assert_eq(closed_by_coordinator(vx, 3), BOOT_ABORT);
   real_job(&c, th);
-  cr_assert_eq(logged(&c.log, "speaks bootstrap version 3, this coordinator 2", NULL), 1, "%s",
-               c.log.text);
+  snprintf(want, sizeof(want), "speaks bootstrap version %u, this coordinator %u", other,
+           BOOT_VERSION);
+  cr_assert_eq(logged(&c.log, want, NULL), 1, "%s", c.log.text);
   drops_blame_no_rank(&c);
-  /* a coordinator of version 3 */
+  /* a coordinator of the next version */
   char err[256];
   uint16_t p = 0;
   int lfd = boot_listen("127.0.0.1", &p, err, sizeof(err));
   int rfd = raw_connect(p), cfd = accept(lfd, NULL, NULL);
-  uint8_t ch[BOOT_CHALLENGE_BYTES] = {'P', 'P', 'B', 'T', 3};
+  uint8_t ch[BOOT_CHALLENGE_BYTES] = {'P', 'P', 'B', 'T', other};
   struct boot_buf cb = {0};
   boot_put_bytes(&cb, ch, sizeof(ch));
   send_frame(cfd, BOOT_CHALLENGE, &cb);
@@ -1139,7 +1155,9 @@ Test(boot_attack, another_version_is_refused_both_ways)
   cr_assert_eq(boot_rank_auth(&rl, 1, &c.cfg, SECRET, boot_now_ns() + 2000000000ull, err,
                               sizeof(err)),
                -1);
-  cr_assert(strstr(err, "the coordinator speaks bootstrap version 3, this rank 2"), "%s", err);
+  snprintf(want, sizeof(want), "the coordinator speaks bootstrap version %u, this rank %u", other,
+           BOOT_VERSION);
+  cr_assert(strstr(err, want), "%s", err);
   close(rfd);
   close(cfd);
   close(lfd);
@@ -1672,25 +1690,57 @@ static void fake_start(struct coord_ctx *c, struct boot_link fd[2], struct boot_
     cr_assert_eq(recv_type(&fd[r], b), BOOT_GO);
 }
 
-/* A RESULT, not done, with what the rank's pending operations wait for. */
-static void fake_stuck_result(struct boot_link *fd, const struct pp_wait *w, uint32_t n)
-{
-  struct pp_rank_result rr = {0};
-  rr.stats.status_counts[PP_WC_SUCCESS] = 1;
-  snprintf(rr.host, sizeof(rr.host), "fakehost/fake0");
-  struct boot_buf o = {0};
-  boot_put_result(&o, &rr, NULL);
-  boot_put_waits(&o, w, n, n);
-  cr_assert_eq(boot_send(fd, BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
-  boot_buf_free(&o);
-}
-
 static const struct pp_wait rank0_waits[] = {
     {.kind = PP_WAIT_CTS, .peer = 1, .tag = 1,
      .what = "rndv send tag 1 (65536 bytes) to rank 1 waits for CTS"}};
 static const struct pp_wait rank1_waits[] = {
     {.kind = PP_WAIT_UNMATCHED, .peer = 0, .tag = 2, .what = "receive (rank 0, tag 2) never matched"},
     {.kind = PP_WAIT_UNEXPECTED, .peer = 0, .tag = 1, .what = "rndv RTS from rank 0 tag 1"}};
+
+static uint64_t test_now(struct coord_ctx *c)
+{
+  return __atomic_load_n(&c->now, __ATOMIC_SEQ_CST);
+}
+
+/* Every byte sent on l is in the coordinator's socket (acknowledged, SIOCOUTQ 0): there to be
+ * read when it next looks (it reads what waits before it asks or judges). */
+static void delivered(const struct boot_link *l)
+{
+  uint64_t dl = boot_now_ns() + 30000000000ull;
+  for (;;) {
+    int q = 0;
+    cr_assert_eq(ioctl(l->fd, SIOCOUTQ, &q), 0, "SIOCOUTQ: %s", strerror(errno));
+    if (q == 0)
+      return;
+    cr_assert_lt(boot_now_ns(), dl, "the coordinator took nothing for 30 s");
+    usleep(1000);
+  }
+}
+
+/* Moves the judgement clock by ns once what both ranks said is with the coordinator. */
+static void advance(struct coord_ctx *c, struct boot_link fd[2], uint64_t ns)
+{
+  delivered(&fd[0]);
+  delivered(&fd[1]);
+  __atomic_add_fetch(&c->now, ns, __ATOMIC_SEQ_CST);
+}
+
+/* The next message on l, the judgement clock moved by `step` whenever none is there. How often
+ * it moves depends on the machine's speed; the tests assert only what holds however often. */
+static uint32_t recv_advancing(struct coord_ctx *c, struct boot_link fd[2], struct boot_link *l,
+                               struct boot_buf *b, uint64_t step)
+{
+  for (int i = 0; i < 5000; i++) {
+    struct pollfd pf = {.fd = l->fd, .events = POLLIN};
+    int k = poll(&pf, 1, 20);
+    cr_assert_geq(k, 0, "poll: %s", strerror(errno));
+    if (k > 0)
+      return recv_type(l, b);
+    advance(c, fd, step);
+  }
+  cr_assert_fail("no message in 5,000 steps of the clock");
+  return 0;
+}
 
 /* Busy ranks (a timer each: never idle) that stop telling PROGRESS: the coordinator stops the run
  * after the bound, collects the ranks' waits and names the cause. */
@@ -1703,98 +1753,167 @@ static void mark_answer(struct boot_link *l, uint64_t id, bool moved)
   boot_buf_free(&o);
 }
 
+/* What the fake ranks' devices say: rank 0's QP 10 and rank 1's QP 11, connected to each other;
+ * rank 0's requester has sent up to PSN 500, rank 1's responder expects rq_psn (rank 1's
+ * requester and rank 0's responder match, at 90). */
+struct fake_dev {
+  uint32_t rq_psn;
+  uint32_t outstanding, takes_recv; /* rank 0's send WRs not completed, those that take a receive */
+  uint32_t rq_posted;               /* receives posted at rank 1's QP */
+};
+
+static void fake_qps(struct boot_buf *o, uint32_t rank, const struct fake_dev *d)
+{
+  struct vnic_qp_state q = {.qpn = 10 + rank, .peer = !rank, .dest_qpn = 10 + !rank, .state = 3,
+                            .sq_psn = rank ? 90 : 500, .rq_psn = rank ? d->rq_psn : 90,
+                            .sq_outstanding = rank ? 0 : d->outstanding,
+                            .sq_takes_recv = rank ? 0 : d->takes_recv,
+                            .rq_posted = rank ? d->rq_posted : 16};
+  boot_put_qps(o, &q, 1, 1);
+}
+
+static void mark_answer_qps(struct boot_link *l, uint64_t id, uint32_t rank,
+                            const struct fake_dev *d)
+{
+  struct boot_buf o = {0};
+  boot_put64(&o, id);
+  boot_put8(&o, false);
+  fake_qps(&o, rank, d);
+  cr_assert_eq(boot_send(l, BOOT_MARK_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
+  boot_buf_free(&o);
+}
+
+/* The end of a run stopped before it was done: both fake ranks send their RESULT (not done,
+ * their waits, their QPs when d is not NULL) and get BYE with `want`, which the coordinator
+ * returns. */
+static void end_stuck(struct coord_ctx *c, pthread_t th, struct boot_link fd[2],
+                      struct boot_buf *b, const struct fake_dev *d, enum pp_outcome want)
+{
+  for (int r = 0; r < 2; r++) {
+    struct pp_rank_result rr = {0};
+    rr.stats.status_counts[PP_WC_SUCCESS] = 1;
+    snprintf(rr.host, sizeof(rr.host), "fakehost/fake0");
+    struct boot_buf o = {0};
+    boot_put_result(&o, &rr, NULL);
+    boot_put_waits(&o, r ? rank1_waits : rank0_waits, r ? 2 : 1, r ? 2 : 1);
+    if (d)
+      fake_qps(&o, (uint32_t)r, d);
+    cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
+    boot_buf_free(&o);
+  }
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], b), BOOT_BYE);
+    cr_assert_eq(boot_get8(b), want);
+    close(fd[r].fd);
+  }
+  pthread_join(th, NULL);
+  cr_assert_eq(c->s, PP_OK, "%s", c->err);
+  cr_assert_eq(c->res.outcome, want);
+}
+
 /* A rank inside one long system call (rxe's ibv_post_send on a loaded emulated guest) sends no
  * PROGRESS for longer than the bound, yet moves: the coordinator asks before it judges, and the
- * late answer "moved" clears the suspicion. Then nobody moves: both answer "still", STOP. And a
- * rank that cannot answer at all is judged after another bound. */
+ * answer "moved", two bounds late, clears the suspicion. Then nobody moves: both answer "still",
+ * STOP. And a rank that cannot answer at all is judged after 30 bounds. */
 Test(verbs, coordinator_asks_before_it_judges_no_progress)
 {
   struct coord_ctx c;
   pthread_t th;
-  start_coord_np(&c, 5000000000ull, 300000000ull, &th);
+  uint64_t bound = 300000000ull;
+  start_coord_np(&c, 5000000000ull, bound, &th);
   struct boot_link fd[2];
   struct boot_buf b = {0};
   fake_start(&c, fd, &b);
+  uint64_t go = test_now(&c);
   send_state(&fd[0], false, false, 1);
   send_state(&fd[1], false, false, 1);
-  uint64_t t0 = boot_now_ns();
-  cr_assert_eq(recv_type(&fd[0], &b), BOOT_MARK_PROBE);
+  cr_assert_eq(recv_advancing(&c, fd, &fd[0], &b, bound / 4), BOOT_MARK_PROBE);
   uint64_t id = boot_get64(&b);
   cr_assert_eq(recv_type(&fd[1], &b), BOOT_MARK_PROBE);
-  cr_assert((boot_now_ns() - t0) / 1e9 > 0.25, "asked once the bound passed");
+  cr_assert_geq(test_now(&c) - go, bound, "asked once the bound passed");
   mark_answer(&fd[1], id, false);
-  usleep(250000); /* rank 0 is "inside a system call": it answers late, and it moved */
+  advance(&c, fd, 2 * bound); /* rank 0 is "inside a system call": it answers late, moved */
   mark_answer(&fd[0], id, true);
+  uint64_t moved = test_now(&c);
   /* no STOP: the next suspicion comes a bound after the answer */
-  uint64_t t1 = boot_now_ns();
-  cr_assert_eq(recv_type(&fd[0], &b), BOOT_MARK_PROBE, "a new suspicion, not a STOP");
+  cr_assert_eq(recv_advancing(&c, fd, &fd[0], &b, bound / 4), BOOT_MARK_PROBE,
+               "a new suspicion, not a STOP");
   uint64_t id2 = boot_get64(&b);
   cr_assert_neq(id2, id);
   cr_assert_eq(recv_type(&fd[1], &b), BOOT_MARK_PROBE);
-  cr_assert((boot_now_ns() - t1) / 1e9 > 0.25, "the answer 'moved' counted as progress");
+  cr_assert_geq(test_now(&c) - moved, bound, "the answer 'moved' counted as progress");
   mark_answer(&fd[0], id, false); /* a stale answer to the first probe counts for nothing */
   mark_answer(&fd[0], id2, false);
-  usleep(100000);
+  advance(&c, fd, bound / 2);
   mark_answer(&fd[1], id2, false);
   for (int r = 0; r < 2; r++)
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP, "both still: no progress");
-  for (int r = 0; r < 2; r++)
-    fake_stuck_result(&fd[r], r ? rank1_waits : rank0_waits, r ? 2 : 1);
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
-    cr_assert_eq(boot_get8(&b), PP_OUTCOME_NO_PROGRESS);
-    close(fd[r].fd);
-  }
-  pthread_join(th, NULL);
-  cr_assert_eq(c.s, PP_OK, "%s", c.err);
-  cr_assert_eq(c.res.outcome, PP_OUTCOME_NO_PROGRESS);
+  end_stuck(&c, th, fd, &b, NULL, PP_OUTCOME_NO_PROGRESS);
   pp_run_result_free(&c.res);
   close(c.a.listen_fd);
 
-  /* a rank that never answers: STOP a bound after the question */
-  start_coord_np(&c, 5000000000ull, 300000000ull, &th);
+  /* a rank that never answers: STOP 30 bounds after the question */
+  start_coord_np(&c, 5000000000ull, bound, &th);
   fake_start(&c, fd, &b);
   send_state(&fd[0], false, false, 1);
   send_state(&fd[1], false, false, 1);
-  cr_assert_eq(recv_type(&fd[0], &b), BOOT_MARK_PROBE);
+  cr_assert_eq(recv_advancing(&c, fd, &fd[0], &b, bound / 4), BOOT_MARK_PROBE);
+  uint64_t asked = test_now(&c);
   mark_answer(&fd[0], boot_get64(&b), false);
   cr_assert_eq(recv_type(&fd[1], &b), BOOT_MARK_PROBE); /* and rank 1 says nothing */
-  uint64_t t2 = boot_now_ns();
-  cr_assert_eq(recv_type(&fd[0], &b), BOOT_STOP);
-  cr_assert((boot_now_ns() - t2) / 1e9 > 0.25, "a bound to answer");
+  cr_assert_eq(recv_advancing(&c, fd, &fd[0], &b, bound), BOOT_STOP);
+  cr_assert_geq(test_now(&c) - asked, 30 * bound, "30 bounds to answer");
   cr_assert_eq(recv_type(&fd[1], &b), BOOT_STOP);
-  for (int r = 0; r < 2; r++)
-    fake_stuck_result(&fd[r], r ? rank1_waits : rank0_waits, r ? 2 : 1);
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
-    close(fd[r].fd);
-  }
-  pthread_join(th, NULL);
-  cr_assert_eq(c.res.outcome, PP_OUTCOME_NO_PROGRESS);
+  end_stuck(&c, th, fd, &b, NULL, PP_OUTCOME_NO_PROGRESS);
   pp_run_result_free(&c.res);
   boot_buf_free(&b);
   close(c.a.listen_fd);
 }
 
-/* rank 0's QP 10 and rank 1's QP 11 as their devices report them: rank 0's requester has every
- * request completed (next PSN 500), rank 1's responder expects rq_psn. */
-static uint32_t fake_outstanding; /* rank 0's send WRs not completed (0: every one completed) */
-static void fake_qps(struct boot_buf *o, uint32_t rank, uint32_t rq_psn)
+/* Answers every MARK_PROBE with the QPs of d (the device moves, rq_psn += 50, at the first
+ * `moves` probes), the clock moving a bound while none is asked, until STOP: how many probes;
+ * *changed: the clock when the PSNs last changed. */
+static int probe_until_stop(struct coord_ctx *c, struct boot_link fd[2], struct boot_buf *b,
+                            struct fake_dev *d, int moves, uint64_t *changed)
 {
-  struct vnic_qp_state q = {.qpn = 10 + rank, .peer = !rank, .dest_qpn = 10 + !rank, .state = 3,
-                            .sq_psn = rank ? 90 : 500, .rq_psn = rank ? rq_psn : 90,
-                            .sq_outstanding = rank ? 0 : fake_outstanding};
-  boot_put_qps(o, &q, 1, 1);
+  int probes = 0;
+  *changed = test_now(c);
+  for (;;) {
+    uint32_t t0 = recv_advancing(c, fd, &fd[0], b, c->a.no_progress_ns);
+    if (t0 == BOOT_STOP)
+      break;
+    cr_assert_eq(t0, BOOT_MARK_PROBE);
+    uint64_t id = boot_get64(b);
+    cr_assert_eq(recv_type(&fd[1], b), BOOT_MARK_PROBE);
+    if (++probes <= moves) {
+      d->rq_psn += 50;
+      *changed = test_now(c);
+    }
+    mark_answer_qps(&fd[0], id, 0, d);
+    mark_answer_qps(&fd[1], id, 1, d);
+    cr_assert_lt(probes, 1000, "never stopped");
+  }
+  cr_assert_eq(recv_type(&fd[1], b), BOOT_STOP);
+  return probes;
 }
 
-static void mark_answer_qps(struct boot_link *l, uint64_t id, uint32_t rank, uint32_t rq_psn)
+/* A run whose busy ranks answer every question "still" with the QPs of d, the device moving at
+ * the first `moves` questions, to its end (no_progress): how many questions it took. The
+ * coordinator's result is in c->res (free it, and close c->a.listen_fd). */
+static int still_run(struct coord_ctx *c, struct fake_dev *d, int moves, uint64_t *changed)
 {
-  struct boot_buf o = {0};
-  boot_put64(&o, id);
-  boot_put8(&o, false);
-  fake_qps(&o, rank, rq_psn);
-  cr_assert_eq(boot_send(l, BOOT_MARK_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
-  boot_buf_free(&o);
+  pthread_t th;
+  start_coord_np(c, 5000000000ull, 50000000ull, &th);
+  struct boot_link fd[2];
+  struct boot_buf b = {0};
+  fake_start(c, fd, &b);
+  send_state(&fd[0], false, false, 1);
+  send_state(&fd[1], false, false, 1);
+  int probes = probe_until_stop(c, fd, &b, d, moves, changed);
+  end_stuck(c, th, fd, &b, d, PP_OUTCOME_NO_PROGRESS);
+  boot_buf_free(&b);
+  cr_assert_not_null(c->res.hang);
+  return probes;
 }
 
 /* Both ranks answer "still", but rank 1's responder has not reached requests rank 0's device
@@ -1805,63 +1924,68 @@ static void mark_answer_qps(struct boot_link *l, uint64_t id, uint32_t rank, uin
 Test(verbs, coordinator_waits_for_a_device_that_owes_work_and_names_it)
 {
   struct coord_ctx c;
-  pthread_t th;
-  uint64_t bound = 50000000ull;
-  start_coord_np(&c, 5000000000ull, bound, &th);
-  struct boot_link fd[2];
-  struct boot_buf b = {0};
-  fake_start(&c, fd, &b);
-  send_state(&fd[0], false, false, 1);
-  send_state(&fd[1], false, false, 1);
-  uint32_t rq = 300; /* 200 PSNs behind rank 0's next */
-  uint64_t changed = boot_now_ns();
-  int probes = 0;
-  for (;;) {
-    uint32_t t0 = recv_type(&fd[0], &b);
-    if (t0 == BOOT_STOP)
-      break;
-    cr_assert_eq(t0, BOOT_MARK_PROBE);
-    uint64_t id = boot_get64(&b);
-    cr_assert_eq(recv_type(&fd[1], &b), BOOT_MARK_PROBE);
-    probes++;
-    if (probes <= 3) { /* the device moves three times, then not any more */
-      rq += 50;
-      changed = boot_now_ns();
-    }
-    mark_answer_qps(&fd[0], id, 0, rq);
-    mark_answer_qps(&fd[1], id, 1, rq);
-    cr_assert_lt(probes, 1000, "never stopped");
-  }
-  cr_assert_eq(recv_type(&fd[1], &b), BOOT_STOP);
+  struct fake_dev d = {.rq_psn = 300}; /* 200 PSNs behind rank 0's next; nothing outstanding */
+  uint64_t changed;
+  int probes = still_run(&c, &d, 3, &changed);
   cr_assert_gt(probes, 4, "all still, yet the device owed work: asked again (%d)", probes);
-  cr_assert_geq(boot_now_ns() - changed, 30 * bound, "30 bounds after the PSNs last changed");
-  for (int r = 0; r < 2; r++) {
-    struct pp_rank_result rr = {0};
-    rr.stats.status_counts[PP_WC_SUCCESS] = 1;
-    snprintf(rr.host, sizeof(rr.host), "fakehost/fake0");
-    struct boot_buf o = {0};
-    boot_put_result(&o, &rr, NULL);
-    boot_put_waits(&o, r ? rank1_waits : rank0_waits, r ? 2 : 1, r ? 2 : 1);
-    fake_qps(&o, (uint32_t)r, rq);
-    cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
-    boot_buf_free(&o);
-  }
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
-    cr_assert_eq(boot_get8(&b), PP_OUTCOME_NO_PROGRESS);
-    close(fd[r].fd);
-  }
-  pthread_join(th, NULL);
-  cr_assert_eq(c.s, PP_OK, "%s", c.err);
-  cr_assert_eq(c.res.outcome, PP_OUTCOME_NO_PROGRESS);
-  cr_assert_not_null(c.res.hang);
+  cr_assert_geq(test_now(&c) - changed, 30 * c.a.no_progress_ns,
+                "30 bounds after the PSNs last changed");
   char want[160];
   snprintf(want, sizeof(want), "device: rank 0's QP 10 (fake0) has every request it sent completed "
-           "(next PSN 500), but rank 1's QP 11 (fake0) expects PSN %u, %u PSNs behind", rq, 500 - rq);
+           "(next PSN 500), but rank 1's QP 11 (fake0) expects PSN %u, %u PSNs behind", d.rq_psn,
+           500 - d.rq_psn);
   cr_assert(strstr(c.res.hang->cause, want), "cause: %s", c.res.hang->cause);
   cr_assert(strstr(c.res.hang->cause, "not for each other"), "cause: %s", c.res.hang->cause);
   pp_run_result_free(&c.res);
-  boot_buf_free(&b);
+  close(c.a.listen_fd);
+}
+
+/* A requester ahead of its peer's responder with send WRs still outstanding waits for the
+ * device too when no RNR wait can hold it: the responder has receives posted for the requests
+ * that take one (rndv's RTS and FIN while READs are in flight), or none of them takes one (only
+ * READs outstanding: rxe moves the responder's expected PSN past a READ once it sent the whole
+ * response). Patience, then the device named with the counts. */
+Test(verbs, outstanding_requests_the_responder_can_take_are_the_device)
+{
+  static const struct {
+    struct fake_dev d;
+    const char *why;
+  } cases[] = {
+      {{.rq_psn = 300, .outstanding = 4, .takes_recv = 4, .rq_posted = 8}, "receives posted"},
+      {{.rq_psn = 300, .outstanding = 6, .takes_recv = 0, .rq_posted = 0}, "READs only"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    struct coord_ctx c;
+    struct fake_dev d = cases[i].d;
+    uint64_t changed;
+    int probes = still_run(&c, &d, 3, &changed);
+    cr_assert_gt(probes, 4, "%s: patience for the device (%d probes)", cases[i].why, probes);
+    cr_assert_geq(test_now(&c) - changed, 30 * c.a.no_progress_ns, "%s", cases[i].why);
+    char want[256];
+    snprintf(want, sizeof(want),
+             "device: rank 0's QP 10 (fake0) has %u send WRs outstanding (%u take a receive) and "
+             "sent up to PSN 500, but rank 1's QP 11 (fake0) expects PSN %u, %u PSNs behind, "
+             "with %u receives posted: no RNR wait",
+             d.outstanding, d.takes_recv, d.rq_psn, 500 - d.rq_psn, d.rq_posted);
+    cr_assert(strstr(c.res.hang->cause, want), "%s: cause: %s", cases[i].why, c.res.hang->cause);
+    pp_run_result_free(&c.res);
+    close(c.a.listen_fd);
+  }
+}
+
+/* A requester ahead of its peer's responder with requests outstanding that take a receive, and
+ * no receive posted there, is what a responder RNR-NAKing forever does to it
+ * (traces/hangs/rnr-forever on rxe), the protocol's hang: no patience, however its PSNs move;
+ * the first "still" from both stops the run, and the cause is the waits', not the device's. */
+Test(verbs, outstanding_requests_ahead_of_the_responder_are_not_the_device)
+{
+  struct coord_ctx c;
+  struct fake_dev d = {.rq_psn = 300, .outstanding = 4, .takes_recv = 1, .rq_posted = 0};
+  uint64_t changed;
+  int probes = still_run(&c, &d, 3, &changed);
+  cr_assert_eq(probes, 1, "no patience for the protocol's own hang (%d probes)", probes);
+  cr_assert_null(strstr(c.res.hang->cause, "device:"), "cause: %s", c.res.hang->cause);
+  pp_run_result_free(&c.res);
   close(c.a.listen_fd);
 }
 
@@ -1869,36 +1993,26 @@ Test(verbs, coordinator_stops_a_run_without_progress_and_collects_the_hang)
 {
   struct coord_ctx c;
   pthread_t th;
-  start_coord_np(&c, 5000000000ull, 300000000ull, &th);
+  uint64_t bound = 300000000ull;
+  start_coord_np(&c, 5000000000ull, bound, &th);
   struct boot_link fd[2];
   struct boot_buf b = {0};
   fake_start(&c, fd, &b);
-  uint64_t t0 = boot_now_ns();
   send_state(&fd[0], false, false, 1);
   send_state(&fd[1], false, false, 1);
-  usleep(200000);
+  advance(&c, fd, bound * 2 / 3);
   cr_assert_eq(boot_send(&fd[0], BOOT_PROGRESS, NULL, boot_now_ns() + 1000000000ull), 0);
-  uint64_t t1 = boot_now_ns();
+  uint64_t told = test_now(&c);
   /* the bound passed: the coordinator asks, both answer that they did not move */
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_MARK_PROBE, "asked before judged");
+    cr_assert_eq(recv_advancing(&c, fd, &fd[r], &b, bound / 4), BOOT_MARK_PROBE,
+                 "asked before judged");
     mark_answer(&fd[r], boot_get64(&b), false);
   }
+  cr_assert_geq(test_now(&c) - told, bound, "the PROGRESS moved the bound");
   for (int r = 0; r < 2; r++)
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP, "no probe: nobody is idle");
-  double after = (boot_now_ns() - t1) / 1e9, total = (boot_now_ns() - t0) / 1e9;
-  cr_assert(after >= 0.29 && after < 2.0, "STOP %.3f s after the last PROGRESS", after);
-  cr_assert(total >= 0.49, "the PROGRESS at 0.2 s moved the bound: %.3f s", total);
-  fake_stuck_result(&fd[0], rank0_waits, 1);
-  fake_stuck_result(&fd[1], rank1_waits, 2);
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
-    cr_assert_eq(boot_get8(&b), PP_OUTCOME_NO_PROGRESS);
-    close(fd[r].fd);
-  }
-  pthread_join(th, NULL);
-  cr_assert_eq(c.s, PP_OK, "%s", c.err);
-  cr_assert_eq(c.res.outcome, PP_OUTCOME_NO_PROGRESS);
+  end_stuck(&c, th, fd, &b, NULL, PP_OUTCOME_NO_PROGRESS);
   const struct pp_hang *h = c.res.hang;
   cr_assert_not_null(h);
   cr_assert_eq(h->trigger, PP_HANG_TRIGGER_NO_PROGRESS);
@@ -1939,15 +2053,7 @@ Test(verbs, coordinator_reports_the_hang_of_a_stalled_run)
   }
   for (int r = 0; r < 2; r++)
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
-  fake_stuck_result(&fd[0], rank0_waits, 1);
-  fake_stuck_result(&fd[1], rank1_waits, 2);
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
-    cr_assert_eq(boot_get8(&b), PP_OUTCOME_STALLED);
-    close(fd[r].fd);
-  }
-  pthread_join(th, NULL);
-  cr_assert_eq(c.s, PP_OK, "%s", c.err);
+  end_stuck(&c, th, fd, &b, NULL, PP_OUTCOME_STALLED);
   cr_assert_not_null(c.res.hang);
   cr_assert_eq(c.res.hang->trigger, PP_HANG_TRIGGER_QUIESCENCE);
   cr_assert_eq(c.res.hang->nedges, 2);
@@ -1960,20 +2066,27 @@ Test(verbs, coordinator_reports_the_hang_of_a_stalled_run)
 }
 
 /* A coordinator that did not run for longer than the bound (its CPU taken: busy-polling ranks
- * on few CPUs) finds PROGRESS waiting unread: it reads it before judging, the run goes on. The
- * launcher's check() callback is where it is kept from running here. */
+ * on few CPUs) finds PROGRESS waiting unread: it reads it before it asks or judges, the run goes
+ * on. The launcher's check() callback is where it is kept from running here: the rank says
+ * STATE then PROGRESS, then the clock jumps past the bound (the coordinator reads one message
+ * per rank per pass: the STATE first, the PROGRESS still waiting when it looks at the clock). */
+struct stall {
+  struct boot_link *fd; /* the rank that talks during the stall; NULL: no stall (any more) */
+  struct coord_ctx *c;
+};
+
 static int stall_once(void *ctx, char *err, size_t errlen)
 {
   (void)err, (void)errlen;
-  struct boot_link **fd = ctx, *f = __atomic_load_n(fd, __ATOMIC_SEQ_CST);
+  struct stall *st = ctx;
+  struct boot_link *f = __atomic_load_n(&st->fd, __ATOMIC_SEQ_CST);
   if (!f)
     return 0;
-  /* 0.3 s bound: the rank says STATE then PROGRESS, and the coordinator sleeps 0.5 s before it
-   * reads them (one message per rank per pass: the STATE first) */
   send_state(f, false, false, 1);
   cr_assert_eq(boot_send(f, BOOT_PROGRESS, NULL, boot_now_ns() + 1000000000ull), 0);
-  __atomic_store_n(fd, NULL, __ATOMIC_SEQ_CST);
-  usleep(500000);
+  delivered(f);
+  __atomic_add_fetch(&st->c->now, st->c->a.no_progress_ns * 5 / 3, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&st->fd, NULL, __ATOMIC_SEQ_CST);
   return 0;
 }
 
@@ -1981,31 +2094,30 @@ Test(verbs, coordinator_reads_waiting_progress_before_it_judges)
 {
   struct coord_ctx c;
   pthread_t th;
-  static struct boot_link *stall_fd;
-  stall_fd = NULL;
+  static struct stall st;
   coord_init(&c, 5000000000ull, 300000000ull);
+  st = (struct stall){.c = &c};
   c.a.check = stall_once;
-  c.a.check_ctx = &stall_fd;
+  c.a.check_ctx = &st;
   cr_assert_eq(pthread_create(&th, NULL, coord_thread, &c), 0);
   struct boot_link fd[2];
   struct boot_buf b = {0};
   fake_start(&c, fd, &b);
   send_state(&fd[0], false, false, 1);
   send_state(&fd[1], false, false, 1);
-  usleep(100000);
-  __atomic_store_n(&stall_fd, &fd[0], __ATOMIC_SEQ_CST); /* the next check() stalls */
-  while (__atomic_load_n(&stall_fd, __ATOMIC_SEQ_CST))
-    usleep(10000);
-  usleep(600000); /* past the stall; then both ranks report idle and done */
+  delivered(&fd[1]);
+  __atomic_store_n(&st.fd, &fd[0], __ATOMIC_SEQ_CST); /* the next check() stalls */
+  uint64_t dl = boot_now_ns() + 30000000000ull;
+  while (__atomic_load_n(&st.fd, __ATOMIC_SEQ_CST)) {
+    cr_assert_lt(boot_now_ns(), dl, "the coordinator never called check()");
+    usleep(1000);
+  }
+  /* past the stall; then both ranks report idle and done */
   send_state(&fd[0], true, true, 2);
   send_state(&fd[1], true, true, 2);
   for (int r = 0; r < 2; r++) {
     uint32_t t = recv_type(&fd[r], &b);
-    /* back from its stall the coordinator may ask before it read the PROGRESS: the answer
-     * comes after the PROGRESS cleared the suspicion and counts for nothing */
-    for (; t == BOOT_MARK_PROBE; t = recv_type(&fd[r], &b))
-      mark_answer(&fd[r], boot_get64(&b), false);
-    cr_assert_eq(t, BOOT_PROBE, "not stopped as no_progress (message %u)", t);
+    cr_assert_eq(t, BOOT_PROBE, "not asked whether it moved, not stopped (message %u)", t);
     uint64_t id = boot_get64(&b);
     struct boot_buf o = {0};
     boot_put64(&o, id);
@@ -2275,57 +2387,3 @@ Test(verbs_app, the_bootstrapped_run_wants_a_factory_and_no_trace)
   cr_assert(strstr(err, "not recorded"), "%s", err);
 }
 
-/* A requester ahead of its peer's responder with send WRs still outstanding is what a responder
- * with no receive posted does to it (RNR NAKs, forever: traces/hangs/rnr-forever on rxe), the
- * protocol's hang: no patience, the first "still" from both stops the run, and the cause is the
- * waits', not the device's. */
-Test(verbs, outstanding_requests_ahead_of_the_responder_are_not_the_device)
-{
-  struct coord_ctx c;
-  pthread_t th;
-  fake_outstanding = 4;
-  start_coord_np(&c, 5000000000ull, 50000000ull, &th);
-  struct boot_link fd[2];
-  struct boot_buf b = {0};
-  fake_start(&c, fd, &b);
-  send_state(&fd[0], false, false, 1);
-  send_state(&fd[1], false, false, 1);
-  int probes = 0;
-  for (;;) {
-    uint32_t t0 = recv_type(&fd[0], &b);
-    if (t0 == BOOT_STOP)
-      break;
-    cr_assert_eq(t0, BOOT_MARK_PROBE);
-    uint64_t id = boot_get64(&b);
-    cr_assert_eq(recv_type(&fd[1], &b), BOOT_MARK_PROBE);
-    probes++;
-    mark_answer_qps(&fd[0], id, 0, 496);
-    mark_answer_qps(&fd[1], id, 1, 496);
-    cr_assert_lt(probes, 1000, "never stopped");
-  }
-  cr_assert_eq(recv_type(&fd[1], &b), BOOT_STOP);
-  cr_assert_eq(probes, 1, "no patience for the protocol's own hang (%d probes)", probes);
-  for (int r = 0; r < 2; r++) {
-    struct pp_rank_result rr = {0};
-    rr.stats.status_counts[PP_WC_SUCCESS] = 1;
-    snprintf(rr.host, sizeof(rr.host), "fakehost/fake0");
-    struct boot_buf o = {0};
-    boot_put_result(&o, &rr, NULL);
-    boot_put_waits(&o, r ? rank1_waits : rank0_waits, r ? 2 : 1, r ? 2 : 1);
-    fake_qps(&o, (uint32_t)r, 496);
-    cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
-    boot_buf_free(&o);
-  }
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
-    cr_assert_eq(boot_get8(&b), PP_OUTCOME_NO_PROGRESS);
-    close(fd[r].fd);
-  }
-  pthread_join(th, NULL);
-  cr_assert_eq(c.s, PP_OK, "%s", c.err);
-  cr_assert_not_null(c.res.hang);
-  cr_assert_null(strstr(c.res.hang->cause, "device:"), "cause: %s", c.res.hang->cause);
-  pp_run_result_free(&c.res);
-  boot_buf_free(&b);
-  close(c.a.listen_fd);
-}

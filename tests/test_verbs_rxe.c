@@ -420,35 +420,91 @@ Test(rxe, unsignalled_wrs_are_outstanding_until_a_completion_covers_them)
 
 /* What a stopped rank prints about its queues (vnic_describe): the device's own PSNs, so the
  * two sides of a stall can be compared: three SENDs from qa to qb move qa's next send PSN and
- * qb's expected receive PSN from 7 (connect_qp) to 10, and nothing else. */
+ * qb's expected receive PSN from 7 (connect_qp) to 10, and nothing else. And the backend's
+ * counts the coordinator pairs them with (vnic_qp_states): before anything is polled, the three
+ * SENDs are outstanding and take a receive each, qb has five receives posted; after, none is
+ * outstanding and qb keeps the two receives no SEND took. */
+static const struct vnic_qp_state *state_of(const struct vnic_qp_state *q, size_t n, uint32_t qpn)
+{
+  for (size_t i = 0; i < n; i++)
+    if (q[i].qpn == qpn)
+      return &q[i];
+  cr_assert_fail("no state for qp %u", qpn);
+  return NULL;
+}
+
 Test(rxe, describe_gives_each_qp_its_psns_and_the_counts)
 {
   nheld = 0;
   setup_pair(7, PP_ACCESS_LOCAL_WRITE, 0);
-  for (uint32_t i = 0; i < 3; i++)
+  for (uint32_t i = 0; i < 5; i++)
     post_recv_b(20 + i, 4096 * i);
   for (uint32_t i = 0; i < 3; i++)
     cr_assert_eq(post(P.qa, PP_WR_SEND, 64, 0, 0, 0, 10 + i), PP_OK);
+  struct vnic_qp_state q[4];
+  cr_assert_eq(vnic_qp_states(P.n, q, 4), 2);
+  const struct vnic_qp_state *a = state_of(q, 2, P.qa), *b = state_of(q, 2, P.qb);
+  cr_assert_eq(a->sq_outstanding, 3, "nothing polled yet");
+  cr_assert_eq(a->sq_takes_recv, 3, "a SEND takes a receive");
+  cr_assert_eq(b->rq_posted, 5);
+  cr_assert_eq(b->srq_num, 0);
   for (uint32_t i = 0; i < 3; i++) {
     cr_assert_eq(wait_wc(P.qa).status, PP_WC_SUCCESS);
     cr_assert_eq(wait_wc(P.qb).status, PP_WC_SUCCESS);
   }
+  cr_assert_eq(vnic_qp_states(P.n, q, 4), 2);
+  a = state_of(q, 2, P.qa), b = state_of(q, 2, P.qb);
+  cr_assert_eq(a->sq_outstanding, 0);
+  cr_assert_eq(a->sq_takes_recv, 0);
+  cr_assert_eq(b->rq_posted, 2, "three of five taken");
+  cr_assert_eq(a->rq_posted, 0);
   char buf[2048], want[256];
   size_t k = vnic_describe(P.n, buf, sizeof(buf));
   cr_assert_eq(k, strlen(buf));
-  cr_assert(strstr(buf, ": completions polled 3 send, 3 receive; posted 3 send, 3 receive WRs; "
+  cr_assert(strstr(buf, ": completions polled 3 send, 3 receive; posted 3 send, 5 receive WRs; "
                         "0 send WRs outstanding\n"), "%s", buf);
   snprintf(want, sizeof(want),
            "  qp %u (peer 1, remote qp %u): RTS, next send psn 10, expected receive psn 7, 0 send "
-           "WRs outstanding\n", P.qa, P.qb);
+           "WRs outstanding (0 take a receive), 0 receives posted\n", P.qa, P.qb);
   cr_assert(strstr(buf, want), "%s\nwanted %s", buf, want);
   snprintf(want, sizeof(want),
            "  qp %u (peer 0, remote qp %u): RTS, next send psn 7, expected receive psn 10, 0 send "
-           "WRs outstanding\n", P.qb, P.qa);
+           "WRs outstanding (0 take a receive), 2 receives posted\n", P.qb, P.qa);
   cr_assert(strstr(buf, want), "%s\nwanted %s", buf, want);
   char small[16];
   cr_assert_eq(vnic_describe(P.n, small, sizeof(small)), k, "cut, it still counts the whole");
   cr_assert_eq(strlen(small), sizeof(small) - 1);
+}
+
+/* A READ or a WRITE takes no receive at the responder; receives posted to an SRQ are the SRQ's,
+ * reported with every QP on it. */
+Test(rxe, reads_and_writes_take_no_receive_and_srq_receives_are_counted)
+{
+  nheld = 0;
+  setup_pair(7, PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ, 1);
+  for (uint32_t i = 0; i < 3; i++)
+    post_recv_b(20 + i, 4096 * i);
+  uint64_t rb = (uint64_t)(uintptr_t)P.b + 8 * 4096;
+  cr_assert_eq(post(P.qa, PP_WR_RDMA_READ, 64, rb, P.mb.rkey, 0, 1), PP_OK);
+  cr_assert_eq(post(P.qa, PP_WR_RDMA_WRITE, 64, rb, P.mb.rkey, 0, 2), PP_OK);
+  cr_assert_eq(post(P.qa, PP_WR_RDMA_WRITE_WITH_IMM, 64, rb, P.mb.rkey, 5, 3), PP_OK);
+  struct vnic_qp_state q[4];
+  cr_assert_eq(vnic_qp_states(P.n, q, 4), 2);
+  const struct vnic_qp_state *a = state_of(q, 2, P.qa), *b = state_of(q, 2, P.qb);
+  cr_assert_eq(a->sq_outstanding, 3);
+  cr_assert_eq(a->sq_takes_recv, 1, "only the WRITE_WITH_IMM takes one");
+  cr_assert_eq(b->srq_num, P.srq);
+  cr_assert_eq(b->rq_posted, 3, "the SRQ's receives");
+  for (uint32_t i = 0; i < 3; i++)
+    cr_assert_eq(wait_wc(P.qa).status, PP_WC_SUCCESS);
+  cr_assert_eq(wait_wc(P.qb).status, PP_WC_SUCCESS);
+  cr_assert_eq(vnic_qp_states(P.n, q, 4), 2);
+  a = state_of(q, 2, P.qa), b = state_of(q, 2, P.qb);
+  cr_assert_eq(a->sq_takes_recv, 0);
+  cr_assert_eq(b->rq_posted, 2);
+  char buf[2048];
+  vnic_describe(P.n, buf, sizeof(buf));
+  cr_assert(strstr(buf, "2 receives posted (its SRQ's)\n"), "%s", buf);
 }
 
 /* ================================================================ driver: bootstrap with a device */

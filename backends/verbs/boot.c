@@ -403,6 +403,9 @@ void boot_put_qps(struct boot_buf *b, const struct vnic_qp_state *q, uint32_t n,
     boot_put32(b, q[i].sq_psn);
     boot_put32(b, q[i].rq_psn);
     boot_put32(b, q[i].sq_outstanding);
+    boot_put32(b, q[i].sq_takes_recv);
+    boot_put32(b, q[i].rq_posted);
+    boot_put32(b, q[i].srq_num);
   }
 }
 
@@ -419,6 +422,9 @@ uint32_t boot_get_qps(struct boot_buf *b, struct vnic_qp_state *q, uint32_t max)
     x.sq_psn = boot_get32(b) & 0xffffffu;
     x.rq_psn = boot_get32(b) & 0xffffffu;
     x.sq_outstanding = boot_get32(b);
+    x.sq_takes_recv = boot_get32(b);
+    x.rq_posted = boot_get32(b);
+    x.srq_num = boot_get32(b);
     if (!b->bad && got < max)
       q[got++] = x;
   }
@@ -1669,14 +1675,23 @@ static const char *dev_of(const struct coord *c, uint32_t rank)
   return c->r[rank].dev[0] ? c->r[rank].dev : "its device";
 }
 
-/* RC completes a request at its requester only once the responder took it, so a requester with
- * no send WR outstanding whose next PSN is ahead of its peer QP's expected PSN means a device
- * completed requests the other side never processed: the NIC (or the driver) holds or lost them,
- * and the engines that wait for them wait for the device, not for each other
- * (backends/verbs/README.md: Soft-RoCE on a starved CPU). A requester ahead with send WRs still
- * outstanding proves nothing: a responder with no receive posted RNR-NAKs it forever, which is
- * the protocol's hang (traces/hangs/rnr-forever on rxe), not the device's. The first such pair,
- * from the QPs the ranks last reported. */
+/* RC completes a request at its requester only once the responder took it (rxe 6.1 moves the
+ * responder's expected PSN past a READ only once it sent the whole response, rxe_resp.c
+ * read_reply), so a requester whose next PSN is ahead of its peer QP's expected PSN has sent
+ * requests that responder has not finished. Only one thing the protocol does can hold them
+ * there: a responder with no receive posted RNR-NAKs every request that needs one, forever
+ * (traces/hangs/rnr-forever on rxe), the protocol's hang. So a requester ahead means the device
+ * owes work (and the engines that wait for it wait for the device, not for each other,
+ * backends/verbs/README.md: Soft-RoCE on a starved CPU) unless an RNR wait is possible: some of
+ * its outstanding send WRs take a receive (SEND, WRITE_WITH_IMM; READ and WRITE take none) and
+ * the responder has no receive posted (on the QP, or on its SRQ). Every request completed, or
+ * only READs and WRITEs outstanding, or receives posted for them: the device's. The first such
+ * pair, from the QPs the ranks last reported. */
+static bool rnr_possible(const struct vnic_qp_state *req, const struct vnic_qp_state *resp)
+{
+  return req->sq_takes_recv && !resp->rq_posted;
+}
+
 static bool device_owes(const struct coord *c, uint32_t *rank, const struct vnic_qp_state **req,
                         const struct vnic_qp_state **resp)
 {
@@ -1684,8 +1699,8 @@ static bool device_owes(const struct coord *c, uint32_t *rank, const struct vnic
     for (uint32_t k = 0; k < c->r[i].nqps; k++) {
       const struct vnic_qp_state *a = &c->r[i].qps[k];
       const struct vnic_qp_state *b = qp_of(c, a->peer, a->dest_qpn);
-      if (a->state == VNIC_QP_UNKNOWN || a->sq_outstanding || !b || b->dest_qpn != a->qpn ||
-          b->state == VNIC_QP_UNKNOWN)
+      if (a->state == VNIC_QP_UNKNOWN || !b || b->dest_qpn != a->qpn ||
+          b->state == VNIC_QP_UNKNOWN || rnr_possible(a, b))
         continue;
       uint32_t ahead = (a->sq_psn - b->rq_psn) & 0xffffffu;
       if (ahead == 0 || ahead >= 0x800000u) /* equal, or the responder is past it (wrapped) */
@@ -1712,6 +1727,27 @@ static uint64_t device_psns(const struct coord *c)
 }
 
 /* ----- the run: quiescence detection */
+
+/* The clock of the no-progress judgement (boot_coord_args.clock). */
+static uint64_t judge_now(const struct coord *c)
+{
+  return c->a->clock ? c->a->clock(c->a->clock_ctx) : boot_now_ns();
+}
+
+/* Whether some rank's connection has something unread (a message, or its end). */
+static bool input_waiting(const struct coord *c)
+{
+  struct pollfd pf[64];
+  for (uint32_t i = 0; i < c->n;) {
+    nfds_t k = 0;
+    for (; i < c->n && k < 64; i++)
+      if (c->r[i].l.fd >= 0)
+        pf[k++] = (struct pollfd){.fd = c->r[i].l.fd, .events = POLLIN};
+    if (k && poll(pf, k, 0) > 0)
+      return true;
+  }
+  return false;
+}
 
 /* Asks every rank whether its progress mark changed (after it polled its CQs). */
 static void send_mark_probe(struct coord *c)
@@ -1763,18 +1799,29 @@ static bool device_patient(struct coord *c, uint64_t now)
  * (rxe does its protocol work inside ibv_post_send: on a loaded emulated guest one call took
  * 0.6-1.6 s while data moved). So the coordinator suspects and asks every rank (MARK_PROBE);
  * a PROGRESS, or a rank that answers it moved, clears the suspicion; it stops when every rank
- * answered that its mark did not change, or when some did not answer within another bound. */
+ * answered that its mark did not change, or when some did not answer within ANSWER_PATIENCE
+ * bounds; and it neither asks nor judges while a message from a rank waits unread. A rank that
+ * does not answer is inside a system call or frozen, not waiting in the protocol (a rank in a
+ * deadlock polls and answers "still" at once): on rxe the call is its own device's work (the
+ * guest's busy RGET soak stopped a run 2.8 s in, the receiver silent inside ibv_post_send with
+ * 12 READs and FINs outstanding and 268 receives posted at its peer), so it gets the patience a
+ * device that owes work gets. */
+#define ANSWER_PATIENCE DEVICE_PATIENCE
 static bool run_until(struct coord *c)
 {
-  uint64_t bound = c->a->no_progress_ns, now = boot_now_ns();
+  uint64_t bound = c->a->no_progress_ns, now = judge_now(c);
   if (c->rs.stop || !bound || now - c->rs.progress_at < bound) {
     c->rs.np_suspect = 0;
     return c->rs.stop;
   }
+  /* messages first: a coordinator that did not run for a while finds PROGRESS and answers
+   * waiting unread, and neither a question nor a verdict may come before they are read */
+  if (input_waiting(c))
+    return false;
   if (!c->rs.np_suspect) {
     c->rs.np_suspect = now;
     send_mark_probe(c);
-  } else if (all_still(c) || now - c->rs.np_suspect >= bound) {
+  } else if (all_still(c) || now - c->rs.np_suspect >= ANSWER_PATIENCE * bound) {
     if (device_patient(c, now)) { /* the device owes work: suspect again after a bound */
       c->rs.progress_at = now;
       c->rs.np_suspect = 0;
@@ -1783,7 +1830,8 @@ static bool run_until(struct coord *c)
       for (uint32_t i = 0; i < c->n; i++) /* judged without its word (and without its QPs) */
         if (!c->r[i].mark_still)
           fprintf(stderr, "prepost: no progress: rank %u did not answer whether it moved within "
-                          "the bound (frozen, or starved inside a system call)\n", i);
+                          "%u bounds (frozen, or starved inside a system call)\n", i,
+                  ANSWER_PATIENCE);
     }
   }
   return c->rs.stop;
@@ -1807,7 +1855,7 @@ static enum pp_status on_run_msg(struct coord *c, uint32_t rank, uint32_t type,
 {
   struct crank *r = &c->r[rank];
   if (type == BOOT_PROGRESS) {
-    c->rs.progress_at = boot_now_ns();
+    c->rs.progress_at = judge_now(c);
     return PP_OK;
   }
   if (type == BOOT_MARK_REPLY) {
@@ -1822,7 +1870,7 @@ static enum pp_status on_run_msg(struct coord *c, uint32_t rank, uint32_t type,
     if (!c->rs.np_suspect || id != c->rs.mark_id)
       return PP_OK; /* the suspicion it answers is over */
     if (moved)
-      c->rs.progress_at = boot_now_ns();
+      c->rs.progress_at = judge_now(c);
     else
       r->mark_still = true;
     return PP_OK;
@@ -1950,15 +1998,27 @@ static void device_cause(const struct coord *c, struct pp_hang *h)
   char prev[sizeof(h->cause)];
   memcpy(prev, h->cause, sizeof(prev));
   prev[sizeof(prev) - 1] = '\0';
-  assert(a->sq_outstanding == 0); /* device_owes: only a requester with nothing outstanding */
-  int n = snprintf(h->cause, sizeof(h->cause),
-                   "device: rank %u's QP %u (%s) has every request it sent completed (next PSN "
-                   "%u), but rank %u's QP %u (%s) expects PSN %u, %u PSNs behind: the device "
-                   "completed requests the peer's responder never processed (lost or held by the "
-                   "NIC or driver), so the ranks wait for the device, not for each other (waits: "
-                   "%s)",
-                   i, a->qpn, dev_of(c, i), a->sq_psn, a->peer, b->qpn, dev_of(c, a->peer),
-                   b->rq_psn, (a->sq_psn - b->rq_psn) & 0xffffffu, prev[0] ? prev : "none named");
+  uint32_t behind = (a->sq_psn - b->rq_psn) & 0xffffffu;
+  int n;
+  if (!a->sq_outstanding)
+    n = snprintf(h->cause, sizeof(h->cause),
+                 "device: rank %u's QP %u (%s) has every request it sent completed (next PSN "
+                 "%u), but rank %u's QP %u (%s) expects PSN %u, %u PSNs behind: the device "
+                 "completed requests the peer's responder never processed (lost or held by the "
+                 "NIC or driver), so the ranks wait for the device, not for each other (waits: "
+                 "%s)",
+                 i, a->qpn, dev_of(c, i), a->sq_psn, a->peer, b->qpn, dev_of(c, a->peer),
+                 b->rq_psn, behind, prev[0] ? prev : "none named");
+  else
+    n = snprintf(h->cause, sizeof(h->cause),
+                 "device: rank %u's QP %u (%s) has %u send WRs outstanding (%u take a receive) "
+                 "and sent up to PSN %u, but rank %u's QP %u (%s) expects PSN %u, %u PSNs "
+                 "behind, with %u receives posted: no RNR wait, the device has not delivered "
+                 "or answered the requests (held by the NIC or driver), so the ranks wait for "
+                 "the device, not for each other (waits: %s)",
+                 i, a->qpn, dev_of(c, i), a->sq_outstanding, a->sq_takes_recv, a->sq_psn,
+                 a->peer, b->qpn, dev_of(c, a->peer), b->rq_psn, behind, b->rq_posted,
+                 prev[0] ? prev : "none named");
   if (n < 0 || (size_t)n >= sizeof(h->cause)) /* a cause longer than h->cause is cut */
     h->cause[sizeof(h->cause) - 1] = '\0';
 }
@@ -2092,7 +2152,7 @@ enum pp_status boot_coordinate(const struct boot_coord_args *a, struct pp_run_re
   /* 3. GO, run to global quiescence or the time bound */
   uint64_t t0 = boot_now_ns(), t1 = t0;
   bool timed_out = false;
-  c.rs.progress_at = t0;
+  c.rs.progress_at = judge_now(&c);
   if (s == PP_OK)
     s = broadcast(&c, BOOT_GO, NULL);
   if (s == PP_OK) {

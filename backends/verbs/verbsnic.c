@@ -37,16 +37,25 @@ _Static_assert((int)PP_QP_MIN_RNR_TIMER == (int)IBV_QP_MIN_RNR_TIMER, "qp attr m
 #define MAX_SRQ 64
 #define CQ_MIN 256
 
+/* A send WR posted and not completed: its wr_id, and whether it consumes a receive at the
+ * responder (SEND, SEND_WITH_IMM, RDMA_WRITE_WITH_IMM; not RDMA_WRITE nor RDMA_READ). */
+struct vsend {
+  uint64_t wr_id;
+  bool takes_recv;
+};
+
 struct vqp {
   struct ibv_qp *qp; /* NULL: free (a tombstone when `used`) */
   bool used;         /* the slot held a QP once: probe chains go through it */
   uint32_t peer;
   uint32_t srq_num;
   uint32_t send_wr, recv_wr; /* CQ capacity this QP needs */
-  /* the wr_ids of the send WRs posted and not completed, in order (signalled or not): a
-   * completion retires its WR and every unsignalled one posted before it */
-  uint64_t *sq;
+  /* the send WRs posted and not completed, in order (signalled or not): a completion retires
+   * its WR and every unsignalled one posted before it */
+  struct vsend *sq;
   uint32_t sq_cap, sq_head, sq_len;
+  uint32_t sq_takes_recv; /* of those, the ones that consume a receive at the responder */
+  uint32_t rq_posted;     /* receives posted to it (not its SRQ's) and not completed */
 };
 
 struct vnic {
@@ -67,6 +76,7 @@ struct vnic {
   uint32_t nqps;
   struct ibv_srq *srqs[MAX_SRQ]; /* srq_num = index + 1 */
   uint32_t srq_wr[MAX_SRQ];
+  uint32_t srq_posted[MAX_SRQ]; /* receives posted to it and not completed */
   struct ibv_mr **mrs; /* grown on demand (registration caches register many regions) */
   uint32_t mr_cap, max_mr;
   uint64_t sends_out; /* send WRs outstanding on every QP (the sum of their sq_len) */
@@ -537,6 +547,7 @@ static int op_create_srq(void *nic, const struct pp_srq_init_attr *a, uint32_t *
     }
   }
   n->srqs[slot] = srq;
+  n->srq_posted[slot] = 0;
   n->srq_wr[slot] = a->max_wr;
   n->rcq_need += (int)a->max_wr;
   *srq_num = (uint32_t)slot + 1;
@@ -606,7 +617,7 @@ static int op_create_qp(void *nic, const struct pp_qp_init_attr *a, uint32_t *qp
   struct vqp *q = qp_free_slot(n, qp->qp_num);
   /* ibv_create_qp wrote the real send queue size into ia.cap (at least what was asked) */
   uint32_t cap = ia.cap.max_send_wr > a->max_send_wr ? ia.cap.max_send_wr : a->max_send_wr;
-  uint64_t *fifo = q ? calloc(cap, sizeof(*fifo)) : NULL;
+  struct vsend *fifo = q ? calloc(cap, sizeof(*fifo)) : NULL;
   if (!q || !fifo) {
     free(fifo);
     ibv_destroy_qp(qp);
@@ -757,7 +768,10 @@ static int op_post_send(void *nic, uint32_t qpn, const struct pp_send_wr *wr)
     return post_errno(q->qp, rc);
   n->posted[0]++;
   if (q->sq_len < q->sq_cap) {
-    q->sq[(q->sq_head + q->sq_len++) % q->sq_cap] = wr->wr_id;
+    bool takes = wr->opcode == PP_WR_SEND || wr->opcode == PP_WR_SEND_WITH_IMM ||
+                 wr->opcode == PP_WR_RDMA_WRITE_WITH_IMM;
+    q->sq[(q->sq_head + q->sq_len++) % q->sq_cap] = (struct vsend){wr->wr_id, takes};
+    q->sq_takes_recv += takes;
     n->sends_out++;
   }
   return PP_OK;
@@ -790,6 +804,7 @@ static int op_post_recv(void *nic, uint32_t qpn, const struct pp_recv_wr *wr)
     return PP_INVALID;
   int s = post_recv_common(q->qp, NULL, wr);
   n->posted[1] += s == PP_OK;
+  q->rq_posted += s == PP_OK;
   return s;
 }
 
@@ -801,6 +816,7 @@ static int op_post_srq_recv(void *nic, uint32_t srq_num, const struct pp_recv_wr
     return PP_NOTFOUND;
   int s = post_recv_common(NULL, srq, wr);
   n->posted[1] += s == PP_OK;
+  n->srq_posted[srq_num - 1] += s == PP_OK;
   return s;
 }
 
@@ -850,6 +866,18 @@ static void to_pp_wc(const struct ibv_wc *w, bool send_side, struct pp_wc *o)
     o->opcode = send_side ? PP_WC_OP_SEND : PP_WC_OP_RECV;
 }
 
+/* A receive completion of QP qpn (successful or flushed): the receive it took is no longer
+ * posted, on the QP or on its SRQ. */
+static void recv_done(struct vnic *n, uint32_t qpn)
+{
+  struct vqp *q = qp_get(n, qpn);
+  if (!q)
+    return;
+  uint32_t *posted = q->srq_num ? &n->srq_posted[q->srq_num - 1] : &q->rq_posted;
+  if (*posted)
+    (*posted)--;
+}
+
 /* A send completion of QP qpn for wr_id: completions come in posting order, so it retires the
  * oldest outstanding WR with that wr_id and the unsignalled ones before it. */
 static void retire(struct vnic *n, uint32_t qpn, uint64_t wr_id)
@@ -858,11 +886,13 @@ static void retire(struct vnic *n, uint32_t qpn, uint64_t wr_id)
   if (!q)
     return;
   uint32_t k = 0;
-  while (k < q->sq_len && q->sq[(q->sq_head + k) % q->sq_cap] != wr_id)
+  while (k < q->sq_len && q->sq[(q->sq_head + k) % q->sq_cap].wr_id != wr_id)
     k++;
   if (k == q->sq_len)
     return; /* not ours (cannot happen): keep the count */
   k++;
+  for (uint32_t i = 0; i < k; i++)
+    q->sq_takes_recv -= q->sq[(q->sq_head + i) % q->sq_cap].takes_recv;
   q->sq_head = (q->sq_head + k) % q->sq_cap;
   q->sq_len -= k;
   n->sends_out -= k;
@@ -883,6 +913,8 @@ int vnic_poll_cq(struct vnic *n, struct pp_wc *wc, int max)
       to_pp_wc(&w[i], side == 0, &wc[got++]);
       if (side == 0)
         retire(n, w[i].qp_num, w[i].wr_id);
+      else
+        recv_done(n, w[i].qp_num);
     }
   }
   return got;
@@ -974,13 +1006,16 @@ static const char *qp_state_name(enum ibv_qp_state s)
   return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
-static void qp_state_of(const struct vqp *q, struct vnic_qp_state *s)
+static void qp_state_of(const struct vnic *n, const struct vqp *q, struct vnic_qp_state *s)
 {
   struct ibv_qp_attr a;
   struct ibv_qp_init_attr ia;
   int mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN | IBV_QP_DEST_QPN;
   *s = (struct vnic_qp_state){.qpn = q->qp->qp_num, .peer = q->peer, .state = VNIC_QP_UNKNOWN,
-                              .sq_outstanding = q->sq_len};
+                              .sq_outstanding = q->sq_len, .sq_takes_recv = q->sq_takes_recv,
+                              .srq_num = q->srq_num,
+                              .rq_posted = q->srq_num ? n->srq_posted[q->srq_num - 1]
+                                                      : q->rq_posted};
   if (ibv_query_qp(q->qp, &a, mask, &ia))
     return;
   s->state = (uint32_t)a.qp_state;
@@ -996,7 +1031,7 @@ size_t vnic_qp_states(struct vnic *n, struct vnic_qp_state *s, size_t max)
     if (!n->qps[i].qp)
       continue;
     if (k < max)
-      qp_state_of(&n->qps[i], &s[k]);
+      qp_state_of(n, &n->qps[i], &s[k]);
     k++;
   }
   return k;
@@ -1015,16 +1050,17 @@ size_t vnic_describe(struct vnic *n, char *buf, size_t len)
     struct vnic_qp_state q;
     if (!n->qps[i].qp)
       continue;
-    qp_state_of(&n->qps[i], &q);
+    qp_state_of(n, &n->qps[i], &q);
     if (q.state == VNIC_QP_UNKNOWN) {
       describe_add(buf, len, &off, "  qp %u (peer %u): ibv_query_qp failed\n", q.qpn, q.peer);
       continue;
     }
     describe_add(buf, len, &off,
                  "  qp %u (peer %u, remote qp %u): %s, next send psn %u, expected receive psn %u, "
-                 "%u send WRs outstanding\n",
+                 "%u send WRs outstanding (%u take a receive), %u receives posted%s\n",
                  q.qpn, q.peer, q.dest_qpn, qp_state_name((enum ibv_qp_state)q.state), q.sq_psn,
-                 q.rq_psn, q.sq_outstanding);
+                 q.rq_psn, q.sq_outstanding, q.sq_takes_recv, q.rq_posted,
+                 q.srq_num ? " (its SRQ's)" : "");
   }
   return off;
 }

@@ -25,10 +25,10 @@
 #                       the profile's margin is >= 3x (tests/verbs/calibrate.py)
 #   progress            ring-cts bandwidth (tests/verbs/bw/) completes in both progress modes,
 #                       eager in event mode: a run that moves is not stopped as no_progress
-#   bw-soak             (only with --only bw-soak) $BW_RUNS (20) consecutive bandwidth runs of
-#                       eager, rndv, ring-credits and ring-cts ($BW_PATHS) in busy mode: every
-#                       one completes
-#                       (no false no_progress); the outcome counts per path
+#   bw-soak             (only with --only bw-soak) $BW_RUNS (20) consecutive bandwidth runs
+#                       ($BW_MESSAGES, 2,000 x 64 KiB) of eager, rget, rput, ring-credits and
+#                       ring-cts ($BW_PATHS) in busy mode: every one completes (no false
+#                       no_progress); the outcome counts per path, the cause of each stop
 #   mpirun              Open MPI's mpirun starts one prepost process per rank (PMIx: rank, size,
 #                       connection information) for a p2p and a ring scenario; parity with the
 #                       simulator as in scenarios.py
@@ -299,27 +299,46 @@ fi
 
 if step bw-soak; then
 echo "== no false no_progress in \$BW_RUNS consecutive bandwidth runs of every path, busy mode"
-# eager (64 KiB messages go RGET), rndv, ring-credits, ring-cts: 2,000 x 64 KiB each, the default
-# no-progress bound (1 s), --progress busy (the data path's default). A run that ends
-# no_progress while moving is a false verdict; the counts are printed per path. Not in the
-# default set (80 runs: 15-60 min under emulation): --only bw-soak. With GUEST_VCPU_NICE=15 on
-# the host (a starved vCPU) rxe 6.1's tasklets wait on that vCPU: the coordinator waits while the
-# device owes work and names the device when it stops (backends/verbs/README.md, "Late, not
-# lost"); each stopped rank prints its QPs' PSNs on stderr.
+# 64 KiB messages back to back on every path: eager (eager_limit at 64 KiB: every message
+# eager), rget and rput (protocol rndv, rget_limit above or below the size), ring-credits,
+# ring-cts. $BW_MESSAGES (2,000) each, the default no-progress bound (1 s), --progress busy (the
+# data path's default). A run that ends no_progress while moving is a false verdict; the counts
+# are printed per path, and each stop's cause line (the hang report's, or the rank that did not
+# answer). Not in the default set (100 runs of 2,000: about an hour under emulation): --only
+# bw-soak, and BW_MESSAGES=400 for one boot of ~20 min. With GUEST_VCPU_NICE=15 on the host (a
+# starved vCPU) rxe 6.1's tasklets wait on that vCPU: the coordinator waits while the device owes
+# work and names the device when it stops (backends/verbs/README.md, "Late, not lost"); each
+# stopped rank prints its QPs' PSNs and posted receives on stderr.
 runs=${BW_RUNS:-20}
-for sc in ${BW_PATHS:-eager rndv ring-credits ring-cts}; do
+msgs=${BW_MESSAGES:-2000}
+soak_args() { # soak_args PATH: the scenario and settings of one path
+  case $1 in
+  eager) echo "tests/verbs/bw/eager.yaml --set p2p.eager_limit=64KiB" ;;
+  rget) echo "tests/verbs/bw/rndv.yaml --set p2p.rget_limit=1MiB" ;;
+  rput) echo "tests/verbs/bw/rndv.yaml --set p2p.rget_limit=0" ;;
+  *) echo "tests/verbs/bw/$1.yaml" ;;
+  esac
+}
+for sc in ${BW_PATHS:-eager rget rput ring-credits ring-cts}; do
   declare -A n=()
   for i in $(seq "$runs"); do
-    timeout 300 "$P" run "tests/verbs/bw/$sc.yaml" --backend verbs --progress busy --json \
-      >"$OUT/soak-$sc-$i.json" 2>"$OUT/soak-$sc-$i.err"
-    oc=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["outcome"] if d["messages"] == 2000 or d["outcome"] != "completed" else "short")' \
-      "$OUT/soak-$sc-$i.json" 2>/dev/null)
+    # shellcheck disable=SC2046 # the path's arguments, split on purpose
+    timeout 300 "$P" run $(soak_args "$sc") --set "workload.messages=$msgs" --backend verbs \
+      --progress busy --json >"$OUT/soak-$sc-$i.json" 2>"$OUT/soak-$sc-$i.err"
+    oc=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["outcome"] if d["messages"] == int(sys.argv[2]) or d["outcome"] != "completed" else "short")' \
+      "$OUT/soak-$sc-$i.json" "$msgs" 2>/dev/null)
     oc=${oc:-exit$?}
     n[$oc]=$((${n[$oc]:-0} + 1))
+    if [[ $oc != completed ]]; then
+      why=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); h=d.get("hang") or {}; print(d["messages"], "messages;", h.get("cause", "no hang report"))' \
+        "$OUT/soak-$sc-$i.json" 2>/dev/null)
+      echo "    $sc run $i: $oc: ${why:-no report}"
+      grep -h 'did not answer' "$OUT/soak-$sc-$i.err" | sed 's/^/      /'
+    fi
   done
   counts=$(for k in "${!n[@]}"; do printf '%s %s, ' "${n[$k]}" "$k"; done)
   [[ ${n[completed]:-0} == "$runs" ]]
-  ok $? "$sc bandwidth, busy, $runs runs: ${counts%, }"
+  ok $? "$sc bandwidth, busy, $runs runs of $msgs: ${counts%, }"
   unset n
 done
 fi

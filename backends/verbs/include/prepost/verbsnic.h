@@ -88,13 +88,18 @@ uint64_t vnic_sends_outstanding(const struct vnic *n);
  * was taken by this QP's responder. snprintf-like: writes at most len bytes (NUL-terminated
  * when len > 0), returns the length of the whole text. */
 size_t vnic_describe(struct vnic *n, char *buf, size_t len);
-/* One QP as the device reports it (ibv_query_qp), with the backend's count of its send WRs not
- * covered by a completion yet. */
+/* One QP as the device reports it (ibv_query_qp), with the backend's counts of its send WRs not
+ * covered by a completion yet and of the receives posted for its responder (every WR the engine
+ * posts goes through vnic_ops, every completion through vnic_poll_cq: posted minus polled). */
 struct vnic_qp_state {
   uint32_t qpn, peer, dest_qpn;
   uint32_t state;          /* enum ibv_qp_state; VNIC_QP_UNKNOWN: ibv_query_qp failed */
   uint32_t sq_psn, rq_psn; /* the next PSN its requester sends, the PSN its responder expects */
   uint32_t sq_outstanding; /* send WRs posted and not completed */
+  uint32_t sq_takes_recv;  /* of those, the ones that consume a receive at the responder (SEND,
+                            * SEND_WITH_IMM, RDMA_WRITE_WITH_IMM; READ and WRITE do not) */
+  uint32_t rq_posted;      /* receives posted and not completed: the QP's, or its SRQ's */
+  uint32_t srq_num;        /* 0: the QP's own receive queue */
 };
 #define VNIC_QP_UNKNOWN 255u
 /* Fills s with at most max of the rank's QPs; returns how many it has. */
