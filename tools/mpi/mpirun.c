@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +28,10 @@
 #include "prepost/simapp.h"
 
 #define MPIRUN_MAX_RANKS 256u
+
+/* the launcher turned address randomisation off for --trace (reexec_without_aslr): the ranks
+ * get it back */
+static bool aslr_was_on;
 
 const char *const pp_mpirun_usage =
     "usage: prepost mpirun -n N [--seed S] [--scenario FILE] [--poll-ns T] [--no-progress T]\n"
@@ -245,6 +250,9 @@ static int spawn(const struct opts *o, int *fds, pid_t *pids)
       int child = fcntl(sv[1], F_DUPFD, 3); /* without CLOEXEC: the program inherits it */
       if (child < 0)
         _exit(127);
+      int pers = aslr_was_on ? personality(0xffffffff) : -1;
+      if (pers != -1 && personality((unsigned long)pers & ~(unsigned long)ADDR_NO_RANDOMIZE) == -1)
+        _exit(127);
       pp_mpirun_exec_rank(o->prog, child, i, o->n);
     }
     close(sv[1]);
@@ -302,12 +310,50 @@ static struct pp_cli_trace *trace_start(const struct opts *o, const struct pp_si
   return pp_cli_trace_start_keys(o->trace, cfg, PREPOST_VERSION, false, k, n, err, errlen);
 }
 
-int pp_mpirun_main(int argc, char **argv)
+/*
+ * --trace: the trace holds the launcher's addresses: the engines' buffers, the copies of the
+ * program's buffers (serve.c), and the rendezvous headers that carry them from rank to rank
+ * (captured in MEM records, and fed back to the engines by the replay). With address space
+ * randomisation they move from run to run, everything else in the trace is the same; so the
+ * launcher runs itself again, once, with ADDR_NO_RANDOMIZE (as setarch -R, rr and gdb do): the
+ * same binary, seed and scenario then give a byte-identical trace. The rank processes are given
+ * their randomisation back (spawn). Where personality() is refused (a seccomp filter), the run
+ * goes on as it is and says that its trace's addresses will differ.
+ */
+static void reexec_without_aslr(char **self)
+{
+  const char *mark = getenv("PREPOST_MPIRUN_ASLR");
+  if (mark) { /* the re-executed launcher: give the ranks their randomisation back */
+    aslr_was_on = !strcmp(mark, "1");
+    if (unsetenv("PREPOST_MPIRUN_ASLR") != 0)
+      fprintf(stderr, "prepost mpirun: note: unsetenv: %s\n", strerror(errno));
+    return;
+  }
+  int cur = personality(0xffffffff);
+  if (cur == -1 || (cur & ADDR_NO_RANDOMIZE))
+    return;
+  if (personality((unsigned long)cur | ADDR_NO_RANDOMIZE) == -1) {
+    fprintf(stderr, "prepost mpirun: note: cannot turn address randomisation off (%s): the "
+                    "trace's addresses differ from run to run\n", strerror(errno));
+    return;
+  }
+  if (setenv("PREPOST_MPIRUN_ASLR", "1", 1) == 0)
+    execv("/proc/self/exe", self);
+  int e = errno; /* still here: run on as we are */
+  if (unsetenv("PREPOST_MPIRUN_ASLR") != 0 || personality((unsigned long)cur) == -1)
+    e = errno;
+  fprintf(stderr, "prepost mpirun: note: cannot run itself again without address randomisation "
+                  "(%s): the trace's addresses differ from run to run\n", strerror(e));
+}
+
+int pp_mpirun_main(int argc, char **argv, char **self)
 {
   struct opts o = {0};
   int rc = parse(argc, argv, &o);
   if (rc >= 0)
     return rc == 100 ? 0 : rc;
+  if (o.trace && self)
+    reexec_without_aslr(self);
   static struct pp_scenario sc;
   uint64_t poll_ns;
   if ((rc = sim_config(&o, &sc, &poll_ns)) >= 0)
