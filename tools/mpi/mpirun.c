@@ -393,11 +393,32 @@ int pp_mpirun_main(int argc, char **argv, char **self)
   enum pp_status s = pp_sim_run_app(&sc.sim, &app, NULL, &res, err, sizeof(err));
   pp_sim_set_hook(NULL);
   fflush(NULL);
-  char terr[512];
-  int tend = tr ? pp_cli_trace_end(tr, terr, sizeof terr) : 0;
+  /* the report (a hang's lines, or why the job ended) goes to the trace too (TEXT records) */
+  char *report = NULL, terr[512];
+  size_t report_len = 0;
+  FILE *mf = s == PP_OK ? open_memstream(&report, &report_len) : NULL;
+  if (mf) {
+    pp_mpi_srv_report(srv, res.sim_time_ns, mf);
+    if (fclose(mf) != 0) {
+      free(report);
+      report = NULL;
+    }
+  }
+  int tend = 0;
+  if (tr && report && pp_cli_trace_text(tr, res.sim_time_ns, PP_TTEXT_MPI_REPORT, report, terr,
+                                        sizeof terr) != 0) {
+    fprintf(stderr, "prepost mpirun: %s\n", terr);
+    tend = -1;
+  }
+  char terr1[512];
+  if (tr && pp_cli_trace_end(tr, terr1, sizeof terr1) != 0 && !tend) {
+    memcpy(terr, terr1, sizeof terr);
+    tend = -1;
+  }
   tr = NULL;
   if (tend && s == PP_OK) {
     fprintf(stderr, "prepost mpirun: %s\n", terr);
+    free(report);
     pp_mpi_srv_reap(srv);
     pp_run_result_free(&res);
     goto out;
@@ -408,7 +429,11 @@ int pp_mpirun_main(int argc, char **argv, char **self)
     goto out;
   }
   rc = pp_mpi_srv_exit_code(srv);
-  pp_mpi_srv_report(srv, res.sim_time_ns, stderr);
+  if (report)
+    fputs(report, stderr);
+  else /* no memory for the copy: straight to stderr */
+    pp_mpi_srv_report(srv, res.sim_time_ns, stderr);
+  free(report);
   if (rc < 0)
     rc = 3;
   pp_mpi_srv_reap(srv);
