@@ -318,7 +318,7 @@ Test(replay, a_format_1_trace_still_reads, .timeout = 60)
   cr_assert_eq(cli("replay --sim %s --json --trace w.trace", f1), 0, "%s", out);
   cr_assert(strstr(out, "\"outcome\": \"completed\""), "%s", out);
   cr_assert_eq(cli("trace dump --header w.trace"), 0);
-  cr_assert(strstr(out, "# prepost trace, format 2.0,"), "%s", out);
+  cr_assert(strstr(out, "# prepost trace, format 2.1,"), "%s", out);
   cr_assert(strstr(out, "# engine.script.op.6 = recv peer=1 tag=any comm=0 size=10 count=1 "
                         "ns=0ns\n"),
             "%s", out);

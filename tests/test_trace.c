@@ -277,8 +277,14 @@ static void write_small_mode(struct membuf *m, int mode)
   pp_tr_engine_destroy(t1, e1, 5000);
   pp_trace_rank_destroy(t0);
   pp_trace_rank_destroy(t1);
+  cr_assert_eq(pp_trace_text(w, 1, 6000, PP_TTEXT_MPI_REPORT, "a \"hang\" line", 13), PP_OK);
+  static char big[PP_TRACE_TEXT_MAX + 1];
+  cr_assert_eq(pp_trace_text(w, 0, 6000, PP_TTEXT_MPI_REPORT, big, sizeof(big)), PP_INVALID,
+               "a text longer than PP_TRACE_TEXT_MAX is refused");
+  cr_assert_eq(pp_trace_text(w, 2, 6000, PP_TTEXT_MPI_REPORT, "x", 1), PP_INVALID,
+               "a rank beyond nranks");
   cr_assert_eq(pp_trace_finish(w), PP_OK);
-  cr_assert_eq(pp_trace_writer_status(w), PP_OK);
+  cr_assert_eq(pp_trace_writer_status(w), PP_OK, "a refused text leaves the writer as it was");
   if (mode < 2) /* deferred: counts the chunks before encoding */
     cr_assert_eq(pp_trace_writer_bytes(w), m->n);
   pp_trace_writer_destroy(w);
@@ -434,6 +440,18 @@ Test(trace, every_record_type_round_trips)
   cr_assert(find(PP_TREC_RANK_END, 0, 0, &r));
   cr_assert_eq(r.ts, 5000);
   cr_assert_eq(r.u.end.messages_sent, 1);
+  cr_assert(find(PP_TREC_TEXT, 1, 0, &r));
+  cr_assert_eq(r.ts, 6000);
+  cr_assert_eq(r.u.text.kind, PP_TTEXT_MPI_REPORT);
+  cr_assert_eq(r.u.text.len, 13);
+  cr_assert_eq(memcmp(r.u.text.data, "a \"hang\" line", 13), 0);
+  cr_assert(!find(PP_TREC_TEXT, 0, 0, &r), "the refused texts are not in the trace");
+  cr_assert_gt(pp_trace_rec_format(&(struct pp_trace_rec){.type = PP_TREC_TEXT,
+                                                           .u.text = {.kind = 1, .len = 2,
+                                                                      .data = "ok"}},
+                                   line, sizeof(line)),
+               0);
+  cr_assert(strstr(line, "text mpirun \"ok\""), "%s", line);
   /* per-rank lists partition the records in file order */
   cr_assert_eq(T.rank_nrecs[0] + T.rank_nrecs[1], T.nrecs);
   for (uint32_t k = 0; k < 2; k++)

@@ -1753,6 +1753,20 @@ void pp_tr_rank_end(struct pp_trace_rank *t, const struct pp_engine *e, uint64_t
   emit(t->w, PP_TREC_RANK_END, t->rank, now, pl, (size_t)(p - pl));
 }
 
+enum pp_status pp_trace_text(struct pp_trace_writer *w, uint32_t rank, uint64_t now,
+                             unsigned kind, const char *s, size_t n)
+{
+  if (n > PP_TRACE_TEXT_MAX || rank >= w->nranks || (n && !s))
+    return PP_INVALID;
+  uint8_t pl[PP_TRACE_TEXT_MAX + 20], *p = pl;
+  p = pp_put_uv(p, kind);
+  p = pp_put_uv(p, n);
+  if (n)
+    memcpy(p, s, n);
+  emit(w, PP_TREC_TEXT, rank, now, pl, (size_t)(p - pl) + n);
+  return w->err;
+}
+
 void pp_tr_engine_destroy(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now)
 {
   if (!t || !e) {

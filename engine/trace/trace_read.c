@@ -321,6 +321,22 @@ static int decode(struct dec *d, struct pp_trace_rec *r)
     r->u.pkt.id = u64(d, "id");
     r->u.pkt.dst_rank = r->rank;
     break;
+  case PP_TREC_TEXT: {
+    struct pp_trace_text *x = &r->u.text;
+    x->kind = u32(d, "kind");
+    x->len = below(d, "len", PP_TRACE_TEXT_MAX);
+    if (!d->rd.bad && (size_t)(d->rd.end - d->rd.p) < x->len) {
+      d->rd.bad = 1;
+      d->field = "text";
+      snprintf(d->why, sizeof(d->why), "%u bytes of text, %zu remain in the record", x->len,
+               (size_t)(d->rd.end - d->rd.p));
+    }
+    if (!d->rd.bad) {
+      x->data = (const char *)d->rd.p;
+      d->rd.p += x->len;
+    }
+    break;
+  }
   case PP_TREC_RANK_END: {
     struct pp_trace_end *e = &r->u.end;
     e->done = below(d, "done", 1);
@@ -1067,6 +1083,10 @@ int pp_trace_rec_format(const struct pp_trace_rec *r, char *buf, size_t len)
   }
   case PP_TREC_PKT_RX:
     pf(&o, " id %" PRIu64, r->u.pkt.id);
+    break;
+  case PP_TREC_TEXT:
+    pf(&o, " %s \"%.*s\"", r->u.text.kind == PP_TTEXT_MPI_REPORT ? "mpirun" : "?",
+       (int)r->u.text.len, r->u.text.data);
     break;
   case PP_TREC_RANK_END: {
     const struct pp_trace_end *e = &r->u.end;

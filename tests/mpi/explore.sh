@@ -5,29 +5,16 @@
 #   tests/mpi/explore.sh PREPOST [--rc N] [--expect REGEX]... -- EXPLORE-ARGS...
 set -u
 prepost=$1; shift
-rc_want=0
-expects=()
-while (($#)); do
-  case $1 in
-    --rc) rc_want=$2; shift 2 ;;
-    --expect) expects+=("$2"); shift 2 ;;
-    --) shift; break ;;
-    *) echo "explore.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-done
-tmp=$(mktemp -d) || exit 2
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/opts.sh"
+parse_opts explore.sh "$@"
+set -- "${rest[@]}"
 fail=0
 "$prepost" explore --out "$tmp" "$@" >"$tmp/out" 2>&1
 rc=$?
 if [[ $rc != "$rc_want" ]]; then
   echo "FAIL: explore exit code $rc, expected $rc_want"; fail=1
 fi
-for e in "${expects[@]}"; do
-  if ! grep -Eq -- "$e" "$tmp/out"; then
-    echo "FAIL: no line matches '$e'"; fail=1
-  fi
-done
+check_expects "$tmp/out" || fail=1
 line=$(grep -m1 '^  reproduce: prepost mpirun ' "$tmp/out")
 if [[ -n $line ]]; then
   want=$(grep -m1 -B1 '^  reproduce: ' "$tmp/out" | head -1 | sed -nE 's/.*: exit ([0-9]+).*/\1/p')

@@ -12,10 +12,13 @@
  *
  * OPTIONS: -s SIZES (comma separated bytes, default 1,8,64,512,4096,32768,262144,1048576),
  * -i ITERS (per size, default 100; 1/10 of that above 64 KiB, at least 10), -w WINDOW (default
- * 64), -x WARMUP (default 10, 2 above 64 KiB). Rank 0 prints one line per size:
+ * 64), -x WARMUP (default 10, 2 above 64 KiB), -m 1 (latency: the median of the iterations'
+ * one-way times instead of their mean; wall-clock runs on a loaded or emulated host have long
+ * tails). Rank 0 prints one line per size:
  *
  *   # osu MODE ranks N window W
- *   # size      value    msgs    (value: us one way for latency, MB/s (1e6 B/s) otherwise)
+ *   # size      value    msgs    (value: us one way for latency, MB/s (1e6 B/s) otherwise;
+ *                                  the header says "us median" with -m 1)
  *   1           1.234    200
  *
  * msgs counts the messages of the timed part (warm-up excluded), so a caller can compute
@@ -29,10 +32,11 @@
 
 #define MAX_SIZES 32
 #define MAX_WINDOW 256
+#define MAX_ITERS 100000
 
 struct opt {
   long sizes[MAX_SIZES];
-  int nsizes, iters, window, warmup;
+  int nsizes, iters, window, warmup, median;
   const char *mode;
 };
 
@@ -52,6 +56,7 @@ static int parse(int argc, char **argv, struct opt *o)
   o->iters = 100;
   o->window = 64;
   o->warmup = -1;
+  o->median = 0;
   if (argc < 2)
     return -1;
   o->mode = argv[1];
@@ -74,11 +79,14 @@ static int parse(int argc, char **argv, struct opt *o)
       o->window = atoi(argv[i + 1]);
     } else if (!strcmp(argv[i], "-x")) {
       o->warmup = atoi(argv[i + 1]);
+    } else if (!strcmp(argv[i], "-m")) {
+      o->median = atoi(argv[i + 1]);
     } else {
       return -1;
     }
   }
-  if (o->iters < 1 || o->window < 1 || o->window > MAX_WINDOW || o->nsizes < 1)
+  if (o->iters < 1 || o->iters > MAX_ITERS || o->window < 1 || o->window > MAX_WINDOW ||
+      o->nsizes < 1 || (o->median != 0 && o->median != 1))
     return -1;
   return strcmp(o->mode, "latency") && strcmp(o->mode, "bw") && strcmp(o->mode, "bibw") &&
                  strcmp(o->mode, "mbw")
@@ -104,15 +112,25 @@ static void check(const unsigned char *b, long n, int seq)
       die("received data differs from what was sent");
 }
 
-/* ranks 0 and 1; the others wait at the barrier */
-static double latency(long size, int iters, int warmup, unsigned char *sb, unsigned char *rb)
+static int cmp_double(const void *a, const void *b)
 {
-  double t0 = 0;
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* ranks 0 and 1; the others wait at the barrier. rt: iters round-trip times (median mode) or
+ * NULL (the mean over the whole timed loop). */
+static double latency(long size, int iters, int warmup, unsigned char *sb, unsigned char *rb,
+                      double *rt)
+{
+  double t0 = 0, ti = 0;
   int peer = 1 - rank;
   fill(sb, size, rank);
   for (int i = 0; i < warmup + iters; i++) {
     if (i == warmup)
       t0 = MPI_Wtime();
+    if (rt)
+      ti = MPI_Wtime();
     if (rank == 0) {
       MPI_Send(sb, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
       MPI_Recv(rb, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -120,11 +138,17 @@ static double latency(long size, int iters, int warmup, unsigned char *sb, unsig
       MPI_Recv(rb, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       MPI_Send(sb, (int)size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
     }
+    if (rt && i >= warmup)
+      rt[i - warmup] = MPI_Wtime() - ti;
   }
   double t = MPI_Wtime() - t0;
   if (rank < 2)
     check(rb, size, peer);
-  return t * 1e6 / (2.0 * iters);
+  if (!rt)
+    return t * 1e6 / (2.0 * iters);
+  qsort(rt, (size_t)iters, sizeof(*rt), cmp_double);
+  double m = iters % 2 ? rt[iters / 2] : (rt[iters / 2 - 1] + rt[iters / 2]) / 2;
+  return m * 1e6 / 2.0;
 }
 
 /* Windows from `from` to `to` (both: each way); returns the time of the timed windows. */
@@ -174,7 +198,7 @@ int main(int argc, char **argv)
   if (parse(argc, argv, &o) != 0) {
     if (rank == 0)
       fprintf(stderr, "usage: osu latency|bw|bibw|mbw [-s SIZES] [-i ITERS] [-w WINDOW] "
-                      "[-x WARMUP]\n");
+                      "[-x WARMUP] [-m 1]\n");
     MPI_Finalize();
     return 2;
   }
@@ -190,13 +214,14 @@ int main(int argc, char **argv)
     maxsize = o.sizes[i] > maxsize ? o.sizes[i] : maxsize;
   unsigned char *sb = malloc((size_t)maxsize);
   unsigned char *rb = malloc((size_t)maxsize * (size_t)o.window);
-  if (!sb || !rb)
+  double *rt = o.median ? malloc((size_t)o.iters * sizeof(*rt)) : NULL;
+  if (!sb || !rb || (o.median && !rt))
     die("out of memory");
   int lat = !strcmp(o.mode, "latency"), both = !strcmp(o.mode, "bibw");
   int pairs = mbw ? nranks / 2 : 1;
   if (rank == 0) {
     printf("# osu %s ranks %d window %d\n", o.mode, nranks, lat ? 1 : o.window);
-    printf("# %-10s %12s %10s\n", "size", lat ? "us" : "MB/s", "msgs");
+    printf("# %-10s %12s %10s\n", "size", lat ? (o.median ? "us median" : "us") : "MB/s", "msgs");
   }
   for (int s = 0; s < o.nsizes; s++) {
     long size = o.sizes[s];
@@ -207,7 +232,7 @@ int main(int argc, char **argv)
     double value;
     long msgs;
     if (lat) {
-      value = latency(size, iters, warmup, sb, rb);
+      value = latency(size, iters, warmup, sb, rb, rt);
       msgs = 2L * iters;
     } else {
       int from = mbw ? rank % pairs : 0, to = mbw ? rank % pairs + pairs : 1;
@@ -222,6 +247,7 @@ int main(int argc, char **argv)
   }
   free(sb);
   free(rb);
+  free(rt);
   MPI_Finalize();
   return 0;
 }

@@ -5,20 +5,11 @@
 # (on a device, --backend verbs: wall time, the ranks' output interleaves as it happens).
 #   tests/mpi/run.sh [--rc N] [--once] [--expect REGEX]... -- PREPOST mpirun ARGS...
 set -u
-rc_want=0
-runs=2
-expects=()
-while (($#)); do
-  case $1 in
-    --rc) rc_want=$2; shift 2 ;;
-    --expect) expects+=("$2"); shift 2 ;;
-    --once) runs=1; shift ;;
-    --) shift; break ;;
-    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-done
-tmp=$(mktemp -d) || exit 2
-trap 'rm -rf "$tmp"' EXIT
+flags="--once"
+source "$(dirname "${BASH_SOURCE[0]}")/opts.sh"
+parse_opts run.sh "$@"
+set -- "${rest[@]}"
+runs=$((${opt[once]:-0} ? 1 : 2))
 fail=0
 for ((i = 1; i <= runs; i++)); do
   "$@" >"$tmp/out$i" 2>"$tmp/err$i"
@@ -32,10 +23,6 @@ if ((runs == 2)) && { [[ ${rc[2]} != "${rc[1]}" ]] || ! cmp -s "$tmp/out1" "$tmp
   echo "FAIL: the two runs differ (exit ${rc[1]} and ${rc[2]})"
   diff "$tmp/out1" "$tmp/out2"; diff "$tmp/err1" "$tmp/err2"; fail=1
 fi
-for e in "${expects[@]}"; do
-  if ! cat "$tmp/out1" "$tmp/err1" | grep -Eq -- "$e"; then
-    echo "FAIL: no line matches '$e'"; fail=1
-  fi
-done
+check_expects "$tmp/out1" "$tmp/err1" || fail=1
 ((fail)) && show
 exit $fail

@@ -370,7 +370,7 @@ int main(int argc, char **argv)
   if (!strcmp(cmd, "explore"))
     return pp_cli_explore(argc - 1, argv + 1);
   if (!strcmp(cmd, "mpirun")) /* its own parser: PROG's arguments follow it */
-    return pp_mpirun_main(argc - 2, argv + 2);
+    return pp_mpirun_main(argc - 2, argv + 2, argv);
   if (!strcmp(cmd, "help"))
     return cmd_help(argc - 1, argv + 1);
   return pp_cli_usage_error("prepost", main_usage, cmd[0] == '-' ? "unknown option '%s'"

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +28,10 @@
 #include "prepost/simapp.h"
 
 #define MPIRUN_MAX_RANKS 256u
+
+/* the launcher turned address randomisation off for --trace (reexec_without_aslr): the ranks
+ * get it back */
+static bool aslr_was_on;
 
 const char *const pp_mpirun_usage =
     "usage: prepost mpirun -n N [--seed S] [--scenario FILE] [--poll-ns T] [--no-progress T]\n"
@@ -245,6 +250,9 @@ static int spawn(const struct opts *o, int *fds, pid_t *pids)
       int child = fcntl(sv[1], F_DUPFD, 3); /* without CLOEXEC: the program inherits it */
       if (child < 0)
         _exit(127);
+      int pers = aslr_was_on ? personality(0xffffffff) : -1;
+      if (pers != -1 && personality((unsigned long)pers & ~(unsigned long)ADDR_NO_RANDOMIZE) == -1)
+        _exit(127);
       pp_mpirun_exec_rank(o->prog, child, i, o->n);
     }
     close(sv[1]);
@@ -302,12 +310,50 @@ static struct pp_cli_trace *trace_start(const struct opts *o, const struct pp_si
   return pp_cli_trace_start_keys(o->trace, cfg, PREPOST_VERSION, false, k, n, err, errlen);
 }
 
-int pp_mpirun_main(int argc, char **argv)
+/*
+ * --trace: the trace holds the launcher's addresses: the engines' buffers, the copies of the
+ * program's buffers (serve.c), and the rendezvous headers that carry them from rank to rank
+ * (captured in MEM records, and fed back to the engines by the replay). With address space
+ * randomisation they move from run to run, everything else in the trace is the same; so the
+ * launcher runs itself again, once, with ADDR_NO_RANDOMIZE (as setarch -R, rr and gdb do): the
+ * same binary, seed and scenario then give a byte-identical trace. The rank processes are given
+ * their randomisation back (spawn). Where personality() is refused (a seccomp filter), the run
+ * goes on as it is and says that its trace's addresses will differ.
+ */
+static void reexec_without_aslr(char **self)
+{
+  const char *mark = getenv("PREPOST_MPIRUN_ASLR");
+  if (mark) { /* the re-executed launcher: give the ranks their randomisation back */
+    aslr_was_on = !strcmp(mark, "1");
+    if (unsetenv("PREPOST_MPIRUN_ASLR") != 0)
+      fprintf(stderr, "prepost mpirun: note: unsetenv: %s\n", strerror(errno));
+    return;
+  }
+  int cur = personality(0xffffffff);
+  if (cur == -1 || (cur & ADDR_NO_RANDOMIZE))
+    return;
+  if (personality((unsigned long)cur | ADDR_NO_RANDOMIZE) == -1) {
+    fprintf(stderr, "prepost mpirun: note: cannot turn address randomisation off (%s): the "
+                    "trace's addresses differ from run to run\n", strerror(errno));
+    return;
+  }
+  if (setenv("PREPOST_MPIRUN_ASLR", "1", 1) == 0)
+    execv("/proc/self/exe", self);
+  int e = errno; /* still here: run on as we are */
+  if (unsetenv("PREPOST_MPIRUN_ASLR") != 0 || personality((unsigned long)cur) == -1)
+    e = errno;
+  fprintf(stderr, "prepost mpirun: note: cannot run itself again without address randomisation "
+                  "(%s): the trace's addresses differ from run to run\n", strerror(e));
+}
+
+int pp_mpirun_main(int argc, char **argv, char **self)
 {
   struct opts o = {0};
   int rc = parse(argc, argv, &o);
   if (rc >= 0)
     return rc == 100 ? 0 : rc;
+  if (o.trace && self)
+    reexec_without_aslr(self);
   static struct pp_scenario sc;
   uint64_t poll_ns;
   if ((rc = sim_config(&o, &sc, &poll_ns)) >= 0)
@@ -347,11 +393,32 @@ int pp_mpirun_main(int argc, char **argv)
   enum pp_status s = pp_sim_run_app(&sc.sim, &app, NULL, &res, err, sizeof(err));
   pp_sim_set_hook(NULL);
   fflush(NULL);
-  char terr[512];
-  int tend = tr ? pp_cli_trace_end(tr, terr, sizeof terr) : 0;
+  /* the report (a hang's lines, or why the job ended) goes to the trace too (TEXT records) */
+  char *report = NULL, terr[512];
+  size_t report_len = 0;
+  FILE *mf = s == PP_OK ? open_memstream(&report, &report_len) : NULL;
+  if (mf) {
+    pp_mpi_srv_report(srv, res.sim_time_ns, mf);
+    if (fclose(mf) != 0) {
+      free(report);
+      report = NULL;
+    }
+  }
+  int tend = 0;
+  if (tr && report && pp_cli_trace_text(tr, res.sim_time_ns, PP_TTEXT_MPI_REPORT, report, terr,
+                                        sizeof terr) != 0) {
+    fprintf(stderr, "prepost mpirun: %s\n", terr);
+    tend = -1;
+  }
+  char terr1[512];
+  if (tr && pp_cli_trace_end(tr, terr1, sizeof terr1) != 0 && !tend) {
+    memcpy(terr, terr1, sizeof terr);
+    tend = -1;
+  }
   tr = NULL;
   if (tend && s == PP_OK) {
     fprintf(stderr, "prepost mpirun: %s\n", terr);
+    free(report);
     pp_mpi_srv_reap(srv);
     pp_run_result_free(&res);
     goto out;
@@ -362,7 +429,11 @@ int pp_mpirun_main(int argc, char **argv)
     goto out;
   }
   rc = pp_mpi_srv_exit_code(srv);
-  pp_mpi_srv_report(srv, res.sim_time_ns, stderr);
+  if (report)
+    fputs(report, stderr);
+  else /* no memory for the copy: straight to stderr */
+    pp_mpi_srv_report(srv, res.sim_time_ns, stderr);
+  free(report);
   if (rc < 0)
     rc = 3;
   pp_mpi_srv_reap(srv);

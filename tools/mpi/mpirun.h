@@ -6,7 +6,9 @@
 
 extern const char *const pp_mpirun_usage;
 /* argv: what follows "mpirun"; the process's exit code */
-int pp_mpirun_main(int argc, char **argv);
+/* argv: the arguments after `mpirun`; self: prepost's own argv (NULL-terminated), to run itself
+ * again without address randomisation for --trace (see reexec_without_aslr in mpirun.c). */
+int pp_mpirun_main(int argc, char **argv, char **self);
 /* In a forked child: a rank's environment (the link's fd, PMI_RANK/SIZE, the library first on
  * LD_LIBRARY_PATH), then exec of prog. Never returns. */
 _Noreturn void pp_mpirun_exec_rank(char **prog, int fd, uint32_t rank, uint32_t n);

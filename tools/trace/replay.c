@@ -1044,6 +1044,18 @@ static int hang_report(FILE *o, struct replay *R, bool json)
     fprintf(o, "}\n");
   } else {
     pp_hang_print(o, &h);
+    /* what prepost mpirun reported when it recorded (TEXT records, 2.1): the MPI-level view */
+    bool head = false;
+    for (size_t i = 0; i < t->nrecs; i++) {
+      struct pp_trace_rec x;
+      if (t->idx[i].type != PP_TREC_TEXT || pp_trace_get(t, i, &x) != PP_OK ||
+          x.u.text.kind != PP_TTEXT_MPI_REPORT)
+        continue;
+      if (!head)
+        fputs("recorded by prepost mpirun:\n", o);
+      head = true;
+      fprintf(o, "  %.*s\n", (int)x.u.text.len, x.u.text.data);
+    }
   }
   int rc = h.stuck ? EXIT_STALLED : EXIT_OK;
   pp_hang_free(&h);

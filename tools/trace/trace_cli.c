@@ -392,6 +392,23 @@ struct pp_cli_trace *pp_cli_trace_start_keys(const char *path, const struct pp_s
   return t;
 }
 
+int pp_cli_trace_text(struct pp_cli_trace *t, uint64_t now, unsigned kind, const char *text,
+                      char *err, size_t errlen)
+{
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    enum pp_status s = pp_trace_text(t->w, 0, now, kind, p, n);
+    if (s != PP_OK) {
+      snprintf(err, errlen, "trace '%s': a line of %zu bytes of text: %s", t->path, n,
+               n > PP_TRACE_TEXT_MAX ? "longer than the format's 4096" : pp_status_desc(s));
+      return -1;
+    }
+    p += n + (nl != NULL);
+  }
+  return 0;
+}
+
 int pp_cli_trace_end(struct pp_cli_trace *t, char *err, size_t errlen)
 {
   pp_sim_set_trace(NULL);

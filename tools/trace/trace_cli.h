@@ -27,6 +27,11 @@ struct pp_cli_trace *pp_cli_trace_start_keys(const char *path, const struct pp_s
                                              const char *version, bool packets,
                                              const struct pp_cli_trace_key *keys, size_t nkeys,
                                              char *err, size_t errlen);
+/* Stores each line of text (without its newline) as a TEXT record of kind (enum
+ * pp_trace_text_kind) of rank 0 at now, after the run's records: 0, or -1 with a sentence in err
+ * (a line longer than PP_TRACE_TEXT_MAX). */
+int pp_cli_trace_text(struct pp_cli_trace *t, uint64_t now, unsigned kind, const char *text,
+                      char *err, size_t errlen);
 /* Finishes the trace after pp_sim_run(); 0, or -1 with a sentence in err. Frees t. */
 int pp_cli_trace_end(struct pp_cli_trace *t, char *err, size_t errlen);
 

@@ -51,8 +51,9 @@ PP_API_BEGIN
 
 #define PP_TRACE_MAJOR 2 /* incompatible changes; 2: the engine configuration as keys, not raw
                            * struct bytes (a reader of 1.x would miss it). Readers take 1.x too */
-#define PP_TRACE_MINOR 0 /* compatible additions (new keys, new record types, fields appended);
-                           * 1.1: the trace.packets key; 1.2: the prepost.commit key */
+#define PP_TRACE_MINOR 1 /* compatible additions (new keys, new record types, fields appended);
+                           * 1.1: the trace.packets key; 1.2: the prepost.commit key;
+                           * 2.1: the TEXT record (prepost mpirun's report lines) */
 
 #define PP_TRACE_MAGIC "PPTRACE\x1a"
 #define PP_TRACE_FILE_HEADER 16u
@@ -93,7 +94,8 @@ PP_API_BEGIN
   X(QUERY_COUNTERS, 0x2b, "query_counters", OUT)                               \
   X(PKT_TX, 0x40, "pkt_tx", NOTE)                                              \
   X(PKT_RX, 0x41, "pkt_rx", NOTE)                                              \
-  X(RANK_END, 0x42, "rank_end", NOTE)
+  X(RANK_END, 0x42, "rank_end", NOTE)                                          \
+  X(TEXT, 0x43, "text", NOTE)
 
 enum pp_trace_rec_type {
 #define PP_X(id, value, name, cls) PP_TREC_##id = value,
@@ -145,6 +147,17 @@ struct pp_trace_end {
   uint32_t done;
   uint64_t messages_sent, messages_received, bytes_sent, bytes_received, corrupt, async_events;
   uint64_t next_deadline;
+};
+
+/* A line of text a tool stored with the run (TEXT), by kind. */
+enum pp_trace_text_kind {
+  PP_TTEXT_MPI_REPORT = 1, /* prepost mpirun's report: a hang's lines, or why the job ended */
+};
+#define PP_TRACE_TEXT_MAX 4096u /* bytes of one TEXT record's text */
+struct pp_trace_text {
+  uint32_t kind; /* enum pp_trace_text_kind (a reader keeps kinds it does not know) */
+  uint32_t len;
+  const char *data; /* len bytes inside the file's data, not NUL-terminated */
 };
 
 /* ================================================================ writing */
@@ -242,6 +255,10 @@ void pp_trace_pkt_rx(struct pp_trace_writer *w, uint64_t now, uint32_t rank, con
 uint64_t pp_trace_pkt_tx_id(struct pp_trace_writer *w, uint64_t now,
                             const struct pp_trace_pkt *k);
 void pp_trace_pkt_rx_id(struct pp_trace_writer *w, uint64_t now, uint32_t rank, uint64_t id);
+/* A TEXT record of rank at now: n bytes of s (PP_INVALID beyond PP_TRACE_TEXT_MAX or for a rank
+ * beyond nranks, nothing written then; otherwise the writer's status). */
+enum pp_status pp_trace_text(struct pp_trace_writer *w, uint32_t rank, uint64_t now,
+                             unsigned kind, const char *s, size_t n);
 
 /* Copies the records of other traces (opened with pp_trace_open) into w, merged by time stamp
  * (a rank's records keep their order; at equal times the rank last copied goes on, so an input
@@ -397,6 +414,7 @@ struct pp_trace_rec {
     struct pp_trace_pkt pkt; /* PKT_TX; PKT_RX fills id only */
     struct pp_trace_end end;
     struct pp_trace_p2p p2p;
+    struct pp_trace_text text;
   } u;
 };
 
