@@ -996,6 +996,116 @@ Test(simnic, seq_nak_behind_rnr_nak_ignored)
   pair_free(p);
 }
 
+/* Per packet, as rxe's responder does (rxe_resp.c): a SEND spanning 4 MTU packets with no receive
+ * posted is refused at its first packet, one RNR NAK per attempt; its second packet is then
+ * beyond the expected PSN and draws one "PSN sequence error" NAK for the SEND's first PSN
+ * (check_psn, sent_psn_nak), the rest is dropped. The requester spends one rnr_retry per attempt
+ * (the sequence NAK is behind the RNR wait: no retry_cnt spent, no second go-back), so rnr_retry
+ * 2 fails on the third RNR NAK exactly as a one-packet SEND does, which draws no sequence NAK. */
+Test(simnic, rnr_multi_packet_send_one_rnr_nak_per_attempt)
+{
+  static const uint32_t lens[] = {4096, 4 * 4096}; /* 1 and 4 packets at MTU 4096 */
+  for (uint32_t k = 0; k < 2; k++) {
+    struct h_qp_opts o = h_qp_defaults();
+    o.rnr_retry = 2;
+    o.retry_cnt = 0; /* a retry spent on a sequence NAK would fail the SEND RETRY_EXC_ERR */
+    struct pair *p = pair_new(&o);
+    post_ok(p, A, PP_WR_SEND, 1, 0, lens[k], 0, true);
+    h_run(p->h, FOREVER);
+    struct pp_wc wc[2];
+    cr_assert_eq(h_poll(p->h, A, wc, 2), 1);
+    expect_wc(&wc[0], 1, PP_WC_RNR_RETRY_EXC_ERR, PP_WC_OP_SEND, p->qa);
+    uint32_t psn = tap_nth(p->tap, "REQ", A, 0)->i.psn;
+    cr_assert_eq(tap_nth(p->tap, "REQ", A, 0)->i.npkts, k ? 4u : 1u);
+    cr_assert_eq(tap_count(p->tap, "REQ", A), 3, "%u bytes: 3 attempts", lens[k]);
+    cr_assert_eq(tap_count(p->tap, "RNR_NAK", B), 3, "%u bytes: one RNR NAK per attempt", lens[k]);
+    cr_assert_eq(ctr(p->h, A).rnr_naks_received, 3);
+    cr_assert_eq(ctr(p->h, A).rnr_retries, 2);
+    cr_assert_eq(ctr(p->h, A).timeout_retries, 0, "no retry_cnt spent");
+    cr_assert_eq(tap_count(p->tap, "NAK", B), k ? 3u : 0u,
+                 "%u bytes: a sequence NAK for the second packet of each attempt", lens[k]);
+    for (uint32_t i = 0; i < p->tap->n && k; i++) { /* each right behind its RNR NAK */
+      const struct pkt_rec *r = &p->tap->rec[i];
+      if (!rec_is(r, "NAK", B))
+        continue;
+      cr_assert(i > 0 && rec_is(&p->tap->rec[i - 1], "RNR_NAK", B));
+      cr_assert_eq(r->i.psn, psn, "the NAK names the PSN expected: the SEND's first");
+      cr_assert_eq(r->i.syndrome, 0, "PSN sequence error");
+      cr_assert_eq(r->at, p->tap->rec[i - 1].at);
+    }
+    cr_assert_eq(qp_state(p->h, B, p->qb), PP_QPS_RTS);
+    pair_free(p);
+  }
+}
+
+/* The same SEND finds the receive on its second attempt: one RNR NAK, one sequence NAK, then
+ * the whole SEND lands in the receive and completes. */
+Test(simnic, rnr_multi_packet_send_heals_on_retry)
+{
+  enum { LEN = 4 * 4096 };
+  struct pair *p = pair_default();
+  fill(p->buf[A], LEN, 3);
+  post_ok(p, A, PP_WR_SEND, 1, 0, LEN, 0, true);
+  run_until_rnr_naks(p->h, A, 1);
+  recv_ok(p, B, 100, 65536, LEN);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[2];
+  cr_assert_eq(h_poll(p->h, A, wc, 2), 1);
+  expect_wc(&wc[0], 1, PP_WC_SUCCESS, PP_WC_OP_SEND, p->qa);
+  cr_assert_eq(h_poll(p->h, B, wc, 2), 1);
+  expect_wc(&wc[0], 100, PP_WC_SUCCESS, PP_WC_OP_RECV, p->qb);
+  cr_assert_eq(wc[0].byte_len, LEN);
+  expect_bytes(p->buf[B] + 65536, LEN, 3);
+  cr_assert_eq(tap_count(p->tap, "RNR_NAK", B), 1);
+  cr_assert_eq(tap_count(p->tap, "NAK", B), 1);
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 2);
+  cr_assert_eq(ctr(p->h, A).timeout_retries, 0);
+  pair_free(p);
+}
+
+/* An access error on the first packet of a 4-packet WRITE (a bad rkey; rxe's check_rkey checks
+ * the RETH's whole range there): the NAK names the WRITE's first PSN and acknowledges the SEND
+ * before it (which completes), not one byte of the WRITE is placed, the WRITE fails
+ * REM_ACCESS_ERR and what follows it flushes; the responder QP goes to ERROR, its unused receive
+ * flushes. */
+Test(simnic, access_error_on_first_packet_of_multi_packet_write)
+{
+  enum { LEN = 4 * 4096 };
+  struct pair *p = pair_default();
+  recv_ok(p, B, 100, 0, 64);
+  recv_ok(p, B, 101, 64, 64);
+  fill(p->buf[A], LEN, 5);
+  post_ok(p, A, PP_WR_SEND, 1, 0, 64, 0, true);
+  cr_assert_eq(h_post_send(p->h, A, p->qa, PP_WR_RDMA_WRITE, 2, &p->mr[A], p->buf[A], LEN,
+                           (uint64_t)(uintptr_t)(p->buf[B] + 65536), p->mr[B].rkey ^ 0x5a00u,
+                           true),
+               PP_OK);
+  post_ok(p, A, PP_WR_SEND, 3, 0, 64, 0, true);
+  post_ok(p, A, PP_WR_RDMA_WRITE, 4, 0, 64, 4096, false);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[8];
+  cr_assert_eq(h_poll(p->h, A, wc, 8), 4);
+  expect_wc(&wc[0], 1, PP_WC_SUCCESS, PP_WC_OP_SEND, p->qa);
+  expect_wc(&wc[1], 2, PP_WC_REM_ACCESS_ERR, NO_OP, p->qa);
+  expect_wc(&wc[2], 3, PP_WC_WR_FLUSH_ERR, NO_OP, p->qa);
+  expect_wc(&wc[3], 4, PP_WC_WR_FLUSH_ERR, NO_OP, p->qa);
+  cr_assert_eq(h_poll(p->h, B, wc, 8), 2);
+  expect_wc(&wc[0], 100, PP_WC_SUCCESS, PP_WC_OP_RECV, p->qb);
+  expect_wc(&wc[1], 101, PP_WC_WR_FLUSH_ERR, NO_OP, p->qb);
+  const struct pkt_rec *w = tap_nth(p->tap, "REQ", A, 1);
+  cr_assert_eq(w->i.opcode, PP_WR_RDMA_WRITE);
+  cr_assert_eq(w->i.npkts, 4);
+  cr_assert_eq(tap_count(p->tap, "NAK", B), 1);
+  const struct pkt_rec *nak = tap_nth(p->tap, "NAK", B, 0);
+  cr_assert_eq(nak->i.syndrome, 2, "remote access error");
+  cr_assert_eq(nak->i.psn, w->i.psn, "refused at the WRITE's first PSN");
+  cr_assert(nak->i.has_ack && nak->i.ack_epsn == w->i.psn, "acknowledges the SEND before it");
+  expect_all(p->buf[B] + 65536, LEN, 0);
+  cr_assert_eq(qp_state(p->h, A, p->qa), PP_QPS_ERR);
+  cr_assert_eq(qp_state(p->h, B, p->qb), PP_QPS_ERR);
+  pair_free(p);
+}
+
 /* The wire as the link carries it: every 4 KiB packet of a RoCEv2/IPv4 request costs 82 bytes
  * besides its payload (preamble+SFD 8, Ethernet 14, IPv4 20, UDP 8, BTH 12, ICRC 4, FCS 4,
  * inter-frame gap 12), so back-to-back 64 KiB WRITEs at 100 Gb/s carry at most 4096/4178 of the

@@ -1033,19 +1033,44 @@ static struct sq_wqe *head_if_psn(struct qp *qp, uint32_t psn)
   return w->psn == psn ? w : NULL;
 }
 
+/* One retry out of a budget (rnr_left or retry_left; `infinite`: rnr_retry 7): false when it
+ * was spent already, and the head WQE has failed with `status` (the QP is in ERROR). */
+static bool spend_retry(struct simnic *n, struct qp *qp, uint8_t *left, bool infinite,
+                        enum pp_wc_status status)
+{
+  if (infinite)
+    return true;
+  if (*left == 0) {
+    fail_head(n, qp, status);
+    return false;
+  }
+  (*left)--;
+  return true;
+}
+
+/* A retry of retry_cnt's (an ACK timeout or a PSN sequence-error NAK): RETRY_EXC_ERR when the
+ * budget is spent, else go back to the head; `started` (a NAK) makes the NAKs and lost READ
+ * responses that follow before the retransmission starts none (rxe's comp.started_retry), an
+ * ACK timeout clears it. Both count in timeout_retries, as rxe's completer_retry_err. */
+static void retry_go_back(struct simnic *n, struct qp *qp, const char *why, bool started)
+{
+  if (!spend_retry(n, qp, &qp->retry_left, false, PP_WC_RETRY_EXC_ERR))
+    return;
+  qp->retry_started = started;
+  n->ctr.timeout_retries++;
+  logf_(n, "%s qp %u retransmit from psn %u", why, qp->qpn, sq_at(qp, qp->sq_head)->psn);
+  rewind_to(qp, qp->sq_head);
+}
+
 static void requester_rnr_nak(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
 {
   requester_ack(n, qp, p->psn);
   n->ctr.rnr_naks_received++;
   if (qp->state != PP_QPS_RTS || qp->rnr_until || !head_if_psn(qp, p->psn))
     return; /* stale */
-  if (qp->attr.rnr_retry != PP_RNR_RETRY_INFINITE) {
-    if (qp->rnr_left == 0) {
-      fail_head(n, qp, PP_WC_RNR_RETRY_EXC_ERR);
-      return;
-    }
-    qp->rnr_left--;
-  }
+  if (!spend_retry(n, qp, &qp->rnr_left, qp->attr.rnr_retry == PP_RNR_RETRY_INFINITE,
+                   PP_WC_RNR_RETRY_EXC_ERR))
+    return;
   n->ctr.rnr_retries++;
   rewind_to(qp, qp->sq_head);
   qp->rnr_until = n->now + simnic_rnr_delay_ns(&n->f->prof, p->syndrome);
@@ -1056,19 +1081,11 @@ static void requester_rnr_nak(struct simnic *n, struct qp *qp, const struct simn
  * an ACK timeout (rxe's check_ack -> COMPST_ERROR_RETRY). Ignored while
  * a retry started by an earlier NAK or lost READ response is under way (rxe's started_retry) and
  * while an RNR NAK for the same PSN is being waited out (the RNR NAK already went back there). */
-static void requester_seq_nak(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
+static void requester_seq_nak(struct simnic *n, struct qp *qp)
 {
   if (qp->rnr_until || qp->retry_started)
     return;
-  if (qp->retry_left == 0) {
-    fail_head(n, qp, PP_WC_RETRY_EXC_ERR);
-    return;
-  }
-  qp->retry_left--;
-  qp->retry_started = true;
-  n->ctr.timeout_retries++; /* the counter of both kinds of retry, as rxe's completer_retry_err */
-  logf_(n, "SEQ NAK qp %u retransmit from psn %u", qp->qpn, p->psn);
-  rewind_to(qp, qp->sq_head);
+  retry_go_back(n, qp, "SEQ NAK", true);
 }
 
 static void requester_nak(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
@@ -1077,7 +1094,7 @@ static void requester_nak(struct simnic *n, struct qp *qp, const struct simnic_p
   if (qp->state != PP_QPS_RTS || !head_if_psn(qp, p->psn))
     return;
   if (p->syndrome == NAK_PSN_SEQ) {
-    requester_seq_nak(n, qp, p);
+    requester_seq_nak(n, qp);
     return;
   }
   static const enum pp_wc_status status[] = {
@@ -1305,8 +1322,20 @@ static void responder_execute(struct simnic *n, struct qp *qp, const struct simn
   bool has_recv = false;
   if (pp_wr_consumes_recv(p->opcode)) {
     if (!take_recv(n, qp, &r, &max_sge)) {
+      /* Refused at its first packet, as rxe's check_resource does (SEND_FIRST / SEND_ONLY
+       * carry its RWR mask): one RNR NAK per attempt. The message's next packet is then beyond
+       * the expected PSN: rxe's check_psn NAKs it "PSN sequence error", once (sent_psn_nak),
+       * and drops the rest of the message and whatever follows until the retry. (A
+       * multi-packet WRITE_WITH_IMM is refused here whole too; rxe looks for the receive only
+       * at its last packet, whose RWR mask it is, having placed the others: not modelled.) */
       n->ctr.rnr_naks_sent++;
       send_nak(n, qp, PKT_RNR_NAK, qp->attr.min_rnr_timer);
+      if (p->npkts > 1 && p->opcode != PP_WR_RDMA_WRITE_WITH_IMM) {
+        qp->psn_nak_sent = true;
+        logf_(n, "NAK sequence error qp %u psn %u: expected %u", qp->qpn, psn_add(p->psn, 1),
+              qp->epsn);
+        send_nak(n, qp, PKT_NAK, NAK_PSN_SEQ);
+      }
       return;
     }
     has_recv = true;
@@ -1535,15 +1564,7 @@ static void qp_timers(struct simnic *n, struct qp *qp)
     qp->ack_deadline = 0;
     if (qp->sq_head == qp->sq_next)
       return;
-    if (qp->retry_left == 0) {
-      fail_head(n, qp, PP_WC_RETRY_EXC_ERR);
-      return;
-    }
-    qp->retry_left--;
-    qp->retry_started = false;
-    n->ctr.timeout_retries++;
-    logf_(n, "TIMEOUT qp %u retransmit from psn %u", qp->qpn, sq_at(qp, qp->sq_head)->psn);
-    rewind_to(qp, qp->sq_head);
+    retry_go_back(n, qp, "TIMEOUT", false);
   }
 }
 

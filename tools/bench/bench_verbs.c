@@ -32,6 +32,7 @@
 #include "prepost/param.h"
 #include "tools/cli/cli_util.h"
 #include "tools/cli/cli_verbs.h"
+#include "tools/cli/rc_qp.h"
 #include "tools/scenario/scenario.h"
 
 const char *const pp_cli_bench_usage =
@@ -214,9 +215,7 @@ static int raw_setup(struct raw_ep *e, const struct vnic_config *nc, uint32_t me
   memset(e->buf, 0, 2 * e->half);
   struct pp_qp_init_attr ia = {.max_send_wr = RAW_DEPTH, .max_recv_wr = 2 * RAW_DEPTH,
                                .max_send_sge = 1, .max_recv_sge = 1, .peer = 1 - me};
-  struct pp_qp_attr init = {.qp_state = PP_QPS_INIT, .qp_access_flags = acc};
-  if (vnic_ops.create_qp(e->nic, &ia, &e->qpn) ||
-      vnic_ops.modify_qp(e->nic, e->qpn, &init, PP_QP_STATE | PP_QP_ACCESS_FLAGS)) {
+  if (vnic_ops.create_qp(e->nic, &ia, &e->qpn) || pp_rc_qp_init(e->nic, e->qpn, acc)) {
     snprintf(err, errlen, "raw: QP creation failed");
     return -1;
   }
@@ -238,17 +237,11 @@ static int raw_setup(struct raw_ep *e, const struct vnic_config *nc, uint32_t me
   struct vnic_addr pa;
   boot_get_addr(&pb, &pa);
   vnic_set_peer_addr(e->nic, 1 - me, &pa);
-  struct pp_qp_attr rtr = {.qp_state = PP_QPS_RTR, .path_mtu = PP_MTU_4096,
-                           .dest_qp_num = peer->qpn, .rq_psn = peer->psn,
-                           .max_dest_rd_atomic = RAW_RD_ATOMIC, .min_rnr_timer = 1};
-  struct pp_qp_attr rts = {.qp_state = PP_QPS_RTS, .sq_psn = e->psn, .timeout = 14,
-                           .retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = RAW_RD_ATOMIC};
-  if (vnic_ops.modify_qp(e->nic, e->qpn, &rtr,
-                         PP_QP_STATE | PP_QP_PATH_MTU | PP_QP_DEST_QPN | PP_QP_RQ_PSN |
-                             PP_QP_MAX_DEST_RD_ATOMIC | PP_QP_MIN_RNR_TIMER) ||
-      vnic_ops.modify_qp(e->nic, e->qpn, &rts,
-                         PP_QP_STATE | PP_QP_SQ_PSN | PP_QP_TIMEOUT | PP_QP_RETRY_CNT |
-                             PP_QP_RNR_RETRY | PP_QP_MAX_QP_RD_ATOMIC)) {
+  struct pp_rc_attrs ra = {.mtu = PP_MTU_4096, .dest_qpn = peer->qpn, .rq_psn = peer->psn,
+                           .sq_psn = e->psn, .max_dest_rd_atomic = RAW_RD_ATOMIC,
+                           .max_rd_atomic = RAW_RD_ATOMIC, .min_rnr_timer = 1, .timeout = 14,
+                           .retry_cnt = 7, .rnr_retry = 7};
+  if (pp_rc_qp_connect(e->nic, e->qpn, &ra)) {
     snprintf(err, errlen, "raw: modify_qp to RTR/RTS failed");
     return -1;
   }

@@ -27,6 +27,7 @@
 #include "tools/calibrate/calib.h"
 #include "tools/cli/cli_util.h"
 #include "tools/cli/cli_verbs.h"
+#include "tools/cli/rc_qp.h"
 
 const char *const pp_cli_calibrate_usage =
     "usage: prepost calibrate --backend verbs [--device NAME] [--gid-index N] [--name NAME]\n"
@@ -99,22 +100,15 @@ static void drop_qps(struct cal *c)
 
 static int qp_up(struct cal *c, int s, const struct qp_knobs *k)
 {
-  unsigned acc = PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ;
-  struct pp_qp_attr init = {.qp_state = PP_QPS_INIT, .qp_access_flags = acc};
   enum pp_mtu mtu = pp_mtu_from_bytes(vnic_active_mtu(c->n[s]));
-  struct pp_qp_attr rtr = {.qp_state = PP_QPS_RTR, .path_mtu = mtu ? mtu : PP_MTU_1024,
-                           .dest_qp_num = c->qp[1 - s], .rq_psn = c->psn + (uint32_t)(1 - s),
-                           .max_dest_rd_atomic = 1, .min_rnr_timer = k->min_rnr_timer};
-  struct pp_qp_attr rts = {.qp_state = PP_QPS_RTS, .sq_psn = c->psn + (uint32_t)s,
-                           .timeout = k->timeout, .retry_cnt = k->retry_cnt,
-                           .rnr_retry = k->rnr_retry, .max_rd_atomic = 1};
-  return vnic_ops.modify_qp(c->n[s], c->qp[s], &init, PP_QP_STATE | PP_QP_ACCESS_FLAGS) ||
-         vnic_ops.modify_qp(c->n[s], c->qp[s], &rtr,
-                            PP_QP_STATE | PP_QP_PATH_MTU | PP_QP_DEST_QPN | PP_QP_RQ_PSN |
-                                PP_QP_MAX_DEST_RD_ATOMIC | PP_QP_MIN_RNR_TIMER) ||
-         vnic_ops.modify_qp(c->n[s], c->qp[s], &rts,
-                            PP_QP_STATE | PP_QP_SQ_PSN | PP_QP_TIMEOUT | PP_QP_RETRY_CNT |
-                                PP_QP_RNR_RETRY | PP_QP_MAX_QP_RD_ATOMIC)
+  struct pp_rc_attrs a = {.mtu = mtu ? mtu : PP_MTU_1024, .dest_qpn = c->qp[1 - s],
+                          .rq_psn = c->psn + (uint32_t)(1 - s), .sq_psn = c->psn + (uint32_t)s,
+                          .max_dest_rd_atomic = 1, .max_rd_atomic = 1,
+                          .min_rnr_timer = k->min_rnr_timer, .timeout = k->timeout,
+                          .retry_cnt = k->retry_cnt, .rnr_retry = k->rnr_retry};
+  return pp_rc_qp_init(c->n[s], c->qp[s],
+                       PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ) ||
+                 pp_rc_qp_connect(c->n[s], c->qp[s], &a)
              ? -1
              : 0;
 }
