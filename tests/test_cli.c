@@ -1070,6 +1070,48 @@ Test(cli, plugin_protocol_hang_report)
   cr_assert_eq(cli(args), 0, "%s%s", out, err);
 }
 
+/* The scenarios the verbs suite runs on rxe with the example plug-in (tests/verbs/plugin.list,
+ * step plugin of tests/verbs/suite.sh) hold their expectation on the simulator too, which is
+ * the other half of the suite's parity check: here, without a device, a list line whose
+ * scenario no longer parses, no longer completes or no longer hangs as it says fails. */
+Test(cli, plugin_list_of_the_verbs_suite_holds_on_the_simulator, .timeout = 120)
+{
+  char *list = slurp(PREPOST_SOURCE_DIR "/tests/verbs/plugin.list");
+  unsigned checked = 0;
+  char *save = NULL;
+  for (char *line = strtok_r(list, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    char *hash = strchr(line, '#');
+    if (hash)
+      *hash = '\0';
+    char name[256], parity[32], want[64];
+    if (sscanf(line, "%255s %31s %63s", name, parity, want) != 3)
+      continue; /* a comment or a blank line */
+    char args[1024];
+    snprintf(args, sizeof args, "run '%s/%s.yaml' --plugin " PP_PLUGIN_WINDOW " --json",
+             PREPOST_SOURCE_DIR, name);
+    int rc = cli(args);
+    if (!strcmp(want, "no-rnr")) {
+      cr_assert_eq(rc, 0, "%s: exit %d; stderr:\n%s", name, rc, err);
+      assert_has(out, "\"outcome\": \"completed\"");
+      /* the run's total comes first, before the ranks' */
+      const char *r = strstr(out, "\"rnr_naks\": ");
+      cr_assert(r && !strncmp(r, "\"rnr_naks\": 0,", 14), "%s: RNR NAKs:\n%s", name, out);
+      cr_assert_null(strstr(out, "\"corrupt\": 1"), "%s: a corrupt message:\n%s", name, out);
+    } else if (!strncmp(want, "hang:", 5)) {
+      cr_assert_eq(rc, 3, "%s: exit %d; stderr:\n%s", name, rc, err);
+      char cause[96];
+      snprintf(cause, sizeof cause, "\"cause\": \"%s", want + 5);
+      assert_has(out, cause);
+    } else {
+      cr_assert_fail("%s: expectation '%s' is not checked here: add it", name, want);
+    }
+    assert_has(out, "\"protocol\": \"window\"");
+    checked++;
+  }
+  free(list);
+  cr_assert_geq(checked, 4, "only %u scenarios in tests/verbs/plugin.list", checked);
+}
+
 /* The verbs backend runs a plug-in's protocol too: --plugin gets the scenario past the protocol
  * lookup and the run to the device (none here: exit 4, the device named as missing), on the
  * launcher's path and on a rank of a rank table. */
