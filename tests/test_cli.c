@@ -594,8 +594,8 @@ Test(cli, one_message_for_each_kind_of_option_error)
 
 Test(cli, help_of_every_command_and_of_help)
 {
-  static const char *const cmds[] = {"run",   "doctor", "bench",  "calibrate",
-                                     "trace", "replay", "explore"};
+  static const char *const cmds[] = {"run",   "doctor", "bench",   "calibrate",
+                                     "trace", "replay", "explore", "mpirun"};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     char args[64], want[64];
     snprintf(args, sizeof args, "help %s", cmds[i]);
@@ -616,6 +616,38 @@ Test(cli, help_of_every_command_and_of_help)
   assert_has(out, "An option's duration needs its unit");
   assert_has(out, "Exit codes:");
   assert_usage_error(cli("help frob"), "no help for unknown command 'frob'");
+}
+
+/* prepost mpirun reads its options as every command does (getopt_long: `--seed=3`, prefixes,
+ * durations with their unit, the same messages), up to PROG: PROG's own arguments are PROG's.
+ * /bin/sh as PROG: a rank process that never calls MPI_Init, whose exit status is the job's. */
+Test(cli, mpirun_options_as_every_command_up_to_prog)
+{
+  cr_assert_eq(cli("mpirun -n 1 --seed=3 --poll-ns=50ns /bin/true"), 0, "%s", err);
+  cr_assert_eq(cli("mpirun -np 1 --sc=/dev/null --help"), 0, "%s", err); /* --help wins */
+  assert_has(out, "usage: prepost mpirun");
+  cr_assert_eq(cli("mpirun -np 1 --no-progress 0 /bin/true"), 0, "%s", err);
+  /* the program's arguments are not options of mpirun: -n, --seed=x reach the program */
+  cr_assert_eq(cli("mpirun -n 1 -- /bin/sh -c 'exit 5' --seed=x"), 5, "%s", err);
+  cr_assert_eq(cli("mpirun -n 1 /bin/sh -c 'exit 6' -n --frob"), 6, "%s", err);
+  static const char *const bad[][2] = {
+      {"mpirun -n 1 --frob /bin/true", "prepost mpirun: unknown option '--frob'"},
+      {"mpirun -n 1 --frob", "prepost mpirun: unknown option '--frob'"},
+      {"mpirun -n 1 --seed", "prepost mpirun: option '--seed' needs a value"},
+      {"mpirun -n 1 --help=1 /bin/true", "prepost mpirun: option '--help' takes no value"},
+      {"mpirun -n 0 /bin/true", "prepost mpirun: -n must be an integer 1..256, got '0'"},
+      {"mpirun -n 1 --no-progress 5 /bin/true", "prepost mpirun: --no-progress needs a unit"},
+      {"mpirun -n 1 --poll-ns 100 /bin/true", "prepost mpirun: --poll-ns needs a unit"},
+      {"mpirun -n 1 --poll-ns 0 /bin/true", "prepost mpirun: --poll-ns must be > 0"},
+      {"mpirun -n 1 --backend verbs --timeout 10 /bin/true", "--timeout needs a unit"},
+      {"mpirun -n 1 --timeout 10s /bin/true", "--device and --timeout are for --backend verbs"},
+      {"mpirun -n 1", "prepost mpirun: missing PROG"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cr_assert_eq(cli(bad[i][0]), 2, "%s: exit; stderr:\n%s", bad[i][0], err);
+    assert_has(err, bad[i][1]);
+    assert_has(err, "usage: prepost mpirun");
+  }
 }
 
 Test(cli, calibrate_usage_errors_before_any_device)

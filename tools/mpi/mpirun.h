@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 extern const char *const pp_mpirun_usage;
-/* argv: what follows "mpirun"; the process's exit code */
+/* argv[0]: "mpirun", then its options, PROG and PROG's arguments; the process's exit code */
 int pp_mpirun_main(int argc, char **argv);
 /* In a forked child: a rank's environment (the link's fd, PMI_RANK/SIZE, the library first on
  * LD_LIBRARY_PATH), then exec of prog. Never returns. */
