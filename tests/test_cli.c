@@ -573,8 +573,8 @@ Test(cli, one_message_for_each_kind_of_option_error)
 
 Test(cli, help_of_every_command_and_of_help)
 {
-  static const char *const cmds[] = {"run",   "doctor", "bench",  "calibrate",
-                                     "trace", "replay", "explore"};
+  static const char *const cmds[] = {"run",   "doctor", "bench",   "calibrate",
+                                     "trace", "replay", "explore", "mpirun"};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     char args[64], want[64];
     snprintf(args, sizeof args, "help %s", cmds[i]);
@@ -595,6 +595,38 @@ Test(cli, help_of_every_command_and_of_help)
   assert_has(out, "An option's duration needs its unit");
   assert_has(out, "Exit codes:");
   assert_usage_error(cli("help frob"), "no help for unknown command 'frob'");
+}
+
+/* prepost mpirun reads its options as every command does (getopt_long: `--seed=3`, prefixes,
+ * durations with their unit, the same messages), up to PROG: PROG's own arguments are PROG's.
+ * /bin/sh as PROG: a rank process that never calls MPI_Init, whose exit status is the job's. */
+Test(cli, mpirun_options_as_every_command_up_to_prog)
+{
+  cr_assert_eq(cli("mpirun -n 1 --seed=3 --poll-ns=50ns /bin/true"), 0, "%s", err);
+  cr_assert_eq(cli("mpirun -np 1 --sc=/dev/null --help"), 0, "%s", err); /* --help wins */
+  assert_has(out, "usage: prepost mpirun");
+  cr_assert_eq(cli("mpirun -np 1 --no-progress 0 /bin/true"), 0, "%s", err);
+  /* the program's arguments are not options of mpirun: -n, --seed=x reach the program */
+  cr_assert_eq(cli("mpirun -n 1 -- /bin/sh -c 'exit 5' --seed=x"), 5, "%s", err);
+  cr_assert_eq(cli("mpirun -n 1 /bin/sh -c 'exit 6' -n --frob"), 6, "%s", err);
+  static const char *const bad[][2] = {
+      {"mpirun -n 1 --frob /bin/true", "prepost mpirun: unknown option '--frob'"},
+      {"mpirun -n 1 --frob", "prepost mpirun: unknown option '--frob'"},
+      {"mpirun -n 1 --seed", "prepost mpirun: option '--seed' needs a value"},
+      {"mpirun -n 1 --help=1 /bin/true", "prepost mpirun: option '--help' takes no value"},
+      {"mpirun -n 0 /bin/true", "prepost mpirun: -n must be an integer 1..256, got '0'"},
+      {"mpirun -n 1 --no-progress 5 /bin/true", "prepost mpirun: --no-progress needs a unit"},
+      {"mpirun -n 1 --poll-ns 100 /bin/true", "prepost mpirun: --poll-ns needs a unit"},
+      {"mpirun -n 1 --poll-ns 0 /bin/true", "prepost mpirun: --poll-ns must be > 0"},
+      {"mpirun -n 1 --backend verbs --timeout 10 /bin/true", "--timeout needs a unit"},
+      {"mpirun -n 1 --timeout 10s /bin/true", "--device and --timeout are for --backend verbs"},
+      {"mpirun -n 1", "prepost mpirun: missing PROG"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cr_assert_eq(cli(bad[i][0]), 2, "%s: exit; stderr:\n%s", bad[i][0], err);
+    assert_has(err, bad[i][1]);
+    assert_has(err, "usage: prepost mpirun");
+  }
 }
 
 Test(cli, calibrate_usage_errors_before_any_device)
@@ -1047,6 +1079,48 @@ Test(cli, plugin_protocol_hang_report)
   snprintf(args, sizeof args, "run %s/wok.yaml --plugin " PP_PLUGIN_WINDOW " --no-progress 1ms",
            tmpdir);
   cr_assert_eq(cli(args), 0, "%s%s", out, err);
+}
+
+/* The scenarios the verbs suite runs on rxe with the example plug-in (tests/verbs/plugin.list,
+ * step plugin of tests/verbs/suite.sh) hold their expectation on the simulator too, which is
+ * the other half of the suite's parity check: here, without a device, a list line whose
+ * scenario no longer parses, no longer completes or no longer hangs as it says fails. */
+Test(cli, plugin_list_of_the_verbs_suite_holds_on_the_simulator, .timeout = 120)
+{
+  char *list = slurp(PREPOST_SOURCE_DIR "/tests/verbs/plugin.list");
+  unsigned checked = 0;
+  char *save = NULL;
+  for (char *line = strtok_r(list, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    char *hash = strchr(line, '#');
+    if (hash)
+      *hash = '\0';
+    char name[256], parity[32], want[64];
+    if (sscanf(line, "%255s %31s %63s", name, parity, want) != 3)
+      continue; /* a comment or a blank line */
+    char args[1024];
+    snprintf(args, sizeof args, "run '%s/%s.yaml' --plugin " PP_PLUGIN_WINDOW " --json",
+             PREPOST_SOURCE_DIR, name);
+    int rc = cli(args);
+    if (!strcmp(want, "no-rnr")) {
+      cr_assert_eq(rc, 0, "%s: exit %d; stderr:\n%s", name, rc, err);
+      assert_has(out, "\"outcome\": \"completed\"");
+      /* the run's total comes first, before the ranks' */
+      const char *r = strstr(out, "\"rnr_naks\": ");
+      cr_assert(r && !strncmp(r, "\"rnr_naks\": 0,", 14), "%s: RNR NAKs:\n%s", name, out);
+      cr_assert_null(strstr(out, "\"corrupt\": 1"), "%s: a corrupt message:\n%s", name, out);
+    } else if (!strncmp(want, "hang:", 5)) {
+      cr_assert_eq(rc, 3, "%s: exit %d; stderr:\n%s", name, rc, err);
+      char cause[96];
+      snprintf(cause, sizeof cause, "\"cause\": \"%s", want + 5);
+      assert_has(out, cause);
+    } else {
+      cr_assert_fail("%s: expectation '%s' is not checked here: add it", name, want);
+    }
+    assert_has(out, "\"protocol\": \"window\"");
+    checked++;
+  }
+  free(list);
+  cr_assert_geq(checked, 4, "only %u scenarios in tests/verbs/plugin.list", checked);
 }
 
 /* The verbs backend runs a plug-in's protocol too: --plugin gets the scenario past the protocol

@@ -1387,7 +1387,7 @@ Test(simnic, unsignalled_covered_by_signalled)
   pair_free(p);
 }
 
-/* REFERENCE: unsignalled WRs occupy send-queue slots until a signalled completion covers them,
+/* Unsignalled WRs occupy send-queue slots until a signalled completion covers them,
  * even once they are acknowledged (a protocol that never signals fills its send queue). */
 Test(simnic, unsignalled_hold_sq_slots)
 {

@@ -5,12 +5,15 @@ compared with it field by field (timings excluded). One PASS/FAIL line per check
 "N passed, N failed" line; exit 1 if anything failed.
 
 usage: scenarios.py PREPOST [--list FILE] [--models DIR] [--only NAME] [--out DIR]
-                    [--launcher CMD]
+                    [--launcher CMD] [--plugin PATH]...
 
 --launcher CMD: start the verbs run through a cluster's launcher, one process per rank: CMD is
 put before the prepost command line, with {n} replaced by the scenario's number of ranks (e.g.
 "mpirun.openmpi --allow-run-as-root --oversubscribe -n {n}": the ranks learn rank, size and each
 other's connection information through PMIx, backends/verbs/README.md).
+
+--plugin PATH: load this plug-in (a protocol of its own, README "Write your own protocol") in
+both runs, simulated and verbs: the list's scenarios may then name its protocol.
 """
 import argparse
 import json
@@ -92,6 +95,14 @@ def compare(mode, sim, rxe):
                                             x["protocol"], x["checksum"]))
         return out
     rs, rr = streams(sim), streams(rxe)
+    # a collective checks every element of every iteration: the same number on both, none wrong
+    if "collective" in sim or "collective" in rxe:
+        sc, rc_ = sim.get("collective", {}), rxe.get("collective", {})
+        same("collective elements_checked", sc.get("elements_checked"),
+             rc_.get("elements_checked"))
+        for c_, name in ((sc, "simgrid"), (rc_, "verbs")):
+            if c_.get("elements_wrong", 0):
+                d.append(f"{name}: {c_['elements_wrong']} collective elements wrong")
     if mode != "shape":
         for key in sorted(set(rs) | set(rr)):
             if rs.get(key) != rr.get(key):
@@ -112,7 +123,8 @@ def expect(what, rxe, rc):
     oc = rxe["outcome"]
     if rc != EXIT_OF.get(oc, -1):
         d.append(f"exit {rc} for outcome {oc}")
-    intact = all(r["corrupt"] == 0 for r in rxe["ranks"])
+    intact = (all(r["corrupt"] == 0 for r in rxe["ranks"]) and
+              rxe.get("collective", {}).get("elements_wrong", 0) == 0)
     if what == "no-rnr":
         if oc != "completed" or rxe["rnr_naks"] != 0 or not intact:
             d.append(f"want completed without RNR: {oc}, {rxe['rnr_naks']} RNR NAKs")
@@ -170,6 +182,7 @@ def main():
     ap.add_argument("--only", action="append")
     ap.add_argument("--out", default=os.environ.get("GUEST_OUT", "/tmp"))
     ap.add_argument("--launcher")
+    ap.add_argument("--plugin", action="append", default=[])
     a = ap.parse_args()
     passed = failed = 0
 
@@ -198,6 +211,8 @@ def main():
         else:
             path = os.path.join(a.models, "scenarios", name + ".yaml")
         base = [a.prepost, "run", path, "--json", "--models", a.models]
+        for p in a.plugin:
+            base += ["--plugin", p]
         src, sout, serr, st = run(base, 300)
         vcmd = base + ["--backend", "verbs", "--timeout", "180s"] + extra
         vtag = "verbs"

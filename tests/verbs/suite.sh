@@ -13,6 +13,13 @@
 #                       expectation and its parity with the simulator
 #   traces              scenarios recorded on rxe (--trace: naive with RNR, eager, rndv, ring)
 #                       replay exactly (`prepost replay`, zero divergence) and export to Perfetto
+#   plugin              the example plug-in protocol (examples/proto-window, built against an
+#                       installed prefix on the host by tools/build-plugin BUILD_DIR before the
+#                       boot) with the installed CLI and --plugin: the scenarios of
+#                       tests/verbs/plugin.list on rxe with their expectation and parity with
+#                       the simulator (one also launched by mpirun), a hang among them; a run
+#                       recorded with --trace replays exactly, a replay without the plug-in
+#                       names it, replay --sim, the Perfetto export names its messages
 #   capture             tcpdump on the wire between two rxe devices (rxa, rxb on a veth pair, so
 #                       that packets leave by a netdev instead of rxe's internal loopback) while
 #                       prepost's slow consumer (RNR NAKs) and perftest run; `prepost trace
@@ -38,7 +45,7 @@
 #                       exit 3 with the blocked calls and the wait-for cycle; MPI_Abort's code
 #   port down           rxe0's netdev down: a run ends with exit 4 naming the port; doctor says
 #                       NOT READY; back up afterwards
-#   --only STEP         run only these steps (doctor, test_verbs_rxe, scenarios, traces, capture,
+#   --only STEP         run only these steps (doctor, test_verbs_rxe, scenarios, traces, plugin, capture,
 #                       calibrate, progress, bw-soak, mpirun, mpi, port-down)
 #   --bench             then tests/verbs/bench.sh (prepost bench vs perftest and UCX; no verdict)
 # Ends with "verbs suite: N passed, N failed"; exit 1 if anything failed.
@@ -127,6 +134,81 @@ for sc in parity-rnr rnr-slow-consumer-eager rnr-slow-consumer-rndv rnr-slow-con
     "$OUT/$sc.perfetto.json"
   ok $? "$sc: Perfetto export with protocol flows and counters"
 done
+fi
+
+if step plugin; then
+echo "== a plug-in protocol on rxe (examples/proto-window, built against an installed prefix)"
+# built on the host by tools/build-plugin (the guest builds nothing): the installed CLI loads the
+# plug-in with --plugin, as a user runs it
+PKG=$B/plugin-package
+PP=$PKG/prefix/bin/prepost
+SO=$PKG/proto-window/libproto-window.so
+if [[ ! -x $PP || ! -f $SO ]]; then
+  ok 1 "plugin: no $SO: run tools/build-plugin $B on the host before booting"
+elif [[ $("$PP" --version | head -1) != "$("$P" --version | head -1)" ]]; then
+  ok 1 "plugin: $PP is not this build's ($("$PP" --version | head -1)): run tools/build-plugin $B"
+else
+  # (a) the scenarios of tests/verbs/plugin.list on rxe: expectation, parity with the simulator
+  timeout 900 /usr/bin/python3 tests/verbs/scenarios.py "$PP" --list tests/verbs/plugin.list \
+    --plugin "$SO" --out "$OUT" | tee "$OUT/plugin.txt" | sed 's/^/    /'
+  ok "${PIPESTATUS[0]}" "plugin: scenarios.py --list tests/verbs/plugin.list --plugin $(basename "$SO")"
+  # each rank process started by Open MPI's mpirun (PMIx) loads the plug-in from its own
+  # command line
+  if command -v mpirun.openmpi >/dev/null; then
+    timeout 300 /usr/bin/python3 tests/verbs/scenarios.py "$PP" --list tests/verbs/plugin.list \
+      --only examples/proto-window/window --plugin "$SO" \
+      --launcher "mpirun.openmpi --allow-run-as-root --oversubscribe -n {n}" --out "$OUT" \
+      >"$OUT/plugin-mpirun.txt" 2>&1
+    rc=$?
+    sed 's/^/    /' "$OUT/plugin-mpirun.txt"
+    [[ $rc == 0 ]] && grep -q '^2 passed, 0 failed' "$OUT/plugin-mpirun.txt"
+    ok $? "plugin: the window scenario launched by mpirun, as the simulator"
+  else
+    ok 1 "plugin: mpirun.openmpi is not installed (openmpi-bin, tools/lib.sh)"
+  fi
+  # (b) recorded on rxe with --trace, replayed exactly with the plug-in; a replay without it
+  # names the missing plug-in; replay --sim; the Perfetto export names the protocol's messages
+  sc=examples/proto-window/window.yaml
+  t=$OUT/window.rxe.trace
+  rm -f "$t" "$t".rank*
+  timeout 240 "$PP" run "$sc" --plugin "$SO" --backend verbs --timeout 180s --trace "$t" --json \
+    >"$OUT/window.trace-run.json" 2>"$OUT/window.trace-run.err"
+  rc=$?
+  got=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["outcome"], d["messages"], "messages", d["rnr_naks"], "RNR NAKs")' \
+    "$OUT/window.trace-run.json" 2>/dev/null)
+  [[ $rc == 0 && -s $t && $got == "completed 200 messages 0 RNR NAKs" ]] && ! ls "$t".rank* >/dev/null 2>&1
+  ok $((rc | $?)) "window: recorded on rxe (exit $rc, ${got:-no report}, $(stat -c %s "$t" 2>/dev/null || echo no) bytes)"
+  "$PP" trace dump "$t" --header --plugin "$SO" 2>&1 | grep -E '^# (trace.backend|engine.plugin|proto\.)' |
+    tee "$OUT/window.trace-header.txt" | sed 's/^/    /'
+  grep -q '^# trace.backend = verbs' "$OUT/window.trace-header.txt" &&
+    grep -q '^# engine.plugin = libproto-window.so' "$OUT/window.trace-header.txt" &&
+    grep -q '^# proto.window = 4' "$OUT/window.trace-header.txt"
+  ok $? "window: the trace header names the verbs backend, the plug-in and its parameters"
+  timeout 120 "$PP" replay "$t" --plugin "$SO" >"$OUT/window.replay.txt" 2>&1
+  rc=$?
+  sed 's/^/    /' "$OUT/window.replay.txt" | tail -8
+  [[ $rc == 0 ]] && grep -q '^replay matched' "$OUT/window.replay.txt"
+  ok $((rc | $?)) "window: exact replay with --plugin, no divergence (exit $rc)"
+  "$PP" replay "$t" >"$OUT/window.replay-noplugin.txt" 2>&1
+  rc=$?
+  sed 's/^/    /' "$OUT/window.replay-noplugin.txt" | tail -2
+  [[ $rc == 2 ]] && grep -q "from the plug-in libproto-window.so, which is not loaded" \
+    "$OUT/window.replay-noplugin.txt"
+  ok $? "window: replay without the plug-in names it (exit $rc)"
+  timeout 120 "$PP" replay "$t" --plugin "$SO" --sim --json >"$OUT/window.replay-sim.json" \
+    2>"$OUT/window.replay-sim.err"
+  rc=$?
+  got=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["backend"], d["outcome"], d["messages"], "messages", d["rnr_naks"], "RNR NAKs")' \
+    "$OUT/window.replay-sim.json" 2>/dev/null)
+  sed 's/^/    /' "$OUT/window.replay-sim.err" | tail -3
+  [[ $rc == 0 && $got == "simgrid completed 200 messages 0 RNR NAKs" ]]
+  ok $? "window: replay --sim of the rxe trace (exit $rc, ${got:-no report})"
+  timeout 120 "$PP" trace export --perfetto "$t" --plugin "$SO" -o "$OUT/window.perfetto.json" 2>&1 |
+    sed 's/^/    /'
+  /usr/bin/python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["traceEvents"]; n={x["name"] for x in e if x.get("cat")=="protocol" and x["ph"]=="s"}; print("    protocol flows:", sorted(n)); sys.exit(0 if {"DATA", "CREDIT"} <= n and any(x.get("ph")=="C" for x in e) else 1)' \
+    "$OUT/window.perfetto.json"
+  ok $? "window: Perfetto export names the plug-in's DATA and CREDIT messages"
+fi
 fi
 
 if step capture; then

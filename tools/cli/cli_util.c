@@ -72,7 +72,13 @@ static const char *ambiguous(const struct pp_cli_opts *o, const char *given, cha
 int pp_cli_next(struct pp_cli_opts *o)
 {
   char shorts[64];
-  snprintf(shorts, sizeof shorts, ":%s", o->shorts ? o->shorts : "");
+  const char *sh = o->shorts ? o->shorts : "";
+  /* ':' first (the caller's messages); a leading '+' (the first operand ends the options)
+   * must come before it */
+  if (*sh == '+')
+    snprintf(shorts, sizeof shorts, "+:%s", sh + 1);
+  else
+    snprintf(shorts, sizeof shorts, ":%s", sh);
   static const struct option none[] = {{0, 0, 0, 0}};
   if (!o->started) {
     optind = 0; /* glibc: a full reinitialisation (another command may have parsed before) */

@@ -38,7 +38,9 @@ int pp_cli_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
 struct pp_cli_opts {
   int argc;
   char **argv;                 /* argv[0]: the command's name (not parsed) */
-  const char *shorts;          /* getopt's short option letters ("ho:"), may be NULL */
+  const char *shorts;          /* getopt's short option letters ("ho:"), may be NULL; a
+                                  leading '+' ends the options at the first operand (a
+                                  program's own arguments follow it: prepost mpirun) */
   const struct option *longs;  /* {0} terminated; .flag NULL, .val a short letter or >= 256 */
   const char *who, *usage;     /* for messages: "prepost", the command's usage */
   /* set by pp_cli_next */

@@ -47,12 +47,13 @@ static const char *const main_usage =
 static const char *const help_usage =
     "usage: prepost help [COMMAND]\n"
     "\n"
-    "Prints the help of COMMAND (run, doctor, bench, calibrate, trace, replay, explore, help),\n"
-    "or the list of commands. `prepost COMMAND --help` prints the same.\n"
+    "Prints the help of COMMAND (run, doctor, bench, calibrate, trace, replay, explore,\n"
+    "mpirun, help), or the list of commands. `prepost COMMAND --help` prints the same.\n"
     "\n"
     "Every command parses its options the same way (getopt_long): `--seed=7` or `--seed 7`;\n"
     "a long option may be shortened to a unique prefix (`--no-sh` for --no-shrink); options\n"
-    "and operands mix in any order; `--` ends the options. Errors are one of: unknown option\n"
+    "and operands mix in any order (mpirun: its options come before PROG, whose own\n"
+    "arguments follow it); `--` ends the options. Errors are one of: unknown option\n"
     "'--X', option '--X' needs a value, option '--X' takes no value, ambiguous option '--X';\n"
     "then the command's usage, exit code 2.\n"
     "\n"
@@ -370,7 +371,7 @@ int main(int argc, char **argv)
   if (!strcmp(cmd, "explore"))
     return pp_cli_explore(argc - 1, argv + 1);
   if (!strcmp(cmd, "mpirun")) /* its own parser: PROG's arguments follow it */
-    return pp_mpirun_main(argc - 2, argv + 2, argv);
+    return pp_mpirun_main(argc - 1, argv + 1, argv);
   if (!strcmp(cmd, "help"))
     return cmd_help(argc - 1, argv + 1);
   return pp_cli_usage_error("prepost", main_usage, cmd[0] == '-' ? "unknown option '%s'"

@@ -36,7 +36,7 @@ static bool aslr_was_on;
 const char *const pp_mpirun_usage =
     "usage: prepost mpirun -n N [--seed S] [--scenario FILE] [--poll-ns T] [--no-progress T]\n"
     "                      [--trace FILE] [--models DIR] [--backend sim|verbs [--device NAME]\n"
-    "                      [--timeout T]] PROG [ARGS...]\n"
+    "                      [--timeout T]] [-h|--help] PROG [ARGS...]\n"
     "\n"
     "Runs the MPI program PROG (built with Debian's mpicc.mpich, unmodified) with N ranks on the\n"
     "simulated backend: one process per rank, run in lock-step with the simulation (one rank\n"
@@ -62,6 +62,10 @@ const char *const pp_mpirun_usage =
     "                  a hang is no rank moving for --no-progress of wall time (default 5s)\n"
     "  --device NAME   verbs: the device (default: the first with an ACTIVE port)\n"
     "  --timeout T     verbs: end the job after T of wall time (exit 3; default: no bound)\n"
+    "  -h, --help      this help\n"
+    "\n"
+    "Options come before PROG (`-np N` is -n N; `--seed=3` or `--seed 3`; durations with\n"
+    "their unit: 100ns, 5s); PROG's own arguments follow it and are not read here.\n"
     "\n"
     "Environment: PREPOST_MPI_LIBDIR, the directory holding libmpich.so.12 (default: the\n"
     "build's tools/mpi).\n"
@@ -75,69 +79,115 @@ struct opts {
   uint32_t n;
   uint64_t seed;
   bool has_seed;
-  const char *scenario, *models, *poll, *no_progress, *trace;
+  const char *scenario, *models, *trace;
+  uint64_t poll_ns, no_progress_ns, timeout_ns; /* durations with their unit */
+  bool has_poll, has_no_progress, has_timeout;
   char **prog;
-  bool verbs;                   /* --backend verbs */
-  const char *device, *timeout; /* verbs */
+  bool verbs;         /* --backend verbs */
+  const char *device; /* verbs */
 };
 
+/* The options as every command reads them (tools/cli/cli_util.h: `--seed=3`, unique prefixes,
+ * durations with their unit), up to PROG: the first operand ends them, PROG's own arguments
+ * follow it (`--` may end them too). `-np N`, MPI launchers' spelling, is `-n N`. argv[0] is
+ * "mpirun". */
 static int parse(int argc, char **argv, struct opts *o)
 {
-  int i = 0;
-  for (; i < argc && argv[i][0] == '-'; i++) {
+  enum { O_SEED = 256, O_SCENARIO, O_TRACE, O_MODELS, O_POLL, O_NOPROG, O_BACKEND, O_DEVICE,
+         O_TIMEOUT };
+  static const struct option longs[] = {
+      {"help", no_argument, NULL, 'h'},         {"seed", required_argument, NULL, O_SEED},
+      {"scenario", required_argument, NULL, O_SCENARIO},
+      {"trace", required_argument, NULL, O_TRACE}, {"models", required_argument, NULL, O_MODELS},
+      {"poll-ns", required_argument, NULL, O_POLL},
+      {"no-progress", required_argument, NULL, O_NOPROG},
+      {"backend", required_argument, NULL, O_BACKEND},
+      {"device", required_argument, NULL, O_DEVICE},
+      {"timeout", required_argument, NULL, O_TIMEOUT}, {0, 0, 0, 0}};
+  /* -np N: rewritten to -n N among the options, never among PROG's arguments (the first
+   * word that is neither an option nor an option's value, or what follows --) */
+  static char dash_n[] = "-n";
+  for (int i = 1; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    if (!strcmp(a, "-np"))
+      argv[i] = dash_n;
+    if (!strcmp(argv[i], "-n") ||
+        (a[1] == '-' && !strchr(a, '=') && strncmp(a + 2, "help", strlen(a + 2))))
+      i++; /* its value follows */
+  }
+  struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "+hn:", .longs = longs,
+                          .who = "prepost mpirun", .usage = pp_mpirun_usage};
+  int c, rc;
+  uint64_t v;
+  while ((c = pp_cli_next(&g)) != PP_CLI_END) {
+    switch (c) {
+    case PP_CLI_BAD:
+      return 2;
+    case 'h':
       fputs(pp_mpirun_usage, stdout);
       return 100;
-    }
-    if (i + 1 >= argc)
-      return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s needs a value", a);
-    const char *v = argv[++i];
-    if (!strcmp(a, "-n") || !strcmp(a, "-np")) {
-      if (pp_cli_parse_u32(v, 1, MPIRUN_MAX_RANKS, &o->n))
-        return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage,
-                                  "-n wants a number of ranks in 1..256, got '%s'", v);
-    } else if (!strcmp(a, "--seed")) {
-      if (pp_cli_parse_u64(v, &o->seed))
-        return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage,
-                                  "--seed wants a non-negative integer, got '%s'", v);
+    case 'n':
+      if ((rc = pp_cli_opt_uint(&g, 1, MPIRUN_MAX_RANKS, &v)))
+        return rc;
+      o->n = (uint32_t)v;
+      break;
+    case O_SEED:
+      if ((rc = pp_cli_opt_uint(&g, 0, UINT64_MAX, &o->seed)))
+        return rc;
       o->has_seed = true;
-    } else if (!strcmp(a, "--scenario")) {
-      o->scenario = v;
-    } else if (!strcmp(a, "--trace")) {
-      o->trace = v;
-    } else if (!strcmp(a, "--models")) {
-      o->models = v;
-    } else if (!strcmp(a, "--poll-ns")) {
-      o->poll = v;
-    } else if (!strcmp(a, "--no-progress")) {
-      o->no_progress = v;
-    } else if (!strcmp(a, "--backend")) {
-      if (strcmp(v, "sim") && strcmp(v, "verbs"))
-        return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage,
-                                  "--backend wants sim or verbs, got '%s'", v);
-      o->verbs = !strcmp(v, "verbs");
-    } else if (!strcmp(a, "--device")) {
-      if (strlen(v) >= VNIC_NAME_MAX)
-        return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "--device: name too long: %s", v);
-      o->device = v;
-    } else if (!strcmp(a, "--timeout")) {
-      o->timeout = v;
-    } else {
-      return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "unknown option '%s'", a);
+      break;
+    case O_SCENARIO:
+      o->scenario = g.arg;
+      break;
+    case O_TRACE:
+      o->trace = g.arg;
+      break;
+    case O_MODELS:
+      o->models = g.arg;
+      break;
+    case O_POLL:
+      if ((rc = pp_cli_opt_duration(&g, 0, UINT64_MAX, &o->poll_ns)))
+        return rc;
+      if (o->poll_ns == 0)
+        return pp_cli_opt_error(&g, "must be > 0 (a polling loop must let time pass), got '%s'",
+                                g.arg);
+      o->has_poll = true;
+      break;
+    case O_NOPROG:
+      if ((rc = pp_cli_opt_duration(&g, 0, UINT64_MAX, &o->no_progress_ns)))
+        return rc;
+      o->has_no_progress = true;
+      break;
+    case O_BACKEND:
+      if (strcmp(g.arg, "sim") && strcmp(g.arg, "verbs"))
+        return pp_cli_opt_error(&g, "wants sim or verbs, got '%s'", g.arg);
+      o->verbs = !strcmp(g.arg, "verbs");
+      break;
+    case O_DEVICE:
+      if (strlen(g.arg) >= VNIC_NAME_MAX)
+        return pp_cli_opt_error(&g, "name too long: %s", g.arg);
+      o->device = g.arg;
+      break;
+    case O_TIMEOUT:
+      if ((rc = pp_cli_opt_duration(&g, 0, UINT64_MAX, &o->timeout_ns)))
+        return rc;
+      o->has_timeout = true;
+      break;
+    default:
+      return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", "unexpected option");
     }
   }
   if (!o->n)
     return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", "missing -n N");
-  if (i >= argc)
+  if (g.rest >= argc)
     return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", "missing PROG");
-  if (!o->verbs && (o->device || o->timeout))
+  if (!o->verbs && (o->device || o->has_timeout))
     return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s",
                               "--device and --timeout are for --backend verbs");
   if (o->verbs && o->trace) /* serve.c's recorder runs in the simulation's actors only */
     return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s",
                               "--trace records the simulated backend only, not --backend verbs");
-  o->prog = argv + i;
+  o->prog = argv + g.rest;
   return -1;
 }
 
@@ -167,15 +217,9 @@ static int sim_config(const struct opts *o, struct pp_scenario *sc, uint64_t *po
       .kind = PP_WORKLOAD_APP, .pattern = PP_PATTERN_RING, .messages = 1, .size = 4096};
   if (o->has_seed)
     sc->sim.seed = sc->sim.engine.seed = o->seed;
-  *poll_ns = 100;
-  if (o->poll && pp_duration_parse(o->poll, "--poll-ns", poll_ns, err, sizeof(err)) != PP_OK)
-    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", err);
-  if (o->poll && *poll_ns == 0)
-    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s",
-                              "--poll-ns must be > 0 (a polling loop must let time pass)");
-  if (o->no_progress && pp_duration_parse(o->no_progress, "--no-progress",
-                                          &sc->sim.no_progress_ns, err, sizeof(err)) != PP_OK)
-    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", err);
+  *poll_ns = o->has_poll ? o->poll_ns : 100;
+  if (o->has_no_progress)
+    sc->sim.no_progress_ns = o->no_progress_ns;
   if (pp_engine_cfg_check(&sc->sim.engine, err, sizeof(err)) != PP_OK) {
     fprintf(stderr, "prepost mpirun: %s\n", err);
     return 2;
@@ -267,7 +311,6 @@ static int run_verbs(const struct opts *o, struct pp_scenario *sc, uint64_t poll
 {
   static struct pp_run_cfg run;
   static const struct pp_faults no_faults;
-  char err[256];
   if (memcmp(&sc->sim.faults, &no_faults, sizeof(no_faults)) != 0)
     fprintf(stderr, "prepost mpirun: note: %s: its faults (loss, jitter, ...) are simulated only; "
                     "the verbs backend does not inject them\n",
@@ -281,11 +324,10 @@ static int run_verbs(const struct opts *o, struct pp_scenario *sc, uint64_t poll
                                   .max_requests = prm.max_requests};
   if (o->device)
     snprintf(c.nic.device, sizeof(c.nic.device), "%s", o->device);
-  if (o->no_progress)
+  if (o->has_no_progress)
     c.no_progress_ns = sc->sim.no_progress_ns;
-  if (o->timeout &&
-      pp_duration_parse(o->timeout, "--timeout", &c.timeout_ns, err, sizeof(err)) != PP_OK)
-    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", err);
+  if (o->has_timeout)
+    c.timeout_ns = o->timeout_ns;
   return pp_mpirun_verbs(&c);
 }
 
