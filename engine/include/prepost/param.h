@@ -171,7 +171,8 @@ size_t pp_format_bandwidth(double bps, char *buf, size_t len);
 
 /* ---- field tables ---- */
 /* The table of a module's section: `extern const struct pp_param NAME_param_table[]` and its
- * entry count (the built-in ones: qp, workload, traffic, p2p, ring, coll, nic, limits). */
+ * entry count (the built-in ones: qp, workload, traffic, p2p, ring, coll, nic, faults, limits,
+ * cluster). */
 #define PP_PARAM_TABLE(name)                                                   \
   extern const struct pp_param name##_param_table[];                           \
   extern const size_t name##_param_count
