@@ -1,6 +1,8 @@
 /* engine/core/param: the one set of value parsers (durations, sizes, integers, bools) and the
  * field tables every module describes its parameters with (prepost/param.h). */
 #include <criterion/criterion.h>
+#include <float.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -298,4 +300,148 @@ Test(param, rank_sets_and_rank_bounds)
   b = pp_param_rank_bound(&chance_params[0], 4);
   cr_assert_eq(b.max, PP_PARAM_PROB_BELOW_ONE, "not a rank entry: unchanged");
   cr_assert_eq(pp_param_rank_bound(r, 64).max, UINT64_MAX);
+}
+
+/* Bandwidths: a double of bits/s, finite and > 0, its bounds and default as the double's bits
+ * (PP_PARAM_BW_*); units of bits and of bytes (x 8); canonical text the largest bit unit of
+ * which the value is a whole number, else 17 digits, read back exactly. */
+struct link {
+  double bps, capped;
+};
+#define CAP_BITS 0x42d6bcc41e900000ull /* 1e14: 100 Tb/s */
+static const struct pp_param link_params[] = {
+    PP_PARAM_BANDWIDTH_KEYED("bps", struct link, bps, PP_PARAM_BW_100G, "a link"),
+    PP_PARAM_KEYED("capped", struct link, capped, PP_PARAM_BANDWIDTH, PP_PARAM_BW_MIN, CAP_BITS,
+                   PP_PARAM_BW_100G, "at most 100 Tb/s", NULL, 0),
+};
+#define NLINK (sizeof link_params / sizeof link_params[0])
+
+static double bits_as_double(uint64_t b)
+{
+  double d;
+  memcpy(&d, &b, sizeof d);
+  return d;
+}
+
+Test(param, bandwidths)
+{
+  cr_assert(bits_as_double(PP_PARAM_BW_100G) == 100e9);
+  cr_assert(bits_as_double(PP_PARAM_BW_MAX) == DBL_MAX);
+  cr_assert(bits_as_double(PP_PARAM_BW_MIN) > 0 && bits_as_double(PP_PARAM_BW_MIN) < DBL_MIN);
+  cr_assert(bits_as_double(CAP_BITS) == 1e14);
+  struct link l;
+  char err[200], buf[64];
+  cr_assert(pp_params_valid(link_params, NLINK, sizeof l, err, sizeof err), "%s", err);
+  memset(&l, 0xff, sizeof l);
+  pp_params_defaults(link_params, NLINK, &l);
+  cr_assert(l.bps == 100e9 && l.capped == 100e9);
+  pp_param_format_default(&link_params[0], buf, sizeof buf);
+  cr_assert_str_eq(buf, "100Gbps");
+  const struct {
+    const char *text, *canon;
+    double bps;
+  } ok[] = {{"100Gbps", "100Gbps", 100e9},   {"25GBps", "200Gbps", 200e9},
+            {" 1.5Tbps ", "1500Gbps", 1.5e12}, {"10 Mbps", "10Mbps", 10e6},
+            {"3kbps", "3kbps", 3e3},          {"3Kbps", "3kbps", 3e3},
+            {"94148362bps", "94148362bps", 94148362}, {"2e9", "2Gbps", 2e9},
+            {"1e-3", "0.001", 1e-3},          {"12500000000.1", "12500000000.1", 12500000000.1},
+            {"1KBps", "8kbps", 8e3},          {"+7Bps", "56bps", 56}};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    cr_assert_eq(pp_param_set(&link_params[0], &l, ok[i].text, strlen(ok[i].text), err,
+                              sizeof err),
+                 PP_OK, "%s: %s", ok[i].text, err);
+    cr_assert(l.bps == ok[i].bps, "%s: %.17g", ok[i].text, l.bps);
+    size_t want = pp_param_format(&link_params[0], &l, buf, sizeof buf);
+    cr_assert_eq(want, strlen(buf));
+    cr_assert_str_eq(buf, ok[i].canon, "%s", ok[i].text);
+    struct link back = {0};
+    cr_assert_eq(pp_param_set(&link_params[0], &back, buf, strlen(buf), err, sizeof err), PP_OK);
+    cr_assert(back.bps == l.bps, "%s reads back", buf);
+  }
+  l.bps = 0.1 + 0.2; /* no whole number of a unit: 17 digits */
+  pp_param_format(&link_params[0], &l, buf, sizeof buf);
+  struct link back = {0};
+  cr_assert_eq(pp_param_set(&link_params[0], &back, buf, strlen(buf), err, sizeof err), PP_OK);
+  cr_assert(back.bps == l.bps, "%s reads back", buf);
+  l.bps = 1;
+  const char *shape[] = {"", "Gbps", "100Gbit", "1.Gbps", "0x10", "inf", "nan", "1e", "1 e3"};
+  for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
+    cr_assert_eq(pp_param_set(&link_params[0], &l, shape[i], strlen(shape[i]), err, sizeof err),
+                 PP_PARSE, "%s", shape[i]);
+    cr_assert_str_eq(err, "must be a bandwidth such as 100Gbps, 25GBps (bytes/s) or a bare "
+                          "number of bits/s");
+  }
+  const char *range[] = {"0", "0Gbps", "-1Gbps", "-0", "1e999", "1e-999"};
+  for (size_t i = 0; i < sizeof range / sizeof range[0]; i++) {
+    cr_assert_eq(pp_param_set(&link_params[0], &l, range[i], strlen(range[i]), err, sizeof err),
+                 PP_INVALID, "%s", range[i]);
+    cr_assert_str_eq(err, "must be a finite bandwidth > 0");
+  }
+  cr_assert(l.bps == 1, "nothing stored on error");
+  cr_assert_eq(pp_param_set(&link_params[1], &l, "101Tbps", 7, err, sizeof err), PP_INVALID);
+  cr_assert_str_eq(err, "must be a bandwidth > 0 and at most 100Tbps");
+  struct pp_param from1g = link_params[1];
+  from1g.min = 0x41cdcd6500000000ull; /* 1e9 */
+  cr_assert_eq(pp_param_set(&from1g, &l, "999Mbps", 7, err, sizeof err), PP_INVALID);
+  cr_assert_str_eq(err, "must be a bandwidth 1Gbps..100Tbps");
+  cr_assert_eq(pp_param_set(&link_params[1], &l, "100Tbps", 7, err, sizeof err), PP_OK);
+  /* the bits of doubles >= 0 order as the numbers: the table check refuses what the parser
+   * would (0, negative, infinite, NaN, above max) */
+  const double badv[] = {0.0, -1.0, INFINITY, NAN};
+  for (size_t i = 0; i < sizeof badv / sizeof badv[0]; i++) {
+    l = (struct link){.bps = badv[i], .capped = 1};
+    cr_assert_eq(pp_params_check(link_params, NLINK, &l, err, sizeof err), PP_INVALID, "%g",
+                 badv[i]);
+    cr_assert(!strncmp(err, "bps must be ", 12), "%s", err);
+  }
+  l = (struct link){.bps = 1, .capped = 2e14};
+  cr_assert_eq(pp_params_check(link_params, NLINK, &l, err, sizeof err), PP_INVALID);
+  cr_assert_str_eq(err, "capped must be 4.9406564584124654e-324..100Tbps, got 200Tbps");
+  /* a table whose bandwidth may be 0 or infinite, or is not a double, is refused */
+  struct pp_param t = link_params[0];
+  t.min = 0;
+  cr_assert(!pp_params_valid(&t, 1, sizeof l, err, sizeof err));
+  t = link_params[0];
+  t.max = 0x7ff0000000000000ull; /* inf */
+  t.def = t.max;
+  cr_assert(!pp_params_valid(&t, 1, sizeof l, err, sizeof err));
+  t = link_params[0];
+  t.width = 4;
+  cr_assert(!pp_params_valid(&t, 1, sizeof l, err, sizeof err));
+  cr_assert(strstr(err, "8 bytes"), "%s", err);
+  cr_assert_str_eq(pp_param_kind_name(PP_PARAM_BANDWIDTH), "bandwidth");
+}
+
+/* A composite entry names a key whose value its section's code parses: no member to read,
+ * write, default or check, and pp_param_set refuses it. */
+Test(param, composite_keys_have_a_name_and_a_doc_only)
+{
+  static const struct pp_param t[] = {
+      PP_PARAM_COMPOSITE_KEYED("ops", "a list of operations"),
+      PP_PARAM_UINT(struct toy, window, 1, 64, 4, "a"),
+  };
+  char err[200], buf[16];
+  cr_assert(pp_params_valid(t, 2, sizeof(struct toy), err, sizeof err), "%s", err);
+  cr_assert_eq(pp_param_find(t, 2, "ops"), &t[0]);
+  struct toy a, b;
+  memset(&a, 0x5a, sizeof a);
+  memcpy(&b, &a, sizeof a);
+  pp_params_defaults(t, 1, &a);
+  cr_assert_eq(memcmp(&a, &b, sizeof a), 0, "no member written");
+  pp_param_put(&t[0], &a, 7);
+  cr_assert_eq(memcmp(&a, &b, sizeof a), 0);
+  cr_assert_eq(pp_param_get(&t[0], &a), 0);
+  cr_assert_eq(pp_params_check(t, 1, &a, err, sizeof err), PP_OK);
+  cr_assert_eq(pp_param_set(&t[0], &a, "1", 1, err, sizeof err), PP_INVALID);
+  cr_assert(strstr(err, "its section"), "%s", err);
+  cr_assert_eq(pp_param_format(&t[0], &a, buf, sizeof buf), 0);
+  cr_assert_str_eq(buf, "");
+  struct pp_param bad = t[0];
+  bad.width = 4;
+  cr_assert(!pp_params_valid(&bad, 1, sizeof(struct toy), err, sizeof err), "a member");
+  bad = t[0];
+  bad.max = 1;
+  cr_assert(!pp_params_valid(&bad, 1, sizeof(struct toy), err, sizeof err), "bounds");
+  cr_assert(strstr(err, "composite"), "%s", err);
+  cr_assert_str_eq(pp_param_kind_name(PP_PARAM_COMPOSITE), "composite");
 }

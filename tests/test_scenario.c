@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -692,9 +693,9 @@ Test(errors, unknown_keys)
                "platform, nic, protocol, workload, qp, faults, limits, ring, collective, p2p, "
                "script, test_bugs)");
   expect_error("ranks: 2\nworkload:\n  pattern: ring\n  count: 3\n", PP_PARSE,
-               "t.yaml:4: unknown key 'count' in 'workload' (expected one of: pattern, messages, "
-               "size, interval, consume, slow_ranks, kind, consume_jitter, post_delay, size_max, "
-               "size_dist, tags, receives, window)");
+               "t.yaml:4: unknown key 'count' in 'workload' (expected one of: kind, pattern, "
+               "messages, size, interval, consume, consume_jitter, post_delay, slow_ranks, "
+               "size_max, size_dist, receives, tags, window)");
   expect_error("ranks: 2\nplatform:\n  cluster:\n    latency: 1us\n    speed: 1Gf\n", PP_PARSE,
                "t.yaml:5: unknown key 'speed' in 'platform.cluster' (expected one of: bandwidth, "
                "latency)");
@@ -703,7 +704,7 @@ Test(errors, unknown_keys)
   expect_error("ranks: 2\nnic:\n  mtu: 1024\n  speed: 5\n", PP_PARSE,
                "t.yaml:4: unknown key 'speed' in 'nic' (expected one of: name, mtu, header_bytes, "
                "wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, cq_depth, "
-               "max_rd_atomic, train, line_rate, rnr_tick, rnr_min, rnr_delay)");
+               "max_rd_atomic, train, rnr_tick, rnr_min, line_rate, rnr_delay)");
   expect_error("ranks: 2\nfaults: {loss: 0, bogus: 1}\n", PP_PARSE,
                "t.yaml:2: unknown key 'bogus' in 'faults' (expected one of: loss, until, jitter, "
                "scramble, scramble_delay, srq_delay, qp_error_at, qp_error_host, qp_error_qp, "
@@ -924,7 +925,7 @@ Test(errors, nic_file_errors_name_the_nic_file)
   snprintf(want, sizeof want,
            "%s:3: unknown key 'acks' in the NIC profile (expected one of: name, mtu, "
            "header_bytes, wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, "
-           "cq_depth, max_rd_atomic, train, line_rate, rnr_tick, rnr_min, rnr_delay)",
+           "cq_depth, max_rd_atomic, train, rnr_tick, rnr_min, line_rate, rnr_delay)",
            nic);
   cr_assert_str_eq(err, want);
 
@@ -1535,34 +1536,97 @@ Test(tables, canonical_text_reads_back_through_the_parser)
   cr_assert_eq(memcmp(&before, pp_ring_params_of(&sc.sim.engine), sizeof before), 0, "%s", text);
 }
 
-/* The sections qp, faults, limits, ring and p2p take their keys from their field tables: each
- * table key is accepted (an unknown key's message lists the table's keys, in table order, and no
- * other), so a key added to a table needs no second list in the parser. */
+/* Every section takes its keys from its field tables (pp_scenario_section_table: the module's
+ * own, and the parser's for the keys it reads itself, composites such as nic.rnr_delay among
+ * them): each table key is accepted (an unknown key's message lists the section's keys, in table
+ * order, and no other) and `help keys` lists each with its sentence, so a key added to a table
+ * needs no second list anywhere. */
 Test(tables, sections_take_their_keys_from_their_tables)
 {
   const struct {
-    const char *section, *head;
-    const struct pp_param *t;
-    size_t n;
+    const char *section, *text; /* text: the section's head, then "no_such_key: 1" */
+    unsigned line;               /* of that key */
+    const char *where;
+    const struct pp_param *has[3]; /* module tables that must be among the section's */
   } secs[] = {
-      {"qp", "ranks: 2\n", pp_qp_param_table, pp_qp_param_count},
-      {"faults", "ranks: 2\n", pp_faults_param_table, pp_faults_param_count},
-      {"limits", "ranks: 2\n", pp_limits_param_table, pp_limits_param_count},
-      {"ring", "ranks: 2\n", pp_ring_param_table, pp_ring_param_count},
-      {"p2p", "ranks: 2\nprotocol: eager\n", pp_p2p_param_table, pp_p2p_param_count},
+      {NULL, "ranks: 2\n", 2, "at top level", {NULL}},
+      {"workload", "ranks: 2\nworkload:\n  ", 3, "in 'workload'",
+       {pp_workload_param_table, pp_traffic_param_table}},
+      {"qp", "ranks: 2\nqp:\n  ", 3, "in 'qp'", {pp_qp_param_table}},
+      {"p2p", "ranks: 2\nprotocol: eager\np2p:\n  ", 4, "in 'p2p'", {pp_p2p_param_table}},
+      {"ring", "ranks: 2\nring:\n  ", 3, "in 'ring'", {pp_ring_param_table}},
+      {"collective", "ranks: 2\ncollective:\n  ", 3, "in 'collective'", {pp_coll_param_table}},
+      {"faults", "ranks: 2\nfaults:\n  ", 3, "in 'faults'", {pp_faults_param_table}},
+      {"limits", "ranks: 2\nlimits:\n  ", 3, "in 'limits'", {pp_limits_param_table}},
+      {"nic", "ranks: 2\nnic:\n  ", 3, "in 'nic'", {pp_nic_param_table}},
+      {"platform", "ranks: 2\nplatform:\n  ", 3, "in 'platform'", {NULL}},
+      {"platform.cluster", "ranks: 2\nplatform:\n  cluster:\n    ", 4, "in 'platform.cluster'",
+       {pp_cluster_param_table}},
   };
+  char *help = NULL;
+  size_t helplen = 0;
+  FILE *hf = open_memstream(&help, &helplen);
+  cr_assert(hf);
+  pp_scenario_print_keys(hf);
+  cr_assert_eq(fclose(hf), 0);
+  const char *at = help; /* the sections and their keys, in this order */
   for (size_t i = 0; i < sizeof secs / sizeof secs[0]; i++) {
-    char text[256], msg[1024];
-    /* scenario.c lists a table's keys in a 64-entry array (an assertion there, this test here) */
-    cr_assert_leq(secs[i].n, 64, "%s: %zu keys", secs[i].section, secs[i].n);
-    snprintf(text, sizeof text, "%s%s:\n  no_such_key: 1\n", secs[i].head, secs[i].section);
-    unsigned line = secs[i].head[9] ? 4 : 3; /* the key's line */
-    int o = snprintf(msg, sizeof msg,
-                     "t.yaml:%u: unknown key 'no_such_key' in '%s' (expected one of: ", line,
-                     secs[i].section);
-    for (size_t k = 0; k < secs[i].n; k++)
-      o += snprintf(msg + o, sizeof msg - (size_t)o, "%s%s", k ? ", " : "", secs[i].t[k].key);
+    const char *name = secs[i].section ? secs[i].section : "top level";
+    char text[256], msg[1024], line[128];
+    snprintf(text, sizeof text, "%sno_such_key: 1\n", secs[i].text);
+    int o = snprintf(msg, sizeof msg, "t.yaml:%u: unknown key 'no_such_key' %s (expected one of: ",
+                     secs[i].line, secs[i].where);
+    snprintf(line, sizeof line, "\n%s:\n", name);
+    cr_assert((at = strstr(at, line)), "help keys lists section %s", name);
+    const struct pp_param *t;
+    size_t n, keys = 0;
+    bool has[3] = {false, false, false};
+    for (size_t j = 0; pp_scenario_section_table(secs[i].section, j, &t, &n); j++) {
+      char why[256];
+      cr_assert(pp_params_valid(t, n, SIZE_MAX / 2, why, sizeof why), "%s: %s", name, why);
+      for (size_t h = 0; h < 3; h++)
+        has[h] = has[h] || secs[i].has[h] == t;
+      for (size_t k = 0; k < n; k++, keys++) {
+        o += snprintf(msg + o, sizeof msg - (size_t)o, "%s%s", keys ? ", " : "", t[k].key);
+        cr_assert(t[k].doc && *t[k].doc, "%s.%s has a sentence", name, t[k].key);
+        /* given once in the section */
+        const struct pp_param *u;
+        size_t m;
+        for (size_t jj = 0; pp_scenario_section_table(secs[i].section, jj, &u, &m); jj++)
+          for (size_t kk = 0; kk < m; kk++)
+            cr_assert(&u[kk] == &t[k] || strcmp(u[kk].key, t[k].key), "%s.%s twice", name,
+                      t[k].key);
+        char full[64], want[512];
+        snprintf(full, sizeof full, "%s%s%s", secs[i].section ? secs[i].section : "",
+                 secs[i].section ? "." : "", t[k].key);
+        snprintf(line, sizeof line, "\n  %-26s ", full);
+        const char *next = strstr(at, line), *end = strstr(at + 1, "\n\n");
+        cr_assert(next, "help keys lists %s", full);
+        cr_assert(!end || next < end, "help keys lists %s in section %s", full, name);
+        if (t[k].kind == PP_PARAM_COMPOSITE) /* its sentence on its line */
+          snprintf(want, sizeof want, "\n  %-26s %s\n", full, t[k].doc);
+        else /* kind and default, then its sentence */
+          snprintf(want, sizeof want, "\n  %-26s %s\n", "", t[k].doc);
+        const char *doc = strstr(next, want);
+        cr_assert(doc && doc == (t[k].kind == PP_PARAM_COMPOSITE ? next : strchr(next + 1, '\n')),
+                  "help keys gives %s its sentence", full);
+        at = next;
+      }
+    }
+    cr_assert_gt(keys, 0, "%s has keys", name);
+    for (size_t h = 0; h < 3; h++)
+      cr_assert(!secs[i].has[h] || has[h], "%s reads table %zu of its module", name, h);
+    cr_assert(!pp_scenario_section_table(secs[i].section, 99, &t, &n));
     snprintf(msg + o, sizeof msg - (size_t)o, ")");
     expect_error(text, PP_PARSE, msg);
   }
+  cr_assert(!pp_scenario_section_table("no_such_section", 0, &(const struct pp_param *){NULL},
+                                       &(size_t){0}));
+  free(help);
+  /* the generated cluster's defaults are its table's */
+  struct pp_scenario sc;
+  cr_assert_eq(parse("ranks: 2\n", &sc), PP_OK, "%s", err);
+  for (size_t k = 0; k < pp_cluster_param_count; k++)
+    cr_assert_eq(pp_param_get(&pp_cluster_param_table[k], &sc.sim.platform),
+                 pp_cluster_param_table[k].def, "%s", pp_cluster_param_table[k].key);
 }

@@ -1,6 +1,7 @@
 /* Field tables of the simulated backend's settings: a NIC profile's integer keys (struct
- * pp_nic_profile, prepost/simnic.h), the fault catalogue (struct pp_faults, the same) and the scenario's `limits` (struct pp_sim_config,
- * prepost/simrun.h). Defaults: pp_nic_profile_default() and a scenario that does not say
+ * pp_nic_profile, prepost/simnic.h), the fault catalogue (struct pp_faults, the same), the
+ * scenario's `limits` (struct pp_sim_config, prepost/simrun.h) and its generated cluster
+ * (`platform.cluster`, struct pp_platform, the same). Defaults: pp_nic_profile_default() and a scenario that does not say
  * (tests/test_param.c checks). */
 #include "prepost/param.h"
 #include "prepost/simnic.h"
@@ -97,3 +98,14 @@ const struct pp_param pp_limits_param_table[] = {
 #undef S
 const size_t pp_limits_param_count =
     sizeof pp_limits_param_table / sizeof pp_limits_param_table[0];
+
+#define P struct pp_platform
+const struct pp_param pp_cluster_param_table[] = {
+    PP_PARAM_BANDWIDTH_KEYED("bandwidth", P, bandwidth_bps, PP_PARAM_BW_100G,
+                             "each host's link to the one switch, bits/s"),
+    PP_PARAM_KEYED("latency", P, latency_ns, PP_PARAM_DURATION, 0, UINT64_MAX, 1000,
+                   "each host link's latency", NULL, 0),
+};
+#undef P
+const size_t pp_cluster_param_count =
+    sizeof pp_cluster_param_table / sizeof pp_cluster_param_table[0];

@@ -2,6 +2,7 @@
 #include "prepost/param.h"
 
 #include <assert.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -304,6 +305,111 @@ enum pp_status pp_parse_ranks(const char *s, size_t len, uint32_t ranks, uint64_
   return PP_OK;
 }
 
+/* [+-]digits[.digits][(e|E)[+-]digits][ ]*[letters], blanks around: a bandwidth's number (the
+ * exponent only when digits follow it) as a double, and its unit. */
+static bool parse_real(const char *s, size_t len, double *val, const char **unit, size_t *nunit)
+{
+  char buf[64];
+  trim(&s, &len);
+  size_t i = 0;
+  if (i < len && (s[i] == '+' || s[i] == '-'))
+    i++;
+  size_t d0 = i;
+  while (i < len && is_digit(s[i]))
+    i++;
+  if (i == d0)
+    return false;
+  if (i < len && s[i] == '.') {
+    size_t f0 = ++i;
+    while (i < len && is_digit(s[i]))
+      i++;
+    if (i == f0)
+      return false;
+  }
+  if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+    size_t j = i + 1;
+    if (j < len && (s[j] == '+' || s[j] == '-'))
+      j++;
+    if (j < len && is_digit(s[j])) {
+      while (j < len && is_digit(s[j]))
+        j++;
+      i = j;
+    }
+  }
+  if (i >= sizeof buf)
+    return false;
+  memcpy(buf, s, i);
+  buf[i] = '\0';
+  *val = strtod(buf, NULL);
+  while (i < len && s[i] == ' ')
+    i++;
+  *unit = s + i;
+  *nunit = len - i;
+  for (; i < len; i++)
+    if (!is_alpha(s[i]))
+      return false;
+  return true;
+}
+
+/* Bits per second of each unit; the first FORMAT_BW_UNITS (bits, increasing) are the canonical
+ * text's. */
+static const struct bw_unit {
+  const char *name;
+  double mult;
+} bw_units[] = {{"bps", 1},     {"kbps", 1e3},  {"Mbps", 1e6},  {"Gbps", 1e9},  {"Tbps", 1e12},
+                {"Kbps", 1e3},  {"Bps", 8},     {"kBps", 8e3},  {"KBps", 8e3},  {"MBps", 8e6},
+                {"GBps", 8e9},  {"TBps", 8e12}};
+#define FORMAT_BW_UNITS 5
+
+size_t pp_format_bandwidth(double bps, char *buf, size_t len)
+{
+  int w = -1;
+  for (size_t i = FORMAT_BW_UNITS; i-- > 0 && w < 0;) {
+    double q = bps / bw_units[i].mult;
+    /* a whole number the parser multiplies back to exactly bps */
+    if (isfinite(q) && q >= 1 && q < 9007199254740992.0 && q == floor(q) &&
+        q * bw_units[i].mult == bps)
+      w = snprintf(buf, len, "%.0f%s", q, bw_units[i].name);
+  }
+  if (w < 0)
+    w = snprintf(buf, len, "%.17g", bps);
+  return w < 0 ? 0 : (size_t)w;
+}
+
+enum pp_status pp_parse_bandwidth(const char *s, size_t len, double lo, double hi, double *out,
+                                  char *why, size_t whylen)
+{
+  double x, mult = 1;
+  const char *unit;
+  size_t nunit;
+  if (!parse_real(s, len, &x, &unit, &nunit))
+    goto bad;
+  if (nunit) {
+    size_t i = 0, n = sizeof bw_units / sizeof bw_units[0];
+    while (i < n && !(strlen(bw_units[i].name) == nunit && !memcmp(bw_units[i].name, unit, nunit)))
+      i++;
+    if (i == n)
+      goto bad;
+    mult = bw_units[i].mult;
+  }
+  x *= mult;
+  if (!isfinite(x) || !(x > 0) || x < lo || x > hi) {
+    if (lo <= DBL_MIN && hi >= DBL_MAX)
+      WHY(PP_INVALID, "must be a finite bandwidth > 0");
+    char a[48], b[48];
+    pp_format_bandwidth(lo, a, sizeof a);
+    pp_format_bandwidth(hi, b, sizeof b);
+    if (lo <= DBL_MIN)
+      WHY(PP_INVALID, "must be a bandwidth > 0 and at most %s", b);
+    WHY(PP_INVALID, "must be a bandwidth %s..%s", a, b);
+  }
+  *out = x;
+  return PP_OK;
+bad:
+  WHY(PP_PARSE, "must be a bandwidth such as 100Gbps, 25GBps (bytes/s) or a bare number of "
+                "bits/s");
+}
+
 static double bits_double(uint64_t b)
 {
   double d;
@@ -379,6 +485,8 @@ const struct pp_param *pp_param_find(const struct pp_param *t, size_t n, const c
 
 uint64_t pp_param_get(const struct pp_param *p, const void *obj)
 {
+  if (p->kind == PP_PARAM_COMPOSITE)
+    return 0; /* no member */
   const unsigned char *at = (const unsigned char *)obj + p->offset;
   switch (p->width) {
   case 1: {
@@ -407,6 +515,8 @@ uint64_t pp_param_get(const struct pp_param *p, const void *obj)
 
 void pp_param_put(const struct pp_param *p, void *obj, uint64_t v)
 {
+  if (p->kind == PP_PARAM_COMPOSITE)
+    return; /* no member */
   unsigned char *at = (unsigned char *)obj + p->offset;
   uint8_t v8 = (uint8_t)v;
   uint16_t v16 = (uint16_t)v;
@@ -477,6 +587,15 @@ enum pp_status pp_param_set(const struct pp_param *p, void *obj, const char *tex
   case PP_PARAM_RANKS:
     st = pp_parse_ranks(text, len, mask_ranks(p->max), &v, why, whylen);
     break;
+  case PP_PARAM_BANDWIDTH: {
+    double d = 0;
+    st = pp_parse_bandwidth(text, len, bits_double(p->min), bits_double(p->max), &d, why,
+                            whylen);
+    v = double_bits(d);
+    break;
+  }
+  case PP_PARAM_COMPOSITE:
+    WHY(PP_INVALID, "is not a single value (its section reads it)");
   default:
     WHY(PP_INVALID, "has an unknown kind %u", p->kind);
   }
@@ -505,6 +624,11 @@ size_t pp_param_format(const struct pp_param *p, const void *obj, char *buf, siz
     break;
   case PP_PARAM_RANKS:
     return format_ranks(v, buf, len);
+  case PP_PARAM_BANDWIDTH:
+    return pp_format_bandwidth(bits_double(v), buf, len);
+  case PP_PARAM_COMPOSITE:
+    w = snprintf(buf, len, "%s", "");
+    break;
   default:
     w = snprintf(buf, len, "%" PRIu64, v);
     break;
@@ -575,8 +699,16 @@ bool pp_params_valid(const struct pp_param *t, size_t n, size_t obj_size, char *
       bad = "is listed twice";
     else if (p->kind >= PP_PARAM_KIND_COUNT)
       bad = "has an unknown kind";
+    else if (p->kind == PP_PARAM_COMPOSITE)
+      bad = p->width || p->offset || p->min || p->max || p->def || p->flags
+                ? "is a composite with a member or bounds"
+                : NULL;
     else if (p->width != 1 && p->width != 2 && p->width != 4 && p->width != 8)
       bad = "has a width other than 1, 2, 4 or 8 bytes";
+    else if ((p->kind == PP_PARAM_PROB || p->kind == PP_PARAM_BANDWIDTH) && p->width != 8)
+      bad = "is a double but not 8 bytes wide";
+    else if (p->kind == PP_PARAM_BANDWIDTH && (p->min == 0 || p->max > PP_PARAM_BW_MAX))
+      bad = "is a bandwidth that may be 0 or not finite";
     else if ((size_t)p->offset + p->width > obj_size)
       bad = "lies outside the parameter struct";
     else if ((!(p->min <= p->def && p->def <= p->max) &&

@@ -593,9 +593,15 @@ int pp_scenario_write(FILE *out, const struct pp_scenario *sc, const char *comme
   fprintf(out, "name: \"%s\"\nseed: %" PRIu64 "\nranks: %u\n", s->name, s->seed, e->nranks);
   if (s->platform.file[0])
     fprintf(out, "platform: \"%s\"\n", s->platform.file);
-  else
-    fprintf(out, "platform:\n  cluster: {bandwidth: %.17g, latency: %" PRIu64 "}\n",
-            s->platform.bandwidth_bps, s->platform.latency_ns);
+  else { /* the generated cluster: its table (bandwidth, latency), in a flow mapping */
+    fprintf(out, "platform:\n  cluster: {");
+    for (size_t i = 0; i < pp_cluster_param_count; i++) {
+      char v[64];
+      pp_param_format(&pp_cluster_param_table[i], &s->platform, v, sizeof v);
+      fprintf(out, "%s%s: %s", i ? ", " : "", pp_cluster_param_table[i].key, v);
+    }
+    fprintf(out, "}\n");
+  }
   /* the sections with a field table: every key, in its canonical text */
   fprintf(out, "nic:\n  name: \"%s\"\n", nic->name);
   write_params(out, pp_nic_param_table, pp_nic_param_count, nic, NULL);

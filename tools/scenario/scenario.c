@@ -283,27 +283,51 @@ static bool scalar_is(const struct node *n, const char *s)
   return n->kind == NODE_SCALAR && n->len == l && memcmp(n->str, s, l) == 0;
 }
 
-/* Checks that every key of map is a scalar named in names (NULL-terminated), given once. */
-static enum pp_status check_keys(struct ctx *c, const struct node *map, const char *const *names,
-                                 const char *where)
+/* A section's keys: its field tables (prepost/param.h) in order, each with its entry count. The
+ * tables are the one description of the keys: the unknown-key check, `help keys` and the
+ * getters read them (a composite entry names a key its section's code parses itself). */
+struct keyset {
+  const struct pp_param *t;
+  const size_t *n;
+};
+#define KEYSET(name) {name##_param_table, &name##_param_count}
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+#define NKEYSETS(a) COUNT_OF(a)
+
+/* The entry of key k among the keysets, or NULL. */
+static const struct pp_param *keyset_find(const struct keyset *ks, size_t nks,
+                                          const struct node *k)
+{
+  for (size_t s = 0; s < nks; s++)
+    for (size_t i = 0; i < *ks[s].n; i++)
+      if (scalar_is(k, ks[s].t[i].key))
+        return &ks[s].t[i];
+  return NULL;
+}
+
+/* Checks that every key of map is a scalar that one of the keysets names, given once. */
+static enum pp_status check_keys(struct ctx *c, const struct node *map, const struct keyset *ks,
+                                 size_t nks, const char *where)
 {
   for (size_t i = 0; i + 1 < map->nkids; i += 2) {
     const struct node *k = map->kids[i];
     if (k->kind != NODE_SCALAR)
       return fail(c, PP_PARSE, k->line, "keys must be plain words, got %s %s", show(c, k), where);
-    size_t j = 0;
-    while (names[j] && !scalar_is(k, names[j]))
-      j++;
-    if (!names[j]) {
+    if (!keyset_find(ks, nks, k)) {
       char list[512];
       size_t o = 0;
+      bool full = false;
       list[0] = '\0';
-      for (j = 0; names[j]; j++) {
-        int w = snprintf(list + o, sizeof list - o, "%s%s", j ? ", " : "", names[j]);
-        if (w < 0 || (size_t)w >= sizeof list - o)
-          break;
-        o += (size_t)w;
-      }
+      for (size_t s = 0; s < nks && !full; s++)
+        for (size_t j = 0; j < *ks[s].n && !full; j++) {
+          int w = snprintf(list + o, sizeof list - o, "%s%s", o ? ", " : "", ks[s].t[j].key);
+          if (w < 0 || (size_t)w >= sizeof list - o) {
+            list[o] = '\0'; /* what fits, whole names */
+            full = true;
+          } else {
+            o += (size_t)w;
+          }
+        }
       return fail(c, PP_PARSE, k->line, "unknown key %s %s (expected one of: %s)", show(c, k),
                   where, list);
     }
@@ -333,16 +357,6 @@ static bool is_empty(const struct node *n)
 
 /* ------------------------------------------------------------------------------------------ */
 /* Typed values                                                                               */
-
-static bool is_digit(char ch)
-{
-  return ch >= '0' && ch <= '9';
-}
-
-static bool is_alpha(char ch)
-{
-  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
-}
 
 /* The typed getters: the one set of value parsers (prepost/param.h) on a scalar node, the
  * failure as "FILE:LINE: 'KEY' must be ..., got 'VALUE'". */
@@ -419,96 +433,6 @@ static enum pp_status get_size(struct ctx *c, const char *key, const struct node
   enum pp_status st = pp_parse_size(scalar ? v->str : "", scalar ? v->len : 0, min, max, out, why,
                                     sizeof why);
   return st == PP_OK ? st : scalar_fail(c, st, key, v, why);
-}
-
-/* [+-]digits[.digits][(e|E)[+-]digits][ ]*[letters] -> *val and the unit. */
-static bool parse_real(const struct node *v, double *val, const char **unit, size_t *nunit)
-{
-  if (v->kind != NODE_SCALAR)
-    return false;
-  const char *s = v->str;
-  size_t len = v->len, i = 0;
-  while (i < len && s[i] == ' ')
-    i++;
-  while (len > i && s[len - 1] == ' ')
-    len--;
-  size_t start = i;
-  if (i < len && (s[i] == '+' || s[i] == '-'))
-    i++;
-  size_t d0 = i;
-  while (i < len && is_digit(s[i]))
-    i++;
-  if (i == d0)
-    return false;
-  if (i < len && s[i] == '.') {
-    size_t f0 = ++i;
-    while (i < len && is_digit(s[i]))
-      i++;
-    if (i == f0)
-      return false;
-  }
-  if (i < len && (s[i] == 'e' || s[i] == 'E')) {
-    size_t j = i + 1;
-    if (j < len && (s[j] == '+' || s[j] == '-'))
-      j++;
-    if (j < len && is_digit(s[j])) {
-      while (j < len && is_digit(s[j]))
-        j++;
-      i = j;
-    }
-  }
-  char buf[64];
-  if (i - start >= sizeof buf)
-    return false;
-  memcpy(buf, s + start, i - start);
-  buf[i - start] = '\0';
-  *val = strtod(buf, NULL);
-  while (i < len && s[i] == ' ')
-    i++;
-  *unit = s + i;
-  *nunit = len - i;
-  for (; i < len; i++)
-    if (!is_alpha(s[i]))
-      return false;
-  return true;
-}
-
-/* "100Gbps" (bits), "25GBps" (bytes), or a bare number of bits/s; returns bits/s. */
-static enum pp_status get_bandwidth(struct ctx *c, const char *key, const struct node *v,
-                                    double *out)
-{
-  static const struct {
-    const char *unit;
-    double mult;
-  } units[] = {{"bps", 1},     {"kbps", 1e3},  {"Kbps", 1e3},  {"Mbps", 1e6},  {"Gbps", 1e9},
-               {"Tbps", 1e12}, {"Bps", 8},     {"kBps", 8e3},  {"KBps", 8e3},  {"MBps", 8e6},
-               {"GBps", 8e9},  {"TBps", 8e12}};
-  double x;
-  const char *unit;
-  size_t nunit;
-  double mult = 1;
-  if (!parse_real(v, &x, &unit, &nunit))
-    goto bad;
-  if (nunit) {
-    size_t i = 0;
-    while (i < sizeof units / sizeof units[0] &&
-           !(strlen(units[i].unit) == nunit && memcmp(units[i].unit, unit, nunit) == 0))
-      i++;
-    if (i == sizeof units / sizeof units[0])
-      goto bad;
-    mult = units[i].mult;
-  }
-  x *= mult;
-  if (!isfinite(x) || !(x > 0))
-    return fail(c, PP_INVALID, v->line, "'%s' must be a finite bandwidth > 0, got %s", key,
-                show(c, v));
-  *out = x;
-  return PP_OK;
-bad:
-  return fail(c, PP_PARSE, v->line,
-              "'%s' must be a bandwidth such as 100Gbps, 25GBps (bytes/s) or a bare number of "
-              "bits/s, got %s",
-              key, show(c, v));
 }
 
 /* A non-empty string without control characters that fits in buf (size bytes with the NUL). */
@@ -606,18 +530,57 @@ static enum pp_status get_param(struct ctx *c, const struct pp_param *p, const s
   return st == PP_OK ? st : scalar_fail(c, st, p->key, v, why);
 }
 
-/* The keys of table t given in map, but those in skip (NULL-terminated, may be NULL: the
- * caller reads them itself), into obj. */
-static enum pp_status get_params(struct ctx *c, const struct node *map, const struct pp_param *t,
-                                 size_t n, const char *const *skip, void *obj)
+/* A list of ranks such as [1, 3] (each 0..min(63, ranks-1)) as a bitmask. */
+static enum pp_status get_rank_mask(struct ctx *c, const char *key, const struct node *v,
+                                    uint32_t ranks, uint64_t *mask)
+{
+  if (v->kind != NODE_SEQ)
+    return fail(c, PP_PARSE, v->line, "'%s' must be a list of ranks such as [1, 3], got %s", key,
+                show(c, v));
+  if (v->nkids == 0)
+    return fail(c, PP_INVALID, v->line, "'%s' must list at least one rank", key);
+  uint64_t hi = (ranks < 64 ? ranks : 64) - 1, x, m = 0;
+  for (size_t i = 0; i < v->nkids; i++) {
+    enum pp_status st = get_uint(c, key, v->kids[i], 0, hi, &x);
+    if (st != PP_OK)
+      return st;
+    m |= 1ull << x;
+  }
+  *mask = m;
+  return PP_OK;
+}
+
+/* The keys of table t given in map, but those in skip (NULL-terminated, may be NULL) and the
+ * composite ones (the caller reads them itself), into obj. `ranks` bounds the entries that name
+ * ranks (PP_PARAM_F_RANK: a RANKS entry is a YAML list); 0 for a table without them. */
+static enum pp_status get_params_ranked(struct ctx *c, const struct node *map,
+                                        const struct pp_param *t, size_t n,
+                                        const char *const *skip, uint32_t ranks, void *obj)
 {
   for (size_t i = 0; i < n; i++) {
-    const struct node *v = listed(skip, t[i].key) ? NULL : get(map, t[i].key);
-    enum pp_status st = v ? get_param(c, &t[i], v, obj) : PP_OK;
+    const struct node *v = t[i].kind == PP_PARAM_COMPOSITE || listed(skip, t[i].key)
+                               ? NULL
+                               : get(map, t[i].key);
+    if (!v)
+      continue;
+    assert(ranks || !(t[i].flags & PP_PARAM_F_RANK)); /* the program's own tables */
+    struct pp_param p = ranks ? pp_param_rank_bound(&t[i], ranks) : t[i];
+    uint64_t mask = 0;
+    enum pp_status st;
+    if (p.kind == PP_PARAM_RANKS && (st = get_rank_mask(c, p.key, v, ranks, &mask)) == PP_OK)
+      pp_param_put(&p, obj, mask);
+    else if (p.kind != PP_PARAM_RANKS)
+      st = get_param(c, &p, v, obj);
     if (st != PP_OK)
       return st;
   }
   return PP_OK;
+}
+
+static enum pp_status get_params(struct ctx *c, const struct node *map, const struct pp_param *t,
+                                 size_t n, const char *const *skip, void *obj)
+{
+  return get_params_ranked(c, map, t, n, skip, 0, obj);
 }
 
 static const char *const mtu_key[] = {"mtu", NULL};
@@ -718,11 +681,23 @@ static enum pp_status resolve(struct ctx *c, const char *what, const struct node
 /* ------------------------------------------------------------------------------------------ */
 /* NIC profiles                                                                               */
 
-static const char *const nic_keys[] = {"name",   "mtu",       "header_bytes", "wqe",
-                                       "ack_every", "ack_delay", "max_qp",    "max_qp_wr",
-                                       "max_srq", "max_mr",    "cq_depth",  "max_rd_atomic",
-                                       "train",   "line_rate", "rnr_tick",  "rnr_min",
-                                       "rnr_delay", NULL};
+/* The keys of a NIC profile beside prepost/simnic.h's table: name first, line_rate and the
+ * rnr_delay mapping after it. */
+#define N struct pp_nic_profile
+static const struct pp_param nic_name_param_table[] = {
+    PP_PARAM_COMPOSITE_KEYED("name", "a string, the profile's name; default the file's name"),
+};
+static const struct pp_param nic_own_param_table[] = {
+    PP_PARAM_BANDWIDTH_KEYED("line_rate", N, line_rate_bps, PP_PARAM_BW_100G,
+                             "the port's rate: a message takes max(wqe, wire bytes / rate); at "
+                             "most 1 Pb/s"),
+    PP_PARAM_COMPOSITE_KEYED("rnr_delay",
+                             "a mapping of min_rnr_timer codes 0..31 to RNR delays: {1: 9ms}"),
+};
+#undef N
+static const size_t nic_name_param_count = COUNT_OF(nic_name_param_table);
+static const size_t nic_own_param_count = COUNT_OF(nic_own_param_table);
+static const struct keyset nic_keys[] = {KEYSET(nic_name), KEYSET(pp_nic), KEYSET(nic_own)};
 
 /* rnr_delay: {CODE: DURATION, ...}, the device's RNR delay per min_rnr_timer code 0..31. */
 static enum pp_status get_rnr_delays(struct ctx *c, const struct node *v, uint64_t *table)
@@ -750,7 +725,7 @@ static enum pp_status get_rnr_delays(struct ctx *c, const struct node *v, uint64
 static enum pp_status parse_profile(struct ctx *c, const struct node *map, const char *where,
                                     struct pp_nic_profile *p)
 {
-  enum pp_status st = check_keys(c, map, nic_keys, where);
+  enum pp_status st = check_keys(c, map, nic_keys, NKEYSETS(nic_keys), where);
   const struct node *v;
   if (st == PP_OK && (v = get(map, "name")))
     st = get_string(c, "name", v, p->name, sizeof p->name);
@@ -758,8 +733,8 @@ static enum pp_status parse_profile(struct ctx *c, const struct node *map, const
     st = get_mtu(c, "mtu", v, &p->mtu);
   if (st == PP_OK) /* the rest: prepost/simnic.h's table */
     st = get_params(c, map, pp_nic_param_table, pp_nic_param_count, mtu_key, p);
-  if (st == PP_OK && (v = get(map, "line_rate")))
-    st = get_bandwidth(c, "line_rate", v, &p->line_rate_bps);
+  if (st == PP_OK) /* line_rate */
+    st = get_params(c, map, nic_own_param_table, nic_own_param_count, NULL, p);
   if (st == PP_OK && (v = get(map, "rnr_delay")))
     st = get_rnr_delays(c, v, p->rnr_delay_ns);
   return st;
@@ -823,8 +798,7 @@ void pp_scenario_defaults(struct pp_scenario *sc)
   struct pp_sim_config *s = &sc->sim;
   snprintf(s->name, sizeof s->name, "%s", "scenario");
   s->platform.file[0] = '\0';
-  s->platform.bandwidth_bps = 100e9;
-  s->platform.latency_ns = 1000;
+  pp_params_defaults(pp_cluster_param_table, pp_cluster_param_count, &s->platform);
   pp_nic_profile_default(&s->nic);
   s->faults.loss = 0.0;
   s->engine.rank = 0;
@@ -852,38 +826,71 @@ void pp_scenario_defaults(struct pp_scenario *sc)
    * workload_params 0) */
 }
 
-static const char *const top_keys[] = {"name", "seed", "ranks", "platform", "nic", "protocol",
-                                       "workload", "qp", "faults", "limits", "ring", "collective",
-                                       "p2p", "script", "test_bugs",
-                                       NULL};
-static const char *const platform_keys[] = {"cluster", NULL};
-static const char *const cluster_keys[] = {"bandwidth", "latency", NULL};
-static const char *const workload_keys[] = {"pattern",  "messages", "size", "interval",
-                                            "consume", "slow_ranks", "kind",
-                                            "consume_jitter", "post_delay",
-                                            "size_max", "size_dist", "tags", "receives",
-                                            "window", NULL};
-/* The sections qp, faults, limits, ring and p2p are described by their field tables alone: their
- * keys are the tables' keys, listed here for check_keys (NULL-terminated, in table order). */
-enum { MAX_TABLE_KEYS = 64 };
-struct table_keys {
-  const char *names[MAX_TABLE_KEYS + 1];
+#define XSTR(x) STR(x)
+#define STR(x) #x
+/* The keys of a scenario's top level (struct pp_sim_config), the section of a registered
+ * protocol named by `protocol:` besides (parse_scenario). */
+#define S struct pp_sim_config
+static const struct pp_param top_param_table[] = {
+    PP_PARAM_COMPOSITE_KEYED("name", "a string, the run's name in reports; default the file's "
+                                     "name"),
+    PP_PARAM_UINT(S, seed, 0, UINT64_MAX, 1,
+                  "the run's one seed: every seeded stream derives from it (prepost/prng.h)"),
+    PP_PARAM_COMPOSITE_KEYED("ranks", "required: how many ranks run, 1.." XSTR(PP_MAX_RANKS)),
+    PP_PARAM_COMPOSITE_KEYED("platform", "a SimGrid platform file, or {cluster: ...} "
+                                         "(platform.cluster below)"),
+    PP_PARAM_COMPOSITE_KEYED("nic", "a NIC profile file (models/nics/), or a mapping of its keys "
+                                    "(nic below)"),
+    PP_PARAM_COMPOSITE_KEYED("protocol", "the protocol's registry name (a plug-in's with "
+                                         "--plugin); default naive"),
+    PP_PARAM_COMPOSITE_KEYED("workload", "a mapping: what the ranks do (workload below)"),
+    PP_PARAM_COMPOSITE_KEYED("qp", "a mapping: every queue pair's attributes (qp below)"),
+    PP_PARAM_COMPOSITE_KEYED("faults", "a mapping: the faults injected (faults below)"),
+    PP_PARAM_COMPOSITE_KEYED("limits", "a mapping: when the run stops (limits below)"),
+    PP_PARAM_COMPOSITE_KEYED("ring", "a mapping: the ring protocols' parameters (ring below)"),
+    PP_PARAM_COMPOSITE_KEYED("collective", "a mapping: the collective's parameters (collective "
+                                           "below)"),
+    PP_PARAM_COMPOSITE_KEYED("p2p", "a mapping: the p2p protocols' parameters (p2p below)"),
+    PP_PARAM_COMPOSITE_KEYED("script", "the script workload's programs: a list of {ranks, "
+                                       "repeat, ops}"),
+    PP_PARAM_COMPOSITE_KEYED("test_bugs", "test only: a list of bug names to inject "
+                                          "(engine/core/bugs.h)"),
 };
+#undef S
+static const size_t top_param_count = COUNT_OF(top_param_table);
+static const struct keyset top_keys[] = {KEYSET(top)}; /* `help keys`: the protocols' sections
+                                                          are theirs */
 
-static const char *const *table_keys(struct table_keys *tk, const struct pp_param *t, size_t n)
-{
-  /* the tables are the program's own: tables/sections_take_their_keys_from_their_tables checks
-   * each fits, so the assertion (gone under NDEBUG) never guards a release build alone */
-  assert(n <= MAX_TABLE_KEYS);
-  for (size_t i = 0; i < n; i++)
-    tk->names[i] = t[i].key;
-  tk->names[n] = NULL;
-  return tk->names;
-}
+static const struct pp_param platform_param_table[] = {
+    PP_PARAM_COMPOSITE_KEYED("cluster", "a mapping: a generated cluster, every host on one "
+                                        "switch (platform.cluster below)"),
+};
+static const size_t platform_param_count = COUNT_OF(platform_param_table);
+static const struct keyset platform_keys[] = {KEYSET(platform)};
+static const struct keyset cluster_keys[] = {KEYSET(pp_cluster)};
+
+/* workload: the stream keys (prepost/engine.h's table), slow_ranks, the traffic keys
+ * (prepost/p2p_cfg.h's table). */
+#define W struct pp_workload
+static const struct pp_param workload_own_param_table[] = {
+    PP_PARAM_RANKS_KEYED("slow_ranks", W, consume_ranks,
+                         "the ranks that apply consume (none: every receiver)"),
+};
+#undef W
+static const size_t workload_own_param_count = COUNT_OF(workload_own_param_table);
+static const struct keyset workload_keys[] = {KEYSET(pp_workload), KEYSET(workload_own),
+                                              KEYSET(pp_traffic)};
+
+/* The sections qp, faults, limits, ring and p2p: their field tables alone. */
+static const struct keyset qp_keys[] = {KEYSET(pp_qp)};
+static const struct keyset faults_keys[] = {KEYSET(pp_faults)};
+static const struct keyset limits_keys[] = {KEYSET(pp_limits)};
+static const struct keyset ring_keys[] = {KEYSET(pp_ring)};
+static const struct keyset p2p_keys[] = {KEYSET(pp_p2p)};
 
 /* A section value that must be a mapping ("key:" alone counts as an empty one). */
 static enum pp_status section(struct ctx *c, const struct node *root, const char *key,
-                              const char *const *keys, const struct node **out)
+                              const struct keyset *ks, size_t nks, const struct node **out)
 {
   char where[64];
   *out = NULL;
@@ -894,7 +901,7 @@ static enum pp_status section(struct ctx *c, const struct node *root, const char
     return fail(c, PP_PARSE, v->line, "'%s' must be a mapping, got %s", key, show(c, v));
   snprintf(where, sizeof where, "in '%s'", key);
   *out = v;
-  return check_keys(c, v, keys, where);
+  return check_keys(c, v, ks, nks, where);
 }
 
 static enum pp_status parse_platform(struct ctx *c, const struct node *v, struct pp_platform *pl)
@@ -911,7 +918,7 @@ static enum pp_status parse_platform(struct ctx *c, const struct node *v, struct
                 "'platform' must be a file path or { cluster: { bandwidth: ..., latency: ... } }, "
                 "got %s",
                 show(c, v));
-  enum pp_status st = check_keys(c, v, platform_keys, "in 'platform'");
+  enum pp_status st = check_keys(c, v, platform_keys, NKEYSETS(platform_keys), "in 'platform'");
   if (st != PP_OK)
     return st;
   const struct node *cl = get(v, "cluster");
@@ -922,12 +929,9 @@ static enum pp_status parse_platform(struct ctx *c, const struct node *v, struct
     return PP_OK; /* default cluster */
   if (cl->kind != NODE_MAP)
     return fail(c, PP_PARSE, cl->line, "'cluster' must be a mapping, got %s", show(c, cl));
-  st = check_keys(c, cl, cluster_keys, "in 'platform.cluster'");
-  const struct node *x;
-  if (st == PP_OK && (x = get(cl, "bandwidth")))
-    st = get_bandwidth(c, "bandwidth", x, &pl->bandwidth_bps);
-  if (st == PP_OK && (x = get(cl, "latency")))
-    st = get_duration(c, "latency", x, &pl->latency_ns);
+  st = check_keys(c, cl, cluster_keys, NKEYSETS(cluster_keys), "in 'platform.cluster'");
+  if (st == PP_OK) /* bandwidth, latency */
+    st = get_params(c, cl, pp_cluster_param_table, pp_cluster_param_count, NULL, pl);
   return st;
 }
 
@@ -955,23 +959,12 @@ static enum pp_status parse_nic(struct ctx *c, const struct node *v, struct pp_n
 static enum pp_status parse_workload(struct ctx *c, const struct node *w, uint32_t ranks,
                                      struct pp_workload *wl)
 {
-  const struct node *v;
-  uint64_t x;
   /* kind, pattern, messages, size, interval, consume, consume_jitter, post_delay */
   enum pp_status st =
       get_params(c, w, pp_workload_param_table, pp_workload_param_count, NULL, wl);
-  if (st == PP_OK && (v = get(w, "slow_ranks"))) {
-    if (v->kind != NODE_SEQ)
-      return fail(c, PP_PARSE, v->line,
-                  "'slow_ranks' must be a list of ranks such as [1, 3], got %s", show(c, v));
-    if (v->nkids == 0)
-      return fail(c, PP_INVALID, v->line, "'slow_ranks' must list at least one rank");
-    uint64_t hi = (ranks < 64 ? ranks : 64) - 1, mask = 0;
-    for (size_t i = 0; i < v->nkids && st == PP_OK; i++)
-      if ((st = get_uint(c, "slow_ranks", v->kids[i], 0, hi, &x)) == PP_OK)
-        mask |= 1ull << x;
-    wl->consume_ranks = mask;
-  }
+  if (st == PP_OK) /* slow_ranks */
+    st = get_params_ranked(c, w, workload_own_param_table, workload_own_param_count, NULL, ranks,
+                           wl);
   return st;
 }
 
@@ -1026,30 +1019,17 @@ static enum pp_status parse_qp(struct ctx *c, const struct node *q,
 /* ------------------------------------------------------------------------------------------ */
 /* The ring protocols and the collective workload: workload.kind, sections ring and collective */
 
-static const char *const collective_keys[] = {
-    "op",     "datatype", "size",       "iterations",   "warmup",    "root",       "chunk",
-    "window", "compute",  "slow_ranks", "slow_compute", "slow_from", "slow_until", "check",
-    NULL};
-
-/* A list of ranks such as [1, 3] (each 0..min(63, ranks-1)) as a bitmask. */
-static enum pp_status get_rank_mask(struct ctx *c, const char *key, const struct node *v,
-                                    uint32_t ranks, uint64_t *mask)
-{
-  if (v->kind != NODE_SEQ)
-    return fail(c, PP_PARSE, v->line, "'%s' must be a list of ranks such as [1, 3], got %s", key,
-                show(c, v));
-  if (v->nkids == 0)
-    return fail(c, PP_INVALID, v->line, "'%s' must list at least one rank", key);
-  uint64_t hi = (ranks < 64 ? ranks : 64) - 1, x, m = 0;
-  for (size_t i = 0; i < v->nkids; i++) {
-    enum pp_status st = get_uint(c, key, v->kids[i], 0, hi, &x);
-    if (st != PP_OK)
-      return st;
-    m |= 1ull << x;
-  }
-  *mask = m;
-  return PP_OK;
-}
+/* collective: prepost/collective.h's table, then the keys bounded by the run's ranks. */
+#define K struct pp_coll_params
+static const struct pp_param coll_own_param_table[] = {
+    PP_PARAM_KEYED("root", K, root, PP_PARAM_UINT, 0, UINT32_MAX, 0, "broadcast's root", NULL,
+                   PP_PARAM_F_RANK),
+    PP_PARAM_RANKS_KEYED("slow_ranks", K, slow_ranks,
+                         "the ranks that spend slow_compute instead of compute"),
+};
+#undef K
+static const size_t coll_own_param_count = COUNT_OF(coll_own_param_table);
+static const struct keyset collective_keys[] = {KEYSET(pp_coll), KEYSET(coll_own)};
 
 static enum pp_status parse_ring(struct ctx *c, const struct node *r, struct pp_ring_params *p)
 {
@@ -1063,14 +1043,11 @@ static enum pp_status parse_ring(struct ctx *c, const struct node *r, struct pp_
 static enum pp_status parse_collective(struct ctx *c, const struct node *m, uint32_t ranks,
                                        struct pp_coll_params *p)
 {
-  const struct node *v;
   /* op, datatype, size, iterations, warmup, chunk, window, compute, slow_compute, slow_from,
    * slow_until, check: prepost/collective.h's table; root and slow_ranks depend on ranks */
   enum pp_status st = get_params(c, m, pp_coll_param_table, pp_coll_param_count, NULL, p);
-  if (st == PP_OK && (v = get(m, "root")))
-    st = get_u32(c, "root", v, 0, ranks - 1, &p->root);
-  if (st == PP_OK && (v = get(m, "slow_ranks")))
-    st = get_rank_mask(c, "slow_ranks", v, ranks, &p->slow_ranks);
+  if (st == PP_OK) /* root, slow_ranks */
+    st = get_params_ranked(c, m, coll_own_param_table, coll_own_param_count, NULL, ranks, p);
   if (st == PP_OK && !get(m, "slow_until") && get(m, "slow_ranks"))
     p->slow_until = PP_COLL_MAX_ITERATIONS; /* slow throughout unless a window is given */
   char msg[256] = "";
@@ -1085,7 +1062,6 @@ static enum pp_status parse_ring_keys(struct ctx *c, const struct node *root,
                                       const struct node *workload, struct pp_engine_cfg *e)
 {
   const struct node *ring, *coll;
-  struct table_keys tk;
   enum pp_status st;
   /* workload.kind was read with the workload's table */
   if (workload && get(workload, "kind") && e->workload.kind == PP_WORKLOAD_COLLECTIVE &&
@@ -1096,9 +1072,8 @@ static enum pp_status parse_ring_keys(struct ctx *c, const struct node *root,
     return fail(c, PP_INVALID, kind->line,
                 "workload 'app' is a program's callbacks (prepost/app.h, pp_sim_run_app): a "
                 "scenario cannot run it");
-  if ((st = section(c, root, "ring", table_keys(&tk, pp_ring_param_table, pp_ring_param_count),
-                     &ring)) ||
-      (st = section(c, root, "collective", collective_keys, &coll)))
+  if ((st = section(c, root, "ring", ring_keys, NKEYSETS(ring_keys), &ring)) ||
+      (st = section(c, root, "collective", collective_keys, NKEYSETS(collective_keys), &coll)))
     return st;
   /* a section of another protocol or workload is checked into a copy, then dropped */
   struct pp_ring_params ring_copy;
@@ -1197,28 +1172,27 @@ static enum pp_status parse_scenario(struct ctx *c, const struct node *root, str
 {
   struct pp_sim_config *sim = &s->sim;
   /* the top-level keys, and the section of a registered protocol named by `protocol:` */
-  const char *keys[sizeof top_keys / sizeof top_keys[0] + 1];
-  size_t nk = 0;
-  for (; top_keys[nk]; nk++)
-    keys[nk] = top_keys[nk];
   const struct node *pn = get(root, "protocol");
   const struct pp_proto_def *pd = NULL;
   enum pp_status st0;
-  if (pn && pn->kind == NODE_SCALAR && !memchr(pn->str, '\0', pn->len) &&
-      (pd = pp_proto_find(pn->str)) && pd->nparams)
-    keys[nk++] = pd->name;
-  keys[nk] = NULL;
+  if (pn && pn->kind == NODE_SCALAR && !memchr(pn->str, '\0', pn->len))
+    pd = pp_proto_find(pn->str);
+  const bool proto_params = pd && pd->nparams;
+  const struct pp_param proto_section[] = {PP_PARAM_COMPOSITE_KEYED(
+      proto_params ? pd->name : "", "a mapping: the protocol's parameters")};
+  const size_t proto_section_count = 1;
+  const struct keyset keys[] = {KEYSET(top), {proto_section, &proto_section_count}};
   int proto;
   if (pn && !pd && (st0 = get_enum(c, "protocol", pn, (int)pp_proto_count(), protocol_name_i,
                                    pp_protocol_from_name, &proto)))
     return st0; /* before its section shows as an unknown key */
-  enum pp_status st = check_keys(c, root, keys, "at top level");
+  enum pp_status st = check_keys(c, root, keys, proto_params ? 2 : 1, "at top level");
   const struct node *v, *workload, *qp, *faults, *limits;
   if (st != PP_OK)
     return st;
   if ((v = get(root, "name")) && (st = get_string(c, "name", v, sim->name, sizeof sim->name)))
     return st;
-  if ((v = get(root, "seed")) && (st = get_uint(c, "seed", v, 0, UINT64_MAX, &sim->seed)))
+  if ((st = get_params(c, root, top_param_table, top_param_count, NULL, sim))) /* seed */
     return st;
   if (!(v = get(root, "ranks")))
     return fail(c, PP_PARSE, root->line, "missing required key 'ranks'");
@@ -1237,13 +1211,10 @@ static enum pp_status parse_scenario(struct ctx *c, const struct node *root, str
     if ((st = parse_proto_params(c, root, &sim->engine)))
       return st;
   }
-  struct table_keys tk;
-  if ((st = section(c, root, "workload", workload_keys, &workload)) ||
-      (st = section(c, root, "qp", table_keys(&tk, pp_qp_param_table, pp_qp_param_count), &qp)) ||
-      (st = section(c, root, "faults",
-                    table_keys(&tk, pp_faults_param_table, pp_faults_param_count), &faults)) ||
-      (st = section(c, root, "limits",
-                    table_keys(&tk, pp_limits_param_table, pp_limits_param_count), &limits)))
+  if ((st = section(c, root, "workload", workload_keys, NKEYSETS(workload_keys), &workload)) ||
+      (st = section(c, root, "qp", qp_keys, NKEYSETS(qp_keys), &qp)) ||
+      (st = section(c, root, "faults", faults_keys, NKEYSETS(faults_keys), &faults)) ||
+      (st = section(c, root, "limits", limits_keys, NKEYSETS(limits_keys), &limits)))
     return st;
   if (workload && (st = parse_workload(c, workload, sim->engine.nranks, &sim->engine.workload)))
     return st;
@@ -1480,15 +1451,13 @@ bool pp_scenario_runs_nothing(const struct pp_scenario *sc, char *why, size_t wh
   return true;
 }
 
-/* One key of a section: the table's kind, default and sentence, or only its name. */
-static void print_key(FILE *out, const char *section, const char *key, const struct pp_param *t,
-                      size_t n)
+/* One key of a section: its kind, default and sentence (a composite: its sentence). */
+static void print_key(FILE *out, const char *section, const struct pp_param *p)
 {
   char full[64];
-  snprintf(full, sizeof full, "%s%s%s", section ? section : "", section ? "." : "", key);
-  const struct pp_param *p = t ? pp_param_find(t, n, key) : NULL;
-  if (!p) {
-    fprintf(out, "  %s\n", full);
+  snprintf(full, sizeof full, "%s%s%s", section ? section : "", section ? "." : "", p->key);
+  if (p->kind == PP_PARAM_COMPOSITE) {
+    fprintf(out, "  %-26s %s\n", full, p->doc);
     return;
   }
   char def[48], kind[160];
@@ -1514,53 +1483,59 @@ static void print_key(FILE *out, const char *section, const char *key, const str
     b.width = 8;
     pp_param_format(&b, &p->min, lo, sizeof lo);
     pp_param_format(&b, &p->max, hi, sizeof hi);
-    if (p->max == UINT64_MAX || (p->max == UINT32_MAX && p->kind == PP_PARAM_UINT))
-      snprintf(kind, sizeof kind, "%s >= %s", pp_param_kind_name((enum pp_param_kind)p->kind),
-               lo);
+    const char *name = pp_param_kind_name((enum pp_param_kind)p->kind);
+    if (p->kind == PP_PARAM_BANDWIDTH && p->min == PP_PARAM_BW_MIN && p->max == PP_PARAM_BW_MAX)
+      snprintf(kind, sizeof kind, "%s > 0 (bits/s)", name);
+    else if (p->max == UINT64_MAX || (p->max == UINT32_MAX && p->kind == PP_PARAM_UINT))
+      snprintf(kind, sizeof kind, "%s >= %s", name, lo);
     else
-      snprintf(kind, sizeof kind, "%s %s..%s", pp_param_kind_name((enum pp_param_kind)p->kind),
-               lo, hi);
+      snprintf(kind, sizeof kind, "%s %s..%s", name, lo, hi);
   }
   fprintf(out, "  %-26s %s; default %s\n  %-26s %s\n", full, kind, def, "", p->doc);
 }
 
+/* Every section of a scenario file with the tables its parser checks its keys against, in the
+ * order `help keys` lists them. */
+static const struct {
+  const char *section;
+  const struct keyset *ks;
+  size_t nks;
+} sections[] = {{NULL, top_keys, NKEYSETS(top_keys)},
+                {"workload", workload_keys, NKEYSETS(workload_keys)},
+                {"qp", qp_keys, NKEYSETS(qp_keys)},
+                {"p2p", p2p_keys, NKEYSETS(p2p_keys)},
+                {"ring", ring_keys, NKEYSETS(ring_keys)},
+                {"collective", collective_keys, NKEYSETS(collective_keys)},
+                {"faults", faults_keys, NKEYSETS(faults_keys)},
+                {"limits", limits_keys, NKEYSETS(limits_keys)},
+                {"nic", nic_keys, NKEYSETS(nic_keys)},
+                {"platform", platform_keys, NKEYSETS(platform_keys)},
+                {"platform.cluster", cluster_keys, NKEYSETS(cluster_keys)}};
+
+bool pp_scenario_section_table(const char *section, size_t i, const struct pp_param **t,
+                               size_t *n)
+{
+  for (size_t j = 0; j < NKEYSETS(sections); j++)
+    if (!section ? !sections[j].section
+                 : sections[j].section && !strcmp(section, sections[j].section)) {
+      if (i >= sections[j].nks)
+        return false;
+      *t = sections[j].ks[i].t;
+      *n = *sections[j].ks[i].n;
+      return true;
+    }
+  return false;
+}
+
 void pp_scenario_print_keys(FILE *out)
 {
-  static const struct {
-    const char *section;
-    const char *const *keys;
-    const struct pp_param *table;
-    const size_t *n;
-  } secs[] = {{NULL, top_keys, NULL, NULL},
-              {"workload", workload_keys, pp_workload_param_table, &pp_workload_param_count},
-              {"workload", workload_keys, pp_traffic_param_table, &pp_traffic_param_count},
-              {"qp", NULL, pp_qp_param_table, &pp_qp_param_count},
-              {"p2p", NULL, pp_p2p_param_table, &pp_p2p_param_count},
-              {"ring", NULL, pp_ring_param_table, &pp_ring_param_count},
-              {"collective", collective_keys, pp_coll_param_table, &pp_coll_param_count},
-              {"faults", NULL, pp_faults_param_table, &pp_faults_param_count},
-              {"limits", NULL, pp_limits_param_table, &pp_limits_param_count},
-              {"nic", nic_keys, pp_nic_param_table, &pp_nic_param_count},
-              {"platform.cluster", cluster_keys, NULL, NULL}};
   fprintf(out, "Scenario keys (models/scenarios/README.md), for a scenario file and for\n"
                "`prepost run --set KEY=VALUE` (SECTION.KEY for the keys of a section). Sizes:\n"
                "4096, 64B, 4KiB, 1MiB, 1GB; durations: 500ns, 2us, 1.5ms, 10s (bare: ns).\n");
-  size_t nsecs = sizeof secs / sizeof secs[0];
-  struct table_keys tk;
-  for (size_t i = 0; i < nsecs; i++) {
-    if (i > 0 && secs[i].keys && secs[i - 1].keys == secs[i].keys)
-      continue; /* a section with two tables (workload: stream and traffic keys): done */
-    fprintf(out, "\n%s:\n", secs[i].section ? secs[i].section : "top level");
-    const char *const *keys =
-        secs[i].keys ? secs[i].keys : table_keys(&tk, secs[i].table, *secs[i].n);
-    for (const char *const *k = keys; *k; k++) {
-      const struct pp_param *t = NULL;
-      size_t n = 0;
-      for (size_t j = i; j < nsecs && (j == i || (secs[i].keys && secs[j].keys == secs[i].keys)) && !t;
-           j++)
-        if (secs[j].table && pp_param_find(secs[j].table, *secs[j].n, *k))
-          t = secs[j].table, n = *secs[j].n;
-      print_key(out, secs[i].section, *k, t, n);
-    }
+  for (size_t i = 0; i < NKEYSETS(sections); i++) {
+    fprintf(out, "\n%s:\n", sections[i].section ? sections[i].section : "top level");
+    for (size_t s = 0; s < sections[i].nks; s++)
+      for (size_t k = 0; k < *sections[i].ks[s].n; k++)
+        print_key(out, sections[i].section, &sections[i].ks[s].t[k]);
   }
 }

@@ -48,6 +48,15 @@ bool pp_scenario_runs_nothing(const struct pp_scenario *sc, char *why, size_t wh
 /* Every scenario key (section, key, kind, default, one sentence): `prepost help keys`. */
 void pp_scenario_print_keys(FILE *out);
 
+/* The keys of a scenario section, as the parser checks them and `help keys` lists them: its
+ * field tables (prepost/param.h) in order. Section NULL is the top level, else "workload", "qp",
+ * "p2p", "ring", "collective", "faults", "limits", "nic" (also a NIC profile file's keys),
+ * "platform", "platform.cluster". Table i of the section into *t and *n; false past its last
+ * table or for another name. (The top level also takes the section of a protocol with
+ * parameters of its own, named after it: prepost/proto.h.) */
+bool pp_scenario_section_table(const char *section, size_t i, const struct pp_param **t,
+                               size_t *n);
+
 /* limits.no_progress when a scenario does not say (1 s: simulated on SimGrid, wall clock on
  * verbs); 0 turns the bound off. */
 #define PP_NO_PROGRESS_DEFAULT_NS 1000000000ull

@@ -17,6 +17,10 @@
  *   enum      one of the names the entry lists
  *   prob      a probability: a decimal number such as 0.05 or 1e-3 (a double member)
  *   ranks     a set of ranks 0..63 such as [1, 3] or 1,3 (a uint64_t bitmask member)
+ *   bandwidth "100Gbps", "25GBps" (bytes/s), "94148362bps" or a bare number of bits/s, finite
+ *             and > 0 (a double member, bits/s)
+ *   composite a key whose value has its own shape (a list, a mapping, a file path, a string):
+ *             no member; the section's own code parses it, the entry gives its name and doc
  *
  * Pure string handling: no I/O, no allocation (part of the engine library).
  */
@@ -44,7 +48,9 @@ PP_API_BEGIN
   X(BOOL, "bool")                                                              \
   X(ENUM, "enum")                                                              \
   X(PROB, "probability")                                                       \
-  X(RANKS, "rank list")
+  X(RANKS, "rank list")                                                        \
+  X(BANDWIDTH, "bandwidth")                                                    \
+  X(COMPOSITE, "composite")
 
 enum pp_param_kind {
 #define PP_X(id, name) PP_PARAM_##id,
@@ -61,8 +67,9 @@ struct pp_param {
   uint8_t width;    /* bytes of the unsigned integer member: 1, 2, 4 or 8 (bool: 1) */
   uint8_t flags;    /* PP_PARAM_F_* */
   uint32_t offset;  /* of the member in the module's parameter struct */
-  uint64_t min, max, def;     /* enum: indices into names; prob: the double's bits (for values
-                                 >= 0 the bits order as the numbers: PP_PARAM_PROB_ONE) */
+  uint64_t min, max, def;     /* enum: indices into names; prob, bandwidth: the double's bits
+                                 (for values >= 0 the bits order as the numbers:
+                                 PP_PARAM_PROB_ONE, PP_PARAM_BW_MAX); composite: 0 */
   const char *const *names;   /* enum: names[min..max], NULL-free */
 };
 
@@ -78,6 +85,13 @@ struct pp_param {
  * PP_PARAM_PROB_ONE is 1.0, PP_PARAM_PROB_BELOW_ONE the largest double below 1 (p < 1). */
 #define PP_PARAM_PROB_ONE 0x3ff0000000000000ull
 #define PP_PARAM_PROB_BELOW_ONE 0x3fefffffffffffffull
+
+/* The bits of a bandwidth bound or default (a double > 0, bits/s): PP_PARAM_BW_MIN the smallest
+ * double > 0 (min: "> 0"), PP_PARAM_BW_MAX the largest finite one (max: "finite"),
+ * PP_PARAM_BW_100G 100 Gb/s (100e9; tests/test_param.c checks each). */
+#define PP_PARAM_BW_MIN 0x0000000000000001ull
+#define PP_PARAM_BW_MAX 0x7fefffffffffffffull
+#define PP_PARAM_BW_100G 0x42374876e8000000ull
 
 /* An entry for member `m` of struct type `T` (an unsigned integer type, or bool), named key_. */
 #define PP_PARAM_KEYED(key_, T, m, kind_, lo, hi, dflt, doc_, names_, flags_)  \
@@ -108,6 +122,19 @@ struct pp_param {
 #define PP_PARAM_RANKS_KEYED(key_, T, m, doc_)                                   \
   PP_PARAM_KEYED(key_, T, m, PP_PARAM_RANKS, 0, UINT64_MAX, 0, doc_, NULL, PP_PARAM_F_RANK)
 
+/* `m` a double of bits/s, finite and > 0, default dflt_bits (PP_PARAM_BW_100G, ...) */
+#define PP_PARAM_BANDWIDTH_KEYED(key_, T, m, dflt_bits, doc_)                  \
+  PP_PARAM_KEYED(key_, T, m, PP_PARAM_BANDWIDTH, PP_PARAM_BW_MIN, PP_PARAM_BW_MAX, dflt_bits,   \
+                 doc_, NULL, 0)
+/* A key of a section whose value its own code parses (doc: its shape and meaning); no member:
+ * pp_param_get reads 0, pp_param_put, pp_params_defaults and pp_params_check leave it alone,
+ * pp_param_set refuses it. It names the key for the unknown-key check and `help keys`. */
+#define PP_PARAM_COMPOSITE_KEYED(key_, doc_)                                   \
+  {                                                                            \
+    .key = (key_), .doc = (doc_), .kind = PP_PARAM_COMPOSITE, .width = 0, .flags = 0,           \
+    .offset = 0, .min = 0, .max = 0, .def = 0, .names = NULL                   \
+  }
+
 /* ---- the value parsers: text [s, s + len) (leading and trailing blanks ignored) ----
  * PP_OK and *out; PP_PARSE when the text has not the shape, PP_INVALID when it is out of
  * [lo, hi]; then `why` (may be NULL) gets the tail of a sentence that follows the setting's
@@ -126,21 +153,33 @@ enum pp_status pp_parse_prob(const char *s, size_t len, double hi, double *out, 
 enum pp_status pp_parse_ranks(const char *s, size_t len, uint32_t ranks, uint64_t *out,
                               char *why, size_t whylen);
 
+/* A bandwidth in bits/s within [lo, hi] (lo > 0; "must be a finite bandwidth > 0" when lo is
+ * the smallest double above 0 and hi the largest finite one): "100Gbps", "1.5Tbps", "25GBps"
+ * (bytes/s: times 8), "kbps"/"Kbps", "Mbps", "bps", or a bare decimal number of bits/s
+ * ("1e11"). */
+enum pp_status pp_parse_bandwidth(const char *s, size_t len, double lo, double hi, double *out,
+                                  char *why, size_t whylen);
+
 /* The canonical text of a value, which its parser reads back to the same value: sizes and
- * durations in the largest unit that divides them exactly ("64KiB", "1500ns", "2ms").
+ * durations in the largest unit that divides them exactly ("64KiB", "1500ns", "2ms");
+ * bandwidths in the largest bit unit of which they are a whole number below 2^53 ("100Gbps",
+ * "94148362bps"), else as a bare number of bits/s with 17 digits.
  * snprintf-like: returns the length it wanted. */
 size_t pp_format_size(uint64_t bytes, char *buf, size_t len);
 size_t pp_format_duration(uint64_t ns, char *buf, size_t len);
+size_t pp_format_bandwidth(double bps, char *buf, size_t len);
 
 /* ---- field tables ---- */
 /* The table of a module's section: `extern const struct pp_param NAME_param_table[]` and its
- * entry count (the built-in ones: qp, workload, traffic, p2p, ring, coll, nic, limits). */
+ * entry count (the built-in ones: qp, workload, traffic, p2p, ring, coll, nic, faults, limits,
+ * cluster). */
 #define PP_PARAM_TABLE(name)                                                   \
   extern const struct pp_param name##_param_table[];                           \
   extern const size_t name##_param_count
 /* The entry named key (exact), or NULL. */
 const struct pp_param *pp_param_find(const struct pp_param *t, size_t n, const char *key);
-/* The member's value (enum: its index, bool: 0/1). */
+/* The member's value (enum: its index, bool: 0/1, prob and bandwidth: the double's bits,
+ * composite: 0). */
 uint64_t pp_param_get(const struct pp_param *p, const void *obj);
 /* Stores v (no bounds check: pp_param_set and pp_params_check do that). */
 void pp_param_put(const struct pp_param *p, void *obj, uint64_t v);
@@ -160,8 +199,9 @@ void pp_params_defaults(const struct pp_param *t, size_t n, void *obj);
 /* Every member within its bounds; else PP_INVALID and "KEY must be ..., got ..." in err. */
 enum pp_status pp_params_check(const struct pp_param *t, size_t n, const void *obj, char *err,
                                size_t errlen);
-/* A table is well formed: keys unique and non-empty, widths 1/2/4/8 and min <= def <= max that
- * fit the width, enums with names. false with the first problem in err (for registries). */
+/* A table is well formed: keys unique and non-empty, widths 1/2/4/8 (a probability or a
+ * bandwidth: 8, a composite: 0 and no bounds) and min <= def <= max that fit the width, enums
+ * with names. false with the first problem in err (for registries). */
 bool pp_params_valid(const struct pp_param *t, size_t n, size_t obj_size, char *err,
                      size_t errlen);
 

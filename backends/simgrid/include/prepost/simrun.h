@@ -48,6 +48,9 @@ struct pp_sim_config {
 /* The scenario section `limits` (max_sim_time, no_progress, memory: members of struct
  * pp_sim_config), backends/simgrid/sim_param.c. */
 PP_PARAM_TABLE(pp_limits);
+/* The generated cluster of a scenario's `platform: {cluster: ...}` (struct pp_platform:
+ * bandwidth, latency). */
+PP_PARAM_TABLE(pp_cluster);
 
 /* What a run of cfg needs, estimated before anything is allocated: per rank its engine
  * (pp_engine_mem_need), its simulated NIC (simnic_mem_bytes), its actor's stack and SimGrid's
