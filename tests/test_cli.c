@@ -1087,7 +1087,7 @@ Test(cli, plugin_protocol_hang_report)
  * scenario no longer parses, no longer completes or no longer hangs as it says fails. */
 Test(cli, plugin_list_of_the_verbs_suite_holds_on_the_simulator, .timeout = 120)
 {
-  char *list = slurp(PREPOST_SOURCE_DIR "/tests/verbs/plugin.list");
+  char *list = scratch_slurp(PREPOST_SOURCE_DIR "/tests/verbs/plugin.list", NULL);
   unsigned checked = 0;
   char *save = NULL;
   for (char *line = strtok_r(list, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
