@@ -41,11 +41,16 @@ static enum pp_status progress_1(struct pp_engine *e)
   return s;
 }
 
+/* progress_1 would do nothing. */
+static inline bool progress_idle(const struct p2p *p)
+{
+  return !p->ctrl_sum && !p->work && !p->reg_wake && !p2p_may_start(p);
+}
+
 /* progress_1 unless it would do nothing: it is called at the end of every event and API call. */
 static inline enum pp_status progress(struct pp_engine *e)
 {
-  const struct p2p *p = P2P(e);
-  if (!p->ctrl_sum && !p->work && !p->reg_wake && !p2p_may_start(p))
+  if (progress_idle(P2P(e)))
     return PP_OK;
   return progress_1(e);
 }
@@ -522,8 +527,14 @@ static enum pp_status send_common(struct pp_engine *e, uint64_t now, const void 
     *out = handle_of(p, r);
   if (pe->failed)
     return fail_at_once(e, now, r, pe);
+  bool direct = p->depth == 0 && !pe->pend_head && progress_idle(p);
   send_queue(p, pe, r);
-  return api_done(e, now, PP_OK);
+  if (!direct)
+    return api_done(e, now, PP_OK);
+  p->now = now; /* what api_done does, progress being start_all alone */
+  p2p_start_direct(e, (uint32_t)pi);
+  p2p_arm_flush(e, now);
+  return PP_OK;
 }
 
 enum pp_status pp_p2p_isend(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len,

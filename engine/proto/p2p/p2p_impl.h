@@ -534,6 +534,14 @@ static inline void p2p_arm_flush(struct pp_engine *e, uint64_t now)
     p->flush_armed = true;
 }
 
+/* The protocol a send of len bytes takes. */
+static inline uint32_t p2p_msg_proto(const struct p2p *p, uint32_t len)
+{
+  if (len <= p->prm.eager_limit)
+    return PP_P2P_EAGER;
+  return len <= p->prm.rget_limit ? PP_P2P_RNDV_GET : PP_P2P_RNDV_PUT;
+}
+
 /* The engine runs one of the p2p protocols. */
 static inline bool p2p_proto_ok(int protocol)
 {
@@ -565,8 +573,8 @@ enum pp_status p2p_send_reply(struct pp_engine *e, uint32_t ch, const struct hdr
 enum pp_status p2p_reply_consumed(struct pp_engine *e, struct rx *r);
 enum pp_status p2p_release_rx(struct pp_engine *e, struct rx *r);
 enum pp_status p2p_credits_due(struct pp_engine *e, uint32_t ch);
-uint32_t p2p_msg_proto(const struct p2p *p, uint32_t len);
 enum pp_status p2p_start_all(struct pp_engine *e);
+void p2p_start_direct(struct pp_engine *e, uint32_t pi);
 
 /* fail.c */
 void p2p_fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead, uint8_t err,
