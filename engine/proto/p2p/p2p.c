@@ -604,27 +604,6 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
   return api_done(e, now, recv_match(e, now, r));
 }
 
-void p2p_fill_status(const struct p2p *p, const struct req *r, struct pp_p2p_status *st)
-{
-  (void)p;
-  *st = (struct pp_p2p_status){
-      .source = r->src,
-      .tag = r->mtag,
-      .ctx = r->ctx,
-      .len = r->got,
-      .msg_len = r->msg_len,
-      .error = r->err,
-      .proto = r->proto,
-      .wc_status = r->wc,
-      .done_ns = r->done_ns,
-  };
-  if (r->kind == K_RECV && r->err != PP_P2P_E_OK && r->err != PP_P2P_E_TRUNCATED) {
-    st->source = r->rank;
-    st->tag = r->tag;
-    st->len = st->msg_len = 0;
-  }
-}
-
 bool pp_p2p_test(struct pp_engine *e, pp_req *req, struct pp_p2p_status *st)
 {
   struct p2p *p = api(e);
