@@ -338,7 +338,7 @@ static enum pp_status finish(struct pp_engine *e, uint64_t now, enum pp_status s
   if (s == PP_OK)
     s = progress(e);
   if (--p->depth == 0) {
-    enum pp_status f = p2p_flush_done(e, now);
+    enum pp_status f = p->done_head ? p2p_flush_done(e, now) : PP_OK; /* (nothing to flush) */
     if (s == PP_OK)
       s = f;
     if (s == PP_OK)
@@ -555,7 +555,9 @@ enum pp_status pp_p2p_issend(struct pp_engine *e, uint64_t now, const void *buf,
 static enum pp_status recv_match(struct pp_engine *e, uint64_t now, struct req *r)
 {
   struct p2p *p = P2P(e);
-  struct pp_mentry *m = pp_match_find_unexpected(&p->match, r->ctx, r->rank, r->tag);
+  struct pp_mentry *m = p->match.nunexpected
+                            ? pp_match_find_unexpected(&p->match, r->ctx, r->rank, r->tag)
+                            : NULL; /* (what it finds in an empty queue) */
   enum pp_status s;
   if (m) {
     struct rx *x = pp_container_of(m, struct rx, me);
@@ -584,7 +586,8 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
     *out = PP_REQ_NULL;
   if (!p || (!buf && len) || len > PP_MAX_MSG_SIZE)
     return PP_INVALID;
-  if (source != PP_ANY_SOURCE && peer_idx(p, e, source) < 0)
+  int pi = source == PP_ANY_SOURCE ? -1 : peer_idx(p, e, source);
+  if (source != PP_ANY_SOURCE && pi < 0)
     return PP_INVALID;
   struct req *r = req_alloc(p);
   if (!r)
@@ -599,8 +602,8 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
   r->cookie = cookie;
   if (out)
     *out = handle_of(p, r);
-  if (source != PP_ANY_SOURCE && p->peer[peer_idx(p, e, source)].failed)
-    return fail_at_once(e, now, r, &p->peer[peer_idx(p, e, source)]);
+  if (pi >= 0 && p->peer[pi].failed)
+    return fail_at_once(e, now, r, &p->peer[pi]);
   return api_done(e, now, recv_match(e, now, r));
 }
 
