@@ -38,21 +38,23 @@ static void unpost_tx(struct pp_engine *e, uint32_t t)
   tx_free(p, t);
 }
 
-/* Posts tx slot t (its header already filled) with `len` bytes; hands back the owed credits.
- * A refused SEND leaves nothing behind (unpost_tx): the caller decides what fails. */
-static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
+/* Posts tx slot t (its header h already filled) with `len` bytes from the pool whose
+ * registration has lkey; hands back the owed credits. A refused SEND leaves nothing behind
+ * (unpost_tx): the caller decides what fails. */
+static enum pp_status post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len,
+                                  uint32_t lkey)
 {
   struct p2p *p = P2P(e);
-  struct tx *x = &p->tx[t];
-  struct chan *c = &p->ch[x->ch];
-  struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
-  h->credits = (uint16_t)c->owed;
-  h->rcredits = (uint16_t)c->rowed;
+  uint32_t ci = p->tx[t].ch;
+  struct chan *c = &p->ch[ci];
+  uint32_t owed = c->owed, rowed = c->rowed;
+  h->credits = (uint16_t)owed;
+  h->rcredits = (uint16_t)rowed;
   if (c->credit_pending) /* the CREDIT it waits to send may be piggy-backed now */
-    p2p_ctrl_wake(p, x->ch);
+    p2p_ctrl_wake(p, ci);
   if (h->type != M_CREDIT)
-    p->st.credits_piggybacked += c->owed + c->rowed;
-  c->given += c->owed;
+    p->st.credits_piggybacked += owed + rowed;
+  c->given += owed;
   c->owed = c->rowed = 0;
   bool dq = p2p_on_dqp(p, h->type);
   uint32_t *sq = dq ? &c->dsq_used : &c->sq_used;
@@ -61,14 +63,20 @@ static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
   wr->opcode = PP_WR_SEND;
   wr->send_flags = PP_SEND_SIGNALED;
   wr->num_sge = 1;
-  wr->sg_list[0] = (struct pp_sge){.addr = (uint64_t)(uintptr_t)h, .length = len,
-                                   .lkey = tx_mr(p, t)->lkey};
+  wr->sg_list[0] = (struct pp_sge){.addr = (uint64_t)(uintptr_t)h, .length = len, .lkey = lkey};
   (*sq)++;
   assert(*sq <= e->cfg.qp.sq_depth); /* every caller checked for room */
   enum pp_status s = (enum pp_status)e->ops->post_send(e->nic, dq ? c->dqpn : c->qpn, wr);
   if (s != PP_OK)
     unpost_tx(e, t);
   return s;
+}
+
+/* post_tx_hdr for tx slot t, from its pool. */
+static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
+{
+  struct p2p *p = P2P(e);
+  return post_tx_hdr(e, t, (struct hdr *)(void *)tx_buf(p, t), len, tx_mr(p, t)->lkey);
 }
 
 /* (srq: a channel's credits are its grant, not D) */
@@ -204,46 +212,45 @@ enum pp_status p2p_release_rx(struct pp_engine *e, struct rx *r)
 
 /* ------------------------------------------------------------------ sending */
 
-uint32_t p2p_msg_proto(const struct p2p *p, uint32_t len)
-{
-  if (len <= p->prm.eager_limit)
-    return PP_P2P_EAGER;
-  return len <= p->prm.rget_limit ? PP_P2P_RNDV_GET : PP_P2P_RNDV_PUT;
-}
-
 /* A channel to peer pe with a data credit and send-queue room, round robin; UINT32_MAX: none.
  * (srq: the data QP's send queue; test bug srq-no-credits: no credit needed.) */
 static uint32_t send_channel(const struct pp_engine *e, const struct p2p *p,
                              const struct peer *pe)
 {
+  uint32_t depth = e->cfg.qp.sq_depth, n = p->prm.channels;
   if (p->srq) {
     const struct chan *c = &p->ch[pe->ch0]; /* srq: one channel */
     bool credit = c->credits || PP_BUG(&e->cfg, SRQ_NO_CREDITS);
-    return credit && c->dsq_used < e->cfg.qp.sq_depth ? pe->ch0 : UINT32_MAX;
+    return credit && c->dsq_used < depth ? pe->ch0 : UINT32_MAX;
   }
-  for (uint32_t k = 0; k < p->prm.channels; k++) {
-    uint32_t i = pe->ch0 + (pe->next_ch + k) % p->prm.channels;
+  if (n == 1) { /* the common case: no round robin */
+    const struct chan *c = &p->ch[pe->ch0];
+    return c->credits && c->sq_used < depth ? pe->ch0 : UINT32_MAX;
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t i = pe->ch0 + (pe->next_ch + k) % n;
     const struct chan *c = &p->ch[i];
-    if (c->credits && c->sq_used < e->cfg.qp.sq_depth)
+    if (c->credits && c->sq_used < depth)
       return i;
   }
   return UINT32_MAX;
 }
 
-/* The send buffer of r's EAGER or RTS on channel ch (none: UINT32_MAX) and, for an RGET, the
- * registration that exposes r's buffer; NO_TX when r must wait (*wait: the peer's bit of the
- * wait mask that says for what, none for a registration). *abort: that registration failed and
- * none of ours will ever be released (the RTS goes only to keep the sequence). */
+/* The send buffer of r's EAGER or RTS on channel ch (none: UINT32_MAX) from *pool and, for an
+ * RGET, the registration that exposes r's buffer; NO_TX when r must wait (*wait: the peer's bit
+ * of the wait mask that says for what, none for a registration). *abort: that registration
+ * failed and none of ours will ever be released (the RTS goes only to keep the sequence). */
 static uint32_t send_resources(struct pp_engine *e, const struct req *r, uint32_t ch,
-                               struct pp_mr *xmr, bool *abort, uint64_t **wait)
+                               struct txpool **pool, struct pp_mr *xmr, bool *abort,
+                               uint64_t **wait)
 {
   struct p2p *p = P2P(e);
-  bool big = r->proto == PP_P2P_EAGER && r->len > 0;
   if (ch == UINT32_MAX) {
     *wait = &p->wait_chan;
     return NO_TX;
   }
-  uint32_t t = tx_alloc(p, big ? &p->big : &p->small);
+  *pool = r->proto == PP_P2P_EAGER && r->len > 0 ? &p->big : &p->small;
+  uint32_t t = tx_alloc(p, *pool);
   if (t == NO_TX)
     *wait = &p->wait_tx;
   if (t != NO_TX && r->proto == PP_P2P_RNDV_GET &&
@@ -291,20 +298,22 @@ static void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint32_t c
   p->st.sent[r->proto]++;
 }
 
-/* Fills send buffer t with r's EAGER (header and payload) or RTS; returns its length. */
-static uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t, uint32_t rkey,
-                            bool abort)
+/* Fills send buffer t (its header h) with r's EAGER (header and payload) or RTS; returns its
+ * length. Every byte of the header is written (the fields it does not use are 0). */
+static uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t, struct hdr *h,
+                            uint32_t rkey, bool abort)
 {
-  struct hdr *h = (struct hdr *)(void *)tx_buf(p, t);
+  uint64_t handle = handle_of(p, r);
+  uint8_t type = r->proto == PP_P2P_EAGER ? M_EAGER : M_RTS;
   *h = (struct hdr){
-      .type = r->proto == PP_P2P_EAGER ? M_EAGER : M_RTS,
+      .type = type,
       .flags = (uint8_t)(((r->flags & R_SYNC) ? F_SYNC : 0) |
                          (r->proto == PP_P2P_RNDV_GET ? F_RGET : 0) | (abort ? F_ABORT : 0)),
       .ctx = r->ctx,
       .seq = r->seq,
       .tag = r->tag,
       .len = r->len,
-      .sreq = handle_of(p, r),
+      .sreq = handle,
       .addr = (uint64_t)(uintptr_t)r->buf,
       .rkey = rkey,
   };
@@ -316,12 +325,12 @@ static uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t, uint
     h->nfrag = c->seen;
   }
   uint32_t len = HDR;
-  if (r->proto == PP_P2P_EAGER && r->len) {
+  if (type == M_EAGER && r->len) {
     memcpy((uint8_t *)h + HDR, r->buf, r->len);
     len += r->len;
   }
-  p->tx[t] = (struct tx){.next = NO_TX, .ch = r->ch, .req = abort ? 0 : handle_of(p, r),
-                         .nwr = 1, .type = h->type};
+  p->tx[t] = (struct tx){.next = NO_TX, .ch = r->ch, .req = abort ? 0 : handle, .nwr = 1,
+                         .type = type};
   return len;
 }
 
@@ -345,13 +354,14 @@ static void start_sends(struct pp_engine *e, uint32_t pi)
 {
   struct p2p *p = P2P(e);
   struct peer *pe = &p->peer[pi];
-  while (pe->pend_head) {
-    struct req *r = pe->pend_head;
+  struct req *r;
+  while ((r = pe->pend_head)) {
     struct pp_mr xmr = {0};
     bool abort = false;
     uint64_t *wait = NULL;
+    struct txpool *pool = NULL;
     uint32_t ch = send_channel(e, p, pe);
-    uint32_t t = send_resources(e, r, ch, &xmr, &abort, &wait);
+    uint32_t t = send_resources(e, r, ch, &pool, &xmr, &abort, &wait);
     if (t == NO_TX) {
       park(p, r);
       if (wait)
@@ -359,11 +369,24 @@ static void start_sends(struct pp_engine *e, uint32_t pi)
       return;
     }
     send_begin(p, pe, r, ch, xmr);
-    uint32_t len = send_header(p, r, t, xmr.rkey, abort);
-    if (post_tx(e, t, len) != PP_OK)
+    struct hdr *h = (struct hdr *)(void *)(pool->buf + (size_t)(t - pool->first) * pool->size);
+    uint32_t len = send_header(p, r, t, h, xmr.rkey, abort);
+    if (post_tx_hdr(e, t, h, len, pool->mr.lkey) != PP_OK)
       send_refused(e, pe, r);
     else if (abort) /* the RTS only keeps the sequence: the receiver drops it */
       p2p_fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
+  }
+}
+
+/* The peers of mask m that may start sends, in index order, and those after them that may once
+ * these started; the others would fail the same way as last time. */
+static void start_from(struct pp_engine *e, uint64_t m)
+{
+  struct p2p *p = P2P(e);
+  while (m && p->npending) {
+    uint32_t i = (uint32_t)__builtin_ctzll(m);
+    start_sends(e, i);
+    m = i == 63 ? 0 : p2p_may_start(p) & ~0ull << (i + 1); /* the peers after i, now */
   }
 }
 
@@ -371,12 +394,15 @@ static void start_sends(struct pp_engine *e, uint32_t pi)
  * order; the others would fail the same way as last time. */
 enum pp_status p2p_start_all(struct pp_engine *e)
 {
-  struct p2p *p = P2P(e);
-  for (uint64_t m = p2p_may_start(p); m && p->npending;) {
-    uint32_t i = (uint32_t)__builtin_ctzll(m);
-    start_sends(e, i);
-    m = i == 63 ? 0 : p2p_may_start(p) & ~0ull << (i + 1); /* the peers after i, now */
-  }
+  start_from(e, p2p_may_start(P2P(e)));
   return PP_OK;
 }
 
+/* A send was just queued by an API call into the empty line of peer pi (so its wait bits are
+ * clear), and progress had nothing else to do (p2p.c's send_common checked): progress would
+ * start exactly what start_all starts from pi on, so that starts here, without it. */
+void p2p_start_direct(struct pp_engine *e, uint32_t pi)
+{
+  assert(p2p_may_start(P2P(e)) == 1ull << pi);
+  start_from(e, 1ull << pi);
+}

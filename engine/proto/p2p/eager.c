@@ -6,7 +6,8 @@
 /* ------------------------------------------------------------------ receiving */
 
 /* An EAGER message matched receive r (x: its buffer): copied, ACKed when synchronous. */
-static enum pp_status eager_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x)
+static inline enum pp_status eager_recv(struct pp_engine *e, uint64_t now, struct req *r,
+                                        struct rx *x)
 {
   struct p2p *p = P2P(e);
   const struct hdr *h = rx_hdr(p, x);
@@ -25,8 +26,10 @@ static enum pp_status eager_recv(struct pp_engine *e, uint64_t now, struct req *
   return p2p_release_rx(e, x);
 }
 
-/* Receive r matched the message in x: it takes the message's source, tag and length. */
-enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x)
+/* Receive r matched the message in x: it takes the message's source, tag and length (inline:
+ * deliver's path, an arrival that matched, is the eager path's). */
+static inline enum pp_status start_recv(struct pp_engine *e, uint64_t now, struct req *r,
+                                        struct rx *x)
 {
   struct p2p *p = P2P(e);
   const struct hdr *h = rx_hdr(p, x);
@@ -46,8 +49,13 @@ enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, 
   return p2p_rndv_start(e, now, r, x);
 }
 
+enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x)
+{
+  return start_recv(e, now, r, x);
+}
+
 /* A matching message, in sequence: to its receive, or into the unexpected queue. */
-static enum pp_status deliver(struct pp_engine *e, uint64_t now, struct rx *x)
+static inline enum pp_status deliver(struct pp_engine *e, uint64_t now, struct rx *x)
 {
   struct p2p *p = P2P(e);
   const struct hdr *h = rx_hdr(p, x);
@@ -58,7 +66,7 @@ static enum pp_status deliver(struct pp_engine *e, uint64_t now, struct rx *x)
   if (m) {
     struct req *r = pp_container_of(m, struct req, me);
     r->flags &= ~R_POSTED;
-    return p2p_start_recv(e, now, r, x);
+    return start_recv(e, now, r, x);
   }
   x->state = RX_HELD;
   p->st.unexpected++;

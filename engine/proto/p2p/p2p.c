@@ -41,11 +41,16 @@ static enum pp_status progress_1(struct pp_engine *e)
   return s;
 }
 
+/* progress_1 would do nothing. */
+static inline bool progress_idle(const struct p2p *p)
+{
+  return !p->ctrl_sum && !p->work && !p->reg_wake && !p2p_may_start(p);
+}
+
 /* progress_1 unless it would do nothing: it is called at the end of every event and API call. */
 static inline enum pp_status progress(struct pp_engine *e)
 {
-  const struct p2p *p = P2P(e);
-  if (!p->ctrl_sum && !p->work && !p->reg_wake && !p2p_may_start(p))
+  if (progress_idle(P2P(e)))
     return PP_OK;
   return progress_1(e);
 }
@@ -333,7 +338,7 @@ static enum pp_status finish(struct pp_engine *e, uint64_t now, enum pp_status s
   if (s == PP_OK)
     s = progress(e);
   if (--p->depth == 0) {
-    enum pp_status f = p2p_flush_done(e, now);
+    enum pp_status f = p->done_head ? p2p_flush_done(e, now) : PP_OK; /* (nothing to flush) */
     if (s == PP_OK)
       s = f;
     if (s == PP_OK)
@@ -522,8 +527,14 @@ static enum pp_status send_common(struct pp_engine *e, uint64_t now, const void 
     *out = handle_of(p, r);
   if (pe->failed)
     return fail_at_once(e, now, r, pe);
+  bool direct = p->depth == 0 && !pe->pend_head && progress_idle(p);
   send_queue(p, pe, r);
-  return api_done(e, now, PP_OK);
+  if (!direct)
+    return api_done(e, now, PP_OK);
+  p->now = now; /* what api_done does, progress being start_all alone */
+  p2p_start_direct(e, (uint32_t)pi);
+  p2p_arm_flush(e, now);
+  return PP_OK;
 }
 
 enum pp_status pp_p2p_isend(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len,
@@ -544,7 +555,9 @@ enum pp_status pp_p2p_issend(struct pp_engine *e, uint64_t now, const void *buf,
 static enum pp_status recv_match(struct pp_engine *e, uint64_t now, struct req *r)
 {
   struct p2p *p = P2P(e);
-  struct pp_mentry *m = pp_match_find_unexpected(&p->match, r->ctx, r->rank, r->tag);
+  struct pp_mentry *m = p->match.nunexpected
+                            ? pp_match_find_unexpected(&p->match, r->ctx, r->rank, r->tag)
+                            : NULL; /* (what it finds in an empty queue) */
   enum pp_status s;
   if (m) {
     struct rx *x = pp_container_of(m, struct rx, me);
@@ -573,7 +586,8 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
     *out = PP_REQ_NULL;
   if (!p || (!buf && len) || len > PP_MAX_MSG_SIZE)
     return PP_INVALID;
-  if (source != PP_ANY_SOURCE && peer_idx(p, e, source) < 0)
+  int pi = source == PP_ANY_SOURCE ? -1 : peer_idx(p, e, source);
+  if (source != PP_ANY_SOURCE && pi < 0)
     return PP_INVALID;
   struct req *r = req_alloc(p);
   if (!r)
@@ -588,30 +602,9 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
   r->cookie = cookie;
   if (out)
     *out = handle_of(p, r);
-  if (source != PP_ANY_SOURCE && p->peer[peer_idx(p, e, source)].failed)
-    return fail_at_once(e, now, r, &p->peer[peer_idx(p, e, source)]);
+  if (pi >= 0 && p->peer[pi].failed)
+    return fail_at_once(e, now, r, &p->peer[pi]);
   return api_done(e, now, recv_match(e, now, r));
-}
-
-void p2p_fill_status(const struct p2p *p, const struct req *r, struct pp_p2p_status *st)
-{
-  (void)p;
-  *st = (struct pp_p2p_status){
-      .source = r->src,
-      .tag = r->mtag,
-      .ctx = r->ctx,
-      .len = r->got,
-      .msg_len = r->msg_len,
-      .error = r->err,
-      .proto = r->proto,
-      .wc_status = r->wc,
-      .done_ns = r->done_ns,
-  };
-  if (r->kind == K_RECV && r->err != PP_P2P_E_OK && r->err != PP_P2P_E_TRUNCATED) {
-    st->source = r->rank;
-    st->tag = r->tag;
-    st->len = st->msg_len = 0;
-  }
 }
 
 bool pp_p2p_test(struct pp_engine *e, pp_req *req, struct pp_p2p_status *st)

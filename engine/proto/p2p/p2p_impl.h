@@ -534,6 +534,37 @@ static inline void p2p_arm_flush(struct pp_engine *e, uint64_t now)
     p->flush_armed = true;
 }
 
+/* The protocol a send of len bytes takes. */
+static inline uint32_t p2p_msg_proto(const struct p2p *p, uint32_t len)
+{
+  if (len <= p->prm.eager_limit)
+    return PP_P2P_EAGER;
+  return len <= p->prm.rget_limit ? PP_P2P_RNDV_GET : PP_P2P_RNDV_PUT;
+}
+
+/* The request's status as pp_p2p_test reports it. */
+static inline void p2p_fill_status(const struct p2p *p, const struct req *r,
+                                   struct pp_p2p_status *st)
+{
+  (void)p;
+  *st = (struct pp_p2p_status){
+      .source = r->src,
+      .tag = r->mtag,
+      .ctx = r->ctx,
+      .len = r->got,
+      .msg_len = r->msg_len,
+      .error = r->err,
+      .proto = r->proto,
+      .wc_status = r->wc,
+      .done_ns = r->done_ns,
+  };
+  if (r->kind == K_RECV && r->err != PP_P2P_E_OK && r->err != PP_P2P_E_TRUNCATED) {
+    st->source = r->rank;
+    st->tag = r->tag;
+    st->len = st->msg_len = 0;
+  }
+}
+
 /* The engine runs one of the p2p protocols. */
 static inline bool p2p_proto_ok(int protocol)
 {
@@ -557,16 +588,14 @@ bool p2p_reg_failed(struct p2p *p, struct req *r);
 
 /* credits.c */
 enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r);
-/* The request's status as pp_p2p_test reports it (p2p.c). */
-void p2p_fill_status(const struct p2p *p, const struct req *r, struct pp_p2p_status *st);
 enum pp_status p2p_flush_ctrl(struct pp_engine *e, struct chan *c);
 enum pp_status p2p_send_reply(struct pp_engine *e, uint32_t ch, const struct hdr *h,
                               uint64_t req, uint8_t slot, uint16_t nwr);
 enum pp_status p2p_reply_consumed(struct pp_engine *e, struct rx *r);
 enum pp_status p2p_release_rx(struct pp_engine *e, struct rx *r);
 enum pp_status p2p_credits_due(struct pp_engine *e, uint32_t ch);
-uint32_t p2p_msg_proto(const struct p2p *p, uint32_t len);
 enum pp_status p2p_start_all(struct pp_engine *e);
+void p2p_start_direct(struct pp_engine *e, uint32_t pi);
 
 /* fail.c */
 void p2p_fail_peer(struct pp_engine *e, uint64_t now, uint32_t pi, uint32_t dead, uint8_t err,
