@@ -745,6 +745,45 @@ Test(trace, sim_cfg_fault_keys_by_the_table)
   cr_assert_eq(c.faults.rkey_host, 3, "unchanged");
 }
 
+/* The scenario parser's keys (pp_scenario_section_table) beyond the engine's sections: the NIC's
+ * line_rate, the generated cluster's bandwidth and latency, workload.slow_ranks; the cluster
+ * keys refused for a run on a platform file, a composite key refused with a pointer to its
+ * parts. */
+Test(trace, sim_cfg_nic_and_cluster_keys_by_the_scenario_tables)
+{
+  struct pp_sim_config c;
+  memset(&c, 0, sizeof(c));
+  c.engine.nranks = 4;
+  c.platform.bandwidth_bps = 100e9;
+  char err[256];
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "nic.line_rate=25Gbps", err, sizeof(err)), PP_OK, "%s",
+               err);
+  cr_assert(c.nic.line_rate_bps == 25e9);
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "nic.line_rate=0", err, sizeof(err)), PP_INVALID);
+  cr_assert(strstr(err, "'nic.line_rate' must be"), "%s", err);
+  cr_assert(c.nic.line_rate_bps == 25e9, "unchanged");
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "platform.cluster.bandwidth=200Gbps", err, sizeof(err)),
+               PP_OK, "%s", err);
+  cr_assert(c.platform.bandwidth_bps == 200e9);
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "platform.cluster.latency=2us", err, sizeof(err)), PP_OK,
+               "%s", err);
+  cr_assert_eq(c.platform.latency_ns, 2000);
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "platform.cluster.nonsense=1", err, sizeof(err)),
+               PP_NOTFOUND);
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "workload.slow_ranks=[1,3]", err, sizeof(err)), PP_OK,
+               "%s", err);
+  cr_assert_eq(c.engine.workload.consume_ranks, 0xa);
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "workload.slow_ranks=[4]", err, sizeof(err)),
+               PP_INVALID);
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "nic.rnr_delay={1: 4ms}", err, sizeof(err)), PP_INVALID);
+  cr_assert(strstr(err, "sim.*"), "%s", err);
+  snprintf(c.platform.file, sizeof(c.platform.file), "%s", "/tmp/two-hosts.xml");
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "platform.cluster.latency=3us", err, sizeof(err)),
+               PP_INVALID);
+  cr_assert(strstr(err, "/tmp/two-hosts.xml"), "%s", err);
+  cr_assert_eq(c.platform.latency_ns, 2000, "unchanged");
+}
+
 /* ================================================================ merging per-rank files */
 
 #define MERGE_ORIGIN 7000000000ull

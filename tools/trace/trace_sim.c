@@ -9,6 +9,11 @@
 #include <unistd.h>
 
 #include "tools/cli/cli_util.h"
+/* scenario.h's opening comment trips -Wcomment in some includers (as tools/explore/explore.h) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wcomment"
+#include "tools/scenario/scenario.h"
+#pragma GCC diagnostic pop
 
 /* Format 2 writes every member of struct pp_sim_config but `engine` as one of these keys (its
  * own type: U64, F64 as its bits, STR) and the engine's as pp_trace_kv_engine_cfg()'s keys;
@@ -203,58 +208,86 @@ static enum pp_status set_text(struct pp_sim_config *cfg, const struct sfield *f
   return PP_OK;
 }
 
-/* SECTION.KEY as a scenario writes it (qp.rnr_retry, p2p.eager_limit=8KiB, ring.slot_size):
- * the section's field table (prepost/param.h) on its part of the configuration. PP_NOTFOUND
- * when no table has it. */
+/* The part of the configuration a scenario section's field table describes, by section and
+ * table (prepost/param.h); NULL with the reason in *why when the configuration does not use it
+ * (a protocol or workload it does not run, a cluster it does not generate). The keys are the
+ * scenario parser's own (pp_scenario_section_table): a key the scenario takes, --set takes. */
+static void *section_obj(struct pp_sim_config *cfg, const char *section, const struct pp_param *t,
+                         const char **why)
+{
+  struct pp_engine_cfg *e = &cfg->engine;
+  static const char not_run[] = "run";
+  *why = not_run;
+  if (!strcmp(section, "qp"))
+    return &e->qp;
+  if (!strcmp(section, "workload"))
+    return t != pp_traffic_param_table                ? (void *)&e->workload
+           : e->workload.kind == PP_WORKLOAD_TRAFFIC ? (void *)pp_traffic_of(e)
+                                                      : NULL;
+  if (!strcmp(section, "p2p"))
+    return pp_engine_cfg_is_p2p(e) ? pp_p2p_params_of(e) : NULL;
+  if (!strcmp(section, "ring"))
+    return pp_engine_cfg_is_ring(e) ? pp_ring_params_of(e) : NULL;
+  if (!strcmp(section, "collective"))
+    return e->workload.kind == PP_WORKLOAD_COLLECTIVE ? pp_coll_params_of(e) : NULL;
+  if (!strcmp(section, "nic"))
+    return &cfg->nic;
+  if (!strcmp(section, "limits"))
+    return cfg;
+  if (!strcmp(section, "faults"))
+    return &cfg->faults;
+  if (!strcmp(section, "platform.cluster")) {
+    *why = "platform";
+    return cfg->platform.file[0] ? NULL : &cfg->platform;
+  }
+  *why = NULL; /* "platform": only its composite key */
+  return NULL;
+}
+
+/* SECTION.KEY as a scenario writes it (qp.rnr_retry, p2p.eager_limit=8KiB, nic.line_rate=25Gbps,
+ * platform.cluster.latency=2us): the section's field tables (prepost/param.h, as the scenario
+ * parser lists them) on its part of the configuration. PP_NOTFOUND when no table has it. */
 static enum pp_status set_scenario_key(struct pp_sim_config *cfg, const char *key, const char *v,
                                        char *err, size_t errlen)
 {
   const struct pp_engine_cfg *e = &cfg->engine;
-  const bool traffic = e->workload.kind == PP_WORKLOAD_TRAFFIC;
-  const bool coll = e->workload.kind == PP_WORKLOAD_COLLECTIVE;
-  /* obj NULL: the parameters of a protocol or workload the configuration does not run */
-  const struct {
-    const char *section;
-    const struct pp_param *t;
-    const size_t *n;
-    void *obj;
-  } secs[] = {
-      {"qp", pp_qp_param_table, &pp_qp_param_count, &cfg->engine.qp},
-      {"workload", pp_workload_param_table, &pp_workload_param_count, &cfg->engine.workload},
-      {"workload", pp_traffic_param_table, &pp_traffic_param_count,
-       traffic ? pp_traffic_of(e) : NULL},
-      {"p2p", pp_p2p_param_table, &pp_p2p_param_count,
-       pp_engine_cfg_is_p2p(e) ? pp_p2p_params_of(e) : NULL},
-      {"ring", pp_ring_param_table, &pp_ring_param_count,
-       pp_engine_cfg_is_ring(e) ? pp_ring_params_of(e) : NULL},
-      {"collective", pp_coll_param_table, &pp_coll_param_count, coll ? pp_coll_params_of(e) : NULL},
-      {"nic", pp_nic_param_table, &pp_nic_param_count, &cfg->nic},
-      {"limits", pp_limits_param_table, &pp_limits_param_count, cfg},
-      {"faults", pp_faults_param_table, &pp_faults_param_count, &cfg->faults},
-  };
-  const char *dot = strchr(key, '.');
-  if (!dot || strchr(dot + 1, '.'))
+  const char *dot = strrchr(key, '.');
+  char section[64];
+  if (!dot || (size_t)(dot - key) >= sizeof(section))
     return PP_NOTFOUND;
-  for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++) {
-    const struct pp_param *p;
-    if (strncmp(key, secs[i].section, (size_t)(dot - key)) ||
-        secs[i].section[dot - key] != '\0' ||
-        !(p = pp_param_find(secs[i].t, *secs[i].n, dot + 1)))
-      continue;
-    char why[160];
-    if (!secs[i].obj) {
+  memcpy(section, key, (size_t)(dot - key));
+  section[dot - key] = '\0';
+  const struct pp_param *t, *p = NULL;
+  size_t n;
+  for (size_t i = 0; !p && pp_scenario_section_table(section, i, &t, &n); i++)
+    p = pp_param_find(t, n, dot + 1);
+  if (!p)
+    return PP_NOTFOUND;
+  const char *why_not;
+  void *obj = section_obj(cfg, section, t, &why_not);
+  if (p->kind == PP_PARAM_COMPOSITE) {
+    snprintf(err, errlen,
+             "'%s' is not a single value (%s); --set takes its parts as the sim.* keys "
+             "(prepost replay TRACE --sim --list-keys shows them)",
+             key, p->doc);
+    return PP_INVALID;
+  }
+  if (!obj) {
+    if (why_not && !strcmp(why_not, "platform"))
+      snprintf(err, errlen, "'%s': the trace's run uses the platform file %s, not a cluster", key,
+               cfg->platform.file);
+    else
       snprintf(err, errlen, "'%s': not a parameter of protocol '%s' with workload '%s'", key,
                pp_protocol_name(e->protocol),
                pp_workload_name((enum pp_workload_kind)e->workload.kind));
-      return PP_INVALID;
-    }
-    const struct pp_param b = pp_param_rank_bound(p, e->nranks); /* a rank: below ranks */
-    if (pp_param_set(&b, secs[i].obj, v, strlen(v), why, sizeof(why)) == PP_OK)
-      return PP_OK;
-    snprintf(err, errlen, "'%s' %s, got '%s'", key, why, v);
     return PP_INVALID;
   }
-  return PP_NOTFOUND;
+  char why[160];
+  const struct pp_param b = pp_param_rank_bound(p, e->nranks); /* a rank: below ranks */
+  if (pp_param_set(&b, obj, v, strlen(v), why, sizeof(why)) == PP_OK)
+    return PP_OK;
+  snprintf(err, errlen, "'%s' %s, got '%s'", key, why, v);
+  return PP_INVALID;
 }
 
 /* PP_NOTFOUND (err untouched) for a key nobody knows. */
