@@ -228,6 +228,37 @@ Test(explore_gen, written_scenarios_read_back_identically)
     }
 }
 
+/* The keys outside a section's main table: written only when not their default (a default NIC
+ * gets no line_rate line, no slow_ranks without slow ranks), and then read back. */
+Test(explore_gen, a_non_default_line_rate_and_slow_ranks_are_written_and_read_back)
+{
+  static struct pp_scenario sc;
+  struct pp_explore_space sp;
+  pp_explore_space_default(&sp);
+  pp_explore_generate(3, &sp, &sc);
+  sc.sim.engine.workload.consume_ranks = 0;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  cr_assert_not_null(f);
+  cr_assert_eq(pp_scenario_write(f, &sc, NULL), 0);
+  fclose(f);
+  cr_assert_null(strstr(text, "line_rate"), "%s", text);
+  cr_assert_null(strstr(text, "slow_ranks"), "%s", text);
+  free(text);
+  sc.sim.nic.line_rate_bps = 25e9;
+  sc.sim.engine.workload.consume_ranks = 0x1;
+  text = NULL;
+  f = open_memstream(&text, &len);
+  cr_assert_not_null(f);
+  cr_assert_eq(pp_scenario_write(f, &sc, NULL), 0);
+  fclose(f);
+  cr_assert_not_null(strstr(text, "\n  line_rate: 25Gbps\n"), "%s", text);
+  cr_assert_not_null(strstr(text, "\n  slow_ranks: [0]\n"), "%s", text);
+  free(text);
+  round_trip(&sc);
+}
+
 /* The byzantine fault is opt-in: "all" and the default space never draw it, naming it does,
  * for every protocol but naive (whose messages are the data itself), p2p.srq included. */
 Test(explore_gen, byzantine_only_when_asked_for)

@@ -564,16 +564,26 @@ void pp_explore_describe(const struct pp_scenario *sc, char *buf, size_t len)
 
 /* ------------------------------------------------------------------ writer */
 
-static void write_mask(FILE *out, const char *key, uint64_t mask)
+/* The keys of a scenario section beyond its main table `main` (and the traffic table, which the
+ * writer gives its own place), as the parser lists them (pp_scenario_section_table): the NIC's
+ * line_rate, the workload's slow_ranks. Each is written only when it differs from its default,
+ * so a scenario that does not use one reads as before (a default NIC has no line_rate line),
+ * and a non-default one survives the round trip. A composite key (nic.name, nic.rnr_delay) has
+ * no member for the table to format: its shape is its section's own (a string, a mapping of
+ * codes), so the writer writes it by hand. */
+static void write_extras(FILE *out, const char *section, const struct pp_param *main,
+                         const void *obj)
 {
-  fprintf(out, "  %s: [", key);
-  const char *sep = "";
-  for (int i = 0; i < 64; i++)
-    if (mask >> i & 1) {
-      fprintf(out, "%s%d", sep, i);
-      sep = ", ";
+  const struct pp_param *t;
+  size_t n;
+  for (size_t i = 0; pp_scenario_section_table(section, i, &t, &n); i++)
+    for (size_t k = 0; t != main && t != pp_traffic_param_table && k < n; k++) {
+      if (t[k].kind == PP_PARAM_COMPOSITE || pp_param_get(&t[k], obj) == t[k].def)
+        continue;
+      char v[320]; /* a rank list of 64 ranks fits */
+      pp_param_format(&t[k], obj, v, sizeof v);
+      fprintf(out, "  %s: %s\n", t[k].key, v);
     }
-  fprintf(out, "]\n");
 }
 
 int pp_scenario_write(FILE *out, const struct pp_scenario *sc, const char *comment)
@@ -605,7 +615,8 @@ int pp_scenario_write(FILE *out, const struct pp_scenario *sc, const char *comme
   /* the sections with a field table: every key, in its canonical text */
   fprintf(out, "nic:\n  name: \"%s\"\n", nic->name);
   write_params(out, pp_nic_param_table, pp_nic_param_count, nic, NULL);
-  bool rnr_any = false; /* a calibrated profile's RNR delays (a mapping, outside the table) */
+  write_extras(out, "nic", pp_nic_param_table, nic); /* line_rate when not the default */
+  bool rnr_any = false; /* a calibrated profile's RNR delays: composite, see write_extras */
   for (unsigned k = 0; k < 32; k++)
     if (nic->rnr_delay_ns[k]) {
       fprintf(out, "%s%u: %" PRIu64, rnr_any ? ", " : "  rnr_delay: {", k, nic->rnr_delay_ns[k]);
@@ -616,8 +627,7 @@ int pp_scenario_write(FILE *out, const struct pp_scenario *sc, const char *comme
   fprintf(out, "protocol: %s\n", pp_protocol_name(e->protocol));
   fprintf(out, "workload:\n");
   write_params(out, pp_workload_param_table, pp_workload_param_count, w, NULL);
-  if (w->consume_ranks)
-    write_mask(out, "slow_ranks", w->consume_ranks);
+  write_extras(out, "workload", pp_workload_param_table, w); /* slow_ranks when some */
   if (w->kind == PP_WORKLOAD_TRAFFIC) /* a "derived" key still 0 is left out */
     write_params(out, pp_traffic_param_table, pp_traffic_param_count, pp_traffic_of(e), NULL);
   fprintf(out, "qp:\n");
