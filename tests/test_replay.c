@@ -300,6 +300,48 @@ Test(replay, sim_what_if, .timeout = 120)
   cr_assert_eq(cli("replay t.trace --sim --trace-packets"), 2, "--trace-packets needs --trace");
 }
 
+static uint64_t sim_time_of(const char *json)
+{
+  const char *at = strstr(json, "\"sim_time_ns\": ");
+  cr_assert_not_null(at, "%s", json);
+  return strtoull(at + strlen("\"sim_time_ns\": "), NULL, 10);
+}
+
+/* The keys of the scenario's NIC and generated cluster, as a scenario writes them (the
+ * scenario parser's tables): a longer link latency makes the what-if run longer; a cluster key
+ * on a trace of a run on a platform file is refused. */
+Test(replay, sim_what_if_with_the_cluster_and_nic_keys, .timeout = 120)
+{
+  char path[600];
+  snprintf(path, sizeof(path), "%s/cl.yaml", dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs("name: cl\nseed: 1\nranks: 2\nplatform:\n  cluster: {bandwidth: 100Gbps, latency: 1us}\n"
+        "protocol: naive\nworkload:\n  pattern: pair\n  messages: 20\n  size: 4KiB\n"
+        "qp:\n  rnr_retry: 7\n",
+        f);
+  cr_assert_eq(fclose(f), 0);
+  cr_assert_eq(cli("run cl.yaml --trace c.trace"), 0, "%s", out);
+  cr_assert_eq(cli("replay c.trace --sim --json"), 0, "%s", out);
+  uint64_t base = sim_time_of(out);
+  cr_assert_eq(cli("replay c.trace --sim --set platform.cluster.latency=50us --json"), 0, "%s",
+               out);
+  uint64_t slow = sim_time_of(out);
+  cr_assert_gt(slow, base + 49000, "at least one 50 us link crossing more: %llu vs %llu",
+               (unsigned long long)slow, (unsigned long long)base);
+  cr_assert_eq(cli("replay c.trace --sim --set platform.cluster.bandwidth=1Gbps --json"), 0,
+               "%s", out);
+  cr_assert_gt(sim_time_of(out), base, "a slower link: %s", out);
+  cr_assert_eq(cli("replay c.trace --sim --set nic.line_rate=25Gbps --json"), 0, "%s", out);
+  cr_assert_eq(cli("replay c.trace --sim --set platform.cluster.bandwidth=0 2> e.txt; "
+                   "test $? = 2 && grep -q \"'platform.cluster.bandwidth' must be\" e.txt"),
+               0, "a value out of the table's bounds is refused with its sentence");
+  record("rnr-slow-consumer-retry0", "t.trace"); /* a platform file */
+  cr_assert_eq(cli("replay t.trace --sim --set platform.cluster.latency=2us 2> e.txt; "
+                   "test $? = 2 && grep -q 'uses the platform file' e.txt"),
+               0, "no cluster to change");
+}
+
 /* A trace of format 1.2 (raw struct bytes, tests/traces/README.md): its configuration reads
  * through the frozen layout, `trace dump` shows it as format 2's keys, `replay --sim` re-runs
  * it, and what that records (format 2) replays exactly. */
