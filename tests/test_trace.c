@@ -784,6 +784,30 @@ Test(trace, sim_cfg_nic_and_cluster_keys_by_the_scenario_tables)
   cr_assert_eq(c.platform.latency_ns, 2000, "unchanged");
 }
 
+/* collective.slow_ranks and root, bounded by the ranks; slow ranks without a window are slow
+ * throughout, as in a scenario; a window already there stays. */
+Test(trace, sim_cfg_collective_slow_ranks_as_the_scenario_reads_them)
+{
+  static struct pp_sim_config c;
+  memset(&c, 0, sizeof(c));
+  c.engine.nranks = 4;
+  cr_assert_eq(pp_engine_cfg_protocol(&c.engine, "ring-credits"), PP_OK);
+  cr_assert_eq(pp_engine_cfg_workload(&c.engine, PP_WORKLOAD_COLLECTIVE), PP_OK);
+  cr_assert_eq(pp_coll_params_of(&c.engine)->slow_until, 0, "the default: no window");
+  char err[256];
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "collective.slow_ranks=[2]", err, sizeof(err)), PP_OK,
+               "%s", err);
+  cr_assert_eq(pp_coll_params_of(&c.engine)->slow_ranks, 0x4);
+  cr_assert_eq(pp_coll_params_of(&c.engine)->slow_until, PP_COLL_MAX_ITERATIONS);
+  pp_coll_params_of(&c.engine)->slow_until = 5;
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "collective.slow_ranks=[1]", err, sizeof(err)), PP_OK,
+               "%s", err);
+  cr_assert_eq(pp_coll_params_of(&c.engine)->slow_until, 5, "the recorded window stays");
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "collective.root=3", err, sizeof(err)), PP_OK, "%s", err);
+  cr_assert_eq(pp_trace_sim_cfg_set(&c, "collective.root=4", err, sizeof(err)), PP_INVALID);
+  cr_assert_str_eq(err, "'collective.root' must be an integer 0..3, got '4'");
+}
+
 /* ================================================================ merging per-rank files */
 
 #define MERGE_ORIGIN 7000000000ull

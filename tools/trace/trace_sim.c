@@ -284,8 +284,13 @@ static enum pp_status set_scenario_key(struct pp_sim_config *cfg, const char *ke
   }
   char why[160];
   const struct pp_param b = pp_param_rank_bound(p, e->nranks); /* a rank: below ranks */
-  if (pp_param_set(&b, obj, v, strlen(v), why, sizeof(why)) == PP_OK)
+  if (pp_param_set(&b, obj, v, strlen(v), why, sizeof(why)) == PP_OK) {
+    struct pp_coll_params *k = obj;
+    if (!strcmp(key, "collective.slow_ranks") && k->slow_until == 0)
+      k->slow_until = PP_COLL_MAX_ITERATIONS; /* as the parser: slow throughout unless a
+                                                 window is given (a run had none) */
     return PP_OK;
+  }
   snprintf(err, errlen, "'%s' %s, got '%s'", key, why, v);
   return PP_INVALID;
 }
