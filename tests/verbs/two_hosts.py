@@ -129,17 +129,18 @@ def main():
         if rcs != [want_rc, want_rc]:
             d.append(f"exit statuses A {rcs[0]}, B {rcs[1]} for outcome {rxe['outcome']}")
         # the traffic went over the link: each guest's rxe0 sent and received packets, and eth0
-        # carried at least as many as rxe0 sent
+        # carried at least as many as rxe0 sent, less what netem dropped (its qdisc drops a
+        # packet before the device counts it as transmitted)
         if da is None or db is None:
             d.append("a guest's counters are missing")
         else:
-            for side, x in (("A", da), ("B", db)):
+            for side, x, drops in (("A", da, drops_a), ("B", db, drops_b)):
                 if x.get("rxe.sent_pkts", 0) <= 0 or x.get("rxe.rcvd_pkts", 0) <= 0:
                     d.append(f"{side}: rxe0 sent {x.get('rxe.sent_pkts')}, received "
                              f"{x.get('rxe.rcvd_pkts')} packets")
-                if x.get("eth0.tx_packets", 0) < x.get("rxe.sent_pkts", 0):
-                    d.append(f"{side}: eth0 sent {x.get('eth0.tx_packets')} packets, rxe0 "
-                             f"{x.get('rxe.sent_pkts')}")
+                if x.get("eth0.tx_packets", 0) + (drops or 0) < x.get("rxe.sent_pkts", 0):
+                    d.append(f"{side}: eth0 sent {x.get('eth0.tx_packets')} packets and netem "
+                             f"dropped {drops or 0}, rxe0 sent {x.get('rxe.sent_pkts')}")
             # nothing but netem loses a packet on the link: what one rxe0 sent, less what its
             # netem dropped, the other rxe0 received
             for src, x, y, drops in (("A", da, db, drops_a), ("B", db, da, drops_b)):
