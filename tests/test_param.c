@@ -1,10 +1,13 @@
 /* engine/core/param: the one set of value parsers (durations, sizes, integers, bools) and the
  * field tables every module describes its parameters with (prepost/param.h). */
+#define _POSIX_C_SOURCE 200809L /* newlocale, uselocale */
 #include <criterion/criterion.h>
 #include <float.h>
+#include <locale.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "prepost/param.h"
@@ -444,4 +447,38 @@ Test(param, composite_keys_have_a_name_and_a_doc_only)
   cr_assert(!pp_params_valid(&bad, 1, sizeof(struct toy), err, sizeof err), "bounds");
   cr_assert(strstr(err, "composite"), "%s", err);
   cr_assert_str_eq(pp_param_kind_name(PP_PARAM_COMPOSITE), "composite");
+}
+
+/* An embedding program may set a locale whose decimal point is a comma; prepost's texts keep
+ * '.' both ways. de_DE.UTF-8 comes from LOCPATH, which tests/CMakeLists.txt fills with localedef
+ * (fixture param_locale), so this runs on a machine without that locale installed. */
+Test(param, numbers_keep_the_point_under_a_decimal_comma_locale)
+{
+  locale_t de = newlocale(LC_NUMERIC_MASK, "de_DE.UTF-8", (locale_t)0);
+  cr_assert(de != (locale_t)0, "no de_DE.UTF-8 locale (LOCPATH=%s)",
+            getenv("LOCPATH") ? getenv("LOCPATH") : "unset");
+  locale_t was = uselocale(de);
+  cr_assert_str_eq(localeconv()->decimal_point, ",", "the locale's decimal point");
+
+  double x = 0;
+  cr_assert_eq(pp_parse_prob("0.25", 4, 1.0, &x, NULL, 0), PP_OK);
+  cr_assert_eq(x, 0.25);
+  cr_assert_eq(pp_parse_prob("1e-3", 4, 1.0, &x, NULL, 0), PP_OK);
+  cr_assert_eq(x, 1e-3);
+  cr_assert_eq(pp_parse_prob("0,25", 4, 1.0, &x, NULL, 0), PP_PARSE, "a comma is not prepost's");
+  cr_assert_eq(pp_parse_bandwidth("1.5Tbps", 7, 1, 1e15, &x, NULL, 0), PP_OK);
+  cr_assert_eq(x, 1.5e12);
+
+  char buf[64];
+  size_t n = pp_format_bandwidth(1.25, buf, sizeof buf);
+  cr_assert_str_eq(buf, "1.25");
+  cr_assert_eq(n, 4);
+  struct chance c = {.p = 0.1};
+  pp_param_format(&chance_params[0], &c, buf, sizeof buf);
+  cr_assert_str_eq(buf, "0.10000000000000001");
+  cr_assert_eq(pp_param_set(&chance_params[0], &c, buf, strlen(buf), NULL, 0), PP_OK);
+  cr_assert_eq(c.p, 0.1, "the text reads back to the same value");
+
+  uselocale(was);
+  freelocale(de);
 }

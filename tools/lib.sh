@@ -18,6 +18,9 @@ PP_PACKAGES=(cmake ninja-build pkg-config gcc g++ libsimgrid-dev libcriterion-de
 
 # tshark decodes the pcap export in tests/test_export.c (noninteractive: no setuid dumpcap).
 PP_PACKAGES+=(tshark)
+# localedef and the locale sources: tests/CMakeLists.txt compiles de_DE.UTF-8 for test_param's
+# decimal-comma test.
+PP_PACKAGES+=(locales)
 # headless Chromium renders the SVG export and Pillow reads its screenshot
 # (tests/test_export.c: svg_renders_in_a_browser).
 PP_PACKAGES+=(chromium python3-pil)

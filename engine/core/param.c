@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <float.h>
 #include <inttypes.h>
+#include <locale.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -247,6 +248,50 @@ enum pp_status pp_parse_bool(const char *s, size_t len, bool *out, char *why, si
   WHY(PP_PARSE, "must be true or false");
 }
 
+/* strtod and printf follow LC_NUMERIC: in a program that set a locale with a decimal comma
+ * (setlocale(LC_ALL, "") under de_DE, say) strtod stops at '.' and printf writes ','. prepost's
+ * texts always use '.', so the two conversions go through these: c_to_locale copies text
+ * [s, s + len) into buf (cap bytes, NUL-terminated) with each '.' as the current locale's
+ * decimal point (false when it does not fit); locale_to_c turns that point back into '.'. */
+static const char *locale_point(void)
+{
+  const char *pt = localeconv()->decimal_point;
+  return pt && *pt ? pt : ".";
+}
+
+static bool c_to_locale(const char *s, size_t len, char *buf, size_t cap)
+{
+  const char *pt = locale_point();
+  size_t np = strlen(pt), o = 0;
+  for (size_t i = 0; i < len; i++) {
+    const char *from = s[i] == '.' ? pt : s + i;
+    size_t n = s[i] == '.' ? np : 1;
+    if (o + n >= cap)
+      return false;
+    memcpy(buf + o, from, n);
+    o += n;
+  }
+  buf[o] = '\0';
+  return true;
+}
+
+/* %.17g of x with '.' as its point, snprintf-like into buf */
+static int format_double(double x, char *buf, size_t len)
+{
+  char tmp[64];
+  int w = snprintf(tmp, sizeof tmp, "%.17g", x);
+  if (w < 0 || (size_t)w >= sizeof tmp)
+    return -1;
+  const char *pt = locale_point();
+  char *at = strcmp(pt, ".") ? strstr(tmp, pt) : NULL;
+  if (at) {
+    size_t np = strlen(pt);
+    *at = '.';
+    memmove(at + 1, at + np, strlen(at + np) + 1);
+  }
+  return snprintf(buf, len, "%s", tmp);
+}
+
 /* [+]digits[.digits][e[+-]digits] or .digits...: strtod on a copy restricted to that alphabet
  * (no hex, inf, nan or locale-dependent forms). */
 enum pp_status pp_parse_prob(const char *s, size_t len, double hi, double *out, char *why,
@@ -261,10 +306,10 @@ enum pp_status pp_parse_prob(const char *s, size_t len, double hi, double *out, 
     if (!is_digit(s[i]) && s[i] != '.' && s[i] != 'e' && s[i] != 'E' && s[i] != '+' &&
         s[i] != '-')
       WHY(PP_PARSE, "must be a number %s", range);
-  memcpy(buf, s, len);
-  buf[len] = '\0';
+  if (!c_to_locale(s, len, buf, sizeof buf))
+    WHY(PP_PARSE, "must be a number %s", range);
   double x = strtod(buf, &end);
-  if (end != buf + len)
+  if (end != buf + strlen(buf))
     WHY(PP_PARSE, "must be a number %s", range);
   if (!isfinite(x) || !(x >= 0 && x <= hi))
     WHY(PP_INVALID, "must be a number %s", range);
@@ -336,11 +381,12 @@ static bool parse_real(const char *s, size_t len, double *val, const char **unit
       i = j;
     }
   }
-  if (i >= sizeof buf)
+  char *end = NULL;
+  if (!c_to_locale(s, i, buf, sizeof buf))
     return false;
-  memcpy(buf, s, i);
-  buf[i] = '\0';
-  *val = strtod(buf, NULL);
+  *val = strtod(buf, &end);
+  if (end != buf + strlen(buf))
+    return false;
   while (i < len && s[i] == ' ')
     i++;
   *unit = s + i;
@@ -372,7 +418,7 @@ size_t pp_format_bandwidth(double bps, char *buf, size_t len)
       w = snprintf(buf, len, "%.0f%s", q, bw_units[i].name);
   }
   if (w < 0)
-    w = snprintf(buf, len, "%.17g", bps);
+    w = format_double(bps, buf, len);
   return w < 0 ? 0 : (size_t)w;
 }
 
@@ -620,7 +666,7 @@ size_t pp_param_format(const struct pp_param *p, const void *obj, char *buf, siz
     w = snprintf(buf, len, "%s", v >= p->min && v <= p->max ? p->names[v] : "?");
     break;
   case PP_PARAM_PROB:
-    w = snprintf(buf, len, "%.17g", bits_double(v));
+    w = format_double(bits_double(v), buf, len);
     break;
   case PP_PARAM_RANKS:
     return format_ranks(v, buf, len);

@@ -22,6 +22,7 @@
  *   composite a key whose value has its own shape (a list, a mapping, a file path, a string):
  *             no member; the section's own code parses it, the entry gives its name and doc
  *
+ * Numbers read and write with a '.' whatever the program's LC_NUMERIC locale says.
  * Pure string handling: no I/O, no allocation (part of the engine library).
  */
 #ifndef PP_PARAM_H
