@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "tools/scenario/scenario.h"
+#include "scratch.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -66,23 +67,6 @@ static void expect_ok(const char *text, struct pp_scenario *sc)
   enum pp_status st = parse(text, sc);
   cr_assert_eq(st, PP_OK, "input:\n%s\n-> %s: %s", text, pp_status_name(st), err);
   cr_assert_str_eq(err, "");
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-  FILE *f = fopen(path, "rb");
-  cr_assert(f, "cannot open %s", path);
-  cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-  long n = ftell(f);
-  cr_assert(n >= 0);
-  rewind(f);
-  char *buf = malloc((size_t)n + 1);
-  cr_assert(buf);
-  cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  buf[n] = '\0';
-  *len = (size_t)n;
-  return buf;
 }
 
 static void load_scenario(const char *name, struct pp_scenario *sc)
@@ -302,7 +286,7 @@ Test(shipped, platform_files_are_simgrid_4_1)
     char path[PP_PATH_MAX];
     snprintf(path, sizeof path, "%s/platforms/%s", MODELS, files[i][0]);
     size_t len;
-    char *xml = slurp(path, &len);
+    char *xml = scratch_slurp(path, &len);
     cr_assert(strstr(xml, "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">"));
     cr_assert(strstr(xml, "<platform version=\"4.1\">"));
     cr_assert(strstr(xml, "routing=\"Full\""));
@@ -1015,7 +999,7 @@ Test(hostile, truncations_of_every_shipped_scenario)
     char path[PP_PATH_MAX];
     snprintf(path, sizeof path, "%s/scenarios/%s.yaml", MODELS, names[k]);
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = scratch_slurp(path, &len);
     int ok = 0;
     for (size_t cut = 0; cut <= len; cut++) {
       struct pp_scenario sc;
@@ -1035,7 +1019,7 @@ Test(hostile, truncations_of_every_shipped_scenario)
 Test(hostile, byte_substitutions)
 {
   size_t len;
-  char *text = slurp(MODELS "/scenarios/rnr-slow-consumer.yaml", &len);
+  char *text = scratch_slurp(MODELS "/scenarios/rnr-slow-consumer.yaml", &len);
   static const char subst[] = {'\0', ':', '[', '{', '&', '*', '-', '"', '\'', '\t', '9', '\xff'};
   char *mut = malloc(len);
   cr_assert(mut);

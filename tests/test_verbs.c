@@ -30,6 +30,7 @@
 #include "prepost/verbsapp.h"
 #include "prepost/verbsrun.h"
 #include "tools/report/report.h"
+#include "scratch.h"
 
 #define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"
 
@@ -1500,23 +1501,10 @@ Test(boot, keyed_frames_refuse_an_altered_byte)
 static char tmpdir[64];
 static char *out, *errs;
 
-static char *slurp(const char *path)
-{
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f);
-  char *buf = calloc(1, 1 << 16);
-  size_t n = fread(buf, 1, (1 << 16) - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
 static int cli(const char *args)
 {
-  if (!tmpdir[0]) {
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/prepost-verbs-XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-  }
+  if (!tmpdir[0])
+    scratch_make(tmpdir, sizeof(tmpdir), "verbs");
   free(out);
   free(errs);
   char cmd[2048], p[128];
@@ -1525,9 +1513,9 @@ static int cli(const char *args)
   int st = system(cmd);
   cr_assert(WIFEXITED(st));
   snprintf(p, sizeof(p), "%s/out", tmpdir);
-  out = slurp(p);
+  out = scratch_slurp(p, NULL);
   snprintf(p, sizeof(p), "%s/err", tmpdir);
-  errs = slurp(p);
+  errs = scratch_slurp(p, NULL);
   return WEXITSTATUS(st);
 }
 

@@ -20,6 +20,7 @@
 #include "backends/verbs/boot.h"
 #include "prepost/verbsnic.h"
 #include "prepost/verbsrun.h"
+#include "scratch.h"
 
 #define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"
 #define BUF 65536
@@ -511,25 +512,12 @@ Test(rxe, reads_and_writes_take_no_receive_and_srq_receives_are_counted)
 
 static char tmpdir[64], *out, *errs;
 
-static char *slurp(const char *path)
-{
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f);
-  char *buf = calloc(1, 1 << 20);
-  size_t n = fread(buf, 1, (1 << 20) - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
 /* Runs a shell command line with PREPOST as the CLI; returns its exit code and the seconds it
  * took. */
 static int sh(const char *line, double *secs)
 {
-  if (!tmpdir[0]) {
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/prepost-rxe-XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-  }
+  if (!tmpdir[0])
+    scratch_make(tmpdir, sizeof(tmpdir), "rxe");
   free(out);
   free(errs);
   char cmd[4096], p[128];
@@ -540,9 +528,9 @@ static int sh(const char *line, double *secs)
   if (secs)
     *secs = (boot_now_ns() - t0) / 1e9;
   snprintf(p, sizeof(p), "%s/out", tmpdir);
-  out = slurp(p);
+  out = scratch_slurp(p, NULL);
   snprintf(p, sizeof(p), "%s/err", tmpdir);
-  errs = slurp(p);
+  errs = scratch_slurp(p, NULL);
   cr_assert(WIFEXITED(st));
   return WEXITSTATUS(st);
 }
