@@ -185,15 +185,24 @@ Test(explore_gen, the_liveness_bound_counts_p2p_sizes_destinations_and_round_tri
 }
 
 /* write -> parse gives the same configuration, byte for byte */
+/* The scenario as pp_scenario_write writes it (with comment), in a malloc'd string; its length
+ * in *len. */
+static char *written(const struct pp_scenario *sc, const char *comment, size_t *len)
+{
+  char *text = NULL;
+  FILE *f = open_memstream(&text, len);
+  cr_assert_not_null(f);
+  cr_assert_eq(pp_scenario_write(f, sc, comment), 0);
+  fclose(f);
+  return text;
+}
+
 static void round_trip(const struct pp_scenario *sc)
 {
   static struct pp_scenario back;
-  char *text = NULL, err[1024] = "";
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  cr_assert_not_null(f);
-  cr_assert_eq(pp_scenario_write(f, sc, "a comment\nexpect: ok"), 0);
-  fclose(f);
+  char err[1024] = "";
+  size_t len;
+  char *text = written(sc, "a comment\nexpect: ok", &len);
   cr_assert_eq(pp_scenario_parse(text, len, "rt.yaml", PREPOST_MODELS_DIR, &back, err, sizeof err),
                PP_OK, "%s\n%s", err, text);
   cr_assert(memcmp(&back.sim, &sc->sim, sizeof back.sim) == 0,
@@ -237,22 +246,14 @@ Test(explore_gen, a_non_default_line_rate_and_slow_ranks_are_written_and_read_ba
   pp_explore_space_default(&sp);
   pp_explore_generate(3, &sp, &sc);
   sc.sim.engine.workload.consume_ranks = 0;
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  cr_assert_not_null(f);
-  cr_assert_eq(pp_scenario_write(f, &sc, NULL), 0);
-  fclose(f);
+  size_t len;
+  char *text = written(&sc, NULL, &len);
   cr_assert_null(strstr(text, "line_rate"), "%s", text);
   cr_assert_null(strstr(text, "slow_ranks"), "%s", text);
   free(text);
   sc.sim.nic.line_rate_bps = 25e9;
   sc.sim.engine.workload.consume_ranks = 0x1;
-  text = NULL;
-  f = open_memstream(&text, &len);
-  cr_assert_not_null(f);
-  cr_assert_eq(pp_scenario_write(f, &sc, NULL), 0);
-  fclose(f);
+  text = written(&sc, NULL, &len);
   cr_assert_not_null(strstr(text, "\n  line_rate: 25Gbps\n"), "%s", text);
   cr_assert_not_null(strstr(text, "\n  slow_ranks: [0]\n"), "%s", text);
   free(text);
