@@ -27,6 +27,7 @@
 #include "prepost/p2p.h"
 #include "app_log.h"
 #include "fakefabric.h"
+#include "probe.h"
 #include "simnic_harness.h"
 #include "tools/report/report.h"
 
@@ -1268,74 +1269,9 @@ static struct {
   unsigned used;
 } RA;
 
-/* The probe workload: the test calls the protocol's send/recv and the probe records what it
- * reports (the engines are created with the collective workload, which posts nothing before
- * it starts). */
-struct done_rec {
-  uint64_t cookie;
-  enum pp_wc_status st;
-};
-
-static struct probe {
-  struct done_rec sends[64], recvs[64];
-  unsigned nsend, nrecv;
-} PR[NR];
-
-static enum pp_status pr_ok(struct pp_engine *e)
-{
-  (void)e;
-  return PP_OK;
-}
-static void pr_destroy(struct pp_engine *e)
-{
-  e->as = NULL;
-}
-static enum pp_status pr_start(struct pp_engine *e, uint64_t now)
-{
-  (void)e, (void)now;
-  return PP_OK;
-}
-static enum pp_status pr_on_timer(struct pp_engine *e, uint64_t now, uint32_t arg)
-{
-  (void)e, (void)now, (void)arg;
-  return PP_OK;
-}
-static enum pp_status pr_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
-                                   enum pp_wc_status st)
-{
-  (void)now;
-  struct probe *p = e->as;
-  cr_assert_lt(p->nsend, 64);
-  p->sends[p->nsend++] = (struct done_rec){cookie, st};
-  return PP_OK;
-}
-static enum pp_status pr_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
-                                   enum pp_wc_status st, uint32_t src, uint64_t tag, uint32_t len)
-{
-  (void)now, (void)src, (void)tag, (void)len;
-  struct probe *p = e->as;
-  cr_assert_lt(p->nrecv, 64);
-  p->recvs[p->nrecv++] = (struct done_rec){cookie, st};
-  return PP_OK;
-}
-static bool pr_done(const struct pp_engine *e)
-{
-  (void)e;
-  return true;
-}
-
-static const struct pp_app_ops probe_ops = {
-    .name = "probe",
-    .plan = pr_ok,
-    .create = pr_ok,
-    .destroy = pr_destroy,
-    .start = pr_start,
-    .pump = pr_start,
-    .on_timer = pr_on_timer,
-    .send_done = pr_send_done,
-    .recv_done = pr_recv_done,
-    .done = pr_done,
-};
+/* The probe workload (tests/probe.h): the test calls the protocol's send/recv and the probe
+ * records what it reports. */
+static struct probe PR[NR];
 
 #define SLOTS 4u
 #define SLOT 1024u
@@ -1356,13 +1292,8 @@ static void ring_up(enum pp_protocol proto)
   pp_ring_params_of(&c)->slot_size = SLOT;
   pp_coll_params_default(pp_coll_params_of(&c));
   ff_create(&RF, &c, 1);
-  memset(PR, 0, sizeof(PR));
-  for (uint32_t r = 0; r < NR; r++) {
-    struct pp_engine *e = RF.e[r];
-    e->appops->destroy(e);
-    e->appops = &probe_ops;
-    e->as = &PR[r];
-  }
+  for (uint32_t r = 0; r < NR; r++)
+    probe_install(RF.e[r], &PR[r]);
   ff_connect_start(&RF);
 }
 
