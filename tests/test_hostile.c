@@ -449,6 +449,16 @@ static struct whdr eager(uint32_t seq, uint32_t tag, uint32_t len)
   return (struct whdr){.type = T_EAGER, .seq = seq, .tag = tag, .len = len, .sreq = 0x1234};
 }
 
+/* The attacker sends header h alone: the victim sees the violation (message msg, field f),
+ * fails the attacker and goes on with the honest peer. */
+static void lone_header_fails(const struct whdr *h, const char *msg, enum pp_violation_field f)
+{
+  forge_hdr(h);
+  run();
+  expect_violation(msg, f);
+  honest_goes_on();
+}
+
 /* ---------------------------------------------------------------- eager */
 
 Test(hostile_p2p, eager_length_past_the_bytes_received)
@@ -518,10 +528,7 @@ Test(hostile_p2p, unknown_message_type)
   struct pp_engine_cfg c = p2p_cfg();
   p2p_up(&c);
   struct whdr h = {.type = 9};
-  forge_hdr(&h);
-  run();
-  expect_violation("?", PP_VF_TYPE);
-  honest_goes_on();
+  lone_header_fails(&h, "?", PP_VF_TYPE);
 }
 
 Test(hostile_p2p, eager_unknown_flags)
@@ -530,10 +537,7 @@ Test(hostile_p2p, eager_unknown_flags)
   p2p_up(&c);
   struct whdr h = eager(0, 5, 0);
   h.flags = 0x80;
-  forge_hdr(&h);
-  run();
-  expect_violation("EAGER", PP_VF_FLAGS);
-  honest_goes_on();
+  lone_header_fails(&h, "EAGER", PP_VF_FLAGS);
 }
 
 Test(hostile_p2p, eager_reserved_tag)
@@ -624,10 +628,7 @@ Test(hostile_p2p, credits_returned_that_were_never_lent)
   struct pp_engine_cfg c = p2p_cfg();
   p2p_up(&c);
   struct whdr h = {.type = T_CREDIT, .credits = 5};
-  forge_hdr(&h);
-  run();
-  expect_violation("CREDIT", PP_VF_CREDITS);
-  honest_goes_on();
+  lone_header_fails(&h, "CREDIT", PP_VF_CREDITS);
 }
 
 Test(hostile_p2p, credit_inflation_200_into_a_pool_of_8)
@@ -681,10 +682,7 @@ Test(hostile_p2p, reply_credits_returned_that_were_never_lent)
   p2p_up(&c);
   struct whdr h = eager(0, 5, 0);
   h.rcredits = 1;
-  forge_hdr(&h);
-  run();
-  expect_violation("EAGER", PP_VF_RCREDITS);
-  honest_goes_on();
+  lone_header_fails(&h, "EAGER", PP_VF_RCREDITS);
 }
 
 Test(hostile_p2p, ack_for_a_standard_send)
@@ -986,10 +984,7 @@ Test(hostile_p2p, rts_of_an_eager_size)
   struct pp_engine_cfg c = p2p_cfg();
   p2p_up(&c);
   struct whdr h = rts(0, 100, false, NULL);
-  forge_hdr(&h);
-  run();
-  expect_violation("RTS", PP_VF_LEN);
-  honest_goes_on();
+  lone_header_fails(&h, "RTS", PP_VF_LEN);
 }
 
 Test(hostile_p2p, rts_rget_flag_on_an_rput_size)
@@ -997,10 +992,7 @@ Test(hostile_p2p, rts_rget_flag_on_an_rput_size)
   struct pp_engine_cfg c = p2p_cfg();
   p2p_up(&c);
   struct whdr h = rts(0, 1u << 20, true, S.abuf);
-  forge_hdr(&h);
-  run();
-  expect_violation("RTS", PP_VF_FLAGS);
-  honest_goes_on();
+  lone_header_fails(&h, "RTS", PP_VF_FLAGS);
 }
 
 Test(hostile_p2p, rget_from_a_well_behaved_attacker_reads_its_buffer)
@@ -1071,38 +1063,38 @@ Test(hostile_p2p, rput_duplicate_fin_does_not_complete_the_receive)
   honest_goes_on();
 }
 
-Test(hostile_p2p, rput_fin_before_any_write_out_of_order)
+/* Before writing anything, the attacker sends a FIN for its first CTS, mutated: the receive
+ * fails and its buffer is no longer remotely writable. */
+static void rput_recv_bad_fin(enum pp_violation_field f, void (*mutate)(struct whdr *))
 {
   struct pp_engine_cfg c = p2p_cfg();
   p2p_up(&c);
   pp_req r;
   uint8_t *d;
   struct whdr c0 = rput_from_attacker(100000, &r, &d);
-  struct whdr f = fin(&c0);
-  f.seq = 1, f.off = 16384;
-  forge_hdr(&f);
+  struct whdr h = fin(&c0);
+  mutate(&h);
+  forge_hdr(&h);
   run();
-  expect_violation("FIN", PP_VF_FRAG);
+  expect_violation("FIN", f);
   failed_with_peer(VICTIM, &r);
   cr_assert_eq(S.remote_live[VICTIM], 0);
   honest_goes_on();
 }
 
+static void flen_short(struct whdr *h)
+{
+  h->flen = 100;
+}
+
+Test(hostile_p2p, rput_fin_before_any_write_out_of_order)
+{
+  rput_recv_bad_fin(PP_VF_FRAG, idx_first_1);
+}
+
 Test(hostile_p2p, rput_fin_with_the_wrong_length)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
-  pp_req r;
-  uint8_t *d;
-  struct whdr c0 = rput_from_attacker(100000, &r, &d);
-  struct whdr f = fin(&c0);
-  f.flen = 100;
-  forge_hdr(&f);
-  run();
-  expect_violation("FIN", PP_VF_FLEN);
-  failed_with_peer(VICTIM, &r);
-  cr_assert_eq(S.remote_live[VICTIM], 0);
-  honest_goes_on();
+  rput_recv_bad_fin(PP_VF_FLEN, flen_short);
 }
 
 Test(hostile_p2p, rput_fin_naming_another_senders_transfer)
@@ -1212,10 +1204,7 @@ Test(hostile_p2p, srq_eager_on_the_control_qp)
   struct pp_engine_cfg c = srq_cfg();
   p2p_up(&c);
   struct whdr h = eager(0, 5, 0);
-  forge_hdr(&h); /* the control QP: replies and credits only */
-  run();
-  expect_violation("EAGER", PP_VF_TYPE);
-  honest_goes_on();
+  lone_header_fails(&h, "EAGER", PP_VF_TYPE); /* the control QP: replies and credits only */
 }
 
 Test(hostile_p2p, srq_credit_on_the_data_qp)
