@@ -236,6 +236,13 @@ static void p2p_up(const struct pp_engine_cfg *cfg)
                 PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ);
 }
 
+/* The three ranks up on p2p_cfg(). */
+static void p2p_up_default(void)
+{
+  struct pp_engine_cfg c = p2p_cfg();
+  p2p_up(&c);
+}
+
 static void p2p_down(void)
 {
   for (uint32_t r = 0; r < NR; r++)
@@ -463,8 +470,7 @@ static void lone_header_fails(const struct whdr *h, const char *msg, enum pp_vio
 
 Test(hostile_p2p, eager_length_past_the_bytes_received)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   uint8_t *big = guarded(2u << 20, 0x11);
   pp_req r;
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), big, 2u << 20, PP_ANY_SOURCE, 5, 0, 0, &r), PP_OK);
@@ -481,8 +487,7 @@ Test(hostile_p2p, eager_length_past_the_bytes_received)
 
 Test(hostile_p2p, eager_length_short_of_the_bytes_received)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   uint8_t *d = guarded(100, 0);
   pp_req r;
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d, 100, ATTACKER, 5, 0, 0, &r), PP_OK);
@@ -499,8 +504,7 @@ Test(hostile_p2p, eager_length_short_of_the_bytes_received)
 
 Test(hostile_p2p, truncated_header)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req r;
   uint8_t *d = guarded(64, 0);
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d, 64, ATTACKER, 5, 0, 0, &r), PP_OK);
@@ -514,8 +518,7 @@ Test(hostile_p2p, truncated_header)
 
 Test(hostile_p2p, empty_send)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = {0};
   forge(&h, 0, NULL, 0);
   run();
@@ -525,16 +528,14 @@ Test(hostile_p2p, empty_send)
 
 Test(hostile_p2p, unknown_message_type)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = {.type = 9};
   lone_header_fails(&h, "?", PP_VF_TYPE);
 }
 
 Test(hostile_p2p, eager_unknown_flags)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = eager(0, 5, 0);
   h.flags = 0x80;
   lone_header_fails(&h, "EAGER", PP_VF_FLAGS);
@@ -542,8 +543,7 @@ Test(hostile_p2p, eager_unknown_flags)
 
 Test(hostile_p2p, eager_reserved_tag)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req r;
   uint8_t *d = guarded(64, 0);
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d, 64, ATTACKER, PP_ANY_TAG, 0, 0, &r), PP_OK);
@@ -557,8 +557,7 @@ Test(hostile_p2p, eager_reserved_tag)
 
 Test(hostile_p2p, eager_from_the_future_holds_no_buffer)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = eager(1000, 5, 0);
   forge_hdr(&h);
   run();
@@ -572,8 +571,7 @@ Test(hostile_p2p, eager_from_the_future_holds_no_buffer)
 
 Test(hostile_p2p, eager_duplicate_of_a_delivered_message)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req r[2];
   uint8_t *d0 = guarded(8, 0), *d1 = guarded(8, 0);
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d0, 8, ATTACKER, 5, 0, 0, &r[0]), PP_OK);
@@ -593,8 +591,7 @@ Test(hostile_p2p, eager_duplicate_of_a_delivered_message)
 
 Test(hostile_p2p, eager_duplicate_held_out_of_order)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = eager(1, 5, 0);
   forge_hdr(&h);
   forge_hdr(&h);
@@ -605,8 +602,7 @@ Test(hostile_p2p, eager_duplicate_held_out_of_order)
 
 Test(hostile_p2p, eager_reordered_within_the_window_is_delivered_in_order)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req r[2];
   uint8_t *d0 = guarded(4, 0), *d1 = guarded(4, 0);
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d0, 4, ATTACKER, 5, 0, 0, &r[0]), PP_OK);
@@ -625,16 +621,14 @@ Test(hostile_p2p, eager_reordered_within_the_window_is_delivered_in_order)
 
 Test(hostile_p2p, credits_returned_that_were_never_lent)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = {.type = T_CREDIT, .credits = 5};
   lone_header_fails(&h, "CREDIT", PP_VF_CREDITS);
 }
 
 Test(hostile_p2p, credit_inflation_200_into_a_pool_of_8)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   enum { N = 20 };
   pp_req s[N];
   uint8_t *src = guarded(64, 0x42);
@@ -657,8 +651,7 @@ Test(hostile_p2p, credit_inflation_200_into_a_pool_of_8)
 
 Test(hostile_p2p, credits_returned_exactly_are_taken)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   enum { N = 12 };
   pp_req s[N];
   uint8_t *src = guarded(64, 0x42);
@@ -678,8 +671,7 @@ Test(hostile_p2p, credits_returned_exactly_are_taken)
 
 Test(hostile_p2p, reply_credits_returned_that_were_never_lent)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = eager(0, 5, 0);
   h.rcredits = 1;
   lone_header_fails(&h, "EAGER", PP_VF_RCREDITS);
@@ -687,8 +679,7 @@ Test(hostile_p2p, reply_credits_returned_that_were_never_lent)
 
 Test(hostile_p2p, ack_for_a_standard_send)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src = guarded(64, 0x42);
   cr_assert_eq(pp_p2p_isend(S.e[VICTIM], now(), src, 64, ATTACKER, 1, 0, 0, &s), PP_OK);
@@ -705,8 +696,7 @@ Test(hostile_p2p, ack_for_a_standard_send)
 
 Test(hostile_p2p, duplicate_ack)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src = guarded(64, 0x42);
   cr_assert_eq(pp_p2p_issend(S.e[VICTIM], now(), src, 64, ATTACKER, 1, 0, 0, &s), PP_OK);
@@ -726,8 +716,7 @@ Test(hostile_p2p, duplicate_ack)
 
 Test(hostile_p2p, ack_for_another_peers_send)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s, r;
   uint8_t *src = guarded(64, 0x42), *d = guarded(64, 0);
   cr_assert_eq(pp_p2p_issend(S.e[VICTIM], now(), src, 64, HONEST, 1, 0, 0, &s), PP_OK);
@@ -747,8 +736,7 @@ Test(hostile_p2p, ack_for_another_peers_send)
 
 Test(hostile_p2p, cts_for_an_eager_synchronous_send)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src = guarded(100, 0x42);
   cr_assert_eq(pp_p2p_issend(S.e[VICTIM], now(), src, 100, ATTACKER, 1, 0, 0, &s), PP_OK);
@@ -790,8 +778,7 @@ static struct whdr cts(const struct whdr *rts, uint32_t idx, uint32_t len, uint8
 
 static void rput_send_bad_cts(enum pp_violation_field f, void (*mutate)(struct whdr *))
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src;
   struct whdr rts = rput_to_attacker(100000, &s, &src);
@@ -855,8 +842,7 @@ Test(hostile_p2p, rput_cts_fragment_count_wrong)
 
 Test(hostile_p2p, rput_cts_duplicate)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src;
   struct whdr rts = rput_to_attacker(100000, &s, &src);
@@ -878,8 +864,7 @@ Test(hostile_p2p, rput_cts_duplicate)
 
 Test(hostile_p2p, rput_to_a_well_behaved_attacker_writes_only_the_send)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src;
   struct whdr rts = rput_to_attacker(100000, &s, &src);
@@ -897,8 +882,7 @@ Test(hostile_p2p, rput_to_a_well_behaved_attacker_writes_only_the_send)
 
 Test(hostile_p2p, rget_fin_for_an_rput_send)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src;
   struct whdr rts = rput_to_attacker(100000, &s, &src);
@@ -914,8 +898,7 @@ Test(hostile_p2p, rget_fin_for_an_rput_send)
 
 Test(hostile_p2p, rget_duplicate_fin)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src = guarded(20000, 0x61);
   cr_assert_eq(pp_p2p_isend(S.e[VICTIM], now(), src, 20000, ATTACKER, 3, 0, 0, &s), PP_OK);
@@ -937,8 +920,7 @@ Test(hostile_p2p, rget_duplicate_fin)
 
 Test(hostile_p2p, rget_fin_from_a_third_rank)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s, r;
   uint8_t *src = guarded(20000, 0x61), *d = guarded(20000, 0);
   cr_assert_eq(pp_p2p_isend(S.e[VICTIM], now(), src, 20000, HONEST, 3, 0, 0, &s), PP_OK);
@@ -969,8 +951,7 @@ static struct whdr rts(uint32_t seq, uint32_t len, bool rget, const uint8_t *src
 
 Test(hostile_p2p, rts_with_a_body)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = rts(0, 100000, false, NULL);
   uint8_t body[100] = {0};
   forge(&h, 64 + 100, body, 100);
@@ -981,24 +962,21 @@ Test(hostile_p2p, rts_with_a_body)
 
 Test(hostile_p2p, rts_of_an_eager_size)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = rts(0, 100, false, NULL);
   lone_header_fails(&h, "RTS", PP_VF_LEN);
 }
 
 Test(hostile_p2p, rts_rget_flag_on_an_rput_size)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = rts(0, 1u << 20, true, S.abuf);
   lone_header_fails(&h, "RTS", PP_VF_FLAGS);
 }
 
 Test(hostile_p2p, rget_from_a_well_behaved_attacker_reads_its_buffer)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   uint8_t *src = S.abuf + (size_t)(NASLOT - 4) * ASLOT;
   memset(src, 0x99, 20000);
   uint8_t *d = guarded(20000, 0);
@@ -1044,8 +1022,7 @@ static void write_frag(const struct whdr *c, uint8_t v)
 
 Test(hostile_p2p, rput_duplicate_fin_does_not_complete_the_receive)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req r;
   uint8_t *d;
   struct whdr c0 = rput_from_attacker(100000, &r, &d);
@@ -1067,8 +1044,7 @@ Test(hostile_p2p, rput_duplicate_fin_does_not_complete_the_receive)
  * fails and its buffer is no longer remotely writable. */
 static void rput_recv_bad_fin(enum pp_violation_field f, void (*mutate)(struct whdr *))
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req r;
   uint8_t *d;
   struct whdr c0 = rput_from_attacker(100000, &r, &d);
@@ -1099,8 +1075,7 @@ Test(hostile_p2p, rput_fin_with_the_wrong_length)
 
 Test(hostile_p2p, rput_fin_naming_another_senders_transfer)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s, r;
   uint8_t *src = guarded(100000, 0x3d), *d = guarded(100000, 0);
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d, 100000, HONEST, 3, 0, 0, &r), PP_OK);
@@ -1124,8 +1099,7 @@ Test(hostile_p2p, rput_fin_naming_another_senders_transfer)
 
 Test(hostile_p2p, fin_for_a_receive_not_matched_yet)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req r;
   uint8_t *d = guarded(100000, 0);
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d, 100000, ATTACKER, 7, 0, 0, &r), PP_OK);
