@@ -21,21 +21,19 @@
 #include "prepost/p2p.h"
 #include "prepost/proto.h"
 #include "simnic_harness.h"
+#include "scratch.h"
 #include "tools/explore/explore.h"
 
 static char tmpdir[64];
 
 static void setup(void)
 {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/prepost-explore-XXXXXX");
-  cr_assert_not_null(mkdtemp(tmpdir));
+  scratch_make(tmpdir, sizeof tmpdir, "explore");
 }
 
 static void teardown(void)
 {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  cr_expect_eq(system(cmd), 0);
+  scratch_remove(tmpdir);
 }
 
 static int gen_index(const char *name)
@@ -971,13 +969,7 @@ static int cli(const char *args)
   int st = system(cmd);
   cr_assert(WIFEXITED(st), "prepost explore %s: did not exit normally", args);
   free(out_text);
-  FILE *f = fopen(path, "r");
-  cr_assert_not_null(f);
-  static char buf[65536];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  out_text = strdup(buf);
+  out_text = scratch_slurp(path, NULL);
   return WEXITSTATUS(st);
 }
 

@@ -229,11 +229,10 @@ Test(fleet, junit_has_the_shape_ci_systems_read)
       "p = {x.get('name'): x.get('value') for x in s.find('properties')}\n"
       "assert p['seeds.run'] == '30' and p['prepost.commit'] == sys.argv[2], p\n"
       "print('junit ok', len(fails))\n";
-  FILE *f = fopen("/tmp/prepost-fleet-junit.py", "w");
-  cr_assert_not_null(f);
-  fputs(check, f);
-  fclose(f);
-  cr_assert_eq(sh("/usr/bin/python3 /tmp/prepost-fleet-junit.py r.xml %s", pp_build_commit()), 0,
+  char path[256];
+  snprintf(path, sizeof path, "%s/junit.py", tmpdir);
+  scratch_write(path, check);
+  cr_assert_eq(sh("/usr/bin/python3 junit.py r.xml %s", pp_build_commit()), 0,
                "%s%s", out_text, err_text);
   cr_assert(strstr(out_text, "junit ok"), "%s", out_text);
 }

@@ -60,11 +60,8 @@ static char tmpdir[64]; /* scratch directory of the test, removed by fini() */
 static void fini(void)
 {
   pp_run_result_free(&res);
-  if (tmpdir[0]) {
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-    cr_expect_eq(system(cmd), 0);
-  }
+  if (tmpdir[0])
+    scratch_remove(tmpdir);
 }
 
 TestSuite(simrun, .fini = fini);
@@ -303,8 +300,7 @@ Test(simrun, one_mib_on_a_generated_cluster_has_analytic_timing)
 
 static void make_tmpdir(void)
 {
-  snprintf(tmpdir, sizeof(tmpdir), "/tmp/prepost-test-XXXXXX");
-  cr_assert_not_null(mkdtemp(tmpdir));
+  scratch_make(tmpdir, sizeof(tmpdir), "test");
 }
 
 Test(simrun, too_few_hosts_is_an_error)
@@ -312,17 +308,13 @@ Test(simrun, too_few_hosts_is_an_error)
   make_tmpdir();
   char platform[128];
   snprintf(platform, sizeof(platform), "%s/one-host.xml", tmpdir);
-  FILE *f = fopen(platform, "w");
-  cr_assert_not_null(f);
-  fputs("<?xml version='1.0'?>\n"
-        "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-        "<platform version=\"4.1\">\n"
-        "  <zone id=\"z\" routing=\"Full\">\n"
-        "    <host id=\"solo\" speed=\"1Gf\"/>\n"
-        "  </zone>\n"
-        "</platform>\n",
-        f);
-  fclose(f);
+  scratch_write(platform, "<?xml version='1.0'?>\n"
+                          "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                          "<platform version=\"4.1\">\n"
+                          "  <zone id=\"z\" routing=\"Full\">\n"
+                          "    <host id=\"solo\" speed=\"1Gf\"/>\n"
+                          "  </zone>\n"
+                          "</platform>\n");
   char text[512];
   snprintf(text, sizeof(text),
            "name: too-few\nranks: 2\nplatform: %s\nworkload:\n  messages: 1\n  size: 64\n",

@@ -2146,10 +2146,7 @@ static void put_file(const char *dev, const char *file, const char *text)
   snprintf(path, sizeof(path), "%s/%s/ports/1/%s", sysfs, dev, file);
   snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", path);
   cr_assert_eq(system(cmd), 0);
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f);
-  fputs(text, f);
-  fclose(f);
+  scratch_write(path, text);
 }
 
 static void put_counter(const char *dev, const char *file, uint64_t v)
