@@ -898,6 +898,15 @@ static void find_and_shrink(struct pp_explore_space *sp, uint64_t budget, enum p
   assert_inv(v, want);
 }
 
+/* find_and_shrink in the default space with test bug b alone. */
+static void bug_found_and_shrunk(enum pp_bug b, uint64_t budget, enum pp_inv want)
+{
+  struct pp_explore_space sp;
+  pp_explore_space_default(&sp);
+  sp.bugs = 1u << b;
+  find_and_shrink(&sp, budget, want);
+}
+
 Test(explore_find, naive_rnr_failures_found_and_shrunk)
 {
   struct pp_explore_space sp;
@@ -908,50 +917,32 @@ Test(explore_find, naive_rnr_failures_found_and_shrunk)
 
 Test(explore_find, bug_early_repost_found_and_shrunk)
 {
-  struct pp_explore_space sp;
-  pp_explore_space_default(&sp);
-  sp.bugs = 1u << PP_BUG_EARLY_REPOST;
-  find_and_shrink(&sp, 40, PP_INV_REUSE);
+  bug_found_and_shrunk(PP_BUG_EARLY_REPOST, 40, PP_INV_REUSE);
 }
 
 Test(explore_find, bug_lost_repost_found_and_shrunk)
 {
-  struct pp_explore_space sp;
-  pp_explore_space_default(&sp);
-  sp.bugs = 1u << PP_BUG_LOST_REPOST;
-  find_and_shrink(&sp, 60, PP_INV_HANG);
+  bug_found_and_shrunk(PP_BUG_LOST_REPOST, 60, PP_INV_HANG);
 }
 
 Test(explore_find, bug_send_reuse_found_and_shrunk)
 {
-  struct pp_explore_space sp;
-  pp_explore_space_default(&sp);
-  sp.bugs = 1u << PP_BUG_SEND_REUSE;
-  find_and_shrink(&sp, 30, PP_INV_INTEGRITY);
+  bug_found_and_shrunk(PP_BUG_SEND_REUSE, 30, PP_INV_INTEGRITY);
 }
 
 Test(explore_find, bug_early_credit_found_and_shrunk)
 {
-  struct pp_explore_space sp;
-  pp_explore_space_default(&sp);
-  sp.bugs = 1u << PP_BUG_EARLY_CREDIT;
-  find_and_shrink(&sp, 40, PP_INV_RNR);
+  bug_found_and_shrunk(PP_BUG_EARLY_CREDIT, 40, PP_INV_RNR);
 }
 
 Test(explore_find, bug_early_cts_found_and_shrunk)
 {
-  struct pp_explore_space sp;
-  pp_explore_space_default(&sp);
-  sp.bugs = 1u << PP_BUG_EARLY_CTS;
-  find_and_shrink(&sp, 30, PP_INV_ERRORS);
+  bug_found_and_shrunk(PP_BUG_EARLY_CTS, 30, PP_INV_ERRORS);
 }
 
 Test(explore_find, bug_wildcard_order_found_and_shrunk)
 {
-  struct pp_explore_space sp;
-  pp_explore_space_default(&sp);
-  sp.bugs = 1u << PP_BUG_WILDCARD_ORDER;
-  find_and_shrink(&sp, 40, PP_INV_INTEGRITY);
+  bug_found_and_shrunk(PP_BUG_WILDCARD_ORDER, 40, PP_INV_INTEGRITY);
 }
 
 /* ================================================================ the command line */
