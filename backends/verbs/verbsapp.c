@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "prepost/verbsapp.h"
+#include "errf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,16 +28,6 @@ static uint64_t mono_ns(void)
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void errf(char *err, size_t len, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  if (err && len)
-    vsnprintf(err, len, fmt, ap);
-  va_end(ap);
 }
 
 enum pp_status pp_verbs_rank_open(const struct pp_run_cfg *cfg, uint32_t rank,
