@@ -581,6 +581,19 @@ static void send_state(struct boot_link *l, bool idle, bool done, uint64_t gen)
   boot_buf_free(&b);
 }
 
+/* Both fake ranks through HELLO, TABLE, READY and GO. */
+static void fake_start(struct coord_ctx *c, struct boot_link fd[2], struct boot_buf *b)
+{
+  fd[0] = fake_hello(c->port, 0, &c->cfg);
+  fd[1] = fake_hello(c->port, 1, &c->cfg);
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], b), BOOT_TABLE);
+    cr_assert_eq(boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull), 0);
+  }
+  for (int r = 0; r < 2; r++)
+    cr_assert_eq(recv_type(&fd[r], b), BOOT_GO);
+}
+
 /* Rank link l is asked whether it moved (PROBE) and answers: idle, still at generation gen. */
 static void answer_probe(struct boot_link *l, uint64_t gen)
 {
@@ -711,14 +724,9 @@ Test(verbs, coordinator_probe_is_void_when_a_rank_moved)
   struct coord_ctx c;
   pthread_t th;
   start_coord(&c, 5000000000ull, &th);
-  struct boot_link fd[2] = {fake_hello(c.port, 0, &c.cfg), fake_hello(c.port, 1, &c.cfg)};
+  struct boot_link fd[2];
   struct boot_buf b = {0};
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_TABLE);
-    boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull);
-  }
-  for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_GO);
+  fake_start(&c, fd, &b);
   send_state(&fd[0], true, false, 1);
   send_state(&fd[1], true, false, 1);
   uint64_t id = 0;
@@ -760,14 +768,9 @@ Test(verbs, coordinator_probes_again_after_a_late_report)
   struct coord_ctx c;
   pthread_t th;
   start_coord(&c, 5000000000ull, &th);
-  struct boot_link fd[2] = {fake_hello(c.port, 0, &c.cfg), fake_hello(c.port, 1, &c.cfg)};
+  struct boot_link fd[2];
   struct boot_buf b = {0}, o = {0};
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_TABLE);
-    boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull);
-  }
-  for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_GO);
+  fake_start(&c, fd, &b);
   send_state(&fd[0], true, true, 1);
   send_state(&fd[1], true, true, 1);
   uint64_t id[2];
@@ -1652,19 +1655,6 @@ Test(verbs_cli, usage_errors)
 }
 
 /* ================================================================ hang reports (prepost/hang.h) */
-
-/* Both fake ranks through HELLO, TABLE, READY and GO. */
-static void fake_start(struct coord_ctx *c, struct boot_link fd[2], struct boot_buf *b)
-{
-  fd[0] = fake_hello(c->port, 0, &c->cfg);
-  fd[1] = fake_hello(c->port, 1, &c->cfg);
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], b), BOOT_TABLE);
-    cr_assert_eq(boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull), 0);
-  }
-  for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(&fd[r], b), BOOT_GO);
-}
 
 static const struct pp_wait rank0_waits[] = {
     {.kind = PP_WAIT_CTS, .peer = 1, .tag = 1,
