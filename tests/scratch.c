@@ -21,6 +21,14 @@ void scratch_remove(const char *dir)
   cr_expect_eq(system(cmd), 0, "%s", cmd);
 }
 
+void scratch_write(const char *path, const char *text)
+{
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f, "cannot write %s", path);
+  cr_assert_geq(fputs(text, f), 0, "cannot write %s", path);
+  cr_assert_eq(fclose(f), 0, "cannot write %s", path);
+}
+
 char *scratch_slurp(const char *path, size_t *len)
 {
   FILE *f = fopen(path, "rb");

@@ -14,6 +14,9 @@ void scratch_make(char *dir, size_t dir_size, const char *name);
 /* Removes dir and everything in it (a failure is an expectation failed, not an abort). */
 void scratch_remove(const char *dir);
 
+/* Writes text to the file at path (created or truncated), asserting that it can. */
+void scratch_write(const char *path, const char *text);
+
 /* The whole file at path, NUL-terminated, in a malloc'd buffer the caller frees; its length in
  * *len when len is not NULL. Asserts that the file can be read. */
 char *scratch_slurp(const char *path, size_t *len);

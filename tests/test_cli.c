@@ -58,10 +58,7 @@ static void write_file(const char *name, const char *text)
 {
   char path[256];
   snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f);
-  fputs(text, f);
-  fclose(f);
+  scratch_write(path, text);
 }
 
 #define assert_has(hay, needle)                                                \

@@ -17,6 +17,7 @@
 #include "prepost/engine.h"
 #include "engine/core/engine_impl.h"
 #include "fakefabric.h"
+#include "scratch.h"
 
 /* scenario.h's opening comment trips -Wcomment (see tools/scenario/scenario.c) */
 #pragma GCC diagnostic push
@@ -569,16 +570,12 @@ Test(collective, sim_allreduce_64_ranks_4k, .fini = sim_fini, .timeout = 120)
 
 Test(collective, cli_json_has_the_ring_keys, .timeout = 120)
 {
-  char dir[] = "/tmp/prepost-coll-XXXXXX", path[64], cmd[2048];
-  cr_assert_not_null(mkdtemp(dir));
+  char dir[64], path[128], cmd[2048];
+  scratch_make(dir, sizeof(dir), "coll");
   snprintf(path, sizeof(path), "%s/ar.yaml", dir);
-  FILE *y = fopen(path, "w");
-  cr_assert_not_null(y);
-  fputs("name: cli-ring\nranks: 3\nprotocol: ring-cts\nworkload: {kind: collective}\n"
-        "collective: {size: 12KiB, chunk: 1KiB, iterations: 2}\n"
-        "ring: {slots: 4, slot_size: 512, channels: 2}\nqp: {rnr_retry: 0}\n",
-        y);
-  fclose(y);
+  scratch_write(path, "name: cli-ring\nranks: 3\nprotocol: ring-cts\nworkload: {kind: collective}\n"
+                      "collective: {size: 12KiB, chunk: 1KiB, iterations: 2}\n"
+                      "ring: {slots: 4, slot_size: 512, channels: 2}\nqp: {rnr_retry: 0}\n");
   snprintf(cmd, sizeof(cmd), "'%s' run '%s' --json", PREPOST_CLI, path);
   FILE *p = popen(cmd, "r");
   cr_assert_not_null(p);
@@ -586,8 +583,7 @@ Test(collective, cli_json_has_the_ring_keys, .timeout = 120)
   size_t n = fread(out, 1, sizeof(out) - 1, p);
   out[n] = '\0';
   int st = pclose(p);
-  remove(path);
-  rmdir(dir);
+  scratch_remove(dir);
   cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
   for (const char *k = "\"algbw_gbps\": \0\"busbw_gbps\": \0\"collective\": {\0\"ring\": {\0"
                        "\"credit_stall_ns\": \0\"connections\": [\0\"rnr_naks\": 0\0";

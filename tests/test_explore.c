@@ -21,21 +21,19 @@
 #include "prepost/p2p.h"
 #include "prepost/proto.h"
 #include "simnic_harness.h"
+#include "scratch.h"
 #include "tools/explore/explore.h"
 
 static char tmpdir[64];
 
 static void setup(void)
 {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/prepost-explore-XXXXXX");
-  cr_assert_not_null(mkdtemp(tmpdir));
+  scratch_make(tmpdir, sizeof tmpdir, "explore");
 }
 
 static void teardown(void)
 {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  cr_expect_eq(system(cmd), 0);
+  scratch_remove(tmpdir);
 }
 
 static int gen_index(const char *name)
@@ -185,15 +183,24 @@ Test(explore_gen, the_liveness_bound_counts_p2p_sizes_destinations_and_round_tri
 }
 
 /* write -> parse gives the same configuration, byte for byte */
+/* The scenario as pp_scenario_write writes it (with comment), in a malloc'd string; its length
+ * in *len. */
+static char *written(const struct pp_scenario *sc, const char *comment, size_t *len)
+{
+  char *text = NULL;
+  FILE *f = open_memstream(&text, len);
+  cr_assert_not_null(f);
+  cr_assert_eq(pp_scenario_write(f, sc, comment), 0);
+  fclose(f);
+  return text;
+}
+
 static void round_trip(const struct pp_scenario *sc)
 {
   static struct pp_scenario back;
-  char *text = NULL, err[1024] = "";
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  cr_assert_not_null(f);
-  cr_assert_eq(pp_scenario_write(f, sc, "a comment\nexpect: ok"), 0);
-  fclose(f);
+  char err[1024] = "";
+  size_t len;
+  char *text = written(sc, "a comment\nexpect: ok", &len);
   cr_assert_eq(pp_scenario_parse(text, len, "rt.yaml", PREPOST_MODELS_DIR, &back, err, sizeof err),
                PP_OK, "%s\n%s", err, text);
   cr_assert(memcmp(&back.sim, &sc->sim, sizeof back.sim) == 0,
@@ -237,22 +244,14 @@ Test(explore_gen, a_non_default_line_rate_and_slow_ranks_are_written_and_read_ba
   pp_explore_space_default(&sp);
   pp_explore_generate(3, &sp, &sc);
   sc.sim.engine.workload.consume_ranks = 0;
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  cr_assert_not_null(f);
-  cr_assert_eq(pp_scenario_write(f, &sc, NULL), 0);
-  fclose(f);
+  size_t len;
+  char *text = written(&sc, NULL, &len);
   cr_assert_null(strstr(text, "line_rate"), "%s", text);
   cr_assert_null(strstr(text, "slow_ranks"), "%s", text);
   free(text);
   sc.sim.nic.line_rate_bps = 25e9;
   sc.sim.engine.workload.consume_ranks = 0x1;
-  text = NULL;
-  f = open_memstream(&text, &len);
-  cr_assert_not_null(f);
-  cr_assert_eq(pp_scenario_write(f, &sc, NULL), 0);
-  fclose(f);
+  text = written(&sc, NULL, &len);
   cr_assert_not_null(strstr(text, "\n  line_rate: 25Gbps\n"), "%s", text);
   cr_assert_not_null(strstr(text, "\n  slow_ranks: [0]\n"), "%s", text);
   free(text);
@@ -899,6 +898,15 @@ static void find_and_shrink(struct pp_explore_space *sp, uint64_t budget, enum p
   assert_inv(v, want);
 }
 
+/* find_and_shrink in the default space with test bug b alone. */
+static void bug_found_and_shrunk(enum pp_bug b, uint64_t budget, enum pp_inv want)
+{
+  struct pp_explore_space sp;
+  pp_explore_space_default(&sp);
+  sp.bugs = 1u << b;
+  find_and_shrink(&sp, budget, want);
+}
+
 Test(explore_find, naive_rnr_failures_found_and_shrunk)
 {
   struct pp_explore_space sp;
@@ -909,50 +917,32 @@ Test(explore_find, naive_rnr_failures_found_and_shrunk)
 
 Test(explore_find, bug_early_repost_found_and_shrunk)
 {
-  struct pp_explore_space sp;
-  pp_explore_space_default(&sp);
-  sp.bugs = 1u << PP_BUG_EARLY_REPOST;
-  find_and_shrink(&sp, 40, PP_INV_REUSE);
+  bug_found_and_shrunk(PP_BUG_EARLY_REPOST, 40, PP_INV_REUSE);
 }
 
 Test(explore_find, bug_lost_repost_found_and_shrunk)
 {
-  struct pp_explore_space sp;
-  pp_explore_space_default(&sp);
-  sp.bugs = 1u << PP_BUG_LOST_REPOST;
-  find_and_shrink(&sp, 60, PP_INV_HANG);
+  bug_found_and_shrunk(PP_BUG_LOST_REPOST, 60, PP_INV_HANG);
 }
 
 Test(explore_find, bug_send_reuse_found_and_shrunk)
 {
-  struct pp_explore_space sp;
-  pp_explore_space_default(&sp);
-  sp.bugs = 1u << PP_BUG_SEND_REUSE;
-  find_and_shrink(&sp, 30, PP_INV_INTEGRITY);
+  bug_found_and_shrunk(PP_BUG_SEND_REUSE, 30, PP_INV_INTEGRITY);
 }
 
 Test(explore_find, bug_early_credit_found_and_shrunk)
 {
-  struct pp_explore_space sp;
-  pp_explore_space_default(&sp);
-  sp.bugs = 1u << PP_BUG_EARLY_CREDIT;
-  find_and_shrink(&sp, 40, PP_INV_RNR);
+  bug_found_and_shrunk(PP_BUG_EARLY_CREDIT, 40, PP_INV_RNR);
 }
 
 Test(explore_find, bug_early_cts_found_and_shrunk)
 {
-  struct pp_explore_space sp;
-  pp_explore_space_default(&sp);
-  sp.bugs = 1u << PP_BUG_EARLY_CTS;
-  find_and_shrink(&sp, 30, PP_INV_ERRORS);
+  bug_found_and_shrunk(PP_BUG_EARLY_CTS, 30, PP_INV_ERRORS);
 }
 
 Test(explore_find, bug_wildcard_order_found_and_shrunk)
 {
-  struct pp_explore_space sp;
-  pp_explore_space_default(&sp);
-  sp.bugs = 1u << PP_BUG_WILDCARD_ORDER;
-  find_and_shrink(&sp, 40, PP_INV_INTEGRITY);
+  bug_found_and_shrunk(PP_BUG_WILDCARD_ORDER, 40, PP_INV_INTEGRITY);
 }
 
 /* ================================================================ the command line */
@@ -970,13 +960,7 @@ static int cli(const char *args)
   int st = system(cmd);
   cr_assert(WIFEXITED(st), "prepost explore %s: did not exit normally", args);
   free(out_text);
-  FILE *f = fopen(path, "r");
-  cr_assert_not_null(f);
-  static char buf[65536];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  out_text = strdup(buf);
+  out_text = scratch_slurp(path, NULL);
   return WEXITSTATUS(st);
 }
 

@@ -16,32 +16,26 @@
 
 #include "tools/cli/buildinfo.h"
 #include "tools/explore/explore_fleet.h"
+#include "scratch.h"
 
 static char tmpdir[64];
-static char out_text[1 << 17], err_text[1 << 16];
+static char *out_text, *err_text;
 
 static void setup(void)
 {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/prepost-fleet-XXXXXX");
-  cr_assert_not_null(mkdtemp(tmpdir));
+  scratch_make(tmpdir, sizeof tmpdir, "fleet");
 }
 
 static void teardown(void)
 {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  cr_expect_eq(system(cmd), 0);
+  scratch_remove(tmpdir);
 }
 
-static void slurp(const char *name, char *buf, size_t cap)
+static char *slurp(const char *name)
 {
   char path[256];
   snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-  FILE *f = fopen(path, "r");
-  cr_assert_not_null(f, "%s", path);
-  size_t n = fread(buf, 1, cap - 1, f);
-  buf[n] = '\0';
-  fclose(f);
+  return scratch_slurp(path, NULL);
 }
 
 /* Runs `sh -c` in tmpdir with PREPOST set to the CLI; stdout/stderr kept in out_text/err_text. */
@@ -56,8 +50,10 @@ static int sh(const char *fmt, ...)
            PREPOST_CLI, script);
   int st = system(cmd);
   cr_assert(WIFEXITED(st), "%s: did not exit normally", script);
-  slurp("out", out_text, sizeof out_text);
-  slurp("err", err_text, sizeof err_text);
+  free(out_text);
+  free(err_text);
+  out_text = slurp("out");
+  err_text = slurp("err");
   return WEXITSTATUS(st);
 }
 
@@ -233,11 +229,10 @@ Test(fleet, junit_has_the_shape_ci_systems_read)
       "p = {x.get('name'): x.get('value') for x in s.find('properties')}\n"
       "assert p['seeds.run'] == '30' and p['prepost.commit'] == sys.argv[2], p\n"
       "print('junit ok', len(fails))\n";
-  FILE *f = fopen("/tmp/prepost-fleet-junit.py", "w");
-  cr_assert_not_null(f);
-  fputs(check, f);
-  fclose(f);
-  cr_assert_eq(sh("/usr/bin/python3 /tmp/prepost-fleet-junit.py r.xml %s", pp_build_commit()), 0,
+  char path[256];
+  snprintf(path, sizeof path, "%s/junit.py", tmpdir);
+  scratch_write(path, check);
+  cr_assert_eq(sh("/usr/bin/python3 junit.py r.xml %s", pp_build_commit()), 0,
                "%s%s", out_text, err_text);
   cr_assert(strstr(out_text, "junit ok"), "%s", out_text);
 }

@@ -13,19 +13,18 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "scratch.h"
+
 static char dir[64];
 
 static void setup(void)
 {
-  snprintf(dir, sizeof(dir), "/tmp/prepost-export-XXXXXX");
-  cr_assert_not_null(mkdtemp(dir));
+  scratch_make(dir, sizeof(dir), "export");
 }
 
 static void teardown(void)
 {
-  char cmd[128];
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-  cr_expect_eq(system(cmd), 0);
+  scratch_remove(dir);
 }
 
 TestSuite(export, .init = setup, .fini = teardown);

@@ -27,6 +27,7 @@
 #include "prepost/p2p.h"
 #include "app_log.h"
 #include "fakefabric.h"
+#include "probe.h"
 #include "simnic_harness.h"
 #include "tools/report/report.h"
 
@@ -233,6 +234,13 @@ static void p2p_up(const struct pp_engine_cfg *cfg)
   S.abuf = guarded((size_t)ASLOT * NASLOT, 0);
   S.amr = h_reg(S.h, ATTACKER, S.abuf, (size_t)ASLOT * NASLOT,
                 PP_ACCESS_LOCAL_WRITE | PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ);
+}
+
+/* The three ranks up on p2p_cfg(). */
+static void p2p_up_default(void)
+{
+  struct pp_engine_cfg c = p2p_cfg();
+  p2p_up(&c);
 }
 
 static void p2p_down(void)
@@ -448,12 +456,21 @@ static struct whdr eager(uint32_t seq, uint32_t tag, uint32_t len)
   return (struct whdr){.type = T_EAGER, .seq = seq, .tag = tag, .len = len, .sreq = 0x1234};
 }
 
+/* The attacker sends header h alone: the victim sees the violation (message msg, field f),
+ * fails the attacker and goes on with the honest peer. */
+static void lone_header_fails(const struct whdr *h, const char *msg, enum pp_violation_field f)
+{
+  forge_hdr(h);
+  run();
+  expect_violation(msg, f);
+  honest_goes_on();
+}
+
 /* ---------------------------------------------------------------- eager */
 
 Test(hostile_p2p, eager_length_past_the_bytes_received)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   uint8_t *big = guarded(2u << 20, 0x11);
   pp_req r;
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), big, 2u << 20, PP_ANY_SOURCE, 5, 0, 0, &r), PP_OK);
@@ -470,8 +487,7 @@ Test(hostile_p2p, eager_length_past_the_bytes_received)
 
 Test(hostile_p2p, eager_length_short_of_the_bytes_received)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   uint8_t *d = guarded(100, 0);
   pp_req r;
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d, 100, ATTACKER, 5, 0, 0, &r), PP_OK);
@@ -488,8 +504,7 @@ Test(hostile_p2p, eager_length_short_of_the_bytes_received)
 
 Test(hostile_p2p, truncated_header)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req r;
   uint8_t *d = guarded(64, 0);
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d, 64, ATTACKER, 5, 0, 0, &r), PP_OK);
@@ -503,8 +518,7 @@ Test(hostile_p2p, truncated_header)
 
 Test(hostile_p2p, empty_send)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = {0};
   forge(&h, 0, NULL, 0);
   run();
@@ -514,31 +528,22 @@ Test(hostile_p2p, empty_send)
 
 Test(hostile_p2p, unknown_message_type)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = {.type = 9};
-  forge_hdr(&h);
-  run();
-  expect_violation("?", PP_VF_TYPE);
-  honest_goes_on();
+  lone_header_fails(&h, "?", PP_VF_TYPE);
 }
 
 Test(hostile_p2p, eager_unknown_flags)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = eager(0, 5, 0);
   h.flags = 0x80;
-  forge_hdr(&h);
-  run();
-  expect_violation("EAGER", PP_VF_FLAGS);
-  honest_goes_on();
+  lone_header_fails(&h, "EAGER", PP_VF_FLAGS);
 }
 
 Test(hostile_p2p, eager_reserved_tag)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req r;
   uint8_t *d = guarded(64, 0);
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d, 64, ATTACKER, PP_ANY_TAG, 0, 0, &r), PP_OK);
@@ -552,8 +557,7 @@ Test(hostile_p2p, eager_reserved_tag)
 
 Test(hostile_p2p, eager_from_the_future_holds_no_buffer)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = eager(1000, 5, 0);
   forge_hdr(&h);
   run();
@@ -567,8 +571,7 @@ Test(hostile_p2p, eager_from_the_future_holds_no_buffer)
 
 Test(hostile_p2p, eager_duplicate_of_a_delivered_message)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req r[2];
   uint8_t *d0 = guarded(8, 0), *d1 = guarded(8, 0);
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d0, 8, ATTACKER, 5, 0, 0, &r[0]), PP_OK);
@@ -588,8 +591,7 @@ Test(hostile_p2p, eager_duplicate_of_a_delivered_message)
 
 Test(hostile_p2p, eager_duplicate_held_out_of_order)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = eager(1, 5, 0);
   forge_hdr(&h);
   forge_hdr(&h);
@@ -600,8 +602,7 @@ Test(hostile_p2p, eager_duplicate_held_out_of_order)
 
 Test(hostile_p2p, eager_reordered_within_the_window_is_delivered_in_order)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req r[2];
   uint8_t *d0 = guarded(4, 0), *d1 = guarded(4, 0);
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d0, 4, ATTACKER, 5, 0, 0, &r[0]), PP_OK);
@@ -620,19 +621,14 @@ Test(hostile_p2p, eager_reordered_within_the_window_is_delivered_in_order)
 
 Test(hostile_p2p, credits_returned_that_were_never_lent)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = {.type = T_CREDIT, .credits = 5};
-  forge_hdr(&h);
-  run();
-  expect_violation("CREDIT", PP_VF_CREDITS);
-  honest_goes_on();
+  lone_header_fails(&h, "CREDIT", PP_VF_CREDITS);
 }
 
 Test(hostile_p2p, credit_inflation_200_into_a_pool_of_8)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   enum { N = 20 };
   pp_req s[N];
   uint8_t *src = guarded(64, 0x42);
@@ -655,8 +651,7 @@ Test(hostile_p2p, credit_inflation_200_into_a_pool_of_8)
 
 Test(hostile_p2p, credits_returned_exactly_are_taken)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   enum { N = 12 };
   pp_req s[N];
   uint8_t *src = guarded(64, 0x42);
@@ -676,20 +671,15 @@ Test(hostile_p2p, credits_returned_exactly_are_taken)
 
 Test(hostile_p2p, reply_credits_returned_that_were_never_lent)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = eager(0, 5, 0);
   h.rcredits = 1;
-  forge_hdr(&h);
-  run();
-  expect_violation("EAGER", PP_VF_RCREDITS);
-  honest_goes_on();
+  lone_header_fails(&h, "EAGER", PP_VF_RCREDITS);
 }
 
 Test(hostile_p2p, ack_for_a_standard_send)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src = guarded(64, 0x42);
   cr_assert_eq(pp_p2p_isend(S.e[VICTIM], now(), src, 64, ATTACKER, 1, 0, 0, &s), PP_OK);
@@ -706,8 +696,7 @@ Test(hostile_p2p, ack_for_a_standard_send)
 
 Test(hostile_p2p, duplicate_ack)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src = guarded(64, 0x42);
   cr_assert_eq(pp_p2p_issend(S.e[VICTIM], now(), src, 64, ATTACKER, 1, 0, 0, &s), PP_OK);
@@ -727,8 +716,7 @@ Test(hostile_p2p, duplicate_ack)
 
 Test(hostile_p2p, ack_for_another_peers_send)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s, r;
   uint8_t *src = guarded(64, 0x42), *d = guarded(64, 0);
   cr_assert_eq(pp_p2p_issend(S.e[VICTIM], now(), src, 64, HONEST, 1, 0, 0, &s), PP_OK);
@@ -748,8 +736,7 @@ Test(hostile_p2p, ack_for_another_peers_send)
 
 Test(hostile_p2p, cts_for_an_eager_synchronous_send)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src = guarded(100, 0x42);
   cr_assert_eq(pp_p2p_issend(S.e[VICTIM], now(), src, 100, ATTACKER, 1, 0, 0, &s), PP_OK);
@@ -791,8 +778,7 @@ static struct whdr cts(const struct whdr *rts, uint32_t idx, uint32_t len, uint8
 
 static void rput_send_bad_cts(enum pp_violation_field f, void (*mutate)(struct whdr *))
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src;
   struct whdr rts = rput_to_attacker(100000, &s, &src);
@@ -856,8 +842,7 @@ Test(hostile_p2p, rput_cts_fragment_count_wrong)
 
 Test(hostile_p2p, rput_cts_duplicate)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src;
   struct whdr rts = rput_to_attacker(100000, &s, &src);
@@ -879,8 +864,7 @@ Test(hostile_p2p, rput_cts_duplicate)
 
 Test(hostile_p2p, rput_to_a_well_behaved_attacker_writes_only_the_send)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src;
   struct whdr rts = rput_to_attacker(100000, &s, &src);
@@ -898,8 +882,7 @@ Test(hostile_p2p, rput_to_a_well_behaved_attacker_writes_only_the_send)
 
 Test(hostile_p2p, rget_fin_for_an_rput_send)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src;
   struct whdr rts = rput_to_attacker(100000, &s, &src);
@@ -915,8 +898,7 @@ Test(hostile_p2p, rget_fin_for_an_rput_send)
 
 Test(hostile_p2p, rget_duplicate_fin)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s;
   uint8_t *src = guarded(20000, 0x61);
   cr_assert_eq(pp_p2p_isend(S.e[VICTIM], now(), src, 20000, ATTACKER, 3, 0, 0, &s), PP_OK);
@@ -938,8 +920,7 @@ Test(hostile_p2p, rget_duplicate_fin)
 
 Test(hostile_p2p, rget_fin_from_a_third_rank)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s, r;
   uint8_t *src = guarded(20000, 0x61), *d = guarded(20000, 0);
   cr_assert_eq(pp_p2p_isend(S.e[VICTIM], now(), src, 20000, HONEST, 3, 0, 0, &s), PP_OK);
@@ -970,8 +951,7 @@ static struct whdr rts(uint32_t seq, uint32_t len, bool rget, const uint8_t *src
 
 Test(hostile_p2p, rts_with_a_body)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = rts(0, 100000, false, NULL);
   uint8_t body[100] = {0};
   forge(&h, 64 + 100, body, 100);
@@ -982,30 +962,21 @@ Test(hostile_p2p, rts_with_a_body)
 
 Test(hostile_p2p, rts_of_an_eager_size)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = rts(0, 100, false, NULL);
-  forge_hdr(&h);
-  run();
-  expect_violation("RTS", PP_VF_LEN);
-  honest_goes_on();
+  lone_header_fails(&h, "RTS", PP_VF_LEN);
 }
 
 Test(hostile_p2p, rts_rget_flag_on_an_rput_size)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   struct whdr h = rts(0, 1u << 20, true, S.abuf);
-  forge_hdr(&h);
-  run();
-  expect_violation("RTS", PP_VF_FLAGS);
-  honest_goes_on();
+  lone_header_fails(&h, "RTS", PP_VF_FLAGS);
 }
 
 Test(hostile_p2p, rget_from_a_well_behaved_attacker_reads_its_buffer)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   uint8_t *src = S.abuf + (size_t)(NASLOT - 4) * ASLOT;
   memset(src, 0x99, 20000);
   uint8_t *d = guarded(20000, 0);
@@ -1051,8 +1022,7 @@ static void write_frag(const struct whdr *c, uint8_t v)
 
 Test(hostile_p2p, rput_duplicate_fin_does_not_complete_the_receive)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req r;
   uint8_t *d;
   struct whdr c0 = rput_from_attacker(100000, &r, &d);
@@ -1070,44 +1040,42 @@ Test(hostile_p2p, rput_duplicate_fin_does_not_complete_the_receive)
   honest_goes_on();
 }
 
-Test(hostile_p2p, rput_fin_before_any_write_out_of_order)
+/* Before writing anything, the attacker sends a FIN for its first CTS, mutated: the receive
+ * fails and its buffer is no longer remotely writable. */
+static void rput_recv_bad_fin(enum pp_violation_field f, void (*mutate)(struct whdr *))
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req r;
   uint8_t *d;
   struct whdr c0 = rput_from_attacker(100000, &r, &d);
-  struct whdr f = fin(&c0);
-  f.seq = 1, f.off = 16384;
-  forge_hdr(&f);
+  struct whdr h = fin(&c0);
+  mutate(&h);
+  forge_hdr(&h);
   run();
-  expect_violation("FIN", PP_VF_FRAG);
+  expect_violation("FIN", f);
   failed_with_peer(VICTIM, &r);
   cr_assert_eq(S.remote_live[VICTIM], 0);
   honest_goes_on();
+}
+
+static void flen_short(struct whdr *h)
+{
+  h->flen = 100;
+}
+
+Test(hostile_p2p, rput_fin_before_any_write_out_of_order)
+{
+  rput_recv_bad_fin(PP_VF_FRAG, idx_first_1);
 }
 
 Test(hostile_p2p, rput_fin_with_the_wrong_length)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
-  pp_req r;
-  uint8_t *d;
-  struct whdr c0 = rput_from_attacker(100000, &r, &d);
-  struct whdr f = fin(&c0);
-  f.flen = 100;
-  forge_hdr(&f);
-  run();
-  expect_violation("FIN", PP_VF_FLEN);
-  failed_with_peer(VICTIM, &r);
-  cr_assert_eq(S.remote_live[VICTIM], 0);
-  honest_goes_on();
+  rput_recv_bad_fin(PP_VF_FLEN, flen_short);
 }
 
 Test(hostile_p2p, rput_fin_naming_another_senders_transfer)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req s, r;
   uint8_t *src = guarded(100000, 0x3d), *d = guarded(100000, 0);
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d, 100000, HONEST, 3, 0, 0, &r), PP_OK);
@@ -1131,8 +1099,7 @@ Test(hostile_p2p, rput_fin_naming_another_senders_transfer)
 
 Test(hostile_p2p, fin_for_a_receive_not_matched_yet)
 {
-  struct pp_engine_cfg c = p2p_cfg();
-  p2p_up(&c);
+  p2p_up_default();
   pp_req r;
   uint8_t *d = guarded(100000, 0);
   cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d, 100000, ATTACKER, 7, 0, 0, &r), PP_OK);
@@ -1211,10 +1178,7 @@ Test(hostile_p2p, srq_eager_on_the_control_qp)
   struct pp_engine_cfg c = srq_cfg();
   p2p_up(&c);
   struct whdr h = eager(0, 5, 0);
-  forge_hdr(&h); /* the control QP: replies and credits only */
-  run();
-  expect_violation("EAGER", PP_VF_TYPE);
-  honest_goes_on();
+  lone_header_fails(&h, "EAGER", PP_VF_TYPE); /* the control QP: replies and credits only */
 }
 
 Test(hostile_p2p, srq_credit_on_the_data_qp)
@@ -1268,74 +1232,9 @@ static struct {
   unsigned used;
 } RA;
 
-/* The probe workload: the test calls the protocol's send/recv and the probe records what it
- * reports (the engines are created with the collective workload, which posts nothing before
- * it starts). */
-struct done_rec {
-  uint64_t cookie;
-  enum pp_wc_status st;
-};
-
-static struct probe {
-  struct done_rec sends[64], recvs[64];
-  unsigned nsend, nrecv;
-} PR[NR];
-
-static enum pp_status pr_ok(struct pp_engine *e)
-{
-  (void)e;
-  return PP_OK;
-}
-static void pr_destroy(struct pp_engine *e)
-{
-  e->as = NULL;
-}
-static enum pp_status pr_start(struct pp_engine *e, uint64_t now)
-{
-  (void)e, (void)now;
-  return PP_OK;
-}
-static enum pp_status pr_on_timer(struct pp_engine *e, uint64_t now, uint32_t arg)
-{
-  (void)e, (void)now, (void)arg;
-  return PP_OK;
-}
-static enum pp_status pr_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
-                                   enum pp_wc_status st)
-{
-  (void)now;
-  struct probe *p = e->as;
-  cr_assert_lt(p->nsend, 64);
-  p->sends[p->nsend++] = (struct done_rec){cookie, st};
-  return PP_OK;
-}
-static enum pp_status pr_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
-                                   enum pp_wc_status st, uint32_t src, uint64_t tag, uint32_t len)
-{
-  (void)now, (void)src, (void)tag, (void)len;
-  struct probe *p = e->as;
-  cr_assert_lt(p->nrecv, 64);
-  p->recvs[p->nrecv++] = (struct done_rec){cookie, st};
-  return PP_OK;
-}
-static bool pr_done(const struct pp_engine *e)
-{
-  (void)e;
-  return true;
-}
-
-static const struct pp_app_ops probe_ops = {
-    .name = "probe",
-    .plan = pr_ok,
-    .create = pr_ok,
-    .destroy = pr_destroy,
-    .start = pr_start,
-    .pump = pr_start,
-    .on_timer = pr_on_timer,
-    .send_done = pr_send_done,
-    .recv_done = pr_recv_done,
-    .done = pr_done,
-};
+/* The probe workload (tests/probe.h): the test calls the protocol's send/recv and the probe
+ * records what it reports. */
+static struct probe PR[NR];
 
 #define SLOTS 4u
 #define SLOT 1024u
@@ -1356,13 +1255,8 @@ static void ring_up(enum pp_protocol proto)
   pp_ring_params_of(&c)->slot_size = SLOT;
   pp_coll_params_default(pp_coll_params_of(&c));
   ff_create(&RF, &c, 1);
-  memset(PR, 0, sizeof(PR));
-  for (uint32_t r = 0; r < NR; r++) {
-    struct pp_engine *e = RF.e[r];
-    e->appops->destroy(e);
-    e->appops = &probe_ops;
-    e->as = &PR[r];
-  }
+  for (uint32_t r = 0; r < NR; r++)
+    probe_install(RF.e[r], &PR[r]);
   ff_connect_start(&RF);
 }
 

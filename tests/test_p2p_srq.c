@@ -14,34 +14,9 @@
 #include "prepost/proto.h"
 #include "prepost/simrun.h"
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wcomment"
-#include "tools/scenario/scenario.h"
-#pragma GCC diagnostic pop
+#include "sim_case.h"
 
-static struct pp_scenario sc;
-static struct pp_run_result res;
-
-static void fini(void)
-{
-  pp_run_result_free(&res);
-}
-
-TestSuite(p2p_srq, .fini = fini);
-
-static void parse(const char *text)
-{
-  char err[1024] = "";
-  cr_assert_eq(pp_scenario_parse(text, strlen(text), "inline.yaml", PREPOST_MODELS_DIR, &sc, err,
-                                 sizeof(err)),
-               PP_OK, "%s", err);
-}
-
-static void run(void)
-{
-  char err[1024] = "";
-  cr_assert_eq(pp_sim_run(&sc.sim, NULL, &res, err, sizeof(err)), PP_OK, "%s", err);
-}
+TestSuite(p2p_srq, .fini = sim_fini);
 
 static uint64_t rnr(void)
 {
@@ -64,8 +39,8 @@ static void incast(uint32_t ranks, const char *srq, const char *more)
            "p2p:\n  eager_limit: 4KiB\n  credits: 16\n%s"
            "qp:\n  rnr_retry: %s\n%s",
            ranks, srq, strstr(more, "srq-no-credits") ? "7" : "0", more);
-  parse(text);
-  run();
+  sim_parse(text);
+  sim_run(NULL);
 }
 
 #define SRQ_ON "  srq: true\n  srq_buffers: 2\n  srq_limit: 4\n"
@@ -139,8 +114,8 @@ ParameterizedTest(struct mem_case *c, p2p_srq, eager_receive_memory_does_not_gro
            "workload:\n  kind: traffic\n  pattern: alltoall\n  messages: 2\n  size: 1KiB\n"
            "p2p:\n  eager_limit: 4KiB\n  credits: 64\n%s",
            c->ranks, c->srq ? "  srq: true\n" : "");
-  parse(text);
-  run();
+  sim_parse(text);
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED);
   cr_assert_eq(rnr(), 0);
   uint64_t peers = c->ranks - 1, got = res.ranks[0].p2p.eager_rx_bytes;
@@ -155,8 +130,8 @@ ParameterizedTest(struct mem_case *c, p2p_srq, eager_receive_memory_does_not_gro
 /* The protocol's memory estimate (pp_proto_def.mem_need) at 64 and 1,024 peers. */
 Test(p2p_srq, memory_estimate_at_64_and_1024_peers)
 {
-  parse("ranks: 2\nprotocol: eager\nworkload: {kind: traffic, pattern: alltoall, messages: 1, "
-        "size: 1KiB}\n");
+  sim_parse("ranks: 2\nprotocol: eager\nworkload: {kind: traffic, pattern: alltoall, messages: 1, "
+            "size: 1KiB}\n");
   const struct pp_proto_def *d = pp_proto_get(PP_PROTO_EAGER);
   cr_assert_not_null(d);
   struct pp_mem_need n[2][2] = {{{0}}};
@@ -185,8 +160,8 @@ static uint64_t depletion(int srq)
            "qp:\n  rnr_retry: 7\n"
            "faults:\n  srq_delay: 20us\n  until: 1ms\n",
            srq ? "  srq: true\n" : "");
-  parse(text);
-  run();
+  sim_parse(text);
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED);
   uint64_t starved = 0;
   for (uint32_t r = 0; r < 4; r++)
@@ -221,8 +196,8 @@ static void qp_error_at(uint32_t host, uint32_t qp, uint64_t at)
            "p2p: {eager_limit: 2932, rget_limit: 1391, pipeline: 1, credits: 2, "
            "credit_threshold: 2, srq: true, srq_buffers: 10, srq_limit: 4}\n",
            (unsigned long long)at, host, qp);
-  parse(text);
-  run();
+  sim_parse(text);
+  sim_run(NULL);
 }
 
 /* 25 instants of the run (it takes about 106 us), 4 us apart. */
@@ -290,7 +265,7 @@ Test(p2p_srq, a_stale_completion_closes_every_qp_of_the_channel_it_names)
       "/traces/regressions/p2p-srq-byzantine-control-qp-left-alive.yaml";
   cr_assert_eq(pp_scenario_load(path, PREPOST_MODELS_DIR, &sc, err, sizeof err), PP_OK, "%s",
                err);
-  run();
+  sim_run(NULL);
   uint32_t liar = sc.sim.faults.byzantine_rank;
   cr_assert_eq(liar, 4);
   cr_assert_gt(res.ranks[liar].faults.byzantine, 0, "the liar lied");
@@ -317,7 +292,7 @@ Test(p2p_srq, configuration_checks)
   e = cfg_error("ranks: 2\nprotocol: rndv\nworkload: {kind: traffic, messages: 4, size: 64KiB}\n"
                 "p2p: {srq: true}\n");
   cr_assert_null(e, "%s", e);
-  run();
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "rndv: RTS from the pool, the rest on control");
   cr_assert_eq(rnr(), 0);
 }

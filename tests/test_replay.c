@@ -314,13 +314,10 @@ Test(replay, sim_what_if_with_the_cluster_and_nic_keys, .timeout = 120)
 {
   char path[600];
   snprintf(path, sizeof(path), "%s/cl.yaml", dir);
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f);
-  fputs("name: cl\nseed: 1\nranks: 2\nplatform:\n  cluster: {bandwidth: 100Gbps, latency: 1us}\n"
-        "protocol: naive\nworkload:\n  pattern: pair\n  messages: 20\n  size: 4KiB\n"
-        "qp:\n  rnr_retry: 7\n",
-        f);
-  cr_assert_eq(fclose(f), 0);
+  scratch_write(path,
+                "name: cl\nseed: 1\nranks: 2\nplatform:\n  cluster: {bandwidth: 100Gbps, latency: 1us}\n"
+                "protocol: naive\nworkload:\n  pattern: pair\n  messages: 20\n  size: 4KiB\n"
+                "qp:\n  rnr_retry: 7\n");
   cr_assert_eq(cli("run cl.yaml --trace c.trace"), 0, "%s", out);
   cr_assert_eq(cli("replay c.trace --sim --json"), 0, "%s", out);
   uint64_t base = sim_time_of(out);

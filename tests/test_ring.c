@@ -21,6 +21,7 @@
 #include "engine/core/engine_impl.h"
 #include "prepost/trace.h"
 #include "fakefabric.h"
+#include "probe.h"
 
 /* scenario.h's opening comment trips -Wcomment (see tools/scenario/scenario.c) */
 #pragma GCC diagnostic push
@@ -111,84 +112,8 @@ static void expect_clean_stream(const struct pp_engine_cfg *c)
 
 /* ================================================================ the probe workload */
 
-/* Replaces a rank's workload by a probe that calls the protocol directly and records what it
- * reports. The engines are created with the collective workload, which posts nothing before it
- * starts, so its state can be dropped. */
-struct done_rec {
-  uint64_t cookie;
-  enum pp_wc_status st;
-  uint32_t src, len;
-};
-
-struct probe {
-  struct done_rec sends[512], recvs[512];
-  unsigned nsend, nrecv;
-  bool repost;            /* on each recv_done, post `again` as a new receive */
-  struct pp_msg again;
-  enum pp_status repost_status;
-};
-
+/* tests/probe.h: each rank's record of what the protocol reported. */
 static struct probe P[FF_MAX_RANKS];
-
-static enum pp_status pr_plan(struct pp_engine *e)
-{
-  (void)e;
-  return PP_OK;
-}
-static void pr_destroy(struct pp_engine *e)
-{
-  e->as = NULL;
-}
-static enum pp_status pr_start(struct pp_engine *e, uint64_t now)
-{
-  (void)e, (void)now;
-  return PP_OK;
-}
-static enum pp_status pr_on_timer(struct pp_engine *e, uint64_t now, uint32_t arg)
-{
-  (void)e, (void)now, (void)arg;
-  return PP_OK;
-}
-static enum pp_status pr_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
-                                   enum pp_wc_status st)
-{
-  (void)now;
-  struct probe *p = e->as;
-  cr_assert_lt(p->nsend, 512);
-  p->sends[p->nsend++] = (struct done_rec){cookie, st, 0, 0};
-  return PP_OK;
-}
-static enum pp_status pr_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
-                                   enum pp_wc_status st, uint32_t src, uint64_t tag, uint32_t len)
-{
-  (void)tag;
-  struct probe *p = e->as;
-  cr_assert_lt(p->nrecv, 512);
-  p->recvs[p->nrecv++] = (struct done_rec){cookie, st, src, len};
-  if (p->repost) {
-    p->repost = false;
-    p->repost_status = e->proto->recv(e, now, &p->again);
-  }
-  return PP_OK;
-}
-static bool pr_done(const struct pp_engine *e)
-{
-  (void)e;
-  return true;
-}
-
-static const struct pp_app_ops probe_ops = {
-    .name = "probe",
-    .plan = pr_plan,
-    .create = pr_plan,
-    .destroy = pr_destroy,
-    .start = pr_start,
-    .pump = pr_start,
-    .on_timer = pr_on_timer,
-    .send_done = pr_send_done,
-    .recv_done = pr_recv_done,
-    .done = pr_done,
-};
 
 /* Two ranks connected by `proto` with the probe as their workload. */
 static void probe_pair(enum pp_protocol proto, uint32_t slots, uint32_t slot_size,
@@ -202,13 +127,8 @@ static void probe_pair(enum pp_protocol proto, uint32_t slots, uint32_t slot_siz
   pp_ring_params_of(&c)->credit_batch = batch;
   pp_ring_params_of(&c)->credit_idle_ns = idle_ns;
   ff_create(&F, &c, 1);
-  memset(P, 0, sizeof(P));
-  for (uint32_t r = 0; r < 2; r++) {
-    struct pp_engine *e = F.e[r];
-    e->appops->destroy(e);
-    e->appops = &probe_ops;
-    e->as = &P[r];
-  }
+  for (uint32_t r = 0; r < 2; r++)
+    probe_install(F.e[r], &P[r]);
   ff_connect_start(&F);
 }
 

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "tools/scenario/scenario.h"
+#include "scratch.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -66,23 +67,6 @@ static void expect_ok(const char *text, struct pp_scenario *sc)
   enum pp_status st = parse(text, sc);
   cr_assert_eq(st, PP_OK, "input:\n%s\n-> %s: %s", text, pp_status_name(st), err);
   cr_assert_str_eq(err, "");
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-  FILE *f = fopen(path, "rb");
-  cr_assert(f, "cannot open %s", path);
-  cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-  long n = ftell(f);
-  cr_assert(n >= 0);
-  rewind(f);
-  char *buf = malloc((size_t)n + 1);
-  cr_assert(buf);
-  cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  buf[n] = '\0';
-  *len = (size_t)n;
-  return buf;
 }
 
 static void load_scenario(const char *name, struct pp_scenario *sc)
@@ -302,7 +286,7 @@ Test(shipped, platform_files_are_simgrid_4_1)
     char path[PP_PATH_MAX];
     snprintf(path, sizeof path, "%s/platforms/%s", MODELS, files[i][0]);
     size_t len;
-    char *xml = slurp(path, &len);
+    char *xml = scratch_slurp(path, &len);
     cr_assert(strstr(xml, "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">"));
     cr_assert(strstr(xml, "<platform version=\"4.1\">"));
     cr_assert(strstr(xml, "routing=\"Full\""));
@@ -890,10 +874,7 @@ Test(errors, nic_file_errors_name_the_nic_file)
   cr_assert(mkdtemp(dir));
   char nic[128], scen[256], want[1024];
   snprintf(nic, sizeof nic, "%s/bad-nic.yaml", dir);
-  FILE *f = fopen(nic, "w");
-  cr_assert(f);
-  fputs("name: bad\n# the next line is wrong\nmtu: 1000\n", f);
-  fclose(f);
+  scratch_write(nic, "name: bad\n# the next line is wrong\nmtu: 1000\n");
 
   struct pp_nic_profile p;
   memset(&p, 0, sizeof p);
@@ -909,18 +890,12 @@ Test(errors, nic_file_errors_name_the_nic_file)
   cr_assert_eq(parse(scen, &sc), PP_INVALID);
   cr_assert_str_eq(err, want);
 
-  f = fopen(nic, "w");
-  cr_assert(f);
-  fputs("mtu: 2048\nwqe: 1us\nack_every: 0\n", f);
-  fclose(f);
+  scratch_write(nic, "mtu: 2048\nwqe: 1us\nack_every: 0\n");
   cr_assert_eq(pp_nic_profile_load(nic, &p, err, sizeof err), PP_INVALID);
   snprintf(want, sizeof want, "%s:3: 'ack_every' must be an integer 1..4294967295, got '0'", nic);
   cr_assert_str_eq(err, want);
 
-  f = fopen(nic, "w");
-  cr_assert(f);
-  fputs("mtu: 2048\nwqe: 1us\nacks: 3\n", f);
-  fclose(f);
+  scratch_write(nic, "mtu: 2048\nwqe: 1us\nacks: 3\n");
   cr_assert_eq(pp_nic_profile_load(nic, &p, err, sizeof err), PP_PARSE);
   snprintf(want, sizeof want,
            "%s:3: unknown key 'acks' in the NIC profile (expected one of: name, mtu, "
@@ -930,10 +905,7 @@ Test(errors, nic_file_errors_name_the_nic_file)
   cr_assert_str_eq(err, want);
 
   /* A profile without a name is named after its file; missing keys keep the defaults. */
-  f = fopen(nic, "w");
-  cr_assert(f);
-  fputs("mtu: 2048\nwqe: 1us\n", f);
-  fclose(f);
+  scratch_write(nic, "mtu: 2048\nwqe: 1us\n");
   cr_assert_eq(pp_nic_profile_load(nic, &p, err, sizeof err), PP_OK, "%s", err);
   struct pp_nic_profile def;
   pp_nic_profile_default(&def);
@@ -943,17 +915,12 @@ Test(errors, nic_file_errors_name_the_nic_file)
   cr_assert_eq(p.header_bytes, def.header_bytes);
   cr_assert_eq(p.max_qp_wr, def.max_qp_wr);
 
-  f = fopen(nic, "w");
-  cr_assert(f);
-  fputs("- 1\n", f);
-  fclose(f);
+  scratch_write(nic, "- 1\n");
   cr_assert_eq(pp_nic_profile_load(nic, &p, err, sizeof err), PP_PARSE);
   snprintf(want, sizeof want, "%s:1: expected a mapping at top level, got a sequence", nic);
   cr_assert_str_eq(err, want);
 
-  f = fopen(nic, "w");
-  cr_assert(f);
-  fclose(f);
+  scratch_write(nic, "");
   cr_assert_eq(pp_nic_profile_load(nic, &p, err, sizeof err), PP_PARSE);
   snprintf(want, sizeof want, "%s:1: empty NIC profile (expected a mapping of profile keys)", nic);
   cr_assert_str_eq(err, want);
@@ -1015,7 +982,7 @@ Test(hostile, truncations_of_every_shipped_scenario)
     char path[PP_PATH_MAX];
     snprintf(path, sizeof path, "%s/scenarios/%s.yaml", MODELS, names[k]);
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = scratch_slurp(path, &len);
     int ok = 0;
     for (size_t cut = 0; cut <= len; cut++) {
       struct pp_scenario sc;
@@ -1035,7 +1002,7 @@ Test(hostile, truncations_of_every_shipped_scenario)
 Test(hostile, byte_substitutions)
 {
   size_t len;
-  char *text = slurp(MODELS "/scenarios/rnr-slow-consumer.yaml", &len);
+  char *text = scratch_slurp(MODELS "/scenarios/rnr-slow-consumer.yaml", &len);
   static const char subst[] = {'\0', ':', '[', '{', '&', '*', '-', '"', '\'', '\t', '9', '\xff'};
   char *mut = malloc(len);
   cr_assert(mut);
@@ -1365,14 +1332,6 @@ Test(ring_keys, shipped_ring_scenarios)
 /* ------------------------------------------------------------------------------------------ */
 /* Relative platform: and nic: paths: next to the scenario first, then the models directory    */
 
-static void write_text(const char *path, const char *text)
-{
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f, "%s", path);
-  fputs(text, f);
-  cr_assert_eq(fclose(f), 0);
-}
-
 Test(paths, relative_model_paths_resolve_next_to_the_scenario_first)
 {
   char dir[] = "/tmp/prepost-scn-XXXXXX", path[64], nics[64], prof[128];
@@ -1381,9 +1340,9 @@ Test(paths, relative_model_paths_resolve_next_to_the_scenario_first)
   cr_assert_eq(mkdir(nics, 0700), 0);
   /* the same relative name as a shipped profile (nics/ideal.yaml): the scenario's own wins */
   snprintf(prof, sizeof prof, "%s/ideal.yaml", nics);
-  write_text(prof, "name: mine\nmtu: 1024\n");
+  scratch_write(prof, "name: mine\nmtu: 1024\n");
   snprintf(path, sizeof path, "%s/s.yaml", dir);
-  write_text(path, "ranks: 2\nnic: nics/ideal.yaml\nplatform: platforms/hdr-200g-2host.xml\n");
+  scratch_write(path, "ranks: 2\nnic: nics/ideal.yaml\nplatform: platforms/hdr-200g-2host.xml\n");
   static struct pp_scenario sc;
   cr_assert_eq(pp_scenario_load(path, MODELS, &sc, err, sizeof err), PP_OK, "%s", err);
   cr_assert_str_eq(sc.sim.nic.name, "mine");
@@ -1391,7 +1350,7 @@ Test(paths, relative_model_paths_resolve_next_to_the_scenario_first)
   /* not next to it: the models directory's */
   cr_assert_str_eq(sc.sim.platform.file, MODELS "/platforms/hdr-200g-2host.xml");
   /* neither: both directories named */
-  write_text(path, "ranks: 2\nplatform: platforms/nope.xml\n");
+  scratch_write(path, "ranks: 2\nplatform: platforms/nope.xml\n");
   cr_assert_eq(pp_scenario_load(path, MODELS, &sc, err, sizeof err), PP_IO);
   char want[1024];
   snprintf(want, sizeof want,
@@ -1413,7 +1372,7 @@ Test(set, assignments_are_scenario_text_checked_as_the_file)
   char dir[] = "/tmp/prepost-set-XXXXXX", path[256];
   cr_assert_not_null(mkdtemp(dir));
   snprintf(path, sizeof path, "%s/s.yaml", dir);
-  write_text(path, "ranks: 2\nprotocol: eager\nqp:\nlimits: {no_progress: 1s}\n");
+  scratch_write(path, "ranks: 2\nprotocol: eager\nqp:\nlimits: {no_progress: 1s}\n");
   static struct pp_scenario sc;
   const char *sets[] = {"ranks=16",          "qp.rnr_retry=3",       "p2p.eager_limit=8KiB",
                         "limits.no_progress=2500", "workload.slow_ranks=[1, 3]",
@@ -1445,7 +1404,7 @@ Test(set, assignments_are_scenario_text_checked_as_the_file)
     cr_assert(!strncmp(err, want, strlen(want)), "%s:\n%s\nwanted\n%s", bad[i].set, err, want);
   }
   /* an empty file, all from --set */
-  write_text(path, "");
+  scratch_write(path, "");
   const char *only[] = {"ranks=4"};
   cr_assert_eq(pp_scenario_load_set(path, MODELS, only, 1, &sc, err, sizeof err), PP_OK, "%s",
                err);

@@ -13,43 +13,9 @@
 #include "engine/core/engine_impl.h"
 #include "prepost/p2p.h"
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wcomment"
-#include "tools/scenario/scenario.h"
-#pragma GCC diagnostic pop
+#include "sim_case.h"
 
-static struct pp_scenario sc;
-static struct pp_run_result res;
-
-static void fini(void)
-{
-  pp_run_result_free(&res);
-}
-
-TestSuite(script, .fini = fini);
-
-static void parse(const char *text)
-{
-  char err[1024] = "";
-  cr_assert_eq(pp_scenario_parse(text, strlen(text), "inline.yaml", PREPOST_MODELS_DIR, &sc, err,
-                                 sizeof(err)),
-               PP_OK, "%s", err);
-}
-
-static void load(const char *name)
-{
-  char path[PP_PATH_MAX], err[1024] = "";
-  snprintf(path, sizeof(path), "%s/scenarios/%s.yaml", PREPOST_MODELS_DIR, name);
-  cr_assert_eq(pp_scenario_load(path, PREPOST_MODELS_DIR, &sc, err, sizeof(err)), PP_OK, "%s",
-               err);
-}
-
-static void run(void)
-{
-  char err[1024] = "";
-  enum pp_status s = pp_sim_run(&sc.sim, NULL, &res, err, sizeof(err));
-  cr_assert_eq(s, PP_OK, "pp_sim_run: %s", err);
-}
+TestSuite(script, .fini = sim_fini);
 
 /* The parse error of `text`, which must fail with status st. */
 static const char *parse_error(const char *text, enum pp_status st)
@@ -75,8 +41,8 @@ static uint64_t fill_sum(uint32_t size, uint32_t src, uint64_t seq, uint32_t fir
 
 Test(script, example_script_semantics_and_receive_records)
 {
-  load("p2p-script");
-  run();
+  sim_load("p2p-script");
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "outcome %s", pp_outcome_name(res.outcome));
   const struct pp_rank_result *r0 = &res.ranks[0];
   cr_assert_eq(r0->nreceives, 5);
@@ -141,28 +107,28 @@ Test(script, json_report_lists_the_receives)
 
 Test(script, a_deadlocked_program_stalls)
 {
-  parse("ranks: 2\nprotocol: eager\nworkload: {kind: script}\nscript:\n"
-        "  - {ranks: 0, ops: [{recv: {source: any, tag: 1, size: 8}}, "
-        "{send: {dest: 1, tag: 1, size: 8}}]}\n"
-        "  - {ranks: 1, ops: [{recv: {source: any, tag: 1, size: 8}}, "
-        "{send: {dest: 0, tag: 1, size: 8}}]}\n");
-  run();
+  sim_parse("ranks: 2\nprotocol: eager\nworkload: {kind: script}\nscript:\n"
+            "  - {ranks: 0, ops: [{recv: {source: any, tag: 1, size: 8}}, "
+            "{send: {dest: 1, tag: 1, size: 8}}]}\n"
+            "  - {ranks: 1, ops: [{recv: {source: any, tag: 1, size: 8}}, "
+            "{send: {dest: 0, tag: 1, size: 8}}]}\n");
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_STALLED, "both ranks wait for a message first");
   cr_assert_not(res.ranks[0].stats.done);
 }
 
 Test(script, ssend_waits_for_the_receive_send_does_not)
 {
-  parse("ranks: 2\nprotocol: eager\nworkload: {kind: script}\nscript:\n"
-        "  - ranks: 0\n    ops:\n"
-        "      - ssend: {dest: 1, tag: 1, size: 64}\n"
-        "      - send: {dest: 1, tag: 2, size: 64}\n"
-        "  - ranks: 1\n    ops:\n"
-        "      - compute: 50us\n"
-        "      - recv: {source: 0, tag: 1, size: 64}\n"
-        "      - compute: 50us\n"
-        "      - recv: {source: 0, tag: 2, size: 64}\n");
-  run();
+  sim_parse("ranks: 2\nprotocol: eager\nworkload: {kind: script}\nscript:\n"
+            "  - ranks: 0\n    ops:\n"
+            "      - ssend: {dest: 1, tag: 1, size: 64}\n"
+            "      - send: {dest: 1, tag: 2, size: 64}\n"
+            "  - ranks: 1\n    ops:\n"
+            "      - compute: 50us\n"
+            "      - recv: {source: 0, tag: 1, size: 64}\n"
+            "      - compute: 50us\n"
+            "      - recv: {source: 0, tag: 2, size: 64}\n");
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED);
   const struct pp_rank_stats *s = &res.ranks[0].stats;
   cr_assert_eq(s->messages_sent, 2);
@@ -173,21 +139,21 @@ Test(script, ssend_waits_for_the_receive_send_does_not)
 
 Test(script, probe_then_receive_cancel_and_wait)
 {
-  parse("ranks: 2\nprotocol: eager\nworkload: {kind: script}\nscript:\n"
-        "  - ranks: 0\n    ops:\n"
-        "      - compute: 20us\n"
-        "      - send: {dest: 1, tag: 3, size: 200}\n"
-        "      - isend: {dest: 1, tag: 4, size: 300000, count: 2}\n"
-        "      - wait\n"
-        "  - ranks: 1\n    ops:\n"
-        "      - irecv: {source: 0, tag: 99, size: 8}\n"
-        "      - cancel\n"
-        "      - probe: {source: any, tag: 3}\n"
-        "      - recv: {source: any, tag: any, size: 200}\n"
-        "      - irecv: {source: 0, tag: 4, size: 300000, count: 2, comm: 0}\n"
-        "      - wait\n"
-        "      - waitall\n");
-  run();
+  sim_parse("ranks: 2\nprotocol: eager\nworkload: {kind: script}\nscript:\n"
+            "  - ranks: 0\n    ops:\n"
+            "      - compute: 20us\n"
+            "      - send: {dest: 1, tag: 3, size: 200}\n"
+            "      - isend: {dest: 1, tag: 4, size: 300000, count: 2}\n"
+            "      - wait\n"
+            "  - ranks: 1\n    ops:\n"
+            "      - irecv: {source: 0, tag: 99, size: 8}\n"
+            "      - cancel\n"
+            "      - probe: {source: any, tag: 3}\n"
+            "      - recv: {source: any, tag: any, size: 200}\n"
+            "      - irecv: {source: 0, tag: 4, size: 300000, count: 2, comm: 0}\n"
+            "      - wait\n"
+            "      - waitall\n");
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "outcome %s", pp_outcome_name(res.outcome));
   const struct pp_rank_result *r1 = &res.ranks[1];
   cr_assert_eq(r1->nreceives, 4);
@@ -202,14 +168,14 @@ Test(script, probe_then_receive_cancel_and_wait)
 
 Test(script, repeated_ping_pong_on_several_communicators)
 {
-  parse("ranks: 2\nprotocol: eager\nworkload: {kind: script}\nscript:\n"
-        "  - ranks: [0]\n    repeat: 100\n    ops:\n"
-        "      - send: {dest: 1, tag: 0, size: 8B, comm: 1}\n"
-        "      - recv: {source: 1, tag: 0, size: 8B, comm: 2}\n"
-        "  - ranks: [1]\n    repeat: 100\n    ops:\n"
-        "      - recv: {source: 0, tag: 0, size: 8B, comm: 1}\n"
-        "      - send: {dest: 0, tag: 0, size: 8B, comm: 2}\n");
-  run();
+  sim_parse("ranks: 2\nprotocol: eager\nworkload: {kind: script}\nscript:\n"
+            "  - ranks: [0]\n    repeat: 100\n    ops:\n"
+            "      - send: {dest: 1, tag: 0, size: 8B, comm: 1}\n"
+            "      - recv: {source: 1, tag: 0, size: 8B, comm: 2}\n"
+            "  - ranks: [1]\n    repeat: 100\n    ops:\n"
+            "      - recv: {source: 0, tag: 0, size: 8B, comm: 1}\n"
+            "      - send: {dest: 0, tag: 0, size: 8B, comm: 2}\n");
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED);
   cr_assert_eq(res.ranks[0].stats.messages_sent, 100);
   cr_assert_eq(res.ranks[1].stats.messages_received, 100);
@@ -232,58 +198,63 @@ Test(script, a_scenario_cannot_name_the_app_workload)
 
 Test(script, parse_errors_name_the_line)
 {
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0, ops: [jump]}\n", PP_PARSE),
-                   "e.yaml:5: unknown operation 'jump' (expected one of: isend, issend,"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0, ops: [{send: {tag: 1}}]}\n", PP_PARSE),
-                   "'send' needs 'dest'"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0, ops: [{send: {dest: 1}}]}\n", PP_PARSE),
-                   "'send' needs 'tag'"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0, ops: [{send: {dest: any, tag: 1}}]}\n",
-                               PP_PARSE),
-                   "'dest' must be an integer"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0, ops: [{recv: {source: 5}}]}\n",
-                               PP_INVALID),
-                   "'source' must be a rank 0..2 or 'any'"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0, ops: [{recv: {source: 1, tag: x}}]}\n",
-                               PP_PARSE),
-                   "'tag' must be an integer 0..4294967294 or 'any'"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0, ops: [{recv: {source: 1, colour: 2}}]}\n",
-                               PP_PARSE),
-                   "unknown key 'colour' in 'recv'"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0, ops: [compute]}\n", PP_PARSE),
-                   "'compute' needs a duration"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0, ops: [{waitall: 3}]}\n", PP_PARSE),
-                   "'waitall' takes no arguments"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0, ops: [{send: 1}]}\n", PP_PARSE),
-                   "'send' needs a mapping of arguments"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0, ops: [{send: {dest: 1, tag: 1}, x: 1}]}\n",
-                               PP_PARSE),
-                   "an operation is one name"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ops: [waitall]}\n", PP_PARSE),
-                   "a program needs 'ranks'"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0}\n", PP_PARSE), "needs 'ops'"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: [0, 7], ops: []}\n", PP_INVALID),
-                   "'ranks' must be an integer 0..2"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: {a: 1}, ops: []}\n", PP_PARSE),
-                   "'ranks' must be a rank, a list of ranks or 'all'"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0, repeat: 0, ops: []}\n", PP_INVALID),
-                   "'repeat' must be an integer 1.."));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0, ops: [], when: now}\n", PP_PARSE),
-                   "unknown key 'when' in a program"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - waitall\n", PP_PARSE),
-                   "a program must be a mapping"));
-  cr_assert(strstr(parse_error(HEAD "script: {ranks: 0}\n", PP_PARSE), "'script' must be a list"));
-  cr_assert(strstr(parse_error(HEAD, PP_PARSE), "workload 'script' needs a 'script' section"));
-  cr_assert(strstr(parse_error("ranks: 2\nprotocol: eager\nscript:\n  - {ranks: 0, ops: []}\n",
-                               PP_INVALID),
-                   "'script' needs 'workload: {kind: script}'"));
-  cr_assert(strstr(parse_error(HEAD "script:\n  - {ranks: 0, ops: [{send: {dest: 0, tag: 1}}]}\n",
-                               PP_INVALID),
-                   "rank 0 would talk to itself"));
-  cr_assert(strstr(parse_error("ranks: 2\nprotocol: naive\nworkload: {kind: script}\nscript:\n"
-                               "  - {ranks: 0, ops: []}\n",
-                               PP_INVALID),
-                   "workload 'script' needs protocol eager or rndv"));
+  static const struct {
+    const char *text;
+    enum pp_status st;
+    const char *want; /* in the message */
+  } t[] = {
+      {HEAD "script:\n  - {ranks: 0, ops: [jump]}\n", PP_PARSE,
+       "e.yaml:5: unknown operation 'jump' (expected one of: isend, issend,"},
+      {HEAD "script:\n  - {ranks: 0, ops: [{send: {tag: 1}}]}\n", PP_PARSE,
+       "'send' needs 'dest'"},
+      {HEAD "script:\n  - {ranks: 0, ops: [{send: {dest: 1}}]}\n", PP_PARSE,
+       "'send' needs 'tag'"},
+      {HEAD "script:\n  - {ranks: 0, ops: [{send: {dest: any, tag: 1}}]}\n", PP_PARSE,
+       "'dest' must be an integer"},
+      {HEAD "script:\n  - {ranks: 0, ops: [{recv: {source: 5}}]}\n", PP_INVALID,
+       "'source' must be a rank 0..2 or 'any'"},
+      {HEAD "script:\n  - {ranks: 0, ops: [{recv: {source: 1, tag: x}}]}\n", PP_PARSE,
+       "'tag' must be an integer 0..4294967294 or 'any'"},
+      {HEAD "script:\n  - {ranks: 0, ops: [{recv: {source: 1, colour: 2}}]}\n", PP_PARSE,
+       "unknown key 'colour' in 'recv'"},
+      {HEAD "script:\n  - {ranks: 0, ops: [compute]}\n", PP_PARSE,
+       "'compute' needs a duration"},
+      {HEAD "script:\n  - {ranks: 0, ops: [{waitall: 3}]}\n", PP_PARSE,
+       "'waitall' takes no arguments"},
+      {HEAD "script:\n  - {ranks: 0, ops: [{send: 1}]}\n", PP_PARSE,
+       "'send' needs a mapping of arguments"},
+      {HEAD "script:\n  - {ranks: 0, ops: [{send: {dest: 1, tag: 1}, x: 1}]}\n", PP_PARSE,
+       "an operation is one name"},
+      {HEAD "script:\n  - {ops: [waitall]}\n", PP_PARSE,
+       "a program needs 'ranks'"},
+      {HEAD "script:\n  - {ranks: 0}\n", PP_PARSE,
+       "needs 'ops'"},
+      {HEAD "script:\n  - {ranks: [0, 7], ops: []}\n", PP_INVALID,
+       "'ranks' must be an integer 0..2"},
+      {HEAD "script:\n  - {ranks: {a: 1}, ops: []}\n", PP_PARSE,
+       "'ranks' must be a rank, a list of ranks or 'all'"},
+      {HEAD "script:\n  - {ranks: 0, repeat: 0, ops: []}\n", PP_INVALID,
+       "'repeat' must be an integer 1.."},
+      {HEAD "script:\n  - {ranks: 0, ops: [], when: now}\n", PP_PARSE,
+       "unknown key 'when' in a program"},
+      {HEAD "script:\n  - waitall\n", PP_PARSE,
+       "a program must be a mapping"},
+      {HEAD "script: {ranks: 0}\n", PP_PARSE,
+       "'script' must be a list"},
+      {HEAD, PP_PARSE,
+       "workload 'script' needs a 'script' section"},
+      {"ranks: 2\nprotocol: eager\nscript:\n  - {ranks: 0, ops: []}\n", PP_INVALID,
+       "'script' needs 'workload: {kind: script}'"},
+      {HEAD "script:\n  - {ranks: 0, ops: [{send: {dest: 0, tag: 1}}]}\n", PP_INVALID,
+       "rank 0 would talk to itself"},
+      {"ranks: 2\nprotocol: naive\nworkload: {kind: script}\nscript:\n  - {ranks: 0, ops: []}\n",
+       PP_INVALID,
+       "workload 'script' needs protocol eager or rndv"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    const char *err = parse_error(t[i].text, t[i].st);
+    cr_assert(strstr(err, t[i].want), "'%s': '%s' not in '%s'", t[i].text, t[i].want, err);
+  }
 }
 
 Test(script, bounds_of_a_script)
@@ -303,7 +274,7 @@ Test(script, bounds_of_a_script)
                    "needs 5368709120 bytes of buffers"));
   free(text);
   /* the checks behind the parser */
-  parse(HEAD "script:\n  - {ranks: 0, ops: [waitall]}\n");
+  sim_parse(HEAD "script:\n  - {ranks: 0, ops: [waitall]}\n");
   struct pp_engine_cfg c = sc.sim.engine;
   char err[256];
   c.workload.kind = PP_WORKLOAD_SCRIPT;
@@ -337,10 +308,10 @@ Test(script, bounds_of_a_script)
 
 Test(script, p2p_section_keys)
 {
-  parse("ranks: 2\nprotocol: eager\np2p:\n  eager_limit: 4KiB\n  rget_limit: 0\n"
-        "  frag_size: 128KiB\n  pipeline: 2\n  channels: 3\n  credits: 16\n"
-        "  credit_threshold: 5\n  reply_slots: 6\n  send_buffers: 10\n  max_requests: 100\n"
-        "  rcache_entries: 7\n  rcache_bytes: 64MiB\n  record: 0\n");
+  sim_parse("ranks: 2\nprotocol: eager\np2p:\n  eager_limit: 4KiB\n  rget_limit: 0\n"
+            "  frag_size: 128KiB\n  pipeline: 2\n  channels: 3\n  credits: 16\n"
+            "  credit_threshold: 5\n  reply_slots: 6\n  send_buffers: 10\n  max_requests: 100\n"
+            "  rcache_entries: 7\n  rcache_bytes: 64MiB\n  record: 0\n");
   const struct pp_p2p_params *p = pp_p2p_params_of(&sc.sim.engine);
   cr_assert_eq(p->eager_limit, 4096);
   cr_assert_eq(p->rget_limit, 0);
@@ -355,7 +326,7 @@ Test(script, p2p_section_keys)
   cr_assert_eq(p->rcache_entries, 7);
   cr_assert_eq(p->rcache_bytes, 64 << 20);
   cr_assert_eq(p->record, 0);
-  parse("ranks: 2\nprotocol: eager\n");
+  sim_parse("ranks: 2\nprotocol: eager\n");
   cr_assert_eq(pp_p2p_params_of(&sc.sim.engine)->eager_limit, 12288, "default eager limit 12 KiB");
   cr_assert_eq(pp_p2p_params_of(&sc.sim.engine)->record, 4096);
   cr_assert(strstr(parse_error("ranks: 2\np2p: {pipeline: 9}\n", PP_INVALID),

@@ -2076,13 +2076,9 @@ Test(simnic, cq_overflow_async_event)
   prof.max_srq = 4;
   prof.cq_depth = 4;
   struct pair *p = pair_alloc(&prof, 0, 1);
-  pair_connect(p, &(struct h_qp_opts){.min_rnr_timer = 1,
-                                      .rnr_retry = 7,
-                                      .timeout = 14,
-                                      .retry_cnt = 7,
-                                      .max_rd_atomic = 4,
-                                      .max_send_wr = 16,
-                                      .max_recv_wr = 16});
+  struct h_qp_opts o = h_qp_defaults();
+  o.max_send_wr = 16, o.max_recv_wr = 16;
+  pair_connect(p, &o);
   for (uint32_t i = 1; i <= 6; i++)
     post_ok(p, A, PP_WR_RDMA_WRITE, i, 0, 64, 64 * i, true);
   h_run(p->h, FOREVER);
@@ -2120,13 +2116,9 @@ Test(simnic, tables_grow_to_the_profile_limits)
   prof.max_mr = 37;
   prof.cq_depth = 150;
   struct pair *p = pair_alloc(&prof, 0, 1); /* one MR per host */
-  pair_connect(p, &(struct h_qp_opts){.min_rnr_timer = 1,
-                                      .rnr_retry = 7,
-                                      .timeout = 14,
-                                      .retry_cnt = 7,
-                                      .max_rd_atomic = 4,
-                                      .max_send_wr = 256,
-                                      .max_recv_wr = 16}); /* one QP per host */
+  struct h_qp_opts o = h_qp_defaults();
+  o.max_send_wr = 256, o.max_recv_wr = 16;
+  pair_connect(p, &o); /* one QP per host */
   struct simnic *n = h_nic(p->h, A);
   struct pp_qp_init_attr ia = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
                                .max_recv_sge = 1, .peer = B};

@@ -17,54 +17,18 @@
 #include "prepost/simapp.h"
 #include "prepost/simrun.h"
 
-/* scenario.h's opening comment trips -Wcomment (see tools/scenario/scenario.c) */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wcomment"
-#include "tools/scenario/scenario.h"
 #include "scratch.h"
-#pragma GCC diagnostic pop
+#include "sim_case.h"
 
 #define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"
-
-static struct pp_scenario sc;
-static struct pp_run_result res;
-
-static void load(const char *name)
-{
-  char path[PP_PATH_MAX], err[1024] = "";
-  snprintf(path, sizeof(path), SCENARIOS "%s.yaml", name);
-  cr_assert_eq(pp_scenario_load(path, PREPOST_MODELS_DIR, &sc, err, sizeof(err)), PP_OK,
-               "%s: %s", path, err);
-}
-
-static void parse(const char *text)
-{
-  char err[1024] = "";
-  cr_assert_eq(pp_scenario_parse(text, strlen(text), "inline.yaml", PREPOST_MODELS_DIR, &sc, err,
-                                 sizeof(err)),
-               PP_OK, "%s", err);
-}
-
-/* Runs sc in this process; `log` may be NULL. */
-static void run(FILE *log)
-{
-  char err[1024] = "";
-  enum pp_status s = pp_sim_run(&sc.sim, log, &res, err, sizeof(err));
-  cr_assert_eq(s, PP_OK, "pp_sim_run: %s: %s", pp_status_name(s), err);
-  cr_assert_eq(res.nranks, sc.sim.engine.nranks);
-  cr_assert_not_null(res.ranks);
-}
 
 static char tmpdir[64]; /* scratch directory of the test, removed by fini() */
 
 static void fini(void)
 {
-  pp_run_result_free(&res);
-  if (tmpdir[0]) {
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-    cr_expect_eq(system(cmd), 0);
-  }
+  sim_fini();
+  if (tmpdir[0])
+    scratch_remove(tmpdir);
 }
 
 TestSuite(simrun, .fini = fini);
@@ -81,9 +45,9 @@ static uint64_t total_status(enum pp_wc_status s)
 
 Test(simrun, rnr_slow_consumer_completes_through_rnr_naks)
 {
-  load("rnr-slow-consumer");
+  sim_load("rnr-slow-consumer");
   cr_assert_eq(sc.sim.engine.qp.rnr_retry, 7);
-  run(NULL);
+  sim_run(NULL);
   const struct pp_rank_result *s = &res.ranks[0], *r = &res.ranks[1];
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "outcome %s", pp_outcome_name(res.outcome));
   cr_assert_gt(s->nic.rnr_naks_received, 0, "the slow consumer must cause RNR NAKs");
@@ -125,8 +89,8 @@ static void retry3_3ms_holds(const char *nic)
                    "limits: {max_sim_time: 10s}\n",
                    nic);
   cr_assert(n > 0 && (size_t)n < sizeof text);
-  parse(text);
-  run(NULL);
+  sim_parse(text);
+  sim_run(NULL);
 }
 
 Test(simrun, rnr_retry3_3ms_holds_fail_with_the_ibta_delays)
@@ -150,9 +114,9 @@ Test(simrun, rnr_retry3_3ms_holds_complete_with_the_calibrated_rxe_delays)
 
 Test(simrun, rnr_retry0_fails_on_the_first_rnr_nak)
 {
-  load("rnr-slow-consumer-retry0");
+  sim_load("rnr-slow-consumer-retry0");
   cr_assert_eq(sc.sim.engine.qp.rnr_retry, 0);
-  run(NULL);
+  sim_run(NULL);
   const struct pp_rank_result *s = &res.ranks[0], *r = &res.ranks[1];
   cr_assert_eq(res.outcome, PP_OUTCOME_ERRORS, "outcome %s", pp_outcome_name(res.outcome));
   cr_assert_eq(total_status(PP_WC_RNR_RETRY_EXC_ERR), 1);
@@ -170,8 +134,8 @@ Test(simrun, rnr_retry0_fails_on_the_first_rnr_nak)
 
 Test(simrun, rnr_retry3_fails_too)
 {
-  load("rnr-slow-consumer-retry3");
-  run(NULL);
+  sim_load("rnr-slow-consumer-retry3");
+  sim_run(NULL);
   const struct pp_rank_result *s = &res.ranks[0];
   cr_assert_eq(res.outcome, PP_OUTCOME_ERRORS);
   cr_assert_eq(total_status(PP_WC_RNR_RETRY_EXC_ERR), 1);
@@ -182,8 +146,8 @@ Test(simrun, rnr_retry3_fails_too)
 
 Test(simrun, fast_consumer_has_no_rnr)
 {
-  load("fast-consumer");
-  run(NULL);
+  sim_load("fast-consumer");
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "outcome %s", pp_outcome_name(res.outcome));
   for (uint32_t i = 0; i < 2; i++) {
     cr_assert_eq(res.ranks[i].nic.rnr_naks_received, 0);
@@ -204,8 +168,8 @@ Test(simrun, fast_consumer_has_no_rnr)
 
 Test(simrun, lossy_recovers_every_message)
 {
-  load("lossy");
-  run(NULL);
+  sim_load("lossy");
+  sim_run(NULL);
   uint64_t dropped = 0, retries = 0;
   for (uint32_t i = 0; i < 2; i++) {
     dropped += res.ranks[i].nic.packets_dropped;
@@ -225,8 +189,8 @@ Test(simrun, lossy_recovers_every_message)
 
 Test(simrun, hdr_pair_is_bandwidth_bound)
 {
-  load("hdr-pair");
-  run(NULL);
+  sim_load("hdr-pair");
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED);
   cr_assert_eq(res.ranks[1].stats.messages_received, 1000);
   /* 1000 x 16 x (4096 + 26) bytes at 200 Gb/s */
@@ -240,8 +204,8 @@ Test(simrun, hdr_pair_is_bandwidth_bound)
 
 Test(simrun, ring_64_completes_with_64_ranks, .timeout = 300)
 {
-  load("ring-64");
-  run(NULL);
+  sim_load("ring-64");
+  sim_run(NULL);
   cr_assert_eq(res.nranks, 64);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "outcome %s", pp_outcome_name(res.outcome));
   for (uint32_t i = 0; i < 64; i++) {
@@ -262,26 +226,26 @@ Test(simrun, ring_64_completes_with_64_ranks, .timeout = 300)
 
 Test(simrun, one_mib_on_a_generated_cluster_has_analytic_timing)
 {
-  parse("name: one-mib\n"
-        "ranks: 2\n"
-        "platform:\n"
-        "  cluster:\n"
-        "    bandwidth: 100Gbps\n"
-        "    latency: 1us\n"
-        "nic: nics/ideal.yaml\n"
-        "workload:\n"
-        "  pattern: pair\n"
-        "  messages: 1\n"
-        "  size: 1MiB\n"
-        "qp:\n"
-        "  mtu: 4096\n"
-        "  sq_depth: 1\n"
-        "  rq_depth: 1\n");
+  sim_parse("name: one-mib\n"
+            "ranks: 2\n"
+            "platform:\n"
+            "  cluster:\n"
+            "    bandwidth: 100Gbps\n"
+            "    latency: 1us\n"
+            "nic: nics/ideal.yaml\n"
+            "workload:\n"
+            "  pattern: pair\n"
+            "  messages: 1\n"
+            "  size: 1MiB\n"
+            "qp:\n"
+            "  mtu: 4096\n"
+            "  sq_depth: 1\n"
+            "  rq_depth: 1\n");
   char *text = NULL;
   size_t len = 0;
   FILE *log = open_memstream(&text, &len);
   cr_assert_not_null(log);
-  run(log);
+  sim_run(log);
   fclose(log);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED);
   /* 256 packets of 4096 + 82 bytes (RoCEv2 headers and Ethernet framing), then an 86-byte ACK
@@ -303,8 +267,7 @@ Test(simrun, one_mib_on_a_generated_cluster_has_analytic_timing)
 
 static void make_tmpdir(void)
 {
-  snprintf(tmpdir, sizeof(tmpdir), "/tmp/prepost-test-XXXXXX");
-  cr_assert_not_null(mkdtemp(tmpdir));
+  scratch_make(tmpdir, sizeof(tmpdir), "test");
 }
 
 Test(simrun, too_few_hosts_is_an_error)
@@ -312,22 +275,18 @@ Test(simrun, too_few_hosts_is_an_error)
   make_tmpdir();
   char platform[128];
   snprintf(platform, sizeof(platform), "%s/one-host.xml", tmpdir);
-  FILE *f = fopen(platform, "w");
-  cr_assert_not_null(f);
-  fputs("<?xml version='1.0'?>\n"
-        "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-        "<platform version=\"4.1\">\n"
-        "  <zone id=\"z\" routing=\"Full\">\n"
-        "    <host id=\"solo\" speed=\"1Gf\"/>\n"
-        "  </zone>\n"
-        "</platform>\n",
-        f);
-  fclose(f);
+  scratch_write(platform, "<?xml version='1.0'?>\n"
+                          "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                          "<platform version=\"4.1\">\n"
+                          "  <zone id=\"z\" routing=\"Full\">\n"
+                          "    <host id=\"solo\" speed=\"1Gf\"/>\n"
+                          "  </zone>\n"
+                          "</platform>\n");
   char text[512];
   snprintf(text, sizeof(text),
            "name: too-few\nranks: 2\nplatform: %s\nworkload:\n  messages: 1\n  size: 64\n",
            platform);
-  parse(text);
+  sim_parse(text);
   char err[1024] = "";
   enum pp_status s = pp_sim_run(&sc.sim, NULL, &res, err, sizeof(err));
   cr_assert_neq(s, PP_OK, "2 ranks on a 1-host platform must fail");
@@ -338,8 +297,8 @@ Test(simrun, too_few_hosts_is_an_error)
 
 Test(simrun, second_run_in_a_process_is_refused)
 {
-  load("fast-consumer");
-  run(NULL);
+  sim_load("fast-consumer");
+  sim_run(NULL);
   pp_run_result_free(&res);
   char err[256] = "";
   cr_assert_eq(pp_sim_run(&sc.sim, NULL, &res, err, sizeof(err)), PP_STATE);
@@ -348,7 +307,7 @@ Test(simrun, second_run_in_a_process_is_refused)
 
 Test(simrun, invalid_engine_config_is_refused_before_simgrid)
 {
-  load("fast-consumer");
+  sim_load("fast-consumer");
   sc.sim.engine.qp.rnr_retry = 8;
   char err[256] = "";
   cr_assert_eq(pp_sim_run(&sc.sim, NULL, &res, err, sizeof(err)), PP_INVALID);
@@ -366,9 +325,9 @@ Test(simrun, outcome_names)
 
 Test(simrun, max_sim_time_gives_timeout)
 {
-  load("rnr-slow-consumer");
+  sim_load("rnr-slow-consumer");
   sc.sim.max_sim_time_ns = 200000; /* 200 us of a ~3 ms run */
-  run(NULL);
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_TIMEOUT, "outcome %s", pp_outcome_name(res.outcome));
   cr_assert_lt(res.ranks[1].stats.messages_received, 200);
   cr_assert_not(res.ranks[0].stats.done);
@@ -580,8 +539,8 @@ Test(simrun, an_application_runs_its_ranks_from_callbacks_with_compute_time_and_
 {
   /* 4 ranks on a generated 10 Gb/s cluster: each round moves 64 KiB per link (52 us at 10 Gb/s)
    * and computes 20 us after its receive */
-  parse("ranks: 4\nprotocol: eager\nplatform: {cluster: {bandwidth: 10Gbps, latency: 1us}}\n"
-        "workload: {pattern: pair, messages: 1, size: 16B}\n");
+  sim_parse("ranks: 4\nprotocol: eager\nplatform: {cluster: {bandwidth: 10Gbps, latency: 1us}}\n"
+            "workload: {pattern: pair, messages: 1, size: 16B}\n");
   cr_assert_eq(run_app(), PP_OK, "%s", app_err);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "%s", pp_outcome_name(res.outcome));
   for (uint32_t r = 0; r < 4; r++) {
@@ -609,7 +568,7 @@ Test(simrun, an_application_runs_its_ranks_from_callbacks_with_compute_time_and_
 
 Test(simrun, an_application_that_is_never_done_ends_stalled_with_a_hang_report)
 {
-  parse("ranks: 2\nprotocol: rndv\n");
+  sim_parse("ranks: 2\nprotocol: rndv\n");
   ringers[1].never_done = true;
   cr_assert_eq(run_app(), PP_OK, "%s", app_err);
   cr_assert_eq(res.outcome, PP_OUTCOME_STALLED, "%s", pp_outcome_name(res.outcome));
@@ -622,7 +581,7 @@ Test(simrun, an_application_that_is_never_done_ends_stalled_with_a_hang_report)
 
 Test(simrun, an_application_rank_factory_that_fails_fails_the_run)
 {
-  parse("ranks: 3\nprotocol: eager\nworkload: {pattern: ring}\n");
+  sim_parse("ranks: 3\nprotocol: eager\nworkload: {pattern: ring}\n");
   fail_rank = 1;
   cr_assert_eq(run_app(), PP_INVALID);
   cr_assert(strstr(app_err, "rank 1: the application's rank factory"), "%s", app_err);
@@ -630,7 +589,7 @@ Test(simrun, an_application_rank_factory_that_fails_fails_the_run)
 
 Test(simrun, an_application_needs_a_p2p_protocol_and_a_factory)
 {
-  parse("ranks: 2\nprotocol: ring-cts\n");
+  sim_parse("ranks: 2\nprotocol: ring-cts\n");
   char err[256] = "";
   struct pp_sim_app none = {0};
   cr_assert_eq(pp_sim_run_app(&sc.sim, &none, NULL, &res, err, sizeof(err)), PP_INVALID);

@@ -13,34 +13,9 @@
 #include "prepost/simrun.h"
 #include "prepost/p2p.h"
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wcomment"
-#include "tools/scenario/scenario.h"
-#pragma GCC diagnostic pop
+#include "sim_case.h"
 
-static struct pp_scenario sc;
-static struct pp_run_result res;
-
-static void fini(void)
-{
-  pp_run_result_free(&res);
-}
-
-TestSuite(traffic, .fini = fini);
-
-static void parse(const char *text)
-{
-  char err[1024] = "";
-  cr_assert_eq(pp_scenario_parse(text, strlen(text), "inline.yaml", PREPOST_MODELS_DIR, &sc, err,
-                                 sizeof(err)),
-               PP_OK, "%s", err);
-}
-
-static void run(void)
-{
-  char err[1024] = "";
-  cr_assert_eq(pp_sim_run(&sc.sim, NULL, &res, err, sizeof(err)), PP_OK, "%s", err);
-}
+TestSuite(traffic, .fini = sim_fini);
 
 /* (plain arrays: Criterion runs each parameter in a new process, where pointers would dangle) */
 struct prop {
@@ -76,8 +51,8 @@ ParameterizedTest(struct prop *p, traffic, slow_receivers_zero_rnr_exact_deliver
            "qp:\n  rnr_retry: 0\n  timeout: 6\n  sq_depth: 16\n"
            "faults:\n  loss: %s\n",
            (unsigned long long)p->seed, p->receives, p->channels, p->loss);
-  parse(text);
-  run();
+  sim_parse(text);
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "%s seed %llu: outcome %s", p->receives,
                (unsigned long long)p->seed, pp_outcome_name(res.outcome));
   uint64_t parked = 0, credit_msgs = 0;
@@ -116,12 +91,12 @@ ParameterizedTest(struct prop *p, traffic, slow_receivers_zero_rnr_exact_deliver
  * the receiver must put them back in order. */
 Test(traffic, loss_over_two_channels_reorders_the_wire_not_the_matching)
 {
-  parse("ranks: 2\nseed: 3\nprotocol: eager\n"
-        "workload: {kind: traffic, pattern: pair, messages: 300, size: 16B, size_max: 4KiB, "
-        "size_dist: uniform, tags: 1, receives: any, window: 16}\n"
-        "p2p: {channels: 2, credits: 8}\n"
-        "qp: {rnr_retry: 0, timeout: 5}\nfaults: {loss: 0.03}\n");
-  run();
+  sim_parse("ranks: 2\nseed: 3\nprotocol: eager\n"
+            "workload: {kind: traffic, pattern: pair, messages: 300, size: 16B, size_max: 4KiB, "
+            "size_dist: uniform, tags: 1, receives: any, window: 16}\n"
+            "p2p: {channels: 2, credits: 8}\n"
+            "qp: {rnr_retry: 0, timeout: 5}\nfaults: {loss: 0.03}\n");
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED);
   cr_assert_gt(res.ranks[1].p2p.out_of_order, 0, "no message arrived early: the test shows nothing");
   cr_assert_eq(res.ranks[1].stats.messages_received, 300);
@@ -134,10 +109,10 @@ Test(traffic, size_distributions_stay_in_bounds)
   /* one SimGrid run per process: check the generator through three processes' worth of
    * configurations would need three tests; the log-uniform one spreads over octaves */
   (void)dist;
-  parse("ranks: 2\nprotocol: eager\n"
-        "workload: {kind: traffic, pattern: ring, messages: 200, size: 100B, size_max: 1MiB, "
-        "size_dist: log-uniform, tags: 2, receives: specific, window: 8}\n");
-  run();
+  sim_parse("ranks: 2\nprotocol: eager\n"
+            "workload: {kind: traffic, pattern: ring, messages: 200, size: 100B, size_max: 1MiB, "
+            "size_dist: log-uniform, tags: 2, receives: specific, window: 8}\n");
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED);
   unsigned octave[32] = {0};
   for (size_t k = 0; k < res.ranks[1].nreceives; k++) {
@@ -155,10 +130,10 @@ Test(traffic, size_distributions_stay_in_bounds)
 
 Test(traffic, uniform_and_fixed_sizes)
 {
-  parse("ranks: 4\nprotocol: rndv\n"
-        "workload: {kind: traffic, pattern: pair, messages: 50, size: 1000, size_max: 3000, "
-        "size_dist: uniform, tags: 4, receives: mixed, window: 4, interval: 1us}\n");
-  run();
+  sim_parse("ranks: 4\nprotocol: rndv\n"
+            "workload: {kind: traffic, pattern: pair, messages: 50, size: 1000, size_max: 3000, "
+            "size_dist: uniform, tags: 4, receives: mixed, window: 4, interval: 1us}\n");
+  sim_run(NULL);
   cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED);
   uint32_t lo = UINT32_MAX, hi = 0;
   for (size_t k = 0; k < res.ranks[3].nreceives; k++) {
@@ -214,8 +189,8 @@ Test(traffic, configuration_errors)
   cr_assert_str_eq(pp_recv_mode_name(PP_RECV_MODE_COUNT), "?");
   cr_assert_eq(pp_recv_mode_from_name("x"), -1);
   /* and the engine's own checks behind the parser */
-  parse("ranks: 3\nprotocol: eager\nworkload: {kind: traffic, pattern: alltoall, "
-        "receives: any}\n");
+  sim_parse("ranks: 3\nprotocol: eager\nworkload: {kind: traffic, pattern: alltoall, "
+            "receives: any}\n");
   struct pp_engine_cfg c = sc.sim.engine;
   char err[256];
   pp_traffic_of(&c)->dist = 9;

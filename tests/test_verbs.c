@@ -30,6 +30,7 @@
 #include "prepost/verbsapp.h"
 #include "prepost/verbsrun.h"
 #include "tools/report/report.h"
+#include "scratch.h"
 
 #define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"
 
@@ -580,6 +581,69 @@ static void send_state(struct boot_link *l, bool idle, bool done, uint64_t gen)
   boot_buf_free(&b);
 }
 
+/* Both fake ranks through HELLO, TABLE, READY and GO. */
+static void fake_start(struct coord_ctx *c, struct boot_link fd[2], struct boot_buf *b)
+{
+  fd[0] = fake_hello(c->port, 0, &c->cfg);
+  fd[1] = fake_hello(c->port, 1, &c->cfg);
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], b), BOOT_TABLE);
+    cr_assert_eq(boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull), 0);
+  }
+  for (int r = 0; r < 2; r++)
+    cr_assert_eq(recv_type(&fd[r], b), BOOT_GO);
+}
+
+/* Rank link l is asked whether it moved (PROBE) and answers: idle, still at generation gen. */
+static void answer_probe(struct boot_link *l, uint64_t gen)
+{
+  struct boot_buf b = {0}, o = {0};
+  uint32_t t = recv_type(l, &b);
+  cr_assert_eq(t, BOOT_PROBE, "asked whether it moved (message %u)", t);
+  boot_put64(&o, boot_get64(&b));
+  boot_put8(&o, 1);
+  boot_put64(&o, gen);
+  cr_assert_eq(boot_send(l, BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
+  boot_buf_free(&o);
+  boot_buf_free(&b);
+}
+
+/* Two ranks past GO, idle and done at generation gen, to the end: STATE, PROBE answered, STOP
+ * answered with a RESULT of done, BYE with outcome completed; their links closed. */
+static void idle_done_to_bye(struct boot_link fd[2], uint64_t gen)
+{
+  struct boot_buf b = {0}, o = {0};
+  for (int r = 0; r < 2; r++)
+    send_state(&fd[r], true, true, gen);
+  for (int r = 0; r < 2; r++)
+    answer_probe(&fd[r], gen);
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
+    struct pp_rank_result rr = {0};
+    rr.stats.done = true;
+    o.len = 0;
+    boot_put_result(&o, &rr, NULL);
+    cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
+  }
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
+    cr_assert_eq(boot_get8(&b), PP_OUTCOME_COMPLETED);
+    close(fd[r].fd);
+  }
+  boot_buf_free(&o);
+  boot_buf_free(&b);
+}
+
+/* The coordinator thread th ended well; its result freed, its listening socket closed. */
+static void coord_completed(struct coord_ctx *c, pthread_t th)
+{
+  pthread_join(th, NULL);
+  cr_assert_eq(c->s, PP_OK, "%s", c->err);
+  cr_assert_eq(c->res.outcome, PP_OUTCOME_COMPLETED);
+  pp_run_result_free(&c->res);
+  close(c->a.listen_fd);
+}
+
 Test(verbs, coordinator_runs_fake_ranks_to_quiescence)
 {
   struct coord_ctx c;
@@ -608,16 +672,8 @@ Test(verbs, coordinator_runs_fake_ranks_to_quiescence)
   send_state(&fd[1], true, true, 5);
   send_state(&fd[0], false, false, 3);
   send_state(&fd[0], true, true, 9);
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE);
-    uint64_t id = boot_get64(&b);
-    struct boot_buf o = {0};
-    boot_put64(&o, id);
-    boot_put8(&o, 1);
-    boot_put64(&o, r == 0 ? 9 : 5); /* nobody moved */
-    cr_assert_eq(boot_send(&fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
-    boot_buf_free(&o);
-  }
+  for (int r = 0; r < 2; r++)
+    answer_probe(&fd[r], r == 0 ? 9 : 5); /* nobody moved */
   for (int r = 0; r < 2; r++) {
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
     cr_assert_eq(boot_get8(&b), 0, "not a timeout");
@@ -668,14 +724,9 @@ Test(verbs, coordinator_probe_is_void_when_a_rank_moved)
   struct coord_ctx c;
   pthread_t th;
   start_coord(&c, 5000000000ull, &th);
-  struct boot_link fd[2] = {fake_hello(c.port, 0, &c.cfg), fake_hello(c.port, 1, &c.cfg)};
+  struct boot_link fd[2];
   struct boot_buf b = {0};
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_TABLE);
-    boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull);
-  }
-  for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_GO);
+  fake_start(&c, fd, &b);
   send_state(&fd[0], true, false, 1);
   send_state(&fd[1], true, false, 1);
   uint64_t id = 0;
@@ -717,14 +768,9 @@ Test(verbs, coordinator_probes_again_after_a_late_report)
   struct coord_ctx c;
   pthread_t th;
   start_coord(&c, 5000000000ull, &th);
-  struct boot_link fd[2] = {fake_hello(c.port, 0, &c.cfg), fake_hello(c.port, 1, &c.cfg)};
+  struct boot_link fd[2];
   struct boot_buf b = {0}, o = {0};
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_TABLE);
-    boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull);
-  }
-  for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_GO);
+  fake_start(&c, fd, &b);
   send_state(&fd[0], true, true, 1);
   send_state(&fd[1], true, true, 1);
   uint64_t id[2];
@@ -825,7 +871,7 @@ Test(verbs, coordinator_aborts_when_a_rank_reports_a_failure)
  * and conn_info (qp 100 + peer: not an impostor's), READY, GO, idle, probe, STOP, RESULT, BYE. */
 static void drive_job(struct boot_link fd[2])
 {
-  struct boot_buf b = {0}, o = {0};
+  struct boot_buf b = {0};
   for (uint32_t r = 0; r < 2; r++) {
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_TABLE);
     struct vnic_addr addr[2];
@@ -839,42 +885,15 @@ static void drive_job(struct boot_link fd[2])
   }
   for (int r = 0; r < 2; r++)
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_GO);
-  for (int r = 0; r < 2; r++)
-    send_state(&fd[r], true, true, 1);
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE);
-    o.len = 0;
-    boot_put64(&o, boot_get64(&b));
-    boot_put8(&o, 1);
-    boot_put64(&o, 1);
-    cr_assert_eq(boot_send(&fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
-  }
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
-    struct pp_rank_result rr = {0};
-    rr.stats.done = true;
-    o.len = 0;
-    boot_put_result(&o, &rr, NULL);
-    cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
-  }
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
-    cr_assert_eq(boot_get8(&b), PP_OUTCOME_COMPLETED);
-    close(fd[r].fd);
-  }
-  boot_buf_free(&o);
   boot_buf_free(&b);
+  idle_done_to_bye(fd, 1);
 }
 
 /* drive_job, then the coordinator ended well; its result freed. */
 static void job_completes(struct coord_ctx *c, pthread_t th, struct boot_link fd[2])
 {
   drive_job(fd);
-  pthread_join(th, NULL);
-  cr_assert_eq(c->s, PP_OK, "%s", c->err);
-  cr_assert_eq(c->res.outcome, PP_OUTCOME_COMPLETED);
-  pp_run_result_free(&c->res);
-  close(c->a.listen_fd);
+  coord_completed(c, th);
 }
 
 static void real_job(struct coord_ctx *c, pthread_t th)
@@ -895,41 +914,15 @@ Test(verbs, coordinator_without_tables_for_pmix_runs)
   c.a.tables_exchanged = true;
   cr_assert_eq(pthread_create(&th, NULL, coord_thread, &c), 0);
   struct boot_link fd[2];
-  struct boot_buf b = {0}, o = {0};
+  struct boot_buf b = {0};
   for (uint32_t r = 0; r < 2; r++) { /* rank 0 READY before rank 1 even joined */
     fd[r] = fake_hello(c.port, r, &c.cfg);
     cr_assert_eq(boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull), 0);
   }
   for (int r = 0; r < 2; r++)
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_GO, "GO, no TABLE");
-  for (int r = 0; r < 2; r++)
-    send_state(&fd[r], true, true, 1);
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE);
-    o.len = 0;
-    boot_put64(&o, boot_get64(&b));
-    boot_put8(&o, 1);
-    boot_put64(&o, 1);
-    cr_assert_eq(boot_send(&fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
-  }
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
-    struct pp_rank_result rr = {0};
-    rr.stats.done = true;
-    o.len = 0;
-    boot_put_result(&o, &rr, NULL);
-    cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
-  }
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
-    cr_assert_eq(boot_get8(&b), PP_OUTCOME_COMPLETED);
-    close(fd[r].fd);
-  }
-  pthread_join(th, NULL);
-  cr_assert_eq(c.s, PP_OK, "%s", c.err);
-  cr_assert_eq(c.res.outcome, PP_OUTCOME_COMPLETED);
-  pp_run_result_free(&c.res);
-  close(c.a.listen_fd);
+  idle_done_to_bye(fd, 1);
+  coord_completed(&c, th);
 
   /* the TCP bootstrap: a READY before the TABLE is a protocol error */
   start_coord(&c, 5000000000ull, &th);
@@ -940,7 +933,6 @@ Test(verbs, coordinator_without_tables_for_pmix_runs)
   cr_assert_not_null(strstr(c.err, "unexpected message"), "%s", c.err);
   close(fd[0].fd);
   close(c.a.listen_fd);
-  boot_buf_free(&o);
   boot_buf_free(&b);
 }
 
@@ -1500,23 +1492,10 @@ Test(boot, keyed_frames_refuse_an_altered_byte)
 static char tmpdir[64];
 static char *out, *errs;
 
-static char *slurp(const char *path)
-{
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f);
-  char *buf = calloc(1, 1 << 16);
-  size_t n = fread(buf, 1, (1 << 16) - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
 static int cli(const char *args)
 {
-  if (!tmpdir[0]) {
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/prepost-verbs-XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-  }
+  if (!tmpdir[0])
+    scratch_make(tmpdir, sizeof(tmpdir), "verbs");
   free(out);
   free(errs);
   char cmd[2048], p[128];
@@ -1525,9 +1504,9 @@ static int cli(const char *args)
   int st = system(cmd);
   cr_assert(WIFEXITED(st));
   snprintf(p, sizeof(p), "%s/out", tmpdir);
-  out = slurp(p);
+  out = scratch_slurp(p, NULL);
   snprintf(p, sizeof(p), "%s/err", tmpdir);
-  errs = slurp(p);
+  errs = scratch_slurp(p, NULL);
   return WEXITSTATUS(st);
 }
 
@@ -1676,19 +1655,6 @@ Test(verbs_cli, usage_errors)
 }
 
 /* ================================================================ hang reports (prepost/hang.h) */
-
-/* Both fake ranks through HELLO, TABLE, READY and GO. */
-static void fake_start(struct coord_ctx *c, struct boot_link fd[2], struct boot_buf *b)
-{
-  fd[0] = fake_hello(c->port, 0, &c->cfg);
-  fd[1] = fake_hello(c->port, 1, &c->cfg);
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], b), BOOT_TABLE);
-    cr_assert_eq(boot_send(&fd[r], BOOT_READY, NULL, boot_now_ns() + 1000000000ull), 0);
-  }
-  for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(&fd[r], b), BOOT_GO);
-}
 
 static const struct pp_wait rank0_waits[] = {
     {.kind = PP_WAIT_CTS, .peer = 1, .tag = 1,
@@ -2041,16 +2007,8 @@ Test(verbs, coordinator_reports_the_hang_of_a_stalled_run)
   fake_start(&c, fd, &b);
   send_state(&fd[0], true, false, 4);
   send_state(&fd[1], true, false, 4);
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE);
-    uint64_t id = boot_get64(&b);
-    struct boot_buf o = {0};
-    boot_put64(&o, id);
-    boot_put8(&o, 1);
-    boot_put64(&o, 4);
-    cr_assert_eq(boot_send(&fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
-    boot_buf_free(&o);
-  }
+  for (int r = 0; r < 2; r++)
+    answer_probe(&fd[r], 4);
   for (int r = 0; r < 2; r++)
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
   end_stuck(&c, th, fd, &b, NULL, PP_OUTCOME_STALLED);
@@ -2112,40 +2070,10 @@ Test(verbs, coordinator_reads_waiting_progress_before_it_judges)
     cr_assert_lt(boot_now_ns(), dl, "the coordinator never called check()");
     usleep(1000);
   }
-  /* past the stall; then both ranks report idle and done */
-  send_state(&fd[0], true, true, 2);
-  send_state(&fd[1], true, true, 2);
-  for (int r = 0; r < 2; r++) {
-    uint32_t t = recv_type(&fd[r], &b);
-    cr_assert_eq(t, BOOT_PROBE, "not asked whether it moved, not stopped (message %u)", t);
-    uint64_t id = boot_get64(&b);
-    struct boot_buf o = {0};
-    boot_put64(&o, id);
-    boot_put8(&o, 1);
-    boot_put64(&o, 2);
-    cr_assert_eq(boot_send(&fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
-    boot_buf_free(&o);
-  }
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
-    struct pp_rank_result rr = {0};
-    rr.stats.done = true;
-    struct boot_buf o = {0};
-    boot_put_result(&o, &rr, NULL);
-    cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
-    boot_buf_free(&o);
-  }
-  for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
-    cr_assert_eq(boot_get8(&b), PP_OUTCOME_COMPLETED);
-    close(fd[r].fd);
-  }
-  pthread_join(th, NULL);
-  cr_assert_eq(c.s, PP_OK, "%s", c.err);
-  cr_assert_eq(c.res.outcome, PP_OUTCOME_COMPLETED);
-  pp_run_result_free(&c.res);
+  /* past the stall (asked whether it moved, not stopped); then both ranks are idle and done */
+  idle_done_to_bye(fd, 2);
+  coord_completed(&c, th);
   boot_buf_free(&b);
-  close(c.a.listen_fd);
 }
 
 /* ---------------------------------------------------------------- per-driver counters */
@@ -2158,10 +2086,7 @@ static void put_file(const char *dev, const char *file, const char *text)
   snprintf(path, sizeof(path), "%s/%s/ports/1/%s", sysfs, dev, file);
   snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", path);
   cr_assert_eq(system(cmd), 0);
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f);
-  fputs(text, f);
-  fclose(f);
+  scratch_write(path, text);
 }
 
 static void put_counter(const char *dev, const char *file, uint64_t v)

@@ -20,6 +20,7 @@
 #include "backends/verbs/boot.h"
 #include "prepost/verbsnic.h"
 #include "prepost/verbsrun.h"
+#include "scratch.h"
 
 #define SCENARIOS PREPOST_MODELS_DIR "/scenarios/"
 #define BUF 65536
@@ -418,21 +419,29 @@ Test(rxe, unsignalled_wrs_are_outstanding_until_a_completion_covers_them)
   cr_assert_eq(vnic_sends_outstanding(P.n), 0, "its completion covers the three before it");
 }
 
+static struct vnic_qp_state state_of(const struct vnic_qp_state *q, size_t n, uint32_t qpn)
+{
+  for (size_t i = 0; i < n; i++)
+    if (q[i].qpn == qpn)
+      return q[i];
+  cr_assert_fail("no state for qp %u", qpn);
+  return q[0];
+}
+
+/* The states of the pair's QPs: a is P.qa's, b is P.qb's. */
+static void pair_states(struct vnic_qp_state *a, struct vnic_qp_state *b)
+{
+  struct vnic_qp_state q[4];
+  cr_assert_eq(vnic_qp_states(P.n, q, 4), 2);
+  *a = state_of(q, 2, P.qa), *b = state_of(q, 2, P.qb);
+}
+
 /* What a stopped rank prints about its queues (vnic_describe): the device's own PSNs, so the
  * two sides of a stall can be compared: three SENDs from qa to qb move qa's next send PSN and
  * qb's expected receive PSN from 7 (connect_qp) to 10, and nothing else. And the backend's
  * counts the coordinator pairs them with (vnic_qp_states): before anything is polled, the three
  * SENDs are outstanding and take a receive each, qb has five receives posted; after, none is
  * outstanding and qb keeps the two receives no SEND took. */
-static const struct vnic_qp_state *state_of(const struct vnic_qp_state *q, size_t n, uint32_t qpn)
-{
-  for (size_t i = 0; i < n; i++)
-    if (q[i].qpn == qpn)
-      return &q[i];
-  cr_assert_fail("no state for qp %u", qpn);
-  return NULL;
-}
-
 Test(rxe, describe_gives_each_qp_its_psns_and_the_counts)
 {
   nheld = 0;
@@ -441,23 +450,21 @@ Test(rxe, describe_gives_each_qp_its_psns_and_the_counts)
     post_recv_b(20 + i, 4096 * i);
   for (uint32_t i = 0; i < 3; i++)
     cr_assert_eq(post(P.qa, PP_WR_SEND, 64, 0, 0, 0, 10 + i), PP_OK);
-  struct vnic_qp_state q[4];
-  cr_assert_eq(vnic_qp_states(P.n, q, 4), 2);
-  const struct vnic_qp_state *a = state_of(q, 2, P.qa), *b = state_of(q, 2, P.qb);
-  cr_assert_eq(a->sq_outstanding, 3, "nothing polled yet");
-  cr_assert_eq(a->sq_takes_recv, 3, "a SEND takes a receive");
-  cr_assert_eq(b->rq_posted, 5);
-  cr_assert_eq(b->srq_num, 0);
+  struct vnic_qp_state a, b;
+  pair_states(&a, &b);
+  cr_assert_eq(a.sq_outstanding, 3, "nothing polled yet");
+  cr_assert_eq(a.sq_takes_recv, 3, "a SEND takes a receive");
+  cr_assert_eq(b.rq_posted, 5);
+  cr_assert_eq(b.srq_num, 0);
   for (uint32_t i = 0; i < 3; i++) {
     cr_assert_eq(wait_wc(P.qa).status, PP_WC_SUCCESS);
     cr_assert_eq(wait_wc(P.qb).status, PP_WC_SUCCESS);
   }
-  cr_assert_eq(vnic_qp_states(P.n, q, 4), 2);
-  a = state_of(q, 2, P.qa), b = state_of(q, 2, P.qb);
-  cr_assert_eq(a->sq_outstanding, 0);
-  cr_assert_eq(a->sq_takes_recv, 0);
-  cr_assert_eq(b->rq_posted, 2, "three of five taken");
-  cr_assert_eq(a->rq_posted, 0);
+  pair_states(&a, &b);
+  cr_assert_eq(a.sq_outstanding, 0);
+  cr_assert_eq(a.sq_takes_recv, 0);
+  cr_assert_eq(b.rq_posted, 2, "three of five taken");
+  cr_assert_eq(a.rq_posted, 0);
   char buf[2048], want[256];
   size_t k = vnic_describe(P.n, buf, sizeof(buf));
   cr_assert_eq(k, strlen(buf));
@@ -488,20 +495,18 @@ Test(rxe, reads_and_writes_take_no_receive_and_srq_receives_are_counted)
   cr_assert_eq(post(P.qa, PP_WR_RDMA_READ, 64, rb, P.mb.rkey, 0, 1), PP_OK);
   cr_assert_eq(post(P.qa, PP_WR_RDMA_WRITE, 64, rb, P.mb.rkey, 0, 2), PP_OK);
   cr_assert_eq(post(P.qa, PP_WR_RDMA_WRITE_WITH_IMM, 64, rb, P.mb.rkey, 5, 3), PP_OK);
-  struct vnic_qp_state q[4];
-  cr_assert_eq(vnic_qp_states(P.n, q, 4), 2);
-  const struct vnic_qp_state *a = state_of(q, 2, P.qa), *b = state_of(q, 2, P.qb);
-  cr_assert_eq(a->sq_outstanding, 3);
-  cr_assert_eq(a->sq_takes_recv, 1, "only the WRITE_WITH_IMM takes one");
-  cr_assert_eq(b->srq_num, P.srq);
-  cr_assert_eq(b->rq_posted, 3, "the SRQ's receives");
+  struct vnic_qp_state a, b;
+  pair_states(&a, &b);
+  cr_assert_eq(a.sq_outstanding, 3);
+  cr_assert_eq(a.sq_takes_recv, 1, "only the WRITE_WITH_IMM takes one");
+  cr_assert_eq(b.srq_num, P.srq);
+  cr_assert_eq(b.rq_posted, 3, "the SRQ's receives");
   for (uint32_t i = 0; i < 3; i++)
     cr_assert_eq(wait_wc(P.qa).status, PP_WC_SUCCESS);
   cr_assert_eq(wait_wc(P.qb).status, PP_WC_SUCCESS);
-  cr_assert_eq(vnic_qp_states(P.n, q, 4), 2);
-  a = state_of(q, 2, P.qa), b = state_of(q, 2, P.qb);
-  cr_assert_eq(a->sq_takes_recv, 0);
-  cr_assert_eq(b->rq_posted, 2);
+  pair_states(&a, &b);
+  cr_assert_eq(a.sq_takes_recv, 0);
+  cr_assert_eq(b.rq_posted, 2);
   char buf[2048];
   vnic_describe(P.n, buf, sizeof(buf));
   cr_assert(strstr(buf, "2 receives posted (its SRQ's)\n"), "%s", buf);
@@ -511,25 +516,12 @@ Test(rxe, reads_and_writes_take_no_receive_and_srq_receives_are_counted)
 
 static char tmpdir[64], *out, *errs;
 
-static char *slurp(const char *path)
-{
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f);
-  char *buf = calloc(1, 1 << 20);
-  size_t n = fread(buf, 1, (1 << 20) - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
 /* Runs a shell command line with PREPOST as the CLI; returns its exit code and the seconds it
  * took. */
 static int sh(const char *line, double *secs)
 {
-  if (!tmpdir[0]) {
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/prepost-rxe-XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-  }
+  if (!tmpdir[0])
+    scratch_make(tmpdir, sizeof(tmpdir), "rxe");
   free(out);
   free(errs);
   char cmd[4096], p[128];
@@ -540,9 +532,9 @@ static int sh(const char *line, double *secs)
   if (secs)
     *secs = (boot_now_ns() - t0) / 1e9;
   snprintf(p, sizeof(p), "%s/out", tmpdir);
-  out = slurp(p);
+  out = scratch_slurp(p, NULL);
   snprintf(p, sizeof(p), "%s/err", tmpdir);
-  errs = slurp(p);
+  errs = scratch_slurp(p, NULL);
   cr_assert(WIFEXITED(st));
   return WEXITSTATUS(st);
 }

@@ -22,22 +22,13 @@
 #include "prepost/prng.h"
 #include "prepost/p2p.h"
 #include "fuzz/fuzz_wire.h"
+#include "scratch.h"
 
 #define CORPUS PREPOST_SOURCE_DIR "/tests/fuzz/wire-corpus"
 
 static uint8_t *slurp(const char *path, size_t *n)
 {
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot read %s", path);
-  cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-  long len = ftell(f);
-  cr_assert_geq(len, 0);
-  rewind(f);
-  uint8_t *buf = malloc((size_t)len + 1);
-  cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
-  *n = (size_t)len;
-  return buf;
+  return (uint8_t *)scratch_slurp(path, n);
 }
 
 static void run_file(const char *dir, const char *name, struct pp_fuzz_wire_result *r)

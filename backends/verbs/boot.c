@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE /* accept4 */
 #include "boot.h"
+#include "errf.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -27,16 +28,6 @@ uint64_t boot_now_ns(void)
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
-static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void errf(char *err, size_t len, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  if (err && len)
-    vsnprintf(err, len, fmt, ap);
-  va_end(ap);
 }
 
 static int ms_until(uint64_t deadline)

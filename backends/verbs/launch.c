@@ -1,6 +1,7 @@
 /* The launchers' environment: Open MPI's and Slurm's variables, Slurm's host lists (launch.h). */
 #define _GNU_SOURCE
 #include "launch.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -8,16 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void errf(char *err, size_t len, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  if (err && len)
-    vsnprintf(err, len, fmt, ap);
-  va_end(ap);
-}
 
 const char *pp_launch_env_kind_desc(enum pp_launch_env_kind k)
 {

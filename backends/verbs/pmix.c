@@ -1,6 +1,7 @@
 /* The PMIx client of the verbs driver (pmix.h), on OpenPMIx's client library (libpmix). */
 #define _GNU_SOURCE
 #include "pmix.h"
+#include "errf.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -13,16 +14,6 @@
 struct vpmix {
   pmix_proc_t me;
 };
-
-static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void errf(char *err, size_t len, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  if (err && len)
-    vsnprintf(err, len, fmt, ap);
-  va_end(ap);
-}
 
 bool vpmix_launched(void)
 {

@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE
 #include "prepost/verbsapp.h"
+#include "boot.h"
+#include "errf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,23 +23,6 @@ struct pp_verbs_rank {
   struct pp_engine *e;
   bool *connected; /* nranks */
 };
-
-static uint64_t mono_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void errf(char *err, size_t len, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  if (err && len)
-    vsnprintf(err, len, fmt, ap);
-  va_end(ap);
-}
 
 enum pp_status pp_verbs_rank_open(const struct pp_run_cfg *cfg, uint32_t rank,
                                   const struct vnic_config *nic, const struct pp_app_callbacks *cb,
@@ -107,7 +92,7 @@ enum pp_status pp_verbs_rank_connect(struct pp_verbs_rank *r, uint32_t peer,
   }
   enum pp_status s = vnic_set_peer_addr(r->nic, peer, &remote->addr);
   if (s == PP_OK)
-    s = pp_engine_connect(r->e, mono_ns(), peer, &remote->conn);
+    s = pp_engine_connect(r->e, boot_now_ns(), peer, &remote->conn);
   if (s != PP_OK) {
     errf(err, errlen, "rank %u: connecting the QP(s) to rank %u on %s failed: %s", r->rank, peer,
          vnic_device_name(r->nic), pp_status_desc(s));
@@ -128,7 +113,7 @@ static enum pp_status pass(struct pp_verbs_rank *r, char *err, size_t errlen)
            vnic_device_name(r->nic));
       return PP_IO;
     }
-    uint64_t now = mono_ns();
+    uint64_t now = boot_now_ns();
     for (int i = 0; i < n; i++) {
       enum pp_status s = pp_engine_on_wc(r->e, now, &wc[i]);
       if (s != PP_OK) {
@@ -142,8 +127,8 @@ static enum pp_status pass(struct pp_verbs_rank *r, char *err, size_t errlen)
   }
   struct pp_async_event ev;
   while (vnic_get_async_event(r->nic, &ev))
-    pp_engine_on_async(r->e, mono_ns(), &ev);
-  uint64_t now = mono_ns();
+    pp_engine_on_async(r->e, boot_now_ns(), &ev);
+  uint64_t now = boot_now_ns();
   if (pp_engine_next_deadline(r->e) <= now) {
     enum pp_status s = pp_engine_on_timer(r->e, now);
     if (s != PP_OK) {
@@ -163,7 +148,7 @@ enum pp_status pp_verbs_rank_start(struct pp_verbs_rank *r, char *err, size_t er
       return PP_STATE;
     }
   vnic_counters_mark(r->nic);
-  enum pp_status s = pp_engine_start(r->e, mono_ns());
+  enum pp_status s = pp_engine_start(r->e, boot_now_ns());
   if (s != PP_OK)
     errf(err, errlen, "rank %u: starting the application: %s", r->rank, pp_status_desc(s));
   return s;
@@ -199,13 +184,13 @@ enum pp_status pp_verbs_rank_run(struct pp_verbs_rank *r, uint64_t timeout_ns,
                                  struct pp_rank_result *out, char *err, size_t errlen)
 {
   memset(out, 0, sizeof(*out));
-  uint64_t t0 = mono_ns(), end = t0 + (timeout_ns ? timeout_ns : 120000000000ull);
+  uint64_t t0 = boot_now_ns(), end = t0 + (timeout_ns ? timeout_ns : 120000000000ull);
   enum pp_status s = pp_verbs_rank_start(r, err, errlen);
   if (s == PP_STATE)
     return s;
   while (s == PP_OK && !pp_verbs_rank_quiet(r)) {
-    if (mono_ns() >= end) {
-      errf(err, errlen, "rank %u: not done after %.1f s", r->rank, (mono_ns() - t0) / 1e9);
+    if (boot_now_ns() >= end) {
+      errf(err, errlen, "rank %u: not done after %.1f s", r->rank, (boot_now_ns() - t0) / 1e9);
       s = PP_LIMIT;
       break;
     }

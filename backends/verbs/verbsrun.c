@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "boot.h"
+#include "errf.h"
 #include "launch.h"
 #include "pmix.h"
 #include "prepost/app.h"
@@ -32,16 +33,6 @@
 #define EXIT_RANK_FAILED 4
 
 _Static_assert(PP_VERBS_SECRET_BYTES == BOOT_SECRET_BYTES, "the job secret's size");
-
-static void errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void errf(char *err, size_t len, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  if (err && len)
-    vsnprintf(err, len, fmt, ap);
-  va_end(ap);
-}
 
 void pp_verbs_opts_default(struct pp_verbs_opts *o)
 {

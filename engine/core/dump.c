@@ -5,26 +5,7 @@
 #include <stdio.h>
 
 #include "engine/core/engine_impl.h"
-
-struct out {
-  char *p;
-  size_t left, n;
-};
-
-static void pf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void pf(struct out *o, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(o->p, o->left, fmt, ap);
-  va_end(ap);
-  if (k < 0)
-    return;
-  o->n += (size_t)k;
-  size_t adv = (size_t)k < o->left ? (size_t)k : (o->left ? o->left - 1 : 0);
-  o->p += adv;
-  o->left -= adv;
-}
+#include "engine/core/outbuf.h"
 
 /* Lets a protocol or workload write into the rest of the buffer. */
 static void sub(struct out *o, size_t (*fn)(const struct pp_engine *, char *, size_t),

@@ -54,14 +54,6 @@ int pp_workload_source(const struct pp_workload *w, uint32_t rank, uint32_t nran
   }
 }
 
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      snprintf(err, errlen, __VA_ARGS__);                                      \
-      return PP_INVALID;                                                       \
-    }                                                                          \
-  } while (0)
-
 /* "'traffic'" or "'a' or 'b'": the workloads that take pattern alltoall */
 static const char *alltoall_workloads(void)
 {

@@ -96,6 +96,16 @@ extern const struct pp_app_ops pp_script_ops;     /* script.c */
 extern const struct pp_app_ops pp_traffic_ops;    /* traffic.c */
 extern const struct pp_app_ops pp_app_workload_ops; /* workload/app.c: the program's callbacks */
 
+/* In a configuration check with `char *err, size_t errlen` in scope: unless cond holds, the
+ * sentence (printf-style) into err and return PP_INVALID. */
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      snprintf(err, errlen, __VA_ARGS__);                                                          \
+      return PP_INVALID;                                                                           \
+    }                                                                                              \
+  } while (0)
+
 #define PP_MAX_PEERS 64
 #define PP_MAX_QPS (PP_MAX_PEERS * PP_MAX_CHANNELS)
 

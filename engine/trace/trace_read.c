@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "prepost/trace.h"
+#include "engine/core/outbuf.h"
 #include "engine/trace/trace_codec.h"
 
 #define KEY_MAX 255u
@@ -816,27 +817,6 @@ enum pp_status pp_trace_get(const struct pp_trace *t, size_t i, struct pp_trace_
 
 /* ---------------------------------------------------------------- formatting */
 
-struct out {
-  char *p;
-  size_t left;
-  int n;
-};
-
-static void pf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void pf(struct out *o, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(o->p, o->left, fmt, ap);
-  va_end(ap);
-  if (k < 0)
-    return;
-  o->n += k;
-  size_t adv = (size_t)k < o->left ? (size_t)k : (o->left ? o->left - 1 : 0);
-  o->p += adv;
-  o->left -= adv;
-}
-
 static const char *status_name(int32_t s)
 {
   return pp_status_name((enum pp_status)s);
@@ -1101,5 +1081,5 @@ int pp_trace_rec_format(const struct pp_trace_rec *r, char *buf, size_t len)
     if (pp_trace_rec_class(r->type) == PP_TCLASS_UNKNOWN)
       pf(&o, " (type 0x%02x, unknown to this version)", r->type);
   }
-  return o.n;
+  return (int)o.n;
 }

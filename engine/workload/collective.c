@@ -123,14 +123,6 @@ void pp_coll_params_default(struct pp_coll_params *p)
                                .check = true};
 }
 
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      snprintf(err, errlen, __VA_ARGS__);                                      \
-      return PP_INVALID;                                                       \
-    }                                                                          \
-  } while (0)
-
 enum pp_status pp_coll_params_check(const struct pp_coll_params *p, uint32_t nranks, char *err,
                                     size_t errlen)
 {

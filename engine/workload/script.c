@@ -134,14 +134,6 @@ void pp_script_need(const struct pp_engine_cfg *c, uint32_t rank, uint64_t *byte
   *npeers = ps.n;
 }
 
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      snprintf(err, errlen, __VA_ARGS__);                                                          \
-      return PP_INVALID;                                                                           \
-    }                                                                                              \
-  } while (0)
-
 int pp_script_cfg_check(const struct pp_engine_cfg *c, char *err, size_t errlen)
 {
   const struct pp_script *s = pp_script_of(c);

@@ -172,14 +172,6 @@ static void traffic_peers(const struct pp_engine_cfg *c, uint32_t rank, uint32_t
   }
 }
 
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      snprintf(err, errlen, __VA_ARGS__);                                                          \
-      return PP_INVALID;                                                                           \
-    }                                                                                              \
-  } while (0)
-
 int pp_traffic_cfg_check(const struct pp_engine_cfg *c, char *err, size_t errlen)
 {
   const struct pp_traffic *t = pp_traffic_of(c);

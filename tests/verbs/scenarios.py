@@ -118,6 +118,20 @@ def compare(mode, sim, rxe):
     return d
 
 
+def parity(mode, sim, rxe):
+    """What the simulated and the rxe run disagree on in parity mode `mode`: compare()'s
+    differences, then the JSON keys and the backend names, which every mode wants the same."""
+    d = compare(mode, sim, rxe)
+    ks, kr = keys(sim), keys(rxe)
+    if mode == "shape-if-rnr" and rxe["rnr_naks"] == 0 and rxe["outcome"] == "completed":
+        ks = {k for k in ks if not k.startswith("hang")}  # only a run that stopped has one
+    if ks != kr:
+        d.append(f"JSON keys differ: only simgrid {sorted(ks - kr)}, only verbs {sorted(kr - ks)}")
+    if rxe.get("backend") != "verbs" or sim.get("backend") != "simgrid":
+        d.append("backend names")
+    return d
+
+
 def expect(what, rxe, rc):
     d = []
     oc = rxe["outcome"]
@@ -244,14 +258,7 @@ def main():
                    f"(simulated {sim['rnr_naks']}), {rxe['status_counts']}, {rt:.1f} s")
         report(not expect(want, rxe, rrc), f"{name}: {vtag} {want}: {summary}",
                expect(want, rxe, rrc))
-        d = compare(mode, sim, rxe)
-        ks, kr = keys(sim), keys(rxe)
-        if mode == "shape-if-rnr" and rxe["rnr_naks"] == 0 and rxe["outcome"] == "completed":
-            ks = {k for k in ks if not k.startswith("hang")}  # only a run that stopped has one
-        if ks != kr:
-            d.append(f"JSON keys differ: only simgrid {sorted(ks - kr)}, only verbs {sorted(kr - ks)}")
-        if rxe.get("backend") != "verbs" or sim.get("backend") != "simgrid":
-            d.append("backend names")
+        d = parity(mode, sim, rxe)
         report(not d, f"{name}: parity ({mode})", d)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

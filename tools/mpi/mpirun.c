@@ -87,6 +87,11 @@ struct opts {
   const char *device; /* verbs */
 };
 
+static int usage_error(const char *what)
+{
+  return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", what);
+}
+
 /* The options as every command reads them (tools/cli/cli_util.h: `--seed=3`, unique prefixes,
  * durations with their unit), up to PROG: the first operand ends them, PROG's own arguments
  * follow it (`--` may end them too). `-np N`, MPI launchers' spelling, is `-n N`. argv[0] is
@@ -174,19 +179,17 @@ static int parse(int argc, char **argv, struct opts *o)
       o->has_timeout = true;
       break;
     default:
-      return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", "unexpected option");
+      return usage_error("unexpected option");
     }
   }
   if (!o->n)
-    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", "missing -n N");
+    return usage_error("missing -n N");
   if (g.rest >= argc)
-    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s", "missing PROG");
+    return usage_error("missing PROG");
   if (!o->verbs && (o->device || o->has_timeout))
-    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s",
-                              "--device and --timeout are for --backend verbs");
+    return usage_error("--device and --timeout are for --backend verbs");
   if (o->verbs && o->trace) /* serve.c's recorder runs in the simulation's actors only */
-    return pp_cli_usage_error("prepost mpirun", pp_mpirun_usage, "%s",
-                              "--trace records the simulated backend only, not --backend verbs");
+    return usage_error("--trace records the simulated backend only, not --backend verbs");
   o->prog = argv + g.rest;
   return -1;
 }
