@@ -248,6 +248,7 @@ static void write_small_mode(struct membuf *m, int mode)
   uint8_t pbuf[8];
   cr_assert_neq(pp_tr_p2p_isend(t1, e1, 2150, true, pbuf, 8, 0, 9, 2, 77, &q), PP_OK);
   cr_assert_not(pp_tr_p2p_iprobe(t1, e1, 2160, PP_ANY_SOURCE, 9, 2, NULL));
+  cr_assert_eq(pp_tr_p2p_mem_free(t1, e1, 2170, pbuf, sizeof(pbuf)), 0, "nothing cached");
   /* the outputs the protocols do not use yet, straight through the table */
   uint32_t srq;
   struct pp_srq_init_attr sa = {.max_wr = 16, .max_sge = 1, .srq_limit = 4};
@@ -437,6 +438,16 @@ Test(trace, every_record_type_round_trips)
   cr_assert(find(PP_TREC_P2P, 1, r.index + 1, &res));
   cr_assert_eq(res.u.p2p.ret, 0, "the probe found nothing");
   cr_assert_str_eq(pp_trace_p2p_name(res.u.p2p.op), "iprobe");
+  /* the application frees a buffer: its address and length, then how many it invalidated */
+  cr_assert(find(PP_TREC_P2P, 1, res.index + 1, &r));
+  cr_assert_eq(r.u.p2p.op, PP_TP2P_MEM_FREE);
+  cr_assert_neq(r.u.p2p.addr, 0);
+  cr_assert_eq(r.u.p2p.len, 8);
+  cr_assert_eq(r.ts, 2170);
+  cr_assert(find(PP_TREC_P2P, 1, r.index + 1, &res));
+  cr_assert_eq(res.u.p2p.op, PP_TP2P_MEM_FREE | PP_TRACE_P2P_RESULT);
+  cr_assert_eq(res.u.p2p.ret, 0);
+  cr_assert_str_eq(pp_trace_p2p_name(res.u.p2p.op), "mem_free");
   cr_assert(find(PP_TREC_RANK_END, 0, 0, &r));
   cr_assert_eq(r.ts, 5000);
   cr_assert_eq(r.u.end.messages_sent, 1);

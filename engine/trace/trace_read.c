@@ -905,6 +905,8 @@ int pp_trace_rec_format(const struct pp_trace_rec *r, char *buf, size_t len)
     if (!(c->op & PP_TRACE_P2P_RESULT)) {
       if (op == PP_TP2P_TEST || op == PP_TP2P_CANCEL)
         pf(&o, " req 0x%" PRIx64, c->req);
+      else if (op == PP_TP2P_MEM_FREE)
+        pf(&o, " addr 0x%" PRIx64 " len %u", c->addr, c->len);
       else
         pf(&o, " %s %u tag %u ctx %u", op == PP_TP2P_ISEND || op == PP_TP2P_ISSEND ? "dest" : "src",
            c->peer, c->tag, c->ctx);
@@ -912,7 +914,9 @@ int pp_trace_rec_format(const struct pp_trace_rec *r, char *buf, size_t len)
         pf(&o, " addr 0x%" PRIx64 " len %u cookie %" PRIu64, c->addr, c->len, c->cookie);
       break;
     }
-    if (op == PP_TP2P_TEST || op == PP_TP2P_IPROBE) {
+    if (op == PP_TP2P_MEM_FREE) {
+      pf(&o, " %d invalidated", c->ret);
+    } else if (op == PP_TP2P_TEST || op == PP_TP2P_IPROBE) {
       pf(&o, " %s", c->ret ? "true" : "false");
       if (c->ret)
         pf(&o, " source %u tag %u ctx %u len %u msg_len %u error %s", c->st.source, c->st.tag,

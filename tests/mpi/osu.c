@@ -222,6 +222,7 @@ int main(int argc, char **argv)
   if (rank == 0) {
     printf("# osu %s ranks %d window %d\n", o.mode, nranks, lat ? 1 : o.window);
     printf("# %-10s %12s %10s\n", "size", lat ? (o.median ? "us median" : "us") : "MB/s", "msgs");
+    fflush(stdout);
   }
   for (int s = 0; s < o.nsizes; s++) {
     long size = o.sizes[s];
@@ -242,8 +243,10 @@ int main(int argc, char **argv)
       msgs = (long)iters * o.window * pairs * (both ? 2 : 1);
       value = (double)size * (double)msgs / tmax / 1e6;
     }
-    if (rank == 0)
+    if (rank == 0) { /* each row as it is measured: a run stopped later still shows it */
       printf("%-12ld %12.3f %10ld\n", size, value, msgs);
+      fflush(stdout);
+    }
   }
   free(sb);
   free(rb);

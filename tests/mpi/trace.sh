@@ -6,7 +6,7 @@
 #   tests/mpi/trace.sh PREPOST [--rc N] [--hang-rc N] [--twice] [--expect REGEX]... -- MPIRUN-ARGS...
 set -u
 prepost=$1; shift
-flags="--twice" valued="--hang-rc"
+flags="--twice" valued="--hang-rc --dump-expect"
 source "$(dirname "${BASH_SOURCE[0]}")/opts.sh"
 parse_opts trace.sh "$@"
 set -- "${rest[@]}"
@@ -36,6 +36,12 @@ fi
 rc=$?
 if [[ $rc != "$hang_rc" ]]; then
   echo "FAIL: replay --hang exit code $rc, expected $hang_rc"; cat "$tmp/hang"; fail=1
+fi
+if [[ -n ${opt[dump-expect]:-} ]]; then
+  "$prepost" trace dump "$tmp/t.trace" >"$tmp/dump" 2>&1
+  if ! grep -Eq -- "${opt[dump-expect]}" "$tmp/dump"; then
+    echo "FAIL: no line of the trace's dump matches '${opt[dump-expect]}'"; fail=1
+  fi
 fi
 if ! check_expects "$tmp/run" "$tmp/hang"; then
   cat "$tmp/run" "$tmp/hang"; fail=1

@@ -41,6 +41,7 @@ struct slot {
   uint32_t gen;    /* handle generation (a stale id is refused) */
   bool used, recv, done;
   bool local;      /* no engine request (a message of the rank to itself): `done` says it all */
+  bool engine_buf; /* `buf` was handed to the engine: its registrations go before it is freed */
   bool want;       /* a receive the rank's send to itself may still match */
   uint32_t ctx;
   uint64_t seq;    /* receives: posting order */
@@ -66,6 +67,7 @@ struct rank {
   uint64_t recv_seq;
   uint64_t served;            /* requests read from the rank (progress, on verbs) */
   struct pp_trace_rank *tr; /* its recorder (mpirun --trace), else NULL */
+  struct pp_engine *e;      /* its engine, the step being served's */
   uint64_t now;             /* the time of the step being served */
 };
 
@@ -184,10 +186,28 @@ static struct slot *slot_new(struct rank *r, uint32_t *idx)
   return sl;
 }
 
+/* Frees a buffer the engine was given. The engine's registration cache may still hold a
+ * registration of it (a rendezvous registers the send's copy and the receive's landing buffer
+ * and keeps them for the next message there): on a real NIC that registration pins the pages
+ * the buffer had, and a later buffer malloc returns at the same address (the heap trimmed and
+ * grown again, or a new mmap) has other pages, so a cache hit would let the NIC read or write
+ * the old ones (osu bw on rxe: 64 MiB of receives freed each window, the next window's data
+ * landed in pages the program never saw). pp_p2p_mem_free drops those registrations first. */
+static void engine_free(struct rank *r, void *buf, size_t len)
+{
+  assert(r->e);
+  (void)pp_tr_p2p_mem_free(r->tr, r->e, r->now, buf, len ? len : 1);
+  free(buf);
+}
+
 static void slot_free(struct rank *r, struct slot *sl)
 {
   assert(sl->used && r->nfree < UINT32_MAX);
-  free(sl->buf);
+  if (sl->engine_buf && sl->buf)
+    engine_free(r, sl->buf, sl->len);
+  else
+    free(sl->buf);
+  sl->engine_buf = false;
   sl->buf = NULL;
   sl->used = false;
   r->free_list[r->nfree++] = (uint32_t)(sl - r->slots);
@@ -437,6 +457,7 @@ static bool probe(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t rank,
     self_deliver(sl, rank, &m);
     free(m.buf);
   } else {
+    sl->engine_buf = true;
     enum pp_status ps = e_irecv(r, e, now, sl->buf, st.msg_len, st.source, st.tag, q->ctx, idx, &sl->req);
     if (ps != PP_OK) {
       slot_free(r, sl);
@@ -522,6 +543,7 @@ static enum next do_isend(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t ra
       slot_free(r, sl);
   } else if (sl) {
     sl->buf = buf;
+    sl->engine_buf = true;
     sl->peer = q->peer;
     sl->tag = q->tag;
     sl->len = q->len;
@@ -569,6 +591,7 @@ static enum next do_irecv(struct pp_engine *e, struct pp_mpi_srv *s, uint32_t ra
     } else {
       uint32_t src = q->peer < 0 ? PP_ANY_SOURCE : (uint32_t)q->peer;
       uint32_t tag = q->tag < 0 ? PP_ANY_TAG : (uint32_t)q->tag;
+      sl->engine_buf = true;
       rep.status = e_irecv(r, e, now, sl->buf, q->len, src, tag, q->ctx, idx, &sl->req);
       sl->want = maybe_self; /* a wildcard: its own send may still take it */
     }
@@ -722,6 +745,7 @@ static uint64_t app_step(void *ctx, uint32_t rank, struct pp_engine *e, uint64_t
     return PP_NO_DEADLINE;
   struct rank *r = &s->r[rank];
   r->tr = pp_sim_rank_trace(rank);
+  r->e = e;
   r->now = now;
   switch (r->state) {
   case R_NEW: {

@@ -710,7 +710,7 @@ static void feed_p2p(struct rp_rank *k, const struct pp_trace_rec *r)
   }
   struct pp_trace_p2p res = {.op = c->op | PP_TRACE_P2P_RESULT};
   void *b = NULL;
-  if (c->op <= PP_TP2P_IRECV && !(b = app_buf(k, c->addr, c->len))) {
+  if ((c->op <= PP_TP2P_IRECV || c->op == PP_TP2P_MEM_FREE) && !(b = app_buf(k, c->addr, c->len))) {
     diverge(k, r->index, fmt_rec(r, buf, sizeof(buf)), "out of memory for its buffer");
     return;
   }
@@ -736,6 +736,9 @@ static void feed_p2p(struct rp_rank *k, const struct pp_trace_rec *r)
   case PP_TP2P_CANCEL:
     res.ret = pp_p2p_cancel(k->e, r->ts, q);
     res.req = q;
+    break;
+  case PP_TP2P_MEM_FREE:
+    res.ret = (int32_t)pp_p2p_mem_free(k->e, b, c->len);
     break;
   default:
     diverge(k, r->index, fmt_rec(r, buf, sizeof(buf)), "(a p2p call this build does not know)");

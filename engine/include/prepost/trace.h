@@ -315,6 +315,8 @@ bool pp_tr_p2p_iprobe(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now
                       uint32_t source, uint32_t tag, uint32_t ctx, struct pp_p2p_status *st);
 enum pp_status pp_tr_p2p_cancel(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
                                 pp_req req);
+uint32_t pp_tr_p2p_mem_free(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
+                            const void *buf, size_t len);
 /* Records the rank's statistics (RANK_END); call before destroying the engine. */
 void pp_tr_rank_end(struct pp_trace_rank *t, const struct pp_engine *e, uint64_t now);
 void pp_tr_engine_destroy(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now);
@@ -355,7 +357,8 @@ struct pp_trace_mem {
   X(IRECV, 2, "irecv")                                                         \
   X(TEST, 3, "test")                                                           \
   X(IPROBE, 4, "iprobe")                                                       \
-  X(CANCEL, 5, "cancel")
+  X(CANCEL, 5, "cancel")                                                       \
+  X(MEM_FREE, 6, "mem_free")
 enum pp_trace_p2p_op {
 #define PP_X(id, value, name) PP_TP2P_##id = value,
   PP_TRACE_P2P_LIST(PP_X)
@@ -370,9 +373,10 @@ struct pp_trace_p2p {
   uint32_t peer; /* isend/issend: dest; irecv, iprobe: source */
   uint32_t tag, ctx, len;
   uint64_t cookie;
-  uint64_t addr; /* isend/issend/irecv: the buffer's address in the recording process */
+  uint64_t addr; /* isend/issend/irecv/mem_free: the buffer's address in the recording process */
   uint64_t req; /* isend/issend/irecv: the request made; test, cancel: the request given */
-  int32_t ret;  /* isend/issend/irecv/cancel: the status; test, iprobe: 1 true, 0 false */
+  int32_t ret;  /* isend/issend/irecv/cancel: the status; test, iprobe: 1 true, 0 false;
+                 * mem_free: the registrations it invalidated */
   struct pp_p2p_status st; /* test, iprobe when true */
 };
 
