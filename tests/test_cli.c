@@ -564,6 +564,11 @@ Test(cli, one_message_for_each_kind_of_option_error)
     assert_has(err, explore[i][1]);
     assert_has(err, "usage: prepost explore");
   }
+  /* bench's latency rows submit one message per --lat-interval: a duration with its unit */
+  cr_assert_eq(cli("bench --lat-interval 5"), 2);
+  assert_has(err, "prepost: --lat-interval needs a unit");
+  cr_assert_eq(cli("bench --lat-interval 0"), 2);
+  assert_has(err, "usage: prepost bench");
   assert_usage_error(cli("trace export --svg --snaplen 64KiB x"),
                      "--snaplen must be a size 0..65535 bytes, got '64KiB'");
 }

@@ -285,6 +285,13 @@ static int trace_close(struct rank *r)
 #define POLL_BUDGET 64
 /* How often a busy rank looks at its control socket and async events, its progress and state. */
 #define HOUSEKEEP_NS 100000ull
+/* busy mode: a pass that found nothing reads the clock only once in this many such passes (a
+ * pass that worked always does). Where the kernel's clocksource cannot be read from user space
+ * (HPET or ACPI PM, as in an emulated guest whose TSC is marked unstable) clock_gettime is a
+ * system call and a device read, and reading it once per pass was the busy loop's largest cost:
+ * 14-21% of all CPU samples in the guest's bandwidth runs (backends/verbs/README.md, "Where the
+ * time goes"). A due timer fires at most this many empty polls late. */
+#define IDLE_PASSES_PER_CLOCK 8u
 
 const char *pp_verbs_progress_name(enum pp_verbs_progress m)
 {
@@ -487,6 +494,8 @@ struct loop {
   struct boot_buf b;
   bool sent_idle, sent_done;
   uint64_t sent_gen, seen_gen, quiet_since, next_house;
+  uint64_t now;          /* the clock at its last reading */
+  uint32_t idle_passes;  /* busy: empty passes since it was read */
 };
 
 /* The idle/done report: idleness only after IDLE_GRACE_NS without activity, and again at once
@@ -592,7 +601,7 @@ static int sleep_for_event(struct rank *r, struct loop *L, uint64_t now, uint64_
 static int progress(struct rank *r)
 {
   uint64_t bound = r->cfg->no_progress_ns;
-  struct loop L = {.sent_gen = UINT64_MAX, .seen_gen = UINT64_MAX};
+  struct loop L = {.sent_gen = UINT64_MAX, .seen_gen = UINT64_MAX, .now = boot_now_ns()};
   L.w = (struct watch){.step = bound ? (bound / 8 ? bound / 8 : 1) : 0, .gen = r->gen};
   L.w.mark = bound ? pp_engine_progress_mark(r->e) : 0;
   r->watch = &L.w;
@@ -604,7 +613,11 @@ static int progress(struct rank *r)
       rc = -1;
       break;
     }
-    uint64_t now = boot_now_ns();
+    if (n > 0 || !busy || ++L.idle_passes >= IDLE_PASSES_PER_CLOCK) {
+      L.now = boot_now_ns();
+      L.idle_passes = 0;
+    }
+    uint64_t now = L.now;
     uint64_t d = pp_engine_next_deadline(r->e);
     bool timer = d <= now;
     if (timer) {
