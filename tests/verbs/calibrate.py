@@ -120,15 +120,18 @@ def size(text):
     return int(m.group(1)) * {"B": 1, "KiB": 1024, "MiB": 1 << 20, None: 1}[m.group(2)]
 
 
-def margin(p, keys, kind):
-    """How far the case is from flipping, and the outcome the margin's side says."""
+def margin(p, keys, kind, boot_wqe=0):
+    """How far the case is from flipping, and the outcome the margin's side says. boot_wqe: the
+    WQE cost this boot measured (step 1), which paces the sender here, 0 if not measured."""
     # a buffer is back one message latency after the hold (the receiver's completion)
     consume = dur(keys["consume"]) + p["latency"]
     if kind == "presence":
         # the sender posts at the WQE cost: rxe does its work inside ibv_post_send, a burst of
         # posts goes out faster than the stream's bandwidth (a 100 us consumer saw RNR NAKs on
-        # rxe when the margin came from the bandwidth: 27.8x the wrong way)
-        t_msg = max(dur(keys["interval"]), p["wqe"])
+        # rxe when the margin came from the bandwidth: 27.8x the wrong way). The cost is this
+        # boot's own: a CPU-starved guest posted 588 WQEs/s where the profile says 22,335, and
+        # its sender then never outran a 10 ms consumer
+        t_msg = max(dur(keys["interval"]), boot_wqe or p["wqe"])
         fill = int(keys["rq_depth"]) * t_msg
         return ((consume / fill, "rnr") if consume > fill else (fill / consume, "no-rnr")) + (
             "emulation noise",)
@@ -193,12 +196,26 @@ def main():
             print("    " + lr.stderr.strip())
     print("%s calibrate: a fresh profile, loaded by prepost run" % ("PASS" if ok else "FAIL"))
     failed += not ok
+    # the WQE cost this boot measured: the presence margins are judged against it
+    boot_wqe = profile(mine)["wqe"] if ok else 0
     # 2. predictions of the shipped profile
     p = profile("models/" + prof)
+    print("INFO this boot: %s WQEs/s (the shipped profile: %d)" %
+          ("%d" % (1e9 / boot_wqe) if boot_wqe else "not measured", 1e9 / p["wqe"]))
     bw = "platform={cluster: {bandwidth: %dbps}}" % p["line_rate"]
     for label, name, sets, kind, known in CASES:
         keys = scenario_keys(name, COMMON + sets)
-        m, side, why = margin(p, keys, kind)
+        m, side, why = margin(p, keys, kind, boot_wqe)
+        m_prof, side_prof, _ = margin(p, keys, kind)
+        if side != side_prof:
+            # this boot's sender is not the profile's: what the profile predicts is not what this
+            # boot can do, so its prediction is not judged here
+            m, why = 0.0, "this boot's WQE rate puts the case on the %s side, the profile's on the %s side" % (side, side_prof)
+        else:
+            # the boot's short measurement (20 iterations) is noisy too: the case must hold at
+            # either pace (a 100 us consumer: 5.2x at this boot's measured rate, 1.9x at the
+            # profile's, and rxe saw RNR NAKs)
+            m = min(m, m_prof)
         tag = re.sub(r"\W+", "-", label)
         dsim = run(prepost, name, sets + ["nic=" + prof, bw], [], out, tag + "-sim")
         sim = verdict(dsim, kind)
@@ -215,6 +232,12 @@ def main():
                          round(d.get("sim_time_ns", 0) / 1e6, 1)))
         rxe = runs[0][0] if all(r[0] == runs[0][0] for r in runs) else "mixed"
         agree = sim == rxe
+        if rxe == "mixed":
+            # rxe's own outcome varies from run to run in this boot (its RNR timer fires at a
+            # jiffy tick and the guest's load decides how many waits a hold spans): no
+            # prediction can be asserted against it; stated, not counted
+            m, why = 0.0, "rxe's outcome varies between runs in this boot: its RNR timer " \
+                "fires at 4 ms ticks and the guest's load decides how many waits a hold spans"
         if known:
             res = "OPEN"
         elif m >= MARGIN:
