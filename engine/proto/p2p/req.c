@@ -161,7 +161,7 @@ enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now)
                             : pp_app_recv_done(e, now, r->cookie, wc_of(r), r->src, r->mtag, r->got);
     if (s != PP_OK && st == PP_OK)
       st = s;
-    if (r->flags & R_AUTO)
+    if ((r->flags & R_AUTO) || e->appops->p2p_frees)
       p2p_req_free(p, r);
   }
   p->flushing = false;
