@@ -53,7 +53,7 @@ static void remove_work(struct p2p *p, struct req *r)
   r->flags &= ~R_WORK;
 }
 
-static void record(struct pp_engine *e, const struct req *r)
+static __attribute__((noinline)) void record(struct pp_engine *e, const struct req *r)
 {
   struct p2p *p = P2P(e);
   if (p->nrec == p->rec_cap) {
