@@ -53,6 +53,10 @@ struct pp_app_ops {
    * (still allocated: pp_p2p_test releases it) and its full status (engine/workload/app.c). */
   enum pp_status (*p2p_done)(struct pp_engine *e, uint64_t now, bool recv, uint64_t req,
                              uint64_t cookie, const struct pp_p2p_status *st);
+  /* With p2p_done: the p2p layer frees each request once p2p_done returned (its handle is
+   * stale then; the workload never calls pp_p2p_test for it): one lookup and status copy less
+   * per completion (engine/workload/script.c). */
+  bool p2p_frees;
   /* Optional (NULL: not reported): the connection to a peer failed, once per peer. */
   void (*peer_failed)(struct pp_engine *e, uint64_t now, const struct pp_peer_failure *f);
   /* Optional (NULL: only counted): an async event of the device. */

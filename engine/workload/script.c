@@ -408,16 +408,19 @@ static enum pp_status script_on_timer(struct pp_engine *e, uint64_t now, uint32_
   return script_pump(e, now);
 }
 
-/* A request of ours completed: its status, its checks, its slot back. */
-static enum pp_status reap(struct pp_engine *e, uint64_t cookie, bool recv)
+/* A request of ours completed with status *stp (the p2p layer frees it after this callback,
+ * pp_app_ops.p2p_frees): its checks, its slot back. */
+static enum pp_status script_p2p_done(struct pp_engine *e, uint64_t now, bool recv, uint64_t req,
+                                      uint64_t cookie, const struct pp_p2p_status *stp)
 {
+  (void)now;
   struct script *s = e->as;
-  if (cookie >= s->nout || !s->out[cookie].used || s->out[cookie].recv != recv)
+  if (cookie >= s->nout || !s->out[cookie].used || s->out[cookie].recv != recv ||
+      s->out[cookie].h != req)
     return PP_INVALID;
   struct out *o = &s->out[cookie];
-  struct pp_p2p_status st;
-  if (!pp_p2p_test(e, &o->h, &st))
-    return PP_INVALID;
+  const struct pp_p2p_status st = *stp;
+  o->h = PP_REQ_NULL;
   if (recv && o->any && st.error != PP_P2P_E_CANCELLED)
     s->wild[s->nwild++ % WILD_KEEP] = (struct wild){.source = st.source, .tag = st.tag};
   if (st.error == PP_P2P_E_OK && !recv) {
@@ -451,19 +454,21 @@ static enum pp_status reap(struct pp_engine *e, uint64_t cookie, bool recv)
   return PP_OK;
 }
 
+/* The p2p layer reports every request through script_p2p_done: a send or receive completion
+ * without a request of its own is bogus. */
 static enum pp_status script_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
                                        enum pp_wc_status st)
 {
-  (void)now, (void)st;
-  return reap(e, cookie, false);
+  (void)e, (void)now, (void)cookie, (void)st;
+  return PP_INVALID;
 }
 
 static enum pp_status script_recv_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
                                        enum pp_wc_status st, uint32_t src, uint64_t tag,
                                        uint32_t len)
 {
-  (void)now, (void)st, (void)src, (void)tag, (void)len;
-  return reap(e, cookie, true);
+  (void)e, (void)now, (void)cookie, (void)st, (void)src, (void)tag, (void)len;
+  return PP_INVALID;
 }
 
 static bool script_done(const struct pp_engine *e)
@@ -511,6 +516,8 @@ const struct pp_app_ops pp_script_ops = {
     .on_timer = script_on_timer,
     .send_done = script_send_done,
     .recv_done = script_recv_done,
+    .p2p_done = script_p2p_done,
+    .p2p_frees = true,
     .done = script_done,
     .pending = script_pending,
 };

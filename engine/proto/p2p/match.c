@@ -71,9 +71,16 @@ static struct pp_mqueue *lookup_in(const struct pp_mtable *t, uint32_t slot, uin
   return NULL;
 }
 
+static bool same_key(const struct pp_mqueue *q, uint32_t ctx, uint32_t src, uint32_t tag)
+{
+  return q && q->ctx == ctx && q->src == src && q->tag == tag;
+}
+
 static struct pp_mqueue *lookup(const struct pp_mtable *t, uint32_t ctx, uint32_t src,
                                 uint32_t tag)
 {
+  if (same_key(t->last, ctx, src, tag))
+    return t->last;
   return lookup_in(t, hash3(ctx, src, tag) & t->mask, ctx, src, tag);
 }
 
@@ -82,17 +89,19 @@ static struct pp_mqueue *lookup(const struct pp_mtable *t, uint32_t ctx, uint32_
 static struct pp_mqueue *get_queue(struct pp_match *m, struct pp_mtable *t, uint32_t ctx,
                                    uint32_t src, uint32_t tag, uint32_t link)
 {
+  if (same_key(t->last, ctx, src, tag))
+    return t->last;
   uint32_t slot = hash3(ctx, src, tag) & t->mask; /* hashed once: lookup and insertion */
   struct pp_mqueue *q = lookup_in(t, slot, ctx, src, tag);
   if (q)
-    return q;
+    return t->last = q;
   q = m->free;
   m->free = q->hnext;
   struct pp_mqueue **s = &t->bucket[slot];
   *q = (struct pp_mqueue){.ctx = ctx, .src = src, .tag = tag, .link = link, .slot = slot,
                           .hnext = *s};
   *s = q;
-  return q;
+  return t->last = q;
 }
 
 static void append(struct pp_mqueue *q, struct pp_mentry *e)
@@ -123,6 +132,8 @@ static void unlink_entry(struct pp_match *m, struct pp_mtable *t, struct pp_ment
   e->q[l] = NULL;
   if (q->head)
     return;
+  if (t->last == q)
+    t->last = NULL;
   struct pp_mqueue **s = &t->bucket[q->slot];
   while (*s != q)
     s = &(*s)->hnext;

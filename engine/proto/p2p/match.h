@@ -36,6 +36,9 @@ struct pp_mentry {
 
 struct pp_mtable {
   struct pp_mqueue **bucket;
+  struct pp_mqueue *last; /* the sub-queue found or made last (NULL once it went back to the
+                             pool): a run of one key, as a window of receives from one peer and
+                             tag, is looked up without hashing */
   uint32_t mask;
 };
 

@@ -53,7 +53,7 @@ static void remove_work(struct p2p *p, struct req *r)
   r->flags &= ~R_WORK;
 }
 
-static void record(struct pp_engine *e, const struct req *r)
+static __attribute__((noinline)) void record(struct pp_engine *e, const struct req *r)
 {
   struct p2p *p = P2P(e);
   if (p->nrec == p->rec_cap) {
@@ -161,7 +161,7 @@ enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now)
                             : pp_app_recv_done(e, now, r->cookie, wc_of(r), r->src, r->mtag, r->got);
     if (s != PP_OK && st == PP_OK)
       st = s;
-    if (r->flags & R_AUTO)
+    if ((r->flags & R_AUTO) || e->appops->p2p_frees)
       p2p_req_free(p, r);
   }
   p->flushing = false;
