@@ -120,14 +120,6 @@ int pp_p2p_app(int kind)
   return kind == PP_WORKLOAD_SCRIPT || kind == PP_WORKLOAD_TRAFFIC || kind == PP_WORKLOAD_APP;
 }
 
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      snprintf(err, errlen, __VA_ARGS__);                                                          \
-      return PP_INVALID;                                                                           \
-    }                                                                                              \
-  } while (0)
-
 int pp_script_cfg_check(const struct pp_engine_cfg *c, char *err, size_t errlen);
 int pp_traffic_cfg_check(const struct pp_engine_cfg *c, char *err, size_t errlen);
 
