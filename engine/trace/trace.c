@@ -1733,13 +1733,12 @@ enum pp_status pp_tr_p2p_cancel(struct pp_trace_rank *t, struct pp_engine *e, ui
 
 /* The buffer's address and length (len), then the registrations it invalidated (ret). */
 uint32_t pp_tr_p2p_mem_free(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
-                            const void *buf, size_t len)
+                            const void *buf, uint32_t len)
 {
   if (!t)
     return pp_p2p_mem_free(e, buf, len);
-  assert(len <= UINT32_MAX);
   input_prologue(t, now);
-  emit_p2p(t, &(struct pp_trace_p2p){.op = PP_TP2P_MEM_FREE, .len = (uint32_t)len,
+  emit_p2p(t, &(struct pp_trace_p2p){.op = PP_TP2P_MEM_FREE, .len = len,
                                      .addr = (uint64_t)(uintptr_t)buf});
   uint32_t n = pp_p2p_mem_free(e, buf, len);
   emit_p2p_result(t, PP_TP2P_MEM_FREE, 0, (int32_t)n, NULL);

@@ -193,7 +193,7 @@ static struct slot *slot_new(struct rank *r, uint32_t *idx)
  * grown again, or a new mmap) has other pages, so a cache hit would let the NIC read or write
  * the old ones (osu bw on rxe: 64 MiB of receives freed each window, the next window's data
  * landed in pages the program never saw). pp_p2p_mem_free drops those registrations first. */
-static void engine_free(struct rank *r, void *buf, size_t len)
+static void engine_free(struct rank *r, void *buf, uint32_t len)
 {
   assert(r->e);
   (void)pp_tr_p2p_mem_free(r->tr, r->e, r->now, buf, len ? len : 1);

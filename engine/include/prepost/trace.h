@@ -316,7 +316,7 @@ bool pp_tr_p2p_iprobe(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now
 enum pp_status pp_tr_p2p_cancel(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
                                 pp_req req);
 uint32_t pp_tr_p2p_mem_free(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now,
-                            const void *buf, size_t len);
+                            const void *buf, uint32_t len);
 /* Records the rank's statistics (RANK_END); call before destroying the engine. */
 void pp_tr_rank_end(struct pp_trace_rank *t, const struct pp_engine *e, uint64_t now);
 void pp_tr_engine_destroy(struct pp_trace_rank *t, struct pp_engine *e, uint64_t now);
