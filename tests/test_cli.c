@@ -569,6 +569,11 @@ Test(cli, one_message_for_each_kind_of_option_error)
   assert_has(err, "prepost: --lat-interval needs a unit");
   cr_assert_eq(cli("bench --lat-interval 0"), 2);
   assert_has(err, "usage: prepost bench");
+  /* the ring rows' slots: a count the protocol takes, or auto */
+  cr_assert_eq(cli("bench --ring-slots 0"), 2);
+  assert_has(err, "usage: prepost bench");
+  cr_assert_eq(cli("bench --ring-slots 4097"), 2);
+  cr_assert_eq(cli("bench --ring-slots many"), 2);
   assert_usage_error(cli("trace export --svg --snaplen 64KiB x"),
                      "--snaplen must be a size 0..65535 bytes, got '64KiB'");
 }

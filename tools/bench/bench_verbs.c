@@ -30,6 +30,7 @@
 #include "prepost/hist.h"
 #include "prepost/p2p.h"
 #include "prepost/param.h"
+#include "prepost/ring.h"
 #include "tools/cli/cli_util.h"
 #include "tools/cli/cli_verbs.h"
 #include "tools/cli/rc_qp.h"
@@ -39,7 +40,8 @@ const char *const pp_cli_bench_usage =
     "usage: prepost bench [--backend verbs] [--device NAME] [--gid-index N] [--iters N]\n"
     "                     [-a | --sizes LIST] [--lat-size SIZE] [--bw-size SIZE] [--rows LIST]\n"
     "                     [--test lat|bw|both] [--report_gbits] [--progress busy|event]\n"
-    "                     [--busy-poll] [--lat-interval DURATION] [--json] [-h|--help]\n"
+    "                     [--busy-poll] [--lat-interval DURATION] [--ring-slots N|auto]\n"
+    "                     [--json] [-h|--help]\n"
     "\n"
     "Measures on an RDMA device (two processes on one device), in perftest's conventions, one\n"
     "row per path and message size:\n"
@@ -69,6 +71,10 @@ const char *const pp_cli_bench_usage =
     "  --test T       lat, bw or both (default)\n"
     "  --lat-interval D  engine latency rows: one message submitted every D (default 5ms; it\n"
     "                 must exceed the path's post -> completion time, or messages queue)\n"
+    "  --ring-slots N the ring rows' slots per channel (of ring.slot_size, 128 KiB), 1..4096;\n"
+    "                 auto (the default): the protocol's default (8) for latency, and for\n"
+    "                 bandwidth enough to hold two messages (at least 8), as NCCL_BUFFSIZE is\n"
+    "                 raised for large transfers; each row's note says what it used\n"
     "  --report_gbits bandwidth in Gb/sec instead of MB/sec\n"
     "  --progress M   how the engine's ranks wait: busy (default) polls the CQs, event sleeps\n"
     "                 on the completion channel when idle (as `prepost run`); --busy-poll = busy\n"
@@ -118,6 +124,7 @@ struct opts {
   bool lat, bw, gbits, json;
   enum pp_verbs_progress progress;
   uint64_t lat_interval_ns; /* engine latency rows: one message submitted every this long */
+  uint32_t ring_slots;      /* ring rows: slots per channel; 0 = auto (ring_slots_for) */
 };
 
 /* One measurement: a row, a test, a size. */
@@ -563,6 +570,22 @@ static void p2p_paths(const struct pp_run_result *res, char *buf, size_t len)
     }
 }
 
+/* --ring-slots auto: a latency row keeps the protocol's default ring (one message is in flight);
+ * a bandwidth row gets a ring that holds two messages, so that the sender can fill one while
+ * the receiver drains the other: with the default 8 x 128 KiB a 4 MiB message spans 32 slots,
+ * and the sender waited for credit 99.5 % of a 4 MiB run on rxe. */
+static uint32_t ring_slots_for(const struct opts *o, bool lat, uint32_t size, uint32_t slot_size)
+{
+  if (o->ring_slots)
+    return o->ring_slots;
+  if (lat)
+    return PP_RING_DEFAULT_SLOTS;
+  uint64_t two = ((uint64_t)size * 2 + slot_size - 1) / slot_size;
+  return two < PP_RING_DEFAULT_SLOTS ? PP_RING_DEFAULT_SLOTS
+         : two > PP_RING_MAX_SLOTS   ? PP_RING_MAX_SLOTS
+                                     : (uint32_t)two;
+}
+
 /* The scenario of an engine row: rank 0 streams to rank 1; latency with one message in flight
  * (a window of one send buffer), bandwidth back to back. */
 static void engine_cfg(const struct opts *o, enum row row, bool lat, uint32_t size,
@@ -582,6 +605,10 @@ static void engine_cfg(const struct opts *o, enum row row, bool lat, uint32_t si
     pp_p2p_params_of(c)->rget_limit = size;
   if (row == ROW_RPUT)
     pp_p2p_params_of(c)->rget_limit = 0;
+  if (row == ROW_RING_CREDITS || row == ROW_RING_CTS) {
+    struct pp_ring_params *rp = pp_ring_params_of(c);
+    rp->slots = ring_slots_for(o, lat, size, rp->slot_size);
+  }
   c->qp.sq_depth = lat ? 1 : 64;
   c->qp.rq_depth = lat ? 64 : 256;
   c->qp.min_rnr_timer = 1;
@@ -609,6 +636,12 @@ static void engine_bench(const struct opts *o, enum row row, bool lat, uint32_t 
     return;
   }
   p2p_paths(&res, paths, sizeof(paths));
+  if (row == ROW_RING_CREDITS || row == ROW_RING_CTS) {
+    const struct pp_ring_params *rp = pp_ring_params_of(&sc.sim.engine);
+    size_t at = strlen(paths);
+    snprintf(paths + at, sizeof(paths) - at, "; ring %u x %u KiB", rp->slots,
+             rp->slot_size / 1024);
+  }
   r->ok = true;
   if (lat) {
     /* half of each message's post -> send completion (its round trip through the peer) */
@@ -788,7 +821,7 @@ int pp_verbs_bench_main(int argc, char **argv)
     o.rows[k] = true;
   o.nic.gid_index = -1;
   enum { B_BACKEND = 256, B_PROGRESS, B_DEVICE, B_GID, B_ITERS, B_LAT, B_BW, B_JSON, B_BUSY,
-         B_SIZES, B_ROWS, B_TEST, B_GBITS, B_LAT_INTERVAL };
+         B_SIZES, B_ROWS, B_TEST, B_GBITS, B_LAT_INTERVAL, B_RING_SLOTS };
   static const struct option opts[] = {{"backend", required_argument, NULL, B_BACKEND},
                                        {"progress", required_argument, NULL, B_PROGRESS},
                                        {"device", required_argument, NULL, B_DEVICE},
@@ -804,6 +837,7 @@ int pp_verbs_bench_main(int argc, char **argv)
                                        {"test", required_argument, NULL, B_TEST},
                                        {"report_gbits", no_argument, NULL, B_GBITS},
                                        {"lat-interval", required_argument, NULL, B_LAT_INTERVAL},
+                                       {"ring-slots", required_argument, NULL, B_RING_SLOTS},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "ha", .longs = opts,
@@ -886,6 +920,14 @@ int pp_verbs_bench_main(int argc, char **argv)
     case B_LAT_INTERVAL:
       if (pp_cli_opt_duration(&g, 1000, 10000000000ull, &o.lat_interval_ns))
         return 2;
+      break;
+    case B_RING_SLOTS:
+      if (!strcmp(g.arg, "auto"))
+        o.ring_slots = 0;
+      else if (pp_cli_opt_uint(&g, 1, PP_RING_MAX_SLOTS, &x))
+        return 2;
+      else
+        o.ring_slots = (uint32_t)x;
       break;
     default:
       return pp_cli_opt_error(&g, "is not handled%s", "");
