@@ -263,6 +263,8 @@ enum pp_status pp_nic_profile_check(const struct pp_nic_profile *p, char *err, s
     what = "rnr_tick and rnr_min must be at most 60s";
   else if (!rnr_table_ok(p))
     what = "every rnr_delay must be at most 60s";
+  else if (p->rc_model >= PP_RC_MODEL_COUNT)
+    what = "rc_model must be ibta or rxe";
   if (what) {
     snprintf(err, errlen, "NIC profile '%s': %s", p->name, what);
     return PP_INVALID;
@@ -1052,9 +1054,17 @@ static bool spend_retry(struct simnic *n, struct qp *qp, uint8_t *left, bool inf
  * budget is spent, else go back to the head; `started` (a NAK) makes the NAKs and lost READ
  * responses that follow before the retransmission starts none (rxe's comp.started_retry), an
  * ACK timeout clears it. Both count in timeout_retries, as rxe's completer_retry_err. */
+/* Whether retry_cnt never runs out: the IBTA makes no retry_cnt infinite; rxe never counts 7
+ * down (rxe_comp.c, rxe_completer, COMPST_ERROR_RETRY: comp.retry_cnt is decremented only when
+ * it is not 7), so retry_cnt 7 retries a peer that stopped answering forever. */
+static bool retry_cnt_infinite(const struct simnic *n, const struct qp *qp)
+{
+  return n->f->prof.rc_model == PP_RC_RXE && qp->attr.retry_cnt == 7;
+}
+
 static void retry_go_back(struct simnic *n, struct qp *qp, const char *why, bool started)
 {
-  if (!spend_retry(n, qp, &qp->retry_left, false, PP_WC_RETRY_EXC_ERR))
+  if (!spend_retry(n, qp, &qp->retry_left, retry_cnt_infinite(n, qp), PP_WC_RETRY_EXC_ERR))
     return;
   qp->retry_started = started;
   n->ctr.timeout_retries++;
@@ -1072,7 +1082,14 @@ static void requester_rnr_nak(struct simnic *n, struct qp *qp, const struct simn
                    PP_WC_RNR_RETRY_EXC_ERR))
     return;
   n->ctr.rnr_retries++;
+  uint64_t deadline = qp->ack_deadline;
   rewind_to(qp, qp->sq_head);
+  /* IBTA: the ACK timer stops for the wait and restarts with the retransmission. rxe: the
+   * retransmission timer runs on (rxe_comp.c, rxe_completer, COMPST_RNR_RETRY arms
+   * rnr_nak_timer only; the requester re-arms retrans_timer at a send only when it is not
+   * pending, rxe_req.c): qp_timers spends a retry_cnt if it fires during the wait. */
+  if (n->f->prof.rc_model == PP_RC_RXE)
+    qp->ack_deadline = deadline;
   qp->rnr_until = n->now + simnic_rnr_delay_ns(&n->f->prof, p->syndrome);
 }
 
@@ -1554,6 +1571,20 @@ uint64_t simnic_next_deadline(const struct simnic *cn)
   return d;
 }
 
+/* rxe only (the ACK deadline survives an RNR NAK there alone): the ACK timeout fired during an
+ * RNR wait. rxe's completer takes it as any timeout (COMPST_EXIT -> COMPST_ERROR_RETRY: one
+ * retry_cnt spent, RETRY_EXC_ERR when none is left) and sets need_retry, but the requester
+ * does not go back before rnr_nak_timer has fired (rxe_req.c, rxe_requester:
+ * need_retry && !wait_for_rnr_timer), so the retransmission stays the RNR wait's. */
+static void rnr_wait_timeout(struct simnic *n, struct qp *qp)
+{
+  assert(qp->sq_head != qp->sq_tail);
+  if (!spend_retry(n, qp, &qp->retry_left, retry_cnt_infinite(n, qp), PP_WC_RETRY_EXC_ERR))
+    return;
+  n->ctr.timeout_retries++;
+  logf_(n, "TIMEOUT in RNR wait qp %u psn %u", qp->qpn, sq_at(qp, qp->sq_head)->psn);
+}
+
 static void qp_timers(struct simnic *n, struct qp *qp)
 {
   if (qp->ack_pending && qp->ack_due <= n->now)
@@ -1562,6 +1593,10 @@ static void qp_timers(struct simnic *n, struct qp *qp)
     qp->rnr_until = 0; /* tx_kick retransmits */
   if (qp->ack_deadline && qp->ack_deadline <= n->now) {
     qp->ack_deadline = 0;
+    if (qp->rnr_until && n->f->prof.rc_model == PP_RC_RXE) {
+      rnr_wait_timeout(n, qp);
+      return;
+    }
     if (qp->sq_head == qp->sq_next)
       return;
     retry_go_back(n, qp, "TIMEOUT", false);
