@@ -2356,3 +2356,119 @@ Test(simnic, ack_timeout_in_rnr_wait_rxe_retry_cnt_7_survives)
   expect_wc(&wc[0], 1, PP_WC_SUCCESS, PP_WC_OP_SEND, p->qa);
   pair_free(p);
 }
+
+/* A 4-packet WRITE_WITH_IMM (MTU 4096) to a QP with no receive posted, rnr_retry 2. */
+enum { WIMM_LEN = 4 * 4096, WIMM_AT = 65536 };
+static struct pair *write_imm_pair(enum pp_rc_model m, uint8_t rnr_retry)
+{
+  struct pp_nic_profile prof = model_profile(m);
+  struct h_qp_opts o = h_qp_defaults();
+  o.rnr_retry = rnr_retry;
+  struct pair *p = pair_alloc(&prof, 0, 1);
+  pair_connect(p, &o);
+  fill(p->buf[A], WIMM_LEN, 7);
+  post_ok(p, A, PP_WR_RDMA_WRITE_WITH_IMM, 0x77, 0, WIMM_LEN, WIMM_AT, true);
+  return p;
+}
+
+/* The IBTA model refuses the message whole at its first packet: nothing placed, each attempt the
+ * whole message again, each RNR NAK naming its first PSN; rnr_retry 2 fails on the third. */
+Test(simnic, write_imm_multi_packet_no_recv_ibta_refused_whole)
+{
+  struct pair *p = write_imm_pair(PP_RC_IBTA, 2);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[2];
+  cr_assert_eq(h_poll(p->h, A, wc, 2), 1);
+  expect_wc(&wc[0], 0x77, PP_WC_RNR_RETRY_EXC_ERR, PP_WC_OP_RDMA_WRITE, p->qa);
+  uint32_t psn = tap_nth(p->tap, "REQ", A, 0)->i.psn;
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 3);
+  cr_assert_eq(tap_count(p->tap, "RNR_NAK", B), 3);
+  for (uint32_t k = 0; k < 3; k++) {
+    cr_assert_eq(tap_nth(p->tap, "REQ", A, k)->i.npkts, 4);
+    cr_assert_eq(tap_nth(p->tap, "RNR_NAK", B, k)->i.psn, psn);
+  }
+  expect_all(p->buf[B] + WIMM_AT, WIMM_LEN, 0);
+  pair_free(p);
+}
+
+/* rxe (rxe_opcode.c: only RDMA_WRITE_LAST_WITH_IMMEDIATE has RXE_RWR_MASK; rxe_resp.c,
+ * check_resource): the first three packets are placed, the last is RNR-NAKed with its own PSN.
+ * The RNR NAK does not move the requester's comp.psn, so the first retry resends the whole
+ * message (rxe_req.c, req_retry from comp.psn); the three placed packets are duplicates, ACKed
+ * again (duplicate_request), which resets the retry counters and moves comp.psn to the last
+ * packet (rxe_comp.c, check_ack, COMPST_UPDATE_COMP), so later retries send only the last
+ * packet. rnr_retry 2 thus fails on the fourth RNR NAK, not the third. */
+Test(simnic, write_imm_multi_packet_no_recv_rxe_naks_the_last_packet)
+{
+  struct pair *p = write_imm_pair(PP_RC_RXE, 2);
+  run_until_rnr_naks(p->h, A, 1);
+  expect_bytes(p->buf[B] + WIMM_AT, 3 * 4096, 7); /* placed before any receive exists */
+  expect_all(p->buf[B] + WIMM_AT + 3 * 4096, 4096, 0);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[2];
+  cr_assert_eq(h_poll(p->h, A, wc, 2), 1);
+  expect_wc(&wc[0], 0x77, PP_WC_RNR_RETRY_EXC_ERR, PP_WC_OP_RDMA_WRITE, p->qa);
+  cr_assert_eq(h_poll(p->h, B, wc, 2), 0);
+  uint32_t psn = tap_nth(p->tap, "REQ", A, 0)->i.psn, last = (psn + 3) & 0xffffff;
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 4);
+  static const uint32_t npkts[] = {4, 4, 1, 1};
+  for (uint32_t k = 0; k < 4; k++) {
+    const struct pkt_rec *r = tap_nth(p->tap, "REQ", A, k);
+    cr_assert_eq(r->i.npkts, npkts[k], "attempt %u: %u packets", k, r->i.npkts);
+    cr_assert_eq(r->i.psn, npkts[k] == 4 ? psn : last, "attempt %u", k);
+    cr_assert_eq(r->i.len, npkts[k] * 4096u);
+    cr_assert_eq(tap_nth(p->tap, "RNR_NAK", B, k)->i.psn, last, "NAK %u names the last", k);
+  }
+  cr_assert_eq(tap_count(p->tap, "RNR_NAK", B), 4);
+  cr_assert_eq(tap_count(p->tap, "ACK", B), 1, "the duplicates of the second attempt");
+  cr_assert_eq(tap_nth(p->tap, "ACK", B, 0)->i.ack_epsn, last);
+  cr_assert_eq(ctr(p->h, A).rnr_retries, 3);
+  expect_bytes(p->buf[B] + WIMM_AT, 3 * 4096, 7);
+  expect_all(p->buf[B] + WIMM_AT + 3 * 4096, 4096, 0);
+  cr_assert_eq(qp_state(p->h, B, p->qb), PP_QPS_RTS);
+  pair_free(p);
+}
+
+/* rxe, the receive posted after the first RNR NAK: the retry's last packet finds it; the
+ * completion carries the whole message's length and the immediate, every byte is there. */
+Test(simnic, write_imm_multi_packet_rxe_heals_at_the_last_packet)
+{
+  struct pair *p = write_imm_pair(PP_RC_RXE, 7);
+  run_until_rnr_naks(p->h, A, 1);
+  cr_assert_eq(h_post_recv(p->h, B, p->qb, 100, NULL, NULL, 0), PP_OK);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[2];
+  cr_assert_eq(h_poll(p->h, B, wc, 2), 1);
+  expect_wc(&wc[0], 100, PP_WC_SUCCESS, PP_WC_OP_RECV_RDMA_WITH_IMM, p->qb);
+  cr_assert_eq(wc[0].byte_len, WIMM_LEN);
+  cr_assert_eq(wc[0].imm_data, 0x77);
+  expect_bytes(p->buf[B] + WIMM_AT, WIMM_LEN, 7);
+  cr_assert_eq(h_poll(p->h, A, wc, 2), 1);
+  expect_wc(&wc[0], 0x77, PP_WC_SUCCESS, PP_WC_OP_RDMA_WRITE, p->qa);
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 2);
+  cr_assert_eq(tap_count(p->tap, "RNR_NAK", B), 1);
+  pair_free(p);
+}
+
+/* rxe, the receive posted after the second RNR NAK: the third attempt is the last packet alone,
+ * and the message lands whole, once. */
+Test(simnic, write_imm_multi_packet_rxe_resumes_at_the_last_packet)
+{
+  struct pair *p = write_imm_pair(PP_RC_RXE, 7);
+  run_until_rnr_naks(p->h, A, 2);
+  cr_assert_eq(h_post_recv(p->h, B, p->qb, 100, NULL, NULL, 0), PP_OK);
+  cr_assert_eq(h_post_recv(p->h, B, p->qb, 101, NULL, NULL, 0), PP_OK);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[4];
+  cr_assert_eq(h_poll(p->h, B, wc, 4), 1, "one receive consumed");
+  expect_wc(&wc[0], 100, PP_WC_SUCCESS, PP_WC_OP_RECV_RDMA_WITH_IMM, p->qb);
+  cr_assert_eq(wc[0].byte_len, WIMM_LEN);
+  expect_bytes(p->buf[B] + WIMM_AT, WIMM_LEN, 7);
+  cr_assert_eq(h_poll(p->h, A, wc, 4), 1);
+  expect_wc(&wc[0], 0x77, PP_WC_SUCCESS, PP_WC_OP_RDMA_WRITE, p->qa);
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 3);
+  const struct pkt_rec *r = tap_nth(p->tap, "REQ", A, 2);
+  cr_assert_eq(r->i.npkts, 1);
+  cr_assert_eq(r->i.remote_addr, (uint64_t)(uintptr_t)(p->buf[B] + WIMM_AT + 3 * 4096));
+  pair_free(p);
+}

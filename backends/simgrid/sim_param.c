@@ -39,7 +39,8 @@ const struct pp_param pp_nic_param_table[] = {
                    "an RNR delay is at least this long (0: the spec's delays)", NULL, 0),
     PP_PARAM_KEYED("rc_model", N, rc_model, PP_PARAM_ENUM, 0, PP_RC_MODEL_COUNT - 1, PP_RC_IBTA,
                    "retry rules: ibta (the spec's) or rxe (Soft-RoCE's: retry_cnt 7 retries "
-                   "forever, the ACK timer runs through RNR waits)",
+                   "forever, the ACK timer runs through RNR waits, a WRITE_WITH_IMM RNR-NAKed at its "
+                   "last packet)",
                    pp_rc_model_names, 0),
 };
 #undef N

@@ -65,7 +65,11 @@ struct pp_nic_profile {
    * timer (retrans_timer) keeps running through an RNR wait (COMPST_RNR_RETRY arms
    * rnr_nak_timer and leaves retrans_timer alone), so an ACK timeout that falls in the wait
    * spends one retry_cnt (RETRY_EXC_ERR when none is left) without retransmitting: the
-   * requester waits for rnr_nak_timer (rxe_req.c: wait_for_rnr_timer) before it goes back. */
+   * requester waits for rnr_nak_timer (rxe_req.c: wait_for_rnr_timer) before it goes back.
+   * Its responder needs the receive of a multi-packet WRITE_WITH_IMM only at the last packet
+   * (rxe_opcode.c RXE_RWR_MASK, rxe_resp.c check_resource): the others are placed, the last is
+   * RNR-NAKed, and retries after the first resend the last packet alone (rxe_req.c, req_retry
+   * from comp.psn, which the duplicates' ACKs moved there). */
   uint32_t rc_model;
 };
 
