@@ -42,7 +42,8 @@ struct pp_calib_timeout {
 /* retry_cnt 7 against a peer that stopped answering (its QP destroyed), ACK timeout `code`: the
  * device's retry rules. The IBTA's fail RETRY_EXC_ERR after 7 retries (t_ns); rxe never counts
  * 7 down (rxe_comp.c, rxe_completer, COMPST_ERROR_RETRY) and is still retrying at bound_ns
- * (16 of the device's measured timeouts after the post, twice what 7 retries take). */
+ * (16 timeouts after the post, twice what 7 retries take; a timeout: the longest of the
+ * measured ones and the IBTA's). */
 struct pp_calib_retry7 {
   bool measured;
   bool failed; /* RETRY_EXC_ERR within bound_ns, after t_ns */
