@@ -142,4 +142,55 @@ Test(calibrate, the_written_profile_loads_back)
   cr_assert_eq(got.rnr_min_ns, want.rnr_min_ns);
   for (unsigned k = 0; k < 32; k++)
     cr_assert_eq(got.rnr_delay_ns[k], want.rnr_delay_ns[k], "code %u", k);
+  cr_assert_eq(got.rc_model, want.rc_model);
+}
+
+/* Writes c's profile to a temporary file and loads it back into *got; the text into text. */
+static void write_and_load(const struct pp_calib *c, struct pp_nic_profile *got, char *text,
+                           size_t size)
+{
+  char path[] = "/tmp/prepost-test-calib-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  FILE *f = fdopen(fd, "w+");
+  cr_assert_not_null(f);
+  cr_assert_eq(pp_calib_write(f, c), 0);
+  cr_assert_eq(fflush(f), 0);
+  rewind(f);
+  size_t n = fread(text, 1, size - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  char err[512];
+  cr_assert_eq(pp_nic_profile_load(path, got, err, sizeof err), PP_OK, "%s\n%s", err, text);
+  unlink(path);
+}
+
+/* retry_cnt 7 against a dead peer: still retrying at the bound is rxe's rules (rc_model rxe),
+ * RETRY_EXC_ERR within it the IBTA's, not measured the IBTA's too; the profile says which. */
+Test(calibrate, retry_cnt_7_sets_the_retry_rules)
+{
+  static char text[16384];
+  struct pp_calib c;
+  struct pp_nic_profile p;
+  rxe_like(&c);
+  pp_calib_profile(&c, &p);
+  cr_assert_eq(p.rc_model, PP_RC_IBTA, "not measured: the IBTA's");
+  write_and_load(&c, &p, text, sizeof text);
+  cr_assert_eq(p.rc_model, PP_RC_IBTA);
+  cr_assert(strstr(text, "retry_cnt 7 against a dead peer: not measured"), "%s", text);
+  c.retry7 = (struct pp_calib_retry7){.measured = true, .code = 10, .bound_ns = 136000000};
+  pp_calib_profile(&c, &p);
+  cr_assert_eq(p.rc_model, PP_RC_RXE, "never gave up: rxe's");
+  write_and_load(&c, &p, text, sizeof text);
+  cr_assert_eq(p.rc_model, PP_RC_RXE);
+  cr_assert(strstr(text, "still retrying after\n#   136.000 ms"), "%s", text);
+  cr_assert(strstr(text, "\nrc_model: rxe\n"), "%s", text);
+  c.retry7.failed = true;
+  c.retry7.t_ns = 64000000;
+  pp_calib_profile(&c, &p);
+  cr_assert_eq(p.rc_model, PP_RC_IBTA, "gave up: the IBTA's");
+  write_and_load(&c, &p, text, sizeof text);
+  cr_assert_eq(p.rc_model, PP_RC_IBTA);
+  cr_assert(strstr(text, "RETRY_EXC_ERR after\n#   64.000 ms"), "%s", text);
+  cr_assert(strstr(text, "\nrc_model: ibta\n"), "%s", text);
 }

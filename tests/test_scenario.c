@@ -274,6 +274,30 @@ Test(shipped, the_calibrated_rxe_profile)
   cr_assert_gt(p.rnr_delay_ns[1], 0, "code 1 measured");
   cr_assert_eq(p.ack_every, 1);
   cr_assert_gt(p.wqe_ns, 1000, "emulation: microseconds a WQE, not nanoseconds");
+  cr_assert_eq(p.rc_model, PP_RC_RXE, "Soft-RoCE's retry rules");
+}
+
+/* The hardware profiles and the ideal NIC keep the IBTA's retry rules; rc_model is read by name
+ * and a wrong one is refused, naming the key and the names it takes. */
+Test(shipped, hardware_profiles_follow_the_ibta_retry_rules)
+{
+  static const char *const hw[] = {"cx6-roce-100g", "hdr-ib-200g", "ideal"};
+  for (size_t i = 0; i < sizeof hw / sizeof hw[0]; i++) {
+    char path[256];
+    snprintf(path, sizeof path, MODELS "/nics/%s.yaml", hw[i]);
+    struct pp_nic_profile p;
+    cr_assert_eq(pp_nic_profile_load(path, &p, err, sizeof err), PP_OK, "%s", err);
+    cr_assert_eq(p.rc_model, PP_RC_IBTA, "%s", hw[i]);
+  }
+  static struct pp_scenario s;
+  char e[512];
+  const char *ok = "ranks: 2\nnic:\n  rc_model: rxe\n";
+  cr_assert_eq(pp_scenario_parse(ok, strlen(ok), "t.yaml", MODELS, &s, e, sizeof e), PP_OK,
+               "%s", e);
+  cr_assert_eq(s.sim.nic.rc_model, PP_RC_RXE);
+  const char *bad = "ranks: 2\nnic:\n  rc_model: mlx5\n";
+  cr_assert_neq(pp_scenario_parse(bad, strlen(bad), "t.yaml", MODELS, &s, e, sizeof e), PP_OK);
+  cr_assert(strstr(e, "rc_model") && strstr(e, "ibta") && strstr(e, "rxe"), "%s", e);
 }
 
 Test(shipped, platform_files_are_simgrid_4_1)
@@ -688,7 +712,7 @@ Test(errors, unknown_keys)
   expect_error("ranks: 2\nnic:\n  mtu: 1024\n  speed: 5\n", PP_PARSE,
                "t.yaml:4: unknown key 'speed' in 'nic' (expected one of: name, mtu, header_bytes, "
                "wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, cq_depth, "
-               "max_rd_atomic, train, rnr_tick, rnr_min, line_rate, rnr_delay)");
+               "max_rd_atomic, train, rnr_tick, rnr_min, rc_model, line_rate, rnr_delay)");
   expect_error("ranks: 2\nfaults: {loss: 0, bogus: 1}\n", PP_PARSE,
                "t.yaml:2: unknown key 'bogus' in 'faults' (expected one of: loss, until, jitter, "
                "scramble, scramble_delay, srq_delay, qp_error_at, qp_error_host, qp_error_qp, "
@@ -900,7 +924,7 @@ Test(errors, nic_file_errors_name_the_nic_file)
   snprintf(want, sizeof want,
            "%s:3: unknown key 'acks' in the NIC profile (expected one of: name, mtu, "
            "header_bytes, wqe, ack_every, ack_delay, max_qp, max_qp_wr, max_srq, max_mr, "
-           "cq_depth, max_rd_atomic, train, rnr_tick, rnr_min, line_rate, rnr_delay)",
+           "cq_depth, max_rd_atomic, train, rnr_tick, rnr_min, rc_model, line_rate, rnr_delay)",
            nic);
   cr_assert_str_eq(err, want);
 

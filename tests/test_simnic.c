@@ -2159,3 +2159,316 @@ Test(simnic, tables_grow_to_the_profile_limits)
     expect_wc(&wc[i], i + 1, PP_WC_SUCCESS, PP_WC_OP_RDMA_WRITE, p->qa);
   pair_free(p);
 }
+
+/* ================================================================== 19. rc_model: ibta or rxe */
+
+/* The harness' default profile (small tables) with the given retry rules. */
+static struct pp_nic_profile model_profile(enum pp_rc_model m)
+{
+  struct pp_nic_profile prof;
+  pp_nic_profile_default(&prof);
+  prof.max_qp = 16;
+  prof.max_mr = 64;
+  prof.max_srq = 4;
+  prof.cq_depth = 4096;
+  prof.rc_model = m;
+  return prof;
+}
+
+/* Advances one instant at a time until `host` has spent n retries of retry_cnt. */
+static void run_until_timeouts(struct harness *h, uint32_t host, uint64_t n)
+{
+  while (ctr(h, host).timeout_retries < n) {
+    uint64_t t = h_next_time(h);
+    cr_assert_neq(t, FOREVER, "simulation idle after %" PRIu64 " timeouts",
+                  ctr(h, host).timeout_retries);
+    h_run(h, t);
+  }
+}
+
+Test(simnic, rc_model_is_checked)
+{
+  char err[256];
+  struct pp_nic_profile prof = model_profile(PP_RC_RXE);
+  cr_assert_eq(pp_nic_profile_check(&prof, err, sizeof err), PP_OK, "%s", err);
+  prof.rc_model = PP_RC_MODEL_COUNT;
+  cr_assert_eq(pp_nic_profile_check(&prof, err, sizeof err), PP_INVALID);
+  cr_assert(strstr(err, "rc_model must be ibta or rxe"), "%s", err);
+  pp_nic_profile_default(&prof);
+  cr_assert_eq(prof.rc_model, PP_RC_IBTA, "the default is the spec's");
+}
+
+/* A peer that never answers (every request lost), retry_cnt 7, ACK timeout code 8 (1 ms). The
+ * IBTA: 7 retries, then RETRY_EXC_ERR one timeout after the eighth transmission. rxe: 7 is
+ * never counted down (rxe_comp.c, rxe_completer, COMPST_ERROR_RETRY), the requester retries
+ * every timeout forever; when the peer answers again the SEND completes. */
+Test(simnic, retry_cnt_7_against_a_dead_peer_ibta_fails)
+{
+  struct pp_nic_profile prof = model_profile(PP_RC_IBTA);
+  struct h_qp_opts o = h_qp_defaults();
+  o.timeout = 8;
+  struct pair *p = pair_alloc(&prof, 0, 1);
+  pair_connect(p, &o);
+  tap_drop(p->tap, "REQ", UINT32_MAX);
+  post_ok(p, A, PP_WR_SEND, 1, 0, 64, 0, true);
+  struct wc_log *l = calloc(1, sizeof(*l));
+  run_logged(p->h, l, FOREVER);
+  uint64_t t0 = tap_nth(p->tap, "REQ", A, 0)->at, to = pp_ack_timeout_ns(8);
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 8);
+  cr_assert_eq(ctr(p->h, A).timeout_retries, 7);
+  cr_assert_eq(log_count(l, A), 1);
+  expect_wc(&log_nth(l, A, 0)->wc, 1, PP_WC_RETRY_EXC_ERR, PP_WC_OP_SEND, p->qa);
+  cr_assert_eq(log_nth(l, A, 0)->at, t0 + 8 * to);
+  cr_assert_eq(qp_state(p->h, A, p->qa), PP_QPS_ERR);
+  free(l);
+  pair_free(p);
+}
+
+Test(simnic, retry_cnt_7_against_a_dead_peer_rxe_retries_forever)
+{
+  struct pp_nic_profile prof = model_profile(PP_RC_RXE);
+  struct h_qp_opts o = h_qp_defaults();
+  o.timeout = 8;
+  struct pair *p = pair_alloc(&prof, 0, 1);
+  pair_connect(p, &o);
+  tap_drop(p->tap, "REQ", UINT32_MAX);
+  post_ok(p, A, PP_WR_SEND, 1, 0, 64, 0, true);
+  run_until_timeouts(p->h, A, 100);
+  uint64_t t0 = tap_nth(p->tap, "REQ", A, 0)->at, to = pp_ack_timeout_ns(8);
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 101);
+  for (uint32_t k = 0; k < 101; k++)
+    cr_assert_eq(tap_nth(p->tap, "REQ", A, k)->at, t0 + k * to, "one timeout apart");
+  struct pp_wc wc[4];
+  cr_assert_eq(h_poll(p->h, A, wc, 4), 0, "no RETRY_EXC_ERR");
+  cr_assert_eq(qp_state(p->h, A, p->qa), PP_QPS_RTS);
+  tap_drop(p->tap, NULL, 0); /* the peer answers again */
+  recv_ok(p, B, 100, 0, 64);
+  h_run(p->h, FOREVER);
+  cr_assert_eq(h_poll(p->h, A, wc, 4), 1);
+  expect_wc(&wc[0], 1, PP_WC_SUCCESS, PP_WC_OP_SEND, p->qa);
+  cr_assert_eq(h_poll(p->h, B, wc, 4), 1);
+  expect_wc(&wc[0], 100, PP_WC_SUCCESS, PP_WC_OP_RECV, p->qb);
+  pair_free(p);
+}
+
+/* Only 7 is infinite on rxe: retry_cnt 6 fails after 6 retries as the IBTA's does. */
+Test(simnic, retry_cnt_6_against_a_dead_peer_rxe_fails)
+{
+  struct pp_nic_profile prof = model_profile(PP_RC_RXE);
+  struct h_qp_opts o = h_qp_defaults();
+  o.timeout = 8;
+  o.retry_cnt = 6;
+  struct pair *p = pair_alloc(&prof, 0, 1);
+  pair_connect(p, &o);
+  tap_drop(p->tap, "REQ", UINT32_MAX);
+  post_ok(p, A, PP_WR_SEND, 1, 0, 64, 0, true);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[4];
+  cr_assert_eq(h_poll(p->h, A, wc, 4), 1);
+  expect_wc(&wc[0], 1, PP_WC_RETRY_EXC_ERR, PP_WC_OP_SEND, p->qa);
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 7);
+  cr_assert_eq(ctr(p->h, A).timeout_retries, 6);
+  pair_free(p);
+}
+
+/* RNR waits of 5 ms (the profile's delay for code 1) with an ACK timeout of 1 ms (code 8),
+ * rnr_retry 7, no receive posted: a pair whose profile has these retry rules. */
+static struct pair *rnr_wait_pair(enum pp_rc_model m, uint8_t retry_cnt)
+{
+  struct pp_nic_profile prof = model_profile(m);
+  prof.rnr_delay_ns[1] = 5000000;
+  struct h_qp_opts o = h_qp_defaults();
+  o.timeout = 8;
+  o.retry_cnt = retry_cnt;
+  struct pair *p = pair_alloc(&prof, 0, 1);
+  pair_connect(p, &o);
+  post_ok(p, A, PP_WR_SEND, 1, 0, 64, 0, true);
+  return p;
+}
+
+/* Each retransmission leaves one RNR wait after its RNR NAK arrived: never earlier. */
+static void expect_rnr_spacing(const struct pair *p, uint32_t naks)
+{
+  for (uint32_t k = 0; k < naks; k++) {
+    uint64_t nak = tap_nth(p->tap, "RNR_NAK", B, k)->at;
+    uint64_t retx = tap_nth(p->tap, "REQ", A, k + 1)->at;
+    cr_assert_geq(retx - nak, LATENCY + 5000000, "retransmission %u: %" PRIu64 " ns", k,
+                  retx - nak);
+    cr_assert_leq(retx - nak, LATENCY + 5000000 + 100, "retransmission %u: %" PRIu64 " ns", k,
+                  retx - nak);
+  }
+}
+
+/* The IBTA: the ACK timer stops for an RNR wait, so the 1 ms timeout never fires in the 5 ms
+ * waits; even retry_cnt 0 survives, and the SEND completes once the receive is posted. */
+Test(simnic, ack_timeout_in_rnr_wait_ibta_spends_nothing)
+{
+  struct pair *p = rnr_wait_pair(PP_RC_IBTA, 0);
+  run_until_rnr_naks(p->h, A, 10);
+  struct pp_wc wc[4];
+  cr_assert_eq(h_poll(p->h, A, wc, 4), 0);
+  cr_assert_eq(ctr(p->h, A).timeout_retries, 0);
+  expect_rnr_spacing(p, 9);
+  recv_ok(p, B, 100, 0, 64);
+  h_run(p->h, FOREVER);
+  cr_assert_eq(h_poll(p->h, A, wc, 4), 1);
+  expect_wc(&wc[0], 1, PP_WC_SUCCESS, PP_WC_OP_SEND, p->qa);
+  cr_assert_eq(ctr(p->h, A).timeout_retries, 0);
+  pair_free(p);
+}
+
+/* rxe: the retransmission timer runs through the RNR wait (rxe_comp.c, rxe_completer:
+ * COMPST_RNR_RETRY arms rnr_nak_timer only; rxe_req.c re-arms retrans_timer at a send only when
+ * it is not pending), so it fires 1 ms into each 5 ms wait and spends one retry_cnt, without
+ * retransmitting early (the requester waits for rnr_nak_timer: wait_for_rnr_timer). retry_cnt 2:
+ * the third wait's timeout is RETRY_EXC_ERR, one timeout after the third transmission. */
+Test(simnic, ack_timeout_in_rnr_wait_rxe_spends_retry_cnt)
+{
+  struct pair *p = rnr_wait_pair(PP_RC_RXE, 2);
+  struct wc_log *l = calloc(1, sizeof(*l));
+  run_logged(p->h, l, FOREVER);
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 3);
+  cr_assert_eq(tap_count(p->tap, "RNR_NAK", B), 3);
+  expect_rnr_spacing(p, 2);
+  cr_assert_eq(ctr(p->h, A).timeout_retries, 2);
+  cr_assert_eq(ctr(p->h, A).rnr_retries, 3);
+  cr_assert_eq(log_count(l, A), 1);
+  expect_wc(&log_nth(l, A, 0)->wc, 1, PP_WC_RETRY_EXC_ERR, PP_WC_OP_SEND, p->qa);
+  cr_assert_eq(log_nth(l, A, 0)->at, tap_nth(p->tap, "REQ", A, 2)->at + pp_ack_timeout_ns(8),
+               "failed one ACK timeout after the third transmission");
+  cr_assert_eq(qp_state(p->h, A, p->qa), PP_QPS_ERR);
+  free(l);
+  pair_free(p);
+}
+
+/* rxe with retry_cnt 7: a timeout spent in every wait, none ever fatal (both rules together). */
+Test(simnic, ack_timeout_in_rnr_wait_rxe_retry_cnt_7_survives)
+{
+  struct pair *p = rnr_wait_pair(PP_RC_RXE, 7);
+  run_until_rnr_naks(p->h, A, 10);
+  struct pp_wc wc[4];
+  cr_assert_eq(h_poll(p->h, A, wc, 4), 0);
+  cr_assert_eq(ctr(p->h, A).timeout_retries, 9, "one per wait (the tenth's is 1 ms ahead)");
+  expect_rnr_spacing(p, 9);
+  recv_ok(p, B, 100, 0, 64);
+  h_run(p->h, FOREVER);
+  cr_assert_eq(h_poll(p->h, A, wc, 4), 1);
+  expect_wc(&wc[0], 1, PP_WC_SUCCESS, PP_WC_OP_SEND, p->qa);
+  pair_free(p);
+}
+
+/* A 4-packet WRITE_WITH_IMM (MTU 4096) to a QP with no receive posted, rnr_retry 2. */
+enum { WIMM_LEN = 4 * 4096, WIMM_AT = 65536 };
+static struct pair *write_imm_pair(enum pp_rc_model m, uint8_t rnr_retry)
+{
+  struct pp_nic_profile prof = model_profile(m);
+  struct h_qp_opts o = h_qp_defaults();
+  o.rnr_retry = rnr_retry;
+  struct pair *p = pair_alloc(&prof, 0, 1);
+  pair_connect(p, &o);
+  fill(p->buf[A], WIMM_LEN, 7);
+  post_ok(p, A, PP_WR_RDMA_WRITE_WITH_IMM, 0x77, 0, WIMM_LEN, WIMM_AT, true);
+  return p;
+}
+
+/* The IBTA model refuses the message whole at its first packet: nothing placed, each attempt the
+ * whole message again, each RNR NAK naming its first PSN; rnr_retry 2 fails on the third. */
+Test(simnic, write_imm_multi_packet_no_recv_ibta_refused_whole)
+{
+  struct pair *p = write_imm_pair(PP_RC_IBTA, 2);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[2];
+  cr_assert_eq(h_poll(p->h, A, wc, 2), 1);
+  expect_wc(&wc[0], 0x77, PP_WC_RNR_RETRY_EXC_ERR, PP_WC_OP_RDMA_WRITE, p->qa);
+  uint32_t psn = tap_nth(p->tap, "REQ", A, 0)->i.psn;
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 3);
+  cr_assert_eq(tap_count(p->tap, "RNR_NAK", B), 3);
+  for (uint32_t k = 0; k < 3; k++) {
+    cr_assert_eq(tap_nth(p->tap, "REQ", A, k)->i.npkts, 4);
+    cr_assert_eq(tap_nth(p->tap, "RNR_NAK", B, k)->i.psn, psn);
+  }
+  expect_all(p->buf[B] + WIMM_AT, WIMM_LEN, 0);
+  pair_free(p);
+}
+
+/* rxe (rxe_opcode.c: only RDMA_WRITE_LAST_WITH_IMMEDIATE has RXE_RWR_MASK; rxe_resp.c,
+ * check_resource): the first three packets are placed, the last is RNR-NAKed with its own PSN.
+ * The RNR NAK does not move the requester's comp.psn, so the first retry resends the whole
+ * message (rxe_req.c, req_retry from comp.psn); the three placed packets are duplicates, ACKed
+ * again (duplicate_request), which resets the retry counters and moves comp.psn to the last
+ * packet (rxe_comp.c, check_ack, COMPST_UPDATE_COMP), so later retries send only the last
+ * packet. rnr_retry 2 thus fails on the fourth RNR NAK, not the third. */
+Test(simnic, write_imm_multi_packet_no_recv_rxe_naks_the_last_packet)
+{
+  struct pair *p = write_imm_pair(PP_RC_RXE, 2);
+  run_until_rnr_naks(p->h, A, 1);
+  expect_bytes(p->buf[B] + WIMM_AT, 3 * 4096, 7); /* placed before any receive exists */
+  expect_all(p->buf[B] + WIMM_AT + 3 * 4096, 4096, 0);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[2];
+  cr_assert_eq(h_poll(p->h, A, wc, 2), 1);
+  expect_wc(&wc[0], 0x77, PP_WC_RNR_RETRY_EXC_ERR, PP_WC_OP_RDMA_WRITE, p->qa);
+  cr_assert_eq(h_poll(p->h, B, wc, 2), 0);
+  uint32_t psn = tap_nth(p->tap, "REQ", A, 0)->i.psn, last = (psn + 3) & 0xffffff;
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 4);
+  static const uint32_t npkts[] = {4, 4, 1, 1};
+  for (uint32_t k = 0; k < 4; k++) {
+    const struct pkt_rec *r = tap_nth(p->tap, "REQ", A, k);
+    cr_assert_eq(r->i.npkts, npkts[k], "attempt %u: %u packets", k, r->i.npkts);
+    cr_assert_eq(r->i.psn, npkts[k] == 4 ? psn : last, "attempt %u", k);
+    cr_assert_eq(r->i.len, npkts[k] * 4096u);
+    cr_assert_eq(tap_nth(p->tap, "RNR_NAK", B, k)->i.psn, last, "NAK %u names the last", k);
+  }
+  cr_assert_eq(tap_count(p->tap, "RNR_NAK", B), 4);
+  cr_assert_eq(tap_count(p->tap, "ACK", B), 1, "the duplicates of the second attempt");
+  cr_assert_eq(tap_nth(p->tap, "ACK", B, 0)->i.ack_epsn, last);
+  cr_assert_eq(ctr(p->h, A).rnr_retries, 3);
+  expect_bytes(p->buf[B] + WIMM_AT, 3 * 4096, 7);
+  expect_all(p->buf[B] + WIMM_AT + 3 * 4096, 4096, 0);
+  cr_assert_eq(qp_state(p->h, B, p->qb), PP_QPS_RTS);
+  pair_free(p);
+}
+
+/* rxe, the receive posted after the first RNR NAK: the retry's last packet finds it; the
+ * completion carries the whole message's length and the immediate, every byte is there. */
+Test(simnic, write_imm_multi_packet_rxe_heals_at_the_last_packet)
+{
+  struct pair *p = write_imm_pair(PP_RC_RXE, 7);
+  run_until_rnr_naks(p->h, A, 1);
+  cr_assert_eq(h_post_recv(p->h, B, p->qb, 100, NULL, NULL, 0), PP_OK);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[2];
+  cr_assert_eq(h_poll(p->h, B, wc, 2), 1);
+  expect_wc(&wc[0], 100, PP_WC_SUCCESS, PP_WC_OP_RECV_RDMA_WITH_IMM, p->qb);
+  cr_assert_eq(wc[0].byte_len, WIMM_LEN);
+  cr_assert_eq(wc[0].imm_data, 0x77);
+  expect_bytes(p->buf[B] + WIMM_AT, WIMM_LEN, 7);
+  cr_assert_eq(h_poll(p->h, A, wc, 2), 1);
+  expect_wc(&wc[0], 0x77, PP_WC_SUCCESS, PP_WC_OP_RDMA_WRITE, p->qa);
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 2);
+  cr_assert_eq(tap_count(p->tap, "RNR_NAK", B), 1);
+  pair_free(p);
+}
+
+/* rxe, the receive posted after the second RNR NAK: the third attempt is the last packet alone,
+ * and the message lands whole, once. */
+Test(simnic, write_imm_multi_packet_rxe_resumes_at_the_last_packet)
+{
+  struct pair *p = write_imm_pair(PP_RC_RXE, 7);
+  run_until_rnr_naks(p->h, A, 2);
+  cr_assert_eq(h_post_recv(p->h, B, p->qb, 100, NULL, NULL, 0), PP_OK);
+  cr_assert_eq(h_post_recv(p->h, B, p->qb, 101, NULL, NULL, 0), PP_OK);
+  h_run(p->h, FOREVER);
+  struct pp_wc wc[4];
+  cr_assert_eq(h_poll(p->h, B, wc, 4), 1, "one receive consumed");
+  expect_wc(&wc[0], 100, PP_WC_SUCCESS, PP_WC_OP_RECV_RDMA_WITH_IMM, p->qb);
+  cr_assert_eq(wc[0].byte_len, WIMM_LEN);
+  expect_bytes(p->buf[B] + WIMM_AT, WIMM_LEN, 7);
+  cr_assert_eq(h_poll(p->h, A, wc, 4), 1);
+  expect_wc(&wc[0], 0x77, PP_WC_SUCCESS, PP_WC_OP_RDMA_WRITE, p->qa);
+  cr_assert_eq(tap_count(p->tap, "REQ", A), 3);
+  const struct pkt_rec *r = tap_nth(p->tap, "REQ", A, 2);
+  cr_assert_eq(r->i.npkts, 1);
+  cr_assert_eq(r->i.remote_addr, (uint64_t)(uintptr_t)(p->buf[B] + WIMM_AT + 3 * 4096));
+  pair_free(p);
+}

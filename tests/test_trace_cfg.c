@@ -520,7 +520,8 @@ Test(trace_cfg, struct_sizes_are_the_ones_the_keys_cover)
   cr_assert_eq(sizeof(struct pp_script_prog), 136);
   cr_assert_eq(sizeof(struct pp_engine_cfg), 12912);
   cr_assert_eq(sizeof(struct pp_faults), 152);
-  cr_assert_eq(sizeof(struct pp_nic_profile), 136 + 2 * 8 + 32 * 8); /* + the RNR delay model */
+  cr_assert_eq(sizeof(struct pp_nic_profile),
+               136 + 2 * 8 + 32 * 8 + 8); /* + the RNR delay model + rc_model (and padding) */
 }
 
 /* ================================================================ format 1 stays readable */
@@ -669,6 +670,7 @@ Test(trace_cfg, format_1_sim_cfg_bytes_are_still_read)
   /* format 1 had no RNR delay model: its NIC profile ended with line_rate_bps */
   s.nic.rnr_tick_ns = s.nic.rnr_min_ns = 0;
   memset(s.nic.rnr_delay_ns, 0, sizeof s.nic.rnr_delay_ns);
+  s.nic.rc_model = PP_RC_IBTA; /* nor rc_model: its NICs were the IBTA's */
   /* format 1's sim.cfg: the members before the engine's (name and platform, the NIC profile's
    * first 136 bytes, the faults: 1456 bytes), format 1's engine, the four after */
   enum { V1_SIM_ENGINE_AT = 1456 };

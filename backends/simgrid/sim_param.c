@@ -7,6 +7,9 @@
 #include "prepost/simnic.h"
 #include "prepost/simrun.h"
 
+const char *const pp_rc_model_names[PP_RC_MODEL_COUNT] = {[PP_RC_IBTA] = "ibta",
+                                                           [PP_RC_RXE] = "rxe"};
+
 #define N struct pp_nic_profile
 const struct pp_param pp_nic_param_table[] = {
     PP_PARAM_UINT(N, mtu, 256, 4096, 4096,
@@ -34,6 +37,11 @@ const struct pp_param pp_nic_param_table[] = {
                    NULL, 0),
     PP_PARAM_KEYED("rnr_min", N, rnr_min_ns, PP_PARAM_DURATION, 0, PP_RNR_DELAY_MAX_NS, 0,
                    "an RNR delay is at least this long (0: the spec's delays)", NULL, 0),
+    PP_PARAM_KEYED("rc_model", N, rc_model, PP_PARAM_ENUM, 0, PP_RC_MODEL_COUNT - 1, PP_RC_IBTA,
+                   "retry rules: ibta (the spec's) or rxe (Soft-RoCE's: retry_cnt 7 retries "
+                   "forever, the ACK timer runs through RNR waits, a WRITE_WITH_IMM RNR-NAKed at its "
+                   "last packet)",
+                   pp_rc_model_names, 0),
 };
 #undef N
 const size_t pp_nic_param_count = sizeof pp_nic_param_table / sizeof pp_nic_param_table[0];

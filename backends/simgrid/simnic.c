@@ -47,6 +47,8 @@ struct simnic_pkt {
   uint32_t rkey;
   uint32_t imm;
   uint32_t sq_index, sq_gen; /* identity of the requester's WQE */
+  uint32_t src_off; /* REQ: where in the WQE's data its first byte is (0 but for the last
+                       packet of a WRITE_WITH_IMM resumed there, rc_model rxe) */
   struct simnic_pkt *delay_next; /* faults: held by its NIC until release_at */
   uint64_t release_at, wire_bytes;
   uint64_t tag; /* the trace recorder's, while in flight (simnic_pkt_set_tag); 0 from pkt_new */
@@ -72,6 +74,8 @@ struct sq_wqe {
   bool read_done;
   bool read_counted; /* a READ sent since the last rewind whose response has not come back:
                         counted in qp->reads_out */
+  uint32_t acked; /* rc_model rxe: its first packets the responder acknowledged (a
+                     WRITE_WITH_IMM whose last packet was RNR-NAKed): it is resent after them */
 };
 
 struct ring {
@@ -263,6 +267,8 @@ enum pp_status pp_nic_profile_check(const struct pp_nic_profile *p, char *err, s
     what = "rnr_tick and rnr_min must be at most 60s";
   else if (!rnr_table_ok(p))
     what = "every rnr_delay must be at most 60s";
+  else if (p->rc_model >= PP_RC_MODEL_COUNT)
+    what = "rc_model must be ibta or rxe";
   if (what) {
     snprintf(err, errlen, "NIC profile '%s': %s", p->name, what);
     return PP_INVALID;
@@ -371,12 +377,16 @@ static uint64_t sges_len(const struct pp_sge *sg, uint32_t num)
   return len;
 }
 
-/* Copies len bytes from a gather list to a scatter list (either may be a single buffer). */
-static void sg_copy(const struct pp_sge *dst, uint32_t ndst, const struct pp_sge *src,
-                    uint32_t nsrc, uint64_t len)
+/* Copies len bytes from a gather list, from its byte `skip` on, to a scatter list (either may
+ * be a single buffer). */
+static void sg_copy_at(const struct pp_sge *dst, uint32_t ndst, const struct pp_sge *src,
+                       uint32_t nsrc, uint64_t skip, uint64_t len)
 {
   uint32_t di = 0, si = 0;
   uint64_t doff = 0, soff = 0;
+  for (; si < nsrc && skip >= src[si].length; si++)
+    skip -= src[si].length;
+  soff = skip;
   while (len > 0 && di < ndst && si < nsrc) {
     uint64_t dleft = dst[di].length - doff, sleft = src[si].length - soff;
     uint64_t k = dleft < sleft ? dleft : sleft;
@@ -397,6 +407,12 @@ static void sg_copy(const struct pp_sge *dst, uint32_t ndst, const struct pp_sge
       soff = 0;
     }
   }
+}
+
+static void sg_copy(const struct pp_sge *dst, uint32_t ndst, const struct pp_sge *src,
+                    uint32_t nsrc, uint64_t len)
+{
+  sg_copy_at(dst, ndst, src, nsrc, 0, len);
 }
 
 static void push_async(struct simnic *n, enum pp_event_type type, uint32_t qpn, uint32_t srq_num)
@@ -914,15 +930,20 @@ static uint64_t transmit(struct simnic *n, struct qp *qp)
       fail_head(n, qp, PP_WC_LOC_PROT_ERR);
     return 0;
   }
-  w->psn = qp->next_psn;
-  w->npkts = npkts_of(w->len, pp_mtu_bytes(qp->attr.path_mtu));
+  uint32_t mtu = pp_mtu_bytes(qp->attr.path_mtu), skip = w->acked; /* w->psn kept if skip */
+  if (!skip) {
+    w->psn = qp->next_psn;
+    w->npkts = npkts_of(w->len, mtu);
+  }
+  assert(skip < w->npkts && w->psn == qp->next_psn);
   qp->next_psn = psn_add(qp->next_psn, w->npkts);
   struct simnic_pkt *p = pkt_new(n, PKT_REQ, qp);
-  p->psn = w->psn;
-  p->npkts = w->npkts;
+  p->psn = psn_add(w->psn, skip);
+  p->npkts = w->npkts - skip;
   p->opcode = w->wr.opcode;
-  p->len = w->len;
-  p->remote_addr = w->wr.remote_addr;
+  p->src_off = skip * mtu;
+  p->len = w->len - p->src_off;
+  p->remote_addr = w->wr.remote_addr + p->src_off;
   p->rkey = w->wr.rkey;
   p->imm = w->wr.imm_data;
   p->sq_index = qp->sq_next;
@@ -935,12 +956,12 @@ static uint64_t transmit(struct simnic *n, struct qp *qp)
   }
   bool rdma = w->wr.opcode == PP_WR_RDMA_WRITE || w->wr.opcode == PP_WR_RDMA_WRITE_WITH_IMM ||
               w->wr.opcode == PP_WR_RDMA_READ;
-  uint64_t wire = (uint64_t)w->npkts * hdr(n) + (rdma ? EXT_RETH : 0);
+  uint64_t wire = (uint64_t)p->npkts * hdr(n) + (rdma && !skip ? EXT_RETH : 0);
   if (w->wr.opcode == PP_WR_RDMA_READ) {
     qp->reads_out++;
     w->read_counted = true;
   } else
-    wire += w->len + (w->wr.opcode == PP_WR_SEND_WITH_IMM || w->wr.opcode == PP_WR_RDMA_WRITE_WITH_IMM ? EXT_IMM : 0);
+    wire += p->len + (w->wr.opcode == PP_WR_SEND_WITH_IMM || w->wr.opcode == PP_WR_RDMA_WRITE_WITH_IMM ? EXT_IMM : 0);
   qp->sq_next++;
   if (!qp->ack_deadline && qp->attr.timeout)
     qp->ack_deadline = n->now + pp_ack_timeout_ns(qp->attr.timeout);
@@ -996,8 +1017,33 @@ static void read_uncount(struct qp *qp, struct sq_wqe *w)
   qp->reads_out--;
 }
 
+/* rc_model rxe: an ACK for the first packets of the head WQE (a WRITE_WITH_IMM whose earlier
+ * packets the responder placed before it RNR-NAKed the last, then ACKed again as duplicates:
+ * rxe_resp.c, duplicate_request). rxe's completer takes it as progress (rxe_comp.c, check_ack:
+ * AETH_ACK resets the retry counters; COMPST_UPDATE_COMP moves comp.psn past them), and the
+ * requester's next retry starts at comp.psn (rxe_req.c, req_retry): at the last packet. */
+/* How far an answer acknowledges packets inside the head WQE (requester_partial_ack): an RNR
+ * NAK not at all (rxe's completer leaves comp.psn where it is: rxe_comp.c, check_ack,
+ * AETH_RNR_NAK), a PSN sequence-error NAK up to its PSN (comp.psn = its PSN, the retry
+ * counters kept), an ACK up to its PSN and as progress (reset_retry_counters). */
+enum partial_ack { PARTIAL_NONE, PARTIAL_NAK, PARTIAL_ACK };
+
+static void requester_partial_ack(struct simnic *n, struct qp *qp, struct sq_wqe *w,
+                                  uint32_t ack_epsn, enum partial_ack how)
+{
+  uint32_t k = (ack_epsn - w->psn) & PSN_MASK;
+  if (how == PARTIAL_NONE || n->f->prof.rc_model != PP_RC_RXE ||
+      w->wr.opcode == PP_WR_RDMA_READ || !psn_before(w->psn, ack_epsn) || k <= w->acked)
+    return;
+  assert(k < w->npkts);
+  w->acked = k;
+  if (how == PARTIAL_ACK)
+    on_progress(n, qp);
+}
+
 /* Everything before ack_epsn is acknowledged: complete WQEs in order. */
-static void requester_ack(struct simnic *n, struct qp *qp, uint32_t ack_epsn)
+static void requester_ack_to(struct simnic *n, struct qp *qp, uint32_t ack_epsn,
+                             enum partial_ack how)
 {
   bool progress = false;
   while (qp->state == PP_QPS_RTS && qp->sq_head != qp->sq_next) {
@@ -1006,8 +1052,11 @@ static void requester_ack(struct simnic *n, struct qp *qp, uint32_t ack_epsn)
       fail_head(n, qp, PP_WC_LOC_PROT_ERR);
       return;
     }
-    if (psn_before(ack_epsn, w->psn + w->npkts))
+    if (psn_before(ack_epsn, w->psn + w->npkts)) {
+      if (!progress)
+        requester_partial_ack(n, qp, w, ack_epsn, how);
       break;
+    }
     if (w->wr.opcode == PP_WR_RDMA_READ && !w->read_done) {
       if (!qp->retry_started) { /* the read response was lost: ask again, once */
         logf_(n, "READ LOST qp %u retransmit from psn %u", qp->qpn, w->psn);
@@ -1023,6 +1072,21 @@ static void requester_ack(struct simnic *n, struct qp *qp, uint32_t ack_epsn)
   }
   if (progress)
     on_progress(n, qp);
+}
+
+static void requester_ack(struct simnic *n, struct qp *qp, uint32_t ack_epsn)
+{
+  requester_ack_to(n, qp, ack_epsn, PARTIAL_ACK);
+}
+
+/* The head WQE spans psn (an RNR NAK names the PSN it refused: with rc_model rxe the last of a
+ * WRITE_WITH_IMM, whose earlier packets were placed). */
+static bool head_spans_psn(struct qp *qp, uint32_t psn)
+{
+  if (qp->sq_head == qp->sq_next)
+    return false;
+  const struct sq_wqe *w = sq_at(qp, qp->sq_head);
+  return !psn_before(psn, w->psn) && psn_before(psn, psn_add(w->psn, w->npkts));
 }
 
 static struct sq_wqe *head_if_psn(struct qp *qp, uint32_t psn)
@@ -1052,9 +1116,17 @@ static bool spend_retry(struct simnic *n, struct qp *qp, uint8_t *left, bool inf
  * budget is spent, else go back to the head; `started` (a NAK) makes the NAKs and lost READ
  * responses that follow before the retransmission starts none (rxe's comp.started_retry), an
  * ACK timeout clears it. Both count in timeout_retries, as rxe's completer_retry_err. */
+/* Whether retry_cnt never runs out: the IBTA makes no retry_cnt infinite; rxe never counts 7
+ * down (rxe_comp.c, rxe_completer, COMPST_ERROR_RETRY: comp.retry_cnt is decremented only when
+ * it is not 7), so retry_cnt 7 retries a peer that stopped answering forever. */
+static bool retry_cnt_infinite(const struct simnic *n, const struct qp *qp)
+{
+  return n->f->prof.rc_model == PP_RC_RXE && qp->attr.retry_cnt == 7;
+}
+
 static void retry_go_back(struct simnic *n, struct qp *qp, const char *why, bool started)
 {
-  if (!spend_retry(n, qp, &qp->retry_left, false, PP_WC_RETRY_EXC_ERR))
+  if (!spend_retry(n, qp, &qp->retry_left, retry_cnt_infinite(n, qp), PP_WC_RETRY_EXC_ERR))
     return;
   qp->retry_started = started;
   n->ctr.timeout_retries++;
@@ -1064,15 +1136,22 @@ static void retry_go_back(struct simnic *n, struct qp *qp, const char *why, bool
 
 static void requester_rnr_nak(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
 {
-  requester_ack(n, qp, p->psn);
+  requester_ack_to(n, qp, p->psn, PARTIAL_NONE);
   n->ctr.rnr_naks_received++;
-  if (qp->state != PP_QPS_RTS || qp->rnr_until || !head_if_psn(qp, p->psn))
+  if (qp->state != PP_QPS_RTS || qp->rnr_until || !head_spans_psn(qp, p->psn))
     return; /* stale */
   if (!spend_retry(n, qp, &qp->rnr_left, qp->attr.rnr_retry == PP_RNR_RETRY_INFINITE,
                    PP_WC_RNR_RETRY_EXC_ERR))
     return;
   n->ctr.rnr_retries++;
+  uint64_t deadline = qp->ack_deadline;
   rewind_to(qp, qp->sq_head);
+  /* IBTA: the ACK timer stops for the wait and restarts with the retransmission. rxe: the
+   * retransmission timer runs on (rxe_comp.c, rxe_completer, COMPST_RNR_RETRY arms
+   * rnr_nak_timer only; the requester re-arms retrans_timer at a send only when it is not
+   * pending, rxe_req.c): qp_timers spends a retry_cnt if it fires during the wait. */
+  if (n->f->prof.rc_model == PP_RC_RXE)
+    qp->ack_deadline = deadline;
   qp->rnr_until = n->now + simnic_rnr_delay_ns(&n->f->prof, p->syndrome);
 }
 
@@ -1090,7 +1169,7 @@ static void requester_seq_nak(struct simnic *n, struct qp *qp)
 
 static void requester_nak(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
 {
-  requester_ack(n, qp, p->psn);
+  requester_ack_to(n, qp, p->psn, PARTIAL_NAK);
   if (qp->state != PP_QPS_RTS || !head_if_psn(qp, p->psn))
     return;
   if (p->syndrome == NAK_PSN_SEQ) {
@@ -1305,6 +1384,52 @@ static bool op_enabled(const struct qp *qp, enum pp_wr_opcode op)
   }
 }
 
+/* Whether request p has packets from its k-th on, 0 < k < p->npkts, at the responder's path
+ * MTU (the requester's, on a QP pair set up as RC needs). */
+static bool tail_ok(const struct qp *qp, const struct simnic_pkt *p, uint32_t k)
+{
+  return k > 0 && k < p->npkts && (uint64_t)k * pp_mtu_bytes(qp->attr.path_mtu) < p->len;
+}
+
+/* The packets of request p from its k-th on (tail_ok). */
+static struct simnic_pkt pkt_tail(const struct qp *qp, const struct simnic_pkt *p, uint32_t k)
+{
+  uint32_t off = k * pp_mtu_bytes(qp->attr.path_mtu);
+  assert(k < p->npkts && off < p->len);
+  struct simnic_pkt t = *p;
+  t.psn = psn_add(p->psn, k);
+  t.npkts = p->npkts - k;
+  t.src_off = p->src_off + off;
+  t.len = p->len - off;
+  t.remote_addr = p->remote_addr + off;
+  t.train = NULL;
+  return t;
+}
+
+static void responder_execute(struct simnic *n, struct qp *qp, const struct simnic_pkt *p);
+
+/* rc_model rxe, a WRITE_WITH_IMM of several packets: only its last packet
+ * (RDMA_WRITE_LAST_WITH_IMMEDIATE) carries the mask that needs a receive WQE (rxe_opcode.c,
+ * RXE_RWR_MASK; rxe_resp.c, check_resource), so the others are placed as they come (the rkey
+ * checked on the whole range at the first, check_rkey) and only the last one may be
+ * RNR-NAKed, naming its own PSN (rxe_responder, RESPST_ERR_RNR). They request no ACK (rxe_req.c
+ * sets ackreq on a message's last packet): the last one's ACK or RNR NAK answers. */
+static void responder_write_imm_rxe(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
+{
+  if (!remote_ok(n, p, PP_ACCESS_REMOTE_WRITE)) {
+    responder_error(n, qp, NULL, PP_WC_REM_ACCESS_ERR, NAK_REM_ACCESS);
+    return;
+  }
+  struct sq_wqe *src = origin_wqe(n->f, p);
+  struct simnic_pkt last = pkt_tail(qp, p, p->npkts - 1);
+  struct pp_sge dst = {.addr = p->remote_addr, .length = p->len - last.len};
+  sg_copy_at(&dst, 1, src->wr.sg_list, src->wr.num_sge, p->src_off, dst.length);
+  qp->epsn = psn_add(qp->epsn, p->npkts - 1);
+  logf_(n, "WRITE_IMM qp %u psn %u: %u packets placed, the last one needs a receive", qp->qpn,
+        p->psn, p->npkts - 1);
+  responder_execute(n, qp, &last);
+}
+
 /* A request that arrives in sequence. Returns false when it was refused (nothing executed). */
 static void responder_execute(struct simnic *n, struct qp *qp, const struct simnic_pkt *p)
 {
@@ -1317,6 +1442,11 @@ static void responder_execute(struct simnic *n, struct qp *qp, const struct simn
     responder_error(n, qp, NULL, PP_WC_REM_INV_REQ_ERR, NAK_INV_REQ);
     return;
   }
+  if (p->opcode == PP_WR_RDMA_WRITE_WITH_IMM && n->f->prof.rc_model == PP_RC_RXE &&
+      tail_ok(qp, p, p->npkts - 1)) {
+    responder_write_imm_rxe(n, qp, p);
+    return;
+  }
   struct pp_recv_wr r;
   uint32_t max_sge = 0;
   bool has_recv = false;
@@ -1325,9 +1455,9 @@ static void responder_execute(struct simnic *n, struct qp *qp, const struct simn
       /* Refused at its first packet, as rxe's check_resource does (SEND_FIRST / SEND_ONLY
        * carry its RWR mask): one RNR NAK per attempt. The message's next packet is then beyond
        * the expected PSN: rxe's check_psn NAKs it "PSN sequence error", once (sent_psn_nak),
-       * and drops the rest of the message and whatever follows until the retry. (A
-       * multi-packet WRITE_WITH_IMM is refused here whole too; rxe looks for the receive only
-       * at its last packet, whose RWR mask it is, having placed the others: not modelled.) */
+       * and drops the rest of the message and whatever follows until the retry. (rc_model
+       * ibta refuses a multi-packet WRITE_WITH_IMM here whole too, at its first packet; rxe
+       * looks for the receive only at its last: responder_write_imm_rxe.) */
       n->ctr.rnr_naks_sent++;
       send_nak(n, qp, PKT_RNR_NAK, qp->attr.min_rnr_timer);
       if (p->npkts > 1 && p->opcode != PP_WR_RDMA_WRITE_WITH_IMM) {
@@ -1361,14 +1491,15 @@ static void responder_execute(struct simnic *n, struct qp *qp, const struct simn
       responder_error(n, qp, has_recv ? &r : NULL, PP_WC_REM_ACCESS_ERR, NAK_REM_ACCESS);
       return;
     }
-    if (scramble_write(n, qp, p, src, has_recv ? &r : NULL)) {
+    if (!p->src_off && scramble_write(n, qp, p, src, has_recv ? &r : NULL)) {
       qp->epsn = psn_add(qp->epsn, p->npkts); /* completion and ACK: finish_placement() */
       return;
     }
     struct pp_sge dst = {.addr = p->remote_addr, .length = p->len};
-    sg_copy(&dst, 1, src->wr.sg_list, src->wr.num_sge, p->len);
-    if (has_recv)
-      complete_recv(n, qp, &r, PP_WC_SUCCESS, PP_WC_OP_RECV_RDMA_WITH_IMM, p->len, &p->imm);
+    sg_copy_at(&dst, 1, src->wr.sg_list, src->wr.num_sge, p->src_off, p->len);
+    if (has_recv) /* the whole message's length (rxe: resp.length, from the first packet) */
+      complete_recv(n, qp, &r, PP_WC_SUCCESS, PP_WC_OP_RECV_RDMA_WITH_IMM, p->src_off + p->len,
+                    &p->imm);
     break;
   }
   case PP_WR_RDMA_READ:
@@ -1393,7 +1524,18 @@ static void responder_request(struct simnic *n, struct qp *qp, const struct simn
     responder_execute(n, qp, p);
   } else if (psn_before(p->psn, qp->epsn)) {
     /* a duplicate (our ACK was lost or the requester went back N): answer again */
-    if (p->opcode == PP_WR_RDMA_READ) {
+    uint32_t k = (qp->epsn - p->psn) & PSN_MASK;
+    if (n->f->prof.rc_model == PP_RC_RXE && p->opcode != PP_WR_RDMA_READ && k < p->npkts &&
+        tail_ok(qp, p, k)) {
+      /* rc_model rxe only: a WRITE_WITH_IMM resent whole after its last packet was RNR-NAKed;
+       * the packets placed before are duplicates, ACKed again (rxe_resp.c, duplicate_request:
+       * one ACK each, of the PSN before the one expected; here one for them all), the last is
+       * new */
+      send_ack(n, qp);
+      struct simnic_pkt rest = pkt_tail(qp, p, k);
+      qp->psn_nak_sent = false;
+      responder_execute(n, qp, &rest);
+    } else if (p->opcode == PP_WR_RDMA_READ) {
       if (remote_ok(n, p, PP_ACCESS_REMOTE_READ))
         execute_read(n, qp, p);
     } else {
@@ -1554,6 +1696,20 @@ uint64_t simnic_next_deadline(const struct simnic *cn)
   return d;
 }
 
+/* rxe only (the ACK deadline survives an RNR NAK there alone): the ACK timeout fired during an
+ * RNR wait. rxe's completer takes it as any timeout (COMPST_EXIT -> COMPST_ERROR_RETRY: one
+ * retry_cnt spent, RETRY_EXC_ERR when none is left) and sets need_retry, but the requester
+ * does not go back before rnr_nak_timer has fired (rxe_req.c, rxe_requester:
+ * need_retry && !wait_for_rnr_timer), so the retransmission stays the RNR wait's. */
+static void rnr_wait_timeout(struct simnic *n, struct qp *qp)
+{
+  assert(qp->sq_head != qp->sq_tail);
+  if (!spend_retry(n, qp, &qp->retry_left, retry_cnt_infinite(n, qp), PP_WC_RETRY_EXC_ERR))
+    return;
+  n->ctr.timeout_retries++;
+  logf_(n, "TIMEOUT in RNR wait qp %u psn %u", qp->qpn, sq_at(qp, qp->sq_head)->psn);
+}
+
 static void qp_timers(struct simnic *n, struct qp *qp)
 {
   if (qp->ack_pending && qp->ack_due <= n->now)
@@ -1562,6 +1718,10 @@ static void qp_timers(struct simnic *n, struct qp *qp)
     qp->rnr_until = 0; /* tx_kick retransmits */
   if (qp->ack_deadline && qp->ack_deadline <= n->now) {
     qp->ack_deadline = 0;
+    if (qp->rnr_until && n->f->prof.rc_model == PP_RC_RXE) {
+      rnr_wait_timeout(n, qp);
+      return;
+    }
     if (qp->sq_head == qp->sq_next)
       return;
     retry_go_back(n, qp, "TIMEOUT", false);

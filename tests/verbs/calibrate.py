@@ -2,7 +2,8 @@
 """tests/verbs/calibrate.py PREPOST --out DIR [--profile nics/rxe-tcg.yaml]: runs INSIDE the
 Soft-RoCE guest (tests/verbs/suite.sh, step calibrate).
 
-1. `prepost calibrate` measures the device and writes a profile that `prepost run` loads.
+1. `prepost calibrate` measures the device and writes a profile that `prepost run` loads; its
+   retry_cnt 7 measurement finds rxe's rules (rc_model: rxe), as the shipped profile says.
 2. With the shipped calibrated profile (models/nics/rxe-tcg.yaml, the platform's bandwidth set to
    its measured line rate) the simulator predicts what rxe does in the timing-sensitive scenarios:
    the naive slow consumer (rnr_retry 7) at several consume times, RNR NAKs present or absent;
@@ -61,6 +62,15 @@ def ns(text):
     if not m:
         raise ValueError("expected <integer>ns (a profile prepost calibrate wrote): %r" % text)
     return int(m.group(1))
+
+
+def profile_key(path, key):
+    """A profile's key as written (None when absent)."""
+    for line in open(path):
+        m = re.match(r"^(\w+):\s*(.*?)\s*$", line)
+        if m and m.group(1) == key:
+            return m.group(2)
+    return None
 
 
 def profile(path):
@@ -196,6 +206,14 @@ def main():
             print("    " + lr.stderr.strip())
     print("%s calibrate: a fresh profile, loaded by prepost run" % ("PASS" if ok else "FAIL"))
     failed += not ok
+    # rxe never counts retry_cnt 7 down (rxe_comp.c): calibrate's dead-peer measurement must say
+    # so, as the shipped profile does (rc_model: rxe)
+    if ok:
+        model = profile_key(mine, "rc_model")
+        good = model == "rxe" and profile_key("models/" + prof, "rc_model") == "rxe"
+        print("%s calibrate: retry_cnt 7 against a dead peer never gives up (rc_model %s)" %
+              ("PASS" if good else "FAIL", model))
+        failed += not good
     # the WQE cost this boot measured: the presence margins are judged against it
     boot_wqe = profile(mine)["wqe"] if ok else 0
     # 2. predictions of the shipped profile

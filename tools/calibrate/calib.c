@@ -71,6 +71,8 @@ void pp_calib_profile(const struct pp_calib *c, struct pp_nic_profile *p)
     p->line_rate_bps = best * 8;
   limits(c, p);
   rnr_model(c, p);
+  if (c->retry7.measured && !c->retry7.failed)
+    p->rc_model = PP_RC_RXE;
 }
 
 static void comments(FILE *f, const struct pp_calib *c)
@@ -105,6 +107,25 @@ static void comments(FILE *f, const struct pp_calib *c)
             t->code, pp_ack_timeout_ns(t->code) / 1e6, t->t0_ns / 1e6, t->t1_ns / 1e6,
             t->t1_ns > t->t0_ns ? (t->t1_ns - t->t0_ns) / 1e6 : 0.0);
   }
+}
+
+static void retry_keys(FILE *f, const struct pp_calib *c, const struct pp_nic_profile *p)
+{
+  const struct pp_calib_retry7 *r = &c->retry7;
+  if (!r->measured) {
+    fprintf(f, "# retry_cnt 7 against a dead peer: not measured; the IBTA's retry rules\n");
+  } else if (r->failed) {
+    fprintf(f, "# retry_cnt 7 against a dead peer, ACK timeout code %u: RETRY_EXC_ERR after\n"
+               "#   %.3f ms (bound %.3f ms): the IBTA's retry rules\n",
+            r->code, r->t_ns / 1e6, r->bound_ns / 1e6);
+  } else {
+    fprintf(f, "# retry_cnt 7 against a dead peer, ACK timeout code %u: still retrying after\n"
+               "#   %.3f ms (16 timeouts): 7 is never counted down, Soft-RoCE's rules; rc_model\n"
+               "#   rxe also carries rxe's ACK timer through RNR waits and its WRITE_WITH_IMM\n"
+               "#   RNR-NAKed at the last packet (from rxe's source, not measured)\n",
+            r->code, r->bound_ns / 1e6);
+  }
+  fprintf(f, "rc_model: %s\n", pp_rc_model_names[p->rc_model]);
 }
 
 static void rnr_keys(FILE *f, const struct pp_nic_profile *p)
@@ -142,5 +163,6 @@ int pp_calib_write(FILE *f, const struct pp_calib *c)
   fprintf(f, "# the best streamed bandwidth measured (a run on SimGrid uses its platform's)\n"
              "line_rate: %.0fbps\n", p.line_rate_bps);
   rnr_keys(f, &p);
+  retry_keys(f, c, &p);
   return ferror(f) ? -1 : 0;
 }

@@ -39,6 +39,18 @@ struct pp_calib_timeout {
   uint64_t t0_ns, t1_ns;
 };
 
+/* retry_cnt 7 against a peer that stopped answering (its QP destroyed), ACK timeout `code`: the
+ * device's retry rules. The IBTA's fail RETRY_EXC_ERR after 7 retries (t_ns); rxe never counts
+ * 7 down (rxe_comp.c, rxe_completer, COMPST_ERROR_RETRY) and is still retrying at bound_ns
+ * (16 timeouts after the post, twice what 7 retries take; a timeout: the longest of the
+ * measured ones and the IBTA's). */
+struct pp_calib_retry7 {
+  bool measured;
+  bool failed; /* RETRY_EXC_ERR within bound_ns, after t_ns */
+  uint8_t code;
+  uint64_t bound_ns, t_ns;
+};
+
 struct pp_calib {
   char name[64];
   char device[64];
@@ -57,6 +69,7 @@ struct pp_calib {
   uint32_t nrnr;
   struct pp_calib_timeout tmo[4];
   uint32_t ntmo;
+  struct pp_calib_retry7 retry7;
 };
 
 /* The delay one RNR measurement gives ((tr - t0) / retries, 0 when tr <= t0). */
@@ -67,6 +80,8 @@ uint64_t pp_calib_rnr_delay(uint64_t t0_ns, uint64_t tr_ns, uint32_t retries);
  * rnr_min = the least delay measured over all codes (the floor the unmeasured short codes get;
  * no measured code is raised by it). */
 void pp_calib_profile(const struct pp_calib *c, struct pp_nic_profile *p);
+/* rc_model from the retry_cnt 7 measurement: rxe when the device was still retrying at the
+ * bound, ibta when it failed (and when not measured). */
 /* Writes the profile as YAML that pp_nic_profile_load() reads, each measurement as a comment.
  * 0, or -1 when writing failed. */
 int pp_calib_write(FILE *f, const struct pp_calib *c);

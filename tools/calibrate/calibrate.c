@@ -9,7 +9,8 @@
  *    hw_counters; other devices: not measured);
  *  - the RNR delay per min_rnr_timer code: post -> RNR_RETRY_EXC_ERR of a SEND the responder has
  *    no receive for, rnr_retry 0 and N (the difference is N delays);
- *  - retransmission: post -> RETRY_EXC_ERR of a SEND to a destroyed QP, retry_cnt 0 and 1.
+ *  - retransmission: post -> RETRY_EXC_ERR of a SEND to a destroyed QP, retry_cnt 0 and 1;
+ *  - retry rules: the same with retry_cnt 7, RETRY_EXC_ERR or not within 16 timeouts (rc_model).
  * Emulated devices (rxe under TCG) are noisy: every figure is a median of repetitions, and the
  * profile's comments give the spread.
  */
@@ -38,7 +39,8 @@ const char *const pp_cli_calibrate_usage =
     "(models/nics/, keys in models/scenarios/README.md) that `prepost run` loads with\n"
     "`nic: FILE`: latency and bandwidth by size, the per-WQE cost, the ACKs the responder sends\n"
     "(rxe's packet counters), the RNR delay the device actually waits per min_rnr_timer code\n"
-    "(rnr_delay, rnr_min) and the ACK timeout it waits before a retransmission. Every\n"
+    "(rnr_delay, rnr_min), the ACK timeout it waits before a retransmission and whether\n"
+    "retry_cnt 7 ever gives up on a dead peer (rc_model: rxe when it does not). Every\n"
     "measurement is written into the profile as a comment.\n"
     "\n"
     "  -o, --output FILE  the profile to write\n"
@@ -287,6 +289,44 @@ static int measure_timeout(struct cal *c, uint8_t code, uint32_t reps, struct pp
   return 0;
 }
 
+/* retry_cnt 7, ACK timeout t->code, a SEND to a destroyed QP: RETRY_EXC_ERR within 16 timeouts
+ * (the IBTA's rules give up after 8), or still retrying then (rxe's). A timeout is taken as the
+ * longest of what t measured (t1 - t0, or t0 alone: one timeout and the failure; one short
+ * repetition under emulation gave 2.6 ms and 12.4 ms for code 10) and the IBTA's, so noise
+ * cannot shorten the bound below 8 of them. The requester is then taken to ERROR and its
+ * flushed completion reaped. */
+static int measure_retry7(struct cal *c, const struct pp_calib_timeout *t,
+                          struct pp_calib_retry7 *r)
+{
+  struct qp_knobs k = {.min_rnr_timer = 1, .rnr_retry = 7, .timeout = t->code, .retry_cnt = 7};
+  uint64_t each = t->t1_ns > t->t0_ns ? t->t1_ns - t->t0_ns : 0;
+  each = each > t->t0_ns ? each : t->t0_ns;
+  each = each > pp_ack_timeout_ns(t->code) ? each : pp_ack_timeout_ns(t->code);
+  *r = (struct pp_calib_retry7){.code = t->code, .bound_ns = t->t0_ns + 16 * each};
+  if (connect_pair(c, &k) || vnic_ops.destroy_qp(c->n[1], c->qp[1]) != PP_OK)
+    return -1;
+  c->qp[1] = 0;
+  uint64_t t0 = now_ns();
+  if (post_send(c, PP_WR_SEND, 64) != PP_OK)
+    return -1;
+  while (!r->failed && now_ns() - t0 < r->bound_ns) {
+    struct pp_wc wc[4];
+    int n = vnic_poll_cq(c->n[0], wc, 4);
+    if (n < 0)
+      return -1;
+    for (int i = 0; i < n; i++)
+      if (wc[i].opcode < PP_WC_OP_RECV && wc[i].status == PP_WC_RETRY_EXC_ERR)
+        r->failed = true, r->t_ns = now_ns() - t0;
+  }
+  enum pp_wc_status st;
+  struct pp_qp_attr err = {.qp_state = PP_QPS_ERR};
+  if (!r->failed &&
+      (vnic_ops.modify_qp(c->n[0], c->qp[0], &err, PP_QP_STATE) != PP_OK || wait_send(c, &st)))
+    return -1;
+  r->measured = true;
+  return 0;
+}
+
 static void query_limits(struct cal *c, struct pp_calib *r)
 {
   int n = 0;
@@ -404,6 +444,13 @@ static int run_timers(struct cal *c, const struct copts *o, struct pp_calib *r, 
     fprintf(stderr, "  ACK timeout code %u: %.3f ms (retry_cnt 0), %.3f ms (1)\n", t->code,
             t->t0_ns / 1e6, t->t1_ns / 1e6);
   }
+  struct pp_calib_retry7 *r7 = &r->retry7;
+  if (r->ntmo && measure_retry7(c, &r->tmo[0], r7) == 0)
+    fprintf(stderr, "  retry_cnt 7, a dead peer: %s %.3f ms\n",
+            r7->failed ? "RETRY_EXC_ERR after" : "still retrying after",
+            (r7->failed ? r7->t_ns : r7->bound_ns) / 1e6);
+  else
+    fprintf(stderr, "  retry_cnt 7, a dead peer: not measured\n");
   return 0;
 }
 

@@ -58,6 +58,7 @@ static const struct sfield {
     RNR(21), RNR(22), RNR(23), RNR(24), RNR(25), RNR(26), RNR(27), RNR(28), RNR(29), RNR(30),
     RNR(31),
 #undef RNR
+    F("sim.nic.rc_model", nic.rc_model, S_NZ), /* enum pp_rc_model; absent: ibta */
     F("sim.faults.loss", faults.loss, S_F64),
     F("sim.faults.until_ns", faults.until_ns, S_UINT),
     F("sim.faults.jitter_ns", faults.jitter_ns, S_UINT),

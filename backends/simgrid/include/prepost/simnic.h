@@ -57,7 +57,25 @@ struct pp_nic_profile {
   uint64_t rnr_tick_ns;
   uint64_t rnr_min_ns;
   uint64_t rnr_delay_ns[32];
+  /* How the RC transport departs from the IBTA (key rc_model, enum pp_rc_model): IBTA (0) for
+   * hardware, RXE for Soft-RoCE (the Linux rxe driver), whose requester differs in two ways
+   * (drivers/infiniband/sw/rxe/rxe_comp.c, rxe_completer): retry_cnt 7 is never counted down
+   * (COMPST_ERROR_RETRY decrements comp.retry_cnt only when it is not 7), so it retries an
+   * unresponsive peer forever, as only rnr_retry 7 does in the IBTA; and the retransmission
+   * timer (retrans_timer) keeps running through an RNR wait (COMPST_RNR_RETRY arms
+   * rnr_nak_timer and leaves retrans_timer alone), so an ACK timeout that falls in the wait
+   * spends one retry_cnt (RETRY_EXC_ERR when none is left) without retransmitting: the
+   * requester waits for rnr_nak_timer (rxe_req.c: wait_for_rnr_timer) before it goes back.
+   * Its responder needs the receive of a multi-packet WRITE_WITH_IMM only at the last packet
+   * (rxe_opcode.c RXE_RWR_MASK, rxe_resp.c check_resource): the others are placed, the last is
+   * RNR-NAKed, and retries after the first resend the last packet alone (rxe_req.c, req_retry
+   * from comp.psn, which the duplicates' ACKs moved there). */
+  uint32_t rc_model;
 };
+
+/* Values of pp_nic_profile.rc_model (names: pp_rc_model_names, "ibta" and "rxe"). */
+enum pp_rc_model { PP_RC_IBTA = 0, PP_RC_RXE = 1, PP_RC_MODEL_COUNT };
+extern const char *const pp_rc_model_names[PP_RC_MODEL_COUNT];
 
 /* Longest RNR delay a profile may give (one minute: 90 times code 0's 655 ms). */
 #define PP_RNR_DELAY_MAX_NS 60000000000ull
