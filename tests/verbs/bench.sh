@@ -94,7 +94,7 @@ if ((prc != 0)); then
   exit 1
 fi
 /usr/bin/python3 - "$OUT" "$LAT_SIZES" "$BW_SIZES" <<'PY'
-import json, os, sys
+import json, math, os, sys
 out, lat_sizes, bw_sizes = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 
 def lines(name):
@@ -103,6 +103,15 @@ def lines(name):
     except OSError:
         return []
 
+def finite(text):
+    # a figure, or None: perftest prints "inf" and "-nan" when its cycle clock failed it (seen
+    # in a loaded TCG boot: ib_write_lat's whole row inf), and a ratio against that is no ratio
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
 def perftest(name, size, col):
     # perftest's result line starts with the size: latency t_typical is column 5, bandwidth
     # BW average column 4
@@ -110,10 +119,7 @@ def perftest(name, size, col):
     for l in lines(name + ".cli"):
         f = l.split()
         if len(f) > col and f[0] == str(size):
-            try:
-                v = float(f[col - 1])
-            except ValueError:
-                pass
+            v = finite(f[col - 1])
     return v
 
 def ucx(name, col):
@@ -121,10 +127,7 @@ def ucx(name, col):
     for l in lines(name + ".cli"):
         f = l.split()
         if f and f[0] == "Final:" and len(f) >= col:
-            try:
-                v = float(f[col - 1])
-            except ValueError:
-                pass
+            v = finite(f[col - 1])
     return v
 
 ref = {}  # (tool, test, size) -> value
@@ -148,7 +151,7 @@ for f in ("prepost-bench-lat.json", "prepost-bench-bw.json"):
 
 ratios, figures = {}, {}
 def ratio(key, num, den):
-    if num is not None and den:
+    if num is not None and den and math.isfinite(num / den):
         ratios[key] = round(num / den, 4)
     else:
         ratios[key] = None
