@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -571,10 +572,10 @@ static uint32_t recv_type(struct boot_link *l, struct boot_buf *b)
   return t;
 }
 
-static void send_state(struct boot_link *l, bool idle, bool done, uint64_t gen)
+/* A fake rank's idle report: idle at generation gen (boot.h: there is no busy report). */
+static void send_state(struct boot_link *l, bool done, uint64_t gen)
 {
   struct boot_buf b = {0};
-  boot_put8(&b, idle);
   boot_put8(&b, done);
   boot_put64(&b, gen);
   cr_assert_eq(boot_send(l, BOOT_STATE, &b, boot_now_ns() + 1000000000ull), 0);
@@ -614,7 +615,7 @@ static void idle_done_to_bye(struct boot_link fd[2], uint64_t gen)
 {
   struct boot_buf b = {0}, o = {0};
   for (int r = 0; r < 2; r++)
-    send_state(&fd[r], true, true, gen);
+    send_state(&fd[r], true, gen);
   for (int r = 0; r < 2; r++)
     answer_probe(&fd[r], gen);
   for (int r = 0; r < 2; r++) {
@@ -668,10 +669,9 @@ Test(verbs, coordinator_runs_fake_ranks_to_quiescence)
   }
   for (int r = 0; r < 2; r++)
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_GO);
-  /* rank 0 (fd[1]) goes idle; rank 1 is still busy: no probe yet */
-  send_state(&fd[1], true, true, 5);
-  send_state(&fd[0], false, false, 3);
-  send_state(&fd[0], true, true, 9);
+  /* rank 0 (fd[1]) goes idle; rank 1 has not reported (it is busy): no probe yet */
+  send_state(&fd[1], true, 5);
+  send_state(&fd[0], true, 9);
   for (int r = 0; r < 2; r++)
     answer_probe(&fd[r], r == 0 ? 9 : 5); /* nobody moved */
   for (int r = 0; r < 2; r++) {
@@ -727,8 +727,8 @@ Test(verbs, coordinator_probe_is_void_when_a_rank_moved)
   struct boot_link fd[2];
   struct boot_buf b = {0};
   fake_start(&c, fd, &b);
-  send_state(&fd[0], true, false, 1);
-  send_state(&fd[1], true, false, 1);
+  send_state(&fd[0], false, 1);
+  send_state(&fd[1], false, 1);
   uint64_t id = 0;
   for (int r = 0; r < 2; r++) {
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE);
@@ -746,7 +746,7 @@ Test(verbs, coordinator_probe_is_void_when_a_rank_moved)
   boot_put64(&o, 1);
   boot_send(&fd[0], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
   /* ... so no STOP; its new idle report starts another probe */
-  send_state(&fd[1], true, false, 2);
+  send_state(&fd[1], false, 2);
   for (int r = 0; r < 2; r++) {
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE, "a second probe, not STOP");
     cr_assert_gt(boot_get64(&b), id);
@@ -771,8 +771,8 @@ Test(verbs, coordinator_probes_again_after_a_late_report)
   struct boot_link fd[2];
   struct boot_buf b = {0}, o = {0};
   fake_start(&c, fd, &b);
-  send_state(&fd[0], true, true, 1);
-  send_state(&fd[1], true, true, 1);
+  send_state(&fd[0], true, 1);
+  send_state(&fd[1], true, 1);
   uint64_t id[2];
   for (int r = 0; r < 2; r++) {
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE);
@@ -782,7 +782,7 @@ Test(verbs, coordinator_probes_again_after_a_late_report)
   boot_put8(&o, 1);
   boot_put64(&o, 1);
   boot_send(&fd[0], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
-  send_state(&fd[0], true, true, 2); /* rank 0 moved after its answer; rank 1 has not answered */
+  send_state(&fd[0], true, 2); /* rank 0 moved after its answer; rank 1 has not answered */
   for (int r = 0; r < 2; r++) {
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE, "a new probe, not a hang");
     uint64_t nid = boot_get64(&b);
@@ -799,6 +799,92 @@ Test(verbs, coordinator_probes_again_after_a_late_report)
   close(fd[1].fd);
   pthread_join(th, NULL);
   boot_buf_free(&o);
+  boot_buf_free(&b);
+  close(c.a.listen_fd);
+}
+
+/* Rank link l answers the probe id: idle or not, at generation gen. */
+static void reply_probe(struct boot_link *l, uint64_t id, bool idle, uint64_t gen)
+{
+  struct boot_buf o = {0};
+  boot_put64(&o, id);
+  boot_put8(&o, idle);
+  boot_put64(&o, gen);
+  cr_assert_eq(boot_send(l, BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull), 0);
+  boot_buf_free(&o);
+}
+
+/* Both ranks' idle reports at gen 1 started probe `id`; rank 0 confirms its report, rank 1
+ * answers (idle1, gen1). */
+static uint64_t probe_after_reports(struct boot_link fd[2], struct boot_buf *b, bool idle1,
+                                    uint64_t gen1)
+{
+  send_state(&fd[0], false, 1);
+  send_state(&fd[1], false, 1);
+  uint64_t id = 0;
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], b), BOOT_PROBE);
+    id = boot_get64(b);
+  }
+  reply_probe(&fd[0], id, true, 1);
+  reply_probe(&fd[1], id, idle1, gen1);
+  return id;
+}
+
+/* Both ranks get PROBE want, confirm their reports (gens g0, g1), and get STOP. */
+static void probe_confirmed_to_stop(struct boot_link fd[2], struct boot_buf *b, uint64_t want,
+                                    uint64_t g0, uint64_t g1)
+{
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(recv_type(&fd[r], b), BOOT_PROBE, "a probe, not STOP");
+    cr_assert_eq(boot_get64(b), want, "rank %d: probe %" PRIu64 " (one probe per standing set)",
+                 r, want);
+  }
+  for (int r = 0; r < 2; r++)
+    reply_probe(&fd[r], want, true, r ? g1 : g0);
+  for (int r = 0; r < 2; r++)
+    cr_assert_eq(recv_type(&fd[r], b), BOOT_STOP);
+}
+
+/* A rank reported idle, then worked without saying so (there is no busy report) and is idle
+ * again: its probe reply's gen refutes the stale report, so no STOP, and none until it reports
+ * again; its new report starts the probe that stops the run. */
+Test(verbs, coordinator_stale_idle_report_then_activity_does_not_stop_the_run)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  start_coord(&c, 5000000000ull, &th);
+  struct boot_link fd[2];
+  struct boot_buf b = {0};
+  fake_start(&c, fd, &b);
+  uint64_t id = probe_after_reports(fd, &b, true, 3);
+  send_state(&fd[1], false, 3); /* idle again after its grace */
+  probe_confirmed_to_stop(fd, &b, id + 1, 1, 3);
+  close(fd[0].fd);
+  close(fd[1].fd);
+  pthread_join(th, NULL); /* the ranks went away before their results: not a completed run */
+  boot_buf_free(&b);
+  close(c.a.listen_fd);
+}
+
+/* A probe finds a rank working (not idle) at the gen of its stale report: its report is void at
+ * the coordinator, so another rank's report alone starts no probe (the voided rank is not idle
+ * as far as the coordinator knows) until the voided rank reports again. */
+Test(verbs, coordinator_probe_reply_voids_a_stale_report)
+{
+  struct coord_ctx c;
+  pthread_t th;
+  start_coord(&c, 5000000000ull, &th);
+  struct boot_link fd[2];
+  struct boot_buf b = {0};
+  fake_start(&c, fd, &b);
+  uint64_t id = probe_after_reports(fd, &b, false, 1);
+  send_state(&fd[0], false, 1); /* rank 0 again (its report stands): no probe, rank 1 works */
+  send_state(&fd[1], false, 2); /* rank 1 idle again: the next probe, the only one */
+  probe_confirmed_to_stop(fd, &b, id + 1, 1, 2);
+  close(fd[0].fd);
+  close(fd[1].fd);
+  pthread_join(th, NULL); /* the ranks went away before their results: not a completed run */
   boot_buf_free(&b);
   close(c.a.listen_fd);
 }
@@ -1791,8 +1877,6 @@ Test(verbs, coordinator_asks_before_it_judges_no_progress)
   struct boot_buf b = {0};
   fake_start(&c, fd, &b);
   uint64_t go = test_now(&c);
-  send_state(&fd[0], false, false, 1);
-  send_state(&fd[1], false, false, 1);
   cr_assert_eq(recv_advancing(&c, fd, &fd[0], &b, bound / 4), BOOT_MARK_PROBE);
   uint64_t id = boot_get64(&b);
   cr_assert_eq(recv_type(&fd[1], &b), BOOT_MARK_PROBE);
@@ -1821,8 +1905,6 @@ Test(verbs, coordinator_asks_before_it_judges_no_progress)
   /* a rank that never answers: STOP 30 bounds after the question */
   start_coord_np(&c, 5000000000ull, bound, &th);
   fake_start(&c, fd, &b);
-  send_state(&fd[0], false, false, 1);
-  send_state(&fd[1], false, false, 1);
   cr_assert_eq(recv_advancing(&c, fd, &fd[0], &b, bound / 4), BOOT_MARK_PROBE);
   uint64_t asked = test_now(&c);
   mark_answer(&fd[0], boot_get64(&b), false);
@@ -1873,8 +1955,6 @@ static int still_run(struct coord_ctx *c, struct fake_dev *d, int moves, uint64_
   struct boot_link fd[2];
   struct boot_buf b = {0};
   fake_start(c, fd, &b);
-  send_state(&fd[0], false, false, 1);
-  send_state(&fd[1], false, false, 1);
   int probes = probe_until_stop(c, fd, &b, d, moves, changed);
   end_stuck(c, th, fd, &b, d, PP_OUTCOME_NO_PROGRESS);
   boot_buf_free(&b);
@@ -1964,8 +2044,6 @@ Test(verbs, coordinator_stops_a_run_without_progress_and_collects_the_hang)
   struct boot_link fd[2];
   struct boot_buf b = {0};
   fake_start(&c, fd, &b);
-  send_state(&fd[0], false, false, 1);
-  send_state(&fd[1], false, false, 1);
   advance(&c, fd, bound * 2 / 3);
   cr_assert_eq(boot_send(&fd[0], BOOT_PROGRESS, NULL, boot_now_ns() + 1000000000ull), 0);
   uint64_t told = test_now(&c);
@@ -2005,8 +2083,8 @@ Test(verbs, coordinator_reports_the_hang_of_a_stalled_run)
   struct boot_link fd[2];
   struct boot_buf b = {0};
   fake_start(&c, fd, &b);
-  send_state(&fd[0], true, false, 4);
-  send_state(&fd[1], true, false, 4);
+  send_state(&fd[0], false, 4);
+  send_state(&fd[1], false, 4);
   for (int r = 0; r < 2; r++)
     answer_probe(&fd[r], 4);
   for (int r = 0; r < 2; r++)
@@ -2040,7 +2118,7 @@ static int stall_once(void *ctx, char *err, size_t errlen)
   struct boot_link *f = __atomic_load_n(&st->fd, __ATOMIC_SEQ_CST);
   if (!f)
     return 0;
-  send_state(f, false, false, 1);
+  send_state(f, false, 1); /* idle, not done: rank 1 has not reported, no probe */
   cr_assert_eq(boot_send(f, BOOT_PROGRESS, NULL, boot_now_ns() + 1000000000ull), 0);
   delivered(f);
   __atomic_add_fetch(&st->c->now, st->c->a.no_progress_ns * 5 / 3, __ATOMIC_SEQ_CST);
@@ -2061,8 +2139,6 @@ Test(verbs, coordinator_reads_waiting_progress_before_it_judges)
   struct boot_link fd[2];
   struct boot_buf b = {0};
   fake_start(&c, fd, &b);
-  send_state(&fd[0], false, false, 1);
-  send_state(&fd[1], false, false, 1);
   delivered(&fd[1]);
   __atomic_store_n(&st.fd, &fd[0], __ATOMIC_SEQ_CST); /* the next check() stalls */
   uint64_t dl = boot_now_ns() + 30000000000ull;

@@ -1717,7 +1717,35 @@ static uint64_t device_psns(const struct coord *c)
   return x;
 }
 
-/* ----- the run: quiescence detection */
+/* ----- the run: quiescence detection
+ *
+ * A rank reports STATE "idle at gen" (gen: its count of completions, async events and timers
+ * handed to its engine) after a grace of quiet time, and never reports that it is busy again: a
+ * report stands until a probe reply refutes it or the rank reports again. When every rank's report
+ * stands (crank.idle), the coordinator sends PROBE; a rank answers after polling its CQs, with
+ * whether it is idle and its gen. A reply that is not idle, or whose gen is not its report's,
+ * voids that report (crank.idle false: no probe until the rank reports again, which it does once
+ * idle for its grace, as it knows its reply refuted it) and the probe; a new report voids the
+ * probe in flight. STOP when every reply of one probe confirms its rank's standing report.
+ *
+ * Why STOP never comes while a rank works or a message is in flight. Say rank i reported idle
+ * at gen g_i at time R_i, the probe went out at P (after every R_i: it is sent only when every
+ * report was received) and rank i answered at A_i > P, idle, gen g_i. (1) A rank's engine state
+ * changes only inside the calls that count gen (a completion, an async event, a timer; a probe
+ * polls the CQs first and counts what it found), so equal gens at R_i and A_i mean no call in
+ * between: rank i was idle, with no timer set and no send outstanding, throughout [R_i, A_i],
+ * which holds P. So at P no rank works, and none posts anything in [R_i, A_i]. (2) A message in
+ * flight at P was posted by some rank s before R_s (not in [R_s, A_s]); rank s had no send
+ * outstanding at R_s, so its completion had been polled before R_s, and on RC a send completes
+ * only after the responder acknowledged it, which (the premise this rests on, as the protocol
+ * before it did) it does after it placed the data and wrote its receive completion: rxe's
+ * responder completes, then acknowledges (an RDMA READ or WRITE without immediate completes at
+ * its requester only; the responder's CPU has nothing to do). So the receiver's completion was in its CQ before R_s < P < A_r: polled
+ * before R_r, the message was not in flight at P; polled in [R_r, A_r] (the probe polls first),
+ * gen_r moved and the reply refutes the report. No stale report can stop a run either: a report
+ * followed by activity has a gen below the rank's at any later probe reply. Old replies are
+ * told apart by the probe id. The graces are liveness only: a premature report costs a probe
+ * (at most one per report), never a wrong verdict. */
 
 /* The clock of the no-progress judgement (boot_coord_args.clock). */
 static uint64_t judge_now(const struct coord *c)
@@ -1867,11 +1895,11 @@ static enum pp_status on_run_msg(struct coord *c, uint32_t rank, uint32_t type,
     return PP_OK;
   }
   if (type == BOOT_STATE) {
-    r->idle = boot_get8(b) != 0;
+    r->idle = true;
     r->done = boot_get8(b) != 0;
     r->gen = boot_get64(b);
-    /* somebody moved (or reports moving after it answered): the probe in flight is void, and a
-     * new one starts below if everyone is idle */
+    /* a rank reporting after it answered (it moved since): the probe in flight is void, and a
+     * new one starts below if every report stands */
     c->rs.probing = false;
   } else if (type == BOOT_PROBE_REPLY) {
     uint64_t id = boot_get64(b);
@@ -1882,7 +1910,12 @@ static enum pp_status on_run_msg(struct coord *c, uint32_t rank, uint32_t type,
     r->replied = true;
     r->reply_idle = idle;
     r->reply_gen = gen;
+    if (b->bad)
+      return unexpected(c, rank, type);
     if (!idle || gen != r->gen) {
+      /* it moved since its report (this reply is its "busy"): the report and the probe are void,
+       * and the rank reports again when it is idle */
+      r->idle = false;
       c->rs.probing = false;
       return PP_OK;
     }

@@ -26,9 +26,13 @@
  * Every rank (one process each) connects to the coordinator (the launcher process, or a thread of
  * rank 0), authenticates, says HELLO with its address and its pp_conn_info for every peer, gets the TABLE of
  * everyone's address and of the pp_conn_info meant for it, connects its QPs, says READY, and
- * starts on GO. While running it reports STATE (idle: no engine deadline and no signalled send
- * outstanding; done); when every rank is idle the coordinator PROBEs, and if nobody moved in
- * between it says STOP. A rank also says PROGRESS when its progress mark changed (looked at every
+ * starts on GO. While running it reports STATE (u8 done, u64 gen: idle at activity count gen,
+ * idle meaning no engine deadline and no signalled send outstanding), after a grace of quiet time
+ * and never on the data path: a rank does not report that it is busy again. When every rank's
+ * last report stands the coordinator PROBEs (u64 id); each answers PROBE_REPLY (u64 id, u8 idle,
+ * u64 gen, after polling its CQs): a reply not idle at its report's gen voids that report (the
+ * rank reports again when idle), and when every reply confirms its report it says STOP
+ * (boot.c, "the run: quiescence detection", says why that is safe). A rank also says PROGRESS when its progress mark changed (looked at every
  * no_progress/8): when none came for no_progress, the coordinator asks every rank (MARK_PROBE)
  * and says STOP as well only when each answered that its mark did not change, or when not all
  * answered within 30 no_progress bounds (a rank inside a long system call answers late, and
@@ -55,7 +59,8 @@ enum boot_msg {
   BOOT_TABLE,
   BOOT_READY,
   BOOT_GO,
-  BOOT_STATE,
+  BOOT_STATE, /* rank -> coordinator: u8 done, u64 gen: idle at gen (version 4; before: u8 idle
+               * first, and busy reported too) */
   BOOT_PROBE,
   BOOT_PROBE_REPLY,
   BOOT_STOP,
@@ -73,8 +78,9 @@ enum boot_msg {
 
 #define BOOT_MAGIC 0x54425050u    /* "PPBT", first in CHALLENGE and AUTH */
 #define BOOT_MAGIC_V1 0x31425050u /* "PPB1": bootstrap version 1 began its HELLO with it */
-#define BOOT_VERSION 3u         /* of the frames and the handshake; checked both ways (3: the QP
-                                 * reports carry the posted receives) */
+#define BOOT_VERSION 4u         /* of the frames and the handshake; checked both ways (3: the QP
+                                 * reports carry the posted receives; 4: STATE is an idle report
+                                 * only, the probe voids it) */
 #define BOOT_SECRET_BYTES 32u   /* the per-job secret */
 #define BOOT_NONCE_BYTES 32u
 #define BOOT_TAG_BYTES 32u      /* crypto_auth_BYTES */

@@ -161,6 +161,7 @@ struct rank {
   uint16_t cport;
   uint8_t secret[BOOT_SECRET_BYTES]; /* the job's (PMIx mode: possibly learned from rank 0) */
   struct watch *watch; /* the no-progress watch of the data phase (NULL before) */
+  struct report *rep;  /* the idle report of the data phase (NULL before) */
   char *err;
   size_t errlen;
 };
@@ -360,10 +361,10 @@ static int drain_async(struct rank *r)
   return a;
 }
 
-static int send_state(struct rank *r, bool idle, bool done)
+/* BOOT_STATE: idle at r->gen (boot.h). */
+static int send_state(struct rank *r, bool done)
 {
   struct boot_buf b = {0};
-  boot_put8(&b, idle);
   boot_put8(&b, done);
   boot_put64(&b, r->gen);
   int rc = boot_send(&r->l, BOOT_STATE, &b, boot_now_ns() + 10000000000ull);
@@ -377,6 +378,7 @@ static bool is_idle(struct rank *r)
 }
 
 static int mark_reply(struct rank *r, struct boot_buf *b);
+static void probe_answered(struct rank *r, bool idle);
 
 /* A control message during the run: 1 STOP, 0 handled, -1 failure (err set). */
 static int control(struct rank *r, struct boot_buf *b)
@@ -408,9 +410,11 @@ static int control(struct rank *r, struct boot_buf *b)
   if (drain(r, POLL_BUDGET) < 0)
     return -1;
   struct boot_buf o = {0};
+  bool idle = is_idle(r);
   boot_put64(&o, id);
-  boot_put8(&o, is_idle(r));
+  boot_put8(&o, idle);
   boot_put64(&o, r->gen);
+  probe_answered(r, idle);
   rc = boot_send(&r->l, BOOT_PROBE_REPLY, &o, boot_now_ns() + 10000000000ull);
   boot_buf_free(&o);
   if (rc) {
@@ -420,10 +424,52 @@ static int control(struct rank *r, struct boot_buf *b)
   return 0;
 }
 
-/* A rank reports idleness only after this long without activity: protocols with round trips go
- * idle for a moment between messages, and a report (and the coordinator's probe) each time would
- * cost more than the messages. The end of a run is detected this much later. */
+/* The idle report (boot.h, BOOT_STATE; the coordinator's side and why it is safe: boot.c, "the
+ * run: quiescence detection"). A rank tells the coordinator only that it is idle, never that it
+ * is busy again: the coordinator's probe finds that out (the reply's gen differs from the
+ * report's, or it says not idle), so nothing is sent when activity resumes, which is when a
+ * message is on its way. A rank reports idleness after a grace of quiet time (no activity, no
+ * timer set, no send outstanding): protocols with round trips go idle between messages, and a
+ * report (and the probe it may start) each time would cost more than the messages, and could
+ * coincide with the next one. The grace starts at IDLE_GRACE_NS and doubles, up to
+ * IDLE_GRACE_MAX_NS, each time a report turns out premature (activity after it): a workload that
+ * pauses between messages stops reporting after a few, while the end of a run, which is mostly
+ * reached with every rank done, is told after IDLE_GRACE_DONE_NS (doubled the same way, from its
+ * own start, when a done rank's report was premature). A run that ends without every rank done
+ * (a deadlock: quiescent, not complete) is detected at most IDLE_GRACE_MAX_NS late. */
 #define IDLE_GRACE_NS 5000000ull
+#define IDLE_GRACE_MAX_NS 80000000ull
+#define IDLE_GRACE_DONE_NS 1000000ull
+
+/* What the coordinator holds of this rank's idleness, as far as it can know. */
+struct report {
+  bool standing;              /* an idle report at sent_gen that no activity has refuted yet */
+  bool sent_done;             /* ... made when done */
+  uint64_t sent_gen;
+  uint64_t seen_gen, quiet_since; /* quiet since when (the gen as then) */
+  uint64_t grace, grace_done; /* the current graces (not done, done) */
+};
+
+/* The report made is void: activity after it (or a probe answered "not idle"). Premature: the
+ * grace used for it doubles. */
+static void report_void(struct rank *r, struct report *p)
+{
+  if (!p->standing)
+    return;
+  uint64_t *g = p->sent_done ? &p->grace_done : &p->grace;
+  *g = *g * 2 > IDLE_GRACE_MAX_NS ? IDLE_GRACE_MAX_NS : *g * 2;
+  p->standing = false;
+  logline(r, "idle report at gen %" PRIu64 " premature: grace %.1f ms", p->sent_gen, *g / 1e6);
+}
+
+/* A probe was answered: a reply that does not confirm the standing report voids it at the
+ * coordinator, so this rank must report again when it is idle. */
+static void probe_answered(struct rank *r, bool idle)
+{
+  struct report *p = r->rep;
+  if (p && (!idle || r->gen != p->sent_gen))
+    report_void(r, p);
+}
 
 /* event mode: how long before a timer's deadline a rank stops sleeping and polls instead. A
  * ppoll sleep ends up to the timer slack (50 us) plus the wake-up latency (tens of us in a VM)
@@ -492,32 +538,42 @@ static int watch_progress(struct rank *r, struct watch *w, uint64_t now)
 struct loop {
   struct watch w;
   struct boot_buf b;
-  bool sent_idle, sent_done;
-  uint64_t sent_gen, seen_gen, quiet_since, next_house;
+  struct report rep;
+  uint64_t next_house;
   uint64_t now;          /* the clock at its last reading */
   uint32_t idle_passes;  /* busy: empty passes since it was read */
 };
 
-/* The idle/done report: idleness only after IDLE_GRACE_NS without activity, and again at once
- * when something happened since (the gen). -1: lost the coordinator. */
+/* The grace before an idle report now (done or not). */
+static uint64_t report_grace(const struct report *p, bool done)
+{
+  return done ? p->grace_done : p->grace;
+}
+
+/* The idle report (see struct report): once per quiet spell, after its grace; nothing when
+ * activity resumes (the report is then void, here, and at the coordinator by its probe).
+ * -1: lost the coordinator. */
 static int report_state(struct rank *r, struct loop *L, uint64_t now)
 {
-  bool idle = is_idle(r), done = pp_engine_done(r->e);
-  if (!idle || r->gen != L->seen_gen) {
-    L->quiet_since = now;
-    L->seen_gen = r->gen;
+  struct report *p = &L->rep;
+  bool idle = is_idle(r);
+  if (!idle || r->gen != p->seen_gen) {
+    p->quiet_since = now;
+    p->seen_gen = r->gen;
   }
-  bool report = idle && (L->sent_idle || now - L->quiet_since >= IDLE_GRACE_NS);
-  if (report == L->sent_idle && done == L->sent_done && (!report || r->gen == L->sent_gen))
+  if (p->standing && r->gen != p->sent_gen)
+    report_void(r, p);
+  if (!idle || p->standing)
     return 0;
-  logline(r, "state %s%s (deadline %s, %" PRIu64 " sends outstanding)", report ? "idle" : "busy",
-          done ? ", done" : "", pp_engine_next_deadline(r->e) == PP_NO_DEADLINE ? "none" : "set",
-          vnic_sends_outstanding(r->nic));
-  if (send_state(r, report, done))
+  bool done = pp_engine_done(r->e);
+  if (now - p->quiet_since < report_grace(p, done))
+    return 0;
+  logline(r, "state idle%s at gen %" PRIu64, done ? ", done" : "", r->gen);
+  if (send_state(r, done))
     return -1;
-  L->sent_idle = report;
-  L->sent_done = done;
-  L->sent_gen = r->gen;
+  p->standing = true;
+  p->sent_done = done;
+  p->sent_gen = r->gen;
   return 0;
 }
 
@@ -576,9 +632,10 @@ static int sleep_for_event(struct rank *r, struct loop *L, uint64_t now, uint64_
     wait = 1000000000ull;
   if (d != PP_NO_DEADLINE && wait == d - now)
     wait -= SPIN_BEFORE_DEADLINE_NS; /* wake up early, poll the rest */
-  bool idle = is_idle(r);
-  if (idle && !L->sent_idle && L->quiet_since + IDLE_GRACE_NS - now < wait)
-    wait = L->quiet_since + IDLE_GRACE_NS - now; /* wake up to report idleness */
+  struct report *p = &L->rep;
+  uint64_t report_at = p->quiet_since + report_grace(p, pp_engine_done(r->e));
+  if (is_idle(r) && !p->standing && report_at > now && report_at - now < wait)
+    wait = report_at - now; /* wake up to report idleness */
   struct watch *w = &L->w;
   if (w->step && r->gen != w->gen && (w->next <= now || w->next - now < wait))
     wait = w->next > now ? w->next - now : 0; /* wake up to look at the progress mark */
@@ -601,10 +658,13 @@ static int sleep_for_event(struct rank *r, struct loop *L, uint64_t now, uint64_
 static int progress(struct rank *r)
 {
   uint64_t bound = r->cfg->no_progress_ns;
-  struct loop L = {.sent_gen = UINT64_MAX, .seen_gen = UINT64_MAX, .now = boot_now_ns()};
+  struct loop L = {.now = boot_now_ns()};
+  L.rep = (struct report){.sent_gen = UINT64_MAX, .seen_gen = UINT64_MAX, .quiet_since = L.now,
+                          .grace = IDLE_GRACE_NS, .grace_done = IDLE_GRACE_DONE_NS};
   L.w = (struct watch){.step = bound ? (bound / 8 ? bound / 8 : 1) : 0, .gen = r->gen};
   L.w.mark = bound ? pp_engine_progress_mark(r->e) : 0;
   r->watch = &L.w;
+  r->rep = &L.rep;
   bool busy = r->o->progress == PP_VERBS_PROGRESS_BUSY;
   int rc = 0;
   while (rc == 0) {
@@ -639,6 +699,7 @@ static int progress(struct rank *r)
   }
   boot_buf_free(&L.b);
   r->watch = NULL;
+  r->rep = NULL;
   return rc > 0 ? 0 : -1;
 }
 
