@@ -290,6 +290,8 @@ static void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint32_t c
   pe->next_ch = (ch - pe->ch0 + 1) % p->prm.channels;
   r->ch = ch;
   p2p_req_set(p, r, RQ_ACTIVE);
+  if (r->proto != PP_P2P_EAGER)
+    p2p_rndv_clear(r);
   r->wrs = 1;
   r->await = r->proto != PP_P2P_EAGER || (r->flags & R_SYNC);
   r->xmr[0] = xmr;

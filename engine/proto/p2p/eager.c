@@ -34,6 +34,8 @@ static inline enum pp_status start_recv(struct pp_engine *e, uint64_t now, struc
   struct p2p *p = P2P(e);
   const struct hdr *h = rx_hdr(p, x);
   struct chan *c = &p->ch[x->ch];
+  if (h->type != M_EAGER)
+    p2p_rndv_clear(r);
   r->peer = c->peer;
   r->ch = x->ch;
   r->src = p->peer[c->peer].rank;

@@ -222,23 +222,27 @@ struct req {
   uint32_t rank, tag, ctx; /* send: destination; receive: the pattern */
   uint8_t *buf;
   uint32_t len;
+  uint32_t wrs;           /* signalled work requests outstanding */
   uint64_t cookie;
   uint64_t done_ns;
   uint32_t src, mtag, msg_len, got; /* receive: the message matched */
   uint32_t seq, ch;
-  uint32_t wrs;           /* signalled work requests outstanding */
+  uint32_t fq_n;          /* RPUT sender: CTSs in fq (0 for every other request) */
   bool await;             /* sender: waiting for the ACK / the last FIN */
-  uint64_t peer_req;
-  uint64_t raddr;
-  uint32_t rkey;
-  uint32_t nfrag, fnext, fdone, fq_n, fq_head;
-  uint32_t plen;          /* RPUT sender: the bytes the receiver takes (its first CTS) */
   struct req *next;
-  struct req *regnext; /* the registration line */
   /* Not cleared by req_alloc (req_alloc clears up to here). me: the posted-receive queue
    * (pp_container_of gets the req back), read only while R_POSTED says it is queued, and
    * pp_match_post sets every field of its link 0 (the only link a receive uses). */
   struct pp_mentry me;
+  /* A rendezvous's, from peer_req up to regnext: not cleared by req_alloc either (an eager
+   * message never uses them); p2p_rndv_clear zeroes them when a rendezvous starts (send_begin,
+   * start_recv), before anything reads them. */
+  uint64_t peer_req;
+  uint64_t raddr;
+  uint32_t rkey;
+  uint32_t nfrag, fnext, fdone, fq_head;
+  uint32_t plen;          /* RPUT sender: the bytes the receiver takes (its first CTS) */
+  struct req *regnext; /* the registration line (set as a request joins it) */
   /* Not cleared by req_alloc either (most requests never use them): fq is read only below fq_n, and
    * xmr and rce are empty whenever the request is free (every registration is released before
    * it completes or with it: p2p_release_regs, p2p_put_rce, p2p_drop_xmr). */
@@ -479,6 +483,12 @@ static inline struct req *req_alloc(struct p2p *p)
   r->gen = gen;
   r->peer = UINT32_MAX;
   return r;
+}
+
+/* A rendezvous starts with r: its fields (peer_req up to regnext) from zero. */
+static inline void p2p_rndv_clear(struct req *r)
+{
+  memset(&r->peer_req, 0, offsetof(struct req, regnext) - offsetof(struct req, peer_req));
 }
 
 /* false, after saying which, for a transition the table does not have (an assert's message). */
