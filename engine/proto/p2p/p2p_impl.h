@@ -618,8 +618,6 @@ void p2p_post_refused(struct pp_engine *e, uint32_t ch);
 enum pp_status p2p_violation(struct pp_engine *e, uint64_t now, struct rx *x, uint8_t type,
                              enum pp_violation_field f, uint64_t value, uint64_t limit,
                              bool at_most);
-enum pp_status p2p_check_match_msg(struct pp_engine *e, uint64_t now, struct rx *x,
-                                   const struct hdr *h, uint32_t body);
 enum pp_status p2p_check_frag(struct pp_engine *e, uint64_t now, struct rx *x,
                               const struct hdr *h, uint32_t idx, uint32_t len);
 enum pp_status p2p_check_cts(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h,
@@ -629,8 +627,8 @@ enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
 
 /* eager.c */
 enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x);
-enum pp_status p2p_on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x,
-                                uint32_t body);
+/* A matching message that passed wire.c's checks (p2p_on_recv). */
+enum pp_status p2p_on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x);
 
 /* rndv.c */
 enum pp_status p2p_run_work(struct pp_engine *e);
