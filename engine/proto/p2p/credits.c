@@ -5,7 +5,8 @@
 
 /* ------------------------------------------------------------------ posting */
 
-enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r)
+/* p2p_post_rx, inline in p2p_release_rx (every consumed message's). */
+static inline enum pp_status post_rx(struct pp_engine *e, struct rx *r)
 {
   struct p2p *p = P2P(e);
   uint32_t i = (uint32_t)(r - p->rx);
@@ -18,6 +19,11 @@ enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r)
   wr->sg_list[0] = (struct pp_sge){.addr = (uint64_t)(uintptr_t)r->buf, .length = p->cbsize,
                                    .lkey = p->rxmr.lkey};
   return (enum pp_status)e->ops->post_recv(e->nic, p->ch[r->ch].qpn, wr);
+}
+
+enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r)
+{
+  return post_rx(e, r);
 }
 
 /* The NIC refused the SEND of tx slot t: what post_tx did is undone (the send-queue slot, the
@@ -80,7 +86,7 @@ static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
 }
 
 /* (srq: a channel's credits are its grant, not D) */
-static bool credit_due(const struct p2p *p, const struct chan *c)
+static inline bool credit_due(const struct p2p *p, const struct chan *c)
 {
   return (c->owed > 0 &&
           (c->owed >= p->T || (p->srq ? c->held + c->owed >= c->grant : c->inuse + c->owed == p->D))) ||
@@ -175,14 +181,18 @@ enum pp_status p2p_send_reply(struct pp_engine *e, uint32_t ch, const struct hdr
   return p2p_flush_ctrl(e, c);
 }
 
-enum pp_status p2p_credits_due(struct pp_engine *e, uint32_t ch)
+/* p2p_credits_due for channel c, inline in p2p_release_rx. */
+static inline enum pp_status credits_due(struct pp_engine *e, struct chan *c)
 {
-  struct p2p *p = P2P(e);
-  struct chan *c = &p->ch[ch];
-  if (c->credit_pending || !credit_due(p, c))
+  if (c->credit_pending || !credit_due(P2P(e), c))
     return PP_OK;
   c->credit_pending = true;
   return p2p_flush_ctrl(e, c);
+}
+
+enum pp_status p2p_credits_due(struct pp_engine *e, uint32_t ch)
+{
+  return credits_due(e, &P2P(e)->ch[ch]);
 }
 
 /* A reply was consumed: its buffer goes back at once, a reply credit is owed. */
@@ -201,13 +211,13 @@ enum pp_status p2p_release_rx(struct pp_engine *e, struct rx *r)
   struct chan *c = &p->ch[r->ch];
   if (r->pool)
     return p2p_srq_release(e, r);
-  enum pp_status s = p2p_post_rx(e, r);
+  enum pp_status s = post_rx(e, r);
   if (s != PP_OK)
     return s;
   assert(c->inuse > 0);
   c->inuse--;
   c->owed++;
-  return p2p_credits_due(e, r->ch);
+  return credits_due(e, c);
 }
 
 /* ------------------------------------------------------------------ sending */
