@@ -46,8 +46,9 @@ static void unpost_tx(struct pp_engine *e, uint32_t t)
 
 /* Posts tx slot t (its header h already filled) with `len` bytes from the pool whose
  * registration has lkey; hands back the owed credits. A refused SEND leaves nothing behind
- * (unpost_tx): the caller decides what fails. */
-static enum pp_status post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len,
+ * (unpost_tx): the caller decides what fails. Inline in its two callers (start_sends: every
+ * EAGER and RTS; post_tx: the control messages). */
+static inline __attribute__((always_inline)) enum pp_status post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len,
                                   uint32_t lkey)
 {
   struct p2p *p = P2P(e);
@@ -297,16 +298,18 @@ static void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint32_t c
   assert(p->ch[ch].credits > 0 || p->srq);
   if (p->ch[ch].credits) /* (none only under test bug srq-no-credits) */
     p->ch[ch].credits--;
-  pe->next_ch = (ch - pe->ch0 + 1) % p->prm.channels;
+  if (p->prm.channels > 1)
+    pe->next_ch = (ch - pe->ch0 + 1) % p->prm.channels;
   r->ch = ch;
   p2p_req_set(p, r, RQ_ACTIVE);
   if (r->proto != PP_P2P_EAGER)
     p2p_rndv_clear(r);
   r->wrs = 1;
   r->await = r->proto != PP_P2P_EAGER || (r->flags & R_SYNC);
-  r->xmr[0] = xmr;
-  if (xmr.lkey)
+  if (xmr.lkey) { /* (else xmr[0] is empty already, as in every request that starts) */
+    r->xmr[0] = xmr;
     p2p_reg_held(p, r);
+  }
   p->st.sent[r->proto]++;
 }
 
