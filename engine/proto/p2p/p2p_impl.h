@@ -715,7 +715,8 @@ static inline void p2p_maybe_complete_send(struct pp_engine *e, uint64_t now, st
 {
   if (r->wrs || r->await || r->fq_n || r->state == RQ_DONE)
     return;
-  p2p_release_regs(e, r);
+  if (r->flags & R_REGS) /* (p2p_release_regs would do nothing: an eager send has none) */
+    p2p_release_regs(e, r);
   p2p_complete(e, now, r);
 }
 
