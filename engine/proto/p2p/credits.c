@@ -288,10 +288,11 @@ static void park(struct p2p *p, struct req *r)
 static void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint32_t ch,
                        struct pp_mr xmr)
 {
+  assert(pe == &p->peer[r->peer]);
   pe->pend_head = r->next;
   if (!pe->pend_head) {
     pe->pend_tail = NULL;
-    p->pend_mask &= ~(1ull << (pe - p->peer));
+    p->pend_mask &= ~(1ull << r->peer);
   }
   assert(p->npending > 0);
   p->npending--;

@@ -478,20 +478,22 @@ static enum pp_status fail_at_once(struct pp_engine *e, uint64_t now, struct req
   return api_done(e, now, PP_OK);
 }
 
-/* Send r takes the next sequence number of its peer and waits in its line to start. */
-static void send_queue(struct p2p *p, struct peer *pe, struct req *r)
+/* Send r takes the next sequence number of its peer (r->peer) and waits in its line to start. */
+static void send_queue(struct p2p *p, struct req *r)
 {
+  struct peer *pe = &p->peer[r->peer];
+  uint64_t bit = 1ull << r->peer; /* (the index, not pe - p->peer: no division by its size) */
   r->seq = pe->send_seq++;
   r->next = NULL;
   if (pe->pend_tail) {
     pe->pend_tail->next = r;
   } else { /* r is first in line: what an earlier first waited for says nothing about r */
     pe->pend_head = r;
-    p->wait_chan &= ~(1ull << (pe - p->peer));
-    p->wait_tx &= ~(1ull << (pe - p->peer));
+    p->wait_chan &= ~bit;
+    p->wait_tx &= ~bit;
   }
   pe->pend_tail = r;
-  p->pend_mask |= 1ull << (pe - p->peer);
+  p->pend_mask |= bit;
   p->npending++;
 }
 
@@ -532,7 +534,7 @@ static enum pp_status send_common(struct pp_engine *e, uint64_t now, const void 
   if (pe->failed)
     return fail_at_once(e, now, r, pe);
   bool direct = p->depth == 0 && !pe->pend_head && progress_idle(p);
-  send_queue(p, pe, r);
+  send_queue(p, r);
   if (!direct)
     return api_done(e, now, PP_OK);
   p->now = now; /* what api_done does, progress being start_all alone */
