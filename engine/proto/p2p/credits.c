@@ -48,8 +48,8 @@ static void unpost_tx(struct pp_engine *e, uint32_t t)
  * registration has lkey; hands back the owed credits. A refused SEND leaves nothing behind
  * (unpost_tx): the caller decides what fails. Inline in its two callers (start_sends: every
  * EAGER and RTS; post_tx: the control messages). */
-static inline __attribute__((always_inline)) enum pp_status post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len,
-                                  uint32_t lkey)
+static inline __attribute__((always_inline)) enum pp_status
+post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len, uint32_t lkey)
 {
   struct p2p *p = P2P(e);
   uint32_t ci = p->tx[t].ch;

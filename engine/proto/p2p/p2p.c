@@ -164,6 +164,7 @@ static enum pp_status p2p_lists(struct pp_engine *e, struct p2p *p)
   for (uint32_t i = 0; i < e->cfg.nranks; i++)
     p->peer_of[i] = -1;
   for (uint32_t i = m->max_requests; i-- > 0;) {
+    p->req[i].idx = i;
     p->req[i].next = p->freereq;
     p->freereq = &p->req[i];
   }
@@ -457,7 +458,8 @@ static struct p2p *api(const struct pp_engine *e)
 /* After an API call: the work it made possible, and the completions it caused reach the
  * workload through a timer at `now` unless an event is being processed. Inline in the API
  * calls (isend and irecv: the eager path's). */
-static inline __attribute__((always_inline)) enum pp_status api_done(struct pp_engine *e, uint64_t now, enum pp_status s)
+static inline __attribute__((always_inline)) enum pp_status
+api_done(struct pp_engine *e, uint64_t now, enum pp_status s)
 {
   struct p2p *p = P2P(e);
   if (p->depth == 0)

@@ -234,6 +234,7 @@ struct req {
    * (pp_container_of gets the req back), read only while R_POSTED says it is queued, and
    * pp_match_post sets every field of its link 0 (the only link a receive uses). */
   struct pp_mentry me;
+  uint32_t idx; /* its slot, r - p->req (set at creation, never cleared: no division per handle) */
   /* A rendezvous's, from peer_req up to regnext: not cleared by req_alloc either (an eager
    * message never uses them); p2p_rndv_clear zeroes them when a rendezvous starts (send_begin,
    * start_recv), before anything reads them. */
@@ -443,8 +444,9 @@ static inline uint32_t nfrag_of(const struct p2p *p, uint32_t len)
  * the nonce (whose bit 31 no slot number has: never PP_REQ_NULL). */
 static inline uint64_t handle_of(const struct p2p *p, const struct req *r)
 {
-  assert(r->gen <= 0xfffffff && (uint32_t)(r - p->req) < p->prm.max_requests);
-  return ((uint64_t)r->gen << 32 | (uint64_t)(r - p->req + 1)) ^ p->nonce;
+  assert(r->gen <= 0xfffffff && r->idx == (uint32_t)(r - p->req) &&
+         r->idx < p->prm.max_requests);
+  return ((uint64_t)r->gen << 32 | ((uint64_t)r->idx + 1)) ^ p->nonce;
 }
 
 static inline struct req *req_of(const struct p2p *p, uint64_t h)
