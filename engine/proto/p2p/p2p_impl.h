@@ -584,7 +584,9 @@ static inline bool p2p_proto_ok(int protocol)
 }
 
 /* req.c */
-void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r);
+void p2p_remove_work(struct p2p *p, struct req *r);
+void p2p_record(struct pp_engine *e, const struct req *r); /* p2p.record: a completed receive */
+void p2p_count_error(struct p2p *p, const struct req *r);  /* the counter of r->err, if any */
 enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now);
 void p2p_fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, uint8_t wc);
 
@@ -710,6 +712,35 @@ static inline void p2p_reg_unpark(struct p2p *p, struct req *r)
 {
   if (r->flags & R_REGQ)
     p2p_reg_leave(p, r);
+}
+
+/* The request is over: it goes to the done list, the workload hears of it at the end of the
+ * event. Inline (every completion's; the rare parts out of line in req.c). */
+static inline void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r)
+{
+  struct p2p *p = P2P(e);
+  if (r->flags & R_WORK)
+    p2p_remove_work(p, r);
+  p2p_reg_unpark(p, r);
+  p2p_req_set(p, r, RQ_DONE);
+  r->done_ns = now;
+  if (r->kind == K_RECV) {
+    if (r->err == PP_P2P_E_OK || r->err == PP_P2P_E_TRUNCATED)
+      p->st.received[r->proto]++;
+    if (p->rec_cap)
+      p2p_record(e, r);
+  }
+  if (r->err != PP_P2P_E_OK)
+    p2p_count_error(p, r);
+  assert(!(r->flags & R_DONEQ));
+  r->flags |= R_DONEQ;
+  r->next = NULL;
+  if (p->done_tail)
+    p->done_tail->next = r;
+  else
+    p->done_head = r;
+  p->done_tail = r;
+  p2p_arm_flush(e, now);
 }
 
 /* A send is over once its work requests completed, nothing is awaited and no CTS waits. */
