@@ -384,8 +384,9 @@ enum pp_status pp_engine_start(struct pp_engine *e, uint64_t now)
 }
 
 /* A completion in error: the QP's first error is kept (hang reports) and, once the protocol
- * has seen it (a violation it found first is the reason), the peer's failure is told. */
-static enum pp_status on_wc_error(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
+ * has seen it (a violation it found first is the reason), the peer's failure is told. Out of
+ * line: inlined, its failure record on the stack made every completion's frame bigger. */
+static __attribute__((noinline)) enum pp_status on_wc_error(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
 {
   int q = qp_index(e, wc->qp_num);
   bool first = q >= 0 && e->qps[q].error == PP_WC_SUCCESS;

@@ -5,7 +5,8 @@
 
 /* ------------------------------------------------------------------ posting */
 
-enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r)
+/* p2p_post_rx, inline in p2p_release_rx (every consumed message's). */
+static inline enum pp_status post_rx(struct pp_engine *e, struct rx *r)
 {
   struct p2p *p = P2P(e);
   uint32_t i = (uint32_t)(r - p->rx);
@@ -18,6 +19,11 @@ enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r)
   wr->sg_list[0] = (struct pp_sge){.addr = (uint64_t)(uintptr_t)r->buf, .length = p->cbsize,
                                    .lkey = p->rxmr.lkey};
   return (enum pp_status)e->ops->post_recv(e->nic, p->ch[r->ch].qpn, wr);
+}
+
+enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r)
+{
+  return post_rx(e, r);
 }
 
 /* The NIC refused the SEND of tx slot t: what post_tx did is undone (the send-queue slot, the
@@ -40,9 +46,10 @@ static void unpost_tx(struct pp_engine *e, uint32_t t)
 
 /* Posts tx slot t (its header h already filled) with `len` bytes from the pool whose
  * registration has lkey; hands back the owed credits. A refused SEND leaves nothing behind
- * (unpost_tx): the caller decides what fails. */
-static enum pp_status post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len,
-                                  uint32_t lkey)
+ * (unpost_tx): the caller decides what fails. Inline in its two callers (start_sends: every
+ * EAGER and RTS; post_tx: the control messages). */
+static inline __attribute__((always_inline)) enum pp_status
+post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len, uint32_t lkey)
 {
   struct p2p *p = P2P(e);
   uint32_t ci = p->tx[t].ch;
@@ -80,7 +87,7 @@ static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
 }
 
 /* (srq: a channel's credits are its grant, not D) */
-static bool credit_due(const struct p2p *p, const struct chan *c)
+static inline bool credit_due(const struct p2p *p, const struct chan *c)
 {
   return (c->owed > 0 &&
           (c->owed >= p->T || (p->srq ? c->held + c->owed >= c->grant : c->inuse + c->owed == p->D))) ||
@@ -175,14 +182,18 @@ enum pp_status p2p_send_reply(struct pp_engine *e, uint32_t ch, const struct hdr
   return p2p_flush_ctrl(e, c);
 }
 
-enum pp_status p2p_credits_due(struct pp_engine *e, uint32_t ch)
+/* p2p_credits_due for channel c, inline in p2p_release_rx. */
+static inline enum pp_status credits_due(struct pp_engine *e, struct chan *c)
 {
-  struct p2p *p = P2P(e);
-  struct chan *c = &p->ch[ch];
-  if (c->credit_pending || !credit_due(p, c))
+  if (c->credit_pending || !credit_due(P2P(e), c))
     return PP_OK;
   c->credit_pending = true;
   return p2p_flush_ctrl(e, c);
+}
+
+enum pp_status p2p_credits_due(struct pp_engine *e, uint32_t ch)
+{
+  return credits_due(e, &P2P(e)->ch[ch]);
 }
 
 /* A reply was consumed: its buffer goes back at once, a reply credit is owed. */
@@ -201,13 +212,13 @@ enum pp_status p2p_release_rx(struct pp_engine *e, struct rx *r)
   struct chan *c = &p->ch[r->ch];
   if (r->pool)
     return p2p_srq_release(e, r);
-  enum pp_status s = p2p_post_rx(e, r);
+  enum pp_status s = post_rx(e, r);
   if (s != PP_OK)
     return s;
   assert(c->inuse > 0);
   c->inuse--;
   c->owed++;
-  return p2p_credits_due(e, r->ch);
+  return credits_due(e, c);
 }
 
 /* ------------------------------------------------------------------ sending */
@@ -277,24 +288,29 @@ static void park(struct p2p *p, struct req *r)
 static void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint32_t ch,
                        struct pp_mr xmr)
 {
+  assert(pe == &p->peer[r->peer]);
   pe->pend_head = r->next;
   if (!pe->pend_head) {
     pe->pend_tail = NULL;
-    p->pend_mask &= ~(1ull << (pe - p->peer));
+    p->pend_mask &= ~(1ull << r->peer);
   }
   assert(p->npending > 0);
   p->npending--;
   assert(p->ch[ch].credits > 0 || p->srq);
   if (p->ch[ch].credits) /* (none only under test bug srq-no-credits) */
     p->ch[ch].credits--;
-  pe->next_ch = (ch - pe->ch0 + 1) % p->prm.channels;
+  if (p->prm.channels > 1)
+    pe->next_ch = (ch - pe->ch0 + 1) % p->prm.channels;
   r->ch = ch;
   p2p_req_set(p, r, RQ_ACTIVE);
+  if (r->proto != PP_P2P_EAGER)
+    p2p_rndv_clear(r);
   r->wrs = 1;
   r->await = r->proto != PP_P2P_EAGER || (r->flags & R_SYNC);
-  r->xmr[0] = xmr;
-  if (xmr.lkey)
+  if (xmr.lkey) { /* (else xmr[0] is empty already, as in every request that starts) */
+    r->xmr[0] = xmr;
     p2p_reg_held(p, r);
+  }
   p->st.sent[r->proto]++;
 }
 

@@ -26,14 +26,16 @@ static inline enum pp_status eager_recv(struct pp_engine *e, uint64_t now, struc
   return p2p_release_rx(e, x);
 }
 
-/* Receive r matched the message in x: it takes the message's source, tag and length (inline:
- * deliver's path, an arrival that matched, is the eager path's). */
-static inline enum pp_status start_recv(struct pp_engine *e, uint64_t now, struct req *r,
-                                        struct rx *x)
+/* Receive r matched the message in x: it takes the message's source, tag and length (inline
+ * into deliver: an arrival that matched is the eager path's). */
+static inline __attribute__((always_inline)) enum pp_status
+start_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x)
 {
   struct p2p *p = P2P(e);
   const struct hdr *h = rx_hdr(p, x);
   struct chan *c = &p->ch[x->ch];
+  if (h->type != M_EAGER)
+    p2p_rndv_clear(r);
   r->peer = c->peer;
   r->ch = x->ch;
   r->src = p->peer[c->peer].rank;
@@ -75,16 +77,12 @@ static inline enum pp_status deliver(struct pp_engine *e, uint64_t now, struct r
   return pp_match_add_unexpected(&p->match, &x->me, h->ctx, rank, h->tag);
 }
 
-enum pp_status p2p_on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x,
-                                uint32_t body)
+enum pp_status p2p_on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x)
 {
   struct p2p *p = P2P(e);
   const struct hdr *h = rx_hdr(p, x);
   struct chan *c = &p->ch[x->ch];
   struct peer *pe = &p->peer[c->peer];
-  enum pp_status s = p2p_check_match_msg(e, now, x, h, body);
-  if (s != PP_OK || x->state == RX_DEAD)
-    return s;
   if (h->seq != pe->recv_seq) { /* an earlier message is still on its way on another channel */
     struct rx **pp = &pe->ooo;
     while (*pp && (int32_t)(rx_hdr(p, *pp)->seq - h->seq) < 0)
@@ -100,14 +98,12 @@ enum pp_status p2p_on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x,
   }
   c->inuse++;
   x->state = RX_HELD;
-  s = deliver(e, now, x);
-  pe->recv_seq++;
-  while (s == PP_OK && pe->ooo && rx_hdr(p, pe->ooo)->seq == pe->recv_seq) {
-    struct rx *n = pe->ooo;
-    pe->ooo = n->ooo_next;
-    s = deliver(e, now, n);
+  for (;;) { /* x, then the messages held out of order that follow it in sequence */
+    enum pp_status s = deliver(e, now, x);
     pe->recv_seq++;
+    if (s != PP_OK || !pe->ooo || rx_hdr(p, pe->ooo)->seq != pe->recv_seq)
+      return s;
+    x = pe->ooo;
+    pe->ooo = x->ooo_next;
   }
-  return s;
 }
-

@@ -76,21 +76,19 @@ static bool same_key(const struct pp_mqueue *q, uint32_t ctx, uint32_t src, uint
   return q && q->ctx == ctx && q->src == src && q->tag == tag;
 }
 
-static struct pp_mqueue *lookup(const struct pp_mtable *t, uint32_t ctx, uint32_t src,
-                                uint32_t tag)
+/* Inline: a run of one key (the eager path's) costs a comparison with t->last, no call. */
+static inline struct pp_mqueue *lookup(const struct pp_mtable *t, uint32_t ctx, uint32_t src,
+                                       uint32_t tag)
 {
   if (same_key(t->last, ctx, src, tag))
     return t->last;
   return lookup_in(t, hash3(ctx, src, tag) & t->mask, ctx, src, tag);
 }
 
-/* The sub-queue for the key, created when missing (the pool is sized so that it never runs
- * out while the entry counts stay within their bounds). */
-static struct pp_mqueue *get_queue(struct pp_match *m, struct pp_mtable *t, uint32_t ctx,
-                                   uint32_t src, uint32_t tag, uint32_t link)
+/* get_queue's key not being t->last's: the sub-queue found in its bucket, or a new one. */
+static struct pp_mqueue *find_queue(struct pp_match *m, struct pp_mtable *t, uint32_t ctx,
+                                    uint32_t src, uint32_t tag, uint32_t link)
 {
-  if (same_key(t->last, ctx, src, tag))
-    return t->last;
   uint32_t slot = hash3(ctx, src, tag) & t->mask; /* hashed once: lookup and insertion */
   struct pp_mqueue *q = lookup_in(t, slot, ctx, src, tag);
   if (q)
@@ -102,6 +100,16 @@ static struct pp_mqueue *get_queue(struct pp_match *m, struct pp_mtable *t, uint
                           .hnext = *s};
   *s = q;
   return t->last = q;
+}
+
+/* The sub-queue for the key, created when missing (the pool is sized so that it never runs
+ * out while the entry counts stay within their bounds). Inline as lookup is. */
+static inline struct pp_mqueue *get_queue(struct pp_match *m, struct pp_mtable *t, uint32_t ctx,
+                                          uint32_t src, uint32_t tag, uint32_t link)
+{
+  if (same_key(t->last, ctx, src, tag))
+    return t->last;
+  return find_queue(m, t, ctx, src, tag, link);
 }
 
 static void append(struct pp_mqueue *q, struct pp_mentry *e)
@@ -118,7 +126,8 @@ static void append(struct pp_mqueue *q, struct pp_mentry *e)
 }
 
 /* Unlinks e from its sub-queue on link l; an emptied sub-queue goes back to the pool. */
-static void unlink_entry(struct pp_match *m, struct pp_mtable *t, struct pp_mentry *e, uint32_t l)
+static inline void unlink_entry(struct pp_match *m, struct pp_mtable *t, struct pp_mentry *e,
+                                uint32_t l)
 {
   struct pp_mqueue *q = e->q[l];
   if (e->prev[l])
@@ -162,10 +171,35 @@ enum pp_status pp_match_post(struct pp_match *m, struct pp_mentry *r, uint32_t c
   return PP_OK;
 }
 
-struct pp_mentry *pp_match_arrive(struct pp_match *m, uint32_t ctx, uint32_t src, uint32_t tag)
+/* pp_match_remove_posted, inline in pp_match_arrive. */
+static inline void remove_posted(struct pp_match *m, struct pp_mentry *r)
+{
+  m->nkind[kind_of(r->src, r->tag)]--;
+  unlink_entry(m, &m->posted, r, 0);
+  m->nposted--;
+}
+
+/* The earliest of the receives of every kind posted that match (ctx, src, tag). */
+static struct pp_mentry *earliest_posted(const struct pp_match *m, uint32_t ctx, uint32_t src,
+                                         uint32_t tag)
 {
   const uint32_t srcs[4] = {src, src, PP_ANY_SOURCE, PP_ANY_SOURCE};
   const uint32_t tags[4] = {tag, PP_ANY_TAG, tag, PP_ANY_TAG};
+  struct pp_mentry *best = NULL;
+  for (int i = 0; i < 4; i++) {
+    if (!m->nkind[i]) /* no receive of that kind posted: skip its lookup */
+      continue;
+    const struct pp_mqueue *q = lookup(&m->posted, ctx, srcs[i], tags[i]);
+    if (q && (!best || q->head->order < best->order))
+      best = q->head;
+    if (best && m->bug_exact_first) /* the bug: the first kind that has one, not the earliest */
+      break;
+  }
+  return best;
+}
+
+struct pp_mentry *pp_match_arrive(struct pp_match *m, uint32_t ctx, uint32_t src, uint32_t tag)
+{
   struct pp_mentry *best = NULL;
   if (m->nposted == 0)
     return NULL;
@@ -173,26 +207,16 @@ struct pp_mentry *pp_match_arrive(struct pp_match *m, uint32_t ctx, uint32_t src
     const struct pp_mqueue *q = lookup(&m->posted, ctx, src, tag);
     best = q ? q->head : NULL;
   } else {
-    for (int i = 0; i < 4; i++) {
-      if (!m->nkind[i]) /* no receive of that kind posted: skip its lookup */
-        continue;
-      const struct pp_mqueue *q = lookup(&m->posted, ctx, srcs[i], tags[i]);
-      if (q && (!best || q->head->order < best->order))
-        best = q->head;
-      if (best && m->bug_exact_first) /* the bug: the first kind that has one, not the earliest */
-        break;
-    }
+    best = earliest_posted(m, ctx, src, tag);
   }
   if (best)
-    pp_match_remove_posted(m, best);
+    remove_posted(m, best);
   return best;
 }
 
 void pp_match_remove_posted(struct pp_match *m, struct pp_mentry *r)
 {
-  m->nkind[kind_of(r->src, r->tag)]--;
-  unlink_entry(m, &m->posted, r, 0);
-  m->nposted--;
+  remove_posted(m, r);
 }
 
 enum pp_status pp_match_add_unexpected(struct pp_match *m, struct pp_mentry *u, uint32_t ctx,

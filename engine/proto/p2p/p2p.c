@@ -164,6 +164,7 @@ static enum pp_status p2p_lists(struct pp_engine *e, struct p2p *p)
   for (uint32_t i = 0; i < e->cfg.nranks; i++)
     p->peer_of[i] = -1;
   for (uint32_t i = m->max_requests; i-- > 0;) {
+    p->req[i].idx = i;
     p->req[i].next = p->freereq;
     p->freereq = &p->req[i];
   }
@@ -455,8 +456,10 @@ static struct p2p *api(const struct pp_engine *e)
 }
 
 /* After an API call: the work it made possible, and the completions it caused reach the
- * workload through a timer at `now` unless an event is being processed. */
-static enum pp_status api_done(struct pp_engine *e, uint64_t now, enum pp_status s)
+ * workload through a timer at `now` unless an event is being processed. Inline in the API
+ * calls (isend and irecv: the eager path's). */
+static inline __attribute__((always_inline)) enum pp_status
+api_done(struct pp_engine *e, uint64_t now, enum pp_status s)
 {
   struct p2p *p = P2P(e);
   if (p->depth == 0)
@@ -477,26 +480,29 @@ static enum pp_status fail_at_once(struct pp_engine *e, uint64_t now, struct req
   return api_done(e, now, PP_OK);
 }
 
-/* Send r takes the next sequence number of its peer and waits in its line to start. */
-static void send_queue(struct p2p *p, struct peer *pe, struct req *r)
+/* Send r takes the next sequence number of its peer (r->peer) and waits in its line to start. */
+static void send_queue(struct p2p *p, struct req *r)
 {
+  struct peer *pe = &p->peer[r->peer];
+  uint64_t bit = 1ull << r->peer; /* (the index, not pe - p->peer: no division by its size) */
   r->seq = pe->send_seq++;
   r->next = NULL;
   if (pe->pend_tail) {
     pe->pend_tail->next = r;
   } else { /* r is first in line: what an earlier first waited for says nothing about r */
     pe->pend_head = r;
-    p->wait_chan &= ~(1ull << (pe - p->peer));
-    p->wait_tx &= ~(1ull << (pe - p->peer));
+    p->wait_chan &= ~bit;
+    p->wait_tx &= ~bit;
   }
   pe->pend_tail = r;
-  p->pend_mask |= 1ull << (pe - p->peer);
+  p->pend_mask |= bit;
   p->npending++;
 }
 
-static enum pp_status send_common(struct pp_engine *e, uint64_t now, const void *buf,
-                                  uint32_t len, uint32_t dest, uint32_t tag, uint32_t ctx,
-                                  uint64_t cookie, pp_req *out, bool sync)
+/* isend and issend (inline in both: no call with ten arguments, four of them on the stack). */
+static inline __attribute__((always_inline)) enum pp_status
+send_common(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len, uint32_t dest,
+            uint32_t tag, uint32_t ctx, uint64_t cookie, pp_req *out, bool sync)
 {
   struct p2p *p = api(e);
   if (out)
@@ -531,7 +537,7 @@ static enum pp_status send_common(struct pp_engine *e, uint64_t now, const void 
   if (pe->failed)
     return fail_at_once(e, now, r, pe);
   bool direct = p->depth == 0 && !pe->pend_head && progress_idle(p);
-  send_queue(p, pe, r);
+  send_queue(p, r);
   if (!direct)
     return api_done(e, now, PP_OK);
   p->now = now; /* what api_done does, progress being start_all alone */

@@ -222,23 +222,28 @@ struct req {
   uint32_t rank, tag, ctx; /* send: destination; receive: the pattern */
   uint8_t *buf;
   uint32_t len;
+  uint32_t wrs;           /* signalled work requests outstanding */
   uint64_t cookie;
   uint64_t done_ns;
   uint32_t src, mtag, msg_len, got; /* receive: the message matched */
   uint32_t seq, ch;
-  uint32_t wrs;           /* signalled work requests outstanding */
+  uint32_t fq_n;          /* RPUT sender: CTSs in fq (0 for every other request) */
   bool await;             /* sender: waiting for the ACK / the last FIN */
-  uint64_t peer_req;
-  uint64_t raddr;
-  uint32_t rkey;
-  uint32_t nfrag, fnext, fdone, fq_n, fq_head;
-  uint32_t plen;          /* RPUT sender: the bytes the receiver takes (its first CTS) */
   struct req *next;
-  struct req *regnext; /* the registration line */
   /* Not cleared by req_alloc (req_alloc clears up to here). me: the posted-receive queue
    * (pp_container_of gets the req back), read only while R_POSTED says it is queued, and
    * pp_match_post sets every field of its link 0 (the only link a receive uses). */
   struct pp_mentry me;
+  uint32_t idx; /* its slot, r - p->req (set at creation, never cleared: no division per handle) */
+  /* A rendezvous's, from peer_req up to regnext: not cleared by req_alloc either (an eager
+   * message never uses them); p2p_rndv_clear zeroes them when a rendezvous starts (send_begin,
+   * start_recv), before anything reads them. */
+  uint64_t peer_req;
+  uint64_t raddr;
+  uint32_t rkey;
+  uint32_t nfrag, fnext, fdone, fq_head;
+  uint32_t plen;          /* RPUT sender: the bytes the receiver takes (its first CTS) */
+  struct req *regnext; /* the registration line (set as a request joins it) */
   /* Not cleared by req_alloc either (most requests never use them): fq is read only below fq_n, and
    * xmr and rce are empty whenever the request is free (every registration is released before
    * it completes or with it: p2p_release_regs, p2p_put_rce, p2p_drop_xmr). */
@@ -439,8 +444,9 @@ static inline uint32_t nfrag_of(const struct p2p *p, uint32_t len)
  * the nonce (whose bit 31 no slot number has: never PP_REQ_NULL). */
 static inline uint64_t handle_of(const struct p2p *p, const struct req *r)
 {
-  assert(r->gen <= 0xfffffff && (uint32_t)(r - p->req) < p->prm.max_requests);
-  return ((uint64_t)r->gen << 32 | (uint64_t)(r - p->req + 1)) ^ p->nonce;
+  assert(r->gen <= 0xfffffff && r->idx == (uint32_t)(r - p->req) &&
+         r->idx < p->prm.max_requests);
+  return ((uint64_t)r->gen << 32 | ((uint64_t)r->idx + 1)) ^ p->nonce;
 }
 
 static inline struct req *req_of(const struct p2p *p, uint64_t h)
@@ -479,6 +485,12 @@ static inline struct req *req_alloc(struct p2p *p)
   r->gen = gen;
   r->peer = UINT32_MAX;
   return r;
+}
+
+/* A rendezvous starts with r: its fields (peer_req up to regnext) from zero. */
+static inline void p2p_rndv_clear(struct req *r)
+{
+  memset(&r->peer_req, 0, offsetof(struct req, regnext) - offsetof(struct req, peer_req));
 }
 
 /* false, after saying which, for a transition the table does not have (an assert's message). */
@@ -572,7 +584,9 @@ static inline bool p2p_proto_ok(int protocol)
 }
 
 /* req.c */
-void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r);
+void p2p_remove_work(struct p2p *p, struct req *r);
+void p2p_record(struct pp_engine *e, const struct req *r); /* p2p.record: a completed receive */
+void p2p_count_error(struct p2p *p, const struct req *r);  /* the counter of r->err, if any */
 enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now);
 void p2p_fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, uint8_t wc);
 
@@ -608,8 +622,6 @@ void p2p_post_refused(struct pp_engine *e, uint32_t ch);
 enum pp_status p2p_violation(struct pp_engine *e, uint64_t now, struct rx *x, uint8_t type,
                              enum pp_violation_field f, uint64_t value, uint64_t limit,
                              bool at_most);
-enum pp_status p2p_check_match_msg(struct pp_engine *e, uint64_t now, struct rx *x,
-                                   const struct hdr *h, uint32_t body);
 enum pp_status p2p_check_frag(struct pp_engine *e, uint64_t now, struct rx *x,
                               const struct hdr *h, uint32_t idx, uint32_t len);
 enum pp_status p2p_check_cts(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h,
@@ -619,8 +631,8 @@ enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
 
 /* eager.c */
 enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x);
-enum pp_status p2p_on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x,
-                                uint32_t body);
+/* A matching message that passed wire.c's checks (p2p_on_recv). */
+enum pp_status p2p_on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x);
 
 /* rndv.c */
 enum pp_status p2p_run_work(struct pp_engine *e);
@@ -702,12 +714,42 @@ static inline void p2p_reg_unpark(struct p2p *p, struct req *r)
     p2p_reg_leave(p, r);
 }
 
+/* The request is over: it goes to the done list, the workload hears of it at the end of the
+ * event. Inline (every completion's; the rare parts out of line in req.c). */
+static inline void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r)
+{
+  struct p2p *p = P2P(e);
+  if (r->flags & R_WORK)
+    p2p_remove_work(p, r);
+  p2p_reg_unpark(p, r);
+  p2p_req_set(p, r, RQ_DONE);
+  r->done_ns = now;
+  if (r->kind == K_RECV) {
+    if (r->err == PP_P2P_E_OK || r->err == PP_P2P_E_TRUNCATED)
+      p->st.received[r->proto]++;
+    if (p->rec_cap)
+      p2p_record(e, r);
+  }
+  if (r->err != PP_P2P_E_OK)
+    p2p_count_error(p, r);
+  assert(!(r->flags & R_DONEQ));
+  r->flags |= R_DONEQ;
+  r->next = NULL;
+  if (p->done_tail)
+    p->done_tail->next = r;
+  else
+    p->done_head = r;
+  p->done_tail = r;
+  p2p_arm_flush(e, now);
+}
+
 /* A send is over once its work requests completed, nothing is awaited and no CTS waits. */
 static inline void p2p_maybe_complete_send(struct pp_engine *e, uint64_t now, struct req *r)
 {
   if (r->wrs || r->await || r->fq_n || r->state == RQ_DONE)
     return;
-  p2p_release_regs(e, r);
+  if (r->flags & R_REGS) /* (p2p_release_regs would do nothing: an eager send has none) */
+    p2p_release_regs(e, r);
   p2p_complete(e, now, r);
 }
 

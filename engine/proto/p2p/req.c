@@ -41,19 +41,18 @@ static bool unlink_work(struct req **head, struct req **tail, struct req *r)
   return true;
 }
 
-/* r is over: off the work list, or off the part of it p2p_run_work has still to go through (a
- * request that fails with its peer while another one's work is being done). */
-static void remove_work(struct p2p *p, struct req *r)
+/* r (R_WORK) is over: off the work list, or off the part of it p2p_run_work has still to go
+ * through (a request that fails with its peer while another one's work is being done). */
+void p2p_remove_work(struct p2p *p, struct req *r)
 {
-  if (!(r->flags & R_WORK))
-    return;
+  assert(r->flags & R_WORK);
   bool found = unlink_work(&p->work, &p->work_tail, r) || unlink_work(&p->run, NULL, r);
   assert(found);
   (void)found;
   r->flags &= ~R_WORK;
 }
 
-static __attribute__((noinline)) void record(struct pp_engine *e, const struct req *r)
+__attribute__((noinline)) void p2p_record(struct pp_engine *e, const struct req *r)
 {
   struct p2p *p = P2P(e);
   if (p->nrec == p->rec_cap) {
@@ -75,38 +74,14 @@ static __attribute__((noinline)) void record(struct pp_engine *e, const struct r
   };
 }
 
-/* The request is over: it goes to the done list, the workload hears of it at the end of the
- * event. */
-void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r)
+void p2p_count_error(struct p2p *p, const struct req *r)
 {
-  struct p2p *p = P2P(e);
-  remove_work(p, r);
-  p2p_reg_unpark(p, r);
-  p2p_req_set(p, r, RQ_DONE);
-  r->done_ns = now;
-  if (r->kind == K_RECV) {
-    if (r->err == PP_P2P_E_OK || r->err == PP_P2P_E_TRUNCATED)
-      p->st.received[r->proto]++;
-    if (p->rec_cap)
-      record(e, r);
-  }
-  if (r->err == PP_P2P_E_OK) { /* the common case: none of the counters below */
-  } else if (r->err == PP_P2P_E_TRUNCATED) {
+  if (r->err == PP_P2P_E_TRUNCATED)
     p->st.truncated++;
-  } else if (r->err == PP_P2P_E_CANCELLED) {
+  else if (r->err == PP_P2P_E_CANCELLED)
     p->st.cancelled++;
-  } else if (r->err == PP_P2P_E_FAILED || r->err == PP_P2P_E_NO_MR || r->err == PP_P2P_E_PEER) {
+  else if (r->err == PP_P2P_E_FAILED || r->err == PP_P2P_E_NO_MR || r->err == PP_P2P_E_PEER)
     p->st.failed++;
-  }
-  assert(!(r->flags & R_DONEQ));
-  r->flags |= R_DONEQ;
-  r->next = NULL;
-  if (p->done_tail)
-    p->done_tail->next = r;
-  else
-    p->done_head = r;
-  p->done_tail = r;
-  p2p_arm_flush(e, now);
 }
 
 static enum pp_wc_status wc_of(const struct req *r)

@@ -54,7 +54,7 @@ static bool frag_write(struct pp_engine *e, struct req *r, const struct frag *f,
    * slot itself. */
   bool sig = c->sq_used + 1 == e->cfg.qp.sq_depth;
   struct pp_send_wr wr = {
-      .wr_id = WRID(W_WRITE, r->gen, r - p->req),
+      .wr_id = WRID(W_WRITE, r->gen, r->idx),
       .opcode = PP_WR_RDMA_WRITE,
       .send_flags = sig ? PP_SEND_SIGNALED : 0,
       .num_sge = 1,
@@ -214,7 +214,7 @@ static void rget_read(struct pp_engine *e, struct req *r)
   struct p2p *p = P2P(e);
   struct chan *c = &p->ch[r->ch];
   struct pp_send_wr wr = {
-      .wr_id = WRID(W_READ, r->gen, r - p->req),
+      .wr_id = WRID(W_READ, r->gen, r->idx),
       .opcode = PP_WR_RDMA_READ,
       .send_flags = PP_SEND_SIGNALED,
       .num_sge = 1,

@@ -33,9 +33,10 @@ enum pp_status p2p_violation(struct pp_engine *e, uint64_t now, struct rx *x, ui
 
 /* A matching message (EAGER, RTS) as its header says: its length against the bytes that came,
  * its flags, its tag and its sequence number against the window the credits allow (every
- * message of the peer not yet delivered holds one of the credits of its channel). */
-enum pp_status p2p_check_match_msg(struct pp_engine *e, uint64_t now, struct rx *x,
-                                   const struct hdr *h, uint32_t body)
+ * message of the peer not yet delivered holds one of the credits of its channel). Static: it
+ * is inlined into p2p_on_recv, the eager path's. */
+static enum pp_status check_match_msg(struct pp_engine *e, uint64_t now, struct rx *x,
+                                      const struct hdr *h, uint32_t body)
 {
   struct p2p *p = P2P(e);
   const struct peer *pe = &p->peer[p->ch[x->ch].peer];
@@ -135,7 +136,9 @@ enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
   case M_RTS:
     if (x->pool && ((s = p2p_srq_arrive(e, now, x, h)) != PP_OK || x->state == RX_DEAD))
       return s;
-    return p2p_on_match_msg(e, now, x, wc->byte_len - HDR);
+    if ((s = check_match_msg(e, now, x, h, wc->byte_len - HDR)) != PP_OK || x->state == RX_DEAD)
+      return s;
+    return p2p_on_match_msg(e, now, x);
   case M_CTS:
     return p2p_on_cts(e, now, x, h);
   case M_FIN:
