@@ -630,6 +630,7 @@ static void idle_done_to_bye(struct boot_link fd[2], uint64_t gen)
     cr_assert_eq(recv_type(&fd[r], &b), BOOT_BYE);
     cr_assert_eq(boot_get8(&b), PP_OUTCOME_COMPLETED);
     close(fd[r].fd);
+    fd[r].fd = -1;
   }
   boot_buf_free(&o);
   boot_buf_free(&b);
@@ -643,6 +644,59 @@ static void coord_completed(struct coord_ctx *c, pthread_t th)
   cr_assert_eq(c->res.outcome, PP_OUTCOME_COMPLETED);
   pp_run_result_free(&c->res);
   close(c->a.listen_fd);
+}
+
+/* A coordinator on 127.0.0.1 (boot timeout 5 s, no-progress bound no_progress_ns: 0 none) and
+ * both fake ranks past GO (fake_start): what most coordinator tests start from. They talk to it
+ * on fd with b, and end with two_fake_ranks_end. */
+struct two_ranks {
+  struct coord_ctx c;
+  pthread_t th;
+  bool joined;
+  struct boot_link fd[2];
+  struct boot_buf b;
+};
+
+/* two_fake_ranks_begin with the launcher's check() callback set (boot_coord_args.check). */
+static void two_fake_ranks_begin_checked(struct two_ranks *t, uint64_t no_progress_ns,
+                                         int (*check)(void *ctx, char *err, size_t errlen),
+                                         void *check_ctx)
+{
+  coord_init(&t->c, 5000000000ull, no_progress_ns);
+  t->c.a.check = check;
+  t->c.a.check_ctx = check_ctx;
+  cr_assert_eq(pthread_create(&t->th, NULL, coord_thread, &t->c), 0);
+  t->joined = false;
+  t->b = (struct boot_buf){0};
+  fake_start(&t->c, t->fd, &t->b);
+}
+
+static void two_fake_ranks_begin(struct two_ranks *t, uint64_t no_progress_ns)
+{
+  two_fake_ranks_begin_checked(t, no_progress_ns, NULL, NULL);
+}
+
+/* The ranks' links still open closed (they go away), the coordinator's thread joined: its
+ * verdict is in t->c.s, t->c.err and t->c.res. */
+static void two_fake_ranks_hang_up(struct two_ranks *t)
+{
+  for (int r = 0; r < 2; r++) {
+    if (t->fd[r].fd >= 0)
+      close(t->fd[r].fd);
+    t->fd[r].fd = -1;
+  }
+  if (!t->joined)
+    pthread_join(t->th, NULL);
+  t->joined = true;
+}
+
+/* two_fake_ranks_hang_up, then the coordinator's result, b and its listening socket freed. */
+static void two_fake_ranks_end(struct two_ranks *t)
+{
+  two_fake_ranks_hang_up(t);
+  pp_run_result_free(&t->c.res);
+  boot_buf_free(&t->b);
+  close(t->c.a.listen_fd);
 }
 
 Test(verbs, coordinator_runs_fake_ranks_to_quiescence)
@@ -721,86 +775,72 @@ Test(verbs, coordinator_runs_fake_ranks_to_quiescence)
 
 Test(verbs, coordinator_probe_is_void_when_a_rank_moved)
 {
-  struct coord_ctx c;
-  pthread_t th;
-  start_coord(&c, 5000000000ull, &th);
-  struct boot_link fd[2];
-  struct boot_buf b = {0};
-  fake_start(&c, fd, &b);
-  send_state(&fd[0], false, 1);
-  send_state(&fd[1], false, 1);
+  struct two_ranks t;
+  two_fake_ranks_begin(&t, 0);
+  send_state(&t.fd[0], false, 1);
+  send_state(&t.fd[1], false, 1);
   uint64_t id = 0;
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE);
-    id = boot_get64(&b);
+    cr_assert_eq(recv_type(&t.fd[r], &t.b), BOOT_PROBE);
+    id = boot_get64(&t.b);
   }
   /* rank 1 processed a completion between its idle report and the probe */
   struct boot_buf o = {0};
   boot_put64(&o, id);
   boot_put8(&o, 1);
   boot_put64(&o, 2);
-  boot_send(&fd[1], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
+  boot_send(&t.fd[1], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
   o.len = 0;
   boot_put64(&o, id);
   boot_put8(&o, 1);
   boot_put64(&o, 1);
-  boot_send(&fd[0], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
+  boot_send(&t.fd[0], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
   /* ... so no STOP; its new idle report starts another probe */
-  send_state(&fd[1], false, 2);
+  send_state(&t.fd[1], false, 2);
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE, "a second probe, not STOP");
-    cr_assert_gt(boot_get64(&b), id);
+    cr_assert_eq(recv_type(&t.fd[r], &t.b), BOOT_PROBE, "a second probe, not STOP");
+    cr_assert_gt(boot_get64(&t.b), id);
   }
-  close(fd[0].fd);
-  close(fd[1].fd);
-  pthread_join(th, NULL);
-  cr_assert_neq(c.s, PP_OK);
-  cr_assert(strstr(c.err, "went away"), "%s", c.err);
+  two_fake_ranks_hang_up(&t);
+  cr_assert_neq(t.c.s, PP_OK);
+  cr_assert(strstr(t.c.err, "went away"), "%s", t.c.err);
   boot_buf_free(&o);
-  boot_buf_free(&b);
-  close(c.a.listen_fd);
+  two_fake_ranks_end(&t);
 }
 
 /* A rank answers the probe, then processes a late completion and reports it: the coordinator must
  * probe again (it once waited for ever on the stale probe). */
 Test(verbs, coordinator_probes_again_after_a_late_report)
 {
-  struct coord_ctx c;
-  pthread_t th;
-  start_coord(&c, 5000000000ull, &th);
-  struct boot_link fd[2];
-  struct boot_buf b = {0}, o = {0};
-  fake_start(&c, fd, &b);
-  send_state(&fd[0], true, 1);
-  send_state(&fd[1], true, 1);
+  struct two_ranks t;
+  struct boot_buf o = {0};
+  two_fake_ranks_begin(&t, 0);
+  send_state(&t.fd[0], true, 1);
+  send_state(&t.fd[1], true, 1);
   uint64_t id[2];
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE);
-    id[r] = boot_get64(&b);
+    cr_assert_eq(recv_type(&t.fd[r], &t.b), BOOT_PROBE);
+    id[r] = boot_get64(&t.b);
   }
   boot_put64(&o, id[0]);
   boot_put8(&o, 1);
   boot_put64(&o, 1);
-  boot_send(&fd[0], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
-  send_state(&fd[0], true, 2); /* rank 0 moved after its answer; rank 1 has not answered */
+  boot_send(&t.fd[0], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
+  send_state(&t.fd[0], true, 2); /* rank 0 moved after its answer; rank 1 has not answered */
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_PROBE, "a new probe, not a hang");
-    uint64_t nid = boot_get64(&b);
+    cr_assert_eq(recv_type(&t.fd[r], &t.b), BOOT_PROBE, "a new probe, not a hang");
+    uint64_t nid = boot_get64(&t.b);
     cr_assert_gt(nid, id[r]);
     o.len = 0;
     boot_put64(&o, nid);
     boot_put8(&o, 1);
     boot_put64(&o, r == 0 ? 2 : 1);
-    boot_send(&fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
+    boot_send(&t.fd[r], BOOT_PROBE_REPLY, &o, boot_now_ns() + 1000000000ull);
   }
   for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
-  close(fd[0].fd);
-  close(fd[1].fd);
-  pthread_join(th, NULL);
+    cr_assert_eq(recv_type(&t.fd[r], &t.b), BOOT_STOP);
   boot_buf_free(&o);
-  boot_buf_free(&b);
-  close(c.a.listen_fd);
+  two_fake_ranks_end(&t);
 }
 
 /* Rank link l answers the probe id: idle or not, at generation gen. */
@@ -851,20 +891,12 @@ static void probe_confirmed_to_stop(struct boot_link fd[2], struct boot_buf *b, 
  * again; its new report starts the probe that stops the run. */
 Test(verbs, coordinator_stale_idle_report_then_activity_does_not_stop_the_run)
 {
-  struct coord_ctx c;
-  pthread_t th;
-  start_coord(&c, 5000000000ull, &th);
-  struct boot_link fd[2];
-  struct boot_buf b = {0};
-  fake_start(&c, fd, &b);
-  uint64_t id = probe_after_reports(fd, &b, true, 3);
-  send_state(&fd[1], false, 3); /* idle again after its grace */
-  probe_confirmed_to_stop(fd, &b, id + 1, 1, 3);
-  close(fd[0].fd);
-  close(fd[1].fd);
-  pthread_join(th, NULL); /* the ranks went away before their results: not a completed run */
-  boot_buf_free(&b);
-  close(c.a.listen_fd);
+  struct two_ranks t;
+  two_fake_ranks_begin(&t, 0);
+  uint64_t id = probe_after_reports(t.fd, &t.b, true, 3);
+  send_state(&t.fd[1], false, 3); /* idle again after its grace */
+  probe_confirmed_to_stop(t.fd, &t.b, id + 1, 1, 3);
+  two_fake_ranks_end(&t); /* the ranks go away before their results: not a completed run */
 }
 
 /* A probe finds a rank working (not idle) at the gen of its stale report: its report is void at
@@ -872,21 +904,13 @@ Test(verbs, coordinator_stale_idle_report_then_activity_does_not_stop_the_run)
  * as far as the coordinator knows) until the voided rank reports again. */
 Test(verbs, coordinator_probe_reply_voids_a_stale_report)
 {
-  struct coord_ctx c;
-  pthread_t th;
-  start_coord(&c, 5000000000ull, &th);
-  struct boot_link fd[2];
-  struct boot_buf b = {0};
-  fake_start(&c, fd, &b);
-  uint64_t id = probe_after_reports(fd, &b, false, 1);
-  send_state(&fd[0], false, 1); /* rank 0 again (its report stands): no probe, rank 1 works */
-  send_state(&fd[1], false, 2); /* rank 1 idle again: the next probe, the only one */
-  probe_confirmed_to_stop(fd, &b, id + 1, 1, 2);
-  close(fd[0].fd);
-  close(fd[1].fd);
-  pthread_join(th, NULL); /* the ranks went away before their results: not a completed run */
-  boot_buf_free(&b);
-  close(c.a.listen_fd);
+  struct two_ranks t;
+  two_fake_ranks_begin(&t, 0);
+  uint64_t id = probe_after_reports(t.fd, &t.b, false, 1);
+  send_state(&t.fd[0], false, 1); /* rank 0 again (its report stands): no probe, rank 1 works */
+  send_state(&t.fd[1], false, 2); /* rank 1 idle again: the next probe, the only one */
+  probe_confirmed_to_stop(t.fd, &t.b, id + 1, 1, 2);
+  two_fake_ranks_end(&t); /* the ranks go away before their results: not a completed run */
 }
 
 Test(verbs, coordinator_names_the_rank_that_never_came)
@@ -1836,10 +1860,9 @@ static void mark_answer_qps(struct boot_link *l, uint64_t id, uint32_t rank,
 }
 
 /* The end of a run stopped before it was done: both fake ranks send their RESULT (not done,
- * their waits, their QPs when d is not NULL) and get BYE with `want`, which the coordinator
- * returns. */
-static void end_stuck(struct coord_ctx *c, pthread_t th, struct boot_link fd[2],
-                      struct boot_buf *b, const struct fake_dev *d, enum pp_outcome want)
+ * their waits, their QPs when d is not NULL), get BYE with `want` and hang up; the coordinator
+ * returns `want`. */
+static void end_stuck(struct two_ranks *t, const struct fake_dev *d, enum pp_outcome want)
 {
   for (int r = 0; r < 2; r++) {
     struct pp_rank_result rr = {0};
@@ -1850,17 +1873,16 @@ static void end_stuck(struct coord_ctx *c, pthread_t th, struct boot_link fd[2],
     boot_put_waits(&o, r ? rank1_waits : rank0_waits, r ? 2 : 1, r ? 2 : 1);
     if (d)
       fake_qps(&o, (uint32_t)r, d);
-    cr_assert_eq(boot_send(&fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
+    cr_assert_eq(boot_send(&t->fd[r], BOOT_RESULT, &o, boot_now_ns() + 1000000000ull), 0);
     boot_buf_free(&o);
   }
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_type(&fd[r], b), BOOT_BYE);
-    cr_assert_eq(boot_get8(b), want);
-    close(fd[r].fd);
+    cr_assert_eq(recv_type(&t->fd[r], &t->b), BOOT_BYE);
+    cr_assert_eq(boot_get8(&t->b), want);
   }
-  pthread_join(th, NULL);
-  cr_assert_eq(c->s, PP_OK, "%s", c->err);
-  cr_assert_eq(c->res.outcome, want);
+  two_fake_ranks_hang_up(t);
+  cr_assert_eq(t->c.s, PP_OK, "%s", t->c.err);
+  cr_assert_eq(t->c.res.outcome, want);
 }
 
 /* A rank inside one long system call (rxe's ibv_post_send on a loaded emulated guest) sends no
@@ -1869,53 +1891,45 @@ static void end_stuck(struct coord_ctx *c, pthread_t th, struct boot_link fd[2],
  * STOP. And a rank that cannot answer at all is judged after 30 bounds. */
 Test(verbs, coordinator_asks_before_it_judges_no_progress)
 {
-  struct coord_ctx c;
-  pthread_t th;
+  struct two_ranks t;
   uint64_t bound = 300000000ull;
-  start_coord_np(&c, 5000000000ull, bound, &th);
-  struct boot_link fd[2];
-  struct boot_buf b = {0};
-  fake_start(&c, fd, &b);
-  uint64_t go = test_now(&c);
-  cr_assert_eq(recv_advancing(&c, fd, &fd[0], &b, bound / 4), BOOT_MARK_PROBE);
-  uint64_t id = boot_get64(&b);
-  cr_assert_eq(recv_type(&fd[1], &b), BOOT_MARK_PROBE);
-  cr_assert_geq(test_now(&c) - go, bound, "asked once the bound passed");
-  mark_answer(&fd[1], id, false);
-  advance(&c, fd, 2 * bound); /* rank 0 is "inside a system call": it answers late, moved */
-  mark_answer(&fd[0], id, true);
-  uint64_t moved = test_now(&c);
+  two_fake_ranks_begin(&t, bound);
+  uint64_t go = test_now(&t.c);
+  cr_assert_eq(recv_advancing(&t.c, t.fd, &t.fd[0], &t.b, bound / 4), BOOT_MARK_PROBE);
+  uint64_t id = boot_get64(&t.b);
+  cr_assert_eq(recv_type(&t.fd[1], &t.b), BOOT_MARK_PROBE);
+  cr_assert_geq(test_now(&t.c) - go, bound, "asked once the bound passed");
+  mark_answer(&t.fd[1], id, false);
+  advance(&t.c, t.fd, 2 * bound); /* rank 0 is "inside a system call": it answers late, moved */
+  mark_answer(&t.fd[0], id, true);
+  uint64_t moved = test_now(&t.c);
   /* no STOP: the next suspicion comes a bound after the answer */
-  cr_assert_eq(recv_advancing(&c, fd, &fd[0], &b, bound / 4), BOOT_MARK_PROBE,
+  cr_assert_eq(recv_advancing(&t.c, t.fd, &t.fd[0], &t.b, bound / 4), BOOT_MARK_PROBE,
                "a new suspicion, not a STOP");
-  uint64_t id2 = boot_get64(&b);
+  uint64_t id2 = boot_get64(&t.b);
   cr_assert_neq(id2, id);
-  cr_assert_eq(recv_type(&fd[1], &b), BOOT_MARK_PROBE);
-  cr_assert_geq(test_now(&c) - moved, bound, "the answer 'moved' counted as progress");
-  mark_answer(&fd[0], id, false); /* a stale answer to the first probe counts for nothing */
-  mark_answer(&fd[0], id2, false);
-  advance(&c, fd, bound / 2);
-  mark_answer(&fd[1], id2, false);
+  cr_assert_eq(recv_type(&t.fd[1], &t.b), BOOT_MARK_PROBE);
+  cr_assert_geq(test_now(&t.c) - moved, bound, "the answer 'moved' counted as progress");
+  mark_answer(&t.fd[0], id, false); /* a stale answer to the first probe counts for nothing */
+  mark_answer(&t.fd[0], id2, false);
+  advance(&t.c, t.fd, bound / 2);
+  mark_answer(&t.fd[1], id2, false);
   for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP, "both still: no progress");
-  end_stuck(&c, th, fd, &b, NULL, PP_OUTCOME_NO_PROGRESS);
-  pp_run_result_free(&c.res);
-  close(c.a.listen_fd);
+    cr_assert_eq(recv_type(&t.fd[r], &t.b), BOOT_STOP, "both still: no progress");
+  end_stuck(&t, NULL, PP_OUTCOME_NO_PROGRESS);
+  two_fake_ranks_end(&t);
 
   /* a rank that never answers: STOP 30 bounds after the question */
-  start_coord_np(&c, 5000000000ull, bound, &th);
-  fake_start(&c, fd, &b);
-  cr_assert_eq(recv_advancing(&c, fd, &fd[0], &b, bound / 4), BOOT_MARK_PROBE);
-  uint64_t asked = test_now(&c);
-  mark_answer(&fd[0], boot_get64(&b), false);
-  cr_assert_eq(recv_type(&fd[1], &b), BOOT_MARK_PROBE); /* and rank 1 says nothing */
-  cr_assert_eq(recv_advancing(&c, fd, &fd[0], &b, bound), BOOT_STOP);
-  cr_assert_geq(test_now(&c) - asked, 30 * bound, "30 bounds to answer");
-  cr_assert_eq(recv_type(&fd[1], &b), BOOT_STOP);
-  end_stuck(&c, th, fd, &b, NULL, PP_OUTCOME_NO_PROGRESS);
-  pp_run_result_free(&c.res);
-  boot_buf_free(&b);
-  close(c.a.listen_fd);
+  two_fake_ranks_begin(&t, bound);
+  cr_assert_eq(recv_advancing(&t.c, t.fd, &t.fd[0], &t.b, bound / 4), BOOT_MARK_PROBE);
+  uint64_t asked = test_now(&t.c);
+  mark_answer(&t.fd[0], boot_get64(&t.b), false);
+  cr_assert_eq(recv_type(&t.fd[1], &t.b), BOOT_MARK_PROBE); /* and rank 1 says nothing */
+  cr_assert_eq(recv_advancing(&t.c, t.fd, &t.fd[0], &t.b, bound), BOOT_STOP);
+  cr_assert_geq(test_now(&t.c) - asked, 30 * bound, "30 bounds to answer");
+  cr_assert_eq(recv_type(&t.fd[1], &t.b), BOOT_STOP);
+  end_stuck(&t, NULL, PP_OUTCOME_NO_PROGRESS);
+  two_fake_ranks_end(&t);
 }
 
 /* Answers every MARK_PROBE with the QPs of d (the device moves, rq_psn += 50, at the first
@@ -1947,18 +1961,13 @@ static int probe_until_stop(struct coord_ctx *c, struct boot_link fd[2], struct 
 
 /* A run whose busy ranks answer every question "still" with the QPs of d, the device moving at
  * the first `moves` questions, to its end (no_progress): how many questions it took. The
- * coordinator's result is in c->res (free it, and close c->a.listen_fd). */
-static int still_run(struct coord_ctx *c, struct fake_dev *d, int moves, uint64_t *changed)
+ * coordinator's result is in t->c.res (two_fake_ranks_end frees it). */
+static int still_run(struct two_ranks *t, struct fake_dev *d, int moves, uint64_t *changed)
 {
-  pthread_t th;
-  start_coord_np(c, 5000000000ull, 50000000ull, &th);
-  struct boot_link fd[2];
-  struct boot_buf b = {0};
-  fake_start(c, fd, &b);
-  int probes = probe_until_stop(c, fd, &b, d, moves, changed);
-  end_stuck(c, th, fd, &b, d, PP_OUTCOME_NO_PROGRESS);
-  boot_buf_free(&b);
-  cr_assert_not_null(c->res.hang);
+  two_fake_ranks_begin(t, 50000000ull);
+  int probes = probe_until_stop(&t->c, t->fd, &t->b, d, moves, changed);
+  end_stuck(t, d, PP_OUTCOME_NO_PROGRESS);
+  cr_assert_not_null(t->c.res.hang);
   return probes;
 }
 
@@ -1969,21 +1978,20 @@ static int still_run(struct coord_ctx *c, struct fake_dev *d, int moves, uint64_
  * (coordinator_asks_before_it_judges_no_progress) the first "still" from both stops the run. */
 Test(verbs, coordinator_waits_for_a_device_that_owes_work_and_names_it)
 {
-  struct coord_ctx c;
+  struct two_ranks t;
   struct fake_dev d = {.rq_psn = 300}; /* 200 PSNs behind rank 0's next; nothing outstanding */
   uint64_t changed;
-  int probes = still_run(&c, &d, 3, &changed);
+  int probes = still_run(&t, &d, 3, &changed);
   cr_assert_gt(probes, 4, "all still, yet the device owed work: asked again (%d)", probes);
-  cr_assert_geq(test_now(&c) - changed, 30 * c.a.no_progress_ns,
+  cr_assert_geq(test_now(&t.c) - changed, 30 * t.c.a.no_progress_ns,
                 "30 bounds after the PSNs last changed");
   char want[160];
   snprintf(want, sizeof(want), "device: rank 0's QP 10 (fake0) has every request it sent completed "
            "(next PSN 500), but rank 1's QP 11 (fake0) expects PSN %u, %u PSNs behind", d.rq_psn,
            500 - d.rq_psn);
-  cr_assert(strstr(c.res.hang->cause, want), "cause: %s", c.res.hang->cause);
-  cr_assert(strstr(c.res.hang->cause, "not for each other"), "cause: %s", c.res.hang->cause);
-  pp_run_result_free(&c.res);
-  close(c.a.listen_fd);
+  cr_assert(strstr(t.c.res.hang->cause, want), "cause: %s", t.c.res.hang->cause);
+  cr_assert(strstr(t.c.res.hang->cause, "not for each other"), "cause: %s", t.c.res.hang->cause);
+  two_fake_ranks_end(&t);
 }
 
 /* A requester ahead of its peer's responder with send WRs still outstanding waits for the
@@ -2001,21 +2009,21 @@ Test(verbs, outstanding_requests_the_responder_can_take_are_the_device)
       {{.rq_psn = 300, .outstanding = 6, .takes_recv = 0, .rq_posted = 0}, "READs only"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    struct coord_ctx c;
+    struct two_ranks t;
     struct fake_dev d = cases[i].d;
     uint64_t changed;
-    int probes = still_run(&c, &d, 3, &changed);
+    int probes = still_run(&t, &d, 3, &changed);
     cr_assert_gt(probes, 4, "%s: patience for the device (%d probes)", cases[i].why, probes);
-    cr_assert_geq(test_now(&c) - changed, 30 * c.a.no_progress_ns, "%s", cases[i].why);
+    cr_assert_geq(test_now(&t.c) - changed, 30 * t.c.a.no_progress_ns, "%s", cases[i].why);
     char want[256];
     snprintf(want, sizeof(want),
              "device: rank 0's QP 10 (fake0) has %u send WRs outstanding (%u take a receive) and "
              "sent up to PSN 500, but rank 1's QP 11 (fake0) expects PSN %u, %u PSNs behind, "
              "with %u receives posted: no RNR wait",
              d.outstanding, d.takes_recv, d.rq_psn, 500 - d.rq_psn, d.rq_posted);
-    cr_assert(strstr(c.res.hang->cause, want), "%s: cause: %s", cases[i].why, c.res.hang->cause);
-    pp_run_result_free(&c.res);
-    close(c.a.listen_fd);
+    cr_assert(strstr(t.c.res.hang->cause, want), "%s: cause: %s", cases[i].why,
+              t.c.res.hang->cause);
+    two_fake_ranks_end(&t);
   }
 }
 
@@ -2025,39 +2033,34 @@ Test(verbs, outstanding_requests_the_responder_can_take_are_the_device)
  * the first "still" from both stops the run, and the cause is the waits', not the device's. */
 Test(verbs, outstanding_requests_ahead_of_the_responder_are_not_the_device)
 {
-  struct coord_ctx c;
+  struct two_ranks t;
   struct fake_dev d = {.rq_psn = 300, .outstanding = 4, .takes_recv = 1, .rq_posted = 0};
   uint64_t changed;
-  int probes = still_run(&c, &d, 3, &changed);
+  int probes = still_run(&t, &d, 3, &changed);
   cr_assert_eq(probes, 1, "no patience for the protocol's own hang (%d probes)", probes);
-  cr_assert_null(strstr(c.res.hang->cause, "device:"), "cause: %s", c.res.hang->cause);
-  pp_run_result_free(&c.res);
-  close(c.a.listen_fd);
+  cr_assert_null(strstr(t.c.res.hang->cause, "device:"), "cause: %s", t.c.res.hang->cause);
+  two_fake_ranks_end(&t);
 }
 
 Test(verbs, coordinator_stops_a_run_without_progress_and_collects_the_hang)
 {
-  struct coord_ctx c;
-  pthread_t th;
+  struct two_ranks t;
   uint64_t bound = 300000000ull;
-  start_coord_np(&c, 5000000000ull, bound, &th);
-  struct boot_link fd[2];
-  struct boot_buf b = {0};
-  fake_start(&c, fd, &b);
-  advance(&c, fd, bound * 2 / 3);
-  cr_assert_eq(boot_send(&fd[0], BOOT_PROGRESS, NULL, boot_now_ns() + 1000000000ull), 0);
-  uint64_t told = test_now(&c);
+  two_fake_ranks_begin(&t, bound);
+  advance(&t.c, t.fd, bound * 2 / 3);
+  cr_assert_eq(boot_send(&t.fd[0], BOOT_PROGRESS, NULL, boot_now_ns() + 1000000000ull), 0);
+  uint64_t told = test_now(&t.c);
   /* the bound passed: the coordinator asks, both answer that they did not move */
   for (int r = 0; r < 2; r++) {
-    cr_assert_eq(recv_advancing(&c, fd, &fd[r], &b, bound / 4), BOOT_MARK_PROBE,
+    cr_assert_eq(recv_advancing(&t.c, t.fd, &t.fd[r], &t.b, bound / 4), BOOT_MARK_PROBE,
                  "asked before judged");
-    mark_answer(&fd[r], boot_get64(&b), false);
+    mark_answer(&t.fd[r], boot_get64(&t.b), false);
   }
-  cr_assert_geq(test_now(&c) - told, bound, "the PROGRESS moved the bound");
+  cr_assert_geq(test_now(&t.c) - told, bound, "the PROGRESS moved the bound");
   for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP, "no probe: nobody is idle");
-  end_stuck(&c, th, fd, &b, NULL, PP_OUTCOME_NO_PROGRESS);
-  const struct pp_hang *h = c.res.hang;
+    cr_assert_eq(recv_type(&t.fd[r], &t.b), BOOT_STOP, "no probe: nobody is idle");
+  end_stuck(&t, NULL, PP_OUTCOME_NO_PROGRESS);
+  const struct pp_hang *h = t.c.res.hang;
   cr_assert_not_null(h);
   cr_assert_eq(h->trigger, PP_HANG_TRIGGER_NO_PROGRESS);
   cr_assert_eq(h->clock, PP_HANG_CLOCK_RUN, "wall-clock time from GO, not CLOCK_MONOTONIC");
@@ -2068,37 +2071,30 @@ Test(verbs, coordinator_stops_a_run_without_progress_and_collects_the_hang)
   cr_assert_eq(h->ncycle, 2);
   cr_assert(strstr(h->cause, "unposted receive: rank 0's message to rank 1 (tag 1)"), "%s",
             h->cause);
-  pp_run_result_free(&c.res);
-  cr_assert_null(c.res.hang);
-  boot_buf_free(&b);
-  close(c.a.listen_fd);
+  pp_run_result_free(&t.c.res);
+  cr_assert_null(t.c.res.hang);
+  two_fake_ranks_end(&t);
 }
 
 /* Idle ranks with operations pending: quiescence, outcome stalled, the hang from the RESULTs. */
 Test(verbs, coordinator_reports_the_hang_of_a_stalled_run)
 {
-  struct coord_ctx c;
-  pthread_t th;
-  start_coord_np(&c, 5000000000ull, 60000000000ull, &th);
-  struct boot_link fd[2];
-  struct boot_buf b = {0};
-  fake_start(&c, fd, &b);
-  send_state(&fd[0], false, 4);
-  send_state(&fd[1], false, 4);
+  struct two_ranks t;
+  two_fake_ranks_begin(&t, 60000000000ull);
+  send_state(&t.fd[0], false, 4);
+  send_state(&t.fd[1], false, 4);
   for (int r = 0; r < 2; r++)
-    answer_probe(&fd[r], 4);
+    answer_probe(&t.fd[r], 4);
   for (int r = 0; r < 2; r++)
-    cr_assert_eq(recv_type(&fd[r], &b), BOOT_STOP);
-  end_stuck(&c, th, fd, &b, NULL, PP_OUTCOME_STALLED);
-  cr_assert_not_null(c.res.hang);
-  cr_assert_eq(c.res.hang->trigger, PP_HANG_TRIGGER_QUIESCENCE);
-  cr_assert_eq(c.res.hang->nedges, 2);
-  cr_assert_eq(c.res.hang->edge[0].from, 0);
-  cr_assert_eq(c.res.hang->edge[0].to, 1);
-  cr_assert_eq(c.res.hang->edge[0].kind, PP_WAIT_CTS);
-  pp_run_result_free(&c.res);
-  boot_buf_free(&b);
-  close(c.a.listen_fd);
+    cr_assert_eq(recv_type(&t.fd[r], &t.b), BOOT_STOP);
+  end_stuck(&t, NULL, PP_OUTCOME_STALLED);
+  cr_assert_not_null(t.c.res.hang);
+  cr_assert_eq(t.c.res.hang->trigger, PP_HANG_TRIGGER_QUIESCENCE);
+  cr_assert_eq(t.c.res.hang->nedges, 2);
+  cr_assert_eq(t.c.res.hang->edge[0].from, 0);
+  cr_assert_eq(t.c.res.hang->edge[0].to, 1);
+  cr_assert_eq(t.c.res.hang->edge[0].kind, PP_WAIT_CTS);
+  two_fake_ranks_end(&t);
 }
 
 /* A coordinator that did not run for longer than the bound (its CPU taken: busy-polling ranks
@@ -2128,28 +2124,23 @@ static int stall_once(void *ctx, char *err, size_t errlen)
 
 Test(verbs, coordinator_reads_waiting_progress_before_it_judges)
 {
-  struct coord_ctx c;
-  pthread_t th;
+  struct two_ranks t;
   static struct stall st;
-  coord_init(&c, 5000000000ull, 300000000ull);
-  st = (struct stall){.c = &c};
-  c.a.check = stall_once;
-  c.a.check_ctx = &st;
-  cr_assert_eq(pthread_create(&th, NULL, coord_thread, &c), 0);
-  struct boot_link fd[2];
-  struct boot_buf b = {0};
-  fake_start(&c, fd, &b);
-  delivered(&fd[1]);
-  __atomic_store_n(&st.fd, &fd[0], __ATOMIC_SEQ_CST); /* the next check() stalls */
+  st = (struct stall){.c = &t.c};
+  two_fake_ranks_begin_checked(&t, 300000000ull, stall_once, &st);
+  delivered(&t.fd[1]);
+  __atomic_store_n(&st.fd, &t.fd[0], __ATOMIC_SEQ_CST); /* the next check() stalls */
   uint64_t dl = boot_now_ns() + 30000000000ull;
   while (__atomic_load_n(&st.fd, __ATOMIC_SEQ_CST)) {
     cr_assert_lt(boot_now_ns(), dl, "the coordinator never called check()");
     usleep(1000);
   }
   /* past the stall (asked whether it moved, not stopped); then both ranks are idle and done */
-  idle_done_to_bye(fd, 2);
-  coord_completed(&c, th);
-  boot_buf_free(&b);
+  idle_done_to_bye(t.fd, 2);
+  two_fake_ranks_hang_up(&t);
+  cr_assert_eq(t.c.s, PP_OK, "%s", t.c.err);
+  cr_assert_eq(t.c.res.outcome, PP_OUTCOME_COMPLETED);
+  two_fake_ranks_end(&t);
 }
 
 /* ---------------------------------------------------------------- per-driver counters */
