@@ -2198,19 +2198,28 @@ Test(simnic, rc_model_is_checked)
   cr_assert_eq(prof.rc_model, PP_RC_IBTA, "the default is the spec's");
 }
 
+/* A SEND posted to a peer that never answers (every request lost), ACK timeout code 8 (1 ms),
+ * under model m with retry_cnt. */
+static struct pair *dead_peer_pair(enum pp_rc_model m, uint8_t retry_cnt)
+{
+  struct pp_nic_profile prof = model_profile(m);
+  struct h_qp_opts o = h_qp_defaults();
+  o.timeout = 8;
+  o.retry_cnt = retry_cnt;
+  struct pair *p = pair_alloc(&prof, 0, 1);
+  pair_connect(p, &o);
+  tap_drop(p->tap, "REQ", UINT32_MAX);
+  post_ok(p, A, PP_WR_SEND, 1, 0, 64, 0, true);
+  return p;
+}
+
 /* A peer that never answers (every request lost), retry_cnt 7, ACK timeout code 8 (1 ms). The
  * IBTA: 7 retries, then RETRY_EXC_ERR one timeout after the eighth transmission. rxe: 7 is
  * never counted down (rxe_comp.c, rxe_completer, COMPST_ERROR_RETRY), the requester retries
  * every timeout forever; when the peer answers again the SEND completes. */
 Test(simnic, retry_cnt_7_against_a_dead_peer_ibta_fails)
 {
-  struct pp_nic_profile prof = model_profile(PP_RC_IBTA);
-  struct h_qp_opts o = h_qp_defaults();
-  o.timeout = 8;
-  struct pair *p = pair_alloc(&prof, 0, 1);
-  pair_connect(p, &o);
-  tap_drop(p->tap, "REQ", UINT32_MAX);
-  post_ok(p, A, PP_WR_SEND, 1, 0, 64, 0, true);
+  struct pair *p = dead_peer_pair(PP_RC_IBTA, 7);
   struct wc_log *l = calloc(1, sizeof(*l));
   run_logged(p->h, l, FOREVER);
   uint64_t t0 = tap_nth(p->tap, "REQ", A, 0)->at, to = pp_ack_timeout_ns(8);
@@ -2226,13 +2235,7 @@ Test(simnic, retry_cnt_7_against_a_dead_peer_ibta_fails)
 
 Test(simnic, retry_cnt_7_against_a_dead_peer_rxe_retries_forever)
 {
-  struct pp_nic_profile prof = model_profile(PP_RC_RXE);
-  struct h_qp_opts o = h_qp_defaults();
-  o.timeout = 8;
-  struct pair *p = pair_alloc(&prof, 0, 1);
-  pair_connect(p, &o);
-  tap_drop(p->tap, "REQ", UINT32_MAX);
-  post_ok(p, A, PP_WR_SEND, 1, 0, 64, 0, true);
+  struct pair *p = dead_peer_pair(PP_RC_RXE, 7);
   run_until_timeouts(p->h, A, 100);
   uint64_t t0 = tap_nth(p->tap, "REQ", A, 0)->at, to = pp_ack_timeout_ns(8);
   cr_assert_eq(tap_count(p->tap, "REQ", A), 101);
@@ -2254,14 +2257,7 @@ Test(simnic, retry_cnt_7_against_a_dead_peer_rxe_retries_forever)
 /* Only 7 is infinite on rxe: retry_cnt 6 fails after 6 retries as the IBTA's does. */
 Test(simnic, retry_cnt_6_against_a_dead_peer_rxe_fails)
 {
-  struct pp_nic_profile prof = model_profile(PP_RC_RXE);
-  struct h_qp_opts o = h_qp_defaults();
-  o.timeout = 8;
-  o.retry_cnt = 6;
-  struct pair *p = pair_alloc(&prof, 0, 1);
-  pair_connect(p, &o);
-  tap_drop(p->tap, "REQ", UINT32_MAX);
-  post_ok(p, A, PP_WR_SEND, 1, 0, 64, 0, true);
+  struct pair *p = dead_peer_pair(PP_RC_RXE, 6);
   h_run(p->h, FOREVER);
   struct pp_wc wc[4];
   cr_assert_eq(h_poll(p->h, A, wc, 4), 1);
