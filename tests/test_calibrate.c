@@ -165,32 +165,35 @@ static void write_and_load(const struct pp_calib *c, struct pp_nic_profile *got,
   unlink(path);
 }
 
+/* c's profile has the retry rules want (why), both as pp_calib_profile gives it and as written
+ * and loaded again; the written text (in text) says `says`. */
+static void expect_rc_model(const struct pp_calib *c, enum pp_rc_model want, const char *why,
+                            const char *says, char *text, size_t size)
+{
+  struct pp_nic_profile p;
+  pp_calib_profile(c, &p);
+  cr_assert_eq(p.rc_model, want, "%s", why);
+  write_and_load(c, &p, text, size);
+  cr_assert_eq(p.rc_model, want, "%s (as loaded)", why);
+  cr_assert(strstr(text, says), "%s", text);
+}
+
 /* retry_cnt 7 against a dead peer: still retrying at the bound is rxe's rules (rc_model rxe),
  * RETRY_EXC_ERR within it the IBTA's, not measured the IBTA's too; the profile says which. */
 Test(calibrate, retry_cnt_7_sets_the_retry_rules)
 {
   static char text[16384];
   struct pp_calib c;
-  struct pp_nic_profile p;
   rxe_like(&c);
-  pp_calib_profile(&c, &p);
-  cr_assert_eq(p.rc_model, PP_RC_IBTA, "not measured: the IBTA's");
-  write_and_load(&c, &p, text, sizeof text);
-  cr_assert_eq(p.rc_model, PP_RC_IBTA);
-  cr_assert(strstr(text, "retry_cnt 7 against a dead peer: not measured"), "%s", text);
+  expect_rc_model(&c, PP_RC_IBTA, "not measured: the IBTA's",
+                  "retry_cnt 7 against a dead peer: not measured", text, sizeof text);
   c.retry7 = (struct pp_calib_retry7){.measured = true, .code = 10, .bound_ns = 136000000};
-  pp_calib_profile(&c, &p);
-  cr_assert_eq(p.rc_model, PP_RC_RXE, "never gave up: rxe's");
-  write_and_load(&c, &p, text, sizeof text);
-  cr_assert_eq(p.rc_model, PP_RC_RXE);
-  cr_assert(strstr(text, "still retrying after\n#   136.000 ms"), "%s", text);
+  expect_rc_model(&c, PP_RC_RXE, "never gave up: rxe's", "still retrying after\n#   136.000 ms",
+                  text, sizeof text);
   cr_assert(strstr(text, "\nrc_model: rxe\n"), "%s", text);
   c.retry7.failed = true;
   c.retry7.t_ns = 64000000;
-  pp_calib_profile(&c, &p);
-  cr_assert_eq(p.rc_model, PP_RC_IBTA, "gave up: the IBTA's");
-  write_and_load(&c, &p, text, sizeof text);
-  cr_assert_eq(p.rc_model, PP_RC_IBTA);
-  cr_assert(strstr(text, "RETRY_EXC_ERR after\n#   64.000 ms"), "%s", text);
+  expect_rc_model(&c, PP_RC_IBTA, "gave up: the IBTA's", "RETRY_EXC_ERR after\n#   64.000 ms",
+                  text, sizeof text);
   cr_assert(strstr(text, "\nrc_model: ibta\n"), "%s", text);
 }
