@@ -2295,21 +2295,31 @@ static void expect_rnr_spacing(const struct pair *p, uint32_t naks)
   }
 }
 
-/* The IBTA: the ACK timer stops for an RNR wait, so the 1 ms timeout never fires in the 5 ms
- * waits; even retry_cnt 0 survives, and the SEND completes once the receive is posted. */
-Test(simnic, ack_timeout_in_rnr_wait_ibta_spends_nothing)
+/* The case of rnr_wait_pair(m, retry_cnt) that survives its waits: ten RNR NAKs without a
+ * completion, `spent` ACK timeouts spent in them (why), each retransmission one wait after its
+ * NAK; then the receive is posted and the SEND completes. The pair, to check more and free. */
+static struct pair *rnr_waits_survived(enum pp_rc_model m, uint8_t retry_cnt, uint64_t spent,
+                                       const char *why)
 {
-  struct pair *p = rnr_wait_pair(PP_RC_IBTA, 0);
+  struct pair *p = rnr_wait_pair(m, retry_cnt);
   run_until_rnr_naks(p->h, A, 10);
   struct pp_wc wc[4];
   cr_assert_eq(h_poll(p->h, A, wc, 4), 0);
-  cr_assert_eq(ctr(p->h, A).timeout_retries, 0);
+  cr_assert_eq(ctr(p->h, A).timeout_retries, spent, "%s", why);
   expect_rnr_spacing(p, 9);
   recv_ok(p, B, 100, 0, 64);
   h_run(p->h, FOREVER);
   cr_assert_eq(h_poll(p->h, A, wc, 4), 1);
   expect_wc(&wc[0], 1, PP_WC_SUCCESS, PP_WC_OP_SEND, p->qa);
-  cr_assert_eq(ctr(p->h, A).timeout_retries, 0);
+  return p;
+}
+
+/* The IBTA: the ACK timer stops for an RNR wait, so the 1 ms timeout never fires in the 5 ms
+ * waits; even retry_cnt 0 survives, and the SEND completes once the receive is posted. */
+Test(simnic, ack_timeout_in_rnr_wait_ibta_spends_nothing)
+{
+  struct pair *p = rnr_waits_survived(PP_RC_IBTA, 0, 0, "the ACK timer stops in an RNR wait");
+  cr_assert_eq(ctr(p->h, A).timeout_retries, 0, "nor after it");
   pair_free(p);
 }
 
@@ -2340,17 +2350,7 @@ Test(simnic, ack_timeout_in_rnr_wait_rxe_spends_retry_cnt)
 /* rxe with retry_cnt 7: a timeout spent in every wait, none ever fatal (both rules together). */
 Test(simnic, ack_timeout_in_rnr_wait_rxe_retry_cnt_7_survives)
 {
-  struct pair *p = rnr_wait_pair(PP_RC_RXE, 7);
-  run_until_rnr_naks(p->h, A, 10);
-  struct pp_wc wc[4];
-  cr_assert_eq(h_poll(p->h, A, wc, 4), 0);
-  cr_assert_eq(ctr(p->h, A).timeout_retries, 9, "one per wait (the tenth's is 1 ms ahead)");
-  expect_rnr_spacing(p, 9);
-  recv_ok(p, B, 100, 0, 64);
-  h_run(p->h, FOREVER);
-  cr_assert_eq(h_poll(p->h, A, wc, 4), 1);
-  expect_wc(&wc[0], 1, PP_WC_SUCCESS, PP_WC_OP_SEND, p->qa);
-  pair_free(p);
+  pair_free(rnr_waits_survived(PP_RC_RXE, 7, 9, "one per wait (the tenth's is 1 ms ahead)"));
 }
 
 /* A 4-packet WRITE_WITH_IMM (MTU 4096) to a QP with no receive posted, rnr_retry 2. */
