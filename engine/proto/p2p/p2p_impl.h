@@ -686,17 +686,23 @@ static inline void p2p_reg_held(struct p2p *p, struct req *r)
   r->flags |= R_REGS;
 }
 
+/* r at the end of the list *head .. *tail, linked by next (req.c's unlink_work takes it out). */
+static inline void req_append(struct req **head, struct req **tail, struct req *r)
+{
+  r->next = NULL;
+  if (*tail)
+    (*tail)->next = r;
+  else
+    *head = r;
+  *tail = r;
+}
+
 static inline void p2p_add_work(struct p2p *p, struct req *r)
 {
   if (r->flags & R_WORK)
     return;
   r->flags |= R_WORK;
-  r->next = NULL;
-  if (p->work_tail)
-    p->work_tail->next = r;
-  else
-    p->work = r;
-  p->work_tail = r;
+  req_append(&p->work, &p->work_tail, r);
 }
 
 /* The request a reply names: a live one of `kind` with the peer the reply came from (a handle
@@ -734,12 +740,7 @@ static inline void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r
     p2p_count_error(p, r);
   assert(!(r->flags & R_DONEQ));
   r->flags |= R_DONEQ;
-  r->next = NULL;
-  if (p->done_tail)
-    p->done_tail->next = r;
-  else
-    p->done_head = r;
-  p->done_tail = r;
+  req_append(&p->done_head, &p->done_tail, r);
   p2p_arm_flush(e, now);
 }
 
