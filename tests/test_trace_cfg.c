@@ -511,14 +511,14 @@ Test(trace_cfg, the_sim_config_round_trips)
 Test(trace_cfg, struct_sizes_are_the_ones_the_keys_cover)
 {
   cr_assert_eq(sizeof(struct pp_qp_params), 20);
-  cr_assert_eq(sizeof(struct pp_workload), 56);
+  cr_assert_eq(sizeof(struct pp_workload), 64);
   cr_assert_eq(sizeof(struct pp_p2p_params), 72);
   cr_assert_eq(sizeof(struct pp_traffic), 16);
   cr_assert_eq(sizeof(struct pp_ring_params), 24);
   cr_assert_eq(sizeof(struct pp_coll_params), 80);
   cr_assert_eq(sizeof(struct pp_script_op), 32);
   cr_assert_eq(sizeof(struct pp_script_prog), 136);
-  cr_assert_eq(sizeof(struct pp_engine_cfg), 12912);
+  cr_assert_eq(sizeof(struct pp_engine_cfg), 12920);
   cr_assert_eq(sizeof(struct pp_faults), 152);
   cr_assert_eq(sizeof(struct pp_nic_profile),
                136 + 2 * 8 + 32 * 8 + 8); /* + the RNR delay model + rc_model (and padding) */
