@@ -223,3 +223,24 @@ Test(pingpong, mem_need_counts_four_buffers_and_one_peer)
   cr_assert_eq(small.qps, 1);
   cr_assert_geq(big.bytes - small.bytes, 4u << 20, "4 buffers of 1 MiB more");
 }
+
+/* Stopped mid-run: each rank's pending operations say what it waits for (the hang report). */
+Test(pingpong, a_stopped_run_says_what_each_rank_waits_for, .timeout = 60)
+{
+  char text[1024];
+  scenario_text(text, sizeof text, &paths[1], "pingpong", 1000, 0, "0",
+                "limits:\n  max_sim_time: 30us\n");
+  sim_parse(text);
+  sim_run(NULL);
+  cr_assert_eq(res.outcome, PP_OUTCOME_TIMEOUT, "%s", pp_outcome_name(res.outcome));
+  cr_assert_not_null(res.hang);
+  const char *want[2] = {"waits for the reply of round trip", "waits for the ping of round trip"};
+  for (uint32_t r = 0; r < 2; r++) {
+    const struct pp_hang_rank *h = &res.hang->rank[r];
+    bool found = false;
+    for (uint32_t i = 0; i < h->nwaits; i++)
+      found |= h->waits[i].kind == PP_WAIT_MESSAGE && h->waits[i].peer == 1 - r &&
+               strstr(h->waits[i].what, want[r]) != NULL;
+    cr_assert(found, "rank %u: no '%s' among its %u waits", r, want[r], h->nwaits);
+  }
+}
