@@ -37,6 +37,7 @@ struct pp_pingpong {
   uint64_t due;           /* sends the application wants posted (iterations started) */
   uint64_t posted, completed;
   uint64_t received;      /* messages of the peer received (their iteration = their order) */
+  uint64_t checked;       /* of those, checked (and their buffers re-posted) */
   uint32_t recvs_out;
   uint64_t start_ns;      /* rank 0: when the current iteration started */
   bool waiting;           /* rank 0: the pause of `interval` before the next iteration runs */
@@ -146,7 +147,7 @@ static bool failed(const struct pp_pingpong *a)
 }
 
 /* Posts the sends due, in order (each waits for its buffer's previous send to complete). */
-static enum pp_status pingpong_pump(struct pp_engine *e, uint64_t now)
+static enum pp_status post_sends(struct pp_engine *e, uint64_t now)
 {
   struct pp_pingpong *a = e->as;
   uint32_t size = e->cfg.workload.size;
@@ -174,19 +175,48 @@ static enum pp_status pingpong_pump(struct pp_engine *e, uint64_t now)
   return PP_OK;
 }
 
-/* Rank 0: iteration `due` starts now. */
-static enum pp_status next_ping(struct pp_engine *e, uint64_t now)
+/* The messages received and not yet checked, each checked and its buffer re-posted for the
+ * message two on (never before the check: the bytes are the application's until then). */
+static void check_received(struct pp_engine *e, uint64_t now)
+{
+  struct pp_pingpong *a = e->as;
+  uint32_t size = e->cfg.workload.size;
+  for (; a->checked < a->received; a->checked++) {
+    uint64_t k = a->checked;
+    if (pp_msg_check(a->rbuf + (size_t)(k % 2) * size, size, a->peer, k) == 0) {
+      e->st.messages_received++;
+      e->st.bytes_received += size;
+    } else {
+      e->st.corrupt++;
+    }
+    if (!a->recv_failed && k + 2 < a->total && post_recv(e, now, k + 2) != PP_OK)
+      a->recv_failed = true;
+  }
+}
+
+/* After every event (the engine's pump, and the start): the sends due first, then the checks,
+ * so that a reply (rank 1) or the next ping (rank 0) never waits for a check. */
+static enum pp_status pingpong_pump(struct pp_engine *e, uint64_t now)
+{
+  enum pp_status s = post_sends(e, now);
+  check_received(e, now);
+  return s;
+}
+
+/* Rank 0: iteration `due` starts now (its ping goes at the pump after this event). */
+static void next_ping(struct pp_engine *e, uint64_t now)
 {
   struct pp_pingpong *a = e->as;
   a->start_ns = now;
   a->due++;
-  return pingpong_pump(e, now);
 }
 
 static enum pp_status pingpong_start(struct pp_engine *e, uint64_t now)
 {
   struct pp_pingpong *a = e->as;
-  return a->initiator ? next_ping(e, now) : PP_OK;
+  if (a->initiator)
+    next_ping(e, now);
+  return pingpong_pump(e, now);
 }
 
 static enum pp_status pingpong_send_done(struct pp_engine *e, uint64_t now, uint64_t cookie,
@@ -225,35 +255,28 @@ static enum pp_status pingpong_recv_done(struct pp_engine *e, uint64_t now, uint
     a->recv_failed = true;
     return PP_OK;
   }
-  a->received++;
-  enum pp_status s = PP_OK;
-  if (a->initiator) {
-    if (k >= w->warmup)
-      pp_engine_latency(e, (now - a->start_ns) / 2);
-    if (a->received < a->total) {
-      if (w->interval_ns) {
-        a->waiting = true;
-        s = pp_engine_push_timer(e, now + w->interval_ns, PP_TIMER_APP, NEXT_TIMER);
-      } else {
-        s = next_ping(e, now);
-      }
-    }
-  } else {
-    a->due++; /* the reply to ping k */
-    s = pingpong_pump(e, now);
-  }
-  /* the message is checked once the next one is on its way */
-  uint32_t size = w->size;
-  if (len == size && src == a->peer &&
-      pp_msg_check(a->rbuf + (size_t)cookie * size, size, a->peer, k) == 0) {
-    e->st.messages_received++;
-    e->st.bytes_received += size;
-  } else {
-    e->st.corrupt++;
-  }
-  if (s == PP_OK && k + 2 < a->total && post_recv(e, now, k + 2) != PP_OK)
+  if (len != w->size || src != a->peer) {
+    e->st.corrupt++; /* not the message the peer sends: counted, not checked */
     a->recv_failed = true;
-  return s;
+    return PP_OK;
+  }
+  a->received++;
+  /* the send this one calls for goes, and the bytes are checked, at the engine's pump after
+   * this event, never from inside the protocol's callback (as stream sends) */
+  if (!a->initiator) {
+    a->due++; /* the reply to ping k */
+    return PP_OK;
+  }
+  if (k >= w->warmup)
+    pp_engine_latency(e, (now - a->start_ns) / 2);
+  if (a->received == a->total)
+    return PP_OK;
+  if (!w->interval_ns) {
+    next_ping(e, now);
+    return PP_OK;
+  }
+  a->waiting = true;
+  return pp_engine_push_timer(e, now + w->interval_ns, PP_TIMER_APP, NEXT_TIMER);
 }
 
 static enum pp_status pingpong_on_timer(struct pp_engine *e, uint64_t now, uint32_t arg)
@@ -262,13 +285,15 @@ static enum pp_status pingpong_on_timer(struct pp_engine *e, uint64_t now, uint3
   if (arg != NEXT_TIMER || !a->waiting)
     return PP_INVALID;
   a->waiting = false;
-  return failed(a) ? PP_OK : next_ping(e, now);
+  if (!failed(a))
+    next_ping(e, now);
+  return PP_OK; /* the engine pumps after the due timers */
 }
 
 static bool pingpong_done(const struct pp_engine *e)
 {
   const struct pp_pingpong *a = e->as;
-  if (a->posted != a->completed)
+  if (a->posted != a->completed || a->checked != a->received)
     return false;
   return failed(a) || (a->received == a->total && a->completed == a->total);
 }
