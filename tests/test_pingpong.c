@@ -27,14 +27,15 @@ struct path {
   char protocol[16];
   char extra[64]; /* more scenario lines */
   int p2p;        /* the p2p path every message takes (enum pp_p2p_proto), -1: a ring */
+  uint32_t hops;  /* one-way trips in series from the send to the receive completion */
 };
 
 static const struct path paths[] = {
-    {"eager", "eager", "", PP_P2P_EAGER},
-    {"rget", "rndv", "", PP_P2P_RNDV_GET},
-    {"rput", "rndv", "p2p:\n  rget_limit: 0\n", PP_P2P_RNDV_PUT},
-    {"ring-credits", "ring-credits", "", -1},
-    {"ring-cts", "ring-cts", "", -1},
+    {"eager", "eager", "", PP_P2P_EAGER, 1},                    /* the SEND */
+    {"rget", "rndv", "", PP_P2P_RNDV_GET, 3},                   /* RTS, READ, its response */
+    {"rput", "rndv", "p2p:\n  rget_limit: 0\n", PP_P2P_RNDV_PUT, 3}, /* RTS, CTS, WRITE */
+    {"ring-credits", "ring-credits", "", -1, 1},                /* the WRITE_WITH_IMM */
+    {"ring-cts", "ring-cts", "", -1, 1},
 };
 #define NPATHS (sizeof(paths) / sizeof(paths[0]))
 
@@ -80,6 +81,9 @@ static struct pp_hist_summary run_path(const struct path *p, uint32_t n, uint32_
   return res.latency;
 }
 
+/* platforms/roce-100g-2host.xml: the link's one-way latency */
+#define LINK_NS 1000u
+
 /* The simulated time outside the round trips: connecting the pair (a few us on this platform),
  * well under one more round trip of any path here. */
 #define SETUP_MAX_NS 10000u
@@ -103,6 +107,12 @@ ParameterizedTest(const struct path *p, pingpong, every_path_runs_back_to_back_r
                res.sim_time_ns - trips);
   cr_assert_lt(l.max - l.min, l.min / 10 + 1, "%s: a deterministic model, no queueing",
                p->name);
+  /* by hand: half a round trip is the path's one-way trips, each the link's latency plus 64 B
+   * and headers at 100 Gb/s (~12 ns) and the NIC model's processing: within 10 % of the links */
+  cr_assert_geq(l.min, p->hops * LINK_NS, "%s: %" PRIu64 " ns < %u one-way trips", p->name,
+                l.min, p->hops);
+  cr_assert_lt(l.p50, p->hops * LINK_NS * 11 / 10, "%s: %" PRIu64 " ns for %u one-way trips",
+               p->name, l.p50, p->hops);
 }
 
 ParameterizedTestParameters(pingpong, warmup_runs_and_is_not_recorded)
