@@ -702,7 +702,7 @@ Test(errors, unknown_keys)
                "script, test_bugs)");
   expect_error("ranks: 2\nworkload:\n  pattern: ring\n  count: 3\n", PP_PARSE,
                "t.yaml:4: unknown key 'count' in 'workload' (expected one of: kind, pattern, "
-               "messages, size, interval, consume, consume_jitter, post_delay, slow_ranks, "
+               "messages, size, interval, consume, consume_jitter, post_delay, warmup, slow_ranks, "
                "size_max, size_dist, receives, tags, window)");
   expect_error("ranks: 2\nplatform:\n  cluster:\n    latency: 1us\n    speed: 1Gf\n", PP_PARSE,
                "t.yaml:5: unknown key 'speed' in 'platform.cluster' (expected one of: bandwidth, "

@@ -511,14 +511,14 @@ Test(trace_cfg, the_sim_config_round_trips)
 Test(trace_cfg, struct_sizes_are_the_ones_the_keys_cover)
 {
   cr_assert_eq(sizeof(struct pp_qp_params), 20);
-  cr_assert_eq(sizeof(struct pp_workload), 56);
+  cr_assert_eq(sizeof(struct pp_workload), 64);
   cr_assert_eq(sizeof(struct pp_p2p_params), 72);
   cr_assert_eq(sizeof(struct pp_traffic), 16);
   cr_assert_eq(sizeof(struct pp_ring_params), 24);
   cr_assert_eq(sizeof(struct pp_coll_params), 80);
   cr_assert_eq(sizeof(struct pp_script_op), 32);
   cr_assert_eq(sizeof(struct pp_script_prog), 136);
-  cr_assert_eq(sizeof(struct pp_engine_cfg), 12912);
+  cr_assert_eq(sizeof(struct pp_engine_cfg), 12920);
   cr_assert_eq(sizeof(struct pp_faults), 152);
   cr_assert_eq(sizeof(struct pp_nic_profile),
                136 + 2 * 8 + 32 * 8 + 8); /* + the RNR delay model + rc_model (and padding) */
@@ -589,8 +589,10 @@ static size_t v1_bytes(const struct pp_engine_cfg *c, uint8_t *out)
   memset(&v, 0, sizeof v);
   v.rank = c->rank, v.nranks = c->nranks, v.protocol = c->protocol, v.seed = c->seed;
   memcpy(&v.qp, &c->qp, sizeof v.qp);
-  _Static_assert(sizeof v.qp == sizeof c->qp && sizeof v.workload == sizeof c->workload,
-                 "unchanged since format 1");
+  _Static_assert(sizeof v.qp == sizeof c->qp &&
+                     sizeof v.workload == offsetof(struct pp_workload, warmup),
+                 "unchanged since format 1 (warmup appended since)");
+  cr_assert_eq(c->workload.warmup, 0, "format 1 had no warmup");
   memcpy(&v.workload, &c->workload, sizeof v.workload);
   if (pp_engine_cfg_is_p2p(c)) {
     const struct pp_p2p_params *p = pp_p2p_params_of(c);
@@ -625,6 +627,7 @@ Test(trace_cfg, format_1_raw_bytes_are_still_read)
   draw_cfg(&c, "rndv", PP_WORKLOAD_SCRIPT);
   pp_p2p_params_of(&c)->srq = false; /* format 1 had no p2p.srq */
   pp_p2p_params_of(&c)->srq_buffers = pp_p2p_params_of(&c)->srq_limit = 0;
+  c.workload.warmup = 0; /* nor workload.warmup */
   write_v1(&c, sizeof(struct v1_cfg));
   char note[512];
   memset(&back, 0xee, sizeof back);
@@ -667,6 +670,7 @@ Test(trace_cfg, format_1_sim_cfg_bytes_are_still_read)
   s.engine.rank = 0;
   pp_p2p_params_of(&s.engine)->srq = false; /* format 1 had no p2p.srq */
   pp_p2p_params_of(&s.engine)->srq_buffers = pp_p2p_params_of(&s.engine)->srq_limit = 0;
+  s.engine.workload.warmup = 0; /* nor workload.warmup */
   /* format 1 had no RNR delay model: its NIC profile ended with line_rate_bps */
   s.nic.rnr_tick_ns = s.nic.rnr_min_ns = 0;
   memset(s.nic.rnr_delay_ns, 0, sizeof s.nic.rnr_delay_ns);

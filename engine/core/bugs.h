@@ -32,7 +32,10 @@
     "wildcard receive (posting order broken)")                                                  \
   X(SRQ_NO_CREDITS, "srq-no-credits",                                                             \
     "p2p srq: senders send without a credit of the shared pool (and receivers do not hold them "  \
-    "to it): RNR once the pool runs dry")
+    "to it): RNR once the pool runs dry")                                                        \
+  X(PONG_STALE, "pong-stale",                                                                     \
+    "pingpong: the answering rank skips refilling a send buffer once: its third reply carries "  \
+    "the bytes of its first")
 
 enum pp_bug {
 #define PP_X(id, name, desc) PP_BUG_##id,

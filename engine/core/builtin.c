@@ -12,7 +12,7 @@ extern const struct pp_proto_def pp_naive_def;                          /* naive
 extern const struct pp_proto_def pp_p2p_eager_def, pp_p2p_rndv_def;     /* proto/p2p/def.c */
 extern const struct pp_proto_def pp_ring_credits_def, pp_ring_cts_def; /* ring.c */
 extern const struct pp_workload_def pp_stream_def, pp_script_def, pp_traffic_def, pp_app_def,
-    pp_collective_def;
+    pp_collective_def, pp_pingpong_def;
 
 static void p2p_defaults(void *p)
 {
@@ -39,6 +39,7 @@ void pp_builtin_register(void)
   s |= pp_workload_register(&pp_traffic_def, NULL, 0);
   s |= pp_workload_register(&pp_app_def, NULL, 0);
   s |= pp_workload_register(&pp_collective_def, NULL, 0);
+  s |= pp_workload_register(&pp_pingpong_def, NULL, 0);
   assert(s == PP_OK); /* the built-ins' defs are well formed (tests/test_registry.c) */
   (void)s;
 }

@@ -39,15 +39,16 @@ static const char *const pattern_names[] = {
 #define W struct pp_workload
 const struct pp_param pp_workload_param_table[] = {
     PP_PARAM_KEYED("kind", W, kind, PP_PARAM_ENUM, 0, PP_WORKLOAD_COUNT - 1, PP_WORKLOAD_STREAM,
-                   "what the ranks do: stream, script, traffic, api or collective",
+                   "what the ranks do: stream, script, traffic, app, collective or pingpong",
                    workload_names, 0),
     PP_PARAM_KEYED("pattern", W, pattern, PP_PARAM_ENUM, 0, PP_PATTERN_COUNT - 1,
                    PP_PATTERN_PAIR, "who sends to whom (collective: ring)", pattern_names, 0),
-    PP_PARAM_UINT(W, messages, 1, PP_MAX_MESSAGES, 100, "messages per sending rank"),
+    PP_PARAM_UINT(W, messages, 1, PP_MAX_MESSAGES, 100,
+                  "messages per sending rank (pingpong: round trips recorded)"),
     PP_PARAM_SIZE(W, size, PP_MSG_HEADER, PP_MAX_MSG_SIZE, 4096,
                   "bytes per message (traffic: the smallest)"),
     PP_PARAM_KEYED("interval", W, interval_ns, PP_PARAM_DURATION, 0, UINT64_MAX, 0,
-                   "gap between two posts of a sender (0: back to back)", NULL, 0),
+                   "gap between two posts of a sender (pingpong: pause between round trips; 0: back to back)", NULL, 0),
     PP_PARAM_KEYED("consume", W, consume_ns, PP_PARAM_DURATION, 0, UINT64_MAX, 0,
                    "a receiver holds each buffer this long before re-posting it", NULL, 0),
     PP_PARAM_KEYED("consume_jitter", W, consume_jitter_ns, PP_PARAM_DURATION, 0, UINT64_MAX, 0,
@@ -55,6 +56,8 @@ const struct pp_param pp_workload_param_table[] = {
                    0),
     PP_PARAM_KEYED("post_delay", W, post_delay_ns, PP_PARAM_DURATION, 0, UINT64_MAX, 0,
                    "receivers post their first buffers this long after the start", NULL, 0),
+    PP_PARAM_UINT(W, warmup, 0, PP_MAX_MESSAGES, 0,
+                  "pingpong: round trips run before the recorded ones, not recorded"),
 };
 #undef W
 const size_t pp_workload_param_count =

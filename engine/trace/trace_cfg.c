@@ -151,8 +151,8 @@ static enum pp_status set_entry(const struct section *s, const struct pp_param *
   if (is_kind(s, p)) {
     int k = pp_workload_from_name(text);
     if (k < 0) {
-      snprintf(why, whylen, "must name a workload (stream, script, traffic, app, collective "
-                            "or a plug-in's)");
+      snprintf(why, whylen, "must name a workload (stream, script, traffic, app, collective, "
+                            "pingpong or a plug-in's)");
       return PP_INVALID;
     }
     return pp_engine_cfg_workload(c, (uint32_t)k); /* and its parameters' defaults */

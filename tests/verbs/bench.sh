@@ -9,7 +9,8 @@
 # ib_write_lat (half a round trip), ib_read_lat (one READ), ucx_perftest tag_lat (its median).
 # Bandwidth: BW_SIZES (default 64 KiB), MB/sec average against average: ib_send_bw, ib_write_bw,
 # ib_read_bw, ucx_perftest tag_bw and ucp_put_bw. Engine rows come from `prepost bench --json`
-# (`prepost bench --help` says how each is measured). Prints a table and writes
+# (`prepost bench --help` says how each is measured: latency as half of a back-to-back
+# ping-pong's round trip, like the raw rows and perftest). Prints a table and writes
 # $GUEST_OUT/bench-ratios.json: {"ratios": {KEY: ratio}, "figures": {...}, "sizes": ...}, one key
 # per ratio, e.g. eager_lat_vs_send_lat, rget_lat_vs_read_plus_eager_lat, eager_bw_vs_write_bw,
 # rndv_bw_vs_write_bw (RGET), rput_bw_vs_write_bw, ring_bw_vs_write_bw (ring-cts). Not a test:
@@ -85,9 +86,6 @@ prc=$?
 "$P" bench --iters "$N" --sizes "$(echo $BW_SIZES | tr ' ' ,)" --test bw --json \
   >"$OUT/prepost-bench-bw.json" 2>"$OUT/prepost-bench-bw.err"
 prc=$((prc | $?))
-# a latency row whose messages queued behind a slower path measured the queue (its note says so)
-grep -q QUEUED "$OUT/prepost-bench-lat.json" &&
-  echo "bench.sh: an engine latency row QUEUED (prepost bench --help, --lat-interval): its latency counts the queue"
 if ((prc != 0)); then
   echo "bench.sh: prepost bench failed:"
   cat "$OUT/prepost-bench-lat.err" "$OUT/prepost-bench-bw.err"

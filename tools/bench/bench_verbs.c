@@ -4,10 +4,12 @@
  *  - raw verbs through the backend (backends/verbs/verbsnic.c), no engine: SEND ping-pong
  *    latency (ib_send_lat's method) and RDMA WRITE streaming bandwidth (ib_write_bw's);
  *  - the engine's paths (each protocol of engine.h run through the verbs driver): latency is half
- *    of post -> send completion with one message at a time, bandwidth is received bytes over the
- *    wall-clock time of a back-to-back stream.
- * A protocol that is not in this build, or that the stream workload cannot drive, is reported
- * as skipped with the reason. tools/guest/bench.sh runs this next to perftest and ucx_perftest in
+ *    of each round trip of the pingpong workload (engine/workload/pingpong.c: rank 0 sends, rank
+ *    1 answers with a message of the same size), back to back as the raw rows and perftest;
+ *    bandwidth is received bytes over the wall-clock time of a back-to-back stream (the stream
+ *    workload).
+ * A protocol that is not in this build, or that the workloads cannot drive, is reported as
+ * skipped with the reason. tools/guest/bench.sh runs this next to perftest and ucx_perftest in
  * one guest boot and prints the ratios.
  */
 #define _GNU_SOURCE
@@ -53,13 +55,13 @@ const char *const pp_cli_bench_usage =
     "                     the size; rndv with RGET; rndv with RPUT)\n"
     "  ring-credits, ring-cts   the ring FIFO protocols\n"
     "Latency, usec: t_min, t_typical (the median), t_avg, t_max, the 99th and 99.9th percentiles\n"
-    "of half a round trip (raw_read: of one READ, as ib_read_lat); for the engine's rows, half of\n"
-    "each message's post -> send completion with one message in flight, one message submitted\n"
-    "every --lat-interval (the stream workload times a message from its submission: submitted\n"
-    "all at once, each would wait for those before it). Bandwidth: bytes\n"
-    "received over the wall time of a back-to-back stream, MB/sec (2^20 bytes), or Gb/sec\n"
-    "(10^9 bits) with --report_gbits, and the message rate. Emulated devices (rxe) give\n"
-    "meaningful ratios only between figures of the same run.\n"
+    "of half a round trip (raw_read: of one READ, as ib_read_lat); the engine's rows too: the\n"
+    "pingpong workload, rank 0 sends a message, rank 1 answers with one of the same size, rank 0\n"
+    "records half the round trip, the next starting at once (as ib_send_lat, osu_latency; no\n"
+    "warm-up iterations, as the raw rows). Bandwidth: bytes received over the wall time of a\n"
+    "back-to-back stream, MB/sec (2^20 bytes), or Gb/sec (10^9 bits) with --report_gbits, and\n"
+    "the message rate. Emulated devices (rxe) give meaningful ratios only between figures of\n"
+    "the same run.\n"
     "\n"
     "  --iters N      latency iterations (default 1000; bandwidth uses 2 x N messages)\n"
     "  -a, --all      every size from 2 to 2^23 bytes, powers of two (perftest's -a)\n"
@@ -69,8 +71,8 @@ const char *const pp_cli_bench_usage =
     "  --rows LIST    the rows to run (default all): raw_send,raw_write,raw_read,eager,rget,rput,\n"
     "                 ring-credits,ring-cts\n"
     "  --test T       lat, bw or both (default)\n"
-    "  --lat-interval D  engine latency rows: one message submitted every D (default 5ms; it\n"
-    "                 must exceed the path's post -> completion time, or messages queue)\n"
+    "  --lat-interval D  engine latency rows: a pause of D between a reply and the next ping\n"
+    "                 (default 0: back to back; at most 10s)\n"
     "  --ring-slots N the ring rows' slots per channel (of ring.slot_size, 128 KiB), 1..4096;\n"
     "                 auto (the default): the protocol's default (8) for latency, and for\n"
     "                 bandwidth enough to hold two messages (at least 8), as NCCL_BUFFSIZE is\n"
@@ -123,7 +125,7 @@ struct opts {
   bool rows[NROWS];
   bool lat, bw, gbits, json;
   enum pp_verbs_progress progress;
-  uint64_t lat_interval_ns; /* engine latency rows: one message submitted every this long */
+  uint64_t lat_interval_ns; /* engine latency rows: pause between round trips (0: none) */
   uint32_t ring_slots;      /* ring rows: slots per channel; 0 = auto (ring_slots_for) */
 };
 
@@ -586,8 +588,8 @@ static uint32_t ring_slots_for(const struct opts *o, bool lat, uint32_t size, ui
                                      : (uint32_t)two;
 }
 
-/* The scenario of an engine row: rank 0 streams to rank 1; latency with one message in flight
- * (a window of one send buffer), bandwidth back to back. */
+/* The scenario of an engine row: latency, rank 0 <-> rank 1 round trips (the pingpong workload);
+ * bandwidth, rank 0 streams to rank 1 back to back (the stream workload). */
 static void engine_cfg(const struct opts *o, enum row row, bool lat, uint32_t size,
                        struct pp_scenario *sc)
 {
@@ -609,13 +611,15 @@ static void engine_cfg(const struct opts *o, enum row row, bool lat, uint32_t si
     struct pp_ring_params *rp = pp_ring_params_of(c);
     rp->slots = ring_slots_for(o, lat, size, rp->slot_size);
   }
-  c->qp.sq_depth = lat ? 1 : 64;
+  c->qp.sq_depth = lat ? 16 : 64;
   c->qp.rq_depth = lat ? 64 : 256;
   c->qp.min_rnr_timer = 1;
+  if (lat && pp_engine_cfg_workload(c, PP_WORKLOAD_PINGPONG) != PP_OK)
+    c->workload.kind = PP_WORKLOAD_COUNT; /* not in this build: the check skips the row, said */
   c->workload.messages = lat ? o->iters : 2 * o->iters;
+  c->workload.warmup = 0; /* the raw rows have none either */
   c->workload.size = size;
-  /* latency: each message submitted on an idle path, so that its time from submission is its
-   * post -> completion; back to back, message k would count the k messages before it */
+  /* latency: half of each round trip, back to back unless --lat-interval asks for a pause */
   c->workload.interval_ns = lat ? o->lat_interval_ns : 0;
 }
 
@@ -644,20 +648,13 @@ static void engine_bench(const struct opts *o, enum row row, bool lat, uint32_t 
   }
   r->ok = true;
   if (lat) {
-    /* half of each message's post -> send completion (its round trip through the peer) */
+    /* the pingpong workload records half of each round trip already */
     r->lat = res.latency;
-    uint64_t *f[] = {&r->lat.min, &r->lat.p50, &r->lat.p90, &r->lat.p99, &r->lat.p999,
-                     &r->lat.max, &r->lat.mean};
-    for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
-      *f[i] /= 2;
-    /* a path slower than the interval queues the messages after it, and their latency counts
-     * the queue again: said, not hidden (the run outlasted its submissions by over 10 %) */
-    uint64_t span = (uint64_t)r->iters * o->lat_interval_ns;
-    bool queued = res.sim_time_ns > span + span / 10 + 50000000ull;
-    snprintf(r->note, sizeof(r->note),
-             "one in flight, one submitted every %.0f us, half of post -> send completion%s%s",
-             o->lat_interval_ns / 1e3, paths,
-             queued ? "; QUEUED: the run outlasted its submissions, raise --lat-interval" : "");
+    if (o->lat_interval_ns)
+      snprintf(r->note, sizeof(r->note), "ping-pong, half a round trip, %.0f us between%s",
+               o->lat_interval_ns / 1e3, paths);
+    else
+      snprintf(r->note, sizeof(r->note), "ping-pong, half a round trip, back to back%s", paths);
   } else {
     uint64_t bytes = 0, rnr = 0;
     bool have_rnr = true;
@@ -816,7 +813,7 @@ static int parse_rows(const char *s, struct opts *o)
 int pp_verbs_bench_main(int argc, char **argv)
 {
   struct opts o = {.iters = 1000, .lat_size = 64, .bw_size = 65536, .lat = true, .bw = true,
-                   .lat_interval_ns = 5000000};
+                   .lat_interval_ns = 0};
   for (int k = 0; k < NROWS; k++)
     o.rows[k] = true;
   o.nic.gid_index = -1;
@@ -918,7 +915,7 @@ int pp_verbs_bench_main(int argc, char **argv)
       o.bw_size = (uint32_t)x;
       break;
     case B_LAT_INTERVAL:
-      if (pp_cli_opt_duration(&g, 1000, 10000000000ull, &o.lat_interval_ns))
+      if (pp_cli_opt_duration(&g, 0, 10000000000ull, &o.lat_interval_ns))
         return 2;
       break;
     case B_RING_SLOTS:

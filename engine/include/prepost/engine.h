@@ -85,7 +85,8 @@ struct pp_qp_params {
   X(SCRIPT, "script", "per-rank MPI-style operation lists")                    \
   X(TRAFFIC, "traffic", "generated p2p messages, checked")                     \
   X(APP, "app", "the embedding program's callbacks (prepost/app.h)")          \
-  X(COLLECTIVE, "collective", "ring allreduce/allgather/broadcast, checked")
+  X(COLLECTIVE, "collective", "ring allreduce/allgather/broadcast, checked")   \
+  X(PINGPONG, "pingpong", "rank 0 <-> rank 1 round trips, half of each recorded")
 
 enum pp_workload_kind {
 #define PP_X(id, name, desc) PP_WORKLOAD_##id,
@@ -109,6 +110,7 @@ struct pp_workload {
                                late and out of order); the slow ranks apply it */
   uint64_t post_delay_ns;   /* stream: receivers post their first buffers this long after start
                                (+ U[0, consume_jitter_ns] each) instead of before connecting */
+  uint32_t warmup;          /* pingpong: round trips before the `messages` recorded ones */
 };
 
 /* Field tables (prepost/param.h, engine/core/engine_param.c): the scenario's `qp` section and
