@@ -7,7 +7,8 @@
 #
 # Latency: LAT_SIZES (default 64 B), usec, t_typical (the median) against t_typical: ib_send_lat,
 # ib_write_lat (half a round trip), ib_read_lat (one READ), ucx_perftest tag_lat (its median).
-# Bandwidth: BW_SIZES (default 64 KiB), MB/sec average against average: ib_send_bw, ib_write_bw,
+# Bandwidth: BW_SIZES (default 64 KiB; 2 x ITERS messages a test, at most BW_BYTES of them, at
+# least 128), MB/sec average against average: ib_send_bw, ib_write_bw,
 # ib_read_bw, ucx_perftest tag_bw and ucp_put_bw. Engine rows come from `prepost bench --json`
 # (`prepost bench --help` says how each is measured: latency as half of a back-to-back
 # ping-pong's round trip, like the raw rows and perftest). Prints a table and writes
@@ -24,6 +25,16 @@ OUT=${GUEST_OUT:-$(mktemp -d)}
 DEV=$(ls /sys/class/infiniband | head -1)
 LAT_SIZES=${LAT_SIZES:-64}
 BW_SIZES=${BW_SIZES:-65536}
+# a bandwidth test moves 2 x ITERS messages, but at most BW_BYTES (default 256 MiB) and at
+# least 128 messages (perftest's default tx depth): 2,000 x 4 MiB would take ~5 min a test at
+# rxe's ~30 MB/s under TCG (perftest's own runs passed the 300 s bound here)
+BW_BYTES=${BW_BYTES:-268435456}
+bw_iters() { # bw_iters SIZE: the messages of one bandwidth test of SIZE bytes
+  local n=$((2 * N)) cap=$((BW_BYTES / $1))
+  ((cap < n)) && n=$cap
+  ((n < 128)) && n=128
+  echo $n
+}
 [[ -n $DEV ]] || { echo "bench.sh: no RDMA device"; exit 1; }
 
 # perftest: server in the background, client against 127.0.0.1 (GID 1: RoCE v2 IPv4-mapped)
@@ -60,8 +71,8 @@ for t in send write read; do
   done
   for s in $BW_SIZES; do
     port=$((port + 1))
-    pair "${t}_bw_$s" $port "ib_${t}_bw" "${D[@]}" -s "$s" -n $((2 * N)) -p $port -- \
-      "ib_${t}_bw" "${D[@]}" -s "$s" -n $((2 * N)) -p $port 127.0.0.1 || echo "bench.sh: ib_${t}_bw $s failed"
+    pair "${t}_bw_$s" $port "ib_${t}_bw" "${D[@]}" -s "$s" -n "$(bw_iters "$s")" -p $port -- \
+      "ib_${t}_bw" "${D[@]}" -s "$s" -n "$(bw_iters "$s")" -p $port 127.0.0.1 || echo "bench.sh: ib_${t}_bw $s failed"
   done
 done
 # UCX: its UD wire-up times out on the IPv4-mapped GID here; the fe80:: GID (index 0) works
@@ -75,7 +86,7 @@ for s in $BW_SIZES; do
   for t in tag_bw ucp_put_bw; do
     port=$((port + 1))
     pair "${t}_$s" $port ucx_perftest -p $port -- \
-      ucx_perftest -p $port -t $t -s "$s" -n $((2 * N)) 127.0.0.1 || echo "bench.sh: ucx $t $s failed"
+      ucx_perftest -p $port -t $t -s "$s" -n "$(bw_iters "$s")" 127.0.0.1 || echo "bench.sh: ucx $t $s failed"
   done
 done
 unset UCX_NET_DEVICES UCX_TLS UCX_IB_GID_INDEX
@@ -83,17 +94,23 @@ unset UCX_NET_DEVICES UCX_TLS UCX_IB_GID_INDEX
 "$P" bench --iters "$N" --sizes "$(echo $LAT_SIZES | tr ' ' ,)" --test lat --json \
   >"$OUT/prepost-bench-lat.json" 2>"$OUT/prepost-bench-lat.err"
 prc=$?
-"$P" bench --iters "$N" --sizes "$(echo $BW_SIZES | tr ' ' ,)" --test bw --json \
-  >"$OUT/prepost-bench-bw.json" 2>"$OUT/prepost-bench-bw.err"
-prc=$((prc | $?))
+# one bench per bandwidth size, each with that size's messages (bench's bw rows send 2 x --iters)
+for s in $BW_SIZES; do
+  "$P" bench --iters $(($(bw_iters "$s") / 2)) --sizes "$s" --test bw --json \
+    >"$OUT/prepost-bench-bw-$s.json" 2>"$OUT/prepost-bench-bw-$s.err"
+  prc=$((prc | $?))
+done
 if ((prc != 0)); then
   echo "bench.sh: prepost bench failed:"
-  cat "$OUT/prepost-bench-lat.err" "$OUT/prepost-bench-bw.err"
+  cat "$OUT/prepost-bench-lat.err" "$OUT"/prepost-bench-bw-*.err
   exit 1
 fi
-/usr/bin/python3 - "$OUT" "$LAT_SIZES" "$BW_SIZES" <<'PY'
+bw_msgs=$(for s in $BW_SIZES; do printf '%s:%s ' "$s" "$(bw_iters "$s")"; done)
+/usr/bin/python3 - "$OUT" "$LAT_SIZES" "$BW_SIZES" "$N" "$bw_msgs" <<'PY'
 import json, math, os, sys
 out, lat_sizes, bw_sizes = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+lat_iters = int(sys.argv[4])
+bw_messages = {k: int(v) for k, v in (x.split(":") for x in sys.argv[5].split())}
 
 def lines(name):
     try:
@@ -141,7 +158,7 @@ for s in bw_sizes:
 
 eng = {}  # (row, test, size) -> value (t_typical or bw average)
 dev = None
-for f in ("prepost-bench-lat.json", "prepost-bench-bw.json"):
+for f in ["prepost-bench-lat.json"] + [f"prepost-bench-bw-{s}.json" for s in bw_sizes]:
     d = json.load(open(os.path.join(out, f)))
     dev = d
     for r in d["results"]:
@@ -188,14 +205,17 @@ for (k, t, s), v in sorted(ref.items()):
     figures[f"{'ib_' + k if k in ('send', 'write', 'read') else k}_{t}_{s}"] = v
 for (k, t, s), v in sorted(eng.items()):
     figures[f"prepost_{k}_{t}_{s}"] = v
-doc = {"device": dev["device"], "active_mtu": dev["active_mtu"], "iters": dev["iters"],
+doc = {"device": dev["device"], "active_mtu": dev["active_mtu"], "lat_iters": lat_iters,
+       "bw_messages": bw_messages,
        "lat_sizes": [int(x) for x in lat_sizes], "bw_sizes": [int(x) for x in bw_sizes],
        "lat_unit": "usec (t_typical, the median)", "bw_unit": "MB/sec (average)",
        "ratios": ratios, "figures": figures}
 with open(os.path.join(out, "bench-ratios.json"), "w") as f:
     json.dump(doc, f, indent=1, sort_keys=True)
-print(f"prepost bench on {dev['device']} (MTU {dev['active_mtu']}), {dev['iters']} iterations; "
-      "latency usec t_typical, bandwidth MB/sec average")
+print(f"prepost bench on {dev['device']} (MTU {dev['active_mtu']}), latency {lat_iters} "
+      "iterations, bandwidth messages per size " +
+      ", ".join(f"{k} B: {v}" for k, v in bw_messages.items()) +
+      "; latency usec t_typical, bandwidth MB/sec average")
 print(f"{'figure':<34} {'value':>10}")
 for k, v in figures.items():
     print(f"{k:<34} {'-' if v is None else f'{v:.2f}':>10}")
