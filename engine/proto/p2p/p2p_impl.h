@@ -541,7 +541,7 @@ static inline uint64_t p2p_may_start(const struct p2p *p)
 static inline void p2p_arm_flush(struct pp_engine *e, uint64_t now)
 {
   struct p2p *p = P2P(e);
-  if (p->depth == 0 && !p->flushing && !p->flush_armed && p->done_head &&
+  if (p->done_head && p->depth == 0 && !p->flushing && !p->flush_armed && /* (the rare first) */
       pp_engine_push_timer(e, now, PP_TIMER_PROTO, FLUSH_TIMER) == PP_OK)
     p->flush_armed = true;
 }
