@@ -633,6 +633,8 @@ enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
 enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x);
 /* A matching message that passed wire.c's checks (p2p_on_recv). */
 enum pp_status p2p_on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x);
+/* p2p_on_match_msg for an EAGER message: the eager fast path. */
+enum pp_status p2p_on_eager_msg(struct pp_engine *e, uint64_t now, struct rx *x);
 
 /* rndv.c */
 enum pp_status p2p_run_work(struct pp_engine *e);
