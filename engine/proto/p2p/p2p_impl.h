@@ -235,6 +235,7 @@ struct req {
    * pp_match_post sets every field of its link 0 (the only link a receive uses). */
   struct pp_mentry me;
   uint32_t idx; /* its slot, r - p->req (set at creation, never cleared: no division per handle) */
+  uint64_t handle; /* a live request's handle (req_alloc); 0 once it went stale (req_stale) */
   /* A rendezvous's, from peer_req up to regnext: not cleared by req_alloc either (an eager
    * message never uses them); p2p_rndv_clear zeroes them when a rendezvous starts (send_begin,
    * start_recv), before anything reads them. */
@@ -442,21 +443,39 @@ static inline uint32_t nfrag_of(const struct p2p *p, uint32_t len)
 
 /* A request's handle: its generation (28 bits, so a wr_id holds it too) and slot, XORed with
  * the nonce (whose bit 31 no slot number has: never PP_REQ_NULL). */
-static inline uint64_t handle_of(const struct p2p *p, const struct req *r)
+static inline uint64_t handle_make(const struct p2p *p, const struct req *r)
 {
   assert(r->gen <= 0xfffffff && r->idx == (uint32_t)(r - p->req) &&
          r->idx < p->prm.max_requests);
   return ((uint64_t)r->gen << 32 | ((uint64_t)r->idx + 1)) ^ p->nonce;
 }
 
+/* r's handles go stale: it is freed, or released by pp_p2p_test while on the done list. Its
+ * handle becomes 0, which no handle is (the nonce's bit 31), so req_of finds none for it. */
+static inline void req_stale(struct req *r)
+{
+  r->gen = (r->gen + 1) & 0xfffffff;
+  r->handle = 0;
+}
+
+/* A live request's handle, made once by req_alloc (every request's is read at least twice: by
+ * the caller, by its callback; and an RTS's or a reply's is looked up by req_of). */
+static inline uint64_t handle_of(const struct p2p *p, const struct req *r)
+{
+  assert(r->handle && r->handle == handle_make(p, r));
+  (void)p;
+  return r->handle;
+}
+
+/* The live request of handle h, or NULL: the slot h names, if its handle is h (the same slot
+ * and generation; a stale one's is 0, and 0 names no slot). */
 static inline struct req *req_of(const struct p2p *p, uint64_t h)
 {
-  h ^= p->nonce;
-  uint32_t i = (uint32_t)h;
+  uint32_t i = (uint32_t)(h ^ p->nonce);
   if (i == 0 || i > p->prm.max_requests)
     return NULL;
   struct req *r = &p->req[i - 1];
-  return r->state != RQ_FREE && r->gen == (uint32_t)(h >> 32) ? r : NULL;
+  return r->state != RQ_FREE && r->handle == h ? r : NULL;
 }
 
 /* r holds no registration (xmr, rce): true of every free request. */
@@ -483,6 +502,7 @@ static inline struct req *req_alloc(struct p2p *p)
   assert(r->state == RQ_FREE && gen != r->gen && req_regs_clear(r));
   memset(r, 0, offsetof(struct req, me));
   r->gen = gen;
+  r->handle = handle_make(p, r);
   r->peer = UINT32_MAX;
   return r;
 }
@@ -520,7 +540,7 @@ static inline void p2p_req_free(struct p2p *p, struct req *r)
 {
   assert(req_regs_clear(r));
   p2p_req_set(p, r, RQ_FREE);
-  r->gen = (r->gen + 1) & 0xfffffff;
+  req_stale(r);
   r->next = p->freereq;
   p->freereq = r;
 }
