@@ -37,6 +37,15 @@
  * Completions reach the workload at the end of the event that caused them (a done list), never
  * from inside an API call the workload is making.
  *
+ * The eager fast path is the general one specialised, not a second implementation: the
+ * sender's start (credits.c: start_first and the helpers it composes) and the receiver's
+ * delivery (eager.c: deliver, start_recv, eager_recv) are always inline and take a `fast` flag
+ * that is a compile-time constant at each call site: true for an EAGER message (without srq on
+ * the sending side), so the compiler drops the rendezvous, RGET-registration and srq branches
+ * and the call boundaries between the layers. The flag states only what those branches test
+ * (the message's type, p->srq), so both specialisations make the same state changes in the
+ * same order: traces are identical either way.
+ *
  * The module's files (one concern each; this header is private to them):
  *   p2p.c      the pp_proto_ops entry points (create/destroy, connect, events, timers) and the
  *              public API (prepost/p2p.h)
