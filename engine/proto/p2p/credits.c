@@ -5,25 +5,9 @@
 
 /* ------------------------------------------------------------------ posting */
 
-/* p2p_post_rx, inline in p2p_release_rx (every consumed message's). */
-static inline enum pp_status post_rx(struct pp_engine *e, struct rx *r)
-{
-  struct p2p *p = P2P(e);
-  uint32_t i = (uint32_t)(r - p->rx);
-  r->state = RX_POSTED;
-  if (p->ch[r->ch].failed)
-    return PP_OK;
-  struct pp_recv_wr *wr = &p->rxwr; /* the rest of it stays zero (p2p_impl.h) */
-  wr->wr_id = WRID(W_RECV, 0, i);
-  wr->num_sge = 1;
-  wr->sg_list[0] = (struct pp_sge){.addr = (uint64_t)(uintptr_t)r->buf, .length = p->cbsize,
-                                   .lkey = p->rxmr.lkey};
-  return (enum pp_status)e->ops->post_recv(e->nic, p->ch[r->ch].qpn, wr);
-}
-
 enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r)
 {
-  return post_rx(e, r);
+  return p2p_rx_repost(e, r);
 }
 
 /* The NIC refused the SEND of tx slot t: what post_tx did is undone (the send-queue slot, the
@@ -87,20 +71,12 @@ static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
   return post_tx_hdr(e, t, (struct hdr *)(void *)tx_buf(p, t), len, tx_mr(p, t)->lkey, false);
 }
 
-/* (srq: a channel's credits are its grant, not D) */
-static inline bool credit_due(const struct p2p *p, const struct chan *c)
-{
-  return (c->owed > 0 &&
-          (c->owed >= p->T || (p->srq ? c->held + c->owed >= c->grant : c->inuse + c->owed == p->D))) ||
-         (c->rowed > 0 && (c->rowed >= p->TR || c->rowed == p->R));
-}
-
 /* A due CREDIT message on channel c (it needs no credit); a refused one fails the peer. */
 static void flush_credit(struct pp_engine *e, struct chan *c)
 {
   struct p2p *p = P2P(e);
   c->credit_pending = false;
-  if (!credit_due(p, c)) /* piggy-backed meanwhile */
+  if (!p2p_credit_due(p, c)) /* piggy-backed meanwhile */
     return;
   uint32_t t = tx_alloc(p, &p->small);
   if (t == NO_TX) {
@@ -183,18 +159,9 @@ enum pp_status p2p_send_reply(struct pp_engine *e, uint32_t ch, const struct hdr
   return p2p_flush_ctrl(e, c);
 }
 
-/* p2p_credits_due for channel c, inline in p2p_release_rx. */
-static inline enum pp_status credits_due(struct pp_engine *e, struct chan *c)
-{
-  if (c->credit_pending || !credit_due(P2P(e), c))
-    return PP_OK;
-  c->credit_pending = true;
-  return p2p_flush_ctrl(e, c);
-}
-
 enum pp_status p2p_credits_due(struct pp_engine *e, uint32_t ch)
 {
-  return credits_due(e, &P2P(e)->ch[ch]);
+  return p2p_chan_credits_due(e, &P2P(e)->ch[ch]);
 }
 
 /* A reply was consumed: its buffer goes back at once, a reply credit is owed. */
@@ -206,20 +173,10 @@ enum pp_status p2p_reply_consumed(struct pp_engine *e, struct rx *r)
   return s == PP_OK ? p2p_credits_due(e, r->ch) : s;
 }
 
-/* A consumed buffer goes back to the NIC; `credits` of the sender's credits become owed. */
+/* A consumed buffer goes back to the NIC (p2p_impl.h: p2p_release_rx_inline). */
 enum pp_status p2p_release_rx(struct pp_engine *e, struct rx *r)
 {
-  struct p2p *p = P2P(e);
-  struct chan *c = &p->ch[r->ch];
-  if (r->pool)
-    return p2p_srq_release(e, r);
-  enum pp_status s = post_rx(e, r);
-  if (s != PP_OK)
-    return s;
-  assert(c->inuse > 0);
-  c->inuse--;
-  c->owed++;
-  return credits_due(e, c);
+  return p2p_release_rx_inline(e, r);
 }
 
 /* ------------------------------------------------------------------ sending */

@@ -16,7 +16,7 @@
 
 /* An EAGER message matched receive r (x: its buffer): copied, ACKed when synchronous. */
 RECV_INLINE enum pp_status eager_recv(struct pp_engine *e, uint64_t now, struct req *r,
-                                      struct rx *x)
+                                      struct rx *x, bool fast)
 {
   struct p2p *p = P2P(e);
   const struct hdr *h = rx_hdr(p, x);
@@ -32,7 +32,7 @@ RECV_INLINE enum pp_status eager_recv(struct pp_engine *e, uint64_t now, struct 
   }
   if (r->state != RQ_DONE) /* else failed with its peer: the ACK could not be posted */
     p2p_complete(e, now, r);
-  return p2p_release_rx(e, x);
+  return fast ? p2p_release_rx_inline(e, x) : p2p_release_rx(e, x);
 }
 
 /* eager_recv out of line: the general path's (an EAGER taken by irecv from the unexpected
@@ -40,7 +40,7 @@ RECV_INLINE enum pp_status eager_recv(struct pp_engine *e, uint64_t now, struct 
 static __attribute__((noinline)) enum pp_status eager_recv_call(struct pp_engine *e, uint64_t now,
                                                                 struct req *r, struct rx *x)
 {
-  return eager_recv(e, now, r, x);
+  return eager_recv(e, now, r, x, false);
 }
 
 /* Receive r matched the message in x: it takes the message's source, tag and length. */
@@ -65,7 +65,7 @@ RECV_INLINE enum pp_status start_recv(struct pp_engine *e, uint64_t now, struct 
   r->peer_req = h->sreq;
   p2p_req_set(p, r, RQ_ACTIVE);
   if (fast)
-    return eager_recv(e, now, r, x);
+    return eager_recv(e, now, r, x, true);
   if (eager)
     return eager_recv_call(e, now, r, x);
   return p2p_rndv_start(e, now, r, x);

@@ -784,4 +784,58 @@ static inline void p2p_maybe_complete_send(struct pp_engine *e, uint64_t now, st
   p2p_complete(e, now, r);
 }
 
+/* ------------------------------------------------------------------ credits.c, inline: the
+ * receiver's buffer re-post and credit accounting */
+
+/* Receive buffer r posted again (p2p_post_rx; inline in p2p_release_rx_inline). */
+static inline enum pp_status p2p_rx_repost(struct pp_engine *e, struct rx *r)
+{
+  struct p2p *p = P2P(e);
+  uint32_t i = (uint32_t)(r - p->rx);
+  r->state = RX_POSTED;
+  if (p->ch[r->ch].failed)
+    return PP_OK;
+  struct pp_recv_wr *wr = &p->rxwr; /* the rest of it stays zero (p2p_impl.h) */
+  wr->wr_id = WRID(W_RECV, 0, i);
+  wr->num_sge = 1;
+  wr->sg_list[0] = (struct pp_sge){.addr = (uint64_t)(uintptr_t)r->buf, .length = p->cbsize,
+                                   .lkey = p->rxmr.lkey};
+  return (enum pp_status)e->ops->post_recv(e->nic, p->ch[r->ch].qpn, wr);
+}
+
+/* Channel c owes an explicit CREDIT message (the rules at the top of this file; srq: a channel's
+ * credits are its grant, not D). */
+static inline bool p2p_credit_due(const struct p2p *p, const struct chan *c)
+{
+  return (c->owed > 0 &&
+          (c->owed >= p->T || (p->srq ? c->held + c->owed >= c->grant : c->inuse + c->owed == p->D))) ||
+         (c->rowed > 0 && (c->rowed >= p->TR || c->rowed == p->R));
+}
+
+/* p2p_credits_due for channel c, inline in p2p_release_rx_inline. */
+static inline enum pp_status p2p_chan_credits_due(struct pp_engine *e, struct chan *c)
+{
+  if (c->credit_pending || !p2p_credit_due(P2P(e), c))
+    return PP_OK;
+  c->credit_pending = true;
+  return p2p_flush_ctrl(e, c);
+}
+
+/* A consumed buffer goes back to the NIC; one of the sender's credits becomes owed. Inline in
+ * the receiver's eager fast path (eager.c), p2p_release_rx everywhere else. */
+static inline enum pp_status p2p_release_rx_inline(struct pp_engine *e, struct rx *r)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[r->ch];
+  if (r->pool)
+    return p2p_srq_release(e, r);
+  enum pp_status s = p2p_rx_repost(e, r);
+  if (s != PP_OK)
+    return s;
+  assert(c->inuse > 0);
+  c->inuse--;
+  c->owed++;
+  return p2p_chan_credits_due(e, c);
+}
+
 #endif
