@@ -843,6 +843,27 @@ Test(p2p, api_bounds_and_errors)
   cr_assert_not(pp_p2p_iprobe(NULL, ANYS, ANYT, 0, NULL));
 }
 
+/* A request tested while it is still on the done list (its completion not delivered yet) is
+ * released there: every copy of its handle is stale at once, not only once the list gets to
+ * it and the slot is free. */
+Test(p2p, a_request_tested_on_the_done_list_is_stale_at_once)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint8_t a[8];
+  pp_req r, copy;
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), a, 8, 1, 1, 0, 0, &r), PP_OK);
+  copy = r;
+  cr_assert_eq(pp_p2p_cancel(C.e[0], now(), r), PP_OK); /* done, on the done list */
+  struct pp_p2p_status st;
+  cr_assert(pp_p2p_test(C.e[0], &r, &st), "complete (cancelled) before the list is flushed");
+  cr_assert_eq(st.error, PP_P2P_E_CANCELLED);
+  cr_assert_not(pp_p2p_test(C.e[0], &copy, NULL), "a released request's handle is stale");
+  cr_assert_eq(pp_p2p_cancel(C.e[0], now(), copy), PP_NOTFOUND);
+  run();
+  cr_assert_not(pp_p2p_test(C.e[0], &copy, NULL), "and stays stale once freed");
+}
+
 Test(p2p, sends_need_a_started_engine)
 {
   struct pp_engine_cfg cfg = base(2);

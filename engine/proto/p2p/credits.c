@@ -5,25 +5,9 @@
 
 /* ------------------------------------------------------------------ posting */
 
-/* p2p_post_rx, inline in p2p_release_rx (every consumed message's). */
-static inline enum pp_status post_rx(struct pp_engine *e, struct rx *r)
-{
-  struct p2p *p = P2P(e);
-  uint32_t i = (uint32_t)(r - p->rx);
-  r->state = RX_POSTED;
-  if (p->ch[r->ch].failed)
-    return PP_OK;
-  struct pp_recv_wr *wr = &p->rxwr; /* the rest of it stays zero (p2p_impl.h) */
-  wr->wr_id = WRID(W_RECV, 0, i);
-  wr->num_sge = 1;
-  wr->sg_list[0] = (struct pp_sge){.addr = (uint64_t)(uintptr_t)r->buf, .length = p->cbsize,
-                                   .lkey = p->rxmr.lkey};
-  return (enum pp_status)e->ops->post_recv(e->nic, p->ch[r->ch].qpn, wr);
-}
-
 enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r)
 {
-  return post_rx(e, r);
+  return p2p_rx_repost(e, r);
 }
 
 /* The NIC refused the SEND of tx slot t: what post_tx did is undone (the send-queue slot, the
@@ -46,10 +30,11 @@ static void unpost_tx(struct pp_engine *e, uint32_t t)
 
 /* Posts tx slot t (its header h already filled) with `len` bytes from the pool whose
  * registration has lkey; hands back the owed credits. A refused SEND leaves nothing behind
- * (unpost_tx): the caller decides what fails. Inline in its two callers (start_sends: every
- * EAGER and RTS; post_tx: the control messages). */
+ * (unpost_tx): the caller decides what fails. Inline in its two callers (start_first: every
+ * EAGER and RTS; post_tx: the control messages, never `fast`: see start_first). */
 static inline __attribute__((always_inline)) enum pp_status
-post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len, uint32_t lkey)
+post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len, uint32_t lkey,
+            bool fast)
 {
   struct p2p *p = P2P(e);
   uint32_t ci = p->tx[t].ch;
@@ -63,7 +48,7 @@ post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len, uint32
     p->st.credits_piggybacked += owed + rowed;
   c->given += owed;
   c->owed = c->rowed = 0;
-  bool dq = p2p_on_dqp(p, h->type);
+  bool dq = !fast && p2p_on_dqp(p, h->type); /* (fast, the eager path's: no srq) */
   uint32_t *sq = dq ? &c->dsq_used : &c->sq_used;
   struct pp_send_wr *wr = &p->txwr; /* the rest of it stays zero (p2p_impl.h) */
   wr->wr_id = WRID(W_TX, 0, t);
@@ -83,15 +68,7 @@ post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len, uint32
 static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
 {
   struct p2p *p = P2P(e);
-  return post_tx_hdr(e, t, (struct hdr *)(void *)tx_buf(p, t), len, tx_mr(p, t)->lkey);
-}
-
-/* (srq: a channel's credits are its grant, not D) */
-static inline bool credit_due(const struct p2p *p, const struct chan *c)
-{
-  return (c->owed > 0 &&
-          (c->owed >= p->T || (p->srq ? c->held + c->owed >= c->grant : c->inuse + c->owed == p->D))) ||
-         (c->rowed > 0 && (c->rowed >= p->TR || c->rowed == p->R));
+  return post_tx_hdr(e, t, (struct hdr *)(void *)tx_buf(p, t), len, tx_mr(p, t)->lkey, false);
 }
 
 /* A due CREDIT message on channel c (it needs no credit); a refused one fails the peer. */
@@ -99,7 +76,7 @@ static void flush_credit(struct pp_engine *e, struct chan *c)
 {
   struct p2p *p = P2P(e);
   c->credit_pending = false;
-  if (!credit_due(p, c)) /* piggy-backed meanwhile */
+  if (!p2p_credit_due(p, c)) /* piggy-backed meanwhile */
     return;
   uint32_t t = tx_alloc(p, &p->small);
   if (t == NO_TX) {
@@ -182,18 +159,9 @@ enum pp_status p2p_send_reply(struct pp_engine *e, uint32_t ch, const struct hdr
   return p2p_flush_ctrl(e, c);
 }
 
-/* p2p_credits_due for channel c, inline in p2p_release_rx. */
-static inline enum pp_status credits_due(struct pp_engine *e, struct chan *c)
-{
-  if (c->credit_pending || !credit_due(P2P(e), c))
-    return PP_OK;
-  c->credit_pending = true;
-  return p2p_flush_ctrl(e, c);
-}
-
 enum pp_status p2p_credits_due(struct pp_engine *e, uint32_t ch)
 {
-  return credits_due(e, &P2P(e)->ch[ch]);
+  return p2p_chan_credits_due(e, &P2P(e)->ch[ch]);
 }
 
 /* A reply was consumed: its buffer goes back at once, a reply credit is owed. */
@@ -205,31 +173,29 @@ enum pp_status p2p_reply_consumed(struct pp_engine *e, struct rx *r)
   return s == PP_OK ? p2p_credits_due(e, r->ch) : s;
 }
 
-/* A consumed buffer goes back to the NIC; `credits` of the sender's credits become owed. */
+/* A consumed buffer goes back to the NIC (p2p_impl.h: p2p_release_rx_inline). */
 enum pp_status p2p_release_rx(struct pp_engine *e, struct rx *r)
 {
-  struct p2p *p = P2P(e);
-  struct chan *c = &p->ch[r->ch];
-  if (r->pool)
-    return p2p_srq_release(e, r);
-  enum pp_status s = post_rx(e, r);
-  if (s != PP_OK)
-    return s;
-  assert(c->inuse > 0);
-  c->inuse--;
-  c->owed++;
-  return credits_due(e, c);
+  return p2p_release_rx_inline(e, r);
 }
 
 /* ------------------------------------------------------------------ sending */
 
+/* The eager fast path: an EAGER message without p2p.srq (`fast`) starts through the same
+ * helpers as every other send, always inline, with `fast` a constant at the one call site that
+ * passes true (start_sends), so the compiler drops what such a message never needs: the data QP
+ * and its `want` (srq), an RGET's registration and its abort, the small pool, the rendezvous
+ * fields. Legal because each of those branches depends on r->proto and p->srq alone, which is
+ * what `fast` states (asserted in start_first). */
+#define SEND_INLINE static inline __attribute__((always_inline))
+
 /* A channel to peer pe with a data credit and send-queue room, round robin; UINT32_MAX: none.
  * (srq: the data QP's send queue; test bug srq-no-credits: no credit needed.) */
-static uint32_t send_channel(const struct pp_engine *e, const struct p2p *p,
-                             const struct peer *pe)
+SEND_INLINE uint32_t send_channel(const struct pp_engine *e, const struct p2p *p,
+                                  const struct peer *pe, bool fast)
 {
   uint32_t depth = e->cfg.qp.sq_depth, n = p->prm.channels;
-  if (p->srq) {
+  if (!fast && p->srq) {
     const struct chan *c = &p->ch[pe->ch0]; /* srq: one channel */
     bool credit = c->credits || PP_BUG(&e->cfg, SRQ_NO_CREDITS);
     return credit && c->dsq_used < depth ? pe->ch0 : UINT32_MAX;
@@ -251,20 +217,20 @@ static uint32_t send_channel(const struct pp_engine *e, const struct p2p *p,
  * RGET, the registration that exposes r's buffer; NO_TX when r must wait (*wait: the peer's bit
  * of the wait mask that says for what, none for a registration). *abort: that registration
  * failed and none of ours will ever be released (the RTS goes only to keep the sequence). */
-static uint32_t send_resources(struct pp_engine *e, const struct req *r, uint32_t ch,
-                               struct txpool **pool, struct pp_mr *xmr, bool *abort,
-                               uint64_t **wait)
+SEND_INLINE uint32_t send_resources(struct pp_engine *e, const struct req *r, uint32_t ch,
+                                    struct txpool **pool, struct pp_mr *xmr, bool *abort,
+                                    uint64_t **wait, bool fast)
 {
   struct p2p *p = P2P(e);
   if (ch == UINT32_MAX) {
     *wait = &p->wait_chan;
     return NO_TX;
   }
-  *pool = r->proto == PP_P2P_EAGER && r->len > 0 ? &p->big : &p->small;
+  *pool = (fast || r->proto == PP_P2P_EAGER) && r->len > 0 ? &p->big : &p->small;
   uint32_t t = tx_alloc(p, *pool);
   if (t == NO_TX)
     *wait = &p->wait_tx;
-  if (t != NO_TX && r->proto == PP_P2P_RNDV_GET &&
+  if (!fast && t != NO_TX && r->proto == PP_P2P_RNDV_GET &&
       p2p_reg_xmr(e, r->buf, r->len, PP_ACCESS_REMOTE_READ, xmr) != PP_OK) {
     *abort = p->nregs == 0; /* no registration of ours left to wait for */
     if (!*abort) {
@@ -285,8 +251,8 @@ static void park(struct p2p *p, struct req *r)
 }
 
 /* r leaves its peer's line and starts on channel ch, with one of its data credits. */
-static void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint32_t ch,
-                       struct pp_mr xmr)
+SEND_INLINE void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint32_t ch,
+                            struct pp_mr xmr, bool fast)
 {
   assert(pe == &p->peer[r->peer]);
   pe->pend_head = r->next;
@@ -303,11 +269,12 @@ static void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint32_t c
     pe->next_ch = (ch - pe->ch0 + 1) % p->prm.channels;
   r->ch = ch;
   p2p_req_set(p, r, RQ_ACTIVE);
-  if (r->proto != PP_P2P_EAGER)
+  bool eager = fast || r->proto == PP_P2P_EAGER;
+  if (!eager)
     p2p_rndv_clear(r);
   r->wrs = 1;
-  r->await = r->proto != PP_P2P_EAGER || (r->flags & R_SYNC);
-  if (xmr.lkey) { /* (else xmr[0] is empty already, as in every request that starts) */
+  r->await = !eager || (r->flags & R_SYNC);
+  if (!fast && xmr.lkey) { /* (else xmr[0] is empty already, as in every request that starts) */
     r->xmr[0] = xmr;
     p2p_reg_held(p, r);
   }
@@ -316,15 +283,17 @@ static void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint32_t c
 
 /* Fills send buffer t (its header h) with r's EAGER (header and payload) or RTS; returns its
  * length. Every byte of the header is written (the fields it does not use are 0). */
-static uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t, struct hdr *h,
-                            uint32_t rkey, bool abort)
+SEND_INLINE uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t, struct hdr *h,
+                                 uint32_t rkey, bool abort, bool fast)
 {
   uint64_t handle = handle_of(p, r);
-  uint8_t type = r->proto == PP_P2P_EAGER ? M_EAGER : M_RTS;
+  bool eager = fast || r->proto == PP_P2P_EAGER;
+  uint8_t type = eager ? M_EAGER : M_RTS;
   *h = (struct hdr){
       .type = type,
       .flags = (uint8_t)(((r->flags & R_SYNC) ? F_SYNC : 0) |
-                         (r->proto == PP_P2P_RNDV_GET ? F_RGET : 0) | (abort ? F_ABORT : 0)),
+                         (!fast && r->proto == PP_P2P_RNDV_GET ? F_RGET : 0) |
+                         (!fast && abort ? F_ABORT : 0)),
       .ctx = r->ctx,
       .seq = r->seq,
       .tag = r->tag,
@@ -333,7 +302,7 @@ static uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t, stru
       .addr = (uint64_t)(uintptr_t)r->buf,
       .rkey = rkey,
   };
-  if (p->srq) { /* what the credits do not cover of the sends queued behind r (srq.c) */
+  if (!fast && p->srq) { /* what the credits do not cover of the sends queued behind r (srq.c) */
     const struct chan *c = &p->ch[r->ch];
     uint32_t behind = p->peer[r->peer].send_seq - r->seq - 1;
     uint32_t want = behind > c->credits ? behind - c->credits : 0;
@@ -341,12 +310,12 @@ static uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t, stru
     h->nfrag = c->seen;
   }
   uint32_t len = HDR;
-  if (type == M_EAGER && r->len) {
+  if (eager && r->len) {
     memcpy((uint8_t *)h + HDR, r->buf, r->len);
     len += r->len;
   }
-  p->tx[t] = (struct tx){.next = NO_TX, .ch = r->ch, .req = abort ? 0 : handle, .nwr = 1,
-                         .type = type};
+  p->tx[t] = (struct tx){.next = NO_TX, .ch = r->ch, .req = !fast && abort ? 0 : handle,
+                         .nwr = 1, .type = type};
   return len;
 }
 
@@ -364,33 +333,45 @@ static void send_refused(struct pp_engine *e, struct peer *pe, struct req *r)
   p2p_fail_as(e, p->now, r, PP_P2P_E_FAILED, PP_WC_LOC_QP_OP_ERR);
 }
 
+/* Starts r, the first in peer pi's line, when credits, a send-queue slot and a buffer allow;
+ * false when they do not: r stays (parked) and the wait masks say what it waits for. */
+SEND_INLINE bool start_first(struct pp_engine *e, uint32_t pi, struct req *r, bool fast)
+{
+  struct p2p *p = P2P(e);
+  struct peer *pe = &p->peer[pi];
+  assert(r == pe->pend_head && (!fast || (r->proto == PP_P2P_EAGER && !p->srq)));
+  struct pp_mr xmr = {0};
+  bool abort = false;
+  uint64_t *wait = NULL;
+  struct txpool *pool = NULL;
+  uint32_t ch = send_channel(e, p, pe, fast);
+  uint32_t t = send_resources(e, r, ch, &pool, &xmr, &abort, &wait, fast);
+  if (t == NO_TX) {
+    park(p, r);
+    if (wait)
+      *wait |= 1ull << pi;
+    return false;
+  }
+  send_begin(p, pe, r, ch, xmr, fast);
+  struct hdr *h = (struct hdr *)(void *)(pool->buf + (size_t)(t - pool->first) * pool->size);
+  uint32_t len = send_header(p, r, t, h, xmr.rkey, abort, fast);
+  if (post_tx_hdr(e, t, h, len, pool->mr.lkey, fast) != PP_OK)
+    send_refused(e, pe, r);
+  else if (!fast && abort) /* the RTS only keeps the sequence: the receiver drops it */
+    p2p_fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
+  return true;
+}
+
 /* Starts the sends parked at peer pi, in order, while credits, send-queue slots and buffers
  * allow; when they do not, the wait masks say what the first one waits for. */
 static void start_sends(struct pp_engine *e, uint32_t pi)
 {
   struct p2p *p = P2P(e);
   struct peer *pe = &p->peer[pi];
-  struct req *r;
-  while ((r = pe->pend_head)) {
-    struct pp_mr xmr = {0};
-    bool abort = false;
-    uint64_t *wait = NULL;
-    struct txpool *pool = NULL;
-    uint32_t ch = send_channel(e, p, pe);
-    uint32_t t = send_resources(e, r, ch, &pool, &xmr, &abort, &wait);
-    if (t == NO_TX) {
-      park(p, r);
-      if (wait)
-        *wait |= 1ull << pi;
+  for (struct req *r; (r = pe->pend_head);) {
+    bool fast = r->proto == PP_P2P_EAGER && !p->srq; /* (one test: the two calls are the paths) */
+    if (!(fast ? start_first(e, pi, r, true) : start_first(e, pi, r, false)))
       return;
-    }
-    send_begin(p, pe, r, ch, xmr);
-    struct hdr *h = (struct hdr *)(void *)(pool->buf + (size_t)(t - pool->first) * pool->size);
-    uint32_t len = send_header(p, r, t, h, xmr.rkey, abort);
-    if (post_tx_hdr(e, t, h, len, pool->mr.lkey) != PP_OK)
-      send_refused(e, pe, r);
-    else if (abort) /* the RTS only keeps the sequence: the receiver drops it */
-      p2p_fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
   }
 }
 

@@ -164,7 +164,7 @@ static enum pp_status p2p_lists(struct pp_engine *e, struct p2p *p)
   for (uint32_t i = 0; i < e->cfg.nranks; i++)
     p->peer_of[i] = -1;
   for (uint32_t i = m->max_requests; i-- > 0;) {
-    p->req[i].idx = i;
+    p->req[i].idx = i; /* (handle 0 from calloc: no live handle) */
     p->req[i].next = p->freereq;
     p->freereq = &p->req[i];
   }
@@ -632,7 +632,7 @@ bool pp_p2p_test(struct pp_engine *e, pp_req *req, struct pp_p2p_status *st)
   *req = PP_REQ_NULL;
   if (r->flags & R_DONEQ) { /* still on the done list: freed when the list gets there */
     r->flags |= R_RELEASED;
-    r->gen = (r->gen + 1) & 0xfffffff;
+    req_stale(r);
   } else {
     p2p_req_free(p, r);
   }

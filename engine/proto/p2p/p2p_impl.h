@@ -37,6 +37,15 @@
  * Completions reach the workload at the end of the event that caused them (a done list), never
  * from inside an API call the workload is making.
  *
+ * The eager fast path is the general one specialised, not a second implementation: the
+ * sender's start (credits.c: start_first and the helpers it composes) and the receiver's
+ * delivery (eager.c: deliver, start_recv, eager_recv) are always inline and take a `fast` flag
+ * that is a compile-time constant at each call site: true for an EAGER message (without srq on
+ * the sending side), so the compiler drops the rendezvous, RGET-registration and srq branches
+ * and the call boundaries between the layers. The flag states only what those branches test
+ * (the message's type, p->srq), so both specialisations make the same state changes in the
+ * same order: traces are identical either way.
+ *
  * The module's files (one concern each; this header is private to them):
  *   p2p.c      the pp_proto_ops entry points (create/destroy, connect, events, timers) and the
  *              public API (prepost/p2p.h)
@@ -235,6 +244,7 @@ struct req {
    * pp_match_post sets every field of its link 0 (the only link a receive uses). */
   struct pp_mentry me;
   uint32_t idx; /* its slot, r - p->req (set at creation, never cleared: no division per handle) */
+  uint64_t handle; /* a live request's handle (req_alloc); 0 once it went stale (req_stale) */
   /* A rendezvous's, from peer_req up to regnext: not cleared by req_alloc either (an eager
    * message never uses them); p2p_rndv_clear zeroes them when a rendezvous starts (send_begin,
    * start_recv), before anything reads them. */
@@ -442,21 +452,39 @@ static inline uint32_t nfrag_of(const struct p2p *p, uint32_t len)
 
 /* A request's handle: its generation (28 bits, so a wr_id holds it too) and slot, XORed with
  * the nonce (whose bit 31 no slot number has: never PP_REQ_NULL). */
-static inline uint64_t handle_of(const struct p2p *p, const struct req *r)
+static inline uint64_t handle_make(const struct p2p *p, const struct req *r)
 {
   assert(r->gen <= 0xfffffff && r->idx == (uint32_t)(r - p->req) &&
          r->idx < p->prm.max_requests);
   return ((uint64_t)r->gen << 32 | ((uint64_t)r->idx + 1)) ^ p->nonce;
 }
 
+/* r's handles go stale: it is freed, or released by pp_p2p_test while on the done list. Its
+ * handle becomes 0, which no handle is (the nonce's bit 31), so req_of finds none for it. */
+static inline void req_stale(struct req *r)
+{
+  r->gen = (r->gen + 1) & 0xfffffff;
+  r->handle = 0;
+}
+
+/* A live request's handle, made once by req_alloc (every request's is read at least twice: by
+ * the caller, by its callback; and an RTS's or a reply's is looked up by req_of). */
+static inline uint64_t handle_of(const struct p2p *p, const struct req *r)
+{
+  assert(r->handle && r->handle == handle_make(p, r));
+  (void)p;
+  return r->handle;
+}
+
+/* The live request of handle h, or NULL: the slot h names, if its handle is h (the same slot
+ * and generation; a stale one's is 0, and 0 names no slot). */
 static inline struct req *req_of(const struct p2p *p, uint64_t h)
 {
-  h ^= p->nonce;
-  uint32_t i = (uint32_t)h;
+  uint32_t i = (uint32_t)(h ^ p->nonce);
   if (i == 0 || i > p->prm.max_requests)
     return NULL;
   struct req *r = &p->req[i - 1];
-  return r->state != RQ_FREE && r->gen == (uint32_t)(h >> 32) ? r : NULL;
+  return r->state != RQ_FREE && r->handle == h ? r : NULL;
 }
 
 /* r holds no registration (xmr, rce): true of every free request. */
@@ -483,6 +511,7 @@ static inline struct req *req_alloc(struct p2p *p)
   assert(r->state == RQ_FREE && gen != r->gen && req_regs_clear(r));
   memset(r, 0, offsetof(struct req, me));
   r->gen = gen;
+  r->handle = handle_make(p, r);
   r->peer = UINT32_MAX;
   return r;
 }
@@ -520,7 +549,7 @@ static inline void p2p_req_free(struct p2p *p, struct req *r)
 {
   assert(req_regs_clear(r));
   p2p_req_set(p, r, RQ_FREE);
-  r->gen = (r->gen + 1) & 0xfffffff;
+  req_stale(r);
   r->next = p->freereq;
   p->freereq = r;
 }
@@ -541,7 +570,7 @@ static inline uint64_t p2p_may_start(const struct p2p *p)
 static inline void p2p_arm_flush(struct pp_engine *e, uint64_t now)
 {
   struct p2p *p = P2P(e);
-  if (p->depth == 0 && !p->flushing && !p->flush_armed && p->done_head &&
+  if (p->done_head && p->depth == 0 && !p->flushing && !p->flush_armed && /* (the rare first) */
       pp_engine_push_timer(e, now, PP_TIMER_PROTO, FLUSH_TIMER) == PP_OK)
     p->flush_armed = true;
 }
@@ -633,6 +662,8 @@ enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
 enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x);
 /* A matching message that passed wire.c's checks (p2p_on_recv). */
 enum pp_status p2p_on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x);
+/* p2p_on_match_msg for an EAGER message: the eager fast path. */
+enum pp_status p2p_on_eager_msg(struct pp_engine *e, uint64_t now, struct rx *x);
 
 /* rndv.c */
 enum pp_status p2p_run_work(struct pp_engine *e);
@@ -752,6 +783,60 @@ static inline void p2p_maybe_complete_send(struct pp_engine *e, uint64_t now, st
   if (r->flags & R_REGS) /* (p2p_release_regs would do nothing: an eager send has none) */
     p2p_release_regs(e, r);
   p2p_complete(e, now, r);
+}
+
+/* ------------------------------------------------------------------ credits.c, inline: the
+ * receiver's buffer re-post and credit accounting */
+
+/* Receive buffer r posted again (p2p_post_rx; inline in p2p_release_rx_inline). */
+static inline enum pp_status p2p_rx_repost(struct pp_engine *e, struct rx *r)
+{
+  struct p2p *p = P2P(e);
+  uint32_t i = (uint32_t)(r - p->rx);
+  r->state = RX_POSTED;
+  if (p->ch[r->ch].failed)
+    return PP_OK;
+  struct pp_recv_wr *wr = &p->rxwr; /* the rest of it stays zero (p2p_impl.h) */
+  wr->wr_id = WRID(W_RECV, 0, i);
+  wr->num_sge = 1;
+  wr->sg_list[0] = (struct pp_sge){.addr = (uint64_t)(uintptr_t)r->buf, .length = p->cbsize,
+                                   .lkey = p->rxmr.lkey};
+  return (enum pp_status)e->ops->post_recv(e->nic, p->ch[r->ch].qpn, wr);
+}
+
+/* Channel c owes an explicit CREDIT message (the rules at the top of this file; srq: a channel's
+ * credits are its grant, not D). */
+static inline bool p2p_credit_due(const struct p2p *p, const struct chan *c)
+{
+  return (c->owed > 0 &&
+          (c->owed >= p->T || (p->srq ? c->held + c->owed >= c->grant : c->inuse + c->owed == p->D))) ||
+         (c->rowed > 0 && (c->rowed >= p->TR || c->rowed == p->R));
+}
+
+/* p2p_credits_due for channel c, inline in p2p_release_rx_inline. */
+static inline enum pp_status p2p_chan_credits_due(struct pp_engine *e, struct chan *c)
+{
+  if (c->credit_pending || !p2p_credit_due(P2P(e), c))
+    return PP_OK;
+  c->credit_pending = true;
+  return p2p_flush_ctrl(e, c);
+}
+
+/* A consumed buffer goes back to the NIC; one of the sender's credits becomes owed. Inline in
+ * the receiver's eager fast path (eager.c), p2p_release_rx everywhere else. */
+static inline enum pp_status p2p_release_rx_inline(struct pp_engine *e, struct rx *r)
+{
+  struct p2p *p = P2P(e);
+  struct chan *c = &p->ch[r->ch];
+  if (r->pool)
+    return p2p_srq_release(e, r);
+  enum pp_status s = p2p_rx_repost(e, r);
+  if (s != PP_OK)
+    return s;
+  assert(c->inuse > 0);
+  c->inuse--;
+  c->owed++;
+  return p2p_chan_credits_due(e, c);
 }
 
 #endif

@@ -138,7 +138,7 @@ enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
       return s;
     if ((s = check_match_msg(e, now, x, h, wc->byte_len - HDR)) != PP_OK || x->state == RX_DEAD)
       return s;
-    return p2p_on_match_msg(e, now, x);
+    return h->type == M_EAGER ? p2p_on_eager_msg(e, now, x) : p2p_on_match_msg(e, now, x);
   case M_CTS:
     return p2p_on_cts(e, now, x, h);
   case M_FIN:
