@@ -7,8 +7,8 @@
 #
 # Latency: LAT_SIZES (default 64 B), usec, t_typical (the median) against t_typical: ib_send_lat,
 # ib_write_lat (half a round trip), ib_read_lat (one READ), ucx_perftest tag_lat (its median).
-# Bandwidth: BW_SIZES (default 64 KiB; 2 x ITERS messages a test, at most BW_BYTES of them, at
-# least 128), MB/sec average against average: ib_send_bw, ib_write_bw,
+# Bandwidth: BW_SIZES (default 64 KiB, 1 MiB and 4 MiB; 2 x ITERS messages a test, but at most
+# BW_BYTES bytes and at least 128 messages), MB/sec average against average: ib_send_bw, ib_write_bw,
 # ib_read_bw, ucx_perftest tag_bw and ucp_put_bw (their whole-run "overall" column). Engine rows come from `prepost bench --json`
 # (`prepost bench --help` says how each is measured: latency as half of a back-to-back
 # ping-pong's round trip, like the raw rows and perftest). Prints a table and writes
@@ -24,7 +24,7 @@ P=$B/tools/prepost
 OUT=${GUEST_OUT:-$(mktemp -d)}
 DEV=$(ls /sys/class/infiniband | head -1)
 LAT_SIZES=${LAT_SIZES:-64}
-BW_SIZES=${BW_SIZES:-65536}
+BW_SIZES=${BW_SIZES:-65536 1048576 4194304}
 # a bandwidth test moves 2 x ITERS messages, but at most BW_BYTES (default 256 MiB) and at
 # least 128 messages (perftest's default tx depth): 2,000 x 4 MiB would take ~5 min a test at
 # rxe's ~30 MB/s under TCG (perftest's own runs passed the 300 s bound here)
@@ -63,40 +63,41 @@ pair() { # name port server-args... -- client-args...
 }
 D=(-d "$DEV" -x 1)
 port=18600
-for t in send write read; do
-  for s in $LAT_SIZES; do
+UCX_ENV=(UCX_NET_DEVICES=$DEV:1 UCX_TLS=rc_verbs,ud_verbs,self UCX_IB_GID_INDEX=0
+  UCX_WARN_UNUSED_ENV_VARS=n) # its UD wire-up times out on the IPv4-mapped GID here; fe80:: works
+ucx() { # ucx NAME PORT ARGS...: one ucx_perftest pair
+  local name=$1 port=$2
+  shift 2
+  pair "$name" "$port" env "${UCX_ENV[@]}" ucx_perftest -p "$port" -- \
+    env "${UCX_ENV[@]}" ucx_perftest -p "$port" "$@" 127.0.0.1
+}
+# Each size's references and prepost's rows run back to back, so that like is measured next to
+# like (a loaded host's speed drifts over minutes): latency first, then bandwidth size by size.
+for s in $LAT_SIZES; do
+  for t in send write read; do
     port=$((port + 1))
     pair "${t}_lat_$s" $port "ib_${t}_lat" "${D[@]}" -s "$s" -n "$N" -p $port -- \
       "ib_${t}_lat" "${D[@]}" -s "$s" -n "$N" -p $port 127.0.0.1 || echo "bench.sh: ib_${t}_lat $s failed"
   done
-  for s in $BW_SIZES; do
-    port=$((port + 1))
-    pair "${t}_bw_$s" $port "ib_${t}_bw" "${D[@]}" -s "$s" -n "$(bw_iters "$s")" -p $port -- \
-      "ib_${t}_bw" "${D[@]}" -s "$s" -n "$(bw_iters "$s")" -p $port 127.0.0.1 || echo "bench.sh: ib_${t}_bw $s failed"
-  done
-done
-# UCX: its UD wire-up times out on the IPv4-mapped GID here; the fe80:: GID (index 0) works
-export UCX_NET_DEVICES=$DEV:1 UCX_TLS=rc_verbs,ud_verbs,self UCX_IB_GID_INDEX=0 UCX_WARN_UNUSED_ENV_VARS=n
-for s in $LAT_SIZES; do
   port=$((port + 1))
-  pair "tag_lat_$s" $port ucx_perftest -p $port -- \
-    ucx_perftest -p $port -t tag_lat -s "$s" -n "$N" 127.0.0.1 || echo "bench.sh: ucx tag_lat $s failed"
+  ucx "tag_lat_$s" $port -t tag_lat -s "$s" -n "$N" || echo "bench.sh: ucx tag_lat $s failed"
 done
-for s in $BW_SIZES; do
-  for t in tag_bw ucp_put_bw; do
-    port=$((port + 1))
-    pair "${t}_$s" $port ucx_perftest -p $port -- \
-      ucx_perftest -p $port -t $t -s "$s" -n "$(bw_iters "$s")" 127.0.0.1 || echo "bench.sh: ucx $t $s failed"
-  done
-done
-unset UCX_NET_DEVICES UCX_TLS UCX_IB_GID_INDEX
-
 "$P" bench --iters "$N" --sizes "$(echo $LAT_SIZES | tr ' ' ,)" --test lat --json \
   >"$OUT/prepost-bench-lat.json" 2>"$OUT/prepost-bench-lat.err"
 prc=$?
-# one bench per bandwidth size, each with that size's messages (bench's bw rows send 2 x --iters)
 for s in $BW_SIZES; do
-  "$P" bench --iters $(($(bw_iters "$s") / 2)) --sizes "$s" --test bw --json \
+  n=$(bw_iters "$s")
+  for t in send write read; do
+    port=$((port + 1))
+    pair "${t}_bw_$s" $port "ib_${t}_bw" "${D[@]}" -s "$s" -n "$n" -p $port -- \
+      "ib_${t}_bw" "${D[@]}" -s "$s" -n "$n" -p $port 127.0.0.1 || echo "bench.sh: ib_${t}_bw $s failed"
+  done
+  for t in tag_bw ucp_put_bw; do
+    port=$((port + 1))
+    ucx "${t}_$s" $port -t $t -s "$s" -n "$n" || echo "bench.sh: ucx $t $s failed"
+  done
+  # bench's bandwidth rows send 2 x --iters messages
+  "$P" bench --iters $((n / 2)) --sizes "$s" --test bw --json \
     >"$OUT/prepost-bench-bw-$s.json" 2>"$OUT/prepost-bench-bw-$s.err"
   prc=$((prc | $?))
 done
