@@ -219,6 +219,12 @@ enum pp_status pp_engine_reg(struct pp_engine *e, void *buf, size_t len, unsigne
   return (enum pp_status)e->ops->reg_mr(e->nic, buf, len, access, mr);
 }
 
+void pp_engine_dereg(struct pp_engine *e, const struct pp_mr *mr)
+{
+  if (mr->lkey)
+    (void)e->ops->dereg_mr(e->nic, mr); /* teardown: a failure leaves nothing to undo */
+}
+
 enum pp_status pp_engine_qp_open(struct pp_engine *e, uint32_t peer, uint32_t srq_num,
                                  uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t *qpn,
                                  uint32_t *psn)

@@ -569,10 +569,8 @@ static void coll_destroy(struct pp_engine *e)
   struct pp_coll *c = e->as;
   if (!c)
     return;
-  if (c->bmr.lkey)
-    e->ops->dereg_mr(e->nic, &c->bmr);
-  if (c->smr.lkey)
-    e->ops->dereg_mr(e->nic, &c->smr);
+  pp_engine_dereg(e, &c->bmr);
+  pp_engine_dereg(e, &c->smr);
   free(c->buf);
   free(c->stage);
   free(c->arrived);

@@ -131,10 +131,8 @@ static void pingpong_destroy(struct pp_engine *e)
   struct pp_pingpong *a = e->as;
   if (!a)
     return;
-  if (a->smr.lkey)
-    e->ops->dereg_mr(e->nic, &a->smr);
-  if (a->rmr.lkey)
-    e->ops->dereg_mr(e->nic, &a->rmr);
+  pp_engine_dereg(e, &a->smr);
+  pp_engine_dereg(e, &a->rmr);
   free(a->sbuf);
   free(a->rbuf);
   free(a);

@@ -250,10 +250,8 @@ static void stream_destroy(struct pp_engine *e)
   struct pp_stream *a = e->as;
   if (!a)
     return;
-  if (a->smr.lkey)
-    e->ops->dereg_mr(e->nic, &a->smr);
-  if (a->rmr.lkey)
-    e->ops->dereg_mr(e->nic, &a->rmr);
+  pp_engine_dereg(e, &a->smr);
+  pp_engine_dereg(e, &a->rmr);
   free(a->sbuf);
   free(a->sfree);
   free(a->slot_seq);

@@ -109,6 +109,9 @@ bool pp_engine_proto_bug(const struct pp_engine *e, unsigned i);
 /* Registers memory with the backend. */
 enum pp_status pp_engine_reg(struct pp_engine *e, void *buf, size_t len, unsigned access,
                              struct pp_mr *mr);
+/* Deregisters *mr if pp_engine_reg registered it (lkey set; a zeroed pp_mr is left alone), for
+ * teardown paths that may run after a partial create. */
+void pp_engine_dereg(struct pp_engine *e, const struct pp_mr *mr);
 /* Creates an RC QP to `peer` and takes it to INIT (local write, remote write and remote read
  * access); srq_num 0 for its own receive queue. *psn: a random initial PSN for the QP. */
 enum pp_status pp_engine_qp_open(struct pp_engine *e, uint32_t peer, uint32_t srq_num,

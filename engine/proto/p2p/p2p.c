@@ -260,12 +260,9 @@ static void p2p_destroy(struct pp_engine *e)
       e->ops->destroy_qp(e->nic, p->ch[i].dqpn);
   }
   p2p_srq_destroy(e); /* after its QPs */
-  if (p->rxmr.lkey)
-    e->ops->dereg_mr(e->nic, &p->rxmr);
-  if (p->big.mr.lkey)
-    e->ops->dereg_mr(e->nic, &p->big.mr);
-  if (p->small.mr.lkey)
-    e->ops->dereg_mr(e->nic, &p->small.mr);
+  pp_engine_dereg(e, &p->rxmr);
+  pp_engine_dereg(e, &p->big.mr);
+  pp_engine_dereg(e, &p->small.mr);
   if (p->rc_ok)
     pp_rcache_fini(&p->rc);
   if (p->match_ok)
