@@ -611,6 +611,10 @@ Test(ring, receive_wqes_are_posted_before_the_credit)
   cr_assert_eq(rq->rq_count, before - 1, "the chunk consumed a WQE");
   cr_assert_eq(precv(1, d, 64, &rmr, 0, 0), PP_OK);
   ff_deliver(&F, 1);
+  /* the credit (the WQE with it) waits for a reply, and none comes: the kick at the same time */
+  cr_assert_eq(rq->sq_tail, 0, "held for a reply");
+  cr_assert_eq(rq->rq_count, before - 1);
+  ff_advance(&F, F.now);
   /* the slot was released: first the WQE for the chunk it will hold next, then its CTS */
   cr_assert_eq(rq->rq_count, before, "the WQE is back before the CTS goes out");
   cr_assert_eq(rq->sq_tail, 1);
@@ -647,6 +651,7 @@ Test(ring, cts_publish_across_the_fifo_end_takes_two_writes)
   cr_assert_eq(precv(1, d, 32, &rmr, 0, 0), PP_OK);
   ff_exec(&F, 0, sq->qpn);
   ff_deliver_all(&F); /* chunk 0 consumed at once: grant [4, 5) at FIFO position 0 */
+  ff_advance(&F, F.now); /* (held for a reply: the kick at the same time sends it) */
   cr_assert_eq(rq->sq_tail, 1);
   cr_assert_eq(sq_wr(rq, 0)->sg_list[0].length, 32);
   while (ff_exec(&F, 1, rq->qpn))

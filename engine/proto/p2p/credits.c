@@ -137,6 +137,31 @@ enum pp_status p2p_flush_ctrl(struct pp_engine *e, struct chan *c)
   return s;
 }
 
+/* A small-pool tx slot holding reply h (copied); NO_TX when the pool is empty. */
+static uint32_t reply_tx(struct p2p *p, uint32_t ch, const struct hdr *h, uint64_t req,
+                         uint8_t slot, uint16_t nwr)
+{
+  uint32_t t = tx_alloc(p, &p->small);
+  if (t == NO_TX)
+    return NO_TX;
+  memcpy(tx_buf(p, t), h, HDR);
+  p->tx[t] = (struct tx){.next = NO_TX, .ch = ch, .req = req, .nwr = nwr, .type = h->type,
+                         .slot = slot};
+  return t;
+}
+
+/* Reply slot t joins the tail of channel c's control queue and goes when it can. */
+static enum pp_status queue_reply(struct pp_engine *e, struct chan *c, uint32_t t)
+{
+  struct p2p *p = P2P(e);
+  if (c->cq_tail == NO_TX)
+    c->cq_head = t;
+  else
+    p->tx[c->cq_tail].next = t;
+  c->cq_tail = t;
+  return p2p_flush_ctrl(e, c);
+}
+
 /* Queues a reply (CTS, FIN, ACK) on channel ch; h is copied. It leaves with a reply credit. */
 enum pp_status p2p_send_reply(struct pp_engine *e, uint32_t ch, const struct hdr *h,
                               uint64_t req, uint8_t slot, uint16_t nwr)
@@ -145,18 +170,58 @@ enum pp_status p2p_send_reply(struct pp_engine *e, uint32_t ch, const struct hdr
   struct chan *c = &p->ch[ch];
   if (c->failed)
     return PP_OK;
-  uint32_t t = tx_alloc(p, &p->small);
+  uint32_t t = reply_tx(p, ch, h, req, slot, nwr);
   if (t == NO_TX)
     return PP_LIMIT; /* cannot happen: the pool covers every reply that can be owed */
-  memcpy(tx_buf(p, t), h, HDR);
-  p->tx[t] = (struct tx){.next = NO_TX, .ch = ch, .req = req, .nwr = nwr, .type = h->type,
-                         .slot = slot};
-  if (c->cq_tail == NO_TX)
-    c->cq_head = t;
+  return queue_reply(e, c, t);
+}
+
+/* An RGET FIN h on channel ch, held back until the application's next send or the flush timer
+ * at `now` (p2p_impl.h: reply first). No timer to spare: it is queued at once. */
+enum pp_status p2p_defer_reply(struct pp_engine *e, uint64_t now, uint32_t ch,
+                               const struct hdr *h)
+{
+  struct p2p *p = P2P(e);
+  if (p->ch[ch].failed)
+    return PP_OK;
+  if (!p->flush_armed) {
+    if (pp_engine_push_timer(e, now, PP_TIMER_PROTO, FLUSH_TIMER) != PP_OK)
+      return p2p_send_reply(e, ch, h, 0, 0, 1);
+    p->flush_armed = true;
+  }
+  uint32_t t = reply_tx(p, ch, h, 0, 0, 1);
+  if (t == NO_TX)
+    return PP_LIMIT; /* cannot happen: the pool covers every reply that can be owed */
+  if (p->defer_tail == NO_TX)
+    p->defer_head = t;
   else
-    p->tx[c->cq_tail].next = t;
-  c->cq_tail = t;
-  return p2p_flush_ctrl(e, c);
+    p->tx[p->defer_tail].next = t;
+  p->defer_tail = t;
+  assert(p->flush_armed); /* what bounds its wait */
+  return PP_OK;
+}
+
+/* The deferred FINs join their channels' control queues, in the order they were deferred (a
+ * failed channel's are dropped: its control queue would drop them). */
+enum pp_status p2p_flush_deferred(struct pp_engine *e)
+{
+  struct p2p *p = P2P(e);
+  enum pp_status s = PP_OK;
+  while (p->defer_head != NO_TX) {
+    uint32_t t = p->defer_head;
+    p->defer_head = p->tx[t].next;
+    p->tx[t].next = NO_TX;
+    struct chan *c = &p->ch[p->tx[t].ch];
+    if (c->failed) {
+      tx_free(p, t);
+      continue;
+    }
+    enum pp_status f = queue_reply(e, c, t);
+    if (s == PP_OK)
+      s = f;
+  }
+  p->defer_tail = NO_TX;
+  return s;
 }
 
 enum pp_status p2p_credits_due(struct pp_engine *e, uint32_t ch)

@@ -169,6 +169,7 @@ static enum pp_status p2p_lists(struct pp_engine *e, struct p2p *p)
     p->freereq = &p->req[i];
   }
   p->big.free = p->small.free = NO_TX;
+  p->defer_head = p->defer_tail = NO_TX;
   for (uint32_t t = p->big.n + p->small.n; t-- > 0;)
     tx_free(p, t);
   enum pp_status s = pp_match_init(&p->match, m->max_requests, p->ntotal_rx + p->npool);
@@ -348,12 +349,21 @@ static inline __attribute__((always_inline)) enum pp_status finish(struct pp_eng
   return s;
 }
 
-static enum pp_status p2p_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
+/* The start of an event: the FINs still deferred go first (p2p_impl.h: reply first). */
+static inline enum pp_status event_start(struct pp_engine *e, uint64_t now)
 {
   struct p2p *p = P2P(e);
   p->depth++;
   p->now = now;
-  enum pp_status s;
+  return p->defer_head != NO_TX ? p2p_flush_deferred(e) : PP_OK;
+}
+
+static enum pp_status p2p_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
+{
+  struct p2p *p = P2P(e);
+  enum pp_status s = event_start(e, now);
+  if (s != PP_OK)
+    return finish(e, now, s);
   if (WR_KIND(wc->wr_id) == W_RECV) {
     uint32_t i = WR_IDX(wc->wr_id);
     struct rx *x = i < p->ntotal_rx ? &p->rx[i] : p->srq ? p2p_srq_rx(e, i, wc) : NULL;
@@ -381,9 +391,7 @@ static enum pp_status p2p_on_timer(struct pp_engine *e, uint64_t now, uint32_t a
   if (arg != FLUSH_TIMER)
     return PP_INVALID;
   p->flush_armed = false;
-  p->depth++;
-  p->now = now;
-  return finish(e, now, PP_OK);
+  return finish(e, now, event_start(e, now));
 }
 
 /* The NIC's async events. With srq: SRQ_LIMIT_REACHED (srq.c), and QP_LAST_WQE_REACHED, which
@@ -402,16 +410,15 @@ static enum pp_status p2p_on_async(struct pp_engine *e, uint64_t now,
   uint32_t ch = p2p_srq_chan_of(p, ev->qp_num);
   if (ch == UINT32_MAX || p->ch[ch].failed)
     return PP_OK; /* not ours, or closed already (close_channel moved it to ERROR) */
-  p->depth++;
-  p->now = now;
+  enum pp_status s = event_start(e, now);
   p2p_fail_channel(e, now, ch, ev->qp_num, PP_WC_WR_FLUSH_ERR);
-  return finish(e, now, PP_OK);
+  return finish(e, now, s);
 }
 
 static bool p2p_quiet(const struct pp_engine *e)
 {
   const struct p2p *p = P2P(e);
-  if (p->npending || p->nactive || p->work || p->done_head)
+  if (p->npending || p->nactive || p->work || p->done_head || p->defer_head != NO_TX)
     return false;
   for (uint32_t i = 0; i < p->nch; i++) /* a failed channel's work requests are flushed */
     if (!p->ch[i].failed &&
@@ -535,12 +542,21 @@ send_common(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len, ui
     return fail_at_once(e, now, r, pe);
   bool direct = p->depth == 0 && !pe->pend_head && progress_idle(p);
   send_queue(p, r);
-  if (!direct)
-    return api_done(e, now, PP_OK);
-  p->now = now; /* what api_done does, progress being start_all alone */
-  p2p_start_direct(e, (uint32_t)pi);
-  p2p_arm_flush(e, now);
-  return PP_OK;
+  enum pp_status s = PP_OK;
+  if (!direct) {
+    s = api_done(e, now, PP_OK);
+  } else {
+    p->now = now; /* what api_done does, progress being start_all alone */
+    p2p_start_direct(e, (uint32_t)pi);
+    p2p_arm_flush(e, now);
+  }
+  /* the send went (or waits in its line): now the FINs it overtook (p2p_impl.h: reply first) */
+  if (p->defer_head != NO_TX) {
+    enum pp_status f = p2p_flush_deferred(e);
+    if (s == PP_OK)
+      s = f;
+  }
+  return s;
 }
 
 enum pp_status pp_p2p_isend(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len,

@@ -37,6 +37,28 @@
  * Completions reach the workload at the end of the event that caused them (a done list), never
  * from inside an API call the workload is making.
  *
+ * Reply first: the FIN an RGET receiver owes once its READ completed only releases the
+ * sender's buffer; in a ping-pong the application answers that very message, and its RTS
+ * queued behind the FIN on the same send queue waits a whole NIC scheduling round (rxe: 85-130
+ * us). So p2p_read_done does not queue the FIN: it holds it on the deferred list (defer_head,
+ * tx slots linked by tx.next) and the FIN joins its channel's control queue, unchanged, at the
+ * first of: the end of the application's next send (send_common: its EAGER / RTS was posted or
+ * parked, then the FINs go), the flush timer (FLUSH_TIMER at the same `now`, armed with the
+ * deferral: the application may never send), or the start of the next event (p2p_on_wc,
+ * p2p_on_timer, p2p_on_async). Why nothing breaks:
+ *  - a FIN still follows its READ's completion (it is created there), and is never lost: it
+ *    is bounded by the timer armed when it was deferred (no timer to spare: it goes at once);
+ *    a FIN of a failed channel is dropped, as the control queue drops it (close_channel);
+ *  - it needs what it needed before: a small-pool tx slot taken at deferral (the pool covers
+ *    every reply that can be owed), then a reply credit and a send-queue slot in the control
+ *    queue; the reply that overtook it takes a data credit, never a reply credit, and a
+ *    send-queue slot the FIN then waits for in the control queue (ctrl_due), as any reply does;
+ *  - replies are consumed the moment they arrive, in any order: a FIN overtaken by the
+ *    application's next EAGER / RTS, or by another reply of another request, names its request
+ *    (sreq) and nothing else depends on the order between them. The only reply whose order
+ *    matters, an RPUT FIN behind its WRITE, is never deferred.
+ *  - p2p_quiet is false while a FIN is deferred, so a run does not end with one held back.
+ *
  * The eager fast path is the general one specialised, not a second implementation: the
  * sender's start (credits.c: start_first and the helpers it composes) and the receiver's
  * delivery (eager.c: deliver, start_recv, eager_recv) are always inline and take a `fast` flag
@@ -311,6 +333,7 @@ struct p2p {
   struct req *done_head, *done_tail;
   uint32_t depth;
   bool flushing, flush_armed;
+  uint32_t defer_head, defer_tail; /* FINs held back for the reply (reply first, above) */
   uint32_t npending; /* sends waiting to start */
   /* progress() visits only these, in index order (as a scan of all would): bit i of pend_mask,
    * peer i has sends waiting (pend_head); bit i of ctrl_due, channel i has control messages
@@ -634,6 +657,9 @@ enum pp_status p2p_post_rx(struct pp_engine *e, struct rx *r);
 enum pp_status p2p_flush_ctrl(struct pp_engine *e, struct chan *c);
 enum pp_status p2p_send_reply(struct pp_engine *e, uint32_t ch, const struct hdr *h,
                               uint64_t req, uint8_t slot, uint16_t nwr);
+enum pp_status p2p_defer_reply(struct pp_engine *e, uint64_t now, uint32_t ch,
+                               const struct hdr *h);
+enum pp_status p2p_flush_deferred(struct pp_engine *e);
 enum pp_status p2p_reply_consumed(struct pp_engine *e, struct rx *r);
 enum pp_status p2p_release_rx(struct pp_engine *e, struct rx *r);
 enum pp_status p2p_credits_due(struct pp_engine *e, uint32_t ch);

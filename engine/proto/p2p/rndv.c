@@ -382,7 +382,8 @@ enum pp_status p2p_on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const
 }
 
 
-/* The READ of an RGET receiver completed: the data is in place, the sender hears by FIN. */
+/* The READ of an RGET receiver completed: the data is in place, the sender hears by FIN, which
+ * waits for the application's reply to go first (p2p_impl.h: reply first). */
 enum pp_status p2p_read_done(struct pp_engine *e, uint64_t now, struct req *r,
                              const struct pp_wc *wc)
 {
@@ -397,7 +398,7 @@ enum pp_status p2p_read_done(struct pp_engine *e, uint64_t now, struct req *r,
   p2p_put_rce(p, r, 0);
   struct hdr f = {.type = M_FIN, .flags = F_RGET, .sreq = r->peer_req};
   p2p_complete(e, now, r);
-  return p2p_send_reply(e, r->ch, &f, 0, 0, 1);
+  return p2p_defer_reply(e, now, r->ch, &f);
 }
 
 /* A WRITE of an RPUT sender completed: errors, and the WRITEs that took a send queue's last

@@ -30,9 +30,29 @@
  *    is 32-byte aligned and self-identifying (idx, tag).
  *  - No allocation after create, no busy wait: a send without credit waits in the bounded send
  *    queue for the credit update's completion.
+ *
+ * Reply first: the credit write a consume() owes only releases the sender's slots; in a
+ * ping-pong the application answers the message just consumed, and its data write queued behind
+ * the credit write on the same send queue waits a whole NIC scheduling round (rxe: 19-163 us).
+ * So consume() does not publish after the last chunk of its pass (while the pass goes on, no
+ * reply can come first: credit_batch is honoured within it as before): it marks the channel
+ * (publish_deferred, counted in ndeferred) and publish() runs, unchanged, at the first of: the end of the application's next send
+ * (ring_send, after its chunks were posted or found no credit), the kick timer at the same `now`
+ * (armed with the deferral: the application may never send), or the start of the next event
+ * (ring_on_wc, ring_on_timer). Why nothing breaks:
+ *  - publish() is deferred whole: the receive WQEs of the released slots are still posted
+ *    before the credit write that lets the sender use them, so RNR stays impossible; credit is
+ *    cumulative, so one deferred publish returns every slot consumed meanwhile;
+ *  - the credit is never lost: the timer bounds its wait (no timer to spare: published at once);
+ *    a failed connection publishes nothing, as before;
+ *  - the data write that overtakes it uses the peer's credit, not ours, and the send queue is
+ *    sized for both (credit_wr_max, max_send_wr): if the data took the room, publish() is
+ *    blocked until the next send completion, as it always could be;
+ *  - ring_quiet is false while a credit is deferred, so a run does not end with one held back.
  */
 #include "prepost/ring.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +102,7 @@ struct chan {
   struct slot_meta *meta;       /* receive side: S entries */
   uint64_t arrived, consumed, published;
   bool publish_blocked; /* no send queue room: publish on the next completion */
+  bool publish_deferred; /* consumed slots to publish once the reply went (reply first) */
   uint32_t repost_owed; /* test bug early-credit (engine/core/bugs.h): WQEs re-posted late */
   bool idle_timer;      /* a credit_idle timer is armed */
 };
@@ -133,6 +154,7 @@ struct ring {
   struct conn *c;
   uint32_t n;
   bool kick_armed, consuming;
+  uint32_t ndeferred; /* channels with publish_deferred set */
   struct pp_ring_conn_stats sink; /* statistics of connections past PP_RING_STATS_CONNS */
 };
 
@@ -527,6 +549,8 @@ static enum pp_status tx_progress(struct pp_engine *e, struct conn *c, uint64_t 
   return PP_OK;
 }
 
+static enum pp_status publish_deferred(struct pp_engine *e);
+
 static enum pp_status ring_send(struct pp_engine *e, uint64_t now, const struct pp_msg *m)
 {
   struct ring *r = e->ps;
@@ -541,7 +565,9 @@ static enum pp_status ring_send(struct pp_engine *e, uint64_t now, const struct 
       .st = PP_WC_SUCCESS};
   if (c->failed)
     return arm_kick(e, now); /* flushed by the kick */
-  return tx_progress(e, c, now);
+  enum pp_status s = tx_progress(e, c, now);
+  /* the send went (or waits for credit): now the credits it overtook (reply first, at the top) */
+  return s == PP_OK && r->ndeferred ? publish_deferred(e) : s;
 }
 
 /* ---------------------------------------------------------------- receiving */
@@ -621,6 +647,41 @@ static enum pp_status publish(struct pp_engine *e, struct conn *c, uint32_t k)
   return PP_OK;
 }
 
+/* consume()'s publish of channel k, held back for the application's reply (reply first, at the
+ * top); bounded by the kick timer at `now`, or done at once when no timer is left. */
+static enum pp_status publish_later(struct pp_engine *e, struct conn *c, uint32_t k,
+                                    uint64_t now)
+{
+  struct ring *r = e->ps;
+  struct chan *h = &c->ch[k];
+  if (h->publish_deferred)
+    return PP_OK; /* cumulative: that publish returns these slots too */
+  if (arm_kick(e, now) != PP_OK)
+    return publish(e, c, k);
+  h->publish_deferred = true;
+  r->ndeferred++;
+  assert(r->kick_armed && r->ndeferred <= r->n * r->C);
+  return PP_OK;
+}
+
+/* The deferred publishes, in connection and channel order. */
+static enum pp_status publish_deferred(struct pp_engine *e)
+{
+  struct ring *r = e->ps;
+  for (uint32_t i = 0; r->ndeferred && i < r->n; i++)
+    for (uint32_t k = 0; r->ndeferred && k < r->C; k++) {
+      struct chan *h = &r->c[i].ch[k];
+      if (!h->publish_deferred)
+        continue;
+      h->publish_deferred = false;
+      r->ndeferred--;
+      enum pp_status s = publish(e, &r->c[i], k);
+      if (s != PP_OK)
+        return s;
+    }
+  return PP_OK;
+}
+
 /* After a pass over the arrived chunks: channels with unreturned credit are idle. */
 static enum pp_status idle_credit(struct pp_engine *e, struct conn *c, uint64_t now)
 {
@@ -631,7 +692,7 @@ static enum pp_status idle_credit(struct pp_engine *e, struct conn *c, uint64_t 
       continue;
     enum pp_status s = PP_OK;
     if (r->idle_ns == 0) {
-      s = publish(e, c, k);
+      s = publish_later(e, c, k, now);
     } else if (!h->idle_timer) {
       s = pp_engine_push_timer(e, now + r->idle_ns, PP_TIMER_PROTO, c->idx << 8 | k);
       if (s == PP_OK)
@@ -643,6 +704,14 @@ static enum pp_status idle_credit(struct pp_engine *e, struct conn *c, uint64_t 
       return s;
   }
   return PP_OK;
+}
+
+/* consume() takes another chunk right after the one just consumed (last: the end of its
+ * message): it has arrived and a receive takes it. No reply can come before it. */
+static bool pass_goes_on(const struct ring *r, const struct conn *c, bool last)
+{
+  const struct chan *n = &c->ch[c->g_rx % r->C];
+  return n->arrived > n->consumed && c->rq_head + (last ? 1u : 0u) < c->rq_tail;
 }
 
 /* Copies arrived chunks, in global chunk order, into the posted receives. */
@@ -670,8 +739,8 @@ static enum pp_status consume(struct pp_engine *e, struct conn *c, uint64_t now)
     h->consumed++; /* the slot is released */
     c->g_rx++;
     cstats(e, c)->chunks_received++;
-    if (h->consumed - h->published >= r->batch)
-      s = publish(e, c, k);
+    if (h->consumed - h->published >= r->batch) /* the pass's last publish waits for a reply */
+      s = pass_goes_on(r, c, last) ? publish(e, c, k) : publish_later(e, c, k, now);
     if (s == PP_OK && last) {
       struct rmsg done = *m;
       c->rq_head++;
@@ -830,6 +899,9 @@ static void violation(struct pp_engine *e, struct conn *c, uint64_t now, const c
 static enum pp_status ring_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
 {
   struct ring *r = e->ps;
+  enum pp_status s0 = r->ndeferred ? publish_deferred(e) : PP_OK; /* reply first, at the top */
+  if (s0 != PP_OK)
+    return s0;
   uint32_t kind = (uint32_t)(wc->wr_id >> WR_KIND_SHIFT);
   uint32_t ci = (uint32_t)(wc->wr_id >> WR_CONN_SHIFT) & 0xff;
   uint32_t k = (uint32_t)(wc->wr_id >> WR_CHAN_SHIFT) & 0xff;
@@ -888,6 +960,9 @@ static enum pp_status ring_on_wc(struct pp_engine *e, uint64_t now, const struct
 static enum pp_status ring_on_timer(struct pp_engine *e, uint64_t now, uint32_t arg)
 {
   struct ring *r = e->ps;
+  enum pp_status s0 = r->ndeferred ? publish_deferred(e) : PP_OK; /* reply first, at the top */
+  if (s0 != PP_OK)
+    return s0;
   if (arg == KICK_TIMER) {
     r->kick_armed = false;
     for (uint32_t i = 0; i < r->n; i++) {
@@ -910,7 +985,7 @@ static bool ring_quiet(const struct pp_engine *e)
   for (uint32_t i = 0; i < r->n; i++)
     for (uint32_t k = 0; k < r->C; k++) {
       const struct chan *h = &r->c[i].ch[k];
-      if (h->sq_data || h->sq_credit || h->publish_blocked)
+      if (h->sq_data || h->sq_credit || h->publish_blocked || h->publish_deferred)
         return false;
     }
   return true;
