@@ -272,6 +272,12 @@ bool ff_exec(struct ff *f, uint32_t rank, uint32_t qpn)
   struct ff_qp *rq = ff_qp(f, q->peer, q->dest_qpn);
   cr_assert_not_null(rq, "rank %u QP %#x: no remote QP %#x on rank %u", rank, qpn, q->dest_qpn,
                      q->peer);
+  if (rq->state == PP_QPS_ERR) {
+    /* RC: the peer's QP in ERROR never acknowledges the request; the retries run out, the
+     * request completes with RETRY_EXC_ERR and the QP goes to ERROR (the rest flushed) */
+    ff_break_qp(f, rank, qpn, PP_WC_RETRY_EXC_ERR);
+    return true;
+  }
   cr_assert(rq->state == PP_QPS_RTR || rq->state == PP_QPS_RTS, "remote QP not ready");
   bool consumes = pp_wr_consumes_recv(w->wr.opcode);
   if (consumes && rq->rq_count == 0) {

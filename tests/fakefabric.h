@@ -3,7 +3,8 @@
  * (a pp_nic_ops table) that really moves bytes between the registered buffers, with the RC rules
  * the protocols rely on: per-QP in-order execution, WRITE_WITH_IMM consumes a receive WQE (none
  * posted = an RNR, counted: the tests require zero), remote keys and bounds checked (REM_ACCESS,
- * counted), send completions when "acknowledged", bounded send and receive queues.
+ * counted), send completions when "acknowledged", bounded send and receive queues; a request to
+ * a QP in ERROR is never acknowledged: RETRY_EXC_ERR, and the sender's QP goes to ERROR too.
  *
  * The scheduler is adversarial but legal: each step picks at random (seeded) one of
  *   - execute the oldest not yet executed request of some QP at the responder,
