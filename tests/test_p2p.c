@@ -102,11 +102,37 @@ static bool refuse(int h, const struct pp_send_wr *wr)
   return true;
 }
 
+/* Every work request posted, per host, in post order: its opcode, for a SEND the message type
+ * (the first byte of its header: engine/proto/p2p/p2p_impl.h, 2 RTS, 4 FIN), and the time. */
+enum { T_RTS = 2, T_FIN = 4 };
+static struct {
+  unsigned n[MAXR];
+  struct {
+    int opcode, type;
+    uint64_t at;
+  } wr[MAXR][256];
+} POSTS;
+
+static uint64_t now(void);
+
+static void log_post(int h, const struct pp_send_wr *wr)
+{
+  if (POSTS.n[h] == 256)
+    return;
+  int type = wr->opcode == PP_WR_SEND && wr->num_sge
+                 ? *(const uint8_t *)(uintptr_t)wr->sg_list[0].addr
+                 : -1;
+  POSTS.wr[h][POSTS.n[h]].opcode = (int)wr->opcode;
+  POSTS.wr[h][POSTS.n[h]].type = type;
+  POSTS.wr[h][POSTS.n[h]++].at = now();
+}
+
 static int w_post_send(void *nic, uint32_t qp, const struct pp_send_wr *wr)
 {
   int h = host_of(nic);
   if (refuse(h, wr))
     return PP_INVALID;
+  log_post(h, wr);
   if (wr->opcode == PP_WR_RDMA_READ && READS.n[h] < 64) {
     READS.qp[h][READS.n[h]] = qp;
     READS.wr_id[h][READS.n[h]++] = wr->wr_id;
@@ -144,6 +170,31 @@ static struct pp_engine_cfg base(uint32_t n)
   return c;
 }
 
+/* The application's answer: once rank `rank` receives a message, its recv_done callback (run
+ * from the workload's pump after the event, prepost/app.h) sends `len` bytes back to rank 0, as a
+ * ping-pong's answering rank does. Zeroed: no answer. */
+static struct reply {
+  bool on;
+  uint32_t rank, len;
+  uint8_t *buf;
+  pp_req req;
+  uint64_t at; /* when it was sent */
+} REPLY;
+
+static enum pp_status (*log_recv_done)(struct pp_engine *, uint64_t, pp_req, uint64_t,
+                                       const struct pp_p2p_status *, void *);
+
+static enum pp_status reply_recv_done(struct pp_engine *e, uint64_t t, pp_req req,
+                                      uint64_t cookie, const struct pp_p2p_status *st, void *ud)
+{
+  enum pp_status s = log_recv_done(e, t, req, cookie, st, ud);
+  if (s != PP_OK || !REPLY.on || (uint32_t)(uintptr_t)ud != REPLY.rank)
+    return s;
+  REPLY.on = false;
+  REPLY.at = t;
+  return pp_p2p_isend(e, t, REPLY.buf, REPLY.len, 0, 9, 0, 0, &REPLY.req);
+}
+
 static void up(const struct pp_engine_cfg *cfg, double loss)
 {
   struct pp_nic_profile prof;
@@ -161,6 +212,8 @@ static void up(const struct pp_engine_cfg *cfg, double loss)
   cr_assert_eq(pp_engine_cfg_check(cfg, err, sizeof(err)), PP_OK, "%s", err);
   struct pp_app_callbacks cb;
   app_log_callbacks(&cb);
+  log_recv_done = cb.recv_done;
+  cb.recv_done = reply_recv_done;
   for (uint32_t r = 0; r < C.n; r++) {
     struct pp_engine_cfg c = *cfg;
     c.rank = r;
@@ -192,6 +245,8 @@ static void down(void)
   memset(&C, 0, sizeof(C));
   memset(&REG, 0, sizeof(REG));
   memset(&READS, 0, sizeof(READS));
+  memset(&POSTS, 0, sizeof(POSTS));
+  memset(&REPLY, 0, sizeof(REPLY));
   app_log_reset();
   memset(&REFUSE, 0, sizeof(REFUSE));
   max_mr = 4096;
@@ -1433,4 +1488,83 @@ Test(p2p, a_refused_send_leaves_no_gap_in_the_peer_order)
   cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]), "nothing held out of order");
   for (uint32_t i = 0; i < N; i++)
     free(src[i]), free(dst[i]);
+}
+
+/* ================================================================ reply first */
+
+/* The index in host h's post log of the first post at or after `from` of opcode op (and SEND
+ * type `type`, -1: any); -1 when none. */
+static int find_post(int h, unsigned from, int op, int type)
+{
+  for (unsigned i = from; i < POSTS.n[h]; i++)
+    if (POSTS.wr[h][i].opcode == op && (type < 0 || POSTS.wr[h][i].type == type))
+      return (int)i;
+  return -1;
+}
+
+/* An RGET and its answer, as in a ping-pong: rank 1's READ completes and its application answers
+ * from the pump after that event. The answer's RTS is the first WQE posted after the READ, the
+ * FIN right behind it at the same time (engine/proto/p2p/p2p_impl.h: reply first), and both
+ * transfers complete. */
+Test(p2p, rget_answer_is_posted_before_the_fin)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint32_t len = 64 << 10; /* RGET both ways */
+  uint8_t *src = pattern(len, 1), *dst = calloc(1, len), *back = calloc(1, len);
+  REPLY = (struct reply){.on = true, .rank = 1, .len = len, .buf = pattern(len, 2)};
+  pp_req s, r, rb;
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), back, len, 1, 9, 0, 0, &rb), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  run();
+  int read = find_post(1, 0, PP_WR_RDMA_READ, -1);
+  cr_assert_geq(read, 0, "rank 1 read the message");
+  int rts = find_post(1, (unsigned)read + 1, PP_WR_SEND, T_RTS);
+  int fin = find_post(1, (unsigned)read + 1, PP_WR_SEND, T_FIN);
+  cr_assert(rts >= 0 && fin >= 0, "rank 1 posted the answer's RTS and the FIN");
+  cr_assert_eq(rts, read + 1, "the answer's RTS is the first WQE after the READ");
+  cr_assert_eq(fin, rts + 1, "the FIN right behind it");
+  cr_assert_eq(POSTS.wr[1][fin].at, POSTS.wr[1][rts].at, "in the same pass");
+  cr_assert_eq(POSTS.wr[1][rts].at, REPLY.at);
+  struct pp_p2p_status a = done(0, &s), b = done(1, &r), c = done(1, &REPLY.req), d = done(0, &rb);
+  cr_assert(a.error == PP_P2P_E_OK && b.error == PP_P2P_E_OK && c.error == PP_P2P_E_OK &&
+            d.error == PP_P2P_E_OK);
+  cr_assert_eq(a.proto, PP_P2P_RNDV_GET);
+  cr_assert_eq(c.proto, PP_P2P_RNDV_GET);
+  cr_assert_eq(memcmp(src, dst, len), 0);
+  cr_assert_eq(memcmp(REPLY.buf, back, len), 0);
+  cr_assert_eq(rnr_total(), 0);
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]), "nothing held back at the end");
+  free(src);
+  free(dst);
+  free(back);
+  free(REPLY.buf);
+}
+
+/* No answer: the FIN held back for one still goes, at the time the READ completed (the flush
+ * timer at the same `now`), and the sender completes. */
+Test(p2p, rget_fin_goes_when_nothing_answers)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint32_t len = 64 << 10;
+  uint8_t *src = pattern(len, 1), *dst = calloc(1, len);
+  pp_req s, r;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  run();
+  int read = find_post(1, 0, PP_WR_RDMA_READ, -1);
+  int fin = find_post(1, (unsigned)read + 1, PP_WR_SEND, T_FIN);
+  cr_assert(read >= 0 && fin == read + 1, "the FIN follows the READ");
+  const struct app_log_ev *ev = app_log_find(1, r);
+  cr_assert_not_null(ev);
+  cr_assert_eq(POSTS.wr[1][fin].at, ev->now, "posted when the READ's completion was handled");
+  struct pp_p2p_status a = done(0, &s), b = done(1, &r);
+  cr_assert(a.error == PP_P2P_E_OK && b.error == PP_P2P_E_OK);
+  cr_assert_eq(memcmp(src, dst, len), 0);
+  cr_assert_eq(rnr_total(), 0);
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+  free(src);
+  free(dst);
 }

@@ -179,6 +179,116 @@ ParameterizedTest(const struct path *p, pingpong,
                 p->name, l.p50, stream);
 }
 
+/* Reply first (engine/proto/p2p/p2p_impl.h, engine/proto/ring/ring.c): the control message
+ * that only releases the sender (an RGET FIN, a ring credit write) is posted after the answer
+ * the application sends in the same pass, never before it, and still goes when no answer comes
+ * (the last round trip). Read from the run's event log (one line per NIC event, in time order:
+ * "T hostH TX REQ OPCODE psn P len L ...", "T hostH RX ...", "T hostH WC ... OPCODE STATUS len L"). */
+struct order {
+  uint32_t answered[2]; /* ring: arrivals whose rank's next WRITE was the answer (64 B) */
+  uint32_t credit_first[2]; /* ring: ... was a credit write (8 or 32 B) */
+  uint32_t credit_at_once[2]; /* ring: those posted at the arrival's time */
+  uint32_t fin_behind[2]; /* rget: READs whose peer's next SEND (the FIN) came before the data */
+  uint32_t reads[2];
+  bool last_fin_at_once; /* rget: rank 0's last READ completion, a SEND at the same time */
+};
+
+static void log_order(FILE *log, bool ring, struct order *o)
+{
+  char line[512];
+  bool after_arrival[2] = {false, false}, in_read[2] = {false, false};
+  uint64_t arrival_at[2] = {0, 0}, last_read_done = 0, last_send = 0;
+  rewind(log);
+  *o = (struct order){0};
+  while (fgets(line, sizeof line, log)) {
+    unsigned long long t;
+    unsigned h, len = 0;
+    char what[16], op[32];
+    if (sscanf(line, "%llu host%u %15s", &t, &h, what) != 3 || h > 1)
+      continue;
+    const char *l = strstr(line, " len ");
+    if (l)
+      len = (unsigned)strtoul(l + 5, NULL, 10);
+    if (!strcmp(what, "WC")) {
+      const char *w = strstr(line, "wr_id ");
+      if (!w || sscanf(w, "wr_id %*s %31s", op) != 1)
+        continue;
+      if (ring && !strcmp(op, "RECV_RDMA_WITH_IMM") && len == 64) {
+        after_arrival[h] = true;
+        arrival_at[h] = t;
+      }
+      if (!ring && !strcmp(op, "RDMA_READ") && h == 0)
+        last_read_done = t;
+      continue;
+    }
+    if (sscanf(line, "%*u %*s %*s %*s %31s", op) != 1)
+      continue;
+    if (!strcmp(what, "TX") && strstr(line, " TX REQ ")) {
+      if (ring && after_arrival[h]) {
+        after_arrival[h] = false;
+        if (len == 64) {
+          o->answered[h]++;
+        } else {
+          o->credit_first[h]++;
+          o->credit_at_once[h] += t == arrival_at[h];
+        }
+      }
+      if (!ring && !strcmp(op, "RDMA_READ")) {
+        o->reads[h]++;
+        in_read[h] = true;
+      }
+      if (!ring && !strcmp(op, "SEND") && h == 0)
+        last_send = t;
+    } else if (!ring && !strcmp(what, "RX")) {
+      if (strstr(line, " RX READ_RESP "))
+        in_read[h] = false;
+      else if (in_read[h] && !strcmp(op, "SEND")) {
+        o->fin_behind[h]++;
+        in_read[h] = false;
+      }
+    }
+  }
+  o->last_fin_at_once = last_read_done && last_send == last_read_done;
+}
+
+ParameterizedTestParameters(pingpong, the_answer_goes_before_the_fin_or_the_credit)
+{
+  static const struct path deferred[] = {paths[1], paths[3], paths[4]}; /* rget and the rings */
+  return cr_make_param_array(struct path, deferred, 3);
+}
+
+ParameterizedTest(const struct path *p, pingpong, the_answer_goes_before_the_fin_or_the_credit,
+                  .timeout = 60)
+{
+  const uint32_t n = 10;
+  char text[1024];
+  scenario_text(text, sizeof text, p, "pingpong", n, 0, "0", "");
+  sim_parse(text);
+  FILE *log = tmpfile();
+  cr_assert_not_null(log);
+  sim_run(log);
+  cr_assert_eq(res.outcome, PP_OUTCOME_COMPLETED, "%s: %s", p->name,
+               pp_outcome_name(res.outcome));
+  struct order o;
+  bool ring = p->p2p < 0;
+  log_order(log, ring, &o);
+  fclose(log);
+  if (ring) {
+    cr_assert_eq(o.answered[1], n, "%s: rank 1 answers every ping before its credit", p->name);
+    cr_assert_eq(o.answered[0], n - 1, "%s: rank 0's next ping goes before its credit", p->name);
+    cr_assert_eq(o.credit_first[1], 0, "%s", p->name);
+    cr_assert_eq(o.credit_first[0], 1, "%s: the last reply, unanswered: only the credit", p->name);
+    cr_assert_eq(o.credit_at_once[0], 1, "%s: at the time the reply arrived", p->name);
+  } else {
+    cr_assert_eq(o.reads[0], n);
+    cr_assert_eq(o.reads[1], n);
+    cr_assert_eq(o.fin_behind[0], n, "%s: each reply's RTS came before the ping's FIN", p->name);
+    cr_assert_eq(o.fin_behind[1], n - 1, "%s: each ping's RTS before the reply's FIN", p->name);
+    cr_assert(o.last_fin_at_once, "%s: the last FIN, unanswered, at the READ's completion",
+              p->name);
+  }
+}
+
 /* Test bug pong-stale: rank 1's third reply carries the bytes of its first; rank 0 sees it. */
 Test(pingpong, a_stale_reply_is_caught, .timeout = 60)
 {

@@ -678,6 +678,91 @@ Test(ring, cts_publish_across_the_fifo_end_takes_two_writes)
   cr_assert_eq(total_violations(), 0);
 }
 
+/* A ping-pong's answering rank: a one-chunk message arrives and the application answers it
+ * before the engine's next call (as the workload's pump after the event does). The answer's
+ * data write is the first WQE on the send queue, the credit write that releases the sender's
+ * slot right behind it (engine/proto/ring/ring.c: reply first); then everything completes. */
+static void check_answer_before_credit(enum pp_protocol proto)
+{
+  probe_pair(proto, 4, 64, 1, 1, 0);
+  struct pp_mr smr, rmr, amr, bmr;
+  uint8_t *s = buffer(0, 64, &smr), *d = buffer(1, 64, &rmr);
+  uint8_t *a = buffer(1, 64, &amr), *b = buffer(0, 64, &bmr);
+  memset(a, 0x5c, 64);
+  struct ff_qp *q1 = chan_qp(1, 0);
+  cr_assert_eq(precv(0, b, 64, &bmr, 7, 0), PP_OK);
+  cr_assert_eq(precv(1, d, 64, &rmr, 0, 0), PP_OK);
+  cr_assert_eq(psend(0, s, 64, &smr, 0), PP_OK);
+  ff_exec(&F, 0, chan_qp(0, 0)->qpn);
+  ff_deliver(&F, 1);
+  cr_assert_eq(P[1].nrecv, 1, "the ping arrived");
+  cr_assert_eq(q1->sq_tail, 0, "its credit waits for the answer");
+  cr_assert_eq(psend(1, a, 64, &amr, 1), PP_OK);
+  cr_assert_eq(q1->sq_tail, 2, "the answer, then the credit, in the same call");
+  cr_assert_eq(sq_wr(q1, 0)->imm_data & PP_RING_IMM_CREDIT, 0, "first: the answer's data");
+  cr_assert_eq(sq_wr(q1, 0)->sg_list[0].length, 64);
+  cr_assert_neq(sq_wr(q1, 1)->imm_data & PP_RING_IMM_CREDIT, 0, "then the credit write");
+  ff_run(&F, 10000);
+  cr_assert_eq(P[0].nrecv, 1);
+  cr_assert_eq(P[0].recvs[0].st, PP_WC_SUCCESS);
+  cr_assert_eq(memcmp(b, a, 64), 0);
+  cr_assert_eq(P[0].nsend, 1);
+  cr_assert_eq(P[1].nsend, 1);
+  cr_assert_eq(F.rnr, 0);
+  cr_assert_eq(total_violations(), 0);
+  cr_assert(F.e[0]->proto->quiet(F.e[0]) && F.e[1]->proto->quiet(F.e[1]));
+}
+
+Test(ring, answer_is_posted_before_the_credit_credits)
+{
+  check_answer_before_credit(PP_PROTO_RING_CREDITS);
+}
+
+Test(ring, answer_is_posted_before_the_credit_cts)
+{
+  check_answer_before_credit(PP_PROTO_RING_CTS);
+}
+
+/* No answer comes: the credit held back for one goes at the same time (the kick timer at
+ * `now`), with the receive WQE before it, and the sender can use the slot again. */
+static void check_credit_without_answer(enum pp_protocol proto)
+{
+  probe_pair(proto, 1, 64, 1, 1, 0); /* one slot: the second send needs the credit */
+  struct pp_mr smr, rmr;
+  uint8_t *s = buffer(0, 128, &smr), *d = buffer(1, 128, &rmr);
+  struct ff_qp *q1 = chan_qp(1, 0);
+  cr_assert_eq(precv(1, d, 64, &rmr, 0, 0), PP_OK);
+  cr_assert_eq(precv(1, d + 64, 64, &rmr, 1, 0), PP_OK);
+  cr_assert_eq(psend(0, s, 64, &smr, 0), PP_OK);
+  cr_assert_eq(psend(0, s + 64, 64, &smr, 1), PP_OK);
+  ff_exec(&F, 0, chan_qp(0, 0)->qpn);
+  uint32_t wqes = q1->rq_count;
+  ff_deliver(&F, 1);
+  cr_assert_eq(P[1].nrecv, 1);
+  cr_assert_eq(q1->sq_tail, 0, "held for an answer");
+  cr_assert(!F.e[1]->proto->quiet(F.e[1]), "not quiet while a credit is held");
+  cr_assert_eq(pp_engine_next_deadline(F.e[1]), F.now, "bounded: a timer at the same time");
+  ff_advance(&F, F.now);
+  cr_assert_eq(q1->sq_tail, 1, "the credit went without an answer");
+  cr_assert_neq(sq_wr(q1, 0)->imm_data & PP_RING_IMM_CREDIT, 0);
+  cr_assert_eq(q1->rq_count, wqes + 1, "the slot's WQE posted first");
+  ff_run(&F, 10000);
+  cr_assert_eq(P[1].nrecv, 2, "the second message used the returned slot");
+  cr_assert_eq(P[0].nsend, 2);
+  cr_assert_eq(F.rnr, 0);
+  cr_assert_eq(total_violations(), 0);
+}
+
+Test(ring, credit_goes_when_nothing_answers_credits)
+{
+  check_credit_without_answer(PP_PROTO_RING_CREDITS);
+}
+
+Test(ring, credit_goes_when_nothing_answers_cts)
+{
+  check_credit_without_answer(PP_PROTO_RING_CTS);
+}
+
 /* ================================================================ violations and errors */
 
 Test(ring, torn_cts_entry_is_a_violation)
