@@ -36,10 +36,10 @@
  * the credit write on the same send queue waits a whole NIC scheduling round (rxe: 19-163 us).
  * So consume() does not publish after the last chunk of its pass (while the pass goes on, no
  * reply can come first: credit_batch is honoured within it as before): it marks the channel
- * (publish_deferred, counted in ndeferred) and publish() runs, unchanged, at the first of: the end of the application's next send
- * (ring_send, after its chunks were posted or found no credit), the kick timer at the same `now`
- * (armed with the deferral: the application may never send), or the start of the next event
- * (ring_on_wc, ring_on_timer). Why nothing breaks:
+ * (publish_deferred, counted in ndeferred) and publish() runs, unchanged, at the first of: the
+ * end of the application's next send (ring_send, after its chunks were posted or found no
+ * credit), the kick timer at the same `now` (armed with the deferral: the application may never
+ * send), or the start of the next event (ring_on_wc, ring_on_timer). Why nothing breaks:
  *  - publish() is deferred whole: the receive WQEs of the released slots are still posted
  *    before the credit write that lets the sender use them, so RNR stays impossible; credit is
  *    cumulative, so one deferred publish returns every slot consumed meanwhile;
