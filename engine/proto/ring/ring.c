@@ -36,10 +36,12 @@
  * the credit write on the same send queue waits a whole NIC scheduling round (rxe: 19-163 us).
  * So consume() does not publish after the last chunk of its pass (while the pass goes on, no
  * reply can come first: credit_batch is honoured within it as before): it marks the channel
- * (publish_deferred, counted in ndeferred) and publish() runs, unchanged, at the first of: the
- * end of the application's next send (ring_send, after its chunks were posted or found no
- * credit), the kick timer at the same `now` (armed with the deferral: the application may never
- * send), or the start of the next event (ring_on_wc, ring_on_timer). Why nothing breaks:
+ * (publish_deferred, on the ring's deferred list) and publish() runs, unchanged, at the first
+ * of: the end of the application's next send (ring_send, after its chunks were posted or found
+ * no credit), DEFER_TIMER at the same `now` (armed with the deferral: the application may never
+ * send), or the start of the next event (ring_on_wc, ring_on_timer). The list is linked through
+ * the channels, so its flush visits only what it publishes: no scan of every connection per
+ * message (the kick's consume() of every connection is not used for it). Why nothing breaks:
  *  - publish() is deferred whole: the receive WQEs of the released slots are still posted
  *    before the credit write that lets the sender use them, so RNR stays impossible; credit is
  *    cumulative, so one deferred publish returns every slot consumed meanwhile;
@@ -76,6 +78,9 @@ enum { WR_DATA = 1, WR_CREDIT = 2, WR_RECV = 3 };
 #define IMM_VAL_SIGN (IMM_CREDIT >> 1) /* credit values compare as 31-bit serial numbers */
 
 #define KICK_TIMER UINT32_MAX
+/* reply first: the deferred credit writes go (an idle timer's arg, idx << 8 | k, has k < C) */
+#define DEFER_TIMER (UINT32_MAX - 1)
+#define NO_DEFER UINT32_MAX /* end of the deferred list */
 #define HEAD_STRIDE 64u /* one head counter per channel, a cache line apart */
 #define ALIGN 64u
 
@@ -103,6 +108,7 @@ struct chan {
   uint64_t arrived, consumed, published;
   bool publish_blocked; /* no send queue room: publish on the next completion */
   bool publish_deferred; /* consumed slots to publish once the reply went (reply first) */
+  uint32_t defer_next;   /* the next deferred channel (conn idx << 8 | k), or NO_DEFER */
   uint32_t repost_owed; /* test bug early-credit (engine/core/bugs.h): WQEs re-posted late */
   bool idle_timer;      /* a credit_idle timer is armed */
 };
@@ -154,7 +160,11 @@ struct ring {
   struct conn *c;
   uint32_t n;
   bool kick_armed, consuming;
-  uint32_t ndeferred; /* channels with publish_deferred set */
+  /* reply first: the channels with publish_deferred set, in the order they were deferred
+   * (linked through chan.defer_next: a flush costs what it publishes, not a scan of every
+   * connection), and whether DEFER_TIMER, which bounds their wait, is armed */
+  uint32_t ndeferred, defer_head, defer_tail;
+  bool defer_armed;
   struct pp_ring_conn_stats sink; /* statistics of connections past PP_RING_STATS_CONNS */
 };
 
@@ -366,6 +376,7 @@ static enum pp_status ring_create(struct pp_engine *e)
   r->credit_wr_max = r->S + 2;
   r->max_send_wr = 2 * r->S + 4;
   r->max_recv_wr = 2 * r->S;
+  r->defer_head = r->defer_tail = NO_DEFER;
   if (!(r->c = calloc(e->npeers ? e->npeers : 1, sizeof(*r->c))))
     return PP_NOMEM;
   e->st.ring.nconns = e->npeers < PP_RING_STATS_CONNS ? e->npeers : PP_RING_STATS_CONNS;
@@ -373,6 +384,8 @@ static enum pp_status ring_create(struct pp_engine *e)
     struct conn *c = &r->c[r->n++];
     c->peer = e->peers[i];
     c->idx = i;
+    for (uint32_t k = 0; k < PP_MAX_CHANNELS; k++)
+      c->ch[k].defer_next = NO_DEFER;
     cstats(e, c)->peer = c->peer;
     enum pp_status s = conn_create(e, c);
     if (s != PP_OK)
@@ -648,7 +661,7 @@ static enum pp_status publish(struct pp_engine *e, struct conn *c, uint32_t k)
 }
 
 /* consume()'s publish of channel k, held back for the application's reply (reply first, at the
- * top); bounded by the kick timer at `now`, or done at once when no timer is left. */
+ * top); bounded by DEFER_TIMER at `now`, or done at once when no timer is left. */
 static enum pp_status publish_later(struct pp_engine *e, struct conn *c, uint32_t k,
                                     uint64_t now)
 {
@@ -656,29 +669,43 @@ static enum pp_status publish_later(struct pp_engine *e, struct conn *c, uint32_
   struct chan *h = &c->ch[k];
   if (h->publish_deferred)
     return PP_OK; /* cumulative: that publish returns these slots too */
-  if (arm_kick(e, now) != PP_OK)
-    return publish(e, c, k);
+  if (!r->defer_armed) {
+    if (pp_engine_push_timer(e, now, PP_TIMER_PROTO, DEFER_TIMER) != PP_OK)
+      return publish(e, c, k);
+    r->defer_armed = true;
+  }
+  uint32_t id = c->idx << 8 | k;
   h->publish_deferred = true;
+  if (r->defer_tail == NO_DEFER)
+    r->defer_head = id;
+  else
+    r->c[r->defer_tail >> 8].ch[r->defer_tail & 0xff].defer_next = id;
+  r->defer_tail = id;
   r->ndeferred++;
-  assert(r->kick_armed && r->ndeferred <= r->n * r->C);
+  assert(r->defer_armed && h->defer_next == NO_DEFER && r->ndeferred <= r->n * r->C);
   return PP_OK;
 }
 
-/* The deferred publishes, in connection and channel order. */
+/* The deferred publishes, in the order they were deferred. */
 static enum pp_status publish_deferred(struct pp_engine *e)
 {
   struct ring *r = e->ps;
-  for (uint32_t i = 0; r->ndeferred && i < r->n; i++)
-    for (uint32_t k = 0; r->ndeferred && k < r->C; k++) {
-      struct chan *h = &r->c[i].ch[k];
-      if (!h->publish_deferred)
-        continue;
-      h->publish_deferred = false;
-      r->ndeferred--;
-      enum pp_status s = publish(e, &r->c[i], k);
-      if (s != PP_OK)
-        return s;
-    }
+  while (r->defer_head != NO_DEFER) {
+    uint32_t id = r->defer_head;
+    struct conn *c = &r->c[id >> 8];
+    struct chan *h = &c->ch[id & 0xff];
+    assert(h->publish_deferred && r->ndeferred > 0);
+    r->defer_head = h->defer_next;
+    if (r->defer_head == NO_DEFER)
+      r->defer_tail = NO_DEFER;
+    h->defer_next = NO_DEFER;
+    h->publish_deferred = false;
+    r->ndeferred--;
+    enum pp_status s = publish(e, c, id & 0xff);
+    if (s != PP_OK)
+      return s;
+  }
+  assert(r->ndeferred == 0);
   return PP_OK;
 }
 
@@ -963,6 +990,10 @@ static enum pp_status ring_on_timer(struct pp_engine *e, uint64_t now, uint32_t 
   enum pp_status s0 = r->ndeferred ? publish_deferred(e) : PP_OK; /* reply first, at the top */
   if (s0 != PP_OK)
     return s0;
+  if (arg == DEFER_TIMER) {
+    r->defer_armed = false; /* the publishes it bounded went at the top */
+    return PP_OK;
+  }
   if (arg == KICK_TIMER) {
     r->kick_armed = false;
     for (uint32_t i = 0; i < r->n; i++) {
