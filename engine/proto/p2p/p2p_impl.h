@@ -224,20 +224,26 @@ struct frag {
 };
 
 struct req {
+  /* Not cleared by req_alloc, up to kind: gen and peer it sets itself, and both of its callers
+   * (isend and irecv) set rank, tag, ctx, len, buf and cookie before anything reads them. */
   uint32_t gen;
-  uint8_t kind, state, proto, err, wc;
-  uint16_t flags;
   uint32_t peer;          /* peer index; UINT32_MAX before a receive matched */
   uint32_t rank, tag, ctx; /* send: destination; receive: the pattern */
-  uint8_t *buf;
   uint32_t len;
-  uint32_t wrs;           /* signalled work requests outstanding */
+  uint8_t *buf;
   uint64_t cookie;
+  /* req_alloc clears from kind up to me: 64 bytes, a few stores (the callers set kind; state
+   * is RQ_FREE, 0, in every free request). The size of the struct is what it was before this
+   * order (the run's heap addresses, which traces record, stay the same). */
+  uint8_t kind, state;
+  uint16_t flags;
+  uint8_t proto, err, wc;
+  bool await;             /* sender: waiting for the ACK / the last FIN */
+  uint32_t wrs;           /* signalled work requests outstanding */
   uint64_t done_ns;
   uint32_t src, mtag, msg_len, got; /* receive: the message matched */
   uint32_t seq, ch;
   uint32_t fq_n;          /* RPUT sender: CTSs in fq (0 for every other request) */
-  bool await;             /* sender: waiting for the ACK / the last FIN */
   struct req *next;
   /* Not cleared by req_alloc (req_alloc clears up to here). me: the posted-receive queue
    * (pp_container_of gets the req back), read only while R_POSTED says it is queued, and
@@ -261,6 +267,8 @@ struct req {
   struct pp_mr xmr[PIPE_MAX];               /* exposed to the peer for this transfer only */
   struct pp_rcache_entry *rce[PIPE_MAX * 2]; /* local registrations in use */
 };
+_Static_assert(offsetof(struct req, me) - offsetof(struct req, kind) == 64,
+               "req_alloc's clear is 64 bytes");
 
 struct txpool {
   uint8_t *buf;
@@ -509,7 +517,7 @@ static inline struct req *req_alloc(struct p2p *p)
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   uint32_t gen = (r->gen + 1 + (uint32_t)((z ^ (z >> 31)) >> 37)) & 0xfffffff;
   assert(r->state == RQ_FREE && gen != r->gen && req_regs_clear(r));
-  memset(r, 0, offsetof(struct req, me));
+  memset(&r->kind, 0, offsetof(struct req, me) - offsetof(struct req, kind));
   r->gen = gen;
   r->handle = handle_make(p, r);
   r->peer = UINT32_MAX;
