@@ -47,11 +47,18 @@ static inline bool progress_idle(const struct p2p *p)
   return !p->ctrl_sum && !p->work && !p->reg_wake && !p2p_may_start(p);
 }
 
-/* progress_1 unless it would do nothing: it is called at the end of every event and API call. */
+/* progress_1 unless it would do nothing: it is called at the end of every event and API call.
+ * Without p->prog it is idle (p2p_impl.h); with it, it is idle unless progress_idle says not. */
 static inline enum pp_status progress(struct pp_engine *e)
 {
-  if (progress_idle(P2P(e)))
+  struct p2p *p = P2P(e);
+  assert(p->prog || progress_idle(p));
+  if (!p->prog)
     return PP_OK;
+  if (progress_idle(p)) {
+    p->prog = false;
+    return PP_OK;
+  }
   return progress_1(e);
 }
 
@@ -493,6 +500,7 @@ static void send_queue(struct p2p *p, struct req *r)
   }
   pe->pend_tail = r;
   p->pend_mask |= bit;
+  p->prog = true;
   p->npending++;
 }
 

@@ -331,6 +331,12 @@ struct p2p {
   uint64_t ctrl_ready[PP_MAX_QPS / 64];
   uint8_t ctrl_sum;  /* bit w: ctrl_ready[w] != 0 (progress looks at nothing else when 0) */
   bool ctrl_tx_wait; /* a CREDIT message found no send buffer */
+  /* progress may have work: set by everything that can take it out of progress_idle (p2p.c),
+   * i.e. sets a bit of ctrl_sum, puts a request on the work list, sets reg_wake, sets a bit of
+   * pend_mask or clears one of wait_chan or wait_tx; cleared by progress when it finds itself
+   * idle. So !prog implies progress_idle, and progress that finds nothing costs one test. */
+  bool prog; /* (in the padding before wait_chan: the struct keeps its size and the run its
+              * heap addresses, which traces record) */
   /* Peers whose first parked send cannot start until something changes, so that progress
    * skips them (a retry would fail the same way): bit i of wait_chan, none of peer i's
    * channels has both a data credit and send-queue room (cleared when one gains either);
@@ -392,6 +398,7 @@ static inline void p2p_ctrl_wake(struct p2p *p, uint32_t i)
   if (p->ctrl_due[i / 64] & bit) {
     p->ctrl_ready[i / 64] |= bit;
     p->ctrl_sum |= (uint8_t)(1u << (i / 64));
+    p->prog = true;
   }
 }
 
@@ -401,8 +408,10 @@ static inline void p2p_ctrl_wake_all(struct p2p *p)
   p->ctrl_tx_wait = false;
   for (uint32_t w = 0; w < PP_MAX_QPS / 64; w++) {
     p->ctrl_ready[w] |= p->ctrl_due[w];
-    if (p->ctrl_ready[w])
+    if (p->ctrl_ready[w]) {
       p->ctrl_sum |= (uint8_t)(1u << w);
+      p->prog = true;
+    }
   }
 }
 
@@ -412,6 +421,7 @@ static inline void tx_free(struct p2p *p, uint32_t t)
   p->tx[t] = (struct tx){.next = tp->free};
   tp->free = t;
   p->wait_tx = 0; /* a send waiting for a buffer may start */
+  p->prog = true;
   if (p->ctrl_tx_wait)
     p2p_ctrl_wake_all(p);
 }
@@ -428,8 +438,10 @@ static inline void p2p_chan_rcredits(struct p2p *p, struct chan *c, uint32_t n)
 static inline void p2p_chan_credits(struct p2p *p, struct chan *c, uint32_t n)
 {
   c->credits += n;
-  if (n)
+  if (n) {
     p->wait_chan &= ~(1ull << c->peer);
+    p->prog = true;
+  }
 }
 
 /* `n` slots of one of channel c's send queues (*sq: sq_used, or dsq_used for p2p.srq's data QP)
@@ -441,6 +453,7 @@ static inline void p2p_sq_release(struct p2p *p, struct chan *c, uint32_t *sq, u
   assert(*sq >= n);
   if (*sq >= depth && n) {
     p->wait_chan &= ~(1ull << c->peer);
+    p->prog = true;
     p2p_ctrl_wake(p, (uint32_t)(c - p->ch));
   }
   *sq -= n;
@@ -742,6 +755,7 @@ static inline void p2p_add_work(struct p2p *p, struct req *r)
     return;
   r->flags |= R_WORK;
   req_append(&p->work, &p->work_tail, r);
+  p->prog = true;
 }
 
 /* The request a reply names: a live one of `kind` with the peer the reply came from (a handle
