@@ -186,12 +186,6 @@ enum pp_status pp_app_recv_done(struct pp_engine *e, uint64_t now, uint64_t cook
   return e->appops->recv_done(e, now, cookie, st, src, tag, len);
 }
 
-enum pp_status pp_app_p2p_done(struct pp_engine *e, uint64_t now, bool recv, uint64_t req,
-                               uint64_t cookie, const struct pp_p2p_status *st)
-{
-  e->finished++;
-  return e->appops->p2p_done(e, now, recv, req, cookie, st);
-}
 
 static int peer_index(const struct pp_engine *e, uint32_t peer);
 

@@ -100,26 +100,31 @@ static enum pp_wc_status wc_of(const struct req *r)
   }
 }
 
-/* The application's callbacks (engine/workload/app.c) get the request's handle and its whole
- * status. Out of line: the other workloads' path through p2p_flush_done stays as it was. */
-static __attribute__((noinline)) enum pp_status flush_to_app(struct pp_engine *e, uint64_t now,
-                                                             const struct req *r)
+/* Request r goes to the workload: with a p2p_done slot (`app`: the application's callbacks,
+ * engine/workload/app.c, and the scripts) its handle and its whole status, else its cookie and
+ * completion status. */
+static inline __attribute__((always_inline)) enum pp_status
+flush_one(struct pp_engine *e, uint64_t now, const struct req *r, bool app)
 {
   const struct p2p *p = P2P(e);
-  struct pp_p2p_status ps;
-  p2p_fill_status(p, r, &ps);
-  return pp_app_p2p_done(e, now, r->kind != K_SEND, handle_of(p, r), r->cookie, &ps);
+  if (app) {
+    struct pp_p2p_status ps;
+    p2p_fill_status(p, r, &ps);
+    return pp_app_p2p_done(e, now, r->kind != K_SEND, handle_of(p, r), r->cookie, &ps);
+  }
+  return r->kind == K_SEND ? pp_app_send_done(e, now, r->cookie, wc_of(r))
+                           : pp_app_recv_done(e, now, r->cookie, wc_of(r), r->src, r->mtag, r->got);
 }
 
-enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now)
+/* The done list to the workload, in order, with what the callbacks add to it meanwhile. The
+ * workload's ops do not change during a run: `app` and `frees` are read once, and each
+ * specialisation (p2p_flush_done) has one of the two kinds of callback in its loop. */
+static inline __attribute__((always_inline)) enum pp_status
+flush_list(struct pp_engine *e, uint64_t now, bool app, bool frees)
 {
   struct p2p *p = P2P(e);
   enum pp_status st = PP_OK;
-  if (p->flushing)
-    return PP_OK;
-  p->flushing = true;
-  while (p->done_head) {
-    struct req *r = p->done_head;
+  for (struct req *r; (r = p->done_head) != NULL;) {
     p->done_head = r->next;
     if (!p->done_head)
       p->done_tail = NULL;
@@ -130,15 +135,24 @@ enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now)
       p->freereq = r;
       continue;
     }
-    enum pp_status s =
-        e->appops->p2p_done ? flush_to_app(e, now, r)
-        : r->kind == K_SEND ? pp_app_send_done(e, now, r->cookie, wc_of(r))
-                            : pp_app_recv_done(e, now, r->cookie, wc_of(r), r->src, r->mtag, r->got);
-    if (s != PP_OK && st == PP_OK)
+    enum pp_status s = flush_one(e, now, r, app);
+    if (st == PP_OK) /* the first error */
       st = s;
-    if ((r->flags & R_AUTO) || e->appops->p2p_frees)
+    if (frees || (r->flags & R_AUTO))
       p2p_req_free(p, r);
   }
+  return st;
+}
+
+enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now)
+{
+  struct p2p *p = P2P(e);
+  if (p->flushing)
+    return PP_OK;
+  p->flushing = true;
+  const struct pp_app_ops *ops = e->appops;
+  enum pp_status st = ops->p2p_done ? flush_list(e, now, true, ops->p2p_frees)
+                                    : flush_list(e, now, false, ops->p2p_frees);
   p->flushing = false;
   return st;
 }
