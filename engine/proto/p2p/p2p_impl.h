@@ -53,11 +53,13 @@
  *              completion and the done list
  *   credits.c  posting receive buffers and sends, credit accounting, the per-channel control
  *              queue, and the sends parked for credits
- *   eager.c    matching messages (EAGER, RTS) in per-peer sequence: to a receive or unexpected
+ *   eager.c    matching messages (EAGER, RTS) in per-peer sequence: to a receive or unexpected;
+ *              and p2p_on_recv, a received message's wire checks (credits, lengths, flags,
+ *              sequence window) and dispatch, so the eager receive is one function
  *   rndv.c     the rendezvous transfers: RGET (RTS, READ, FIN) and pipelined RPUT (CTS, WRITE,
  *              FIN)
  *   regs.c     registrations of user buffers and the line of requests waiting for one
- *   wire.c     the wire header: decoded, checked against our own state (untrusted peers)
+ *   wire.c     protocol violations (untrusted peers), the rendezvous replies' checks
  *   fail.c     failures of channels and peers
  *   pending.c  what pending operations wait for (hang reports)
  *   config.c   parameters, their checks, names
@@ -676,15 +678,10 @@ enum pp_status p2p_check_frag(struct pp_engine *e, uint64_t now, struct rx *x,
                               const struct hdr *h, uint32_t idx, uint32_t len);
 enum pp_status p2p_check_cts(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h,
                              const struct req *r);
+/* eager.c */
 enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
                            const struct pp_wc *wc);
-
-/* eager.c */
 enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x);
-/* A matching message that passed wire.c's checks (p2p_on_recv). */
-enum pp_status p2p_on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x);
-/* p2p_on_match_msg for an EAGER message: the eager fast path. */
-enum pp_status p2p_on_eager_msg(struct pp_engine *e, uint64_t now, struct rx *x);
 
 /* rndv.c */
 enum pp_status p2p_run_work(struct pp_engine *e);
