@@ -491,16 +491,17 @@ static void send_queue(struct p2p *p, struct req *r)
   uint64_t bit = 1ull << r->peer; /* (the index, not pe - p->peer: no division by its size) */
   r->seq = pe->send_seq++;
   r->next = NULL;
+  assert(!pe->pend_tail || (p->pend_mask & bit)); /* a peer's bit: its line is not empty */
   if (pe->pend_tail) {
     pe->pend_tail->next = r;
   } else { /* r is first in line: what an earlier first waited for says nothing about r */
     pe->pend_head = r;
     p->wait_chan &= ~bit;
     p->wait_tx &= ~bit;
+    p->prog = true; /* (behind others, r changes nothing progress looks at: pend_mask has bit) */
   }
   pe->pend_tail = r;
   p->pend_mask |= bit;
-  p->prog = true;
   p->npending++;
 }
 

@@ -422,8 +422,10 @@ static inline void tx_free(struct p2p *p, uint32_t t)
   struct txpool *tp = t >= p->big.first && t < p->big.first + p->big.n ? &p->big : &p->small;
   p->tx[t] = (struct tx){.next = tp->free};
   tp->free = t;
-  p->wait_tx = 0; /* a send waiting for a buffer may start */
-  p->prog = true;
+  if (p->wait_tx) { /* a send waiting for a buffer may start */
+    p->wait_tx = 0;
+    p->prog = true;
+  }
   if (p->ctrl_tx_wait)
     p2p_ctrl_wake_all(p);
 }
@@ -440,7 +442,7 @@ static inline void p2p_chan_rcredits(struct p2p *p, struct chan *c, uint32_t n)
 static inline void p2p_chan_credits(struct p2p *p, struct chan *c, uint32_t n)
 {
   c->credits += n;
-  if (n) {
+  if (n && (p->wait_chan & 1ull << c->peer)) {
     p->wait_chan &= ~(1ull << c->peer);
     p->prog = true;
   }
@@ -454,8 +456,10 @@ static inline void p2p_sq_release(struct p2p *p, struct chan *c, uint32_t *sq, u
 {
   assert(*sq >= n);
   if (*sq >= depth && n) {
-    p->wait_chan &= ~(1ull << c->peer);
-    p->prog = true;
+    if (p->wait_chan & 1ull << c->peer) {
+      p->wait_chan &= ~(1ull << c->peer);
+      p->prog = true;
+    }
     p2p_ctrl_wake(p, (uint32_t)(c - p->ch));
   }
   *sq -= n;
