@@ -238,16 +238,23 @@ enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
   struct chan *c = &p->ch[x->ch];
   if (wc->byte_len < HDR) /* the rest of the header is an older message's: never read it */
     return p2p_violation(e, now, x, 0, PP_VF_BYTE_LEN, wc->byte_len, HDR, false);
-  bool blind = p->srq && PP_BUG(&e->cfg, SRQ_NO_CREDITS); /* test bug: credits not counted */
-  if (h->credits > p->D - c->credits && !blind)
-    return p2p_violation(e, now, x, h->type, PP_VF_CREDITS, h->credits, p->D - c->credits, true);
-  if (h->rcredits > p->R - c->rcredits)
-    return p2p_violation(e, now, x, h->type, PP_VF_RCREDITS, h->rcredits, p->R - c->rcredits, true);
-  /* the blind test bug tops up to the pool instead of refusing the excess */
-  p2p_chan_credits(p, c, blind && h->credits > p->D - c->credits ? p->D - c->credits
-                                                                   : h->credits);
-  p2p_chan_rcredits(p, c, h->rcredits);
-  c->seen += h->credits;
+  /* Credits handed back: none at all (every message the receiver of a one-way stream gets)
+   * passes every check and changes nothing (the pools are never exceeded: D - credits and
+   * R - rcredits are >= 0), so the checks are for a header that hands some back. */
+  if (h->credits | h->rcredits) {
+    bool blind = p->srq && PP_BUG(&e->cfg, SRQ_NO_CREDITS); /* test bug: credits not counted */
+    if (h->credits > p->D - c->credits && !blind)
+      return p2p_violation(e, now, x, h->type, PP_VF_CREDITS, h->credits, p->D - c->credits,
+                           true);
+    if (h->rcredits > p->R - c->rcredits)
+      return p2p_violation(e, now, x, h->type, PP_VF_RCREDITS, h->rcredits, p->R - c->rcredits,
+                           true);
+    /* the blind test bug tops up to the pool instead of refusing the excess */
+    p2p_chan_credits(p, c, blind && h->credits > p->D - c->credits ? p->D - c->credits
+                                                                     : h->credits);
+    p2p_chan_rcredits(p, c, h->rcredits);
+    c->seen += h->credits;
+  }
   assert(c->credits <= p->D && c->rcredits <= p->R); /* never above the pools (checked above) */
   struct req *r;
   enum pp_status s;
