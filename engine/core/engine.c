@@ -409,10 +409,12 @@ static __attribute__((noinline)) enum pp_status on_wc_error(struct pp_engine *e,
 
 enum pp_status pp_engine_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
 {
-  if ((unsigned)wc->status < PP_WC_STATUS_COUNT)
-    e->st.status_counts[wc->status]++;
-  if (wc->status != PP_WC_SUCCESS)
+  if (wc->status != PP_WC_SUCCESS) {
+    if ((unsigned)wc->status < PP_WC_STATUS_COUNT)
+      e->st.status_counts[wc->status]++;
     return on_wc_error(e, now, wc);
+  }
+  e->st.status_counts[PP_WC_SUCCESS]++;
   enum pp_status s = e->proto->on_wc(e, now, wc);
   if (s != PP_OK)
     return s;
