@@ -798,6 +798,85 @@ static inline void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r
   p2p_arm_flush(e, now);
 }
 
+/* ------------------------------------------------------------------ req.c, inline: the done list to
+ * the workload */
+
+static inline enum pp_wc_status p2p_wc_of(const struct req *r)
+{
+  switch (r->err) {
+  case PP_P2P_E_OK:
+    return PP_WC_SUCCESS;
+  case PP_P2P_E_TRUNCATED:
+    return PP_WC_LOC_LEN_ERR;
+  case PP_P2P_E_CANCELLED:
+    return PP_WC_WR_FLUSH_ERR;
+  case PP_P2P_E_NO_MR:
+    return PP_WC_LOC_PROT_ERR;
+  default:
+    return (enum pp_wc_status)r->wc;
+  }
+}
+
+/* Request r goes to the workload: with a p2p_done slot (`app`: the application's callbacks,
+ * engine/workload/app.c, and the scripts) its handle and its whole status, else its cookie and
+ * completion status. */
+static inline __attribute__((always_inline)) enum pp_status
+p2p_flush_one(struct pp_engine *e, uint64_t now, const struct req *r, bool app)
+{
+  const struct p2p *p = P2P(e);
+  if (app) {
+    struct pp_p2p_status ps;
+    p2p_fill_status(p, r, &ps);
+    return pp_app_p2p_done(e, now, r->kind != K_SEND, handle_of(p, r), r->cookie, &ps);
+  }
+  return r->kind == K_SEND ? pp_app_send_done(e, now, r->cookie, p2p_wc_of(r))
+                           : pp_app_recv_done(e, now, r->cookie, p2p_wc_of(r), r->src, r->mtag, r->got);
+}
+
+/* The done list to the workload, in order, with what the callbacks add to it meanwhile. The
+ * workload's ops do not change during a run: `app` and `frees` are read once, and each
+ * specialisation (p2p_flush_done_inline) has one of the two kinds of callback in its loop. */
+static inline __attribute__((always_inline)) enum pp_status
+p2p_flush_list(struct pp_engine *e, uint64_t now, bool app, bool frees)
+{
+  struct p2p *p = P2P(e);
+  enum pp_status st = PP_OK;
+  for (struct req *r; (r = p->done_head) != NULL;) {
+    p->done_head = r->next;
+    if (!p->done_head)
+      p->done_tail = NULL;
+    r->flags &= ~R_DONEQ;
+    if (r->flags & R_RELEASED) {
+      p2p_req_set(p, r, RQ_FREE); /* its handle already went stale in pp_p2p_test */
+      r->next = p->freereq;
+      p->freereq = r;
+      continue;
+    }
+    enum pp_status s = p2p_flush_one(e, now, r, app);
+    if (st == PP_OK) /* the first error */
+      st = s;
+    if (frees || (r->flags & R_AUTO))
+      p2p_req_free(p, r);
+  }
+  return st;
+}
+
+/* The done list to the workload (p2p_flush_done out of line; inline in the event entry points
+ * of p2p.c, the eager path's two per message, where it shares their frame). */
+static inline __attribute__((always_inline)) enum pp_status
+p2p_flush_done_inline(struct pp_engine *e, uint64_t now)
+{
+  struct p2p *p = P2P(e);
+  if (p->flushing)
+    return PP_OK;
+  p->flushing = true;
+  const struct pp_app_ops *ops = e->appops;
+  enum pp_status st = ops->p2p_done ? p2p_flush_list(e, now, true, ops->p2p_frees)
+                                    : p2p_flush_list(e, now, false, ops->p2p_frees);
+  p->flushing = false;
+  return st;
+}
+
 /* A send is over once its work requests completed, nothing is awaited and no CTS waits. */
 static inline void p2p_maybe_complete_send(struct pp_engine *e, uint64_t now, struct req *r)
 {
