@@ -346,7 +346,7 @@ static inline __attribute__((always_inline)) enum pp_status finish(struct pp_eng
   if (s == PP_OK)
     s = progress(e);
   if (--p->depth == 0) {
-    enum pp_status f = p->done_head ? p2p_flush_done_inline(e, now) : PP_OK; /* (nothing to flush) */
+    enum pp_status f = p->done_head ? p2p_flush_done(e, now) : PP_OK; /* (nothing to flush) */
     if (s == PP_OK)
       s = f;
     if (s == PP_OK)

@@ -643,7 +643,6 @@ static inline bool p2p_proto_ok(int protocol)
 void p2p_remove_work(struct p2p *p, struct req *r);
 void p2p_record(struct pp_engine *e, const struct req *r); /* p2p.record: a completed receive */
 void p2p_count_error(struct p2p *p, const struct req *r);  /* the counter of r->err, if any */
-enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now);
 void p2p_fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, uint8_t wc);
 
 /* regs.c */
@@ -835,7 +834,7 @@ p2p_flush_one(struct pp_engine *e, uint64_t now, const struct req *r, bool app)
 
 /* The done list to the workload, in order, with what the callbacks add to it meanwhile. The
  * workload's ops do not change during a run: `app` and `frees` are read once, and each
- * specialisation (p2p_flush_done_inline) has one of the two kinds of callback in its loop. */
+ * specialisation (p2p_flush_done) has one of the two kinds of callback in its loop. */
 static inline __attribute__((always_inline)) enum pp_status
 p2p_flush_list(struct pp_engine *e, uint64_t now, bool app, bool frees)
 {
@@ -861,10 +860,10 @@ p2p_flush_list(struct pp_engine *e, uint64_t now, bool app, bool frees)
   return st;
 }
 
-/* The done list to the workload (p2p_flush_done out of line; inline in the event entry points
- * of p2p.c, the eager path's two per message, where it shares their frame). */
+/* The done list to the workload: inline in p2p.c's event entry points (p2p_finish: the eager
+ * path's two per message), where it shares their frame. */
 static inline __attribute__((always_inline)) enum pp_status
-p2p_flush_done_inline(struct pp_engine *e, uint64_t now)
+p2p_flush_done(struct pp_engine *e, uint64_t now)
 {
   struct p2p *p = P2P(e);
   if (p->flushing)

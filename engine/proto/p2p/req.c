@@ -84,12 +84,6 @@ void p2p_count_error(struct p2p *p, const struct req *r)
     p->st.failed++;
 }
 
-/* p2p_impl.h: p2p_flush_done_inline (inline in p2p.c's event entry points). */
-enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now)
-{
-  return p2p_flush_done_inline(e, now);
-}
-
 void p2p_fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, uint8_t wc)
 {
   if (r->state == RQ_DONE)
