@@ -530,11 +530,12 @@ static inline struct req *req_alloc(struct p2p *p)
     return NULL;
   p->freereq = r->next;
   /* a generation the slot did not have just before (its stale handles stay stale): it moves
-   * by 1 + 27 bits of a splitmix64 step (inline: cheap on the eager path) */
+   * by 1 + 27 bits of a splitmix64 step (inline: cheap on the eager path). The step's last
+   * mix, z ^ (z >> 31), is left out: it does not reach bits 37..63, the ones taken. */
   uint64_t z = (p->gseq += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  uint32_t gen = (r->gen + 1 + (uint32_t)((z ^ (z >> 31)) >> 37)) & 0xfffffff;
+  uint32_t gen = (r->gen + 1 + (uint32_t)(z >> 37)) & 0xfffffff;
   assert(r->state == RQ_FREE && gen != r->gen && req_regs_clear(r));
   memset(&r->kind, 0, offsetof(struct req, me) - offsetof(struct req, kind));
   r->gen = gen;
