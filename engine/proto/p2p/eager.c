@@ -1,5 +1,6 @@
 /* p2p: matching messages (EAGER, RTS) in sequence, to their receives or unexpected. */
 #include "p2p_impl.h"
+#include "engine/proto/p2p/match_impl.h" /* the eager path's post / arrival, inline */
 
 #include <string.h>
 
@@ -84,7 +85,7 @@ RECV_INLINE enum pp_status deliver(struct pp_engine *e, uint64_t now, struct rx 
   uint32_t rank = p->peer[p->ch[x->ch].peer].rank;
   if (h->flags & F_ABORT) /* a send given up: it only held its place in the sequence */
     return p2p_release_rx(e, x);
-  struct pp_mentry *m = pp_match_arrive(&p->match, h->ctx, rank, h->tag);
+  struct pp_mentry *m = pp_match_arrive_inline(&p->match, h->ctx, rank, h->tag);
   if (m) {
     struct req *r = pp_container_of(m, struct req, me);
     r->flags &= ~R_POSTED;

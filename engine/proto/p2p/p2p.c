@@ -3,6 +3,7 @@
  * public API. How the protocols work is described in p2p_impl.h.
  */
 #include "p2p_impl.h"
+#include "engine/proto/p2p/match_impl.h" /* the eager path's post / arrival, inline */
 
 #include <stdlib.h>
 #include <string.h>
@@ -583,7 +584,7 @@ static enum pp_status recv_match(struct pp_engine *e, uint64_t now, struct req *
     s = p2p_start_recv(e, now, r, x);
     p->depth--;
   } else {
-    s = pp_match_post(&p->match, &r->me, r->ctx, r->rank, r->tag);
+    s = pp_match_post_inline(&p->match, &r->me, r->ctx, r->rank, r->tag);
     if (s == PP_OK)
       r->flags |= R_POSTED;
     else

@@ -63,7 +63,8 @@
  *   fail.c     failures of channels and peers
  *   pending.c  what pending operations wait for (hang reports)
  *   config.c   parameters, their checks, names
- *   match.c    the matching queues (match.h); rcache.c the registration cache (prepost/rcache.h)
+ *   match.c    the matching queues (match.h; match_impl.h: their internals, for the inline post
+ *              and arrival of p2p.c and eager.c); rcache.c the registration cache (prepost/rcache.h)
  *   srq.c      p2p.srq: the shared receive queue, its pool, and credits lent from it
  */
 #ifndef PP_P2P_IMPL_H
