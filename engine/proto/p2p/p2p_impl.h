@@ -796,7 +796,10 @@ static inline void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r
   assert(!(r->flags & R_DONEQ));
   r->flags |= R_DONEQ;
   req_append(&p->done_head, &p->done_tail, r);
-  p2p_arm_flush(e, now);
+  /* No p2p_arm_flush here: in an event (depth > 0) or a flush the list is delivered at its end
+   * anyway, and every other completion is made by an API call, each of which ends with one
+   * (api_done, or send_common's direct start), at the same `now`, with no timer pushed in
+   * between: the flush timer is armed exactly as if it were armed here. */
 }
 
 /* ------------------------------------------------------------------ req.c, inline: the done list to
