@@ -64,7 +64,7 @@ RECV_INLINE enum pp_status start_recv(struct pp_engine *e, uint64_t now, struct 
   r->got = h->len < r->len ? h->len : r->len;
   r->err = h->len > r->len ? PP_P2P_E_TRUNCATED : PP_P2P_E_OK;
   r->peer_req = h->sreq;
-  p2p_req_set(p, r, RQ_ACTIVE);
+  p2p_req_move(p, r, RQ_PENDING, RQ_ACTIVE); /* (posted, or just made by irecv) */
   if (fast)
     return eager_recv(e, now, r, x, true);
   if (eager)

@@ -526,7 +526,7 @@ send_common(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len, ui
     return PP_AGAIN;
   struct peer *pe = &p->peer[pi];
   r->kind = K_SEND;
-  p2p_req_set(p, r, RQ_PENDING);
+  p2p_req_move(p, r, RQ_FREE, RQ_PENDING);
   r->flags = sync ? R_SYNC : 0;
   r->peer = (uint32_t)pi;
   r->rank = dest;
@@ -609,7 +609,7 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
   if (!r)
     return PP_AGAIN;
   r->kind = K_RECV;
-  p2p_req_set(p, r, RQ_PENDING);
+  p2p_req_move(p, r, RQ_FREE, RQ_PENDING);
   r->rank = source;
   r->tag = tag;
   r->ctx = ctx;

@@ -573,11 +573,37 @@ static inline void p2p_req_set(struct p2p *p, struct req *r, enum req_state to)
   r->state = (uint8_t)to;
 }
 
+/* p2p_req_set where the caller knows r's state (`from`, a constant at every call site): the
+ * same change, without testing the state for ACTIVE. */
+static inline void p2p_req_move(struct p2p *p, struct req *r, enum req_state from,
+                                enum req_state to)
+{
+  assert(r->state == from);
+  assert(p2p_req_may(from, to) || p2p_req_bad_transition(p, r, to));
+  if (from == RQ_ACTIVE) {
+    assert(p->nactive > 0);
+    p->nactive--;
+  }
+  if (to == RQ_ACTIVE)
+    p->nactive++;
+  r->state = (uint8_t)to;
+}
+
 /* The slot goes back to the free list; its handles go stale. */
 static inline void p2p_req_free(struct p2p *p, struct req *r)
 {
   assert(req_regs_clear(r));
   p2p_req_set(p, r, RQ_FREE);
+  req_stale(r);
+  r->next = p->freereq;
+  p->freereq = r;
+}
+
+/* p2p_req_free of a request known to be DONE (the done list's). */
+static inline void p2p_req_free_done(struct p2p *p, struct req *r)
+{
+  assert(req_regs_clear(r));
+  p2p_req_move(p, r, RQ_DONE, RQ_FREE);
   req_stale(r);
   r->next = p->freereq;
   p->freereq = r;
@@ -860,7 +886,7 @@ p2p_flush_list(struct pp_engine *e, uint64_t now, bool app, bool frees)
     if (st == PP_OK) /* the first error */
       st = s;
     if (frees || (r->flags & R_AUTO))
-      p2p_req_free(p, r);
+      p2p_req_free_done(p, r);
   }
   return st;
 }
