@@ -32,7 +32,7 @@ RECV_INLINE enum pp_status eager_recv(struct pp_engine *e, uint64_t now, struct 
       return s;
   }
   if (r->state != RQ_DONE) /* else failed with its peer: the ACK could not be posted */
-    p2p_complete(e, now, r);
+    p2p_complete_as(e, now, r, true); /* (start_recv made it ACTIVE) */
   return fast ? p2p_release_rx_inline(e, x) : p2p_release_rx(e, x);
 }
 
@@ -279,7 +279,7 @@ enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
     if (!r || r->proto != PP_P2P_EAGER || !(r->flags & R_SYNC) || !r->await)
       return p2p_violation(e, now, x, h->type, PP_VF_HANDLE, h->sreq, 0, false);
     r->await = false;
-    p2p_maybe_complete_send(e, now, r);
+    p2p_maybe_complete_active(e, now, r); /* (p2p_reply_req: ACTIVE) */
     return p2p_reply_consumed(e, x);
   case M_CREDIT:
     return p2p_post_rx(e, x);

@@ -88,7 +88,7 @@ static enum pp_status tx_done(struct pp_engine *e, uint64_t now, const struct pp
     p2p_put_rce(p, r, x.slot);
   if (x.type == M_FIN && r->fnext == r->nfrag && r->fq_n == 0)
     r->await = false;
-  p2p_maybe_complete_send(e, now, r);
+  p2p_maybe_complete_active(e, now, r); /* (ACTIVE: tested above) */
   return PP_OK;
 }
 

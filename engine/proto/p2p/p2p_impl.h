@@ -802,14 +802,21 @@ static inline void p2p_reg_unpark(struct p2p *p, struct req *r)
 }
 
 /* The request is over: it goes to the done list, the workload hears of it at the end of the
- * event. Inline (every completion's; the rare parts out of line in req.c). */
-static inline void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r)
+ * event. Inline (every completion's; the rare parts out of line in req.c). `active`: the
+ * caller knows r is ACTIVE (a constant at each call site). */
+static inline __attribute__((always_inline)) void p2p_complete_as(struct pp_engine *e, uint64_t now,
+                                                                  struct req *r, bool active)
 {
   struct p2p *p = P2P(e);
-  if (r->flags & R_WORK)
-    p2p_remove_work(p, r);
-  p2p_reg_unpark(p, r);
-  p2p_req_set(p, r, RQ_DONE);
+  if (r->flags & (R_WORK | R_REGQ)) { /* (one test for the two rare ones) */
+    if (r->flags & R_WORK)
+      p2p_remove_work(p, r);
+    p2p_reg_unpark(p, r);
+  }
+  if (active)
+    p2p_req_move(p, r, RQ_ACTIVE, RQ_DONE);
+  else
+    p2p_req_set(p, r, RQ_DONE);
   r->done_ns = now;
   if (r->kind == K_RECV) {
     if (r->err == PP_P2P_E_OK || r->err == PP_P2P_E_TRUNCATED)
@@ -826,6 +833,11 @@ static inline void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r
    * anyway, and every other completion is made by an API call, each of which ends with one
    * (api_done, or send_common's direct start), at the same `now`, with no timer pushed in
    * between: the flush timer is armed exactly as if it were armed here. */
+}
+
+static inline void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r)
+{
+  p2p_complete_as(e, now, r, false);
 }
 
 /* ------------------------------------------------------------------ req.c, inline: the done list to
@@ -915,6 +927,17 @@ static inline void p2p_maybe_complete_send(struct pp_engine *e, uint64_t now, st
   if (r->flags & R_REGS) /* (p2p_release_regs would do nothing: an eager send has none) */
     p2p_release_regs(e, r);
   p2p_complete(e, now, r);
+}
+
+/* p2p_maybe_complete_send of a send known to be ACTIVE (a SEND's completion, an ACK). */
+static inline void p2p_maybe_complete_active(struct pp_engine *e, uint64_t now, struct req *r)
+{
+  assert(r->state == RQ_ACTIVE);
+  if (r->wrs || r->await || r->fq_n)
+    return;
+  if (r->flags & R_REGS) /* (p2p_release_regs would do nothing: an eager send has none) */
+    p2p_release_regs(e, r);
+  p2p_complete_as(e, now, r, true);
 }
 
 /* ------------------------------------------------------------------ credits.c, inline: the
