@@ -135,14 +135,15 @@ pp_match_post_inline(struct pp_match *m, struct pp_mentry *r, uint32_t ctx, uint
   r->order = m->next_order++;
   append(get_queue(m, &m->posted, ctx, src, tag, 0), r);
   m->nposted++;
-  m->nkind[kind_of(src, tag)]++;
+  r->kind = kind_of(src, tag);
+  m->nkind[r->kind]++;
   return PP_OK;
 }
 
 /* pp_match_remove_posted, inline in pp_match_arrive_inline. */
 static inline void remove_posted(struct pp_match *m, struct pp_mentry *r)
 {
-  m->nkind[kind_of(r->src, r->tag)]--;
+  m->nkind[r->kind]--;
   unlink_entry(m, &m->posted, r, 0);
   m->nposted--;
 }
