@@ -200,7 +200,7 @@ static enum pp_status check_match_msg(struct pp_engine *e, uint64_t now, struct 
 {
   struct p2p *p = P2P(e);
   const struct peer *pe = &p->peer[p->ch[x->ch].peer];
-  uint32_t window = p->prm.channels * p->D, d = h->seq - pe->recv_seq;
+  uint32_t window = p->window, d = h->seq - pe->recv_seq;
   if (h->type == M_EAGER) {
     if (h->len != body)
       return p2p_violation(e, now, x, h->type, PP_VF_LEN, h->len, body, false);

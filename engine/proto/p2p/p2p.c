@@ -136,6 +136,7 @@ static void p2p_sizes(struct pp_engine *e, struct p2p *p)
     p->npool = m->srq_buffers > least ? m->srq_buffers : least;
   }
   p->ntotal_rx = p->nch * p->nrx;
+  p->window = m->channels * p->D;
 }
 
 /* Every table and buffer, once (nothing is allocated after creation). */

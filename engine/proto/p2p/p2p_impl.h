@@ -307,6 +307,7 @@ struct p2p {
   struct req *freereq;
   struct pp_match match;
   bool match_ok;
+  uint32_t window; /* a peer's sequence window: channels * D (in the padding after match_ok) */
   struct pp_rcache rc;
   bool rc_ok;
   struct req *work, *work_tail; /* transfers with something to do, in the order they got it */
