@@ -1,4 +1,5 @@
-/* p2p: matching messages (EAGER, RTS) in sequence, to their receives or unexpected. */
+/* p2p: matching messages (EAGER, RTS) in sequence, to their receives or unexpected; and the
+ * completions (p2p_on_wc), so that the eager path's events are one function each. */
 #include "p2p_impl.h"
 #include "engine/proto/p2p/match_impl.h" /* the eager path's post / arrival, inline */
 
@@ -228,11 +229,11 @@ static enum pp_status check_match_msg(struct pp_engine *e, uint64_t now, struct 
   return PP_OK;
 }
 
-/* A received message (wire.c's concern: the header decoded and checked against the receiver's
- * state, untrusted peers): its credits, then by type. Here so that the eager path, from the
- * completion to the buffer's re-post, is one function (p2p_on_eager_msg inline). */
-enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
-                           const struct pp_wc *wc)
+/* A received message: the header checked against the receiver's state (untrusted peers), its
+ * credits, then by type. Inline in p2p_on_wc, with p2p_on_eager_msg: the eager path, from the
+ * completion to the buffer's re-post and the callback, is one function. */
+RECV_INLINE enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
+                                       const struct pp_wc *wc)
 {
   struct p2p *p = P2P(e);
   const struct hdr *h = rx_hdr(p, x);
@@ -286,4 +287,79 @@ enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
   default:
     return p2p_violation(e, now, x, h->type, PP_VF_TYPE, h->type, M_CREDIT, true);
   }
+}
+
+/* ------------------------------------------------------------------ completions */
+
+/* The completion of tx slot idx (a SEND: EAGER, RTS or a control message). */
+static enum pp_status tx_done(struct pp_engine *e, uint64_t now, const struct pp_wc *wc,
+                              uint32_t idx)
+{
+  struct p2p *p = P2P(e);
+  if (idx >= p->big.n + p->small.n)
+    return PP_INVALID;
+  struct tx x = p->tx[idx];
+  struct chan *c = &p->ch[x.ch];
+  uint32_t *sq = p2p_on_dqp(p, x.type) ? &c->dsq_used : &c->sq_used;
+  p2p_sq_release(p, c, sq, x.nwr, e->cfg.qp.sq_depth);
+  tx_free(p, idx);
+  struct req *r = x.req ? req_of(p, x.req) : NULL;
+  if (wc->status != PP_WC_SUCCESS) {
+    p2p_fail_channel(e, now, x.ch, wc->qp_num, (uint8_t)wc->status);
+    return PP_OK;
+  }
+  if (!r || r->kind != K_SEND || r->state != RQ_ACTIVE)
+    return PP_OK;
+  assert(r->wrs > 0);
+  r->wrs--;
+  if (x.type == M_FIN && x.slot != 0xff && r->rce[x.slot])
+    p2p_put_rce(p, r, x.slot);
+  if (x.type == M_FIN && r->fnext == r->nfrag && r->fq_n == 0)
+    r->await = false;
+  p2p_maybe_complete_active(e, now, r); /* (ACTIVE: tested above) */
+  return PP_OK;
+}
+
+static enum pp_status on_send_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
+{
+  struct p2p *p = P2P(e);
+  uint32_t kind = WR_KIND(wc->wr_id), idx = WR_IDX(wc->wr_id);
+  if (kind == W_TX)
+    return tx_done(e, now, wc, idx);
+  if (idx >= p->prm.max_requests || (kind != W_READ && kind != W_WRITE))
+    return PP_INVALID;
+  struct req *r = &p->req[idx];
+  /* not ours any more: the request failed with its peer while the WR was in flight (stale) */
+  if (r->gen != WR_GEN(wc->wr_id) || r->state != RQ_ACTIVE)
+    return PP_OK;
+  return kind == W_READ ? p2p_read_done(e, now, r, wc) : p2p_write_done(e, now, r, wc);
+}
+
+/* A completion (pp_proto_ops.on_wc): here, with the receive path, so that an EAGER message's
+ * event, from the completion to its callback, is one function. */
+enum pp_status p2p_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
+{
+  struct p2p *p = P2P(e);
+  p->depth++;
+  p->now = now;
+  enum pp_status s;
+  if (WR_KIND(wc->wr_id) == W_RECV) {
+    uint32_t i = WR_IDX(wc->wr_id);
+    struct rx *x = i < p->ntotal_rx ? &p->rx[i] : p->srq ? p2p_srq_rx(e, i, wc) : NULL;
+    if (!x || x->state != RX_POSTED) {
+      s = PP_INVALID;
+    } else if (wc->status != PP_WC_SUCCESS) {
+      if (x->pool) /* consumed by a message it could not take: back to the SRQ */
+        p2p_srq_recycle(e, x);
+      else
+        x->state = RX_HELD; /* flushed: never re-posted */
+      p2p_fail_channel(e, now, x->ch, wc->qp_num, (uint8_t)wc->status);
+      s = PP_OK;
+    } else {
+      s = p2p_on_recv(e, now, x, wc);
+    }
+  } else {
+    s = on_send_wc(e, now, wc);
+  }
+  return p2p_finish(e, now, s);
 }

@@ -25,7 +25,7 @@ static enum pp_status flush_due(struct pp_engine *e)
 }
 
 /* Everything that may have become possible: control messages, parked sends, transfers. */
-static enum pp_status progress_1(struct pp_engine *e)
+enum pp_status p2p_progress_1(struct pp_engine *e)
 {
   struct p2p *p = P2P(e);
   enum pp_status s = p->ctrl_sum ? flush_due(e) : PP_OK;
@@ -40,71 +40,6 @@ static enum pp_status progress_1(struct pp_engine *e)
   if (s == PP_OK && p2p_may_start(p))
     s = p2p_start_all(e);
   return s;
-}
-
-/* progress_1 would do nothing. */
-static inline bool progress_idle(const struct p2p *p)
-{
-  return !p->ctrl_sum && !p->work && !p->reg_wake && !p2p_may_start(p);
-}
-
-/* progress_1 unless it would do nothing: it is called at the end of every event and API call.
- * Without p->prog it is idle (p2p_impl.h); with it, it is idle unless progress_idle says not. */
-static inline enum pp_status progress(struct pp_engine *e)
-{
-  struct p2p *p = P2P(e);
-  assert(p->prog || progress_idle(p));
-  if (!p->prog)
-    return PP_OK;
-  if (progress_idle(p)) {
-    p->prog = false;
-    return PP_OK;
-  }
-  return progress_1(e);
-}
-
-/* The completion of tx slot idx (a SEND: EAGER, RTS or a control message). */
-static enum pp_status tx_done(struct pp_engine *e, uint64_t now, const struct pp_wc *wc,
-                              uint32_t idx)
-{
-  struct p2p *p = P2P(e);
-  if (idx >= p->big.n + p->small.n)
-    return PP_INVALID;
-  struct tx x = p->tx[idx];
-  struct chan *c = &p->ch[x.ch];
-  uint32_t *sq = p2p_on_dqp(p, x.type) ? &c->dsq_used : &c->sq_used;
-  p2p_sq_release(p, c, sq, x.nwr, e->cfg.qp.sq_depth);
-  tx_free(p, idx);
-  struct req *r = x.req ? req_of(p, x.req) : NULL;
-  if (wc->status != PP_WC_SUCCESS) {
-    p2p_fail_channel(e, now, x.ch, wc->qp_num, (uint8_t)wc->status);
-    return PP_OK;
-  }
-  if (!r || r->kind != K_SEND || r->state != RQ_ACTIVE)
-    return PP_OK;
-  assert(r->wrs > 0);
-  r->wrs--;
-  if (x.type == M_FIN && x.slot != 0xff && r->rce[x.slot])
-    p2p_put_rce(p, r, x.slot);
-  if (x.type == M_FIN && r->fnext == r->nfrag && r->fq_n == 0)
-    r->await = false;
-  p2p_maybe_complete_active(e, now, r); /* (ACTIVE: tested above) */
-  return PP_OK;
-}
-
-static enum pp_status on_send_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
-{
-  struct p2p *p = P2P(e);
-  uint32_t kind = WR_KIND(wc->wr_id), idx = WR_IDX(wc->wr_id);
-  if (kind == W_TX)
-    return tx_done(e, now, wc, idx);
-  if (idx >= p->prm.max_requests || (kind != W_READ && kind != W_WRITE))
-    return PP_INVALID;
-  struct req *r = &p->req[idx];
-  /* not ours any more: the request failed with its peer while the WR was in flight (stale) */
-  if (r->gen != WR_GEN(wc->wr_id) || r->state != RQ_ACTIVE)
-    return PP_OK;
-  return kind == W_READ ? p2p_read_done(e, now, r, wc) : p2p_write_done(e, now, r, wc);
 }
 
 /* ------------------------------------------------------------------ pp_proto_ops */
@@ -337,53 +272,6 @@ static enum pp_status p2p_connect(struct pp_engine *e, uint64_t now, uint32_t ra
   return PP_OK;
 }
 
-/* The end of an event: progress, the done list to the workload, progress again. Inline in each
- * event entry point (p2p_on_wc's calls of it are the eager path's, two per message). */
-static inline __attribute__((always_inline)) enum pp_status finish(struct pp_engine *e,
-                                                                   uint64_t now, enum pp_status s)
-{
-  struct p2p *p = P2P(e);
-  if (s == PP_OK && p->srq)
-    s = p2p_srq_flush_dead(e);
-  if (s == PP_OK)
-    s = progress(e);
-  if (--p->depth == 0) {
-    enum pp_status f = p->done_head ? p2p_flush_done(e, now) : PP_OK; /* (nothing to flush) */
-    if (s == PP_OK)
-      s = f;
-    if (s == PP_OK)
-      s = progress(e); /* the workload may have started new work from its callbacks */
-  }
-  return s;
-}
-
-static enum pp_status p2p_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
-{
-  struct p2p *p = P2P(e);
-  p->depth++;
-  p->now = now;
-  enum pp_status s;
-  if (WR_KIND(wc->wr_id) == W_RECV) {
-    uint32_t i = WR_IDX(wc->wr_id);
-    struct rx *x = i < p->ntotal_rx ? &p->rx[i] : p->srq ? p2p_srq_rx(e, i, wc) : NULL;
-    if (!x || x->state != RX_POSTED) {
-      s = PP_INVALID;
-    } else if (wc->status != PP_WC_SUCCESS) {
-      if (x->pool) /* consumed by a message it could not take: back to the SRQ */
-        p2p_srq_recycle(e, x);
-      else
-        x->state = RX_HELD; /* flushed: never re-posted */
-      p2p_fail_channel(e, now, x->ch, wc->qp_num, (uint8_t)wc->status);
-      s = PP_OK;
-    } else {
-      s = p2p_on_recv(e, now, x, wc);
-    }
-  } else {
-    s = on_send_wc(e, now, wc);
-  }
-  return finish(e, now, s);
-}
-
 static enum pp_status p2p_on_timer(struct pp_engine *e, uint64_t now, uint32_t arg)
 {
   struct p2p *p = P2P(e);
@@ -392,7 +280,7 @@ static enum pp_status p2p_on_timer(struct pp_engine *e, uint64_t now, uint32_t a
   p->flush_armed = false;
   p->depth++;
   p->now = now;
-  return finish(e, now, PP_OK);
+  return p2p_finish(e, now, PP_OK);
 }
 
 /* The NIC's async events. With srq: SRQ_LIMIT_REACHED (srq.c), and QP_LAST_WQE_REACHED, which
@@ -414,7 +302,7 @@ static enum pp_status p2p_on_async(struct pp_engine *e, uint64_t now,
   p->depth++;
   p->now = now;
   p2p_fail_channel(e, now, ch, ev->qp_num, PP_WC_WR_FLUSH_ERR);
-  return finish(e, now, PP_OK);
+  return p2p_finish(e, now, PP_OK);
 }
 
 static bool p2p_quiet(const struct pp_engine *e)
@@ -471,7 +359,7 @@ api_done(struct pp_engine *e, uint64_t now, enum pp_status s)
   if (p->depth == 0)
     p->now = now;
   if (s == PP_OK && e->started && p->depth == 0)
-    s = progress(e);
+    s = p2p_progress(e);
   p2p_arm_flush(e, now);
   return s;
 }
@@ -544,7 +432,7 @@ send_common(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len, ui
     *out = handle_of(p, r);
   if (pe->failed)
     return fail_at_once(e, now, r, pe);
-  bool direct = p->depth == 0 && !pe->pend_head && progress_idle(p);
+  bool direct = p->depth == 0 && !pe->pend_head && p2p_progress_idle(p);
   send_queue(p, r);
   if (!direct)
     return api_done(e, now, PP_OK);

@@ -47,15 +47,16 @@
  * same order: traces are identical either way.
  *
  * The module's files (one concern each; this header is private to them):
- *   p2p.c      the pp_proto_ops entry points (create/destroy, connect, events, timers) and the
- *              public API (prepost/p2p.h)
+ *   p2p.c      the pp_proto_ops entry points (create/destroy, connect, timers, async events;
+ *              completions are eager.c's) and the public API (prepost/p2p.h)
  *   req.c      the request table and its handles, the request state machine, the work list,
  *              completion and the done list
  *   credits.c  posting receive buffers and sends, credit accounting, the per-channel control
  *              queue, and the sends parked for credits
  *   eager.c    matching messages (EAGER, RTS) in per-peer sequence: to a receive or unexpected;
- *              and p2p_on_recv, a received message's wire checks (credits, lengths, flags,
- *              sequence window) and dispatch, so the eager receive is one function
+ *              and the completions (p2p_on_wc: a SEND's, a receive's with its wire checks of
+ *              credits, lengths, flags and sequence window), so that an EAGER message's event,
+ *              from the completion to the workload's callback, is one function
  *   rndv.c     the rendezvous transfers: RGET (RTS, READ, FIN) and pipelined RPUT (CTS, WRITE,
  *              FIN)
  *   regs.c     registrations of user buffers and the line of requests waiting for one
@@ -631,6 +632,31 @@ static inline void p2p_arm_flush(struct pp_engine *e, uint64_t now)
     p->flush_armed = true;
 }
 
+/* p2p.c: everything that may have become possible (control messages, parked sends,
+ * transfers); p2p_progress below runs it only when there is something to do. */
+enum pp_status p2p_progress_1(struct pp_engine *e);
+
+/* progress_1 would do nothing. */
+static inline bool p2p_progress_idle(const struct p2p *p)
+{
+  return !p->ctrl_sum && !p->work && !p->reg_wake && !p2p_may_start(p);
+}
+
+/* progress_1 unless it would do nothing: it is called at the end of every event and API call.
+ * Without p->prog it is idle (p2p_impl.h); with it, it is idle unless progress_idle says not. */
+static inline enum pp_status p2p_progress(struct pp_engine *e)
+{
+  struct p2p *p = P2P(e);
+  assert(p->prog || p2p_progress_idle(p));
+  if (!p->prog)
+    return PP_OK;
+  if (p2p_progress_idle(p)) {
+    p->prog = false;
+    return PP_OK;
+  }
+  return p2p_progress_1(e);
+}
+
 /* The protocol a send of len bytes takes. */
 static inline uint32_t p2p_msg_proto(const struct p2p *p, uint32_t len)
 {
@@ -711,9 +737,9 @@ enum pp_status p2p_check_frag(struct pp_engine *e, uint64_t now, struct rx *x,
 enum pp_status p2p_check_cts(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h,
                              const struct req *r);
 /* eager.c */
-enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
-                           const struct pp_wc *wc);
 enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x);
+/* pp_proto_ops.on_wc (with the receive path: the eager event is one function) */
+enum pp_status p2p_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc);
 
 /* rndv.c */
 enum pp_status p2p_run_work(struct pp_engine *e);
@@ -904,8 +930,8 @@ p2p_flush_list(struct pp_engine *e, uint64_t now, bool app, bool frees)
   return st;
 }
 
-/* The done list to the workload: inline in p2p.c's event entry points (p2p_finish: the eager
- * path's two per message), where it shares their frame. */
+/* The done list to the workload: inline in the event entry points (p2p_finish: the eager
+ * path's two per message, in p2p_on_wc), where it shares their frame. */
 static inline __attribute__((always_inline)) enum pp_status
 p2p_flush_done(struct pp_engine *e, uint64_t now)
 {
@@ -993,6 +1019,28 @@ static inline enum pp_status p2p_release_rx_inline(struct pp_engine *e, struct r
   c->inuse--;
   c->owed++;
   return p2p_chan_credits_due(e, c);
+}
+
+enum pp_status p2p_srq_flush_dead(struct pp_engine *e);
+/* The end of an event: progress, the done list to the workload, progress again. Inline in each
+ * event entry point (eager.c's p2p_on_wc: the eager path's, two per message; p2p.c's timer and
+ * async events). */
+static inline __attribute__((always_inline)) enum pp_status p2p_finish(struct pp_engine *e,
+                                                                   uint64_t now, enum pp_status s)
+{
+  struct p2p *p = P2P(e);
+  if (s == PP_OK && p->srq)
+    s = p2p_srq_flush_dead(e);
+  if (s == PP_OK)
+    s = p2p_progress(e);
+  if (--p->depth == 0) {
+    enum pp_status f = p->done_head ? p2p_flush_done(e, now) : PP_OK; /* (nothing to flush) */
+    if (s == PP_OK)
+      s = f;
+    if (s == PP_OK)
+      s = p2p_progress(e); /* the workload may have started new work from its callbacks */
+  }
+  return s;
 }
 
 #endif
