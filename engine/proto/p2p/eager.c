@@ -263,14 +263,14 @@ RECV_INLINE enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct
   if (p->srq && x->pool != (h->type == M_EAGER || h->type == M_RTS)) /* srq.c: on its QP */
     return p2p_violation(e, now, x, h->type, PP_VF_TYPE, h->type, x->pool ? M_RTS : M_CREDIT,
                          true);
-  switch (h->type) {
-  case M_EAGER:
-  case M_RTS:
+  if (h->type == M_EAGER || h->type == M_RTS) { /* (before the switch: two tests, no table) */
     if (x->pool && ((s = p2p_srq_arrive(e, now, x, h)) != PP_OK || x->state == RX_DEAD))
       return s;
     if ((s = check_match_msg(e, now, x, h, wc->byte_len - HDR)) != PP_OK || x->state == RX_DEAD)
       return s;
     return h->type == M_EAGER ? p2p_on_eager_msg(e, now, x) : p2p_on_match_msg(e, now, x);
+  }
+  switch (h->type) {
   case M_CTS:
     return p2p_on_cts(e, now, x, h);
   case M_FIN:
