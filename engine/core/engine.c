@@ -186,12 +186,6 @@ enum pp_status pp_app_recv_done(struct pp_engine *e, uint64_t now, uint64_t cook
   return e->appops->recv_done(e, now, cookie, st, src, tag, len);
 }
 
-enum pp_status pp_app_p2p_done(struct pp_engine *e, uint64_t now, bool recv, uint64_t req,
-                               uint64_t cookie, const struct pp_p2p_status *st)
-{
-  e->finished++;
-  return e->appops->p2p_done(e, now, recv, req, cookie, st);
-}
 
 static int peer_index(const struct pp_engine *e, uint32_t peer);
 
@@ -415,10 +409,12 @@ static __attribute__((noinline)) enum pp_status on_wc_error(struct pp_engine *e,
 
 enum pp_status pp_engine_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
 {
-  if ((unsigned)wc->status < PP_WC_STATUS_COUNT)
-    e->st.status_counts[wc->status]++;
-  if (wc->status != PP_WC_SUCCESS)
+  if (wc->status != PP_WC_SUCCESS) {
+    if ((unsigned)wc->status < PP_WC_STATUS_COUNT)
+      e->st.status_counts[wc->status]++;
     return on_wc_error(e, now, wc);
+  }
+  e->st.status_counts[PP_WC_SUCCESS]++;
   enum pp_status s = e->proto->on_wc(e, now, wc);
   if (s != PP_OK)
     return s;

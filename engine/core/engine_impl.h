@@ -160,9 +160,15 @@ enum pp_status pp_engine_add_peer(struct pp_engine *e, uint32_t peer);
 /* Records one latency sample into the rank's histogram (prepost/hist.h). */
 void pp_engine_latency(struct pp_engine *e, uint64_t ns);
 
-/* p2p -> a workload with a p2p_done slot: request `req` (its handle) completed with *st. */
-enum pp_status pp_app_p2p_done(struct pp_engine *e, uint64_t now, bool recv, uint64_t req,
-                               uint64_t cookie, const struct pp_p2p_status *st);
+/* p2p -> a workload with a p2p_done slot: request `req` (its handle) completed with *st.
+ * Inline: every p2p completion's (p2p_flush_done). */
+static inline enum pp_status pp_app_p2p_done(struct pp_engine *e, uint64_t now, bool recv,
+                                             uint64_t req, uint64_t cookie,
+                                             const struct pp_p2p_status *st)
+{
+  e->finished++;
+  return e->appops->p2p_done(e, now, recv, req, cookie, st);
+}
 
 /* Message contents: a header and a pattern derived from (source, seq), checked byte by byte. */
 void pp_msg_fill(uint8_t *buf, uint32_t size, uint32_t src, uint64_t seq);

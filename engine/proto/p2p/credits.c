@@ -333,7 +333,7 @@ SEND_INLINE void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint3
   if (p->prm.channels > 1)
     pe->next_ch = (ch - pe->ch0 + 1) % p->prm.channels;
   r->ch = ch;
-  p2p_req_set(p, r, RQ_ACTIVE);
+  p2p_req_move(p, r, RQ_PENDING, RQ_ACTIVE); /* (the first in its peer's line) */
   bool eager = fast || r->proto == PP_P2P_EAGER;
   if (!eager)
     p2p_rndv_clear(r);

@@ -32,6 +32,8 @@ struct pp_mentry {
   struct pp_mqueue *q[4];
   uint64_t order; /* post order (receives) or arrival order (unexpected messages) */
   uint32_t ctx, src, tag;
+  uint32_t kind; /* a posted receive's kind (nkind's index), set by pp_match_post (in what was
+                    the struct's padding: its size is the same) */
 };
 
 struct pp_mtable {

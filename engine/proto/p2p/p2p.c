@@ -3,6 +3,7 @@
  * public API. How the protocols work is described in p2p_impl.h.
  */
 #include "p2p_impl.h"
+#include "engine/proto/p2p/match_impl.h" /* the eager path's post / arrival, inline */
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,7 @@ static enum pp_status flush_due(struct pp_engine *e)
 }
 
 /* Everything that may have become possible: control messages, parked sends, transfers. */
-static enum pp_status progress_1(struct pp_engine *e)
+enum pp_status p2p_progress_1(struct pp_engine *e)
 {
   struct p2p *p = P2P(e);
   enum pp_status s = p->ctrl_sum ? flush_due(e) : PP_OK;
@@ -39,64 +40,6 @@ static enum pp_status progress_1(struct pp_engine *e)
   if (s == PP_OK && p2p_may_start(p))
     s = p2p_start_all(e);
   return s;
-}
-
-/* progress_1 would do nothing. */
-static inline bool progress_idle(const struct p2p *p)
-{
-  return !p->ctrl_sum && !p->work && !p->reg_wake && !p2p_may_start(p);
-}
-
-/* progress_1 unless it would do nothing: it is called at the end of every event and API call. */
-static inline enum pp_status progress(struct pp_engine *e)
-{
-  if (progress_idle(P2P(e)))
-    return PP_OK;
-  return progress_1(e);
-}
-
-/* The completion of tx slot idx (a SEND: EAGER, RTS or a control message). */
-static enum pp_status tx_done(struct pp_engine *e, uint64_t now, const struct pp_wc *wc,
-                              uint32_t idx)
-{
-  struct p2p *p = P2P(e);
-  if (idx >= p->big.n + p->small.n)
-    return PP_INVALID;
-  struct tx x = p->tx[idx];
-  struct chan *c = &p->ch[x.ch];
-  uint32_t *sq = p2p_on_dqp(p, x.type) ? &c->dsq_used : &c->sq_used;
-  p2p_sq_release(p, c, sq, x.nwr, e->cfg.qp.sq_depth);
-  tx_free(p, idx);
-  struct req *r = x.req ? req_of(p, x.req) : NULL;
-  if (wc->status != PP_WC_SUCCESS) {
-    p2p_fail_channel(e, now, x.ch, wc->qp_num, (uint8_t)wc->status);
-    return PP_OK;
-  }
-  if (!r || r->kind != K_SEND || r->state != RQ_ACTIVE)
-    return PP_OK;
-  assert(r->wrs > 0);
-  r->wrs--;
-  if (x.type == M_FIN && x.slot != 0xff && r->rce[x.slot])
-    p2p_put_rce(p, r, x.slot);
-  if (x.type == M_FIN && r->fnext == r->nfrag && r->fq_n == 0)
-    r->await = false;
-  p2p_maybe_complete_send(e, now, r);
-  return PP_OK;
-}
-
-static enum pp_status on_send_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
-{
-  struct p2p *p = P2P(e);
-  uint32_t kind = WR_KIND(wc->wr_id), idx = WR_IDX(wc->wr_id);
-  if (kind == W_TX)
-    return tx_done(e, now, wc, idx);
-  if (idx >= p->prm.max_requests || (kind != W_READ && kind != W_WRITE))
-    return PP_INVALID;
-  struct req *r = &p->req[idx];
-  /* not ours any more: the request failed with its peer while the WR was in flight (stale) */
-  if (r->gen != WR_GEN(wc->wr_id) || r->state != RQ_ACTIVE)
-    return PP_OK;
-  return kind == W_READ ? p2p_read_done(e, now, r, wc) : p2p_write_done(e, now, r, wc);
 }
 
 /* ------------------------------------------------------------------ pp_proto_ops */
@@ -128,6 +71,7 @@ static void p2p_sizes(struct pp_engine *e, struct p2p *p)
     p->npool = m->srq_buffers > least ? m->srq_buffers : least;
   }
   p->ntotal_rx = p->nch * p->nrx;
+  p->window = m->channels * p->D;
 }
 
 /* Every table and buffer, once (nothing is allocated after creation). */
@@ -329,69 +273,13 @@ static enum pp_status p2p_connect(struct pp_engine *e, uint64_t now, uint32_t ra
   return PP_OK;
 }
 
-/* The end of an event: progress, the done list to the workload, progress again. Inline in each
- * event entry point (p2p_on_wc's calls of it are the eager path's, two per message). */
-static inline __attribute__((always_inline)) enum pp_status finish(struct pp_engine *e,
-                                                                   uint64_t now, enum pp_status s)
-{
-  struct p2p *p = P2P(e);
-  if (s == PP_OK && p->srq)
-    s = p2p_srq_flush_dead(e);
-  if (s == PP_OK)
-    s = progress(e);
-  if (--p->depth == 0) {
-    enum pp_status f = p->done_head ? p2p_flush_done(e, now) : PP_OK; /* (nothing to flush) */
-    if (s == PP_OK)
-      s = f;
-    if (s == PP_OK)
-      s = progress(e); /* the workload may have started new work from its callbacks */
-  }
-  return s;
-}
-
-/* The start of an event: the FINs still deferred go first (p2p_impl.h: reply first). */
-static inline enum pp_status event_start(struct pp_engine *e, uint64_t now)
-{
-  struct p2p *p = P2P(e);
-  p->depth++;
-  p->now = now;
-  return p->defer_head != NO_TX ? p2p_flush_deferred(e) : PP_OK;
-}
-
-static enum pp_status p2p_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc)
-{
-  struct p2p *p = P2P(e);
-  enum pp_status s = event_start(e, now);
-  if (s != PP_OK)
-    return finish(e, now, s);
-  if (WR_KIND(wc->wr_id) == W_RECV) {
-    uint32_t i = WR_IDX(wc->wr_id);
-    struct rx *x = i < p->ntotal_rx ? &p->rx[i] : p->srq ? p2p_srq_rx(e, i, wc) : NULL;
-    if (!x || x->state != RX_POSTED) {
-      s = PP_INVALID;
-    } else if (wc->status != PP_WC_SUCCESS) {
-      if (x->pool) /* consumed by a message it could not take: back to the SRQ */
-        p2p_srq_recycle(e, x);
-      else
-        x->state = RX_HELD; /* flushed: never re-posted */
-      p2p_fail_channel(e, now, x->ch, wc->qp_num, (uint8_t)wc->status);
-      s = PP_OK;
-    } else {
-      s = p2p_on_recv(e, now, x, wc);
-    }
-  } else {
-    s = on_send_wc(e, now, wc);
-  }
-  return finish(e, now, s);
-}
-
 static enum pp_status p2p_on_timer(struct pp_engine *e, uint64_t now, uint32_t arg)
 {
   struct p2p *p = P2P(e);
   if (arg != FLUSH_TIMER)
     return PP_INVALID;
   p->flush_armed = false;
-  return finish(e, now, event_start(e, now));
+  return p2p_finish(e, now, p2p_event_start(e, now));
 }
 
 /* The NIC's async events. With srq: SRQ_LIMIT_REACHED (srq.c), and QP_LAST_WQE_REACHED, which
@@ -410,9 +298,9 @@ static enum pp_status p2p_on_async(struct pp_engine *e, uint64_t now,
   uint32_t ch = p2p_srq_chan_of(p, ev->qp_num);
   if (ch == UINT32_MAX || p->ch[ch].failed)
     return PP_OK; /* not ours, or closed already (close_channel moved it to ERROR) */
-  enum pp_status s = event_start(e, now);
+  enum pp_status s = p2p_event_start(e, now);
   p2p_fail_channel(e, now, ch, ev->qp_num, PP_WC_WR_FLUSH_ERR);
-  return finish(e, now, s);
+  return p2p_finish(e, now, s);
 }
 
 static bool p2p_quiet(const struct pp_engine *e)
@@ -469,7 +357,7 @@ api_done(struct pp_engine *e, uint64_t now, enum pp_status s)
   if (p->depth == 0)
     p->now = now;
   if (s == PP_OK && e->started && p->depth == 0)
-    s = progress(e);
+    s = p2p_progress(e);
   p2p_arm_flush(e, now);
   return s;
 }
@@ -491,12 +379,14 @@ static void send_queue(struct p2p *p, struct req *r)
   uint64_t bit = 1ull << r->peer; /* (the index, not pe - p->peer: no division by its size) */
   r->seq = pe->send_seq++;
   r->next = NULL;
+  assert(!pe->pend_tail || (p->pend_mask & bit)); /* a peer's bit: its line is not empty */
   if (pe->pend_tail) {
     pe->pend_tail->next = r;
   } else { /* r is first in line: what an earlier first waited for says nothing about r */
     pe->pend_head = r;
     p->wait_chan &= ~bit;
     p->wait_tx &= ~bit;
+    p->prog = true; /* (behind others, r changes nothing progress looks at: pend_mask has bit) */
   }
   pe->pend_tail = r;
   p->pend_mask |= bit;
@@ -523,7 +413,7 @@ send_common(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len, ui
     return PP_AGAIN;
   struct peer *pe = &p->peer[pi];
   r->kind = K_SEND;
-  p2p_req_set(p, r, RQ_PENDING);
+  p2p_req_move(p, r, RQ_FREE, RQ_PENDING);
   r->flags = sync ? R_SYNC : 0;
   r->peer = (uint32_t)pi;
   r->rank = dest;
@@ -540,7 +430,7 @@ send_common(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len, ui
     *out = handle_of(p, r);
   if (pe->failed)
     return fail_at_once(e, now, r, pe);
-  bool direct = p->depth == 0 && !pe->pend_head && progress_idle(p);
+  bool direct = p->depth == 0 && !pe->pend_head && p2p_progress_idle(p);
   send_queue(p, r);
   enum pp_status s = PP_OK;
   if (!direct) {
@@ -590,7 +480,7 @@ static enum pp_status recv_match(struct pp_engine *e, uint64_t now, struct req *
     s = p2p_start_recv(e, now, r, x);
     p->depth--;
   } else {
-    s = pp_match_post(&p->match, &r->me, r->ctx, r->rank, r->tag);
+    s = pp_match_post_inline(&p->match, &r->me, r->ctx, r->rank, r->tag);
     if (s == PP_OK)
       r->flags |= R_POSTED;
     else
@@ -615,7 +505,7 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
   if (!r)
     return PP_AGAIN;
   r->kind = K_RECV;
-  p2p_req_set(p, r, RQ_PENDING);
+  p2p_req_move(p, r, RQ_FREE, RQ_PENDING);
   r->rank = source;
   r->tag = tag;
   r->ctx = ctx;

@@ -69,21 +69,25 @@
  * same order: traces are identical either way.
  *
  * The module's files (one concern each; this header is private to them):
- *   p2p.c      the pp_proto_ops entry points (create/destroy, connect, events, timers) and the
- *              public API (prepost/p2p.h)
+ *   p2p.c      the pp_proto_ops entry points (create/destroy, connect, timers, async events;
+ *              completions are eager.c's) and the public API (prepost/p2p.h)
  *   req.c      the request table and its handles, the request state machine, the work list,
  *              completion and the done list
  *   credits.c  posting receive buffers and sends, credit accounting, the per-channel control
  *              queue, and the sends parked for credits
- *   eager.c    matching messages (EAGER, RTS) in per-peer sequence: to a receive or unexpected
+ *   eager.c    matching messages (EAGER, RTS) in per-peer sequence: to a receive or unexpected;
+ *              and the completions (p2p_on_wc: a SEND's, a receive's with its wire checks of
+ *              credits, lengths, flags and sequence window), so that an EAGER message's event,
+ *              from the completion to the workload's callback, is one function
  *   rndv.c     the rendezvous transfers: RGET (RTS, READ, FIN) and pipelined RPUT (CTS, WRITE,
  *              FIN)
  *   regs.c     registrations of user buffers and the line of requests waiting for one
- *   wire.c     the wire header: decoded, checked against our own state (untrusted peers)
+ *   wire.c     protocol violations (untrusted peers), the rendezvous replies' checks
  *   fail.c     failures of channels and peers
  *   pending.c  what pending operations wait for (hang reports)
  *   config.c   parameters, their checks, names
- *   match.c    the matching queues (match.h); rcache.c the registration cache (prepost/rcache.h)
+ *   match.c    the matching queues (match.h; match_impl.h: their internals, for the inline post
+ *              and arrival of p2p.c and eager.c); rcache.c the registration cache (prepost/rcache.h)
  *   srq.c      p2p.srq: the shared receive queue, its pool, and credits lent from it
  */
 #ifndef PP_P2P_IMPL_H
@@ -246,20 +250,26 @@ struct frag {
 };
 
 struct req {
+  /* Not cleared by req_alloc, up to kind: gen and peer it sets itself, and both of its callers
+   * (isend and irecv) set rank, tag, ctx, len, buf and cookie before anything reads them. */
   uint32_t gen;
-  uint8_t kind, state, proto, err, wc;
-  uint16_t flags;
   uint32_t peer;          /* peer index; UINT32_MAX before a receive matched */
   uint32_t rank, tag, ctx; /* send: destination; receive: the pattern */
-  uint8_t *buf;
   uint32_t len;
-  uint32_t wrs;           /* signalled work requests outstanding */
+  uint8_t *buf;
   uint64_t cookie;
+  /* req_alloc clears from kind up to me: 64 bytes, a few stores (the callers set kind; state
+   * is RQ_FREE, 0, in every free request). The size of the struct is what it was before this
+   * order (the run's heap addresses, which traces record, stay the same). */
+  uint8_t kind, state;
+  uint16_t flags;
+  uint8_t proto, err, wc;
+  bool await;             /* sender: waiting for the ACK / the last FIN */
+  uint32_t wrs;           /* signalled work requests outstanding */
   uint64_t done_ns;
   uint32_t src, mtag, msg_len, got; /* receive: the message matched */
   uint32_t seq, ch;
   uint32_t fq_n;          /* RPUT sender: CTSs in fq (0 for every other request) */
-  bool await;             /* sender: waiting for the ACK / the last FIN */
   struct req *next;
   /* Not cleared by req_alloc (req_alloc clears up to here). me: the posted-receive queue
    * (pp_container_of gets the req back), read only while R_POSTED says it is queued, and
@@ -283,6 +293,8 @@ struct req {
   struct pp_mr xmr[PIPE_MAX];               /* exposed to the peer for this transfer only */
   struct pp_rcache_entry *rce[PIPE_MAX * 2]; /* local registrations in use */
 };
+_Static_assert(offsetof(struct req, me) - offsetof(struct req, kind) == 64,
+               "req_alloc's clear is 64 bytes");
 
 struct txpool {
   uint8_t *buf;
@@ -318,6 +330,7 @@ struct p2p {
   struct req *freereq;
   struct pp_match match;
   bool match_ok;
+  uint32_t window; /* a peer's sequence window: channels * D (in the padding after match_ok) */
   struct pp_rcache rc;
   bool rc_ok;
   struct req *work, *work_tail; /* transfers with something to do, in the order they got it */
@@ -346,6 +359,12 @@ struct p2p {
   uint64_t ctrl_ready[PP_MAX_QPS / 64];
   uint8_t ctrl_sum;  /* bit w: ctrl_ready[w] != 0 (progress looks at nothing else when 0) */
   bool ctrl_tx_wait; /* a CREDIT message found no send buffer */
+  /* progress may have work: set by everything that can take it out of progress_idle (p2p.c),
+   * i.e. sets a bit of ctrl_sum, puts a request on the work list, sets reg_wake, sets a bit of
+   * pend_mask or clears one of wait_chan or wait_tx; cleared by progress when it finds itself
+   * idle. So !prog implies progress_idle, and progress that finds nothing costs one test. */
+  bool prog; /* (in the padding before wait_chan: the struct keeps its size and the run its
+              * heap addresses, which traces record) */
   /* Peers whose first parked send cannot start until something changes, so that progress
    * skips them (a retry would fail the same way): bit i of wait_chan, none of peer i's
    * channels has both a data credit and send-queue room (cleared when one gains either);
@@ -407,6 +426,7 @@ static inline void p2p_ctrl_wake(struct p2p *p, uint32_t i)
   if (p->ctrl_due[i / 64] & bit) {
     p->ctrl_ready[i / 64] |= bit;
     p->ctrl_sum |= (uint8_t)(1u << (i / 64));
+    p->prog = true;
   }
 }
 
@@ -416,8 +436,10 @@ static inline void p2p_ctrl_wake_all(struct p2p *p)
   p->ctrl_tx_wait = false;
   for (uint32_t w = 0; w < PP_MAX_QPS / 64; w++) {
     p->ctrl_ready[w] |= p->ctrl_due[w];
-    if (p->ctrl_ready[w])
+    if (p->ctrl_ready[w]) {
       p->ctrl_sum |= (uint8_t)(1u << w);
+      p->prog = true;
+    }
   }
 }
 
@@ -426,7 +448,10 @@ static inline void tx_free(struct p2p *p, uint32_t t)
   struct txpool *tp = t >= p->big.first && t < p->big.first + p->big.n ? &p->big : &p->small;
   p->tx[t] = (struct tx){.next = tp->free};
   tp->free = t;
-  p->wait_tx = 0; /* a send waiting for a buffer may start */
+  if (p->wait_tx) { /* a send waiting for a buffer may start */
+    p->wait_tx = 0;
+    p->prog = true;
+  }
   if (p->ctrl_tx_wait)
     p2p_ctrl_wake_all(p);
 }
@@ -443,8 +468,10 @@ static inline void p2p_chan_rcredits(struct p2p *p, struct chan *c, uint32_t n)
 static inline void p2p_chan_credits(struct p2p *p, struct chan *c, uint32_t n)
 {
   c->credits += n;
-  if (n)
+  if (n && (p->wait_chan & 1ull << c->peer)) {
     p->wait_chan &= ~(1ull << c->peer);
+    p->prog = true;
+  }
 }
 
 /* `n` slots of one of channel c's send queues (*sq: sq_used, or dsq_used for p2p.srq's data QP)
@@ -455,7 +482,10 @@ static inline void p2p_sq_release(struct p2p *p, struct chan *c, uint32_t *sq, u
 {
   assert(*sq >= n);
   if (*sq >= depth && n) {
-    p->wait_chan &= ~(1ull << c->peer);
+    if (p->wait_chan & 1ull << c->peer) {
+      p->wait_chan &= ~(1ull << c->peer);
+      p->prog = true;
+    }
     p2p_ctrl_wake(p, (uint32_t)(c - p->ch));
   }
   *sq -= n;
@@ -526,13 +556,14 @@ static inline struct req *req_alloc(struct p2p *p)
     return NULL;
   p->freereq = r->next;
   /* a generation the slot did not have just before (its stale handles stay stale): it moves
-   * by 1 + 27 bits of a splitmix64 step (inline: cheap on the eager path) */
+   * by 1 + 27 bits of a splitmix64 step (inline: cheap on the eager path). The step's last
+   * mix, z ^ (z >> 31), is left out: it does not reach bits 37..63, the ones taken. */
   uint64_t z = (p->gseq += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  uint32_t gen = (r->gen + 1 + (uint32_t)((z ^ (z >> 31)) >> 37)) & 0xfffffff;
+  uint32_t gen = (r->gen + 1 + (uint32_t)(z >> 37)) & 0xfffffff;
   assert(r->state == RQ_FREE && gen != r->gen && req_regs_clear(r));
-  memset(r, 0, offsetof(struct req, me));
+  memset(&r->kind, 0, offsetof(struct req, me) - offsetof(struct req, kind));
   r->gen = gen;
   r->handle = handle_make(p, r);
   r->peer = UINT32_MAX;
@@ -567,11 +598,37 @@ static inline void p2p_req_set(struct p2p *p, struct req *r, enum req_state to)
   r->state = (uint8_t)to;
 }
 
+/* p2p_req_set where the caller knows r's state (`from`, a constant at every call site): the
+ * same change, without testing the state for ACTIVE. */
+static inline void p2p_req_move(struct p2p *p, struct req *r, enum req_state from,
+                                enum req_state to)
+{
+  assert(r->state == from);
+  assert(p2p_req_may(from, to) || p2p_req_bad_transition(p, r, to));
+  if (from == RQ_ACTIVE) {
+    assert(p->nactive > 0);
+    p->nactive--;
+  }
+  if (to == RQ_ACTIVE)
+    p->nactive++;
+  r->state = (uint8_t)to;
+}
+
 /* The slot goes back to the free list; its handles go stale. */
 static inline void p2p_req_free(struct p2p *p, struct req *r)
 {
   assert(req_regs_clear(r));
   p2p_req_set(p, r, RQ_FREE);
+  req_stale(r);
+  r->next = p->freereq;
+  p->freereq = r;
+}
+
+/* p2p_req_free of a request known to be DONE (the done list's). */
+static inline void p2p_req_free_done(struct p2p *p, struct req *r)
+{
+  assert(req_regs_clear(r));
+  p2p_req_move(p, r, RQ_DONE, RQ_FREE);
   req_stale(r);
   r->next = p->freereq;
   p->freereq = r;
@@ -596,6 +653,31 @@ static inline void p2p_arm_flush(struct pp_engine *e, uint64_t now)
   if (p->done_head && p->depth == 0 && !p->flushing && !p->flush_armed && /* (the rare first) */
       pp_engine_push_timer(e, now, PP_TIMER_PROTO, FLUSH_TIMER) == PP_OK)
     p->flush_armed = true;
+}
+
+/* p2p.c: everything that may have become possible (control messages, parked sends,
+ * transfers); p2p_progress below runs it only when there is something to do. */
+enum pp_status p2p_progress_1(struct pp_engine *e);
+
+/* progress_1 would do nothing. */
+static inline bool p2p_progress_idle(const struct p2p *p)
+{
+  return !p->ctrl_sum && !p->work && !p->reg_wake && !p2p_may_start(p);
+}
+
+/* progress_1 unless it would do nothing: it is called at the end of every event and API call.
+ * Without p->prog it is idle (p2p_impl.h); with it, it is idle unless progress_idle says not. */
+static inline enum pp_status p2p_progress(struct pp_engine *e)
+{
+  struct p2p *p = P2P(e);
+  assert(p->prog || p2p_progress_idle(p));
+  if (!p->prog)
+    return PP_OK;
+  if (p2p_progress_idle(p)) {
+    p->prog = false;
+    return PP_OK;
+  }
+  return p2p_progress_1(e);
 }
 
 /* The protocol a send of len bytes takes. */
@@ -639,7 +721,6 @@ static inline bool p2p_proto_ok(int protocol)
 void p2p_remove_work(struct p2p *p, struct req *r);
 void p2p_record(struct pp_engine *e, const struct req *r); /* p2p.record: a completed receive */
 void p2p_count_error(struct p2p *p, const struct req *r);  /* the counter of r->err, if any */
-enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now);
 void p2p_fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, uint8_t wc);
 
 /* regs.c */
@@ -681,15 +762,10 @@ enum pp_status p2p_check_frag(struct pp_engine *e, uint64_t now, struct rx *x,
                               const struct hdr *h, uint32_t idx, uint32_t len);
 enum pp_status p2p_check_cts(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h,
                              const struct req *r);
-enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
-                           const struct pp_wc *wc);
-
 /* eager.c */
 enum pp_status p2p_start_recv(struct pp_engine *e, uint64_t now, struct req *r, struct rx *x);
-/* A matching message that passed wire.c's checks (p2p_on_recv). */
-enum pp_status p2p_on_match_msg(struct pp_engine *e, uint64_t now, struct rx *x);
-/* p2p_on_match_msg for an EAGER message: the eager fast path. */
-enum pp_status p2p_on_eager_msg(struct pp_engine *e, uint64_t now, struct rx *x);
+/* pp_proto_ops.on_wc (with the receive path: the eager event is one function) */
+enum pp_status p2p_on_wc(struct pp_engine *e, uint64_t now, const struct pp_wc *wc);
 
 /* rndv.c */
 enum pp_status p2p_run_work(struct pp_engine *e);
@@ -760,6 +836,7 @@ static inline void p2p_add_work(struct p2p *p, struct req *r)
     return;
   r->flags |= R_WORK;
   req_append(&p->work, &p->work_tail, r);
+  p->prog = true;
 }
 
 /* The request a reply names: a live one of `kind` with the peer the reply came from (a handle
@@ -778,14 +855,21 @@ static inline void p2p_reg_unpark(struct p2p *p, struct req *r)
 }
 
 /* The request is over: it goes to the done list, the workload hears of it at the end of the
- * event. Inline (every completion's; the rare parts out of line in req.c). */
-static inline void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r)
+ * event. Inline (every completion's; the rare parts out of line in req.c). `active`: the
+ * caller knows r is ACTIVE (a constant at each call site). */
+static inline __attribute__((always_inline)) void p2p_complete_as(struct pp_engine *e, uint64_t now,
+                                                                  struct req *r, bool active)
 {
   struct p2p *p = P2P(e);
-  if (r->flags & R_WORK)
-    p2p_remove_work(p, r);
-  p2p_reg_unpark(p, r);
-  p2p_req_set(p, r, RQ_DONE);
+  if (r->flags & (R_WORK | R_REGQ)) { /* (one test for the two rare ones) */
+    if (r->flags & R_WORK)
+      p2p_remove_work(p, r);
+    p2p_reg_unpark(p, r);
+  }
+  if (active)
+    p2p_req_move(p, r, RQ_ACTIVE, RQ_DONE);
+  else
+    p2p_req_set(p, r, RQ_DONE);
   r->done_ns = now;
   if (r->kind == K_RECV) {
     if (r->err == PP_P2P_E_OK || r->err == PP_P2P_E_TRUNCATED)
@@ -798,7 +882,94 @@ static inline void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r
   assert(!(r->flags & R_DONEQ));
   r->flags |= R_DONEQ;
   req_append(&p->done_head, &p->done_tail, r);
-  p2p_arm_flush(e, now);
+  /* No p2p_arm_flush here: in an event (depth > 0) or a flush the list is delivered at its end
+   * anyway, and every other completion is made by an API call, each of which ends with one
+   * (api_done, or send_common's direct start), at the same `now`, with no timer pushed in
+   * between: the flush timer is armed exactly as if it were armed here. */
+}
+
+static inline void p2p_complete(struct pp_engine *e, uint64_t now, struct req *r)
+{
+  p2p_complete_as(e, now, r, false);
+}
+
+/* ------------------------------------------------------------------ req.c, inline: the done list to
+ * the workload */
+
+static inline enum pp_wc_status p2p_wc_of(const struct req *r)
+{
+  switch (r->err) {
+  case PP_P2P_E_OK:
+    return PP_WC_SUCCESS;
+  case PP_P2P_E_TRUNCATED:
+    return PP_WC_LOC_LEN_ERR;
+  case PP_P2P_E_CANCELLED:
+    return PP_WC_WR_FLUSH_ERR;
+  case PP_P2P_E_NO_MR:
+    return PP_WC_LOC_PROT_ERR;
+  default:
+    return (enum pp_wc_status)r->wc;
+  }
+}
+
+/* Request r goes to the workload: with a p2p_done slot (`app`: the application's callbacks,
+ * engine/workload/app.c, and the scripts) its handle and its whole status, else its cookie and
+ * completion status. */
+static inline __attribute__((always_inline)) enum pp_status
+p2p_flush_one(struct pp_engine *e, uint64_t now, const struct req *r, bool app)
+{
+  const struct p2p *p = P2P(e);
+  if (app) {
+    struct pp_p2p_status ps;
+    p2p_fill_status(p, r, &ps);
+    return pp_app_p2p_done(e, now, r->kind != K_SEND, handle_of(p, r), r->cookie, &ps);
+  }
+  return r->kind == K_SEND ? pp_app_send_done(e, now, r->cookie, p2p_wc_of(r))
+                           : pp_app_recv_done(e, now, r->cookie, p2p_wc_of(r), r->src, r->mtag, r->got);
+}
+
+/* The done list to the workload, in order, with what the callbacks add to it meanwhile. The
+ * workload's ops do not change during a run: `app` and `frees` are read once, and each
+ * specialisation (p2p_flush_done) has one of the two kinds of callback in its loop. */
+static inline __attribute__((always_inline)) enum pp_status
+p2p_flush_list(struct pp_engine *e, uint64_t now, bool app, bool frees)
+{
+  struct p2p *p = P2P(e);
+  enum pp_status st = PP_OK;
+  for (struct req *r; (r = p->done_head) != NULL;) {
+    p->done_head = r->next;
+    if (!p->done_head)
+      p->done_tail = NULL;
+    r->flags &= ~R_DONEQ;
+    if (r->flags & R_RELEASED) {
+      p2p_req_set(p, r, RQ_FREE); /* its handle already went stale in pp_p2p_test */
+      r->next = p->freereq;
+      p->freereq = r;
+      continue;
+    }
+    enum pp_status s = p2p_flush_one(e, now, r, app);
+    if (st == PP_OK) /* the first error */
+      st = s;
+    if (frees || (r->flags & R_AUTO))
+      p2p_req_free_done(p, r);
+  }
+  return st;
+}
+
+/* The done list to the workload: inline in the event entry points (p2p_finish: the eager
+ * path's two per message, in p2p_on_wc), where it shares their frame. */
+static inline __attribute__((always_inline)) enum pp_status
+p2p_flush_done(struct pp_engine *e, uint64_t now)
+{
+  struct p2p *p = P2P(e);
+  if (p->flushing)
+    return PP_OK;
+  p->flushing = true;
+  const struct pp_app_ops *ops = e->appops;
+  enum pp_status st = ops->p2p_done ? p2p_flush_list(e, now, true, ops->p2p_frees)
+                                    : p2p_flush_list(e, now, false, ops->p2p_frees);
+  p->flushing = false;
+  return st;
 }
 
 /* A send is over once its work requests completed, nothing is awaited and no CTS waits. */
@@ -809,6 +980,17 @@ static inline void p2p_maybe_complete_send(struct pp_engine *e, uint64_t now, st
   if (r->flags & R_REGS) /* (p2p_release_regs would do nothing: an eager send has none) */
     p2p_release_regs(e, r);
   p2p_complete(e, now, r);
+}
+
+/* p2p_maybe_complete_send of a send known to be ACTIVE (a SEND's completion, an ACK). */
+static inline void p2p_maybe_complete_active(struct pp_engine *e, uint64_t now, struct req *r)
+{
+  assert(r->state == RQ_ACTIVE);
+  if (r->wrs || r->await || r->fq_n)
+    return;
+  if (r->flags & R_REGS) /* (p2p_release_regs would do nothing: an eager send has none) */
+    p2p_release_regs(e, r);
+  p2p_complete_as(e, now, r, true);
 }
 
 /* ------------------------------------------------------------------ credits.c, inline: the
@@ -863,6 +1045,38 @@ static inline enum pp_status p2p_release_rx_inline(struct pp_engine *e, struct r
   c->inuse--;
   c->owed++;
   return p2p_chan_credits_due(e, c);
+}
+
+enum pp_status p2p_srq_flush_dead(struct pp_engine *e);
+/* The start of an event (eager.c's p2p_on_wc, p2p.c's timer and async events): the FINs still
+ * deferred go first (reply first, above). */
+static inline enum pp_status p2p_event_start(struct pp_engine *e, uint64_t now)
+{
+  struct p2p *p = P2P(e);
+  p->depth++;
+  p->now = now;
+  return p->defer_head != NO_TX ? p2p_flush_deferred(e) : PP_OK;
+}
+
+/* The end of an event: progress, the done list to the workload, progress again. Inline in each
+ * event entry point (eager.c's p2p_on_wc: the eager path's, two per message; p2p.c's timer and
+ * async events). */
+static inline __attribute__((always_inline)) enum pp_status p2p_finish(struct pp_engine *e,
+                                                                   uint64_t now, enum pp_status s)
+{
+  struct p2p *p = P2P(e);
+  if (s == PP_OK && p->srq)
+    s = p2p_srq_flush_dead(e);
+  if (s == PP_OK)
+    s = p2p_progress(e);
+  if (--p->depth == 0) {
+    enum pp_status f = p->done_head ? p2p_flush_done(e, now) : PP_OK; /* (nothing to flush) */
+    if (s == PP_OK)
+      s = f;
+    if (s == PP_OK)
+      s = p2p_progress(e); /* the workload may have started new work from its callbacks */
+  }
+  return s;
 }
 
 #endif

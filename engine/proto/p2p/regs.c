@@ -23,6 +23,7 @@ static void reg_released(struct p2p *p)
   assert(p->nregs > 0);
   p->nregs--;
   p->reg_wake = true;
+  p->prog = true;
 }
 
 void p2p_put_rce(struct p2p *p, struct req *r, uint32_t i)
@@ -92,4 +93,5 @@ void p2p_reg_leave(struct p2p *p, struct req *r)
     p->regq_tail = prev;
   r->flags &= ~R_REGQ;
   p->reg_wake = true;
+  p->prog = true;
 }

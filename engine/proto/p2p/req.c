@@ -84,65 +84,6 @@ void p2p_count_error(struct p2p *p, const struct req *r)
     p->st.failed++;
 }
 
-static enum pp_wc_status wc_of(const struct req *r)
-{
-  switch (r->err) {
-  case PP_P2P_E_OK:
-    return PP_WC_SUCCESS;
-  case PP_P2P_E_TRUNCATED:
-    return PP_WC_LOC_LEN_ERR;
-  case PP_P2P_E_CANCELLED:
-    return PP_WC_WR_FLUSH_ERR;
-  case PP_P2P_E_NO_MR:
-    return PP_WC_LOC_PROT_ERR;
-  default:
-    return (enum pp_wc_status)r->wc;
-  }
-}
-
-/* The application's callbacks (engine/workload/app.c) get the request's handle and its whole
- * status. Out of line: the other workloads' path through p2p_flush_done stays as it was. */
-static __attribute__((noinline)) enum pp_status flush_to_app(struct pp_engine *e, uint64_t now,
-                                                             const struct req *r)
-{
-  const struct p2p *p = P2P(e);
-  struct pp_p2p_status ps;
-  p2p_fill_status(p, r, &ps);
-  return pp_app_p2p_done(e, now, r->kind != K_SEND, handle_of(p, r), r->cookie, &ps);
-}
-
-enum pp_status p2p_flush_done(struct pp_engine *e, uint64_t now)
-{
-  struct p2p *p = P2P(e);
-  enum pp_status st = PP_OK;
-  if (p->flushing)
-    return PP_OK;
-  p->flushing = true;
-  while (p->done_head) {
-    struct req *r = p->done_head;
-    p->done_head = r->next;
-    if (!p->done_head)
-      p->done_tail = NULL;
-    r->flags &= ~R_DONEQ;
-    if (r->flags & R_RELEASED) {
-      p2p_req_set(p, r, RQ_FREE); /* its handle already went stale in pp_p2p_test */
-      r->next = p->freereq;
-      p->freereq = r;
-      continue;
-    }
-    enum pp_status s =
-        e->appops->p2p_done ? flush_to_app(e, now, r)
-        : r->kind == K_SEND ? pp_app_send_done(e, now, r->cookie, wc_of(r))
-                            : pp_app_recv_done(e, now, r->cookie, wc_of(r), r->src, r->mtag, r->got);
-    if (s != PP_OK && st == PP_OK)
-      st = s;
-    if ((r->flags & R_AUTO) || e->appops->p2p_frees)
-      p2p_req_free(p, r);
-  }
-  p->flushing = false;
-  return st;
-}
-
 void p2p_fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, uint8_t wc)
 {
   if (r->state == RQ_DONE)

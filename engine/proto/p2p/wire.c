@@ -1,4 +1,6 @@
-/* p2p: the wire header decoded and checked against the receiver's state (untrusted peers). */
+/* p2p: protocol violations of untrusted peers, the checks of the rendezvous replies (CTS, FIN),
+ * and the wire messages described for tools. The receive path's checks (p2p_on_recv) are in
+ * eager.c, where the eager path's receive is one function. */
 #include "p2p_impl.h"
 
 #include <stdio.h>
@@ -28,43 +30,6 @@ enum pp_status p2p_violation(struct pp_engine *e, uint64_t now, struct rx *x, ui
   snprintf(v.msg, sizeof(v.msg), "%s", pp_p2p_msg_name((enum pp_p2p_msg)type));
   pp_engine_violation(e, now, &v);
   p2p_fail_peer(e, now, pi, 0, PP_P2P_E_PEER, PP_WC_GENERAL_ERR);
-  return PP_OK;
-}
-
-/* A matching message (EAGER, RTS) as its header says: its length against the bytes that came,
- * its flags, its tag and its sequence number against the window the credits allow (every
- * message of the peer not yet delivered holds one of the credits of its channel). Static: it
- * is inlined into p2p_on_recv, the eager path's. */
-static enum pp_status check_match_msg(struct pp_engine *e, uint64_t now, struct rx *x,
-                                      const struct hdr *h, uint32_t body)
-{
-  struct p2p *p = P2P(e);
-  const struct peer *pe = &p->peer[p->ch[x->ch].peer];
-  uint32_t window = p->prm.channels * p->D, d = h->seq - pe->recv_seq;
-  if (h->type == M_EAGER) {
-    if (h->len != body)
-      return p2p_violation(e, now, x, h->type, PP_VF_LEN, h->len, body, false);
-    if (h->len > p->prm.eager_limit)
-      return p2p_violation(e, now, x, h->type, PP_VF_LEN, h->len, p->prm.eager_limit, true);
-    if (h->flags & ~F_SYNC)
-      return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags, F_SYNC, true);
-  } else {
-    if (body)
-      return p2p_violation(e, now, x, h->type, PP_VF_BYTE_LEN, body + HDR, HDR, false);
-    if (h->len <= p->prm.eager_limit || h->len > PP_MAX_MSG_SIZE)
-      return p2p_violation(e, now, x, h->type, PP_VF_LEN, h->len,
-                           h->len > PP_MAX_MSG_SIZE ? PP_MAX_MSG_SIZE : p->prm.eager_limit + 1ull,
-                           h->len > PP_MAX_MSG_SIZE);
-    if ((h->flags & ~(F_SYNC | F_RGET | F_ABORT)) ||
-        ((h->flags & F_RGET) != 0) != (h->len <= p->prm.rget_limit))
-      return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags,
-                           h->len <= p->prm.rget_limit ? F_RGET : 0, false);
-  }
-  if (h->tag == PP_ANY_TAG)
-    return p2p_violation(e, now, x, h->type, PP_VF_TAG, h->tag, PP_ANY_TAG - 1ull, true);
-  if (d >= window)
-    return p2p_violation(e, now, x, h->type, PP_VF_SEQ, h->seq, pe->recv_seq + (uint64_t)window - 1,
-                         true);
   return PP_OK;
 }
 
@@ -105,56 +70,6 @@ enum pp_status p2p_check_cts(struct pp_engine *e, uint64_t now, struct rx *x, co
     return p2p_violation(e, now, x, h->type, PP_VF_FRAG, h->seq,
                          idx >= h->nfrag ? h->nfrag - 1ull : r->fnext + p->P - 1ull, true);
   return p2p_check_frag(e, now, x, h, idx, h->len);
-}
-
-enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct rx *x,
-                           const struct pp_wc *wc)
-{
-  struct p2p *p = P2P(e);
-  const struct hdr *h = rx_hdr(p, x);
-  struct chan *c = &p->ch[x->ch];
-  if (wc->byte_len < HDR) /* the rest of the header is an older message's: never read it */
-    return p2p_violation(e, now, x, 0, PP_VF_BYTE_LEN, wc->byte_len, HDR, false);
-  bool blind = p->srq && PP_BUG(&e->cfg, SRQ_NO_CREDITS); /* test bug: credits not counted */
-  if (h->credits > p->D - c->credits && !blind)
-    return p2p_violation(e, now, x, h->type, PP_VF_CREDITS, h->credits, p->D - c->credits, true);
-  if (h->rcredits > p->R - c->rcredits)
-    return p2p_violation(e, now, x, h->type, PP_VF_RCREDITS, h->rcredits, p->R - c->rcredits, true);
-  /* the blind test bug tops up to the pool instead of refusing the excess */
-  p2p_chan_credits(p, c, blind && h->credits > p->D - c->credits ? p->D - c->credits
-                                                                   : h->credits);
-  p2p_chan_rcredits(p, c, h->rcredits);
-  c->seen += h->credits;
-  assert(c->credits <= p->D && c->rcredits <= p->R); /* never above the pools (checked above) */
-  struct req *r;
-  enum pp_status s;
-  if (p->srq && x->pool != (h->type == M_EAGER || h->type == M_RTS)) /* srq.c: on its QP */
-    return p2p_violation(e, now, x, h->type, PP_VF_TYPE, h->type, x->pool ? M_RTS : M_CREDIT,
-                         true);
-  switch (h->type) {
-  case M_EAGER:
-  case M_RTS:
-    if (x->pool && ((s = p2p_srq_arrive(e, now, x, h)) != PP_OK || x->state == RX_DEAD))
-      return s;
-    if ((s = check_match_msg(e, now, x, h, wc->byte_len - HDR)) != PP_OK || x->state == RX_DEAD)
-      return s;
-    return h->type == M_EAGER ? p2p_on_eager_msg(e, now, x) : p2p_on_match_msg(e, now, x);
-  case M_CTS:
-    return p2p_on_cts(e, now, x, h);
-  case M_FIN:
-    return p2p_on_fin(e, now, x, h);
-  case M_ACK:
-    r = p2p_reply_req(p, h->sreq, K_SEND, c->peer);
-    if (!r || r->proto != PP_P2P_EAGER || !(r->flags & R_SYNC) || !r->await)
-      return p2p_violation(e, now, x, h->type, PP_VF_HANDLE, h->sreq, 0, false);
-    r->await = false;
-    p2p_maybe_complete_send(e, now, r);
-    return p2p_reply_consumed(e, x);
-  case M_CREDIT:
-    return p2p_post_rx(e, x);
-  default:
-    return p2p_violation(e, now, x, h->type, PP_VF_TYPE, h->type, M_CREDIT, true);
-  }
 }
 
 /* ---------------------------------------------------------------- wire messages, for tools */
