@@ -254,20 +254,30 @@ struct req {
    * (isend and irecv) set rank, tag, ctx, len, buf and cookie before anything reads them. */
   uint32_t gen;
   uint32_t peer;          /* peer index; UINT32_MAX before a receive matched */
-  uint32_t rank, tag, ctx; /* send: destination; receive: the pattern */
+  uint32_t rank, tag;     /* send: destination; receive: the pattern (with ctx, below) */
   uint32_t len;
   uint8_t *buf;
   uint64_t cookie;
-  /* req_alloc clears from kind up to me: 64 bytes, a few stores (the callers set kind; state
-   * is RQ_FREE, 0, in every free request). The size of the struct is what it was before this
-   * order (the run's heap addresses, which traces record, stay the same). */
+  /* req_alloc clears from kind up to me: 64 bytes, a few stores (the callers set kind, and
+   * ctx; state is RQ_FREE, 0, in every free request). The size of the struct is what it was
+   * before this order (the run's heap addresses, which traces record, stay the same). */
   uint8_t kind, state;
   uint16_t flags;
-  uint8_t proto, err, wc;
-  bool await;             /* sender: waiting for the ACK / the last FIN */
   uint32_t wrs;           /* signalled work requests outstanding */
-  uint64_t done_ns;
-  uint32_t src, mtag, msg_len, got; /* receive: the message matched */
+  /* What the workload is told (p2p_fill_status): the fields of its pp_p2p_status, in that
+   * struct's order (asserted below), so the status is one 32-byte copy; await is in the
+   * status's padding byte (copied with it, read by nobody). */
+  union {
+    struct pp_p2p_status st;
+    struct {
+      uint32_t src, mtag;  /* receive: the message matched (send: dest, tag) */
+      uint32_t ctx;        /* send: its context; receive: the pattern's, then the message's */
+      uint32_t got, msg_len;
+      uint8_t err, proto, wc;
+      bool await;          /* sender: waiting for the ACK / the last FIN */
+      uint64_t done_ns;
+    };
+  };
   uint32_t seq, ch;
   uint32_t fq_n;          /* RPUT sender: CTSs in fq (0 for every other request) */
   struct req *next;
@@ -295,6 +305,24 @@ struct req {
 };
 _Static_assert(offsetof(struct req, me) - offsetof(struct req, kind) == 64,
                "req_alloc's clear is 64 bytes");
+#define REQ_ST_AT(f, g)                                                                            \
+  _Static_assert(offsetof(struct req, f) - offsetof(struct req, st) ==                           \
+                         offsetof(struct pp_p2p_status, g) &&                                  \
+                     sizeof(((struct req *)0)->f) == sizeof(((struct pp_p2p_status *)0)->g), \
+                 "req." #f " is its status's " #g)
+REQ_ST_AT(src, source);
+REQ_ST_AT(mtag, tag);
+REQ_ST_AT(ctx, ctx);
+REQ_ST_AT(got, len);
+REQ_ST_AT(msg_len, msg_len);
+REQ_ST_AT(err, error);
+REQ_ST_AT(proto, proto);
+REQ_ST_AT(wc, wc_status);
+REQ_ST_AT(done_ns, done_ns);
+_Static_assert(sizeof(struct pp_p2p_status) == 32 && offsetof(struct req, await) -
+                   offsetof(struct req, st) == offsetof(struct pp_p2p_status, wc_status) + 1,
+               "await is in the status's padding");
+#undef REQ_ST_AT
 
 struct txpool {
   uint8_t *buf;
@@ -693,17 +721,7 @@ static inline void p2p_fill_status(const struct p2p *p, const struct req *r,
                                    struct pp_p2p_status *st)
 {
   (void)p;
-  *st = (struct pp_p2p_status){
-      .source = r->src,
-      .tag = r->mtag,
-      .ctx = r->ctx,
-      .len = r->got,
-      .msg_len = r->msg_len,
-      .error = r->err,
-      .proto = r->proto,
-      .wc_status = r->wc,
-      .done_ns = r->done_ns,
-  };
+  *st = r->st; /* (source = src, tag = mtag, len = got, error = err, wc_status = wc: the union) */
   if (r->kind == K_RECV && r->err != PP_P2P_E_OK && r->err != PP_P2P_E_TRUNCATED) {
     st->source = r->rank;
     st->tag = r->tag;
