@@ -426,15 +426,23 @@ static inline struct hdr *rx_hdr(const struct p2p *p, const struct rx *r)
   return (struct hdr *)(void *)r->buf;
 }
 
+/* Tx slot t is one of the big pool's: the big pool's slots come first (p2p.c: big.first is
+ * 0, the small pool's follow), so one compare. */
+static inline bool tx_is_big(const struct p2p *p, uint32_t t)
+{
+  assert(p->big.first == 0 && p->small.first == p->big.n);
+  return t < p->big.n;
+}
+
 static inline uint8_t *tx_buf(const struct p2p *p, uint32_t t)
 {
-  const struct txpool *tp = t < p->big.first + p->big.n && t >= p->big.first ? &p->big : &p->small;
+  const struct txpool *tp = tx_is_big(p, t) ? &p->big : &p->small;
   return tp->buf + (size_t)(t - tp->first) * tp->size;
 }
 
 static inline const struct pp_mr *tx_mr(const struct p2p *p, uint32_t t)
 {
-  return t >= p->big.first && t < p->big.first + p->big.n ? &p->big.mr : &p->small.mr;
+  return tx_is_big(p, t) ? &p->big.mr : &p->small.mr;
 }
 
 static inline uint32_t tx_alloc(struct p2p *p, struct txpool *tp)
@@ -473,7 +481,7 @@ static inline void p2p_ctrl_wake_all(struct p2p *p)
 
 static inline void tx_free(struct p2p *p, uint32_t t)
 {
-  struct txpool *tp = t >= p->big.first && t < p->big.first + p->big.n ? &p->big : &p->small;
+  struct txpool *tp = tx_is_big(p, t) ? &p->big : &p->small;
   p->tx[t] = (struct tx){.next = tp->free};
   tp->free = t;
   if (p->wait_tx) { /* a send waiting for a buffer may start */
