@@ -465,6 +465,12 @@ enum pp_status p2p_start_all(struct pp_engine *e)
  * start exactly what start_all starts from pi on, so that starts here, without it. */
 void p2p_start_direct(struct pp_engine *e, uint32_t pi)
 {
-  assert(p2p_may_start(P2P(e)) == 1ull << pi);
-  start_from(e, 1ull << pi);
+  struct p2p *p = P2P(e);
+  assert(p2p_may_start(p) == 1ull << pi && p->npending > 0);
+  /* start_from's first round, without its loop: then the peers after pi that became able to
+   * start meanwhile (a refused SEND frees its buffer: wait_tx clears), as its next rounds */
+  start_sends(e, pi);
+  uint64_t m = pi == 63 ? 0 : p2p_may_start(p) & ~0ull << (pi + 1);
+  if (m)
+    start_from(e, m);
 }
