@@ -150,15 +150,22 @@ static uint32_t reply_tx(struct p2p *p, uint32_t ch, const struct hdr *h, uint64
   return t;
 }
 
+/* tx slot t joins the tail of a list of tx slots linked by tx.next (a control queue, the
+ * deferred FINs). */
+static void tx_append(struct p2p *p, uint32_t *head, uint32_t *tail, uint32_t t)
+{
+  assert(p->tx[t].next == NO_TX);
+  if (*tail == NO_TX)
+    *head = t;
+  else
+    p->tx[*tail].next = t;
+  *tail = t;
+}
+
 /* Reply slot t joins the tail of channel c's control queue and goes when it can. */
 static enum pp_status queue_reply(struct pp_engine *e, struct chan *c, uint32_t t)
 {
-  struct p2p *p = P2P(e);
-  if (c->cq_tail == NO_TX)
-    c->cq_head = t;
-  else
-    p->tx[c->cq_tail].next = t;
-  c->cq_tail = t;
+  tx_append(P2P(e), &c->cq_head, &c->cq_tail, t);
   return p2p_flush_ctrl(e, c);
 }
 
@@ -192,11 +199,7 @@ enum pp_status p2p_defer_reply(struct pp_engine *e, uint64_t now, uint32_t ch,
   uint32_t t = reply_tx(p, ch, h, 0, 0, 1);
   if (t == NO_TX)
     return PP_LIMIT; /* cannot happen: the pool covers every reply that can be owed */
-  if (p->defer_tail == NO_TX)
-    p->defer_head = t;
-  else
-    p->tx[p->defer_tail].next = t;
-  p->defer_tail = t;
+  tx_append(p, &p->defer_head, &p->defer_tail, t);
   assert(p->flush_armed); /* what bounds its wait */
   return PP_OK;
 }
