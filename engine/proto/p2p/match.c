@@ -64,10 +64,7 @@ enum pp_status pp_match_add_unexpected(struct pp_match *m, struct pp_mentry *u, 
 {
   if (m->nunexpected == m->max_unexpected)
     return PP_LIMIT;
-  u->ctx = ctx;
-  u->src = src;
-  u->tag = tag;
-  u->order = m->next_order++;
+  entry_key(m, u, ctx, src, tag);
   const uint32_t srcs[4] = {src, src, PP_ANY_SOURCE, PP_ANY_SOURCE};
   const uint32_t tags[4] = {tag, PP_ANY_TAG, tag, PP_ANY_TAG};
   for (uint32_t l = 0; l < 4; l++)

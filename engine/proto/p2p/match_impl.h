@@ -123,16 +123,23 @@ static inline uint32_t kind_of(uint32_t src, uint32_t tag)
   return (src == PP_ANY_SOURCE) * 2u + (tag == PP_ANY_TAG);
 }
 
+/* An entry's key and its place in the order of posts and arrivals. */
+static inline void entry_key(struct pp_match *m, struct pp_mentry *r, uint32_t ctx, uint32_t src,
+                             uint32_t tag)
+{
+  r->ctx = ctx;
+  r->src = src;
+  r->tag = tag;
+  r->order = m->next_order++;
+}
+
 static inline __attribute__((always_inline)) enum pp_status
 pp_match_post_inline(struct pp_match *m, struct pp_mentry *r, uint32_t ctx, uint32_t src,
                      uint32_t tag)
 {
   if (m->nposted == m->max_posted)
     return PP_LIMIT;
-  r->ctx = ctx;
-  r->src = src;
-  r->tag = tag;
-  r->order = m->next_order++;
+  entry_key(m, r, ctx, src, tag);
   append(get_queue(m, &m->posted, ctx, src, tag, 0), r);
   m->nposted++;
   r->kind = kind_of(src, tag);
