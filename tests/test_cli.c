@@ -575,6 +575,12 @@ Test(cli, one_message_for_each_kind_of_option_error)
   assert_has(err, "usage: prepost bench");
   cr_assert_eq(cli("bench --ring-slots 4097"), 2);
   cr_assert_eq(cli("bench --ring-slots many"), 2);
+  /* the ring rows' credit batch: the same range, or auto */
+  cr_assert_eq(cli("bench --ring-credit-batch 0"), 2);
+  assert_has(err, "prepost: --ring-credit-batch must be an integer 1..4096, got '0'");
+  cr_assert_eq(cli("bench --ring-credit-batch 4097"), 2);
+  cr_assert_eq(cli("bench --ring-credit-batch half"), 2);
+  assert_has(err, "usage: prepost bench");
   assert_usage_error(cli("trace export --svg --snaplen 64KiB x"),
                      "--snaplen must be a size 0..65535 bytes, got '64KiB'");
 }

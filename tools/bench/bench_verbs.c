@@ -43,7 +43,7 @@ const char *const pp_cli_bench_usage =
     "                     [-a | --sizes LIST] [--lat-size SIZE] [--bw-size SIZE] [--rows LIST]\n"
     "                     [--test lat|bw|both] [--report_gbits] [--progress busy|event]\n"
     "                     [--busy-poll] [--lat-interval DURATION] [--ring-slots N|auto]\n"
-    "                     [--json] [-h|--help]\n"
+    "                     [--ring-credit-batch N|auto] [--json] [-h|--help]\n"
     "\n"
     "Measures on an RDMA device (two processes on one device), in perftest's conventions, one\n"
     "row per path and message size:\n"
@@ -77,6 +77,12 @@ const char *const pp_cli_bench_usage =
     "                 auto (the default): the protocol's default (8) for latency, and for\n"
     "                 bandwidth enough to hold two messages (at least 8), as NCCL_BUFFSIZE is\n"
     "                 raised for large transfers; each row's note says what it used\n"
+    "  --ring-credit-batch N  the ring rows' ring.credit_batch, 1..slots (credits return once N\n"
+    "                 slots are released, or 1 ms after the first when the channel is idle);\n"
+    "                 auto (the default): half the slots for latency (a ping-pong then posts\n"
+    "                 one credit write per N messages, not one per message: on rxe a second\n"
+    "                 WQE posted behind the reply reaches the peer about a round trip late),\n"
+    "                 the protocol's default (1) for bandwidth; the row's note says it\n"
     "  --report_gbits bandwidth in Gb/sec instead of MB/sec\n"
     "  --progress M   how the engine's ranks wait: busy (default) polls the CQs, event sleeps\n"
     "                 on the completion channel when idle (as `prepost run`); --busy-poll = busy\n"
@@ -127,6 +133,7 @@ struct opts {
   enum pp_verbs_progress progress;
   uint64_t lat_interval_ns; /* engine latency rows: pause between round trips (0: none) */
   uint32_t ring_slots;      /* ring rows: slots per channel; 0 = auto (ring_slots_for) */
+  uint32_t ring_batch;      /* ring rows: ring.credit_batch; 0 = auto (ring_batch_for) */
 };
 
 /* One measurement: a row, a test, a size. */
@@ -576,6 +583,19 @@ static void p2p_paths(const struct pp_run_result *res, char *buf, size_t len)
  * a bandwidth row gets a ring that holds two messages, so that the sender can fill one while
  * the receiver drains the other: with the default 8 x 128 KiB a 4 MiB message spans 32 slots,
  * and the sender waited for credit 99.5 % of a 4 MiB run on rxe. */
+/* --ring-credit-batch auto: a latency row returns credit for half its slots at a time (the
+ * other half keeps the sender going, and the idle bound returns a partial batch), so a
+ * ping-pong posts one credit write per slots/2 messages instead of one behind every reply: in
+ * the emulated guest's rxe the second of two WQEs posted back to back reached the peer about a
+ * round trip after the first (backends/verbs/README.md, "Where the latency goes"). A bandwidth
+ * row keeps the protocol's default. Never more than the ring's slots. */
+#define RING_LAT_CREDIT_IDLE_NS 1000000ull
+static uint32_t ring_batch_for(const struct opts *o, bool lat, uint32_t slots)
+{
+  uint32_t b = o->ring_batch ? o->ring_batch : lat ? slots / 2 : 0;
+  return b > slots ? slots : b;
+}
+
 static uint32_t ring_slots_for(const struct opts *o, bool lat, uint32_t size, uint32_t slot_size)
 {
   if (o->ring_slots)
@@ -610,6 +630,11 @@ static void engine_cfg(const struct opts *o, enum row row, bool lat, uint32_t si
   if (row == ROW_RING_CREDITS || row == ROW_RING_CTS) {
     struct pp_ring_params *rp = pp_ring_params_of(c);
     rp->slots = ring_slots_for(o, lat, size, rp->slot_size);
+    uint32_t batch = ring_batch_for(o, lat, rp->slots);
+    if (batch > 1) {
+      rp->credit_batch = batch;
+      rp->credit_idle_ns = RING_LAT_CREDIT_IDLE_NS;
+    }
   }
   c->qp.sq_depth = lat ? 16 : 64;
   c->qp.rq_depth = lat ? 64 : 256;
@@ -643,8 +668,8 @@ static void engine_bench(const struct opts *o, enum row row, bool lat, uint32_t 
   if (row == ROW_RING_CREDITS || row == ROW_RING_CTS) {
     const struct pp_ring_params *rp = pp_ring_params_of(&sc.sim.engine);
     size_t at = strlen(paths);
-    snprintf(paths + at, sizeof(paths) - at, "; ring %u x %u KiB", rp->slots,
-             rp->slot_size / 1024);
+    snprintf(paths + at, sizeof(paths) - at, "; ring %u x %u KiB, credit batch %u%s", rp->slots,
+             rp->slot_size / 1024, rp->credit_batch, rp->credit_batch > 1 ? " (idle 1 ms)" : "");
   }
   r->ok = true;
   if (lat) {
@@ -818,7 +843,7 @@ int pp_verbs_bench_main(int argc, char **argv)
     o.rows[k] = true;
   o.nic.gid_index = -1;
   enum { B_BACKEND = 256, B_PROGRESS, B_DEVICE, B_GID, B_ITERS, B_LAT, B_BW, B_JSON, B_BUSY,
-         B_SIZES, B_ROWS, B_TEST, B_GBITS, B_LAT_INTERVAL, B_RING_SLOTS };
+         B_SIZES, B_ROWS, B_TEST, B_GBITS, B_LAT_INTERVAL, B_RING_SLOTS, B_RING_BATCH };
   static const struct option opts[] = {{"backend", required_argument, NULL, B_BACKEND},
                                        {"progress", required_argument, NULL, B_PROGRESS},
                                        {"device", required_argument, NULL, B_DEVICE},
@@ -835,6 +860,7 @@ int pp_verbs_bench_main(int argc, char **argv)
                                        {"report_gbits", no_argument, NULL, B_GBITS},
                                        {"lat-interval", required_argument, NULL, B_LAT_INTERVAL},
                                        {"ring-slots", required_argument, NULL, B_RING_SLOTS},
+                                       {"ring-credit-batch", required_argument, NULL, B_RING_BATCH},
                                        {"help", no_argument, NULL, 'h'},
                                        {0, 0, 0, 0}};
   struct pp_cli_opts g = {.argc = argc, .argv = argv, .shorts = "ha", .longs = opts,
@@ -925,6 +951,14 @@ int pp_verbs_bench_main(int argc, char **argv)
         return 2;
       else
         o.ring_slots = (uint32_t)x;
+      break;
+    case B_RING_BATCH:
+      if (!strcmp(g.arg, "auto"))
+        o.ring_batch = 0;
+      else if (pp_cli_opt_uint(&g, 1, PP_RING_MAX_SLOTS, &x))
+        return 2;
+      else
+        o.ring_batch = (uint32_t)x;
       break;
     default:
       return pp_cli_opt_error(&g, "is not handled%s", "");
