@@ -382,7 +382,7 @@ SEND_INLINE void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint3
 /* Fills send buffer t (its header h) with r's EAGER (header and payload) or RTS; returns its
  * length. Every byte of the header is written (the fields it does not use are 0). */
 SEND_INLINE uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t, struct hdr *h,
-                                 uint32_t rkey, bool abort, bool fast)
+                                 uint32_t rkey, bool abort, bool sig, bool fast)
 {
   uint64_t handle = handle_of(p, r);
   bool eager = fast || r->proto == PP_P2P_EAGER;
@@ -412,8 +412,14 @@ SEND_INLINE uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t,
     memcpy((uint8_t *)h + HDR, r->buf, r->len);
     len += r->len;
   }
-  p->tx[t] = (struct tx){.next = NO_TX, .ch = r->ch, .req = !fast && abort ? 0 : handle,
-                         .nwr = 1, .type = type};
+  /* (the slot is as tx_alloc left it: next NO_TX, every other field 0) */
+  struct tx *x = &p->tx[t];
+  assert(x->next == NO_TX && !x->req && !x->nwr && !x->type && !x->run && !x->held);
+  x->ch = (uint16_t)r->ch;
+  x->nwr = 1;
+  x->type = type;
+  if (sig && (fast || !abort)) /* (an unsignalled EAGER's request completes once posted) */
+    x->req = handle;
   return len;
 }
 
@@ -441,9 +447,10 @@ SEND_INLINE bool eager_signal(const struct pp_engine *e, const struct p2p *p,
                               const struct peer *pe, const struct req *r, const struct chan *c)
 {
   const struct req *n = pe->pend_head; /* (send_begin took r out of the line) */
-  return !n || n->proto != PP_P2P_EAGER || !n->len || !r->len || p->prm.channels != 1 ||
-         !c->credits || c->sq_used + 2 > e->cfg.qp.sq_depth || p->big.free == NO_TX ||
-         p->urun_n + 1 >= SIG_EVERY;
+  /* n->len - 1 < eager_limit: an EAGER (its protocol is its length's) that is not empty */
+  assert(!n || (n->proto == PP_P2P_EAGER) == (n->len <= p->prm.eager_limit));
+  return !n || n->len - 1u >= p->prm.eager_limit || !r->len || p->urun_n >= p->sig_cap ||
+         !c->credits || c->sq_used + 2 > e->cfg.qp.sq_depth || p->big.free == NO_TX;
 }
 
 /* The NIC refused the post that was to close channel ch's open run (p2p_impl.h: selective
@@ -481,20 +488,20 @@ SEND_INLINE bool start_first(struct pp_engine *e, uint32_t pi, struct req *r, bo
   }
   send_begin(p, pe, r, ch, xmr, fast);
   struct hdr *h = (struct hdr *)(void *)(pool->buf + (size_t)(t - pool->first) * pool->size);
-  uint32_t len = send_header(p, r, t, h, xmr.rkey, abort, fast);
   struct chan *c = &p->ch[ch];
   bool sig = !fast || eager_signal(e, p, pe, r, c);
-  if (!sig) { /* its request completes once posted (p2p_impl.h): no completion names it */
+  uint32_t len = send_header(p, r, t, h, xmr.rkey, abort, sig, fast);
+  if (!sig) /* its request completes once posted (p2p_impl.h): no completion names it */
     r->wrs = 0;
-    p->tx[t].req = 0;
-  }
   if (post_tx_hdr(e, t, h, len, pool->mr.lkey, fast, sig) != PP_OK) {
     bool open = fast && p->urun_n; /* the run before it relied on this one to close it */
     send_refused(e, pe, r);
     if (open)
       run_orphaned(e, ch);
-  } else if (!sig) {
-    p2p_maybe_complete_active(e, p->now, r);
+  } else if (!sig) { /* (p2p_maybe_complete_active: no work request, fq or registration) */
+    assert(!r->fq_n && !(r->flags & R_REGS));
+    if (!r->await) /* (else synchronous: its ACK completes it) */
+      p2p_complete_as(e, p->now, r, true);
   } else if (!fast && abort) { /* the RTS only keeps the sequence: the receiver drops it */
     p2p_fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
   }

@@ -425,6 +425,7 @@ struct p2p {
    * the next signalled SEND there takes them over. At most one run is open, and only inside
    * start_sends (between the posts of two sends of one peer, on its one channel). */
   uint32_t urun, urun_n, urun_ch;
+  uint32_t sig_cap; /* the longest run: SIG_EVERY - 1 with one channel, 0 (none) with more */
   /* progress() visits only these, in index order (as a scan of all would): bit i of pend_mask,
    * peer i has sends waiting (pend_head); bit i of ctrl_due, channel i has control messages
    * left (p2p_ctrl_left, as p2p_flush_ctrl left it), which can only be because it has no
