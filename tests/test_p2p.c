@@ -1638,15 +1638,19 @@ Test(p2p, a_failed_unsignalled_burst_fails_the_peer_and_gives_every_buffer_back)
     cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_FAILED, "parked send %u", i);
   cr_assert(pp_engine_done(C.e[0]), "the failed channel's work requests all completed");
   C.h->drop = NULL;
+  static uint8_t a[2 * B][100], b[2 * B][100];
+  pp_req rs[2 * B], rr[2 * B];
   for (uint32_t k = 0; k < 2 * B; k++) { /* every buffer back: else these would wait */
-    uint8_t a[100], b[100];
-    memset(a, (int)k, sizeof(a));
-    pp_req rs, rr;
-    cr_assert_eq(pp_p2p_irecv(C.e[2], now(), b, 100, 0, 50 + k, 0, 0, &rr), PP_OK);
-    cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 100, 2, 50 + k, 0, 0, &rs), PP_OK);
+    memset(a[k], (int)k, sizeof(a[k]));
+    cr_assert_eq(pp_p2p_irecv(C.e[2], now(), b[k], 100, 0, 50 + k, 0, 0, &rr[k]), PP_OK);
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), a[k], 100, 2, 50 + k, 0, 0, &rs[k]), PP_OK);
   }
   run();
-  cr_assert_eq(pstats(2).received[PP_P2P_EAGER], 2 * B);
+  for (uint32_t k = 0; k < 2 * B; k++) {
+    cr_assert_eq(done(0, &rs[k]).error, PP_P2P_E_OK, "send %u to rank 2", k);
+    cr_assert_eq(done(2, &rr[k]).error, PP_P2P_E_OK);
+    cr_assert_eq(memcmp(a[k], b[k], 100), 0);
+  }
   cr_assert(pp_engine_done(C.e[0]));
 }
 
