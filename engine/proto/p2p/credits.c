@@ -517,8 +517,9 @@ static void start_sends(struct pp_engine *e, uint32_t pi)
   for (struct req *r; (r = pe->pend_head);) {
     bool fast = r->proto == PP_P2P_EAGER && !p->srq; /* (one test: the two calls are the paths) */
     if (!(fast ? start_first(e, pi, r, true) : start_first(e, pi, r, false)))
-      return;
+      break;
   }
+  assert(p->urun_n == 0); /* every run closed (eager_signal's certainty, or run_orphaned) */
 }
 
 /* The peers of mask m that may start sends, in index order, and those after them that may once
