@@ -1654,6 +1654,46 @@ Test(p2p, a_failed_unsignalled_burst_fails_the_peer_and_gives_every_buffer_back)
   cr_assert(pp_engine_done(C.e[0]));
 }
 
+/* A burst of synchronous EAGERs (parked behind D plain ones, started by the CREDIT message that
+ * hands back D credits): those that go unsignalled still complete only at their ACK (the
+ * matching receive started), not when posted. */
+Test(p2p, an_unsignalled_issend_still_waits_for_its_ack)
+{
+  struct pp_engine_cfg cfg = base(2);
+  enum { D = 8, N = 24 };
+  pp_p2p_params_of(&cfg)->credits = D;
+  pp_p2p_params_of(&cfg)->credit_threshold = D;
+  up(&cfg, 0);
+  static uint8_t src[100], dst[N][100];
+  pp_req s[N], r[N];
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 100, 0, i, 0, 0, &r[i]), PP_OK);
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq((i < D ? pp_p2p_isend : pp_p2p_issend)(C.e[0], now(), src, 100, 1, i, 0, 0,
+                                                        &s[i]),
+                 PP_OK);
+  unsigned n = 0, unsig = 0, longest = 0;
+  while (n < 2 * D) { /* until the first burst is posted */
+    settle();
+    eager_posts(0, &n, &unsig, &longest);
+    if (n >= 2 * D)
+      break;
+    uint64_t t = h_next_time(C.h);
+    cr_assert_neq(t, UINT64_MAX, "the burst never started");
+    h_run(C.h, t);
+    C.h->now = t > C.h->now ? t : C.h->now;
+  }
+  cr_assert_eq(unsig, D - 1, "the burst but its last went unsignalled");
+  not_done(0, &s[D]); /* posted unsignalled, its ACK not back yet */
+  run();
+  for (uint32_t i = 0; i < N; i++) {
+    cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_OK, "send %u", i);
+    cr_assert_eq(done(1, &r[i]).error, PP_P2P_E_OK, "receive %u", i);
+  }
+  cr_assert_eq(pstats(1).sync_acks, N - D);
+  cr_assert(pp_engine_done(C.e[0]));
+}
+
 /* The NIC refuses the post of the EAGER that was to follow (and cover) an unsignalled one: the
  * refused send fails alone as any refused send does, and since the unsignalled one before it
  * would otherwise wait for ever for a completion, the peer fails too (its QP to ERROR, which
