@@ -109,6 +109,7 @@ static struct {
   unsigned n[MAXR];
   struct {
     int opcode, type;
+    bool sig; /* PP_SEND_SIGNALED */
     uint64_t at;
   } wr[MAXR][256];
 } POSTS;
@@ -124,6 +125,7 @@ static void log_post(int h, const struct pp_send_wr *wr)
                  : -1;
   POSTS.wr[h][POSTS.n[h]].opcode = (int)wr->opcode;
   POSTS.wr[h][POSTS.n[h]].type = type;
+  POSTS.wr[h][POSTS.n[h]].sig = (wr->send_flags & PP_SEND_SIGNALED) != 0;
   POSTS.wr[h][POSTS.n[h]++].at = now();
 }
 
@@ -1488,6 +1490,239 @@ Test(p2p, a_refused_send_leaves_no_gap_in_the_peer_order)
   cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]), "nothing held out of order");
   for (uint32_t i = 0; i < N; i++)
     free(src[i]), free(dst[i]);
+}
+
+/* ================================================================ selective signalling */
+
+enum { T_EAGER = 1 };
+
+/* Host h's SEND posts of message type `type`: how many, how many unsignalled, and the longest
+ * run of unsignalled ones in a row. */
+static void eager_posts(int h, unsigned *n, unsigned *unsig, unsigned *run)
+{
+  *n = *unsig = *run = 0;
+  unsigned cur = 0;
+  for (unsigned i = 0; i < POSTS.n[h]; i++) {
+    if (POSTS.wr[h][i].opcode != PP_WR_SEND || POSTS.wr[h][i].type != T_EAGER)
+      continue;
+    (*n)++;
+    cur = POSTS.wr[h][i].sig ? 0 : cur + 1;
+    *unsig += !POSTS.wr[h][i].sig;
+    *run = cur > *run ? cur : *run;
+  }
+}
+
+/* Bursts of EAGERs (parked sends started when credits come back) go mostly unsignalled, at most
+ * 15 in a row, through a send queue of sq_depth slots and a pool of `buffers` send buffers:
+ * neither overflows (the NIC refuses a post into a full send queue: the request would fail; an
+ * empty pool would leave the rest waiting), every buffer and send-queue slot comes back and
+ * every message arrives intact; the unsignalled sends' requests complete without a completion
+ * of their own. */
+static void bursts_through(uint32_t sq_depth, uint32_t buffers)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.qp.sq_depth = sq_depth;
+  pp_p2p_params_of(&cfg)->send_buffers = buffers;
+  pp_p2p_params_of(&cfg)->credits = 40;
+  pp_p2p_params_of(&cfg)->credit_threshold = 40;
+  up(&cfg, 0);
+  enum { N = 200 };
+  static uint8_t dst[N][100];
+  uint8_t *src[N];
+  pp_req s[N], r[N];
+  for (uint32_t i = 0; i < N; i++) {
+    src[i] = pattern(100, i);
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 100, 0, i, 0, 0, &r[i]), PP_OK);
+  }
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src[i], 100, 1, i, 0, 0, &s[i]), PP_OK);
+  run();
+  for (uint32_t i = 0; i < N; i++) {
+    cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_OK, "send %u", i);
+    cr_assert_eq(done(1, &r[i]).error, PP_P2P_E_OK, "receive %u", i);
+    cr_assert_eq(memcmp(dst[i], src[i], 100), 0);
+    free(src[i]);
+  }
+  unsigned n, unsig, longest;
+  eager_posts(0, &n, &unsig, &longest);
+  cr_assert_eq(n, N);
+  cr_assert_gt(unsig, N / 4, "EAGERs went unsignalled");
+  cr_assert_lt(longest, 16, "at most SIG_EVERY - 1 unsignalled in a row");
+  cr_assert(pp_engine_done(C.e[0]), "every send-queue slot came back");
+  cr_assert_eq(rnr_total(), 0);
+}
+
+Test(p2p, unsignalled_eager_bursts_overflow_no_send_queue)
+{
+  bursts_through(3, 64);
+}
+
+Test(p2p, unsignalled_eager_bursts_empty_no_send_buffer_pool)
+{
+  bursts_through(64, 3);
+}
+
+/* The same with big send buffers only: long bursts, capped at 15 unsignalled in a row. */
+Test(p2p, unsignalled_eager_runs_are_capped)
+{
+  struct pp_engine_cfg cfg = base(2);
+  pp_p2p_params_of(&cfg)->credits = 40;
+  pp_p2p_params_of(&cfg)->credit_threshold = 40;
+  up(&cfg, 0);
+  enum { N = 120 };
+  static uint8_t src[100], dst[N][100];
+  pp_req s[N], r[N];
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 100, 0, i, 0, 0, &r[i]), PP_OK);
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, 100, 1, i, 0, 0, &s[i]), PP_OK);
+  run();
+  for (uint32_t i = 0; i < N; i++) {
+    cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_OK, "send %u", i);
+    cr_assert_eq(done(1, &r[i]).error, PP_P2P_E_OK, "receive %u", i);
+  }
+  unsigned n, unsig, longest;
+  eager_posts(0, &n, &unsig, &longest);
+  cr_assert_eq(longest, 15, "runs of SIG_EVERY - 1 (bursts of 40)");
+  cr_assert_geq(unsig, 70);
+  cr_assert(pp_engine_done(C.e[0]));
+}
+
+/* Rank 0 to rank 1: N0 sends that start at once (credits for all), then a burst of B that
+ * start when rank 1's CREDIT comes back, of which all but the last go unsignalled; then the
+ * link dies before any of the burst leaves. The burst's unsignalled SENDs fail (retry
+ * exceeded, then flushed): each completion names its send buffer by wr_id, the channel and
+ * the peer fail (the signalled last one's request and the sends still parked fail with
+ * PP_P2P_E_FAILED), and every send buffer of the burst comes back: rank 2 then gets as many
+ * messages as there are buffers, twice over. The unsignalled ones completed when posted (their
+ * payloads were in the send buffers). */
+Test(p2p, a_failed_unsignalled_burst_fails_the_peer_and_gives_every_buffer_back)
+{
+  struct pp_engine_cfg cfg = base(3);
+  cfg.qp.timeout = 4;
+  cfg.qp.retry_cnt = 1;
+  enum { D = 8, B = 8, P = 2, N = D + B + P };
+  pp_p2p_params_of(&cfg)->credits = D;
+  pp_p2p_params_of(&cfg)->credit_threshold = D;
+  pp_p2p_params_of(&cfg)->send_buffers = B;
+  up(&cfg, 0);
+  static uint8_t src[100], dst[N][100];
+  pp_req s[N], r[N];
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 100, 0, i, 0, 0, &r[i]), PP_OK);
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, 100, 1, i, 0, 0, &s[i]), PP_OK);
+  unsigned n = 0, unsig = 0, longest = 0;
+  while (n < D + B) { /* until the burst is posted (in the event of rank 1's CREDIT) */
+    settle();
+    eager_posts(0, &n, &unsig, &longest);
+    if (n >= D + B)
+      break;
+    uint64_t t = h_next_time(C.h);
+    cr_assert_neq(t, UINT64_MAX, "the burst never started");
+    h_run(C.h, t);
+    C.h->now = t > C.h->now ? t : C.h->now;
+  }
+  cr_assert_eq(n, D + B);
+  cr_assert_eq(unsig, B - 1, "the burst but its last went unsignalled");
+  for (uint32_t i = D; i < D + B - 1; i++) /* completed once posted */
+    cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_OK, "send %u", i);
+  C.h->drop = drop_everything;
+  run();
+  for (uint32_t i = 0; i < D; i++)
+    cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_OK, "send %u", i);
+  struct pp_p2p_status st = done(0, &s[D + B - 1]);
+  cr_assert_eq(st.error, PP_P2P_E_FAILED, "%s", pp_p2p_err_name(st.error));
+  cr_assert_eq(st.wc_status, PP_WC_RETRY_EXC_ERR, "%s", pp_wc_status_name(st.wc_status));
+  for (uint32_t i = D + B; i < N; i++)
+    cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_FAILED, "parked send %u", i);
+  cr_assert(pp_engine_done(C.e[0]), "the failed channel's work requests all completed");
+  C.h->drop = NULL;
+  static uint8_t a[2 * B][100], b[2 * B][100];
+  pp_req rs[2 * B], rr[2 * B];
+  for (uint32_t k = 0; k < 2 * B; k++) { /* every buffer back: else these would wait */
+    memset(a[k], (int)k, sizeof(a[k]));
+    cr_assert_eq(pp_p2p_irecv(C.e[2], now(), b[k], 100, 0, 50 + k, 0, 0, &rr[k]), PP_OK);
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), a[k], 100, 2, 50 + k, 0, 0, &rs[k]), PP_OK);
+  }
+  run();
+  for (uint32_t k = 0; k < 2 * B; k++) {
+    cr_assert_eq(done(0, &rs[k]).error, PP_P2P_E_OK, "send %u to rank 2", k);
+    cr_assert_eq(done(2, &rr[k]).error, PP_P2P_E_OK);
+    cr_assert_eq(memcmp(a[k], b[k], 100), 0);
+  }
+  cr_assert(pp_engine_done(C.e[0]));
+}
+
+/* A burst of synchronous EAGERs (parked behind D plain ones, started by the CREDIT message that
+ * hands back D credits): those that go unsignalled still complete only at their ACK (the
+ * matching receive started), not when posted. */
+Test(p2p, an_unsignalled_issend_still_waits_for_its_ack)
+{
+  struct pp_engine_cfg cfg = base(2);
+  enum { D = 8, N = 24 };
+  pp_p2p_params_of(&cfg)->credits = D;
+  pp_p2p_params_of(&cfg)->credit_threshold = D;
+  up(&cfg, 0);
+  static uint8_t src[100], dst[N][100];
+  pp_req s[N], r[N];
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 100, 0, i, 0, 0, &r[i]), PP_OK);
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq((i < D ? pp_p2p_isend : pp_p2p_issend)(C.e[0], now(), src, 100, 1, i, 0, 0,
+                                                        &s[i]),
+                 PP_OK);
+  unsigned n = 0, unsig = 0, longest = 0;
+  while (n < 2 * D) { /* until the first burst is posted */
+    settle();
+    eager_posts(0, &n, &unsig, &longest);
+    if (n >= 2 * D)
+      break;
+    uint64_t t = h_next_time(C.h);
+    cr_assert_neq(t, UINT64_MAX, "the burst never started");
+    h_run(C.h, t);
+    C.h->now = t > C.h->now ? t : C.h->now;
+  }
+  cr_assert_eq(unsig, D - 1, "the burst but its last went unsignalled");
+  not_done(0, &s[D]); /* posted unsignalled, its ACK not back yet */
+  run();
+  for (uint32_t i = 0; i < N; i++) {
+    cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_OK, "send %u", i);
+    cr_assert_eq(done(1, &r[i]).error, PP_P2P_E_OK, "receive %u", i);
+  }
+  cr_assert_eq(pstats(1).sync_acks, N - D);
+  cr_assert(pp_engine_done(C.e[0]));
+}
+
+/* The NIC refuses the post of the EAGER that was to follow (and cover) an unsignalled one: the
+ * refused send fails alone as any refused send does, and since the unsignalled one before it
+ * would otherwise wait for ever for a completion, the peer fails too (its QP to ERROR, which
+ * flushes that SEND: its buffer comes back); the unsignalled one had completed once posted. */
+Test(p2p, a_refused_post_after_an_unsignalled_send_fails_the_peer_and_hangs_nothing)
+{
+  struct pp_engine_cfg cfg = base(2);
+  enum { D = 8, N = 20 };
+  pp_p2p_params_of(&cfg)->credits = D;
+  pp_p2p_params_of(&cfg)->credit_threshold = D;
+  up(&cfg, 0);
+  refuse_posts(0, PP_WR_SEND, D + 1, 1); /* the second of the burst */
+  static uint8_t src[100], dst[N][100];
+  pp_req s[N], r[N];
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 100, 0, i, 0, 0, &r[i]), PP_OK);
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, 100, 1, i, 0, 0, &s[i]), PP_OK);
+  run();
+  cr_assert_eq(REFUSE.refused, 1);
+  cr_assert_not(POSTS.wr[0][D].sig, "the first of the burst went unsignalled");
+  for (uint32_t i = 0; i <= D; i++)
+    cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_OK, "send %u", i);
+  struct pp_p2p_status st = done(0, &s[D + 1]);
+  cr_assert_eq(st.error, PP_P2P_E_FAILED);
+  cr_assert_eq(st.wc_status, PP_WC_LOC_QP_OP_ERR);
+  for (uint32_t i = D + 2; i < N; i++)
+    cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_FAILED, "send %u: its peer failed", i);
+  cr_assert(pp_engine_done(C.e[0]), "nothing outstanding: the unsignalled SEND was flushed");
 }
 
 /* ================================================================ reply first */

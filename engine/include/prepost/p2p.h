@@ -19,7 +19,9 @@
  * - a message longer than the receive buffer completes the receive with PP_P2P_TRUNCATED after
  *   delivering what fits; the sender completes normally;
  * - issend completes only after the matching receive has started (an ACK for eager messages; the
- *   rendezvous handshake itself for larger ones); isend may complete before (eager: once sent);
+ *   rendezvous handshake itself for larger ones); isend may complete before (eager: once sent,
+ *   or, for an EAGER posted unsignalled in a burst, once posted: its payload is copied already;
+ *   engine/proto/p2p/p2p_impl.h, selective signalling);
  * - iprobe reports source, tag and size of the message a receive would get, without taking it.
  *
  * Protocols, chosen by size: eager up to eager_limit (copied through pre-posted bounce buffers,

@@ -28,13 +28,36 @@ static void unpost_tx(struct pp_engine *e, uint32_t t)
   tx_free(p, t);
 }
 
+/* SEND t was posted on channel ci's QP (p2p_impl.h: selective signalling): unsignalled, it
+ * joins the open run; signalled, it takes the run over (its completion frees the run's slots). */
+static inline void run_posted(struct p2p *p, uint32_t ci, uint32_t t, bool sig)
+{
+  struct tx *x = &p->tx[t];
+  assert(p->urun_n == 0 || p->urun_ch == ci); /* (one run open at a time: eager_signal) */
+  if (!sig) {
+    x->held = true;
+    x->rnext = p->urun;
+    p->urun = t;
+    p->urun_ch = ci;
+    p->urun_n++;
+  } else if (p->urun_n) {
+    assert(p->urun_n < SIG_EVERY);
+    x->rnext = p->urun;
+    x->run = (uint8_t)p->urun_n;
+    x->nwr = (uint16_t)(x->nwr + p->urun_n);
+    p->urun = NO_TX;
+    p->urun_n = 0;
+  }
+}
+
 /* Posts tx slot t (its header h already filled) with `len` bytes from the pool whose
- * registration has lkey; hands back the owed credits. A refused SEND leaves nothing behind
+ * registration has lkey, signalled unless `!sig` (an EAGER of the fast path only: p2p_impl.h,
+ * selective signalling); hands back the owed credits. A refused SEND leaves nothing behind
  * (unpost_tx): the caller decides what fails. Inline in its two callers (start_first: every
  * EAGER and RTS; post_tx: the control messages, never `fast`: see start_first). */
 static inline __attribute__((always_inline)) enum pp_status
 post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len, uint32_t lkey,
-            bool fast)
+            bool fast, bool sig)
 {
   struct p2p *p = P2P(e);
   uint32_t ci = p->tx[t].ch;
@@ -53,22 +76,29 @@ post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len, uint32
   struct pp_send_wr *wr = &p->txwr; /* the rest of it stays zero (p2p_impl.h) */
   wr->wr_id = WRID(W_TX, 0, t);
   wr->opcode = PP_WR_SEND;
-  wr->send_flags = PP_SEND_SIGNALED;
+  wr->send_flags = sig ? PP_SEND_SIGNALED : 0;
   wr->num_sge = 1;
   wr->sg_list[0] = (struct pp_sge){.addr = (uint64_t)(uintptr_t)h, .length = len, .lkey = lkey};
   (*sq)++;
   assert(*sq <= e->cfg.qp.sq_depth); /* every caller checked for room */
+  assert(sig || (fast && *sq < e->cfg.qp.sq_depth)); /* (eager_signal) */
   enum pp_status s = (enum pp_status)e->ops->post_send(e->nic, dq ? c->dqpn : c->qpn, wr);
-  if (s != PP_OK)
+  if (s != PP_OK) {
     unpost_tx(e, t);
-  return s;
+    return s;
+  }
+  if (fast) /* (only an EAGER of the fast path opens or closes a run: see eager_signal) */
+    run_posted(p, ci, t, sig);
+  assert(fast || p->urun_n == 0);
+  return PP_OK;
 }
 
 /* post_tx_hdr for tx slot t, from its pool. */
 static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
 {
   struct p2p *p = P2P(e);
-  return post_tx_hdr(e, t, (struct hdr *)(void *)tx_buf(p, t), len, tx_mr(p, t)->lkey, false);
+  return post_tx_hdr(e, t, (struct hdr *)(void *)tx_buf(p, t), len, tx_mr(p, t)->lkey, false,
+                     true);
 }
 
 /* A due CREDIT message on channel c (it needs no credit); a refused one fails the peer. */
@@ -352,7 +382,7 @@ SEND_INLINE void send_begin(struct p2p *p, struct peer *pe, struct req *r, uint3
 /* Fills send buffer t (its header h) with r's EAGER (header and payload) or RTS; returns its
  * length. Every byte of the header is written (the fields it does not use are 0). */
 SEND_INLINE uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t, struct hdr *h,
-                                 uint32_t rkey, bool abort, bool fast)
+                                 uint32_t rkey, bool abort, bool sig, bool fast)
 {
   uint64_t handle = handle_of(p, r);
   bool eager = fast || r->proto == PP_P2P_EAGER;
@@ -382,8 +412,14 @@ SEND_INLINE uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t,
     memcpy((uint8_t *)h + HDR, r->buf, r->len);
     len += r->len;
   }
-  p->tx[t] = (struct tx){.next = NO_TX, .ch = r->ch, .req = !fast && abort ? 0 : handle,
-                         .nwr = 1, .type = type};
+  /* (the slot is as tx_alloc left it: next NO_TX, every other field 0) */
+  struct tx *x = &p->tx[t];
+  assert(x->next == NO_TX && !x->req && !x->nwr && !x->type && !x->run && !x->held);
+  x->ch = (uint16_t)r->ch;
+  x->nwr = 1;
+  x->type = type;
+  if (sig && (fast || !abort)) /* (an unsignalled EAGER's request completes once posted) */
+    x->req = handle;
   return len;
 }
 
@@ -399,6 +435,36 @@ static void send_refused(struct pp_engine *e, struct peer *pe, struct req *r)
     q->seq--;
   pe->send_seq--;
   p2p_fail_as(e, p->now, r, PP_P2P_E_FAILED, PP_WC_LOC_QP_OP_ERR);
+}
+
+/* Is the EAGER of r (fast path, on channel c, just begun: its credit taken, its big-pool slot
+ * taken, its send-queue slot not yet) to be signalled? Not when the next send in the line is an
+ * EAGER of the fast path that start_sends starts right after it on the same QP, for certain:
+ * one channel, a credit, a send-queue slot after r's, a send buffer (r's own is big, and so is
+ * the next one's: the small pool, which covers every reply that can be owed, is never held by an
+ * unsignalled SEND); and fewer than SIG_EVERY - 1 unsignalled ones before r (p2p_impl.h). */
+SEND_INLINE bool eager_signal(const struct pp_engine *e, const struct p2p *p,
+                              const struct peer *pe, const struct req *r, const struct chan *c)
+{
+  const struct req *n = pe->pend_head; /* (send_begin took r out of the line) */
+  /* n->len - 1 < eager_limit: an EAGER (its protocol is its length's) that is not empty */
+  assert(!n || (n->proto == PP_P2P_EAGER) == (n->len <= p->prm.eager_limit));
+  return !n || n->len - 1u >= p->prm.eager_limit || !r->len || p->urun_n >= p->sig_cap ||
+         !c->credits || c->sq_used + 2 > e->cfg.qp.sq_depth || p->big.free == NO_TX;
+}
+
+/* The NIC refused the post that was to close channel ch's open run (p2p_impl.h: selective
+ * signalling): its SENDs free their own slots at their completions, and the peer fails (as for
+ * a refused control message), so the QP goes to ERROR and every one of them is flushed. */
+static void run_orphaned(struct pp_engine *e, uint32_t ch)
+{
+  struct p2p *p = P2P(e);
+  assert(p->urun_ch == ch);
+  for (uint32_t t = p->urun; t != NO_TX; t = p->tx[t].rnext)
+    p->tx[t].held = false;
+  p->urun = NO_TX;
+  p->urun_n = 0;
+  p2p_post_refused(e, ch);
 }
 
 /* Starts r, the first in peer pi's line, when credits, a send-queue slot and a buffer allow;
@@ -422,11 +488,23 @@ SEND_INLINE bool start_first(struct pp_engine *e, uint32_t pi, struct req *r, bo
   }
   send_begin(p, pe, r, ch, xmr, fast);
   struct hdr *h = (struct hdr *)(void *)(pool->buf + (size_t)(t - pool->first) * pool->size);
-  uint32_t len = send_header(p, r, t, h, xmr.rkey, abort, fast);
-  if (post_tx_hdr(e, t, h, len, pool->mr.lkey, fast) != PP_OK)
+  struct chan *c = &p->ch[ch];
+  bool sig = !fast || eager_signal(e, p, pe, r, c);
+  uint32_t len = send_header(p, r, t, h, xmr.rkey, abort, sig, fast);
+  if (!sig) /* its request completes once posted (p2p_impl.h): no completion names it */
+    r->wrs = 0;
+  if (post_tx_hdr(e, t, h, len, pool->mr.lkey, fast, sig) != PP_OK) {
+    bool open = fast && p->urun_n; /* the run before it relied on this one to close it */
     send_refused(e, pe, r);
-  else if (!fast && abort) /* the RTS only keeps the sequence: the receiver drops it */
+    if (open)
+      run_orphaned(e, ch);
+  } else if (!sig) { /* (p2p_maybe_complete_active: no work request, fq or registration) */
+    assert(!r->fq_n && !(r->flags & R_REGS));
+    if (!r->await) /* (else synchronous: its ACK completes it) */
+      p2p_complete_as(e, p->now, r, true);
+  } else if (!fast && abort) { /* the RTS only keeps the sequence: the receiver drops it */
     p2p_fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
+  }
   return true;
 }
 
@@ -439,8 +517,9 @@ static void start_sends(struct pp_engine *e, uint32_t pi)
   for (struct req *r; (r = pe->pend_head);) {
     bool fast = r->proto == PP_P2P_EAGER && !p->srq; /* (one test: the two calls are the paths) */
     if (!(fast ? start_first(e, pi, r, true) : start_first(e, pi, r, false)))
-      return;
+      break;
   }
+  assert(p->urun_n == 0); /* every run closed (eager_signal's certainty, or run_orphaned) */
 }
 
 /* The peers of mask m that may start sends, in index order, and those after them that may once

@@ -291,6 +291,18 @@ RECV_INLINE enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct
 
 /* ------------------------------------------------------------------ completions */
 
+/* The run of unsignalled SENDs (n of them, from t) that a signalled one's completion covers
+ * (p2p_impl.h: selective signalling): their send buffers are free again. */
+static __attribute__((noinline)) void run_done(struct p2p *p, uint32_t t, uint32_t n)
+{
+  for (; n > 0; n--) {
+    uint32_t next = p->tx[t].rnext;
+    assert(p->tx[t].held && p->tx[t].req == 0);
+    tx_free(p, t);
+    t = next;
+  }
+}
+
 /* The completion of tx slot idx (a SEND: EAGER, RTS or a control message). */
 static enum pp_status tx_done(struct pp_engine *e, uint64_t now, const struct pp_wc *wc,
                               uint32_t idx)
@@ -299,6 +311,14 @@ static enum pp_status tx_done(struct pp_engine *e, uint64_t now, const struct pp
   if (idx >= p->big.n + p->small.n)
     return PP_INVALID;
   struct tx x = p->tx[idx];
+  if (x.held | x.run) { /* (one test: the rare ones, selective signalling, p2p_impl.h) */
+    if (x.held) { /* unsignalled, so failed or flushed: the signalled one after it frees it */
+      if (wc->status != PP_WC_SUCCESS)
+        p2p_fail_channel(e, now, x.ch, wc->qp_num, (uint8_t)wc->status);
+      return PP_OK;
+    }
+    run_done(p, x.rnext, x.run);
+  }
   struct chan *c = &p->ch[x.ch];
   uint32_t *sq = p2p_on_dqp(p, x.type) ? &c->dsq_used : &c->sq_used;
   p2p_sq_release(p, c, sq, x.nwr, e->cfg.qp.sq_depth);

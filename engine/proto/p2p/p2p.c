@@ -114,6 +114,8 @@ static enum pp_status p2p_lists(struct pp_engine *e, struct p2p *p)
   }
   p->big.free = p->small.free = NO_TX;
   p->defer_head = p->defer_tail = NO_TX;
+  p->urun = NO_TX;
+  p->sig_cap = m->channels == 1 ? SIG_EVERY - 1 : 0; /* (eager_signal: one QP per peer only) */
   for (uint32_t t = p->big.n + p->small.n; t-- > 0;)
     tx_free(p, t);
   enum pp_status s = pp_match_init(&p->match, m->max_requests, p->ntotal_rx + p->npool);

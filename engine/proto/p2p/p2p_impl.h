@@ -68,6 +68,42 @@
  * (the message's type, p->srq), so both specialisations make the same state changes in the
  * same order: traces are identical either way.
  *
+ * Selective signalling of EAGER SENDs (credits.c: eager_signal, post_tx_hdr; eager.c: tx_done).
+ * An EAGER of the fast path (no srq, one channel) is posted unsignalled when the next send in
+ * its peer's line is an EAGER that start_sends starts right after it, on the same QP, for
+ * certain (a credit, a send-queue slot and a big-pool send buffer are there for it), and fewer
+ * than SIG_EVERY - 1 unsignalled ones precede it: in a burst of starts (credits came back for
+ * parked sends) only the last one and every SIG_EVERY-th make a completion. Every other SEND
+ * (RTS, replies, CREDIT, an EAGER alone or last in its burst, any with srq) is signalled.
+ *  - Slots: the unsignalled EAGERs of a run (p2p.urun) are posted back to back and the next
+ *    post on their QP, a signalled EAGER, takes the run over (tx.run, tx.rnext; its nwr counts
+ *    their send-queue slots). RC completes a send queue in order, so its completion, success or
+ *    error, is theirs too: it frees their send buffers and their send-queue slots (sq_used drops
+ *    only there, as the NIC frees its slots only at a completion that covers them: no
+ *    send-queue overflow). A run is open only inside start_sends, between two posts: if the NIC
+ *    refuses the post that was to close it, the run's SENDs free their own slots (tx.held
+ *    cleared) and the peer fails as for a refused control message, so close_channel's ERROR
+ *    flushes the QP, which completes every WR left with an error. So no slot waits for ever,
+ *    p2p_quiet (sq_used) still means nothing is outstanding, and held slots are bounded
+ *    (SIG_EVERY - 1 per run). An unsignalled SEND that fails or is flushed makes a completion
+ *    with its wr_id (ibverbs; simnic.c complete_send): it fails its channel as any failed
+ *    completion does, and its slot is freed by the signalled one after it, which always
+ *    completes (flushed at the latest) after it. Credits are untouched: RNR stays impossible.
+ *  - Requests: an unsignalled EAGER's request completes when the SEND is posted (the NIC took
+ *    the WR), since no completion will name it: its payload is in the send buffer already
+ *    (send_header copied it), so the application's buffer is free, which is all a
+ *    standard-mode send's completion says (MPI 3.1 section 3.4: a send may complete once the
+ *    message is buffered; completion says nothing of its delivery; UCX's and MPICH's buffered
+ *    eager sends complete so). A SEND the NIC refuses to post still fails its request
+ *    (send_refused). A later failure of that SEND (an error or flush completion) cannot be
+ *    reported to its request, which is complete and may be reused: it fails the channel and
+ *    the peer as any failed completion does (every request still involving the peer fails with
+ *    PP_P2P_E_FAILED); the message itself is reported delivered only by a receive that got it
+ *    (RC places a SEND whole or not at all), as when a completed send's peer dies later. A
+ *    synchronous one still completes at its ACK only (await), so MPI_Ssend's guarantee stands.
+ *    A signalled EAGER's request completes at its completion, as before (tests/test_p2p.c:
+ *    a_failed_unsignalled_burst_fails_the_peer_and_gives_every_buffer_back).
+ *
  * The module's files (one concern each; this header is private to them):
  *   p2p.c      the pp_proto_ops entry points (create/destroy, connect, timers, async events;
  *              completions are eager.c's) and the public API (prepost/p2p.h)
@@ -108,6 +144,9 @@
 #define HDR 64u
 #define PIPE_MAX 8u
 #define FLUSH_TIMER 1u
+/* at most SIG_EVERY - 1 unsignalled EAGER SENDs in a row on a QP (selective signalling, below;
+ * fits tx.run) */
+#define SIG_EVERY 16u
 
 enum msg_type { M_EAGER = 1, M_RTS, M_CTS, M_FIN, M_ACK, M_CREDIT };
 /* F_ABORT: an RTS, CTS or FIN of a transfer given up because a buffer could not be registered
@@ -163,13 +202,18 @@ struct rx {
 #define NO_TX UINT32_MAX
 
 struct tx {
-  uint32_t next; /* free list or control queue */
-  uint32_t ch;
-  uint64_t req;  /* request handle, or 0 */
-  uint16_t nwr;  /* send-queue slots this signalled WR frees */
+  uint32_t next;  /* free list or control queue (before it is posted) */
+  uint32_t rnext; /* a run of unsignalled SENDs (p2p.urun, then the signalled one's): the next */
+  uint64_t req;   /* request handle, or 0 (an unsignalled EAGER's: its request completed) */
+  uint16_t ch;
+  uint16_t nwr;   /* send-queue slots its completion frees: its own, unsignalled WRITEs' and
+                     its run's */
   uint8_t type;
-  uint8_t slot;  /* RPUT sender FIN: the registration slot it releases */
+  uint8_t slot;   /* RPUT sender FIN: the registration slot it releases */
+  uint8_t run;    /* signalled: the unsignalled SENDs before it whose slots it frees (rnext) */
+  bool held;      /* unsignalled: its slot is freed by the signalled SEND after it */
 };
+_Static_assert(PP_MAX_QPS <= UINT16_MAX, "a channel index fits tx.ch");
 
 struct chan {
   uint32_t peer; /* peer index */
@@ -376,6 +420,12 @@ struct p2p {
   bool flushing, flush_armed;
   uint32_t defer_head, defer_tail; /* FINs held back for the reply (reply first, above) */
   uint32_t npending; /* sends waiting to start */
+  /* The open run (selective signalling, above): the EAGERs posted unsignalled on channel
+   * urun_ch's QP since its last signalled SEND, linked by tx.rnext (urun_n of them, from urun);
+   * the next signalled SEND there takes them over. At most one run is open, and only inside
+   * start_sends (between the posts of two sends of one peer, on its one channel). */
+  uint32_t urun, urun_n, urun_ch;
+  uint32_t sig_cap; /* the longest run: SIG_EVERY - 1 with one channel, 0 (none) with more */
   /* progress() visits only these, in index order (as a scan of all would): bit i of pend_mask,
    * peer i has sends waiting (pend_head); bit i of ctrl_due, channel i has control messages
    * left (p2p_ctrl_left, as p2p_flush_ctrl left it), which can only be because it has no
