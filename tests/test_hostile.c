@@ -47,7 +47,7 @@ struct whdr {
 };
 _Static_assert(sizeof(struct whdr) == 64, "the wire header is 64 bytes");
 enum { T_EAGER = 1, T_RTS, T_CTS, T_FIN, T_ACK, T_CREDIT };
-enum { WF_SYNC = 1, WF_RGET = 2, WF_ABORT = 4 };
+enum { WF_SYNC = 1, WF_RGET = 2, WF_ABORT = 4, WF_FIN = 16 };
 
 /* ================================================================ guarded buffers */
 
@@ -990,6 +990,77 @@ Test(hostile_p2p, rget_from_a_well_behaved_attacker_reads_its_buffer)
   cr_assert(all_bytes(d, 20000, 0x99));
   cr_assert_eq(sent(VICTIM, ATTACKER, T_FIN, 0).sreq, 0x5151, "the FIN names its RTS");
   honest_goes_on();
+}
+
+/* An RTS may carry the FIN of one of the victim's RGET sends to its sender (F_FIN, rreq: the
+ * send's handle; engine/proto/p2p/p2p_impl.h, reply first: carried). A well-behaved one
+ * finishes that send and its RTS is delivered too. */
+Test(hostile_p2p, rts_carrying_the_fin_of_an_rget)
+{
+  p2p_up_default();
+  pp_req s, r;
+  uint8_t *out = guarded(20000, 0x61), *d = guarded(20000, 0);
+  uint8_t *src = S.abuf + (size_t)(NASLOT - 4) * ASLOT;
+  memset(src, 0x99, 20000);
+  cr_assert_eq(pp_p2p_isend(S.e[VICTIM], now(), out, 20000, ATTACKER, 3, 0, 0, &s), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d, 20000, ATTACKER, 7, 0, 0, &r), PP_OK);
+  run();
+  struct whdr mine = sent(VICTIM, ATTACKER, T_RTS, 0);
+  cr_assert_eq(S.remote_live[VICTIM], 1, "the send buffer is readable while it waits");
+  struct whdr h = rts(0, 20000, true, src);
+  h.flags |= WF_FIN;
+  h.rreq = mine.sreq;
+  forge_hdr(&h);
+  run();
+  expect_no_violation();
+  cr_assert_eq(done(VICTIM, &s).error, PP_P2P_E_OK, "the carried FIN finished the send");
+  cr_assert_eq(S.remote_live[VICTIM], 0, "not readable after it");
+  cr_assert_eq(done(VICTIM, &r).error, PP_P2P_E_OK, "and the RTS was delivered");
+  cr_assert(all_bytes(d, 20000, 0x99));
+  honest_goes_on();
+}
+
+/* ... a carried FIN is checked as a FIN is: naming a handle that is no RGET send of ours (here
+ * none at all, then an RPUT send's) fails the peer, the RTS with it. */
+Test(hostile_p2p, rts_carrying_a_fin_for_no_send)
+{
+  p2p_up_default();
+  uint8_t *d = guarded(20000, 0);
+  pp_req r;
+  cr_assert_eq(pp_p2p_irecv(S.e[VICTIM], now(), d, 20000, ATTACKER, 7, 0, 0, &r), PP_OK);
+  struct whdr h = rts(0, 20000, true, S.abuf);
+  h.flags |= WF_FIN;
+  h.rreq = 0x7777;
+  forge_hdr(&h);
+  run();
+  expect_violation("FIN", PP_VF_HANDLE);
+  failed_with_peer(VICTIM, &r);
+  cr_assert(all_bytes(d, 20000, 0), "nothing was read");
+  honest_goes_on();
+}
+
+Test(hostile_p2p, rts_carrying_a_fin_for_an_rput_send)
+{
+  p2p_up_default();
+  pp_req s;
+  uint8_t *src;
+  struct whdr mine = rput_to_attacker(100000, &s, &src);
+  struct whdr h = rts(0, 20000, true, S.abuf);
+  h.flags |= WF_FIN;
+  h.rreq = mine.sreq;
+  forge_hdr(&h);
+  run();
+  expect_violation("FIN", PP_VF_HANDLE);
+  failed_with_peer(VICTIM, &s);
+  honest_goes_on();
+}
+
+/* Only an RTS carries one: an EAGER with F_FIN is refused for its flags. */
+Test(hostile_p2p, eager_carrying_a_fin)
+{
+  p2p_up_default();
+  struct whdr h = {.type = T_EAGER, .flags = WF_FIN, .tag = 7, .len = 0, .rreq = 0x7777};
+  lone_header_fails(&h, "EAGER", PP_VF_FLAGS);
 }
 
 /* The victim receives an RPUT of len bytes from the attacker: returns its first CTS. */

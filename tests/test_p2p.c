@@ -103,13 +103,16 @@ static bool refuse(int h, const struct pp_send_wr *wr)
 }
 
 /* Every work request posted, per host, in post order: its opcode, for a SEND the message type
- * (the first byte of its header: engine/proto/p2p/p2p_impl.h, 2 RTS, 4 FIN), and the time. */
-enum { T_RTS = 2, T_FIN = 4 };
+ * (the first byte of its header: engine/proto/p2p/p2p_impl.h, 2 RTS, 4 FIN), its flags (the
+ * second; 16: an RTS carrying a FIN) and the handles it names (sreq, rreq: bytes 24 and 32),
+ * and the time. */
+enum { T_RTS = 2, T_FIN = 4, TF_FIN = 16 };
 static struct {
   unsigned n[MAXR];
   struct {
-    int opcode, type;
+    int opcode, type, flags;
     bool sig; /* PP_SEND_SIGNALED */
+    uint64_t sreq, rreq;
     uint64_t at;
   } wr[MAXR][256];
 } POSTS;
@@ -126,6 +129,12 @@ static void log_post(int h, const struct pp_send_wr *wr)
   POSTS.wr[h][POSTS.n[h]].opcode = (int)wr->opcode;
   POSTS.wr[h][POSTS.n[h]].type = type;
   POSTS.wr[h][POSTS.n[h]].sig = (wr->send_flags & PP_SEND_SIGNALED) != 0;
+  if (type >= 0) {
+    const uint8_t *b = (const uint8_t *)(uintptr_t)wr->sg_list[0].addr;
+    POSTS.wr[h][POSTS.n[h]].flags = b[1];
+    memcpy(&POSTS.wr[h][POSTS.n[h]].sreq, b + 24, 8);
+    memcpy(&POSTS.wr[h][POSTS.n[h]].rreq, b + 32, 8);
+  }
   POSTS.wr[h][POSTS.n[h]++].at = now();
 }
 
@@ -1738,10 +1747,10 @@ static int find_post(int h, unsigned from, int op, int type)
 }
 
 /* An RGET and its answer, as in a ping-pong: rank 1's READ completes and its application answers
- * from the pump after that event. The answer's RTS is the first WQE posted after the READ, the
- * FIN right behind it at the same time (engine/proto/p2p/p2p_impl.h: reply first), and both
- * transfers complete. */
-Test(p2p, rget_answer_is_posted_before_the_fin)
+ * from the pump after that event. The answer's RTS is the first WQE posted after the READ and
+ * carries the FIN (engine/proto/p2p/p2p_impl.h: reply first, carried): no FIN of its own, and
+ * both transfers complete. */
+Test(p2p, rget_answer_rts_carries_the_fin)
 {
   struct pp_engine_cfg cfg = base(2);
   up(&cfg, 0);
@@ -1756,12 +1765,13 @@ Test(p2p, rget_answer_is_posted_before_the_fin)
   int read = find_post(1, 0, PP_WR_RDMA_READ, -1);
   cr_assert_geq(read, 0, "rank 1 read the message");
   int rts = find_post(1, (unsigned)read + 1, PP_WR_SEND, T_RTS);
-  int fin = find_post(1, (unsigned)read + 1, PP_WR_SEND, T_FIN);
-  cr_assert(rts >= 0 && fin >= 0, "rank 1 posted the answer's RTS and the FIN");
+  int ping = find_post(0, 0, PP_WR_SEND, T_RTS);
+  cr_assert(rts >= 0 && ping >= 0, "rank 0 posted the ping's RTS, rank 1 the answer's");
   cr_assert_eq(rts, read + 1, "the answer's RTS is the first WQE after the READ");
-  cr_assert_eq(fin, rts + 1, "the FIN right behind it");
-  cr_assert_eq(POSTS.wr[1][fin].at, POSTS.wr[1][rts].at, "in the same pass");
   cr_assert_eq(POSTS.wr[1][rts].at, REPLY.at);
+  cr_assert(POSTS.wr[1][rts].flags & TF_FIN, "it carries the FIN");
+  cr_assert_eq(POSTS.wr[1][rts].rreq, POSTS.wr[0][ping].sreq, "of the ping");
+  cr_assert_eq(find_post(1, 0, PP_WR_SEND, T_FIN), -1, "and no FIN of its own went");
   struct pp_p2p_status a = done(0, &s), b = done(1, &r), c = done(1, &REPLY.req), d = done(0, &rb);
   cr_assert(a.error == PP_P2P_E_OK && b.error == PP_P2P_E_OK && c.error == PP_P2P_E_OK &&
             d.error == PP_P2P_E_OK);
@@ -1771,6 +1781,72 @@ Test(p2p, rget_answer_is_posted_before_the_fin)
   cr_assert_eq(memcmp(REPLY.buf, back, len), 0);
   cr_assert_eq(rnr_total(), 0);
   cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]), "nothing held back at the end");
+  free(src);
+  free(dst);
+  free(back);
+  free(REPLY.buf);
+}
+
+/* An EAGER answer carries no FIN (only an RTS does: the eager path tests nothing more): the
+ * FIN goes right behind it, in the same pass. */
+Test(p2p, rget_eager_answer_is_followed_by_the_fin)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint32_t len = 64 << 10, small = 1024; /* an RGET ping, an EAGER answer */
+  uint8_t *src = pattern(len, 1), *dst = calloc(1, len), *back = calloc(1, small);
+  REPLY = (struct reply){.on = true, .rank = 1, .len = small, .buf = pattern(small, 2)};
+  pp_req s, r, rb;
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), back, small, 1, 9, 0, 0, &rb), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  run();
+  int read = find_post(1, 0, PP_WR_RDMA_READ, -1);
+  cr_assert_geq(read, 0);
+  int ping = find_post(0, 0, PP_WR_SEND, T_RTS);
+  cr_assert_eq(POSTS.wr[1][read + 1].type, 1, "the answer's EAGER is the first WQE after the READ");
+  cr_assert_eq(POSTS.wr[1][read + 1].flags & TF_FIN, 0, "carrying no FIN");
+  int fin = find_post(1, (unsigned)read + 1, PP_WR_SEND, T_FIN);
+  cr_assert_eq(fin, read + 2, "the FIN right behind it");
+  cr_assert_eq(POSTS.wr[1][fin].at, POSTS.wr[1][read + 1].at, "in the same pass");
+  cr_assert_eq(POSTS.wr[1][fin].sreq, POSTS.wr[0][ping].sreq, "the ping's");
+  struct pp_p2p_status a = done(0, &s), b = done(1, &r), c = done(1, &REPLY.req), d = done(0, &rb);
+  cr_assert(a.error == PP_P2P_E_OK && b.error == PP_P2P_E_OK && c.error == PP_P2P_E_OK &&
+            d.error == PP_P2P_E_OK);
+  cr_assert_eq(memcmp(REPLY.buf, back, small), 0);
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+  free(src);
+  free(dst);
+  free(back);
+  free(REPLY.buf);
+}
+
+/* The answer's RTS refused by the NIC: the FIN it was to carry did not go with it, so it goes
+ * alone (it stayed deferred), and the ping completes; the answer fails. */
+Test(p2p, rget_fin_of_a_refused_answer_goes_alone)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint32_t len = 64 << 10;
+  uint8_t *src = pattern(len, 1), *dst = calloc(1, len), *back = calloc(1, len);
+  REPLY = (struct reply){.on = true, .rank = 1, .len = len, .buf = pattern(len, 2)};
+  REFUSE.host = 1;
+  REFUSE.opcode = PP_WR_SEND;
+  REFUSE.count = 1; /* rank 1's first SEND: the answer's RTS */
+  pp_req s, r, rb;
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), back, len, 1, 9, 0, 0, &rb), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  run();
+  cr_assert_eq(REFUSE.refused, 1);
+  int ping = find_post(0, 0, PP_WR_SEND, T_RTS);
+  int fin = find_post(1, 0, PP_WR_SEND, T_FIN);
+  cr_assert_geq(fin, 0, "the FIN went alone");
+  cr_assert_eq(POSTS.wr[1][fin].sreq, POSTS.wr[0][ping].sreq);
+  cr_assert_eq(find_post(1, 0, PP_WR_SEND, T_RTS), -1, "no RTS of rank 1 reached the NIC");
+  cr_assert_eq(done(0, &s).error, PP_P2P_E_OK, "the ping completed");
+  cr_assert_eq(done(1, &r).error, PP_P2P_E_OK);
+  cr_assert_eq(done(1, &REPLY.req).error, PP_P2P_E_FAILED, "the refused answer failed");
   free(src);
   free(dst);
   free(back);

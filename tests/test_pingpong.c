@@ -180,9 +180,10 @@ ParameterizedTest(const struct path *p, pingpong,
 }
 
 /* Reply first (engine/proto/p2p/p2p_impl.h, engine/proto/ring/ring.c): the control message
- * that only releases the sender (an RGET FIN, a ring credit write) is posted after the answer
- * the application sends in the same pass, never before it, and still goes when no answer comes
- * (the last round trip). Read from the run's event log (one line per NIC event, in time order:
+ * that only releases the sender (a ring credit write) is posted after the answer the
+ * application sends in the same pass, never before it, and still goes when no answer comes
+ * (the last round trip); an RGET FIN rides in the answer's RTS (carried), so an RGET
+ * ping-pong posts one SEND per hop, and a separate FIN only for the last, unanswered, reply. Read from the run's event log (one line per NIC event, in time order:
  * "T hostH TX REQ OPCODE psn P len L ...", "T hostH RX ...", "T hostH WC ... OPCODE STATUS len L"). */
 struct order {
   uint32_t answered[2]; /* ring: arrivals whose rank's next WRITE was the answer (64 B) */
@@ -190,6 +191,7 @@ struct order {
   uint32_t credit_at_once[2]; /* ring: those posted at the arrival's time */
   uint32_t fin_behind[2]; /* rget: READs whose peer's next SEND (the FIN) came before the data */
   uint32_t reads[2];
+  uint32_t sends[2]; /* rget: SENDs posted (RTS, carrying a FIN or not, and FINs) */
   bool last_fin_at_once; /* rget: rank 0's last READ completion, a SEND at the same time */
 };
 
@@ -237,8 +239,11 @@ static void log_order(FILE *log, bool ring, struct order *o)
         o->reads[h]++;
         in_read[h] = true;
       }
-      if (!ring && !strcmp(op, "SEND") && h == 0)
-        last_send = t;
+      if (!ring && !strcmp(op, "SEND")) {
+        o->sends[h]++;
+        if (h == 0)
+          last_send = t;
+      }
     } else if (!ring && !strcmp(what, "RX")) {
       if (strstr(line, " RX READ_RESP "))
         in_read[h] = false;
@@ -282,8 +287,9 @@ ParameterizedTest(const struct path *p, pingpong, the_answer_goes_before_the_fin
   } else {
     cr_assert_eq(o.reads[0], n);
     cr_assert_eq(o.reads[1], n);
-    cr_assert_eq(o.fin_behind[0], n, "%s: each reply's RTS came before the ping's FIN", p->name);
-    cr_assert_eq(o.fin_behind[1], n - 1, "%s: each ping's RTS before the reply's FIN", p->name);
+    cr_assert_eq(o.sends[1], n, "%s: rank 1's FINs all rode in its replies' RTS", p->name);
+    cr_assert_eq(o.sends[0], n + 1, "%s: rank 0's in its next pings', but the last", p->name);
+    cr_assert_eq(o.fin_behind[0], 0, "%s: no SEND but the RTS per hop", p->name);
     cr_assert(o.last_fin_at_once, "%s: the last FIN, unanswered, at the READ's completion",
               p->name);
   }

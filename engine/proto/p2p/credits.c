@@ -230,12 +230,14 @@ enum pp_status p2p_defer_reply(struct pp_engine *e, uint64_t now, uint32_t ch,
   if (t == NO_TX)
     return PP_LIMIT; /* cannot happen: the pool covers every reply that can be owed */
   tx_append(p, &p->defer_head, &p->defer_tail, t);
+  p->ch[ch].defer_fin = t; /* the channel's next RTS may carry it (p2p_impl.h: carried) */
   assert(p->flush_armed); /* what bounds its wait */
   return PP_OK;
 }
 
 /* The deferred FINs join their channels' control queues, in the order they were deferred (a
- * failed channel's are dropped: its control queue would drop them). */
+ * failed channel's are dropped: its control queue would drop them; one an RTS carried, type 0,
+ * is done). */
 enum pp_status p2p_flush_deferred(struct pp_engine *e)
 {
   struct p2p *p = P2P(e);
@@ -245,7 +247,8 @@ enum pp_status p2p_flush_deferred(struct pp_engine *e)
     p->defer_head = p->tx[t].next;
     p->tx[t].next = NO_TX;
     struct chan *c = &p->ch[p->tx[t].ch];
-    if (c->failed) {
+    c->defer_fin = NO_TX;
+    if (c->failed || p->tx[t].type == 0) {
       tx_free(p, t);
       continue;
     }
@@ -400,6 +403,12 @@ SEND_INLINE uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t,
       .addr = (uint64_t)(uintptr_t)r->buf,
       .rkey = rkey,
   };
+  uint32_t fin = fast || eager ? NO_TX : p->ch[r->ch].defer_fin;
+  if (fin != NO_TX) { /* it carries the channel's deferred FIN (p2p_impl.h: carried) */
+    assert(p->tx[fin].type == M_FIN && p->tx[fin].ch == r->ch);
+    h->flags |= F_FIN;
+    h->rreq = ((const struct hdr *)tx_buf(p, fin))->sreq;
+  }
   if (!fast && p->srq) { /* what the credits do not cover of the sends queued behind r (srq.c) */
     const struct chan *c = &p->ch[r->ch];
     uint32_t behind = p->peer[r->peer].send_seq - r->seq - 1;
@@ -421,6 +430,16 @@ SEND_INLINE uint32_t send_header(struct p2p *p, const struct req *r, uint32_t t,
   if (sig && (fast || !abort)) /* (an unsignalled EAGER's request completes once posted) */
     x->req = handle;
   return len;
+}
+
+/* Channel ch's deferred FIN went in the RTS just posted: its tx slot, still on the deferred
+ * list, is marked carried (type 0) and freed unsent by the flush. */
+static void fin_carried(struct p2p *p, uint32_t ch)
+{
+  uint32_t fin = p->ch[ch].defer_fin;
+  assert(fin != NO_TX && p->tx[fin].type == M_FIN);
+  p->tx[fin].type = 0;
+  p->ch[ch].defer_fin = NO_TX;
 }
 
 /* The NIC refused r's EAGER or RTS: nothing of it went. r fails (its registration, the remote
@@ -495,15 +514,18 @@ SEND_INLINE bool start_first(struct pp_engine *e, uint32_t pi, struct req *r, bo
     r->wrs = 0;
   if (post_tx_hdr(e, t, h, len, pool->mr.lkey, fast, sig) != PP_OK) {
     bool open = fast && p->urun_n; /* the run before it relied on this one to close it */
-    send_refused(e, pe, r);
+    send_refused(e, pe, r); /* (a FIN it was to carry stays deferred) */
     if (open)
       run_orphaned(e, ch);
   } else if (!sig) { /* (p2p_maybe_complete_active: no work request, fq or registration) */
     assert(!r->fq_n && !(r->flags & R_REGS));
     if (!r->await) /* (else synchronous: its ACK completes it) */
       p2p_complete_as(e, p->now, r, true);
-  } else if (!fast && abort) { /* the RTS only keeps the sequence: the receiver drops it */
-    p2p_fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
+  } else {
+    if (!fast && (h->flags & F_FIN))
+      fin_carried(p, ch);
+    if (!fast && abort) /* the RTS only keeps the sequence: the receiver drops it */
+      p2p_fail_as(e, p->now, r, PP_P2P_E_NO_MR, PP_WC_LOC_PROT_ERR);
   }
   return true;
 }

@@ -216,7 +216,7 @@ static enum pp_status check_match_msg(struct pp_engine *e, uint64_t now, struct 
       return p2p_violation(e, now, x, h->type, PP_VF_LEN, h->len,
                            h->len > PP_MAX_MSG_SIZE ? PP_MAX_MSG_SIZE : p->prm.eager_limit + 1ull,
                            h->len > PP_MAX_MSG_SIZE);
-    if ((h->flags & ~(F_SYNC | F_RGET | F_ABORT)) ||
+    if ((h->flags & ~(F_SYNC | F_RGET | F_ABORT | F_FIN)) ||
         ((h->flags & F_RGET) != 0) != (h->len <= p->prm.rget_limit))
       return p2p_violation(e, now, x, h->type, PP_VF_FLAGS, h->flags,
                            h->len <= p->prm.rget_limit ? F_RGET : 0, false);
@@ -268,7 +268,11 @@ RECV_INLINE enum pp_status p2p_on_recv(struct pp_engine *e, uint64_t now, struct
       return s;
     if ((s = check_match_msg(e, now, x, h, wc->byte_len - HDR)) != PP_OK || x->state == RX_DEAD)
       return s;
-    return h->type == M_EAGER ? p2p_on_eager_msg(e, now, x) : p2p_on_match_msg(e, now, x);
+    if (h->type == M_EAGER)
+      return p2p_on_eager_msg(e, now, x);
+    if ((h->flags & F_FIN) && !p2p_fin_carried(e, now, x, h))
+      return PP_OK; /* (the peer failed: x went with it) */
+    return p2p_on_match_msg(e, now, x);
   }
   switch (h->type) {
   case M_CTS:

@@ -150,7 +150,7 @@ static enum pp_status open_channel(struct pp_engine *e, struct p2p *p, uint32_t 
 {
   struct chan *c = &p->ch[ci];
   *c = (struct chan){.peer = i, .rx0 = ci * p->nrx, .credits = p->D, .rcredits = p->R,
-                     .cq_head = NO_TX, .cq_tail = NO_TX};
+                     .cq_head = NO_TX, .cq_tail = NO_TX, .defer_fin = NO_TX};
   enum pp_status s =
       pp_engine_qp_open(e, p->peer[i].rank, 0, e->cfg.qp.sq_depth, p->nrx, &c->qpn, &c->psn);
   if (p->srq) { /* srq.c: the data QP, on the SRQ; one credit to start with, on both ends */

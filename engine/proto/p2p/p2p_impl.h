@@ -59,6 +59,17 @@
  *    matters, an RPUT FIN behind its WRITE, is never deferred.
  *  - p2p_quiet is false while a FIN is deferred, so a run does not end with one held back.
  *
+ * Carried: the next RTS the application sends on that channel carries the deferred FIN in its
+ * header (F_FIN, rreq = the FIN's sreq) instead of it following as a second WQE, which under
+ * rxe reached the peer about one hop after the first and then delayed the next hop's first WQE
+ * (backends/verbs/README.md, "Where the latency goes"). The channel remembers its latest
+ * deferred FIN (chan.defer_fin); the RTS's header takes it when written (send_header) and only
+ * once the RTS was posted is the FIN's tx slot marked carried (type 0): the flush frees it
+ * unsent. A refused RTS leaves the FIN deferred, to go as before. At the peer the RTS's FIN is
+ * taken first, as a FIN is (p2p_fin_carried: the same checks; a bad one fails the peer), then
+ * the RTS, in or out of order. It takes no reply credit at either end: no receive of its own.
+ * Only RTS carry one (an EAGER never does: the eager path tests nothing more).
+ *
  * The eager fast path is the general one specialised, not a second implementation: the
  * sender's start (credits.c: start_first and the helpers it composes) and the receiver's
  * delivery (eager.c: deliver, start_recv, eager_recv) are always inline and take a `fast` flag
@@ -154,7 +165,7 @@ enum msg_type { M_EAGER = 1, M_RTS, M_CTS, M_FIN, M_ACK, M_CREDIT };
  * or FIN ends the peer's side of the transfer with the same error. */
 /* F_FAILED, with F_ABORT on a FIN: the peer gave up because its NIC refused the READ (RGET) or a
  * WRITE (RPUT) of the transfer; the request fails with PP_P2P_E_FAILED rather than NO_MR. */
-enum { F_SYNC = 1, F_RGET = 2, F_ABORT = 4, F_FAILED = 8 };
+enum { F_SYNC = 1, F_RGET = 2, F_ABORT = 4, F_FAILED = 8, F_FIN = 16 /* RTS: carries a FIN */ };
 
 /* The wire header at the start of every SEND (fixed-width fields, host order: both ends are
  * the same build). */
@@ -208,7 +219,7 @@ struct tx {
   uint16_t ch;
   uint16_t nwr;   /* send-queue slots its completion frees: its own, unsignalled WRITEs' and
                      its run's */
-  uint8_t type;
+  uint8_t type;   /* the message; 0: a deferred FIN an RTS carried (freed by the flush) */
   uint8_t slot;   /* RPUT sender FIN: the registration slot it releases */
   uint8_t run;    /* signalled: the unsignalled SENDs before it whose slots it frees (rnext) */
   bool held;      /* unsignalled: its slot is freed by the signalled SEND after it */
@@ -225,6 +236,7 @@ struct chan {
   /* sending side */
   uint32_t credits, rcredits, sq_used;
   uint32_t cq_head, cq_tail; /* replies waiting for a reply credit or a send-queue slot */
+  uint32_t defer_fin;        /* its latest deferred FIN, which its next RTS carries (or NO_TX) */
   bool failed;
   /* srq (srq.c): EAGER and RTS go on a second QP whose receives come from the shared pool */
   uint32_t dqpn, dpsn, dsq_used;
@@ -852,6 +864,7 @@ enum pp_status p2p_write_done(struct pp_engine *e, uint64_t now, struct req *r,
                               const struct pp_wc *wc);
 enum pp_status p2p_on_cts(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h);
 enum pp_status p2p_on_fin(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h);
+bool p2p_fin_carried(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h);
 
 /* pending.c */
 size_t p2p_pending(const struct pp_engine *e, struct pp_wait *out, size_t max);

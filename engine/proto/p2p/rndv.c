@@ -346,6 +346,25 @@ static enum pp_status fin_rget(struct pp_engine *e, uint64_t now, struct rx *x,
   return p2p_reply_consumed(e, x);
 }
 
+/* The FIN an RTS carries (F_FIN; p2p_impl.h: carried): rreq names our RGET send it finishes,
+ * checked as a FIN's sreq is (fin_rget). False when it names none: the peer failed, and x, the
+ * RTS's buffer, went with it. */
+bool p2p_fin_carried(struct pp_engine *e, uint64_t now, struct rx *x, const struct hdr *h)
+{
+  struct p2p *p = P2P(e);
+  assert(h->type == M_RTS && (h->flags & F_FIN));
+  struct req *r = p2p_reply_req(p, h->rreq, K_SEND, p->ch[x->ch].peer);
+  if (!r || r->proto != PP_P2P_RNDV_GET || !r->await) {
+    enum pp_status s = p2p_violation(e, now, x, M_FIN, PP_VF_HANDLE, h->rreq, 0, false);
+    assert(s == PP_OK);
+    (void)s;
+    return false;
+  }
+  r->await = false;
+  p2p_maybe_complete_send(e, now, r);
+  return true;
+}
+
 /* FIN at an RPUT receiver: the next fragment of ours that got a CTS was written (or not:
  * F_ABORT); its window closes. */
 static enum pp_status fin_rput(struct pp_engine *e, uint64_t now, struct rx *x,
