@@ -51,6 +51,9 @@ const char *const pp_cli_bench_usage =
     "                     ib_send_lat / ib_write_lat (ping-pong, half a round trip) and\n"
     "                     ib_read_lat (one RDMA READ); bandwidth as ib_send_bw / ib_write_bw /\n"
     "                     ib_read_bw (a stream of 2 x N operations, 128 outstanding)\n"
+    "  raw_rget           latency only: a ping-pong of the rget row's work requests without\n"
+    "                     the engine (each side SENDs 64 B, the other READs the message from\n"
+    "                     it, then SENDs its own), half a round trip\n"
     "  eager, rget, rput   the engine's point-to-point paths (protocol eager with eager_limit at\n"
     "                     the size; rndv with RGET; rndv with RPUT)\n"
     "  ring-credits, ring-cts   the ring FIFO protocols\n"
@@ -68,8 +71,8 @@ const char *const pp_cli_bench_usage =
     "  --sizes LIST   sizes for both tests, 1 byte..8MiB each, e.g. 64,4KiB,64KiB,1MiB\n"
     "  --lat-size S   latency size without -a/--sizes, 1 byte..8MiB (default 64)\n"
     "  --bw-size S    bandwidth size without -a/--sizes, 1 byte..8MiB (default 64KiB)\n"
-    "  --rows LIST    the rows to run (default all): raw_send,raw_write,raw_read,eager,rget,rput,\n"
-    "                 ring-credits,ring-cts\n"
+    "  --rows LIST    the rows to run (default all): raw_send,raw_write,raw_read,raw_rget,eager,\n"
+    "                 rget,rput,ring-credits,ring-cts\n"
     "  --test T       lat, bw or both (default)\n"
     "  --lat-interval D  engine latency rows: a pause of D between a reply and the next ping\n"
     "                 (default 0: back to back; at most 10s)\n"
@@ -97,6 +100,7 @@ const char *const pp_cli_bench_usage =
   X(RAW_SEND, "raw_send", 1)                                                                  \
   X(RAW_WRITE, "raw_write", 1)                                                                \
   X(RAW_READ, "raw_read", 1)                                                                  \
+  X(RAW_RGET, "raw_rget", 1)                                                                  \
   X(EAGER, "eager", 0)                                                                        \
   X(RGET, "rget", 0)                                                                          \
   X(RPUT, "rput", 0)                                                                          \
@@ -343,18 +347,53 @@ static int settle(struct raw_ep *e, uint64_t dl)
   return 0;
 }
 
+/* raw_rget: one round trip of an RGET ping-pong without the engine: each side in turn SENDs 64 B
+ * (the RTS); the other, once it arrived, READs `size` bytes from the sender's buffer and, once
+ * the READ completed, SENDs its own (no FIN). *sends counts every send-queue completion; a
+ * READ is done when all that was posted completed (RC completes a send queue in order). */
+static int raw_rget_hop(struct raw_ep *e, uint32_t me, uint32_t size, const struct raw_wire *peer,
+                        uint32_t *recvs, uint32_t *sends, uint32_t *posted, uint64_t dl)
+{
+  for (int turn = 0; turn < 2; turn++) {
+    if ((turn == 0) == (me == 0)) {
+      if (post_op(e, PP_WR_SEND, size < 64 ? size : 64, peer))
+        return -1;
+      ++*posted;
+      continue;
+    }
+    uint32_t want = *recvs + 1;
+    while (*recvs < want)
+      if (reap(e, recvs, sends) || boot_now_ns() > dl)
+        return -1;
+    if (post_recv(e) || post_op(e, PP_WR_RDMA_READ, size, peer))
+      return -1;
+    ++*posted;
+    while (*sends < *posted)
+      if (reap(e, recvs, sends) || boot_now_ns() > dl)
+        return -1;
+  }
+  return 0;
+}
+
 /* Latency, one side; the client (me 0) records into h: half a round trip (SEND and WRITE
- * ping-pong) or one READ. */
+ * ping-pong, raw_rget) or one READ. */
 static int raw_lat(struct raw_ep *e, uint32_t me, enum row row, uint32_t size, uint32_t iters,
                    const struct raw_wire *peer, struct pp_hist *h)
 {
   uint64_t dl = boot_now_ns() + RAW_STEP_NS;
   volatile uint8_t *in_last = e->buf + size - 1;
   uint8_t *out_last = e->buf + e->half + size - 1;
-  uint32_t recvs = 0, sends = 0;
+  uint32_t recvs = 0, sends = 0, posted = 0; /* posted: raw_rget's signalled WRs */
   for (uint32_t i = 0; i < iters; i++) {
     uint8_t seq = (uint8_t)(i % 250 + 1);
     uint64_t t = boot_now_ns();
+    if (row == ROW_RAW_RGET) {
+      if (raw_rget_hop(e, me, size, peer, &recvs, &sends, &posted, dl))
+        return -1;
+      if (me == 0)
+        pp_hist_record(h, (boot_now_ns() - t) / 2);
+      continue;
+    }
     if (row == ROW_RAW_READ) {
       if (me == 0) {
         uint32_t want = sends + 1;
@@ -452,7 +491,7 @@ static int raw_side(const struct opts *o, uint32_t me, int sock, struct results 
       continue;
     uint32_t n = sizes_of(o, lat, sz);
     for (int row = 0; row < NROWS; row++) {
-      if (!row_raw[row] || !o->rows[row])
+      if (!row_raw[row] || !o->rows[row] || (!lat && row == ROW_RAW_RGET)) /* latency only */
         continue;
       for (uint32_t k = 0; k < n; k++) {
         memset(e.buf, 0, 2 * e.half);
@@ -483,6 +522,9 @@ static int raw_side(const struct opts *o, uint32_t me, int sock, struct results 
           pp_hist_summarize(h, &r->lat);
           snprintf(r->note, sizeof(r->note), "%s", row == ROW_RAW_READ
                                                        ? "one RDMA READ (ib_read_lat)"
+                                                   : row == ROW_RAW_RGET
+                                                       ? "64 B SEND + READ ping-pong, half (the "
+                                                         "rget row's work requests, no engine)"
                                                    : row == ROW_RAW_SEND
                                                        ? "SEND ping-pong, half (ib_send_lat)"
                                                        : "WRITE ping-pong, half (ib_write_lat)");
@@ -893,7 +935,7 @@ int pp_verbs_bench_main(int argc, char **argv)
     }
     case B_ROWS:
       if (parse_rows(g.arg, &o))
-        return pp_cli_opt_error(&g, "must name rows among raw_send, raw_write, raw_read, eager, "
+        return pp_cli_opt_error(&g, "must name rows among raw_send, raw_write, raw_read, raw_rget, eager, "
                                     "rget, rput, ring-credits, ring-cts, got '%s'", g.arg);
       break;
     case B_TEST:
