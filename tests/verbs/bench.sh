@@ -14,7 +14,10 @@
 # ping-pong's round trip, like the raw rows and perftest). Prints a table and writes
 # $GUEST_OUT/bench-ratios.json: {"ratios": {KEY: ratio}, "figures": {...}, "sizes": ...}, one key
 # per ratio, e.g. eager_lat_vs_send_lat, rget_lat_vs_read_plus_eager_lat, eager_bw_vs_write_bw,
-# rndv_bw_vs_write_bw (RGET), rput_bw_vs_write_bw, ring_bw_vs_write_bw (ring-cts). Not a test:
+# rndv_bw_vs_write_bw (RGET), rput_bw_vs_write_bw, ring_bw_vs_write_bw (ring-cts),
+# rget_lat_vs_raw_rget_lat (the same verbs without the engine), and the kernel's clocksource: in
+# the emulated guest boot it with GUEST_APPEND=tsc=reliable for latency (HPET makes every
+# clock_gettime a system call; backends/verbs/README.md, "Where the latency goes"). Not a test:
 # it fails only when a tool could not run.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -186,6 +189,7 @@ for s in lat_sizes:
     ratio("eager_lat_vs_send_lat" + sfx, e("eager"), r("send"))
     ratio("eager_lat_vs_ucx_tag_lat" + sfx, e("eager"), r("ucx_tag"))
     ratio("rget_lat_vs_read_lat" + sfx, e("rget"), r("read"))
+    ratio("rget_lat_vs_raw_rget_lat" + sfx, e("rget"), e("raw_rget"))
     ratio("rget_lat_vs_read_plus_eager_lat" + sfx, e("rget"),
           (r("read") + e("eager")) if r("read") is not None and e("eager") is not None else None)
     ratio("rput_lat_vs_write_lat" + sfx, e("rput"), r("write"))
@@ -209,14 +213,20 @@ for (k, t, s), v in sorted(ref.items()):
     figures[f"{'ib_' + k if k in ('send', 'write', 'read') else k}_{t}_{s}"] = v
 for (k, t, s), v in sorted(eng.items()):
     figures[f"prepost_{k}_{t}_{s}"] = v
+try:
+    clocksource = open("/sys/devices/system/clocksource/clocksource0/current_clocksource").read().strip()
+except OSError:
+    clocksource = None
 doc = {"device": dev["device"], "active_mtu": dev["active_mtu"], "lat_iters": lat_iters,
+       "clocksource": clocksource,
        "bw_messages": bw_messages,
        "lat_sizes": [int(x) for x in lat_sizes], "bw_sizes": [int(x) for x in bw_sizes],
        "lat_unit": "usec (t_typical, the median)", "bw_unit": "MB/sec (average)",
        "ratios": ratios, "figures": figures}
 with open(os.path.join(out, "bench-ratios.json"), "w") as f:
     json.dump(doc, f, indent=1, sort_keys=True)
-print(f"prepost bench on {dev['device']} (MTU {dev['active_mtu']}), latency {lat_iters} "
+print(f"prepost bench on {dev['device']} (MTU {dev['active_mtu']}, clocksource {clocksource}), "
+      f"latency {lat_iters} "
       "iterations, bandwidth messages per size " +
       ", ".join(f"{k} B: {v}" for k, v in bw_messages.items()) +
       "; latency usec t_typical, bandwidth MB/sec average")
