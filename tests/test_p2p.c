@@ -15,6 +15,7 @@
 #include "prepost/app.h"
 #include "prepost/engine.h"
 #include "prepost/p2p.h"
+#include "prepost/proto.h" /* pp_engine_push_timer: filling the timer queue */
 #include "app_log.h"
 #include "simnic_harness.h"
 
@@ -1847,6 +1848,45 @@ Test(p2p, rget_fin_of_a_refused_answer_goes_alone)
   cr_assert_eq(done(0, &s).error, PP_P2P_E_OK, "the ping completed");
   cr_assert_eq(done(1, &r).error, PP_P2P_E_OK);
   cr_assert_eq(done(1, &REPLY.req).error, PP_P2P_E_FAILED, "the refused answer failed");
+  free(src);
+  free(dst);
+  free(back);
+  free(REPLY.buf);
+}
+
+/* No timer to spare when the FIN would be held back (rank 1's timer queue filled with far-off
+ * timers of the application's): it goes at once, at the READ's completion and before the
+ * answer, which then carries none (p2p_defer_reply's fallback), and both transfers complete. */
+Test(p2p, rget_fin_goes_at_once_when_no_timer_is_left)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint32_t len = 64 << 10;
+  uint8_t *src = pattern(len, 1), *dst = calloc(1, len), *back = calloc(1, len);
+  REPLY = (struct reply){.on = true, .rank = 1, .len = len, .buf = pattern(len, 2)};
+  const uint64_t far = 1000000000000ull; /* 1,000 s: the run is over long before */
+  unsigned pushed = 0;
+  while (pp_engine_push_timer(C.e[1], far, PP_TIMER_APP, 0) == PP_OK)
+    pushed++;
+  cr_assert_gt(pushed, 0);
+  pp_req s, r, rb;
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), back, len, 1, 9, 0, 0, &rb), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  run_until(far - 1);
+  int read = find_post(1, 0, PP_WR_RDMA_READ, -1);
+  cr_assert_geq(read, 0);
+  int fin = find_post(1, (unsigned)read + 1, PP_WR_SEND, T_FIN);
+  int rts = find_post(1, (unsigned)read + 1, PP_WR_SEND, T_RTS);
+  cr_assert_eq(fin, read + 1, "the FIN at once, right after the READ");
+  cr_assert_eq(rts, fin + 1, "the answer behind it");
+  cr_assert_eq(POSTS.wr[1][rts].flags & TF_FIN, 0, "carrying none");
+  struct pp_p2p_status a = done(0, &s), b = done(1, &r), c = done(1, &REPLY.req), d = done(0, &rb);
+  cr_assert(a.error == PP_P2P_E_OK && b.error == PP_P2P_E_OK && c.error == PP_P2P_E_OK &&
+            d.error == PP_P2P_E_OK);
+  cr_assert_eq(memcmp(src, dst, len), 0);
+  cr_assert_eq(memcmp(REPLY.buf, back, len), 0);
+  cr_assert_eq(rnr_total(), 0);
   free(src);
   free(dst);
   free(back);
