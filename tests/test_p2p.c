@@ -1747,6 +1747,45 @@ static int find_post(int h, unsigned from, int op, int type)
   return -1;
 }
 
+/* An RGET ping from rank 0 and rank 1's answer of alen bytes from the pump (REPLY), as in a
+ * ping-pong: the buffers, and rank 0's receive for the answer, rank 1's for the ping and the
+ * ping itself posted (the run is the caller's). */
+struct rget_ping {
+  uint32_t len, alen;
+  uint8_t *src, *dst, *back;
+  pp_req s, r, rb;
+  struct pp_p2p_status ping, answer; /* rget_ping_all_ok: the sends' statuses */
+};
+
+static void rget_ping_post(struct rget_ping *g, uint32_t len, uint32_t alen)
+{
+  *g = (struct rget_ping){.len = len, .alen = alen, .src = pattern(len, 1),
+                          .dst = calloc(1, len), .back = calloc(1, alen)};
+  REPLY = (struct reply){.on = true, .rank = 1, .len = alen, .buf = pattern(alen, 2)};
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), g->back, alen, 1, 9, 0, 0, &g->rb), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), g->dst, len, 0, 5, 0, 0, &g->r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), g->src, len, 1, 5, 0, 0, &g->s), PP_OK);
+}
+
+/* Both transfers completed without error (the sends' statuses kept in g). */
+static void rget_ping_all_ok(struct rget_ping *g)
+{
+  g->ping = done(0, &g->s);
+  struct pp_p2p_status b = done(1, &g->r);
+  g->answer = done(1, &REPLY.req);
+  struct pp_p2p_status d = done(0, &g->rb);
+  cr_assert(g->ping.error == PP_P2P_E_OK && b.error == PP_P2P_E_OK &&
+            g->answer.error == PP_P2P_E_OK && d.error == PP_P2P_E_OK);
+}
+
+static void rget_ping_free(struct rget_ping *g)
+{
+  free(g->src);
+  free(g->dst);
+  free(g->back);
+  free(REPLY.buf);
+}
+
 /* An RGET and its answer, as in a ping-pong: rank 1's READ completes and its application answers
  * from the pump after that event. The answer's RTS is the first WQE posted after the READ and
  * carries the FIN (engine/proto/p2p/p2p_impl.h: reply first, carried): no FIN of its own, and
@@ -1755,13 +1794,8 @@ Test(p2p, rget_answer_rts_carries_the_fin)
 {
   struct pp_engine_cfg cfg = base(2);
   up(&cfg, 0);
-  uint32_t len = 64 << 10; /* RGET both ways */
-  uint8_t *src = pattern(len, 1), *dst = calloc(1, len), *back = calloc(1, len);
-  REPLY = (struct reply){.on = true, .rank = 1, .len = len, .buf = pattern(len, 2)};
-  pp_req s, r, rb;
-  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), back, len, 1, 9, 0, 0, &rb), PP_OK);
-  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
-  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  struct rget_ping g;
+  rget_ping_post(&g, 64 << 10, 64 << 10); /* an RGET ping and answer */
   run();
   int read = find_post(1, 0, PP_WR_RDMA_READ, -1);
   cr_assert_geq(read, 0, "rank 1 read the message");
@@ -1773,19 +1807,14 @@ Test(p2p, rget_answer_rts_carries_the_fin)
   cr_assert(POSTS.wr[1][rts].flags & TF_FIN, "it carries the FIN");
   cr_assert_eq(POSTS.wr[1][rts].rreq, POSTS.wr[0][ping].sreq, "of the ping");
   cr_assert_eq(find_post(1, 0, PP_WR_SEND, T_FIN), -1, "and no FIN of its own went");
-  struct pp_p2p_status a = done(0, &s), b = done(1, &r), c = done(1, &REPLY.req), d = done(0, &rb);
-  cr_assert(a.error == PP_P2P_E_OK && b.error == PP_P2P_E_OK && c.error == PP_P2P_E_OK &&
-            d.error == PP_P2P_E_OK);
-  cr_assert_eq(a.proto, PP_P2P_RNDV_GET);
-  cr_assert_eq(c.proto, PP_P2P_RNDV_GET);
-  cr_assert_eq(memcmp(src, dst, len), 0);
-  cr_assert_eq(memcmp(REPLY.buf, back, len), 0);
+  rget_ping_all_ok(&g);
+  cr_assert_eq(g.ping.proto, PP_P2P_RNDV_GET);
+  cr_assert_eq(g.answer.proto, PP_P2P_RNDV_GET);
+  cr_assert_eq(memcmp(g.src, g.dst, g.len), 0);
+  cr_assert_eq(memcmp(REPLY.buf, g.back, g.alen), 0);
   cr_assert_eq(rnr_total(), 0);
   cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]), "nothing held back at the end");
-  free(src);
-  free(dst);
-  free(back);
-  free(REPLY.buf);
+  rget_ping_free(&g);
 }
 
 /* An EAGER answer carries no FIN (only an RTS does: the eager path tests nothing more): the
@@ -1794,13 +1823,8 @@ Test(p2p, rget_eager_answer_is_followed_by_the_fin)
 {
   struct pp_engine_cfg cfg = base(2);
   up(&cfg, 0);
-  uint32_t len = 64 << 10, small = 1024; /* an RGET ping, an EAGER answer */
-  uint8_t *src = pattern(len, 1), *dst = calloc(1, len), *back = calloc(1, small);
-  REPLY = (struct reply){.on = true, .rank = 1, .len = small, .buf = pattern(small, 2)};
-  pp_req s, r, rb;
-  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), back, small, 1, 9, 0, 0, &rb), PP_OK);
-  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
-  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  struct rget_ping g;
+  rget_ping_post(&g, 64 << 10, 1024); /* an RGET ping, an EAGER answer */
   run();
   int read = find_post(1, 0, PP_WR_RDMA_READ, -1);
   cr_assert_geq(read, 0);
@@ -1811,15 +1835,10 @@ Test(p2p, rget_eager_answer_is_followed_by_the_fin)
   cr_assert_eq(fin, read + 2, "the FIN right behind it");
   cr_assert_eq(POSTS.wr[1][fin].at, POSTS.wr[1][read + 1].at, "in the same pass");
   cr_assert_eq(POSTS.wr[1][fin].sreq, POSTS.wr[0][ping].sreq, "the ping's");
-  struct pp_p2p_status a = done(0, &s), b = done(1, &r), c = done(1, &REPLY.req), d = done(0, &rb);
-  cr_assert(a.error == PP_P2P_E_OK && b.error == PP_P2P_E_OK && c.error == PP_P2P_E_OK &&
-            d.error == PP_P2P_E_OK);
-  cr_assert_eq(memcmp(REPLY.buf, back, small), 0);
+  rget_ping_all_ok(&g);
+  cr_assert_eq(memcmp(REPLY.buf, g.back, g.alen), 0);
   cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
-  free(src);
-  free(dst);
-  free(back);
-  free(REPLY.buf);
+  rget_ping_free(&g);
 }
 
 /* The answer's RTS refused by the NIC: the FIN it was to carry did not go with it, so it goes
@@ -1828,16 +1847,11 @@ Test(p2p, rget_fin_of_a_refused_answer_goes_alone)
 {
   struct pp_engine_cfg cfg = base(2);
   up(&cfg, 0);
-  uint32_t len = 64 << 10;
-  uint8_t *src = pattern(len, 1), *dst = calloc(1, len), *back = calloc(1, len);
-  REPLY = (struct reply){.on = true, .rank = 1, .len = len, .buf = pattern(len, 2)};
   REFUSE.host = 1;
   REFUSE.opcode = PP_WR_SEND;
   REFUSE.count = 1; /* rank 1's first SEND: the answer's RTS */
-  pp_req s, r, rb;
-  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), back, len, 1, 9, 0, 0, &rb), PP_OK);
-  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
-  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  struct rget_ping g;
+  rget_ping_post(&g, 64 << 10, 64 << 10); /* an RGET ping and answer */
   run();
   cr_assert_eq(REFUSE.refused, 1);
   int ping = find_post(0, 0, PP_WR_SEND, T_RTS);
@@ -1845,13 +1859,10 @@ Test(p2p, rget_fin_of_a_refused_answer_goes_alone)
   cr_assert_geq(fin, 0, "the FIN went alone");
   cr_assert_eq(POSTS.wr[1][fin].sreq, POSTS.wr[0][ping].sreq);
   cr_assert_eq(find_post(1, 0, PP_WR_SEND, T_RTS), -1, "no RTS of rank 1 reached the NIC");
-  cr_assert_eq(done(0, &s).error, PP_P2P_E_OK, "the ping completed");
-  cr_assert_eq(done(1, &r).error, PP_P2P_E_OK);
+  cr_assert_eq(done(0, &g.s).error, PP_P2P_E_OK, "the ping completed");
+  cr_assert_eq(done(1, &g.r).error, PP_P2P_E_OK);
   cr_assert_eq(done(1, &REPLY.req).error, PP_P2P_E_FAILED, "the refused answer failed");
-  free(src);
-  free(dst);
-  free(back);
-  free(REPLY.buf);
+  rget_ping_free(&g);
 }
 
 /* No timer to spare when the FIN would be held back (rank 1's timer queue filled with far-off
@@ -1861,18 +1872,13 @@ Test(p2p, rget_fin_goes_at_once_when_no_timer_is_left)
 {
   struct pp_engine_cfg cfg = base(2);
   up(&cfg, 0);
-  uint32_t len = 64 << 10;
-  uint8_t *src = pattern(len, 1), *dst = calloc(1, len), *back = calloc(1, len);
-  REPLY = (struct reply){.on = true, .rank = 1, .len = len, .buf = pattern(len, 2)};
   const uint64_t far = 1000000000000ull; /* 1,000 s: the run is over long before */
   unsigned pushed = 0;
   while (pp_engine_push_timer(C.e[1], far, PP_TIMER_APP, 0) == PP_OK)
     pushed++;
   cr_assert_gt(pushed, 0);
-  pp_req s, r, rb;
-  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), back, len, 1, 9, 0, 0, &rb), PP_OK);
-  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
-  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  struct rget_ping g;
+  rget_ping_post(&g, 64 << 10, 64 << 10); /* an RGET ping and answer */
   run_until(far - 1);
   int read = find_post(1, 0, PP_WR_RDMA_READ, -1);
   cr_assert_geq(read, 0);
@@ -1881,16 +1887,11 @@ Test(p2p, rget_fin_goes_at_once_when_no_timer_is_left)
   cr_assert_eq(fin, read + 1, "the FIN at once, right after the READ");
   cr_assert_eq(rts, fin + 1, "the answer behind it");
   cr_assert_eq(POSTS.wr[1][rts].flags & TF_FIN, 0, "carrying none");
-  struct pp_p2p_status a = done(0, &s), b = done(1, &r), c = done(1, &REPLY.req), d = done(0, &rb);
-  cr_assert(a.error == PP_P2P_E_OK && b.error == PP_P2P_E_OK && c.error == PP_P2P_E_OK &&
-            d.error == PP_P2P_E_OK);
-  cr_assert_eq(memcmp(src, dst, len), 0);
-  cr_assert_eq(memcmp(REPLY.buf, back, len), 0);
+  rget_ping_all_ok(&g);
+  cr_assert_eq(memcmp(g.src, g.dst, g.len), 0);
+  cr_assert_eq(memcmp(REPLY.buf, g.back, g.alen), 0);
   cr_assert_eq(rnr_total(), 0);
-  free(src);
-  free(dst);
-  free(back);
-  free(REPLY.buf);
+  rget_ping_free(&g);
 }
 
 /* No answer: the FIN held back for one still goes, at the time the READ completed (the flush
