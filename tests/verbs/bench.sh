@@ -41,29 +41,8 @@ bw_iters() { # bw_iters SIZE: the messages of one bandwidth test of SIZE bytes
 [[ -n $DEV ]] || { echo "bench.sh: no RDMA device"; exit 1; }
 
 # perftest: server in the background, client against 127.0.0.1 (GID 1: RoCE v2 IPv4-mapped)
-pair() { # name port server-args... -- client-args...
-  local name=$1 port=$2
-  shift 2
-  local s=() c=()
-  while [[ $1 != -- ]]; do s+=("$1"); shift; done
-  shift
-  c=("$@")
-  timeout 300 "${s[@]}" >"$OUT/$name.srv" 2>&1 &
-  local sp=$!
-  local rc=1 try
-  # a slow guest may not be listening yet: the client fails at once then, so try again while
-  # the server lives (at most 10 times)
-  for try in 1 2 3 4 5 6 7 8 9 10; do
-    sleep 1
-    timeout 300 "${c[@]}" >"$OUT/$name.cli" 2>&1
-    rc=$?
-    ((rc == 0)) && break
-    kill -0 $sp 2>/dev/null || break
-    grep -qiE "couldn't connect|unable to (init|connect)|connection refused" "$OUT/$name.cli" || break
-  done
-  wait $sp
-  return $rc
-}
+# shellcheck source=tests/verbs/pair.sh
+source tests/verbs/pair.sh
 D=(-d "$DEV" -x 1)
 port=18600
 UCX_ENV=(UCX_NET_DEVICES=$DEV:1 UCX_TLS=rc_verbs,ud_verbs,self UCX_IB_GID_INDEX=0

@@ -124,7 +124,7 @@ def classify(engine_path, verbs_path):
     all_s = list(samples(sys.stdin))
     pt = sorted(s[2] for s in all_s if polls(s[0], s[4]))
     if len(pt) < 100:
-        print(f"latprof.py: {len(pt)} polling samples: no data phase found", file=sys.stderr)
+        print(f"latprof.py: {len(pt)} polling samples: no data phase found (a run too short for the sampling rate: raise LATPROF_PROF_ITERS or LATPROF_FREQ)", file=sys.stderr)
         return 1
     lo, hi = pt[len(pt) // 100], pt[-1 - len(pt) // 100]
     n = {c: 0 for c, _ in CATEGORIES}

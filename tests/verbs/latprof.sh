@@ -53,24 +53,9 @@ clock() { # clock NAME: switch the kernel's clocksource (nothing when LATPROF_CL
     { echo "latprof.sh: cannot switch the clocksource to $1"; exit 1; }
 }
 
-# perftest: server in the background, client against 127.0.0.1 (GID 1: RoCE v2 IPv4-mapped); a
-# slow guest may not listen yet, so the client tries again while the server lives
-pair() { # name port tool args...
-  local name=$1 port=$2 tool=$3
-  shift 3
-  timeout 300 "$tool" "$@" -p "$port" >"$OUT/$name.srv" 2>&1 &
-  local sp=$! rc=1 try
-  for try in 1 2 3 4 5 6 7 8 9 10; do
-    sleep 1
-    timeout 300 "$tool" "$@" -p "$port" 127.0.0.1 >"$OUT/$name.cli" 2>&1
-    rc=$?
-    ((rc == 0)) && break
-    kill -0 $sp 2>/dev/null || break
-    grep -qiE "couldn't connect|unable to (init|connect)|connection refused" "$OUT/$name.cli" || break
-  done
-  wait $sp
-  return $rc
-}
+# perftest: server in the background, client against 127.0.0.1 (GID 1: RoCE v2 IPv4-mapped)
+# shellcheck source=tests/verbs/pair.sh
+source tests/verbs/pair.sh
 fail=0
 bench() { # bench BUILD TAG ITERS [ROWS]: one prepost bench latency run, its JSON in $OUT/TAG.json
   "$1/tools/prepost" bench --rows "${4:-$ROWS}" --test lat --lat-size 64 --iters "$3" --json \
@@ -88,7 +73,8 @@ for ((k = 1; k <= ROUNDS; k++)); do
     tag="r$k${c:+-$c}"
     for t in send write read; do
       port=$((port + 1))
-      pair "$tag-ib_${t}_lat" $port "ib_${t}_lat" -d "$DEV" -x 1 -s 64 -n "$ITERS" ||
+      pair "$tag-ib_${t}_lat" $port "ib_${t}_lat" -d "$DEV" -x 1 -s 64 -n "$ITERS" -p $port -- \
+        "ib_${t}_lat" -d "$DEV" -x 1 -s 64 -n "$ITERS" -p $port 127.0.0.1 ||
         { echo "latprof.sh: ib_${t}_lat $tag failed"; fail=1; }
     done
     if [[ -n $BASE ]] && ((k % 2 == 0)); then
