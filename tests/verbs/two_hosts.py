@@ -4,7 +4,7 @@ case's verbs run (rank 0 in guest A, rank 1 in guest B) against the same scenari
 simulator, and what the guests' counters say about the link. One PASS/FAIL line per check, a
 closing "two hosts: N passed, N failed" line; exit 1 if anything failed.
 
-usage: two_hosts.py PREPOST --out DIR --loss PERCENT --case NAME:SCENARIO:LOSS...
+usage: two_hosts.py PREPOST --out DIR --loss PERCENT --case NAME:SCENARIO:LOSS[:SETS]...
 
 DIR holds a/ and b/, the guests' folders: NAME.json (rank 0's report; rank 1 prints none),
 NAME.rc, NAME.stderr, NAME.before and NAME.after (rxe0's hw_counters, eth0's statistics, tc's
@@ -12,6 +12,8 @@ qdiscs). A case without loss is asserted as tests/verbs/scenarios.list says for 
 (its expectation and parity mode, scenarios.py's checks); the lossy case: completed on both,
 the counts of the simulator's run with faults.loss = LOSS/100 (messages, bytes, statuses per
 rank), retries > 0 on both, and netem's drops and rxe's retransmissions in the guests' counters.
+SETS (k=v[,k=v...], or -) are the scenario keys the guests' runs were given; the simulator's run
+gets the same.
 """
 import argparse
 import json
@@ -81,10 +83,12 @@ def main():
         sys.stdout.flush()
 
     for case in a.case:
-        name, sc, loss = case.split(":")
+        name, sc, loss, *sets = case.split(":")
         loss = float(loss)
         path = os.path.join(a.models, "scenarios", sc + ".yaml")
         cmd = [a.prepost, "run", path, "--json", "--models", a.models]
+        for kv in (sets[0].split(",") if sets and sets[0] != "-" else []):
+            cmd += ["--set", kv]
         if loss:
             cmd += ["--set", f"faults.loss={loss / 100:g}"]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
