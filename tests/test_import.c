@@ -5,8 +5,10 @@
  * responses, a PSN gap, a sequence-error NAK and the go-back) gives the same statistics in every
  * link type and file format the importer reads (pcap and pcapng; Ethernet with IPv4 and with a
  * VLAN tag and IPv6, Linux cooked SLL and SLL2, raw IP, RoCEv1, native InfiniBand), and tshark
- * decodes the same opcodes and PSNs; two captures of rxe (tests/captures) import as their runs
- * reported; malformed and truncated captures fail with a sentence and
+ * decodes the same opcodes and PSNs; retransmissions that differ from what their PSN first
+ * carried are counted (and identical go-backs, READ retries and stale ring slots are not); the
+ * captures of rxe (tests/captures) import as their runs reported, and the one of rxe's retry
+ * race names its zero-length resend; malformed and truncated captures fail with a sentence and
  * exit 2, and seeded mutations of real captures (through libpcap, and frame by frame through the
  * decoder on exact-size buffers) never read out of bounds (run under the asan preset).
  */
@@ -93,6 +95,7 @@ static void roundtrip(const char *scenario, const char *extra, uint64_t *rnr_out
   cr_expect_eq(t.delivered, json_u64(run, "messages"), "%s: messages", scenario);
   cr_expect_eq(t.rnr_naks, json_u64(run, "rnr_naks"), "%s: rnr_naks", scenario);
   cr_expect_eq(t.retries, json_u64(run, "retries"), "%s: retries", scenario);
+  cr_expect_eq(t.retrans_mismatch, 0, "%s: the simulator resends what it sent", scenario);
   /* the CLI's JSON says the same */
   cr_assert_eq(sh("$P trace import --pcap t.pcap --json > imp.json"), 0);
   char *imp = slurp("imp.json", NULL);
@@ -308,6 +311,7 @@ Test(import, rxe_capture_slow_retransmission)
   cr_assert_eq(t.rnr_naks, 1);
   cr_assert_eq(t.retries, 1);
   cr_assert_eq(t.timeout_retries, 1);
+  cr_assert_eq(t.retrans_mismatch, 0, "rxe resent what it had sent");
   pp_import_free(m);
 }
 
@@ -323,6 +327,34 @@ Test(import, rxe_capture_perftest)
   cr_assert_eq(c->delivered, 200);
   cr_assert_eq(c->rnr_naks, 0);
   cr_assert_eq(c->outstanding, 0);
+  pp_import_free(m);
+}
+
+/* Debian 12's rxe (6.1.192) in the lossy two-host case (backends/verbs/README.md, "rxe's retry
+ * race"): a retry resent PSN 0x684f00, first a SEND_FIRST of 1024 bytes, as a 0-byte SEND_ONLY
+ * and every later packet one PSN late; 41 resent packets differ from what their PSN first
+ * carried (counted packet by packet in the capture), and the responder NAKed 0x684f38. */
+Test(import, rxe_capture_zero_length_retry)
+{
+  struct pp_import *m = import_path(CAPTURES "/rxe-zero-len-retry.pcap");
+  cr_assert_eq(m->nconns, 1);
+  const struct pp_imp_conn *c = &m->conns[0];
+  cr_assert_eq(c->retrans_mismatch, 41);
+  cr_assert_eq(c->mismatch.psn, 0x684f00);
+  cr_assert_eq(c->mismatch.op0, 0x00, "first a SEND_FIRST");
+  cr_assert_eq(c->mismatch.len0, 1024);
+  cr_assert_eq(c->mismatch.op1, 0x04, "resent as a SEND_ONLY");
+  cr_assert_eq(c->mismatch.len1, 0);
+  cr_assert(c->fatal_nak && c->fatal_nak_code == 1 && c->fatal_nak_psn == 0x684f38,
+            "the invalid-request NAK");
+  char diag[2048];
+  pp_import_diagnose(m, c, diag, sizeof(diag));
+  const char *want = "QP 0x15 (169.254.77.1) re-sent PSN 0x684f00 as SEND_ONLY (0 bytes) where "
+                     "it first sent SEND_FIRST (1024 bytes): a retransmission";
+  cr_assert_eq(strncmp(diag, want, strlen(want)), 0, "%s", diag);
+  cr_assert_not_null(strstr(diag, "(41 resent packets differ from their originals); responder "
+                                  "QP 0x15 (169.254.77.2) NAKed PSN 0x684f38 with invalid "
+                                  "request"), "%s", diag);
   pp_import_free(m);
 }
 
@@ -388,7 +420,7 @@ static size_t transport(uint8_t *p, const struct hp *h)
     be32(p + n + 12, h->dma);
     n += 16;
   }
-  if (op == 0x11 || op == 0x0d || op == 0x0f) { /* AETH */
+  if (op == 0x11 || op == 0x0d || op == 0x0f || op == 0x10) { /* AETH */
     p[n] = h->syn;
     be24(p + n + 1, h->msn);
     n += 4;
@@ -494,11 +526,11 @@ static size_t frame(uint8_t *p, enum l2 l, const struct hp *h)
 static void put32(FILE *f, uint32_t v) { cr_assert_eq(fwrite(&v, 4, 1, f), 1); }
 static void put16(FILE *f, uint16_t v) { cr_assert_eq(fwrite(&v, 2, 1, f), 1); }
 
-/* The conversation as a capture: classic pcap (nanosecond) or pcapng (if_tsresol 9). */
+/* Packets as a capture: classic pcap (nanosecond) or pcapng (if_tsresol 9). */
 static uint32_t snaplen; /* 0: whole frames */
 static size_t conv_from; /* the capture starts with this packet of the conversation */
 
-static void write_capture(const char *name, enum l2 l, bool ng)
+static void write_pkts(const char *name, enum l2 l, bool ng, const struct hp *pkts, size_t npkts)
 {
   char path[256];
   snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -515,10 +547,10 @@ static void write_capture(const char *name, enum l2 l, bool ng)
     put32(f, 0xa1b23c4d), put16(f, 2), put16(f, 4), put32(f, 0), put32(f, 0);
     put32(f, 65535), put32(f, (uint32_t)lt);
   }
-  for (size_t i = conv_from; i < NCONV; i++) {
+  for (size_t i = 0; i < npkts; i++) {
     uint8_t b[9000];
-    uint32_t n = (uint32_t)frame(b, l, &conv[i]);
-    uint64_t ts = 1700000000ull * 1000000000ull + conv[i].ts;
+    uint32_t n = (uint32_t)frame(b, l, &pkts[i]);
+    uint64_t ts = 1700000000ull * 1000000000ull + pkts[i].ts;
     if (ng) {
       uint32_t padded = (n + 3) & ~3u;
       put32(f, 6), put32(f, 32 + padded), put32(f, 0);
@@ -535,6 +567,11 @@ static void write_capture(const char *name, enum l2 l, bool ng)
     }
   }
   cr_assert_eq(fclose(f), 0);
+}
+
+static void write_capture(const char *name, enum l2 l, bool ng)
+{
+  write_pkts(name, l, ng, conv + conv_from, NCONV - conv_from);
 }
 
 static void check_conversation(const char *name, const char *what)
@@ -569,6 +606,7 @@ static void check_conversation(const char *name, const char *what)
   cr_expect_eq(c->msn, 7, "%s: the last AETH's MSN", what);
   cr_expect_eq(c->outstanding, 0, "%s", what);
   cr_expect_eq(c->next_psn, 108, "%s", what);
+  cr_expect_eq(c->retrans_mismatch, 0, "%s: every retransmission repeats its original", what);
   pp_import_free(m);
 }
 
@@ -618,6 +656,170 @@ Test(import, hand_built_json_and_diagnosis)
   free(j);
   cr_assert_eq(sh("$P trace import --pcap c.pcapng > c.txt && grep -q 'QP 0x11 (fe80::1) -> "
                   "QP 0x12 (fe80::2)' c.txt"), 0);
+}
+
+/* ---------------------------------------------------------------- retransmissions that differ */
+
+/* 75 SENDs of 4 packets of 1024 bytes from PSN 0xffff80 (across the PSN wrap, and past the
+ * ring's first sizes), an ACK timeout, the go-back resending all 300 packets and the ACK of the
+ * last. Packet `change` of the go-back (-1: none) is resent as opcode `op` with `len` bytes. */
+#define GB_PKTS 300
+static struct hp gb[2 * GB_PKTS + 1];
+
+static void go_back_capture(const char *name, int change, uint8_t op1, uint32_t len1)
+{
+  for (uint32_t i = 0; i < GB_PKTS; i++) {
+    uint8_t op = i % 4 == 0 ? 0x00 : i % 4 == 3 ? 0x02 : 0x01;
+    uint32_t psn = (0xffff80u + i) & 0xffffffu;
+    gb[i] = (struct hp){0, op, psn, 0, 0, 1024, 0, 1000 + 1000ull * i};
+    gb[GB_PKTS + i] = gb[i];
+    gb[GB_PKTS + i].ts += 50000000;
+  }
+  if (change >= 0)
+    gb[GB_PKTS + change].op = op1, gb[GB_PKTS + change].payload = len1;
+  gb[2 * GB_PKTS] = (struct hp){1, 0x11, (0xffff80u + GB_PKTS - 1) & 0xffffffu, 0x1f, 75, 0, 0,
+                                 60000000};
+  write_pkts(name, L_ETH4, false, gb, 2 * GB_PKTS + 1);
+}
+
+Test(import, retrans_identical_go_back_is_no_mismatch)
+{
+  go_back_capture("gb.pcap", -1, 0, 0);
+  struct pp_import *m = import_file("gb.pcap");
+  cr_assert_eq(m->nconns, 1);
+  const struct pp_imp_conn *c = &m->conns[0];
+  cr_assert_eq(c->retrans_pkts, GB_PKTS, "every packet of the go-back is a retransmission");
+  cr_assert_eq(c->retries, 1);
+  cr_assert_eq(c->messages, 75);
+  cr_assert_eq(c->retrans_mismatch, 0, "a go-back that repeats what it sent");
+  char diag[2048];
+  pp_import_diagnose(m, c, diag, sizeof(diag));
+  cr_assert_null(strstr(diag, "re-sent"), "%s", diag);
+  pp_import_free(m);
+  cr_assert_eq(sh("$P trace import --pcap gb.pcap --json > gb.json && "
+                  "$P trace import --pcap gb.pcap > gb.txt && ! grep -q mismatched gb.txt"), 0);
+  char *j = slurp("gb.json", NULL);
+  cr_assert_eq(json_u64(j, "retrans_mismatch"), 0);
+  cr_assert_not_null(strstr(j, "\"retrans_mismatch_first\": null"), "%s", j);
+  free(j);
+}
+
+/* rxe's retry race (backends/verbs/README.md): the go-back resends the last packet of the third
+ * message as a 0-byte SEND_ONLY; the ring has grown past 64 entries since that PSN was sent.
+ * A change of the length alone, or of the opcode alone, is one too. */
+Test(import, retrans_changed_at_one_psn_is_one_mismatch)
+{
+  go_back_capture("gb.pcap", 11, 0x04, 0);
+  struct pp_import *m = import_file("gb.pcap");
+  const struct pp_imp_conn *c = &m->conns[0];
+  cr_assert_eq(c->retrans_mismatch, 1);
+  cr_assert_eq(c->mismatch.psn, 0xffff8b);
+  cr_assert_eq(c->mismatch.op0, 0x02, "first sent as SEND_LAST");
+  cr_assert_eq(c->mismatch.len0, 1024);
+  cr_assert_eq(c->mismatch.op1, 0x04, "resent as SEND_ONLY");
+  cr_assert_eq(c->mismatch.len1, 0);
+  cr_assert_eq(c->mismatch.ts - m->first_ts, 50000000 + 11000);
+  struct pp_imp_totals t;
+  pp_import_totals(m, &t);
+  cr_assert_eq(t.retrans_mismatch, 1);
+  char diag[2048];
+  pp_import_diagnose(m, c, diag, sizeof(diag));
+  const char *want = "QP 0x11 (192.168.1.1) re-sent PSN 0xffff8b as SEND_ONLY (0 bytes) where it "
+                     "first sent SEND_LAST (1024 bytes): a retransmission that does not repeat "
+                     "the original, so the responder sees every later message boundary shifted; "
+                     "that is a requester (NIC or driver) bug, not the application's";
+  cr_assert_eq(strncmp(diag, want, strlen(want)), 0, "first in the diagnosis: %s", diag);
+  cr_assert_not_null(strstr(diag, "ACK timeouts"), "the go-back's cause follows: %s", diag);
+  pp_import_free(m);
+  cr_assert_eq(sh("$P trace import --pcap gb.pcap > gb.txt && grep -q '^  mismatched 1 "
+                  "retransmissions differ from the original (first: PSN 0xffff8b at 50 ms, "
+                  "SEND_LAST 1024 B first, SEND_ONLY 0 B resent)$' gb.txt"), 0);
+  cr_assert_eq(sh("$P trace import --pcap gb.pcap --json > gb.json"), 0);
+  char *j = slurp("gb.json", NULL);
+  cr_assert_eq(json_u64(j, "retrans_mismatch"), 1, "the totals");
+  cr_assert_not_null(strstr(j, "\"retrans_mismatch\": 1, \"retrans_mismatch_first\": {\"psn\": "
+                               "16777099, \"ts_ns\": 50011000, \"first_opcode\": \"SEND_LAST\", "
+                               "\"first_len\": 1024, \"resent_opcode\": \"SEND_ONLY\", "
+                               "\"resent_len\": 0}"), "%s", j);
+  cr_assert_eq(sh("python3 -c 'import json; json.load(open(\"gb.json\"))'"), 0, "valid JSON");
+  free(j);
+  /* the length alone, and the opcode alone */
+  go_back_capture("len.pcap", 11, 0x02, 512);
+  go_back_capture("op.pcap", 12, 0x04, 1024);
+  m = import_file("len.pcap");
+  cr_assert(m->conns[0].retrans_mismatch == 1 && m->conns[0].mismatch.len1 == 512);
+  pp_import_free(m);
+  m = import_file("op.pcap");
+  cr_assert(m->conns[0].retrans_mismatch == 1 && m->conns[0].mismatch.op0 == 0x00);
+  pp_import_free(m);
+}
+
+/* A READ's retries are not judged: one for the rest of the data from the first missing
+ * response's PSN, one from the READ's own PSN asking for less than it first did. */
+Test(import, retrans_read_retried_partially_is_no_mismatch)
+{
+  static const struct hp rd[] = {
+      {0, 0x0c, 200, 0, 0, 0, 8192, 1000},         /* READ_REQUEST 8 KiB: PSNs 200, 201 */
+      {1, 0x0d, 200, 0x1f, 0, 4096, 0, 2000},      /* READ_RESPONSE_FIRST; the LAST lost */
+      {0, 0x0c, 201, 0, 0, 0, 4096, 30000000},     /* the rest, from PSN 201 */
+      {0, 0x0c, 200, 0, 0, 0, 4096, 60000000},     /* from 200, for less */
+      {1, 0x10, 201, 0x1f, 1, 4096, 0, 60001000},  /* READ_RESPONSE_ONLY */
+      {0, 0x04, 202, 0, 0, 64, 0, 60002000},       /* SEND_ONLY */
+      {1, 0x11, 202, 0x1f, 2, 0, 0, 60003000},     /* ACK */
+  };
+  write_pkts("rd.pcap", L_ETH4, false, rd, sizeof(rd) / sizeof(rd[0]));
+  struct pp_import *m = import_file("rd.pcap");
+  const struct pp_imp_conn *c = &m->conns[0];
+  cr_assert_eq(c->retrans_pkts, 2, "both READs are retries");
+  cr_assert_eq(c->retrans_mismatch, 0);
+  cr_assert_eq(c->delivered, 2);
+  pp_import_free(m);
+}
+
+/* A retransmission of a PSN whose slot a later PSN took (PP_IMPORT_SENT_PSNS further), and of a
+ * PSN far behind that the capture never saw (4M PSNs, modulo 2^24): neither is compared with
+ * the slot's PSN. */
+Test(import, retrans_stale_slot_is_not_compared)
+{
+  const uint32_t later = 100 + PP_IMPORT_SENT_PSNS, far = (later - 0x400000u) & 0xffffffu;
+  const struct hp st[] = {
+      {0, 0x04, 100, 0, 0, 64, 0, 1000},         /* SEND_ONLY */
+      {1, 0x11, 100, 0x1f, 1, 0, 0, 2000},       /* ACK */
+      {0, 0x04, later, 0, 0, 32, 0, 3000},       /* the same slot, the PSNs between lost */
+      {0, 0x04, 100, 0, 0, 64, 0, 40000000},     /* 100 again, as first sent */
+      {0, 0x04, far, 0, 0, 16, 0, 40001000},     /* a PSN never seen */
+      {1, 0x11, later, 0x1f, 2, 0, 0, 40002000}, /* ACK */
+  };
+  write_pkts("st.pcap", L_ETH4, false, st, sizeof(st) / sizeof(st[0]));
+  struct pp_import *m = import_file("st.pcap");
+  const struct pp_imp_conn *c = &m->conns[0];
+  cr_assert_eq(c->retrans_pkts, 2);
+  cr_assert_eq(c->psn_gaps, 1);
+  cr_assert_eq(c->retrans_mismatch, 0, "PSN 0x%06x against 0x%06x's slot", c->mismatch.psn,
+               later);
+  pp_import_free(m);
+}
+
+/* A PSN lost before the capture point is first seen in the go-back: a later resend is compared
+ * with that. */
+Test(import, retrans_of_a_gap_fill_is_compared_with_it)
+{
+  static const struct hp gf[] = {
+      {0, 0x04, 100, 0, 0, 64, 0, 1000},        /* SEND_ONLY; 101 lost */
+      {0, 0x04, 102, 0, 0, 64, 0, 2000},        /* SEND_ONLY */
+      {1, 0x11, 101, 0x60, 1, 0, 0, 3000},      /* NAK PSN sequence error */
+      {0, 0x04, 101, 0, 0, 64, 0, 4000},        /* the go-back: 101 on the wire at last */
+      {0, 0x04, 102, 0, 0, 64, 0, 5000},
+      {0, 0x04, 101, 0, 0, 0, 0, 40000000},     /* after an ACK timeout, with 0 bytes */
+      {1, 0x11, 102, 0x1f, 3, 0, 0, 40001000},  /* ACK */
+  };
+  write_pkts("gf.pcap", L_ETH4, false, gf, sizeof(gf) / sizeof(gf[0]));
+  struct pp_import *m = import_file("gf.pcap");
+  const struct pp_imp_conn *c = &m->conns[0];
+  cr_assert_eq(c->psn_gaps, 1);
+  cr_assert_eq(c->retrans_mismatch, 1);
+  cr_assert(c->mismatch.psn == 101 && c->mismatch.len0 == 64 && c->mismatch.len1 == 0);
+  pp_import_free(m);
 }
 
 /* tshark reads the same opcodes, PSNs and AETH syndromes from the hand-built captures. */

@@ -7,6 +7,7 @@
  * the same QP pair follows). PSN arithmetic is modulo 2^24 (IBTA 9.7.1).
  */
 #define _DEFAULT_SOURCE /* libpcap needs the BSD types (u_char, u_int) */
+#include <assert.h>
 #include <inttypes.h>
 #include <pcap/pcap.h>
 #include <stdlib.h>
@@ -379,6 +380,76 @@ static bool gap_fill(struct pp_imp_conn *c, uint32_t psn)
   return false;
 }
 
+/* A request packet's length: its payload, a READ's the length it asks for. */
+static uint32_t req_len(const struct pp_ib_pkt *k)
+{
+  return k->opcode == 0x0c ? k->dma_len : k->payload;
+}
+
+/* What a PSN first carried, for its retransmissions: a ring indexed by PSN modulo its size (a
+ * power of two, so it divides 2^24 and the PSN wrap keeps neighbours apart), each slot holding
+ * its PSN, so that an older PSN of the same index is never taken for this one. */
+static struct pp_imp_sent *sent_slot(const struct pp_imp_conn *c, uint32_t psn)
+{
+  return c->sent_cap ? &c->sent[psn & (c->sent_cap - 1)] : NULL;
+}
+
+/* Doubles the ring (64 .. PP_IMPORT_SENT_PSNS): its memory follows what the connection sent,
+ * not a fixed cost per connection that a capture of many QPs multiplies. PSNs distinct modulo
+ * the old size are distinct modulo the new one. */
+static int sent_grow(struct walk *w, struct pp_imp_conn *c)
+{
+  size_t cap = c->sent_cap ? c->sent_cap * 2 : 64;
+  assert(cap <= PP_IMPORT_SENT_PSNS && !(cap & (cap - 1)));
+  struct pp_imp_sent *n = calloc(cap, sizeof(*n));
+  if (!n)
+    return fail(w, "out of memory");
+  for (size_t i = 0; i < c->sent_cap; i++)
+    if (c->sent[i].used)
+      n[c->sent[i].psn & (cap - 1)] = c->sent[i];
+  free(c->sent);
+  c->sent = n;
+  c->sent_cap = cap;
+  return 0;
+}
+
+/* The first request packet of a PSN seen. The ring grows when the slot is another PSN's and it
+ * is half full (PSNs sent in order fill it before they wrap around it); else the older goes. */
+static int sent_record(struct walk *w, struct pp_imp_conn *c, const struct pp_ib_pkt *k)
+{
+  struct pp_imp_sent *s = sent_slot(c, k->psn);
+  if (c->sent_cap < PP_IMPORT_SENT_PSNS &&
+      (!s || (s->used && s->psn != k->psn && c->sent_n >= c->sent_cap / 2))) {
+    if (sent_grow(w, c))
+      return -1;
+    s = sent_slot(c, k->psn);
+  }
+  c->sent_n += !s->used;
+  *s = (struct pp_imp_sent){.psn = k->psn, .len = req_len(k), .opcode = k->opcode, .used = true};
+  return 0;
+}
+
+/* SEND (also with invalidate) and RDMA WRITE */
+static bool op_send_write(uint8_t op) { return op <= 0x0b || op == 0x16 || op == 0x17; }
+
+/* A retransmission must repeat its PSN's first packet (the responder takes a duplicate for the
+ * original, and a go-back's packets for the originals it lost): for SEND and RDMA WRITE the same
+ * opcode and payload length. A READ's retry may ask for less (what came already); not compared. */
+static void resent_check(struct pp_imp_conn *c, uint64_t ts, const struct pp_ib_pkt *k)
+{
+  const struct pp_imp_sent *s = sent_slot(c, k->psn);
+  if (!s || !s->used || s->psn != k->psn)
+    return; /* first sent before the capture, or more than the ring ago */
+  if (!op_send_write(s->opcode) && !op_send_write(k->opcode))
+    return;
+  if (s->opcode == k->opcode && s->len == req_len(k))
+    return;
+  if (!c->retrans_mismatch++)
+    c->mismatch = (struct pp_imp_mismatch){.ts = ts, .psn = k->psn, .len0 = s->len,
+                                           .len1 = req_len(k), .op0 = s->opcode,
+                                           .op1 = k->opcode};
+}
+
 /* A new (not retransmitted) request packet: the next PSN, then its message. */
 static int new_request(struct walk *w, struct pp_imp_conn *c, uint64_t ts,
                        const struct pp_ib_pkt *k)
@@ -447,7 +518,12 @@ static int on_request(struct walk *w, struct pp_imp_conn *c, uint64_t ts,
   c->prev_psn = k->psn;
   if (!retrans && new_request(w, c, ts, k))
     return -1;
-  if (retrans && gap_fill(c, k->psn) && count_message(w, c, ts, k, 1))
+  bool filled = retrans && gap_fill(c, k->psn); /* the PSN's first appearance */
+  if (filled && count_message(w, c, ts, k, 1))
+    return -1;
+  if (retrans && !filled)
+    resent_check(c, ts, k);
+  else if (sent_record(w, c, k))
     return -1;
   return pend_add(w, c, 0, ts, k, wr_opcode(k->opcode), op_first(k->opcode) || op_only(k->opcode),
                   op_last(k->opcode));
@@ -692,8 +768,10 @@ void pp_import_free(struct pp_import *m)
 {
   if (!m)
     return;
-  for (size_t i = 0; i < m->nconns; i++)
+  for (size_t i = 0; i < m->nconns; i++) {
     free(m->conns[i].ends);
+    free(m->conns[i].sent);
+  }
   free(m->conns);
   free(m->hosts);
   free(m->ev);
@@ -719,6 +797,7 @@ void pp_import_totals(const struct pp_import *m, struct pp_imp_totals *t)
     t->psn_gaps += c->psn_gaps;
     t->rnr_wait_ns += c->rnr_wait_ns + (c->rnr_open ? c->rnr_last_ts - c->rnr_open_since : 0);
     t->retrans_pkts += c->retrans_pkts;
+    t->retrans_mismatch += c->retrans_mismatch;
     t->read_resp_pkts += c->read_resp_pkts;
   }
 }

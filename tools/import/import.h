@@ -82,6 +82,10 @@ struct pp_imp_conn {
   uint64_t retrans_pkts;              /* request packets of a PSN sent before */
   uint64_t retries, rnr_retries, seq_retries, timeout_retries; /* go-backs, by cause */
   uint64_t psn_gaps, psn_gap_pkts;    /* PSNs skipped on the wire (lost before the capture) */
+  /* SEND and RDMA WRITE packets resent with another opcode or payload length than their PSN
+   * first carried (an RC requester must repeat a request exactly): the first of them */
+  uint64_t retrans_mismatch;
+  struct pp_imp_mismatch { uint64_t ts; uint32_t psn, len0, len1; uint8_t op0, op1; } mismatch;
   /* responses */
   uint64_t resp_pkts, acks, rnr_naks, naks[PP_IMP_NAKS], read_resp_pkts, read_resp_bytes;
   uint32_t msn;                       /* the last AETH MSN */
@@ -121,6 +125,9 @@ struct pp_imp_conn {
                        bool resp; } pend[2];
   uint64_t *ends;                     /* ring of outstanding message end PSNs */
   size_t ends_head, ends_n, ends_cap;
+  /* what the last PP_IMPORT_SENT_PSNS PSNs first carried, indexed by PSN modulo sent_cap */
+  struct pp_imp_sent { uint32_t psn, len; uint8_t opcode; bool used; } *sent;
+  size_t sent_cap, sent_n;
 };
 
 /* A packet or message of the conversation for the trace (pkt_tx at t0, pkt_rx at t1). */
@@ -151,6 +158,9 @@ struct pp_import {
 #define PP_IMPORT_MAX_CONNS 65536u
 #define PP_IMPORT_MAX_EVENTS (16u << 20)
 #define PP_IMPORT_MAX_OUTSTANDING (1u << 20)
+/* Per connection, the PSNs whose first request packet a retransmission is compared with (the
+ * ring grows to it from 64 as the connection sends: 48 KiB at most). */
+#define PP_IMPORT_SENT_PSNS 4096u
 
 /* Reads a capture (pcap or pcapng) from `path` or an open FILE (closed by the call). 0, or -1
  * with "PATH: frame N: ..." in err (a malformed or truncated capture, a link type it does not
@@ -163,7 +173,8 @@ void pp_import_free(struct pp_import *m);
 /* Totals over every connection. */
 struct pp_imp_totals {
   uint64_t messages, delivered, bytes, rnr_naks, retries, rnr_retries, seq_retries,
-      timeout_retries, naks, seq_naks, psn_gaps, rnr_wait_ns, retrans_pkts, read_resp_pkts;
+      timeout_retries, naks, seq_naks, psn_gaps, rnr_wait_ns, retrans_pkts, read_resp_pkts,
+      retrans_mismatch;
 };
 void pp_import_totals(const struct pp_import *m, struct pp_imp_totals *t);
 

@@ -117,6 +117,20 @@ void pp_import_diagnose(const struct pp_import *m, const struct pp_imp_conn *c, 
   char rq[96], rs[96];
   qp_name(m, c, true, rs, sizeof(rs));
   qp_name(m, c, false, rq, sizeof(rq));
+  /* first: it explains the NAK (invalid request, remote operational error) that follows it */
+  if (c->retrans_mismatch) {
+    const struct pp_imp_mismatch *x = &c->mismatch;
+    char more[96] = "";
+    if (c->retrans_mismatch > 1)
+      snprintf(more, sizeof(more), " (%" PRIu64 " resent packets differ from their originals)",
+               c->retrans_mismatch);
+    add(&s, "%s re-sent PSN 0x%06x as %s (%u bytes) where it first sent %s (%u bytes): a "
+            "retransmission that does not repeat the original, so the responder sees every "
+            "later message boundary shifted; that is a requester (NIC or driver) bug, not the "
+            "application's%s",
+        rq, x->psn, pp_ib_opcode_name(x->op1), x->len1, pp_ib_opcode_name(x->op0), x->len0,
+        more);
+  }
   if (c->rnr_naks)
     diagnose_rnr(m, c, &s);
   if (c->fatal_nak)
@@ -178,6 +192,13 @@ void pp_import_report(const struct pp_import *m, const char *name, FILE *out)
                  " timeout), %" PRIu64 " packets retransmitted, %" PRIu64 " PSN gaps\n",
             c->retries, c->rnr_retries, c->seq_retries, c->timeout_retries, c->retrans_pkts,
             c->psn_gaps);
+    if (c->retrans_mismatch)
+      fprintf(out, "  mismatched %" PRIu64 " retransmissions differ from the original (first: "
+                   "PSN 0x%06x at %s, %s %u B first, %s %u B resent)\n",
+              c->retrans_mismatch, c->mismatch.psn,
+              fmt_ns(c->mismatch.ts - m->first_ts, w, sizeof(w)),
+              pp_ib_opcode_name(c->mismatch.op0), c->mismatch.len0,
+              pp_ib_opcode_name(c->mismatch.op1), c->mismatch.len1);
     if (c->rnr_naks)
       fprintf(out, "  RNR        waiting %s, RNR timer code %u\n",
               fmt_ns(c->rnr_wait_ns + (c->rnr_open ? c->rnr_last_ts - c->rnr_open_since : 0),
@@ -227,7 +248,16 @@ static void json_conn(const struct pp_import *m, const struct pp_imp_conn *c, FI
           c->timeout_retries, c->retrans_pkts, c->psn_gaps, c->psn_gap_pkts);
   for (int j = 0; j < PP_IMP_NAKS; j++)
     fprintf(out, "%s\"%s\": %" PRIu64, j ? ", " : "", nak_keys[j], c->naks[j]);
-  fprintf(out, "}, \"msn\": ");
+  fprintf(out, "}, \"retrans_mismatch\": %" PRIu64 ", \"retrans_mismatch_first\": ",
+          c->retrans_mismatch);
+  if (c->retrans_mismatch)
+    fprintf(out, "{\"psn\": %u, \"ts_ns\": %" PRIu64 ", \"first_opcode\": \"%s\", "
+                 "\"first_len\": %u, \"resent_opcode\": \"%s\", \"resent_len\": %u}",
+            c->mismatch.psn, c->mismatch.ts - m->first_ts, pp_ib_opcode_name(c->mismatch.op0),
+            c->mismatch.len0, pp_ib_opcode_name(c->mismatch.op1), c->mismatch.len1);
+  else
+    fprintf(out, "null");
+  fprintf(out, ", \"msn\": ");
   if (c->msn_seen)
     fprintf(out, "%u", c->msn);
   else
@@ -261,11 +291,12 @@ void pp_import_json(const struct pp_import *m, const char *name, FILE *out)
           ", \"bytes\": %" PRIu64 ", \"rnr_naks\": %" PRIu64 ", \"rnr_wait_ns\": %" PRIu64
           ", \"retries\": %" PRIu64 ", \"rnr_retries\": %" PRIu64 ", \"seq_retries\": %" PRIu64
           ", \"timeout_retries\": %" PRIu64 ", \"naks\": %" PRIu64 ", \"seq_naks\": %" PRIu64
-          ", \"psn_gaps\": %" PRIu64 ", \"retransmitted_packets\": %" PRIu64 ", \"hosts\": [",
+          ", \"psn_gaps\": %" PRIu64 ", \"retransmitted_packets\": %" PRIu64
+          ", \"retrans_mismatch\": %" PRIu64 ", \"hosts\": [",
           m->frames, m->ib_pkts, m->other_pkts, m->non_rc_pkts, m->unknown_ops,
           m->ib_pkts ? m->last_ts - m->first_ts : 0, t.messages, t.delivered, t.bytes,
           t.rnr_naks, t.rnr_wait_ns, t.retries, t.rnr_retries, t.seq_retries, t.timeout_retries,
-          t.naks, t.seq_naks, t.psn_gaps, t.retrans_pkts);
+          t.naks, t.seq_naks, t.psn_gaps, t.retrans_pkts, t.retrans_mismatch);
   for (size_t i = 0; i < m->nhosts; i++) {
     char h[64];
     fprintf(out, "%s", i ? ", " : "");
