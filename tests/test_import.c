@@ -800,6 +800,44 @@ Test(import, retrans_stale_slot_is_not_compared)
   pp_import_free(m);
 }
 
+/* A gap's fill that finds its slot taken by a later PSN leaves that one (it is the one a go-back
+ * resends next): 101 and 165 share a slot of the 64 the two first packets have. */
+Test(import, retrans_gap_fill_leaves_a_later_psn)
+{
+  static const struct hp lf[] = {
+      {0, 0x04, 100, 0, 0, 64, 0, 1000},        /* SEND_ONLY; 101..164 lost */
+      {0, 0x04, 165, 0, 0, 64, 0, 2000},        /* SEND_ONLY */
+      {1, 0x11, 101, 0x60, 1, 0, 0, 3000},      /* NAK PSN sequence error */
+      {0, 0x04, 101, 0, 0, 64, 0, 4000},        /* the go-back (the rest of it lost too) */
+      {0, 0x04, 165, 0, 0, 32, 0, 5000},        /* 165 with 32 bytes */
+  };
+  write_pkts("lf.pcap", L_ETH4, false, lf, sizeof(lf) / sizeof(lf[0]));
+  struct pp_import *m = import_file("lf.pcap");
+  const struct pp_imp_conn *c = &m->conns[0];
+  cr_assert_eq(c->sent_cap, 64);
+  cr_assert_eq(c->retrans_mismatch, 1);
+  cr_assert(c->mismatch.psn == 165 && c->mismatch.len0 == 64 && c->mismatch.len1 == 32);
+  pp_import_free(m);
+}
+
+/* PSNs that jump by 64, 128, 256, ... collide in every size of the ring: it stays at 64 slots
+ * (4 per packet at most), not PP_IMPORT_SENT_PSNS, for a hostile capture's few packets. */
+Test(import, retrans_ring_grows_with_packets_not_psn_jumps)
+{
+  struct hp j[7];
+  for (uint32_t i = 0, psn = 0; i < 7; psn += 64u << i, i++)
+    j[i] = (struct hp){0, 0x04, psn, 0, 0, 64, 0, 1000 + 1000ull * i};
+  write_pkts("j.pcap", L_ETH4, false, j, 7);
+  struct pp_import *m = import_file("j.pcap");
+  cr_assert_eq(m->conns[0].psn_gaps, 6);
+  cr_assert_eq(m->conns[0].sent_cap, 64);
+  pp_import_free(m);
+  go_back_capture("gb.pcap", -1, 0, 0);
+  m = import_file("gb.pcap");
+  cr_assert_eq(m->conns[0].sent_cap, 512, "300 PSNs sent in order: all remembered");
+  pp_import_free(m);
+}
+
 /* A PSN lost before the capture point is first seen in the go-back: a later resend is compared
  * with that. */
 Test(import, retrans_of_a_gap_fill_is_compared_with_it)

@@ -394,9 +394,8 @@ static struct pp_imp_sent *sent_slot(const struct pp_imp_conn *c, uint32_t psn)
   return c->sent_cap ? &c->sent[psn & (c->sent_cap - 1)] : NULL;
 }
 
-/* Doubles the ring (64 .. PP_IMPORT_SENT_PSNS): its memory follows what the connection sent,
- * not a fixed cost per connection that a capture of many QPs multiplies. PSNs distinct modulo
- * the old size are distinct modulo the new one. */
+/* Doubles the ring (64 .. PP_IMPORT_SENT_PSNS). PSNs distinct modulo the old size are distinct
+ * modulo the new one. */
 static int sent_grow(struct walk *w, struct pp_imp_conn *c)
 {
   size_t cap = c->sent_cap ? c->sent_cap * 2 : 64;
@@ -413,18 +412,22 @@ static int sent_grow(struct walk *w, struct pp_imp_conn *c)
   return 0;
 }
 
-/* The first request packet of a PSN seen. The ring grows when the slot is another PSN's and it
- * is half full (PSNs sent in order fill it before they wrap around it); else the older goes. */
+/* The first request packet of a PSN seen. A slot of another PSN: a later one stays; one less
+ * than PP_IMPORT_SENT_PSNS earlier makes the ring grow (the size divides that distance, so it
+ * stays within the bound) while it is under twice the connection's packets, so that memory
+ * follows the capture, not PSN jumps a hostile one makes; else the earlier PSN goes. */
 static int sent_record(struct walk *w, struct pp_imp_conn *c, const struct pp_ib_pkt *k)
 {
   struct pp_imp_sent *s = sent_slot(c, k->psn);
-  if (c->sent_cap < PP_IMPORT_SENT_PSNS &&
-      (!s || (s->used && s->psn != k->psn && c->sent_n >= c->sent_cap / 2))) {
+  uint32_t age = s && s->used ? psn_dist(k->psn, s->psn) : 0;
+  if (age >= 0x800000u)
+    return 0;
+  if (!s || (age && age < PP_IMPORT_SENT_PSNS &&
+             c->sent_cap < 2 * (c->req_pkts + c->resp_pkts))) {
     if (sent_grow(w, c))
       return -1;
     s = sent_slot(c, k->psn);
   }
-  c->sent_n += !s->used;
   *s = (struct pp_imp_sent){.psn = k->psn, .len = req_len(k), .opcode = k->opcode, .used = true};
   return 0;
 }

@@ -125,9 +125,9 @@ struct pp_imp_conn {
                        bool resp; } pend[2];
   uint64_t *ends;                     /* ring of outstanding message end PSNs */
   size_t ends_head, ends_n, ends_cap;
-  /* what the last PP_IMPORT_SENT_PSNS PSNs first carried, indexed by PSN modulo sent_cap */
+  /* what recent PSNs first carried, indexed by PSN modulo sent_cap (import.c, sent_record) */
   struct pp_imp_sent { uint32_t psn, len; uint8_t opcode; bool used; } *sent;
-  size_t sent_cap, sent_n;
+  size_t sent_cap;
 };
 
 /* A packet or message of the conversation for the trace (pkt_tx at t0, pkt_rx at t1). */
@@ -158,8 +158,9 @@ struct pp_import {
 #define PP_IMPORT_MAX_CONNS 65536u
 #define PP_IMPORT_MAX_EVENTS (16u << 20)
 #define PP_IMPORT_MAX_OUTSTANDING (1u << 20)
-/* Per connection, the PSNs whose first request packet a retransmission is compared with (the
- * ring grows to it from 64 as the connection sends: 48 KiB at most). */
+/* Per connection, how far back a retransmission is compared with its PSN's first request
+ * packet: a ring grown from 64 PSNs to this as the connection sends (48 KiB at most, and never
+ * more than 4 slots per packet of the connection). */
 #define PP_IMPORT_SENT_PSNS 4096u
 
 /* Reads a capture (pcap or pcapng) from `path` or an open FILE (closed by the call). 0, or -1
