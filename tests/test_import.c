@@ -980,12 +980,13 @@ Test(import, fuzz_mutated_captures, .timeout = 240)
                   "> /dev/null; $P trace export --pcap t.trace -o sim.pcap"), 0);
   write_capture("ng.pcapng", L_SLL2_6, true);
   write_capture("ib.pcap", L_IB_GRH, false);
-  cr_assert_eq(sh("cp " CAPTURES "/rxe-rnr-retry0.pcap rxe.pcap"), 0);
-  const char *seeds[] = {"sim.pcap", "ng.pcapng", "ib.pcap", "rxe.pcap"};
+  cr_assert_eq(sh("cp " CAPTURES "/rxe-rnr-retry0.pcap rxe.pcap && cp " CAPTURES
+                  "/rxe-zero-len-retry.pcap race.pcap"), 0);
+  const char *seeds[] = {"sim.pcap", "ng.pcapng", "ib.pcap", "rxe.pcap", "race.pcap"};
   struct pp_prng r;
   pp_prng_seed(&r, 14);
   int ok = 0, bad = 0;
-  for (int s = 0; s < 4; s++) {
+  for (int s = 0; s < 5; s++) {
     size_t n;
     uint8_t *orig = (uint8_t *)slurp(seeds[s], &n);
     cr_assert_eq(fuzz_one(orig, n), 0, "%s reads unmutated", seeds[s]);
