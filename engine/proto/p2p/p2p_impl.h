@@ -611,10 +611,11 @@ static inline uint64_t handle_make(const struct p2p *p, const struct req *r)
 }
 
 /* r's handles go stale: it is freed, or released by pp_p2p_test while on the done list. Its
- * handle becomes 0, which no handle is (the nonce's bit 31), so req_of finds none for it. */
+ * handle becomes 0, which no handle is (the nonce's bit 31), so req_of finds none for it. Its
+ * generation stays: req_of compares the handle, a WR's completion (eager.c) also the state,
+ * which is never ACTIVE again before req_alloc moves the slot to a new generation. */
 static inline void req_stale(struct req *r)
 {
-  r->gen = (r->gen + 1) & 0xfffffff;
   r->handle = 0;
 }
 
