@@ -353,15 +353,20 @@ static struct p2p *api(const struct pp_engine *e)
  * workload through a timer at `now` unless an event is being processed. Inline in the API
  * calls (isend and irecv: the eager path's). */
 static inline __attribute__((always_inline)) enum pp_status
-api_done(struct pp_engine *e, uint64_t now, enum pp_status s)
+api_done_of(struct pp_engine *e, struct p2p *p, uint64_t now, enum pp_status s)
 {
-  struct p2p *p = P2P(e);
   if (p->depth == 0)
     p->now = now;
   if (s == PP_OK && e->started && p->depth == 0)
-    s = p2p_progress(e);
-  p2p_arm_flush(e, now);
+    s = p2p_progress_of(e, p);
+  p2p_arm_flush_of(e, p, now);
   return s;
+}
+
+static inline __attribute__((always_inline)) enum pp_status
+api_done(struct pp_engine *e, uint64_t now, enum pp_status s)
+{
+  return api_done_of(e, P2P(e), now, s);
 }
 
 /* A request on the done list at once: its peer failed already. */
@@ -436,11 +441,11 @@ send_common(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len, ui
   send_queue(p, r);
   enum pp_status s = PP_OK;
   if (!direct) {
-    s = api_done(e, now, PP_OK);
+    s = api_done_of(e, p, now, PP_OK);
   } else {
     p->now = now; /* what api_done does, progress being start_all alone */
     p2p_start_direct(e, (uint32_t)pi);
-    p2p_arm_flush(e, now);
+    p2p_arm_flush_of(e, p, now);
   }
   /* the send went (or waits in its line): now the FINs it overtook (p2p_impl.h: reply first) */
   if (p->defer_head != NO_TX) {
@@ -466,9 +471,8 @@ enum pp_status pp_p2p_issend(struct pp_engine *e, uint64_t now, const void *buf,
 }
 
 /* Receive r takes the earliest unexpected message it matches, or joins the posted queue. */
-static enum pp_status recv_match(struct pp_engine *e, uint64_t now, struct req *r)
+static enum pp_status recv_match(struct pp_engine *e, struct p2p *p, uint64_t now, struct req *r)
 {
-  struct p2p *p = P2P(e);
   struct pp_mentry *m = p->match.nunexpected
                             ? pp_match_find_unexpected(&p->match, r->ctx, r->rank, r->tag)
                             : NULL; /* (what it finds in an empty queue) */
@@ -518,7 +522,7 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
     *out = handle_of(p, r);
   if (pi >= 0 && p->peer[pi].failed)
     return fail_at_once(e, now, r, &p->peer[pi]);
-  return api_done(e, now, recv_match(e, now, r));
+  return api_done_of(e, p, now, recv_match(e, p, now, r));
 }
 
 bool pp_p2p_test(struct pp_engine *e, pp_req *req, struct pp_p2p_status *st)

@@ -745,13 +745,19 @@ static inline uint64_t p2p_may_start(const struct p2p *p)
   return p->pend_mask & ~(p->wait_chan | p->wait_tx);
 }
 
-/* Completions wait on the done list: outside an event, a timer at `now` delivers them. */
-static inline void p2p_arm_flush(struct pp_engine *e, uint64_t now)
+/* Completions wait on the done list: outside an event, a timer at `now` delivers them. (The
+ * _of forms take p = P2P(e) from a caller that has it: e->ps is read again after every store
+ * of a pointer, which may alias it.) */
+static inline void p2p_arm_flush_of(struct pp_engine *e, struct p2p *p, uint64_t now)
 {
-  struct p2p *p = P2P(e);
   if (p->done_head && p->depth == 0 && !p->flushing && !p->flush_armed && /* (the rare first) */
       pp_engine_push_timer(e, now, PP_TIMER_PROTO, FLUSH_TIMER) == PP_OK)
     p->flush_armed = true;
+}
+
+static inline void p2p_arm_flush(struct pp_engine *e, uint64_t now)
+{
+  p2p_arm_flush_of(e, P2P(e), now);
 }
 
 /* p2p.c: everything that may have become possible (control messages, parked sends,
@@ -766,10 +772,9 @@ static inline bool p2p_progress_idle(const struct p2p *p)
 
 /* progress_1 unless it would do nothing: it is called at the end of every event and API call.
  * Without p->prog it is idle (p2p_impl.h); with it, it is idle unless progress_idle says not. */
-static inline enum pp_status p2p_progress(struct pp_engine *e)
+static inline enum pp_status p2p_progress_of(struct pp_engine *e, struct p2p *p)
 {
-  struct p2p *p = P2P(e);
-  assert(p->prog || p2p_progress_idle(p));
+  assert(p == P2P(e) && (p->prog || p2p_progress_idle(p)));
   if (!p->prog)
     return PP_OK;
   if (p2p_progress_idle(p)) {
@@ -777,6 +782,11 @@ static inline enum pp_status p2p_progress(struct pp_engine *e)
     return PP_OK;
   }
   return p2p_progress_1(e);
+}
+
+static inline enum pp_status p2p_progress(struct pp_engine *e)
+{
+  return p2p_progress_of(e, P2P(e));
 }
 
 /* The protocol a send of len bytes takes. */
