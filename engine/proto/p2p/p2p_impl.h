@@ -223,6 +223,7 @@ struct tx {
   uint8_t slot;   /* RPUT sender FIN: the registration slot it releases */
   uint8_t run;    /* signalled: the unsignalled SENDs before it whose slots it frees (rnext) */
   bool held;      /* unsignalled: its slot is freed by the signalled SEND after it */
+  uint8_t pad_[8]; /* to 32 bytes: p->tx[t] is a shift (SIZE_POW2 below) */
 };
 _Static_assert(PP_MAX_QPS <= UINT16_MAX, "a channel index fits tx.ch");
 
@@ -246,6 +247,7 @@ struct chan {
   uint32_t given;  /* receiving side: credits handed back so far (mod 2^32) */
   uint32_t seen;   /* sending side: credits received so far (mod 2^32) */
   bool waiting;    /* receiving side: in the pool's line for credits */
+  uint8_t pad_[32]; /* to 128 bytes: p->ch[i] is a shift (SIZE_POW2 below) */
 };
 
 struct peer {
@@ -255,7 +257,14 @@ struct peer {
   struct req *pend_head, *pend_tail;
   bool failed;
   uint8_t fail_wc, fail_err; /* what its requests complete with once it failed */
+  uint8_t pad_[8]; /* to 64 bytes: p->peer[i] is a shift (SIZE_POW2 below) */
 };
+/* The arrays the eager path indexes on every message hold structs of a power-of-two size, so
+ * that an index becomes an address with one shift, not a multiplication. */
+#define SIZE_POW2(t) _Static_assert((sizeof(t) & (sizeof(t) - 1)) == 0, #t " is a power of two")
+SIZE_POW2(struct tx);
+SIZE_POW2(struct chan);
+SIZE_POW2(struct peer);
 
 enum { K_SEND = 1, K_RECV };
 
