@@ -96,6 +96,8 @@ static enum pp_status p2p_alloc(struct pp_engine *e, struct p2p *p)
   if (!p->peer_of || !p->ch || !p->rx || !p->rxbuf || !p->tx || !p->big.buf || !p->small.buf ||
       !p->req || !p->rec)
     return PP_NOMEM;
+  for (uint32_t i = 0; i < p->ntotal_rx + p->npool; i++)
+    p->rx[i].idx = i;
   for (uint32_t i = 0; i < p->ntotal_rx; i++)
     p->rx[i].buf = p->rxbuf + (size_t)i * p->cbsize;
   return PP_OK;

@@ -205,6 +205,7 @@ struct rx {
   struct rx *ooo_next; /* held out of order, sorted by seq; srq: the list of dead buffers */
   uint8_t *buf;        /* HDR + eager_limit bytes (srq: HDR for a channel's own buffers) */
   uint32_t ch;
+  uint32_t idx;        /* r - p->rx (set at creation: no division per re-post) */
   uint8_t state;
   bool pool;           /* srq: a buffer of the shared pool (posted to the SRQ) */
   bool over;           /* srq, bug srq-no-credits: it came without a credit */
@@ -1109,7 +1110,8 @@ static inline void p2p_maybe_complete_active(struct pp_engine *e, uint64_t now, 
 static inline enum pp_status p2p_rx_repost(struct pp_engine *e, struct rx *r)
 {
   struct p2p *p = P2P(e);
-  uint32_t i = (uint32_t)(r - p->rx);
+  uint32_t i = r->idx;
+  assert(i == (uint32_t)(r - p->rx));
   r->state = RX_POSTED;
   if (p->ch[r->ch].failed)
     return PP_OK;
