@@ -58,7 +58,7 @@ static void p2p_sizes(struct pp_engine *e, struct p2p *p)
   struct pp_prng g;
   pp_prng_seed(&g, pp_seed_derive(e->cfg.seed, PP_SEED_P2P, e->cfg.rank));
   p->nonce = pp_prng_next(&g) | 1ull << 31; /* bit 31: no handle is PP_REQ_NULL */
-  p->gseq = pp_prng_next(&g);
+  p->gen_seed = pp_prng_next(&g);
   p->nrx = p->D + p->R + p->C;
   p->bsize = (HDR + m->eager_limit + 63) & ~63u;
   p->cbsize = p->bsize;
@@ -109,8 +109,11 @@ static enum pp_status p2p_lists(struct pp_engine *e, struct p2p *p)
   const struct pp_p2p_params *m = &p->prm;
   for (uint32_t i = 0; i < e->cfg.nranks; i++)
     p->peer_of[i] = -1;
+  struct pp_prng g;
+  pp_prng_seed(&g, p->gen_seed);
   for (uint32_t i = m->max_requests; i-- > 0;) {
     p->req[i].idx = i; /* (handle 0 from calloc: no live handle) */
+    p->req[i].gen = (uint32_t)(pp_prng_next(&g) >> 36); /* its first generation - 1 */
     p->req[i].next = p->freereq;
     p->freereq = &p->req[i];
   }

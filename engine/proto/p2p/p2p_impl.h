@@ -401,12 +401,17 @@ struct p2p_srq; /* srq.c */
 struct p2p {
   struct pp_p2p_params prm;
   struct p2p_srq *srq; /* p2p.srq: the shared receive queue and its pool; NULL without */
-  /* Request handles go on the wire (a peer names its request and ours in replies): they are
-   * bound to their peer when a reply comes, and not guessable: each allocation moves to a new
-   * generation, and the handle is XORed with this engine's nonce (both from a PRNG seeded by the
-   * configuration: deterministic per seed, no unseeded randomness). */
+  /* Request handles go on the wire (a peer names its request and ours in replies). What keeps
+   * a peer from naming a request that is not its own is the binding: a reply is taken only for
+   * a live request of the peer it came from (p2p_reply_req), and a handle of a slot's earlier
+   * request is stale (the generation). Each slot starts at its own generation and counts up, so
+   * handles differ from slot to slot and engine to engine and tell nothing of the slot index
+   * (the handle is XORed with this engine's nonce); both from a PRNG seeded by the
+   * configuration: deterministic per seed, no unseeded randomness. A peer that saw one handle
+   * of a slot can tell the next one of that slot, which gives it nothing: a request of another
+   * peer refuses its replies, and one of its own it could answer anyway once announced. */
   uint64_t nonce;
-  uint64_t gseq; /* splitmix64 state of the generations */
+  uint64_t gen_seed; /* the slots' first generations (p2p_lists) */
   uint32_t D, R, C, T, TR, P, nrx, bsize;
   uint32_t cbsize; /* a channel's own receive buffers: bsize, or HDR with srq */
   uint32_t npool;  /* srq: the pool's buffers (p->rx[ntotal_rx..]), 0 without */
@@ -664,13 +669,9 @@ static inline struct req *req_alloc(struct p2p *p)
   if (!r)
     return NULL;
   p->freereq = r->next;
-  /* a generation the slot did not have just before (its stale handles stay stale): it moves
-   * by 1 + 27 bits of a splitmix64 step (inline: cheap on the eager path). The step's last
-   * mix, z ^ (z >> 31), is left out: it does not reach bits 37..63, the ones taken. */
-  uint64_t z = (p->gseq += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  uint32_t gen = (r->gen + 1 + (uint32_t)(z >> 37)) & 0xfffffff;
+  /* the slot's next generation (its stale handles stay stale until it wraps, 2^28 requests
+   * of this slot later) */
+  uint32_t gen = (r->gen + 1) & 0xfffffff;
   assert(r->state == RQ_FREE && gen != r->gen && req_regs_clear(r));
   memset(&r->kind, 0, offsetof(struct req, me) - offsetof(struct req, kind));
   r->gen = gen;
