@@ -57,7 +57,7 @@ static void p2p_sizes(struct pp_engine *e, struct p2p *p)
   p->P = m->pipeline;
   struct pp_prng g;
   pp_prng_seed(&g, pp_seed_derive(e->cfg.seed, PP_SEED_P2P, e->cfg.rank));
-  p->nonce = pp_prng_next(&g) | 1ull << 31; /* bit 31: no handle is PP_REQ_NULL */
+  p->nonce = (uint32_t)pp_prng_next(&g) | 1u << 31; /* bit 31: no handle is PP_REQ_NULL */
   p->gen_seed = pp_prng_next(&g);
   p->nrx = p->D + p->R + p->C;
   p->bsize = (HDR + m->eager_limit + 63) & ~63u;
@@ -113,6 +113,7 @@ static enum pp_status p2p_lists(struct pp_engine *e, struct p2p *p)
   pp_prng_seed(&g, p->gen_seed);
   for (uint32_t i = m->max_requests; i-- > 0;) {
     p->req[i].idx = i; /* (handle 0 from calloc: no live handle) */
+    p->req[i].hlo = (i + 1) ^ p->nonce;
     p->req[i].gen = (uint32_t)(pp_prng_next(&g) >> 36); /* its first generation - 1 */
     p->req[i].next = p->freereq;
     p->freereq = &p->req[i];

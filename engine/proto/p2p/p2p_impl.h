@@ -352,6 +352,7 @@ struct req {
    * pp_match_post sets every field of its link 0 (the only link a receive uses). */
   struct pp_mentry me;
   uint32_t idx; /* its slot, r - p->req (set at creation, never cleared: no division per handle) */
+  uint32_t hlo; /* its handles' low half, (idx + 1) ^ p->nonce (set at creation, never cleared) */
   uint64_t handle; /* a live request's handle (req_alloc); 0 once it went stale (req_stale) */
   /* A rendezvous's, from peer_req up to regnext: not cleared by req_alloc either (an eager
    * message never uses them); p2p_rndv_clear zeroes them when a rendezvous starts (send_begin,
@@ -406,11 +407,11 @@ struct p2p {
    * a live request of the peer it came from (p2p_reply_req), and a handle of a slot's earlier
    * request is stale (the generation). Each slot starts at its own generation and counts up, so
    * handles differ from slot to slot and engine to engine and tell nothing of the slot index
-   * (the handle is XORed with this engine's nonce); both from a PRNG seeded by the
+   * (its half of the handle is XORed with this engine's nonce); both from a PRNG seeded by the
    * configuration: deterministic per seed, no unseeded randomness. A peer that saw one handle
    * of a slot can tell the next one of that slot, which gives it nothing: a request of another
    * peer refuses its replies, and one of its own it could answer anyway once announced. */
-  uint64_t nonce;
+  uint32_t nonce;     /* bit 31 set: no handle is PP_REQ_NULL */
   uint64_t gen_seed; /* the slots' first generations (p2p_lists) */
   uint32_t D, R, C, T, TR, P, nrx, bsize;
   uint32_t cbsize; /* a channel's own receive buffers: bsize, or HDR with srq */
@@ -616,13 +617,14 @@ static inline uint32_t nfrag_of(const struct p2p *p, uint32_t len)
   return len ? (uint32_t)(((uint64_t)len + p->prm.frag_size - 1) / p->prm.frag_size) : 1;
 }
 
-/* A request's handle: its generation (28 bits, so a wr_id holds it too) and slot, XORed with
- * the nonce (whose bit 31 no slot number has: never PP_REQ_NULL). */
+/* A request's handle: its generation (28 bits, so a wr_id holds it too) over its slot + 1
+ * XORed with the nonce (whose bit 31 no slot number has: never PP_REQ_NULL). */
 static inline uint64_t handle_make(const struct p2p *p, const struct req *r)
 {
   assert(r->gen <= 0xfffffff && r->idx == (uint32_t)(r - p->req) &&
-         r->idx < p->prm.max_requests);
-  return ((uint64_t)r->gen << 32 | ((uint64_t)r->idx + 1)) ^ p->nonce;
+         r->idx < p->prm.max_requests && r->hlo == ((r->idx + 1) ^ p->nonce));
+  (void)p;
+  return (uint64_t)r->gen << 32 | r->hlo;
 }
 
 /* r's handles go stale: it is freed, or released by pp_p2p_test while on the done list. Its
@@ -647,7 +649,7 @@ static inline uint64_t handle_of(const struct p2p *p, const struct req *r)
  * and generation; a stale one's is 0, and 0 names no slot). */
 static inline struct req *req_of(const struct p2p *p, uint64_t h)
 {
-  uint32_t i = (uint32_t)(h ^ p->nonce);
+  uint32_t i = (uint32_t)h ^ p->nonce;
   if (i == 0 || i > p->prm.max_requests)
     return NULL;
   struct req *r = &p->req[i - 1];
