@@ -406,24 +406,30 @@ static void send_queue(struct p2p *p, struct req *r)
   p->npending++;
 }
 
+/* An API call that starts nothing: its request handle, if asked for, is PP_REQ_NULL. */
+static enum pp_status refused(pp_req *out, enum pp_status s)
+{
+  if (out)
+    *out = PP_REQ_NULL;
+  return s;
+}
+
 /* isend and issend (inline in both: no call with ten arguments, four of them on the stack). */
 static inline __attribute__((always_inline)) enum pp_status
 send_common(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len, uint32_t dest,
             uint32_t tag, uint32_t ctx, uint64_t cookie, pp_req *out, bool sync)
 {
   struct p2p *p = api(e);
-  if (out)
-    *out = PP_REQ_NULL;
   if (!p || (!buf && len))
-    return PP_INVALID;
+    return refused(out, PP_INVALID);
   int pi = peer_idx(p, e, dest);
   if (pi < 0 || tag == PP_ANY_TAG || len > PP_MAX_MSG_SIZE)
-    return PP_INVALID;
+    return refused(out, PP_INVALID);
   if (!e->started)
-    return PP_STATE;
+    return refused(out, PP_STATE);
   struct req *r = req_alloc(p);
   if (!r)
-    return PP_AGAIN;
+    return refused(out, PP_AGAIN);
   struct peer *pe = &p->peer[pi];
   r->kind = K_SEND;
   p2p_req_move(p, r, RQ_FREE, RQ_PENDING);
@@ -506,16 +512,14 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
                             pp_req *out)
 {
   struct p2p *p = api(e);
-  if (out)
-    *out = PP_REQ_NULL;
   if (!p || (!buf && len) || len > PP_MAX_MSG_SIZE)
-    return PP_INVALID;
+    return refused(out, PP_INVALID);
   int pi = source == PP_ANY_SOURCE ? -1 : peer_idx(p, e, source);
   if (source != PP_ANY_SOURCE && pi < 0)
-    return PP_INVALID;
+    return refused(out, PP_INVALID);
   struct req *r = req_alloc(p);
   if (!r)
-    return PP_AGAIN;
+    return refused(out, PP_AGAIN);
   r->kind = K_RECV;
   p2p_req_move(p, r, RQ_FREE, RQ_PENDING);
   r->rank = source;
