@@ -810,17 +810,14 @@ static inline uint32_t p2p_msg_proto(const struct p2p *p, uint32_t len)
   return len <= p->prm.rget_limit ? PP_P2P_RNDV_GET : PP_P2P_RNDV_PUT;
 }
 
-/* The request's status as pp_p2p_test reports it. */
+/* The request's status as pp_p2p_test and the callbacks report it: a copy (a receive that
+ * failed has its pattern there already: p2p_done_with_error). */
 static inline void p2p_fill_status(const struct p2p *p, const struct req *r,
                                    struct pp_p2p_status *st)
 {
   (void)p;
+  assert(r->state == RQ_DONE);
   *st = r->st; /* (source = src, tag = mtag, len = got, error = err, wc_status = wc: the union) */
-  if (r->kind == K_RECV && r->err != PP_P2P_E_OK && r->err != PP_P2P_E_TRUNCATED) {
-    st->source = r->rank;
-    st->tag = r->tag;
-    st->len = st->msg_len = 0;
-  }
 }
 
 /* The engine runs one of the p2p protocols. */
@@ -832,7 +829,9 @@ static inline bool p2p_proto_ok(int protocol)
 /* req.c */
 void p2p_remove_work(struct p2p *p, struct req *r);
 void p2p_record(struct pp_engine *e, const struct req *r); /* p2p.record: a completed receive */
-void p2p_count_error(struct p2p *p, const struct req *r);  /* the counter of r->err, if any */
+/* r completes with r->err != OK: its counter, and a receive that did not get its message
+ * (every error but TRUNCATED) reports its pattern (source, tag) and no bytes. */
+void p2p_done_with_error(struct p2p *p, struct req *r);
 void p2p_fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, uint8_t wc);
 
 /* regs.c */
@@ -991,7 +990,7 @@ static inline __attribute__((always_inline)) void p2p_complete_as(struct pp_engi
       p2p_record(e, r);
   }
   if (r->err != PP_P2P_E_OK)
-    p2p_count_error(p, r);
+    p2p_done_with_error(p, r);
   assert(!(r->flags & R_DONEQ));
   r->flags |= R_DONEQ;
   req_append(&p->done_head, &p->done_tail, r);
