@@ -56,10 +56,9 @@ static inline void run_posted(struct p2p *p, uint32_t ci, uint32_t t, bool sig)
  * (unpost_tx): the caller decides what fails. Inline in its two callers (start_first: every
  * EAGER and RTS; post_tx: the control messages, never `fast`: see start_first). */
 static inline __attribute__((always_inline)) enum pp_status
-post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len, uint32_t lkey,
-            bool fast, bool sig)
+post_tx_hdr(struct pp_engine *e, struct p2p *p, uint32_t t, struct hdr *h, uint32_t len,
+            uint32_t lkey, bool fast, bool sig)
 {
-  struct p2p *p = P2P(e);
   uint32_t ci = p->tx[t].ch;
   struct chan *c = &p->ch[ci];
   uint32_t owed = c->owed, rowed = c->rowed;
@@ -97,8 +96,8 @@ post_tx_hdr(struct pp_engine *e, uint32_t t, struct hdr *h, uint32_t len, uint32
 static enum pp_status post_tx(struct pp_engine *e, uint32_t t, uint32_t len)
 {
   struct p2p *p = P2P(e);
-  return post_tx_hdr(e, t, (struct hdr *)(void *)tx_buf(p, t), len, tx_mr(p, t)->lkey, false,
-                     true);
+  return post_tx_hdr(e, p, t, (struct hdr *)(void *)tx_buf(p, t), len, tx_mr(p, t)->lkey,
+                     false, true);
 }
 
 /* A due CREDIT message on channel c (it needs no credit); a refused one fails the peer. */
@@ -318,11 +317,10 @@ SEND_INLINE uint32_t send_channel(const struct pp_engine *e, const struct p2p *p
  * RGET, the registration that exposes r's buffer; NO_TX when r must wait (*wait: the peer's bit
  * of the wait mask that says for what, none for a registration). *abort: that registration
  * failed and none of ours will ever be released (the RTS goes only to keep the sequence). */
-SEND_INLINE uint32_t send_resources(struct pp_engine *e, const struct req *r, uint32_t ch,
-                                    struct txpool **pool, struct pp_mr *xmr, bool *abort,
-                                    uint64_t **wait, bool fast)
+SEND_INLINE uint32_t send_resources(struct pp_engine *e, struct p2p *p, const struct req *r,
+                                    uint32_t ch, struct txpool **pool, struct pp_mr *xmr,
+                                    bool *abort, uint64_t **wait, bool fast)
 {
-  struct p2p *p = P2P(e);
   if (ch == UINT32_MAX) {
     *wait = &p->wait_chan;
     return NO_TX;
@@ -488,9 +486,9 @@ static void run_orphaned(struct pp_engine *e, uint32_t ch)
 
 /* Starts r, the first in peer pi's line, when credits, a send-queue slot and a buffer allow;
  * false when they do not: r stays (parked) and the wait masks say what it waits for. */
-SEND_INLINE bool start_first(struct pp_engine *e, uint32_t pi, struct req *r, bool fast)
+SEND_INLINE bool start_first(struct pp_engine *e, struct p2p *p, uint32_t pi, struct req *r,
+                             bool fast)
 {
-  struct p2p *p = P2P(e);
   struct peer *pe = &p->peer[pi];
   assert(r == pe->pend_head && (!fast || (r->proto == PP_P2P_EAGER && !p->srq)));
   struct pp_mr xmr = {0};
@@ -498,7 +496,7 @@ SEND_INLINE bool start_first(struct pp_engine *e, uint32_t pi, struct req *r, bo
   uint64_t *wait = NULL;
   struct txpool *pool = NULL;
   uint32_t ch = send_channel(e, p, pe, fast);
-  uint32_t t = send_resources(e, r, ch, &pool, &xmr, &abort, &wait, fast);
+  uint32_t t = send_resources(e, p, r, ch, &pool, &xmr, &abort, &wait, fast);
   if (t == NO_TX) {
     park(p, r);
     if (wait)
@@ -512,7 +510,7 @@ SEND_INLINE bool start_first(struct pp_engine *e, uint32_t pi, struct req *r, bo
   uint32_t len = send_header(p, r, t, h, xmr.rkey, abort, sig, fast);
   if (!sig) /* its request completes once posted (p2p_impl.h): no completion names it */
     r->wrs = 0;
-  if (post_tx_hdr(e, t, h, len, pool->mr.lkey, fast, sig) != PP_OK) {
+  if (post_tx_hdr(e, p, t, h, len, pool->mr.lkey, fast, sig) != PP_OK) {
     bool open = fast && p->urun_n; /* the run before it relied on this one to close it */
     send_refused(e, pe, r); /* (a FIN it was to carry stays deferred) */
     if (open)
@@ -538,7 +536,7 @@ static void start_sends(struct pp_engine *e, uint32_t pi)
   struct peer *pe = &p->peer[pi];
   for (struct req *r; (r = pe->pend_head);) {
     bool fast = r->proto == PP_P2P_EAGER && !p->srq; /* (one test: the two calls are the paths) */
-    if (!(fast ? start_first(e, pi, r, true) : start_first(e, pi, r, false)))
+    if (!(fast ? start_first(e, p, pi, r, true) : start_first(e, p, pi, r, false)))
       break;
   }
   assert(p->urun_n == 0); /* every run closed (eager_signal's certainty, or run_orphaned) */

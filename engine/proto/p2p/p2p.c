@@ -57,8 +57,8 @@ static void p2p_sizes(struct pp_engine *e, struct p2p *p)
   p->P = m->pipeline;
   struct pp_prng g;
   pp_prng_seed(&g, pp_seed_derive(e->cfg.seed, PP_SEED_P2P, e->cfg.rank));
-  p->nonce = pp_prng_next(&g) | 1ull << 31; /* bit 31: no handle is PP_REQ_NULL */
-  p->gseq = pp_prng_next(&g);
+  p->nonce = (uint32_t)pp_prng_next(&g) | 1u << 31; /* bit 31: no handle is PP_REQ_NULL */
+  p->gen_seed = pp_prng_next(&g);
   p->nrx = p->D + p->R + p->C;
   p->bsize = (HDR + m->eager_limit + 63) & ~63u;
   p->cbsize = p->bsize;
@@ -96,6 +96,8 @@ static enum pp_status p2p_alloc(struct pp_engine *e, struct p2p *p)
   if (!p->peer_of || !p->ch || !p->rx || !p->rxbuf || !p->tx || !p->big.buf || !p->small.buf ||
       !p->req || !p->rec)
     return PP_NOMEM;
+  for (uint32_t i = 0; i < p->ntotal_rx + p->npool; i++)
+    p->rx[i].idx = i;
   for (uint32_t i = 0; i < p->ntotal_rx; i++)
     p->rx[i].buf = p->rxbuf + (size_t)i * p->cbsize;
   return PP_OK;
@@ -107,8 +109,12 @@ static enum pp_status p2p_lists(struct pp_engine *e, struct p2p *p)
   const struct pp_p2p_params *m = &p->prm;
   for (uint32_t i = 0; i < e->cfg.nranks; i++)
     p->peer_of[i] = -1;
+  struct pp_prng g;
+  pp_prng_seed(&g, p->gen_seed);
   for (uint32_t i = m->max_requests; i-- > 0;) {
     p->req[i].idx = i; /* (handle 0 from calloc: no live handle) */
+    p->req[i].hlo = (i + 1) ^ p->nonce;
+    p->req[i].gen = (uint32_t)(pp_prng_next(&g) >> 36); /* its first generation - 1 */
     p->req[i].next = p->freereq;
     p->freereq = &p->req[i];
   }
@@ -353,15 +359,20 @@ static struct p2p *api(const struct pp_engine *e)
  * workload through a timer at `now` unless an event is being processed. Inline in the API
  * calls (isend and irecv: the eager path's). */
 static inline __attribute__((always_inline)) enum pp_status
-api_done(struct pp_engine *e, uint64_t now, enum pp_status s)
+api_done_of(struct pp_engine *e, struct p2p *p, uint64_t now, enum pp_status s)
 {
-  struct p2p *p = P2P(e);
   if (p->depth == 0)
     p->now = now;
   if (s == PP_OK && e->started && p->depth == 0)
-    s = p2p_progress(e);
-  p2p_arm_flush(e, now);
+    s = p2p_progress_of(e, p);
+  p2p_arm_flush_of(e, p, now);
   return s;
+}
+
+static inline __attribute__((always_inline)) enum pp_status
+api_done(struct pp_engine *e, uint64_t now, enum pp_status s)
+{
+  return api_done_of(e, P2P(e), now, s);
 }
 
 /* A request on the done list at once: its peer failed already. */
@@ -395,24 +406,30 @@ static void send_queue(struct p2p *p, struct req *r)
   p->npending++;
 }
 
+/* An API call that starts nothing: its request handle, if asked for, is PP_REQ_NULL. */
+static enum pp_status refused(pp_req *out, enum pp_status s)
+{
+  if (out)
+    *out = PP_REQ_NULL;
+  return s;
+}
+
 /* isend and issend (inline in both: no call with ten arguments, four of them on the stack). */
 static inline __attribute__((always_inline)) enum pp_status
 send_common(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len, uint32_t dest,
             uint32_t tag, uint32_t ctx, uint64_t cookie, pp_req *out, bool sync)
 {
   struct p2p *p = api(e);
-  if (out)
-    *out = PP_REQ_NULL;
   if (!p || (!buf && len))
-    return PP_INVALID;
+    return refused(out, PP_INVALID);
   int pi = peer_idx(p, e, dest);
   if (pi < 0 || tag == PP_ANY_TAG || len > PP_MAX_MSG_SIZE)
-    return PP_INVALID;
+    return refused(out, PP_INVALID);
   if (!e->started)
-    return PP_STATE;
+    return refused(out, PP_STATE);
   struct req *r = req_alloc(p);
   if (!r)
-    return PP_AGAIN;
+    return refused(out, PP_AGAIN);
   struct peer *pe = &p->peer[pi];
   r->kind = K_SEND;
   p2p_req_move(p, r, RQ_FREE, RQ_PENDING);
@@ -436,11 +453,11 @@ send_common(struct pp_engine *e, uint64_t now, const void *buf, uint32_t len, ui
   send_queue(p, r);
   enum pp_status s = PP_OK;
   if (!direct) {
-    s = api_done(e, now, PP_OK);
+    s = api_done_of(e, p, now, PP_OK);
   } else {
     p->now = now; /* what api_done does, progress being start_all alone */
     p2p_start_direct(e, (uint32_t)pi);
-    p2p_arm_flush(e, now);
+    p2p_arm_flush_of(e, p, now);
   }
   /* the send went (or waits in its line): now the FINs it overtook (p2p_impl.h: reply first) */
   if (p->defer_head != NO_TX) {
@@ -466,9 +483,8 @@ enum pp_status pp_p2p_issend(struct pp_engine *e, uint64_t now, const void *buf,
 }
 
 /* Receive r takes the earliest unexpected message it matches, or joins the posted queue. */
-static enum pp_status recv_match(struct pp_engine *e, uint64_t now, struct req *r)
+static enum pp_status recv_match(struct pp_engine *e, struct p2p *p, uint64_t now, struct req *r)
 {
-  struct p2p *p = P2P(e);
   struct pp_mentry *m = p->match.nunexpected
                             ? pp_match_find_unexpected(&p->match, r->ctx, r->rank, r->tag)
                             : NULL; /* (what it finds in an empty queue) */
@@ -496,16 +512,14 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
                             pp_req *out)
 {
   struct p2p *p = api(e);
-  if (out)
-    *out = PP_REQ_NULL;
   if (!p || (!buf && len) || len > PP_MAX_MSG_SIZE)
-    return PP_INVALID;
+    return refused(out, PP_INVALID);
   int pi = source == PP_ANY_SOURCE ? -1 : peer_idx(p, e, source);
   if (source != PP_ANY_SOURCE && pi < 0)
-    return PP_INVALID;
+    return refused(out, PP_INVALID);
   struct req *r = req_alloc(p);
   if (!r)
-    return PP_AGAIN;
+    return refused(out, PP_AGAIN);
   r->kind = K_RECV;
   p2p_req_move(p, r, RQ_FREE, RQ_PENDING);
   r->rank = source;
@@ -518,7 +532,7 @@ enum pp_status pp_p2p_irecv(struct pp_engine *e, uint64_t now, void *buf, uint32
     *out = handle_of(p, r);
   if (pi >= 0 && p->peer[pi].failed)
     return fail_at_once(e, now, r, &p->peer[pi]);
-  return api_done(e, now, recv_match(e, now, r));
+  return api_done_of(e, p, now, recv_match(e, p, now, r));
 }
 
 bool pp_p2p_test(struct pp_engine *e, pp_req *req, struct pp_p2p_status *st)

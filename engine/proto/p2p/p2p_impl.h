@@ -205,6 +205,7 @@ struct rx {
   struct rx *ooo_next; /* held out of order, sorted by seq; srq: the list of dead buffers */
   uint8_t *buf;        /* HDR + eager_limit bytes (srq: HDR for a channel's own buffers) */
   uint32_t ch;
+  uint32_t idx;        /* r - p->rx (set at creation: no division per re-post) */
   uint8_t state;
   bool pool;           /* srq: a buffer of the shared pool (posted to the SRQ) */
   bool over;           /* srq, bug srq-no-credits: it came without a credit */
@@ -223,6 +224,7 @@ struct tx {
   uint8_t slot;   /* RPUT sender FIN: the registration slot it releases */
   uint8_t run;    /* signalled: the unsignalled SENDs before it whose slots it frees (rnext) */
   bool held;      /* unsignalled: its slot is freed by the signalled SEND after it */
+  uint8_t pad_[8]; /* to 32 bytes: p->tx[t] is a shift (SIZE_POW2 below) */
 };
 _Static_assert(PP_MAX_QPS <= UINT16_MAX, "a channel index fits tx.ch");
 
@@ -246,6 +248,7 @@ struct chan {
   uint32_t given;  /* receiving side: credits handed back so far (mod 2^32) */
   uint32_t seen;   /* sending side: credits received so far (mod 2^32) */
   bool waiting;    /* receiving side: in the pool's line for credits */
+  uint8_t pad_[32]; /* to 128 bytes: p->ch[i] is a shift (SIZE_POW2 below) */
 };
 
 struct peer {
@@ -255,7 +258,14 @@ struct peer {
   struct req *pend_head, *pend_tail;
   bool failed;
   uint8_t fail_wc, fail_err; /* what its requests complete with once it failed */
+  uint8_t pad_[8]; /* to 64 bytes: p->peer[i] is a shift (SIZE_POW2 below) */
 };
+/* The arrays the eager path indexes on every message hold structs of a power-of-two size, so
+ * that an index becomes an address with one shift, not a multiplication. */
+#define SIZE_POW2(t) _Static_assert((sizeof(t) & (sizeof(t) - 1)) == 0, #t " is a power of two")
+SIZE_POW2(struct tx);
+SIZE_POW2(struct chan);
+SIZE_POW2(struct peer);
 
 enum { K_SEND = 1, K_RECV };
 
@@ -342,6 +352,7 @@ struct req {
    * pp_match_post sets every field of its link 0 (the only link a receive uses). */
   struct pp_mentry me;
   uint32_t idx; /* its slot, r - p->req (set at creation, never cleared: no division per handle) */
+  uint32_t hlo; /* its handles' low half, (idx + 1) ^ p->nonce (set at creation, never cleared) */
   uint64_t handle; /* a live request's handle (req_alloc); 0 once it went stale (req_stale) */
   /* A rendezvous's, from peer_req up to regnext: not cleared by req_alloc either (an eager
    * message never uses them); p2p_rndv_clear zeroes them when a rendezvous starts (send_begin,
@@ -391,12 +402,17 @@ struct p2p_srq; /* srq.c */
 struct p2p {
   struct pp_p2p_params prm;
   struct p2p_srq *srq; /* p2p.srq: the shared receive queue and its pool; NULL without */
-  /* Request handles go on the wire (a peer names its request and ours in replies): they are
-   * bound to their peer when a reply comes, and not guessable: each allocation moves to a new
-   * generation, and the handle is XORed with this engine's nonce (both from a PRNG seeded by the
-   * configuration: deterministic per seed, no unseeded randomness). */
-  uint64_t nonce;
-  uint64_t gseq; /* splitmix64 state of the generations */
+  /* Request handles go on the wire (a peer names its request and ours in replies). What keeps
+   * a peer from naming a request that is not its own is the binding: a reply is taken only for
+   * a live request of the peer it came from (p2p_reply_req), and a handle of a slot's earlier
+   * request is stale (the generation). Each slot starts at its own generation and counts up, so
+   * handles differ from slot to slot and engine to engine and tell nothing of the slot index
+   * (its half of the handle is XORed with this engine's nonce); both from a PRNG seeded by the
+   * configuration: deterministic per seed, no unseeded randomness. A peer that saw one handle
+   * of a slot can tell the next one of that slot, which gives it nothing: a request of another
+   * peer refuses its replies, and one of its own it could answer anyway once announced. */
+  uint32_t nonce;     /* bit 31 set: no handle is PP_REQ_NULL */
+  uint64_t gen_seed; /* the slots' first generations (p2p_lists) */
   uint32_t D, R, C, T, TR, P, nrx, bsize;
   uint32_t cbsize; /* a channel's own receive buffers: bsize, or HDR with srq */
   uint32_t npool;  /* srq: the pool's buffers (p->rx[ntotal_rx..]), 0 without */
@@ -601,20 +617,22 @@ static inline uint32_t nfrag_of(const struct p2p *p, uint32_t len)
   return len ? (uint32_t)(((uint64_t)len + p->prm.frag_size - 1) / p->prm.frag_size) : 1;
 }
 
-/* A request's handle: its generation (28 bits, so a wr_id holds it too) and slot, XORed with
- * the nonce (whose bit 31 no slot number has: never PP_REQ_NULL). */
+/* A request's handle: its generation (28 bits, so a wr_id holds it too) over its slot + 1
+ * XORed with the nonce (whose bit 31 no slot number has: never PP_REQ_NULL). */
 static inline uint64_t handle_make(const struct p2p *p, const struct req *r)
 {
   assert(r->gen <= 0xfffffff && r->idx == (uint32_t)(r - p->req) &&
-         r->idx < p->prm.max_requests);
-  return ((uint64_t)r->gen << 32 | ((uint64_t)r->idx + 1)) ^ p->nonce;
+         r->idx < p->prm.max_requests && r->hlo == ((r->idx + 1) ^ p->nonce));
+  (void)p;
+  return (uint64_t)r->gen << 32 | r->hlo;
 }
 
 /* r's handles go stale: it is freed, or released by pp_p2p_test while on the done list. Its
- * handle becomes 0, which no handle is (the nonce's bit 31), so req_of finds none for it. */
+ * handle becomes 0, which no handle is (the nonce's bit 31), so req_of finds none for it. Its
+ * generation stays: req_of compares the handle, a WR's completion (eager.c) also the state,
+ * which is never ACTIVE again before req_alloc moves the slot to a new generation. */
 static inline void req_stale(struct req *r)
 {
-  r->gen = (r->gen + 1) & 0xfffffff;
   r->handle = 0;
 }
 
@@ -631,7 +649,7 @@ static inline uint64_t handle_of(const struct p2p *p, const struct req *r)
  * and generation; a stale one's is 0, and 0 names no slot). */
 static inline struct req *req_of(const struct p2p *p, uint64_t h)
 {
-  uint32_t i = (uint32_t)(h ^ p->nonce);
+  uint32_t i = (uint32_t)h ^ p->nonce;
   if (i == 0 || i > p->prm.max_requests)
     return NULL;
   struct req *r = &p->req[i - 1];
@@ -653,13 +671,9 @@ static inline struct req *req_alloc(struct p2p *p)
   if (!r)
     return NULL;
   p->freereq = r->next;
-  /* a generation the slot did not have just before (its stale handles stay stale): it moves
-   * by 1 + 27 bits of a splitmix64 step (inline: cheap on the eager path). The step's last
-   * mix, z ^ (z >> 31), is left out: it does not reach bits 37..63, the ones taken. */
-  uint64_t z = (p->gseq += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  uint32_t gen = (r->gen + 1 + (uint32_t)(z >> 37)) & 0xfffffff;
+  /* the slot's next generation (its stale handles stay stale until it wraps, 2^28 requests
+   * of this slot later) */
+  uint32_t gen = (r->gen + 1) & 0xfffffff;
   assert(r->state == RQ_FREE && gen != r->gen && req_regs_clear(r));
   memset(&r->kind, 0, offsetof(struct req, me) - offsetof(struct req, kind));
   r->gen = gen;
@@ -744,13 +758,19 @@ static inline uint64_t p2p_may_start(const struct p2p *p)
   return p->pend_mask & ~(p->wait_chan | p->wait_tx);
 }
 
-/* Completions wait on the done list: outside an event, a timer at `now` delivers them. */
-static inline void p2p_arm_flush(struct pp_engine *e, uint64_t now)
+/* Completions wait on the done list: outside an event, a timer at `now` delivers them. (The
+ * _of forms take p = P2P(e) from a caller that has it: e->ps is read again after every store
+ * of a pointer, which may alias it.) */
+static inline void p2p_arm_flush_of(struct pp_engine *e, struct p2p *p, uint64_t now)
 {
-  struct p2p *p = P2P(e);
   if (p->done_head && p->depth == 0 && !p->flushing && !p->flush_armed && /* (the rare first) */
       pp_engine_push_timer(e, now, PP_TIMER_PROTO, FLUSH_TIMER) == PP_OK)
     p->flush_armed = true;
+}
+
+static inline void p2p_arm_flush(struct pp_engine *e, uint64_t now)
+{
+  p2p_arm_flush_of(e, P2P(e), now);
 }
 
 /* p2p.c: everything that may have become possible (control messages, parked sends,
@@ -765,10 +785,9 @@ static inline bool p2p_progress_idle(const struct p2p *p)
 
 /* progress_1 unless it would do nothing: it is called at the end of every event and API call.
  * Without p->prog it is idle (p2p_impl.h); with it, it is idle unless progress_idle says not. */
-static inline enum pp_status p2p_progress(struct pp_engine *e)
+static inline enum pp_status p2p_progress_of(struct pp_engine *e, struct p2p *p)
 {
-  struct p2p *p = P2P(e);
-  assert(p->prog || p2p_progress_idle(p));
+  assert(p == P2P(e) && (p->prog || p2p_progress_idle(p)));
   if (!p->prog)
     return PP_OK;
   if (p2p_progress_idle(p)) {
@@ -776,6 +795,11 @@ static inline enum pp_status p2p_progress(struct pp_engine *e)
     return PP_OK;
   }
   return p2p_progress_1(e);
+}
+
+static inline enum pp_status p2p_progress(struct pp_engine *e)
+{
+  return p2p_progress_of(e, P2P(e));
 }
 
 /* The protocol a send of len bytes takes. */
@@ -786,17 +810,14 @@ static inline uint32_t p2p_msg_proto(const struct p2p *p, uint32_t len)
   return len <= p->prm.rget_limit ? PP_P2P_RNDV_GET : PP_P2P_RNDV_PUT;
 }
 
-/* The request's status as pp_p2p_test reports it. */
+/* The request's status as pp_p2p_test and the callbacks report it: a copy (a receive that
+ * failed has its pattern there already: p2p_done_with_error). */
 static inline void p2p_fill_status(const struct p2p *p, const struct req *r,
                                    struct pp_p2p_status *st)
 {
   (void)p;
+  assert(r->state == RQ_DONE);
   *st = r->st; /* (source = src, tag = mtag, len = got, error = err, wc_status = wc: the union) */
-  if (r->kind == K_RECV && r->err != PP_P2P_E_OK && r->err != PP_P2P_E_TRUNCATED) {
-    st->source = r->rank;
-    st->tag = r->tag;
-    st->len = st->msg_len = 0;
-  }
 }
 
 /* The engine runs one of the p2p protocols. */
@@ -808,7 +829,9 @@ static inline bool p2p_proto_ok(int protocol)
 /* req.c */
 void p2p_remove_work(struct p2p *p, struct req *r);
 void p2p_record(struct pp_engine *e, const struct req *r); /* p2p.record: a completed receive */
-void p2p_count_error(struct p2p *p, const struct req *r);  /* the counter of r->err, if any */
+/* r completes with r->err != OK: its counter, and a receive that did not get its message
+ * (every error but TRUNCATED) reports its pattern (source, tag) and no bytes. */
+void p2p_done_with_error(struct p2p *p, struct req *r);
 void p2p_fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, uint8_t wc);
 
 /* regs.c */
@@ -967,7 +990,7 @@ static inline __attribute__((always_inline)) void p2p_complete_as(struct pp_engi
       p2p_record(e, r);
   }
   if (r->err != PP_P2P_E_OK)
-    p2p_count_error(p, r);
+    p2p_done_with_error(p, r);
   assert(!(r->flags & R_DONEQ));
   r->flags |= R_DONEQ;
   req_append(&p->done_head, &p->done_tail, r);
@@ -1089,7 +1112,8 @@ static inline void p2p_maybe_complete_active(struct pp_engine *e, uint64_t now, 
 static inline enum pp_status p2p_rx_repost(struct pp_engine *e, struct rx *r)
 {
   struct p2p *p = P2P(e);
-  uint32_t i = (uint32_t)(r - p->rx);
+  uint32_t i = r->idx;
+  assert(i == (uint32_t)(r - p->rx));
   r->state = RX_POSTED;
   if (p->ch[r->ch].failed)
     return PP_OK;

@@ -74,7 +74,7 @@ __attribute__((noinline)) void p2p_record(struct pp_engine *e, const struct req 
   };
 }
 
-void p2p_count_error(struct p2p *p, const struct req *r)
+void p2p_done_with_error(struct p2p *p, struct req *r)
 {
   if (r->err == PP_P2P_E_TRUNCATED)
     p->st.truncated++;
@@ -82,6 +82,11 @@ void p2p_count_error(struct p2p *p, const struct req *r)
     p->st.cancelled++;
   else if (r->err == PP_P2P_E_FAILED || r->err == PP_P2P_E_NO_MR || r->err == PP_P2P_E_PEER)
     p->st.failed++;
+  if (r->kind == K_RECV && r->err != PP_P2P_E_TRUNCATED) {
+    r->src = r->rank;
+    r->mtag = r->tag;
+    r->got = r->msg_len = 0;
+  }
 }
 
 void p2p_fail_as(struct pp_engine *e, uint64_t now, struct req *r, uint8_t err, uint8_t wc)

@@ -95,7 +95,7 @@ enum pp_status p2p_srq_post(struct pp_engine *e, struct rx *r)
   struct p2p *p = P2P(e);
   struct p2p_srq *q = p->srq;
   struct pp_recv_wr wr = {
-      .wr_id = WRID(W_RECV, 0, (uint32_t)(r - p->rx)),
+      .wr_id = WRID(W_RECV, 0, r->idx),
       .num_sge = 1,
       .sg_list = {{.addr = (uint64_t)(uintptr_t)r->buf, .length = p->bsize, .lkey = q->mr.lkey}},
   };
@@ -313,7 +313,7 @@ enum pp_status p2p_srq_release(struct pp_engine *e, struct rx *r)
   q->lent--;
   p->st.srq_reclaimed++;
   r->state = RX_HELD;
-  q->spare[q->nspare++] = (uint32_t)(r - p->rx);
+  q->spare[q->nspare++] = r->idx;
   enum pp_status s = c->failed ? PP_OK : p2p_credits_due(e, r->ch); /* it may be dry now */
   return s == PP_OK && q->ln ? serve(e) : s;
 }
