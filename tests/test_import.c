@@ -577,6 +577,7 @@ static void write_capture(const char *name, enum l2 l, bool ng)
 static void check_conversation(const char *name, const char *what)
 {
   struct pp_import *m = import_file(name);
+  cr_expect_str_neq(m->linktype, "?", "%s: the link type has its name", what);
   cr_assert_eq(m->ib_pkts, NCONV, "%s: every frame is a RoCE/IB packet", what);
   cr_assert_eq(m->nhosts, 2, "%s", what);
   cr_assert_eq(m->nconns, 1, "%s: one QP pair, one direction with requests", what);

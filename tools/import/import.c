@@ -681,10 +681,10 @@ static void finish(struct pp_import *m)
 static int walk_capture(struct walk *w, pcap_t *pc)
 {
   struct pp_import *m = w->m;
-  int lt = pcap_datalink(pc);
+  int dlt = pcap_datalink(pc), lt = dlt;
   if (lt == DLT_RAW)
     lt = PP_LT_RAW; /* LINKTYPE_RAW (101) is read as the platform's DLT_RAW */
-  const char *ltn = pcap_datalink_val_to_name(lt);
+  const char *ltn = pcap_datalink_val_to_name(dlt); /* (libpcap names DLT_RAW, not 101) */
   snprintf(m->linktype, sizeof(m->linktype), "%s", ltn ? ltn : "?");
   if (!pp_ib_linktype_known(lt)) {
     snprintf(w->err, w->errlen,
