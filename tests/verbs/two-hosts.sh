@@ -27,10 +27,15 @@
 # (LOC_QP_OP_ERR / REM_OP_ERR). Measured: 7 of 45 runs failed that way at timeout 10, 0 of 30 at
 # 16 (backends/verbs/README.md, "Two hosts"); retries still come, from the NAKs of real losses.
 #
+# Each guest captures the lossy case's RoCE packets on eth0 (tcpdump, 128 bytes of each: the
+# headers), into $GUEST_OUT/{a,b}/lossy.pcap.
+#
 # Then tests/verbs/two_hosts.py compares each with the simulator running the same scenario (the
 # lossy one with faults.loss at the same rate): outcomes and counts, never timing; it asserts the
 # traffic crossed the link (rxe's and eth0's packet counters in both guests) and that netem
-# dropped rxe's packets and rxe retransmitted them. Ends with "two hosts: N passed, N failed".
+# dropped rxe's packets and rxe retransmitted them, and reads the captures with `prepost trace
+# import`: every retransmission repeats its original (the race above would show there first,
+# named). Ends with "two hosts: N passed, N failed".
 #
 # Exit status: 0 all passed, 1 something failed, 10 the guests cannot run here (the reason is
 # printed). Environment: TWO_HOSTS_LOSS (percent, 2), GUEST_TIMEOUT (per guest, 600 s),
@@ -86,6 +91,16 @@ if [[ ${1:-} == --guest ]]; then
       netem "$loss" >"$GUEST_OUT/$name.netem.txt" 2>&1
       echo "rank $R: $name: tc netem loss $loss% on eth0 for UDP 4791 (status $?)"
     fi
+    cap=
+    if [[ $loss != 0 ]]; then # the lossy case's packets, for two_hosts.py's import check
+      tcpdump -i eth0 -s 128 -U -w "$GUEST_OUT/$name.pcap" udp port 4791 \
+        2>"$GUEST_OUT/$name.tcpdump" &
+      cap=$!
+      for _ in $(seq 50); do # until it listens (a second or two under emulation)
+        grep -q "listening on" "$GUEST_OUT/$name.tcpdump" 2>/dev/null && break
+        sleep 0.1
+      done
+    fi
     snapshot "$GUEST_OUT/$name.before"
     t0=$EPOCHREALTIME
     OMPI_COMM_WORLD_RANK=$R OMPI_COMM_WORLD_SIZE=2 timeout 300 "$P" run "models/scenarios/$sc.yaml" \
@@ -95,6 +110,10 @@ if [[ ${1:-} == --guest ]]; then
     t1=$EPOCHREALTIME
     echo "$rc" >"$GUEST_OUT/$name.rc"
     snapshot "$GUEST_OUT/$name.after"
+    if [[ -n $cap ]]; then # (the snapshot's 0.2 s let the last packets reach it)
+      kill -INT "$cap"
+      wait "$cap"
+    fi
     echo "rank $R: $name ($sc): exit $rc after $(((${t1/./} - ${t0/./}) / 1000)) ms (prepost's whole run)"
     ((rc == 0)) || sed 's/^/    /' "$GUEST_OUT/$name.stderr" | tail -5
     port=$((port + 1))

@@ -63,6 +63,33 @@ def delta(d, side, name):
     return {k: a[k] - b.get(k, 0) for k in a}, drops
 
 
+def capture_check(prepost, path):
+    """A guest's capture of the lossy case, read by `prepost trace import`: (ok, what, detail).
+    ok: it has the run's requests and ACKs and every retransmission repeats its original (rxe's
+    retry race, backends/verbs/README.md, breaks that first: its diagnosis is printed)."""
+    if not os.path.exists(path):
+        return False, "missing", [f"{path}: tcpdump wrote nothing"]
+    p = subprocess.run([prepost, "trace", "import", "--pcap", path, "--json"],
+                       capture_output=True, text=True, timeout=120)
+    try:
+        t = json.loads(p.stdout)
+    except ValueError:
+        return False, "unreadable", [f"prepost trace import: exit {p.returncode}",
+                                     p.stderr[-500:]]
+    what = (f"{t.get('messages')} messages, {t.get('retries')} retries, "
+            f"{t.get('retransmitted_packets')} packets resent, {t.get('retrans_mismatch')} differing "
+            f"from their originals")
+    e = []
+    if not t.get("messages") or not t.get("retries"):
+        e.append("want the run's messages and retransmissions in the capture")
+    if t.get("retrans_mismatch"):
+        q = subprocess.run([prepost, "trace", "import", "--pcap", path], capture_output=True,
+                           text=True, timeout=120)
+        e += [ln.strip() for ln in q.stdout.splitlines() if "diagnosis:" in ln or
+              "mismatched" in ln]
+    return not e, what, e
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("prepost")
@@ -190,6 +217,10 @@ def main():
                 f"{db.get('rxe.out_of_seq_request')}, duplicate_request "
                 f"{db.get('rxe.duplicate_request')}")
             report(not n, f"{name}: netem's loss hit rxe's packets{got}", n)
+            for side in ("a", "b"):
+                ok, what, detail = capture_check(a.prepost, os.path.join(a.out, side,
+                                                                          name + ".pcap"))
+                report(ok, f"{name}: {side.upper()}'s capture: {what}", detail)
             mode = "counts"
         d = scenarios.parity(mode, sim, rxe)
         report(not d, f"{name}: parity with the simulator ({mode})", d)
