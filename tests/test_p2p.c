@@ -1522,6 +1522,37 @@ static void eager_posts(int h, unsigned *n, unsigned *unsig, unsigned *run)
   }
 }
 
+/* Rank 1 posts n receives of 100 bytes (tags 0..n-1) into dst[], then rank 0 sends n messages
+ * of 100 bytes from src to them: the first `plain` with isend, the rest with issend. */
+static void burst_post(uint32_t n, uint32_t plain, const uint8_t *src, uint8_t (*dst)[100],
+                       pp_req *s, pp_req *r)
+{
+  for (uint32_t i = 0; i < n; i++)
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 100, 0, i, 0, 0, &r[i]), PP_OK);
+  for (uint32_t i = 0; i < n; i++)
+    cr_assert_eq((i < plain ? pp_p2p_isend : pp_p2p_issend)(C.e[0], now(), src, 100, 1, i, 0, 0,
+                                                            &s[i]),
+                 PP_OK);
+}
+
+/* Runs the fabric one step at a time until rank 0 has posted `want` EAGERs (the rest of the
+ * run is the caller's); their unsignalled count and longest run in *unsig, *longest. */
+static void run_until_posted(unsigned want, unsigned *unsig, unsigned *longest)
+{
+  unsigned n = 0;
+  for (;;) {
+    settle();
+    eager_posts(0, &n, unsig, longest);
+    if (n >= want)
+      break;
+    uint64_t t = h_next_time(C.h);
+    cr_assert_neq(t, UINT64_MAX, "the burst never started");
+    h_run(C.h, t);
+    C.h->now = t > C.h->now ? t : C.h->now;
+  }
+  cr_assert_eq(n, want, "no EAGER past the ones awaited");
+}
+
 /* Bursts of EAGERs (parked sends started when credits come back) go mostly unsignalled, at most
  * 15 in a row, through a send queue of sq_depth slots and a pool of `buffers` send buffers:
  * neither overflows (the NIC refuses a post into a full send queue: the request would fail; an
@@ -1582,10 +1613,7 @@ Test(p2p, unsignalled_eager_runs_are_capped)
   enum { N = 120 };
   static uint8_t src[100], dst[N][100];
   pp_req s[N], r[N];
-  for (uint32_t i = 0; i < N; i++)
-    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 100, 0, i, 0, 0, &r[i]), PP_OK);
-  for (uint32_t i = 0; i < N; i++)
-    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, 100, 1, i, 0, 0, &s[i]), PP_OK);
+  burst_post(N, N, src, dst, s, r);
   run();
   for (uint32_t i = 0; i < N; i++) {
     cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_OK, "send %u", i);
@@ -1618,22 +1646,9 @@ Test(p2p, a_failed_unsignalled_burst_fails_the_peer_and_gives_every_buffer_back)
   up(&cfg, 0);
   static uint8_t src[100], dst[N][100];
   pp_req s[N], r[N];
-  for (uint32_t i = 0; i < N; i++)
-    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 100, 0, i, 0, 0, &r[i]), PP_OK);
-  for (uint32_t i = 0; i < N; i++)
-    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, 100, 1, i, 0, 0, &s[i]), PP_OK);
-  unsigned n = 0, unsig = 0, longest = 0;
-  while (n < D + B) { /* until the burst is posted (in the event of rank 1's CREDIT) */
-    settle();
-    eager_posts(0, &n, &unsig, &longest);
-    if (n >= D + B)
-      break;
-    uint64_t t = h_next_time(C.h);
-    cr_assert_neq(t, UINT64_MAX, "the burst never started");
-    h_run(C.h, t);
-    C.h->now = t > C.h->now ? t : C.h->now;
-  }
-  cr_assert_eq(n, D + B);
+  burst_post(N, N, src, dst, s, r);
+  unsigned unsig, longest;
+  run_until_posted(D + B, &unsig, &longest); /* the burst (in the event of rank 1's CREDIT) */
   cr_assert_eq(unsig, B - 1, "the burst but its last went unsignalled");
   for (uint32_t i = D; i < D + B - 1; i++) /* completed once posted */
     cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_OK, "send %u", i);
@@ -1676,23 +1691,9 @@ Test(p2p, an_unsignalled_issend_still_waits_for_its_ack)
   up(&cfg, 0);
   static uint8_t src[100], dst[N][100];
   pp_req s[N], r[N];
-  for (uint32_t i = 0; i < N; i++)
-    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 100, 0, i, 0, 0, &r[i]), PP_OK);
-  for (uint32_t i = 0; i < N; i++)
-    cr_assert_eq((i < D ? pp_p2p_isend : pp_p2p_issend)(C.e[0], now(), src, 100, 1, i, 0, 0,
-                                                        &s[i]),
-                 PP_OK);
-  unsigned n = 0, unsig = 0, longest = 0;
-  while (n < 2 * D) { /* until the first burst is posted */
-    settle();
-    eager_posts(0, &n, &unsig, &longest);
-    if (n >= 2 * D)
-      break;
-    uint64_t t = h_next_time(C.h);
-    cr_assert_neq(t, UINT64_MAX, "the burst never started");
-    h_run(C.h, t);
-    C.h->now = t > C.h->now ? t : C.h->now;
-  }
+  burst_post(N, D, src, dst, s, r);
+  unsigned unsig, longest;
+  run_until_posted(2 * D, &unsig, &longest); /* the first burst */
   cr_assert_eq(unsig, D - 1, "the burst but its last went unsignalled");
   not_done(0, &s[D]); /* posted unsignalled, its ACK not back yet */
   run();
@@ -1718,10 +1719,7 @@ Test(p2p, a_refused_post_after_an_unsignalled_send_fails_the_peer_and_hangs_noth
   refuse_posts(0, PP_WR_SEND, D + 1, 1); /* the second of the burst */
   static uint8_t src[100], dst[N][100];
   pp_req s[N], r[N];
-  for (uint32_t i = 0; i < N; i++)
-    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 100, 0, i, 0, 0, &r[i]), PP_OK);
-  for (uint32_t i = 0; i < N; i++)
-    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, 100, 1, i, 0, 0, &s[i]), PP_OK);
+  burst_post(N, N, src, dst, s, r);
   run();
   cr_assert_eq(REFUSE.refused, 1);
   cr_assert_not(POSTS.wr[0][D].sig, "the first of the burst went unsignalled");
