@@ -47,9 +47,31 @@ static int host_of(void *nic)
   return 0;
 }
 
+/* reg_mr refused as by a full MR table (PP_LIMIT): on host `host`, of registrations whose access
+ * includes `access` (0: any), after the first `skip` of them, the next `count`. Zeroed: none. */
+static struct {
+  int host;
+  unsigned access;
+  unsigned skip, count;
+  unsigned seen, refused;
+} NOREG;
+
+static bool noreg(int h, unsigned access)
+{
+  if (NOREG.count == 0 || h != NOREG.host || (access & NOREG.access) != NOREG.access)
+    return false;
+  if (NOREG.seen++ < NOREG.skip || NOREG.refused == NOREG.count)
+    return false;
+  NOREG.refused++;
+  return true;
+}
+
 static int w_reg_mr(void *nic, void *addr, size_t len, unsigned access, struct pp_mr *mr)
 {
-  int h = host_of(nic), s = simnic_ops.reg_mr(nic, addr, len, access, mr);
+  int h = host_of(nic);
+  if (noreg(h, access))
+    return PP_LIMIT;
+  int s = simnic_ops.reg_mr(nic, addr, len, access, mr);
   if (s == PP_OK) {
     REG.regs[h]++;
     if (access & (PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ)) {
@@ -261,6 +283,7 @@ static void down(void)
   memset(&REPLY, 0, sizeof(REPLY));
   app_log_reset();
   memset(&REFUSE, 0, sizeof(REFUSE));
+  memset(&NOREG, 0, sizeof(NOREG));
   max_mr = 4096;
 }
 
@@ -1919,4 +1942,156 @@ Test(p2p, rget_fin_goes_when_nothing_answers)
   cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
   free(src);
   free(dst);
+}
+
+/* ================================================================ more refusals */
+
+/* Refuses (PP_LIMIT) the `count` registrations with `access` that host `host` asks for after
+ * its first `skip`. */
+static void refuse_regs(int host, unsigned access, unsigned skip, unsigned count)
+{
+  NOREG.host = host;
+  NOREG.access = access;
+  NOREG.skip = skip;
+  NOREG.count = count;
+}
+
+/* Rank 1 only receives, so the credits it owes go back in CREDIT messages; the NIC refuses the
+ * first one. Those credits are lost and rank 0 would wait for them for ever, so rank 1 fails
+ * its peer (flush_credit): the receives still posted fail with PP_P2P_E_FAILED, the refused
+ * CREDIT is not counted as sent, and nothing of rank 1's is left outstanding. */
+Test(p2p, a_refused_credit_message_fails_the_peer)
+{
+  struct pp_engine_cfg cfg = base(2);
+  enum { D = 4, N = 8 };
+  pp_p2p_params_of(&cfg)->credits = D;
+  pp_p2p_params_of(&cfg)->credit_threshold = 2;
+  up(&cfg, 0);
+  refuse_posts(1, PP_WR_SEND, 0, 1); /* rank 1's first SEND: its first CREDIT */
+  static uint8_t src[100], dst[N][100];
+  pp_req s[N], r[N];
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 100, 0, i, 0, 0, &r[i]), PP_OK);
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, 100, 1, i, 0, 0, &s[i]), PP_OK);
+  run();
+  cr_assert_eq(REFUSE.refused, 1);
+  cr_assert_eq(pstats(1).credit_msgs, 0, "the refused CREDIT was not sent");
+  uint32_t ok = 0, failed = 0;
+  for (uint32_t i = 0; i < N; i++) {
+    struct pp_p2p_status st = done(1, &r[i]);
+    if (st.error == PP_P2P_E_OK) {
+      cr_assert_eq(failed, 0, "receive %u completed after one that failed", i);
+      ok++;
+      continue;
+    }
+    cr_assert_eq(st.error, PP_P2P_E_FAILED, "receive %u: %s", i, pp_p2p_err_name(st.error));
+    cr_assert_eq(st.wc_status, PP_WC_LOC_QP_OP_ERR, "receive %u: %s", i,
+                 pp_wc_status_name(st.wc_status));
+    failed++;
+  }
+  cr_assert_geq(ok, 2, "the messages consumed before the CREDIT was due were delivered");
+  cr_assert_leq(ok, D, "no message beyond the credits rank 0 held");
+  cr_assert_eq(pstats(1).failed, failed);
+  cr_assert(pp_engine_done(C.e[1]), "nothing of rank 1's outstanding");
+}
+
+/* The RGET receiver cannot register its buffer (the NIC's table is full) and holds no
+ * registration whose release it could wait for: the READ never goes, the receive fails with
+ * PP_P2P_E_NO_MR (rget_abort), the sender is told by its FIN (aborted) and fails the same way,
+ * its buffer no longer remotely readable; the next transfer goes through. */
+Test(p2p, an_rget_receiver_that_cannot_register_fails_both_sides_with_no_mr)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint32_t len = 64 << 10; /* RGET */
+  uint8_t *src = pattern(len, 1), *dst = calloc(1, len);
+  refuse_regs(1, PP_ACCESS_LOCAL_WRITE, 0, 1);
+  pp_req s, r;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  run();
+  cr_assert_eq(NOREG.refused, 1);
+  cr_assert_eq(READS.n[1], 0, "no READ was posted");
+  struct pp_p2p_status rs = done(1, &r), ss = done(0, &s);
+  cr_assert_eq(rs.error, PP_P2P_E_NO_MR, "%s", pp_p2p_err_name(rs.error));
+  cr_assert_eq(rs.proto, PP_P2P_RNDV_GET);
+  cr_assert_eq(ss.error, PP_P2P_E_NO_MR, "%s", pp_p2p_err_name(ss.error));
+  cr_assert_eq(REG.remote_max[0], 1);
+  cr_assert_eq(REG.remote_live[0], 0, "the sender's buffer is no longer remotely readable");
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]), "nothing left behind");
+  transfer_ok(len, 6);
+  free(src);
+  free(dst);
+}
+
+/* The RPUT sender cannot register the source of a fragment and holds no registration to wait
+ * for: that fragment and every later one go as a FIN without data (frag_reg), so the receiver
+ * fails with PP_P2P_E_NO_MR and so does the send; the fragments written before it arrived
+ * intact, every window the receiver opened is closed again, and the next transfer goes
+ * through. */
+Test(p2p, an_rput_sender_that_cannot_register_a_fragment_fails_both_sides_with_no_mr)
+{
+  struct pp_engine_cfg cfg = base(2);
+  pp_p2p_params_of(&cfg)->rget_limit = 0; /* RPUT */
+  pp_p2p_params_of(&cfg)->frag_size = 64 << 10;
+  pp_p2p_params_of(&cfg)->pipeline = 1;
+  up(&cfg, 0);
+  uint32_t len = 256 << 10; /* 4 fragments */
+  uint8_t *src = pattern(len, 2), *dst = calloc(1, len);
+  refuse_regs(0, 0, 1, 2); /* the second fragment's source, and again once the first's
+                              * cached registration was evicted to make room */
+  pp_req s, r;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  run();
+  cr_assert_eq(NOREG.refused, 2);
+  cr_assert_eq(pstats(0).rcache.evictions, 1, "the first fragment's registration made room");
+  struct pp_p2p_status ss = done(0, &s), rs = done(1, &r);
+  cr_assert_eq(ss.error, PP_P2P_E_NO_MR, "%s", pp_p2p_err_name(ss.error));
+  cr_assert_eq(ss.proto, PP_P2P_RNDV_PUT);
+  cr_assert_eq(rs.error, PP_P2P_E_NO_MR, "%s", pp_p2p_err_name(rs.error));
+  cr_assert_eq(pstats(0).fragments, 1, "only the fragment before the refused one was written");
+  cr_assert_eq(memcmp(src, dst, 64 << 10), 0, "and it arrived intact");
+  cr_assert_eq(REG.remote_live[1], 0, "every fragment window is closed again");
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]), "nothing left behind");
+  NOREG.count = 0;
+  transfer_ok(len, 6);
+  free(src);
+  free(dst);
+}
+
+/* Two RGETs to rank 1; the registration of the second's source is refused while the first's is
+ * held: the second does not fail (a release is to come, send_resources) but waits first in its
+ * line, and starts at a later event, when its registration succeeds. Both arrive intact. */
+Test(p2p, an_rget_source_that_cannot_register_waits_for_a_release_then_goes)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint32_t len = 64 << 10; /* RGET */
+  uint8_t *src[2] = {pattern(len, 1), pattern(len, 2)};
+  uint8_t *dst[2] = {calloc(1, len), calloc(1, len)};
+  refuse_regs(0, PP_ACCESS_REMOTE_READ, 1, 1);
+  pp_req s[2], r[2];
+  for (int i = 0; i < 2; i++)
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], len, 0, 5, 0, 0, &r[i]), PP_OK);
+  for (int i = 0; i < 2; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src[i], len, 1, 5, 0, 0, &s[i]), PP_OK);
+  cr_assert_eq(NOREG.refused, 1);
+  cr_assert_eq(find_post(0, 0, PP_WR_SEND, T_RTS), 0, "the first RTS went");
+  cr_assert_eq(find_post(0, 1, PP_WR_SEND, T_RTS), -1, "the second waits");
+  run();
+  for (int i = 0; i < 2; i++) {
+    struct pp_p2p_status ss = done(0, &s[i]), rs = done(1, &r[i]);
+    cr_assert_eq(ss.error, PP_P2P_E_OK, "send %d: %s", i, pp_p2p_err_name(ss.error));
+    cr_assert_eq(rs.error, PP_P2P_E_OK, "receive %d: %s", i, pp_p2p_err_name(rs.error));
+    cr_assert_eq(rs.proto, PP_P2P_RNDV_GET);
+    cr_assert_eq(memcmp(src[i], dst[i], len), 0, "message %d", i);
+    free(src[i]), free(dst[i]);
+  }
+  int second = find_post(0, 1, PP_WR_SEND, T_RTS);
+  cr_assert_gt(second, 0, "the second RTS went");
+  cr_assert_gt(POSTS.wr[0][second].at, POSTS.wr[0][0].at, "later, at a later event");
+  cr_assert_eq(REG.remote_live[0], 0, "both sources closed again");
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
 }
