@@ -1110,10 +1110,15 @@ Test(p2p, a_dead_peer_fails_its_requests_and_nothing_else_hangs)
   cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 100, 1, 1, 0, 0, &s[2]), PP_OK);
   run();
   cr_assert_eq(done(0, &s[2]).error, PP_P2P_E_FAILED, "new sends to it fail at once");
+  cr_assert_eq(pp_p2p_issend(C.e[0], now(), a, 100, 1, 1, 0, 0, &s[2]), PP_OK);
+  run();
+  st = done(0, &s[2]);
+  cr_assert_eq(st.error, PP_P2P_E_FAILED, "synchronous ones too");
+  cr_assert_eq(st.wc_status, PP_WC_RETRY_EXC_ERR, "with the peer's failure");
   cr_assert_eq(pp_p2p_irecv(C.e[0], now(), x, 4, 1, 1, 0, 0, &r[1]), PP_OK);
   run();
   cr_assert_eq(done(0, &r[1]).error, PP_P2P_E_FAILED);
-  cr_assert_geq(pstats(0).failed, 4);
+  cr_assert_geq(pstats(0).failed, 5);
   cr_assert(pp_engine_done(C.e[0]), "nothing left to wait for: the dead channel's work flushed");
 }
 
@@ -2094,4 +2099,86 @@ Test(p2p, an_rget_source_that_cannot_register_waits_for_a_release_then_goes)
   cr_assert_gt(POSTS.wr[0][second].at, POSTS.wr[0][0].at, "later, at a later event");
   cr_assert_eq(REG.remote_live[0], 0, "both sources closed again");
   cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+}
+
+/* ================================================================ completions never posted */
+
+/* Work-request ids as the engine makes them (engine/proto/p2p/p2p_impl.h: WRID, kind in the top
+ * four bits, a generation, the index in the low 32). */
+enum { W_RECV = 1, W_TX = 2, W_READ = 4 };
+static uint64_t wrid(uint64_t kind, uint64_t gen, uint32_t idx)
+{
+  return kind << 60 | gen << 32 | idx;
+}
+
+/* Successful completions of work requests rank 0 never posted (a faulty or hostile NIC): a send
+ * buffer, a receive buffer or a request out of range, an unknown kind are rejected
+ * (PP_INVALID); a READ of a request slot whose generation is not the completion's is stale and
+ * ignored. None of them touches any state: the next transfers go through, and nothing is left
+ * behind. */
+Test(p2p, completions_never_posted_are_rejected_and_change_nothing)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  transfer_ok(100, 1);
+  struct pp_wc wc = {.status = PP_WC_SUCCESS}; /* (successful: its QP is not looked at) */
+  const struct {
+    uint64_t wr_id;
+    int opcode;
+    enum pp_status want;
+    const char *what;
+  } bad[] = {
+      {wrid(W_TX, 0, UINT32_MAX), PP_WC_OP_SEND, PP_INVALID, "a send buffer out of range"},
+      {wrid(W_RECV, 0, UINT32_MAX), PP_WC_OP_RECV, PP_INVALID, "a receive buffer out of range"},
+      {wrid(W_READ, 0, UINT32_MAX), PP_WC_OP_RDMA_READ, PP_INVALID, "a request out of range"},
+      {wrid(0, 0, 0), PP_WC_OP_SEND, PP_INVALID, "kind 0"},
+      {wrid(7, 0, 0), PP_WC_OP_SEND, PP_INVALID, "an unknown kind"},
+      {wrid(W_READ, 12345, 0), PP_WC_OP_RDMA_READ, PP_OK, "a READ of another generation"},
+  };
+  struct pp_p2p_stats before = pstats(0);
+  for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    wc.wr_id = bad[i].wr_id;
+    wc.opcode = (enum pp_wc_opcode)bad[i].opcode;
+    cr_assert_eq(pp_engine_on_wc(C.e[0], now(), &wc), bad[i].want, "%s", bad[i].what);
+  }
+  struct pp_p2p_stats after = pstats(0);
+  cr_assert_eq(after.failed, before.failed, "no request failed");
+  cr_assert_eq(after.received[PP_P2P_EAGER], before.received[PP_P2P_EAGER], "none was received");
+  cr_assert(pp_engine_done(C.e[0]), "nothing outstanding");
+  transfer_ok(100, 2);
+  transfer_ok(64 << 10, 3); /* an RGET: a READ of slot 0's generation completes as it should */
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+}
+
+/* The null request is complete and its status empty (MPI_STATUS of MPI_REQUEST_NULL), alone and
+ * within testall; irecv refuses a length past the largest message, clearing the handle. */
+Test(p2p, the_null_request_has_an_empty_status_and_oversized_receives_are_refused)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint8_t a[8];
+  pp_req r = 42;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), a, PP_MAX_MSG_SIZE + 1u, 0, 1, 0, 0, &r), PP_INVALID);
+  cr_assert_eq(r, PP_REQ_NULL, "a refused call leaves the null handle");
+  struct pp_p2p_status st;
+  memset(&st, 0xa5, sizeof(st));
+  cr_assert(pp_p2p_test(C.e[1], &r, &st));
+  struct pp_p2p_status zero;
+  memset(&zero, 0, sizeof(zero));
+  cr_assert_eq(memcmp(&st, &zero, sizeof(st)), 0, "the null request's status is empty");
+  uint32_t v = 7, w = 0;
+  pp_req rs[3] = {PP_REQ_NULL, PP_REQ_NULL, PP_REQ_NULL}, s;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), &w, 4, 0, 3, 0, 0, &rs[1]), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), &v, 4, 1, 3, 0, 0, &s), PP_OK);
+  run();
+  struct pp_p2p_status sts[3];
+  memset(sts, 0xa5, sizeof(sts));
+  cr_assert(pp_p2p_testall(C.e[1], 3, rs, sts), "the null entries do not hold testall back");
+  cr_assert_eq(memcmp(&sts[0], &zero, sizeof(zero)), 0);
+  cr_assert_eq(memcmp(&sts[2], &zero, sizeof(zero)), 0);
+  cr_assert_eq(sts[1].error, PP_P2P_E_OK);
+  cr_assert_eq(sts[1].len, 4);
+  cr_assert_eq(w, 7);
+  cr_assert_eq(rs[1], PP_REQ_NULL);
+  done(0, &s);
 }
