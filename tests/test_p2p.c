@@ -161,6 +161,22 @@ static void log_post(int h, const struct pp_send_wr *wr)
   POSTS.wr[h][POSTS.n[h]++].at = now();
 }
 
+static struct pp_wc LAST_RECV_WC[MAXR]; /* each rank's last receive completion (settle) */
+
+/* The last receive posted to each host's SRQ: its wr_id, and how many were. */
+static struct {
+  unsigned n[MAXR];
+  uint64_t last[MAXR];
+} SRQ_POSTS;
+
+static int w_post_srq_recv(void *nic, uint32_t srq, const struct pp_recv_wr *wr)
+{
+  int h = host_of(nic);
+  SRQ_POSTS.n[h]++;
+  SRQ_POSTS.last[h] = wr->wr_id;
+  return simnic_ops.post_srq_recv(nic, srq, wr);
+}
+
 static int w_post_send(void *nic, uint32_t qp, const struct pp_send_wr *wr)
 {
   int h = host_of(nic);
@@ -240,6 +256,7 @@ static void up(const struct pp_engine_cfg *cfg, double loss)
   wops.reg_mr = w_reg_mr;
   wops.dereg_mr = w_dereg_mr;
   wops.post_send = w_post_send;
+  wops.post_srq_recv = w_post_srq_recv;
   C.n = cfg->nranks;
   C.h = h_create(C.n, &prof, loss, cfg->seed);
   char err[256] = "";
@@ -284,6 +301,8 @@ static void down(void)
   app_log_reset();
   memset(&REFUSE, 0, sizeof(REFUSE));
   memset(&NOREG, 0, sizeof(NOREG));
+  memset(&SRQ_POSTS, 0, sizeof(SRQ_POSTS));
+  memset(LAST_RECV_WC, 0, sizeof(LAST_RECV_WC));
   max_mr = 4096;
 }
 
@@ -303,9 +322,12 @@ static void settle(void)
       struct pp_wc wc[16];
       simnic_set_now(h_nic(C.h, r), now());
       int k = h_poll(C.h, r, wc, 16);
-      for (int i = 0; i < k; i++)
+      for (int i = 0; i < k; i++) {
+        if (wc[i].opcode == PP_WC_OP_RECV)
+          LAST_RECV_WC[r] = wc[i];
         cr_assert_eq(pp_engine_on_wc(C.e[r], now(), &wc[i]), PP_OK, "rank %u wc %s", r,
                      pp_wc_status_name(wc[i].status));
+      }
       if (pp_engine_next_deadline(C.e[r]) <= now()) {
         cr_assert_eq(pp_engine_on_timer(C.e[r], now()), PP_OK);
         busy = true;
@@ -2181,4 +2203,62 @@ Test(p2p, the_null_request_has_an_empty_status_and_oversized_receives_are_refuse
   cr_assert_eq(w, 7);
   cr_assert_eq(rs[1], PP_REQ_NULL);
   done(0, &s);
+}
+
+/* The receive completion of an unexpected message delivered a second time (a NIC that
+ * duplicates completions): its buffer is held, not posted, so the copy is rejected
+ * (PP_INVALID); the message is received once, intact, and nothing else arrives. */
+Test(p2p, a_duplicated_receive_completion_is_rejected_and_the_message_received_once)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint8_t *src = pattern(300, 4), dst[300] = {0}, more[300];
+  pp_req s, r, r2;
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, 300, 1, 3, 0, 0, &s), PP_OK);
+  run();
+  cr_assert_eq(pstats(1).unexpected, 1, "held: no receive matched it yet");
+  struct pp_wc dup = LAST_RECV_WC[1];
+  cr_assert_eq(dup.opcode, PP_WC_OP_RECV);
+  cr_assert_eq(pp_engine_on_wc(C.e[1], now(), &dup), PP_INVALID, "its buffer is not posted");
+  cr_assert_eq(pstats(1).unexpected, 1, "the copy is no second message");
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, 300, 0, 3, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), more, 300, ANYS, ANYT, 0, 0, &r2), PP_OK);
+  run();
+  struct pp_p2p_status st = done(1, &r);
+  cr_assert_eq(st.error, PP_P2P_E_OK);
+  cr_assert_eq(st.len, 300);
+  cr_assert_eq(memcmp(src, dst, 300), 0);
+  not_done(1, &r2); /* nothing else arrived */
+  cr_assert_eq(pp_p2p_cancel(C.e[1], now(), r2), PP_OK);
+  run();
+  cr_assert_eq(done(1, &r2).error, PP_P2P_E_CANCELLED);
+  done(0, &s);
+  transfer_ok(300, 5);
+  free(src);
+}
+
+/* With p2p.srq: receive completions that name no buffer of the shared pool (past its end), or
+ * a posted pool buffer but a QP that is no data QP of this engine, are rejected (PP_INVALID)
+ * and take nothing: the buffer stays posted and the pool whole, the next messages arrive. */
+Test(p2p, srq_completions_naming_no_pool_buffer_or_qp_are_rejected)
+{
+  struct pp_engine_cfg cfg = base(2);
+  pp_p2p_params_of(&cfg)->srq = true;
+  up(&cfg, 0);
+  transfer_ok(100, 1);
+  cr_assert_gt(SRQ_POSTS.n[1], 0, "rank 1 posted its pool to its SRQ");
+  struct pp_wc wc = {.status = PP_WC_SUCCESS, .opcode = PP_WC_OP_RECV, .byte_len = 64};
+  wc.wr_id = wrid(W_RECV, 0, UINT32_MAX - 1);
+  wc.qp_num = LAST_RECV_WC[1].qp_num; /* a data QP of rank 1's */
+  cr_assert_neq(wc.qp_num, 0);
+  cr_assert_eq(pp_engine_on_wc(C.e[1], now(), &wc), PP_INVALID, "past the pool");
+  wc.wr_id = SRQ_POSTS.last[1]; /* posted, and still */
+  wc.qp_num = 0xdead;
+  cr_assert_eq(pp_engine_on_wc(C.e[1], now(), &wc), PP_INVALID, "no QP of ours");
+  struct pp_p2p_stats st = pstats(1);
+  cr_assert_eq(st.srq_overruns, 0);
+  cr_assert(pp_engine_done(C.e[1]));
+  for (uint32_t i = 0; i < 3 * st.srq_buffers; i++) /* every pool buffer in use again */
+    transfer_ok(100, 10 + i);
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
 }
