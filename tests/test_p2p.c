@@ -2262,3 +2262,74 @@ Test(p2p, srq_completions_naming_no_pool_buffer_or_qp_are_rejected)
     transfer_ok(100, 10 + i);
   cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
 }
+
+/* An RGET's RTS waits unexpected at rank 1 while its sender fails there (rank 1's own send to
+ * it exceeds its retries); an ANY_SOURCE receive that then matches it (one naming the failed
+ * rank fails at once without matching) can never read: it fails with the peer's failure
+ * (p2p_rndv_start), no READ is posted. */
+Test(p2p, a_rendezvous_matched_after_its_sender_failed_fails_without_a_read)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.qp.timeout = 4;
+  cfg.qp.retry_cnt = 1;
+  up(&cfg, 0);
+  uint32_t len = 64 << 10; /* RGET */
+  uint8_t *src = pattern(len, 1), *dst = calloc(1, len), x[4] = {0};
+  pp_req s, r, s1;
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  run();
+  struct pp_p2p_status st;
+  cr_assert(pp_p2p_iprobe(C.e[1], 0, 5, 0, &st), "the RTS waits at rank 1");
+  cr_assert_eq(st.proto, PP_P2P_RNDV_GET);
+  C.h->drop = drop_everything;
+  cr_assert_eq(pp_p2p_isend(C.e[1], now(), x, 4, 0, 6, 0, 0, &s1), PP_OK);
+  run();
+  cr_assert_eq(done(1, &s1).wc_status, PP_WC_RETRY_EXC_ERR, "rank 1 lost its peer");
+  cr_assert(pp_p2p_iprobe(C.e[1], ANYS, 5, 0, NULL), "the RTS still waits");
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, ANYS, 5, 0, 0, &r), PP_OK);
+  run();
+  cr_assert_not(pp_p2p_iprobe(C.e[1], ANYS, ANYT, 0, NULL), "the receive took it");
+  st = done(1, &r);
+  cr_assert_eq(st.error, PP_P2P_E_FAILED, "%s", pp_p2p_err_name(st.error));
+  cr_assert_eq(st.wc_status, PP_WC_RETRY_EXC_ERR, "the peer's failure, not a READ's");
+  cr_assert_eq(st.proto, PP_P2P_RNDV_GET);
+  cr_assert_eq(READS.n[1], 0, "no READ was posted");
+  cr_assert(pp_engine_done(C.e[1]));
+  free(src);
+  free(dst);
+}
+
+/* Three RGETs into rank 1; the registration of the second's buffer is refused while the first's
+ * is held: the second waits in the registration line, and the third, whose registration would
+ * succeed, waits behind it (its turn comes after the second's): the READs go and the receives
+ * complete in order, all intact. */
+Test(p2p, rget_receivers_register_in_line)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  enum { N = 3 };
+  uint32_t len = 64 << 10; /* RGET */
+  uint8_t *src[N], *dst[N];
+  pp_req s[N], r[N];
+  refuse_regs(1, PP_ACCESS_LOCAL_WRITE, 1, 1); /* the second receive's buffer, once */
+  for (uint32_t i = 0; i < N; i++) {
+    src[i] = pattern(len, i);
+    dst[i] = calloc(1, len);
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], len, 0, i, 0, 0, &r[i]), PP_OK);
+  }
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src[i], len, 1, i, 0, 0, &s[i]), PP_OK);
+  run();
+  cr_assert_eq(NOREG.refused, 1);
+  const struct pp_recv_record *rec;
+  cr_assert_eq(pp_p2p_receives(C.e[1], &rec, NULL), N);
+  for (uint32_t i = 0; i < N; i++) {
+    cr_assert_eq(rec[i].tag, i, "completion %u was receive %u: overtaken", i, rec[i].tag);
+    cr_assert_eq(done(1, &r[i]).error, PP_P2P_E_OK, "receive %u", i);
+    cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_OK, "send %u", i);
+    cr_assert_eq(memcmp(src[i], dst[i], len), 0, "message %u", i);
+    free(src[i]), free(dst[i]);
+  }
+  cr_assert_eq(READS.n[1], N);
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+}
