@@ -15,6 +15,7 @@
 #include "prepost/app.h"
 #include "prepost/engine.h"
 #include "prepost/p2p.h"
+#include "prepost/hang.h" /* pp_engine_pending */
 #include "prepost/proto.h" /* pp_engine_push_timer: filling the timer queue */
 #include "app_log.h"
 #include "simnic_harness.h"
@@ -2332,4 +2333,49 @@ Test(p2p, rget_receivers_register_in_line)
   }
   cr_assert_eq(READS.n[1], N);
   cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+}
+
+/* ================================================================ hang reports */
+
+/* The wait of rank `rank` whose text holds `what`; fails when there is none. */
+static struct pp_wait wait_with(uint32_t rank, const char *what)
+{
+  struct pp_wait w[16];
+  size_t n = pp_engine_pending(C.e[rank], w, 16);
+  for (size_t i = 0; i < n && i < 16; i++)
+    if (strstr(w[i].what, what))
+      return w[i];
+  cr_assert_fail("rank %u has no wait saying \"%s\" (%zu waits)", rank, what, n);
+  return w[0];
+}
+
+/* What the hang report of a rank that is not done says of requests stuck in the ways
+ * p2p_pending tells apart: a send that has credits but no send buffer (the one buffer is held
+ * by the send before it, whose completion never comes: the link is cut), and a receive of
+ * ANY_SOURCE, ANY_TAG. */
+Test(p2p, pending_names_a_send_without_a_buffer_and_a_wildcard_receive)
+{
+  struct pp_engine_cfg cfg = base(2);
+  pp_p2p_params_of(&cfg)->send_buffers = 1;
+  cfg.qp.timeout = 31; /* the cut link's retries outlast the test */
+  up(&cfg, 0);
+  C.h->drop = drop_everything;
+  uint8_t a[100] = {0}, b[100];
+  pp_req s[2], r;
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 100, 1, 7, 0, 0, &s[0]), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 100, 1, 8, 0, 0, &s[1]), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), b, 100, ANYS, ANYT, 0, 0, &r), PP_OK);
+  run_until(now() + 1000000);
+  not_done(0, &s[1]);
+  struct pp_wait w = wait_with(0, "send tag 8 (100 bytes) to rank 1 waits to start");
+  cr_assert_eq(w.kind, PP_WAIT_CREDITS);
+  cr_assert_eq(w.peer, 1);
+  cr_assert_eq(w.tag, 8);
+  cr_assert(strstr(w.what, "credits, send queue"), "%s", w.what);
+  w = wait_with(0, "send tag 7 to rank 1 waits for 1 send completions");
+  cr_assert_eq(w.kind, PP_WAIT_SEND_WC);
+  w = wait_with(0, "receive (ANY_SOURCE, ANY_TAG) never matched");
+  cr_assert_eq(w.kind, PP_WAIT_UNMATCHED);
+  cr_assert_eq(w.peer, PP_WAIT_NOPEER);
+  cr_assert_eq(w.tag, ANYT);
 }
