@@ -246,7 +246,8 @@ static enum pp_status reply_recv_done(struct pp_engine *e, uint64_t t, pp_req re
   return pp_p2p_isend(e, t, REPLY.buf, REPLY.len, 0, 9, 0, 0, &REPLY.req);
 }
 
-static void up(const struct pp_engine_cfg *cfg, double loss)
+/* up() in two steps: the engines created (create_all), then connected and started. */
+static void create_all(const struct pp_engine_cfg *cfg, double loss)
 {
   struct pp_nic_profile prof;
   pp_nic_profile_default(&prof);
@@ -274,6 +275,10 @@ static void up(const struct pp_engine_cfg *cfg, double loss)
                                       &C.e[r]),
                  PP_OK);
   }
+}
+
+static void connect_and_start(void)
+{
   for (uint32_t r = 0; r < C.n; r++)
     for (uint32_t p = 0; p < C.n; p++) {
       struct pp_conn_info ci;
@@ -282,6 +287,12 @@ static void up(const struct pp_engine_cfg *cfg, double loss)
     }
   for (uint32_t r = 0; r < C.n; r++)
     cr_assert_eq(pp_engine_start(C.e[r], 0), PP_OK);
+}
+
+static void up(const struct pp_engine_cfg *cfg, double loss)
+{
+  create_all(cfg, loss);
+  connect_and_start();
 }
 
 static struct pp_scenario sc;
@@ -2378,4 +2389,66 @@ Test(p2p, pending_names_a_send_without_a_buffer_and_a_wildcard_receive)
   cr_assert_eq(w.kind, PP_WAIT_UNMATCHED);
   cr_assert_eq(w.peer, PP_WAIT_NOPEER);
   cr_assert_eq(w.tag, ANYT);
+}
+
+/* ================================================================ connection */
+
+/* A peer's connection information must name as many QPs as this engine opens to it (channels,
+ * twice that with p2p.srq): one that names fewer or more is refused (PP_INVALID), the engine
+ * stays unconnected and cannot start; there is no information for a rank that is no peer
+ * (itself). The right one then connects, and messages go through. */
+Test(p2p, connection_information_of_another_shape_is_refused)
+{
+  struct pp_engine_cfg cfg = base(2);
+  pp_p2p_params_of(&cfg)->channels = 2;
+  create_all(&cfg, 0);
+  struct pp_conn_info ci;
+  cr_assert_not(pp_engine_local_info(C.e[0], 0, &ci), "no information for itself");
+  cr_assert(pp_engine_local_info(C.e[1], 0, &ci));
+  cr_assert_eq(ci.nchannels, 2);
+  struct pp_conn_info bad = ci;
+  bad.nchannels = 1;
+  cr_assert_eq(pp_engine_connect(C.e[0], 0, 1, &bad), PP_INVALID, "one QP of two");
+  bad.nchannels = 4;
+  cr_assert_eq(pp_engine_connect(C.e[0], 0, 1, &bad), PP_INVALID, "four QPs of two");
+  cr_assert_eq(pp_engine_start(C.e[0], 0), PP_STATE, "not connected");
+  connect_and_start();
+  for (uint32_t i = 0; i < 4; i++)
+    transfer_ok(100, 1 + i);
+  cr_assert_eq(pstats(0).sent[PP_P2P_EAGER], 4);
+}
+
+/* ================================================================ what workloads and the engine hand in */
+
+/* The workloads' send and receive (pp_proto_ops) take a 64-bit tag: one the p2p tags cannot
+ * hold (ANY_TAG, or past 32 bits: it would be cut to another tag) is refused (PP_INVALID), and
+ * nothing is posted or matched; a protocol timer the protocol never armed is refused, not taken
+ * for its flush timer. */
+Test(p2p, tags_past_32_bits_and_timers_never_armed_are_refused)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  const struct pp_proto_ops *ops = pp_proto_get(cfg.protocol)->ops;
+  uint8_t a[8] = {0};
+  const uint64_t bad[] = {PP_ANY_TAG, 1ull << 32 | 5};
+  for (unsigned i = 0; i < 2; i++) {
+    struct pp_msg m = {.peer = 1, .tag = bad[i], .buf = a, .len = 8};
+    cr_assert_eq(ops->send(C.e[0], now(), &m), PP_INVALID, "send, tag %llx",
+                 (unsigned long long)bad[i]);
+    m.peer = 0;
+    cr_assert_eq(ops->recv(C.e[1], now(), &m), PP_INVALID, "receive, tag %llx",
+                 (unsigned long long)bad[i]);
+  }
+  run();
+  cr_assert_eq(POSTS.n[0], 0, "nothing was sent");
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+  pp_req r;
+  uint8_t b[8];
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b, 8, 0, 5, 0, 0, &r), PP_OK);
+  struct pp_msg m = {.peer = 1, .tag = 5, .buf = a, .len = 8};
+  cr_assert_eq(ops->send(C.e[0], now(), &m), PP_OK, "tag 5 itself goes");
+  run();
+  cr_assert_eq(done(1, &r).tag, 5);
+  cr_assert_eq(pp_engine_push_timer(C.e[0], now(), PP_TIMER_PROTO, 77), PP_OK);
+  cr_assert_eq(pp_engine_on_timer(C.e[0], now()), PP_INVALID);
 }
