@@ -535,6 +535,7 @@ BAD(sq_big, c->qp.sq_depth = PP_MAX_QUEUE_DEPTH + 1, "sq_depth")
 BAD(rq0, c->qp.rq_depth = 0, "rq_depth")
 BAD(rq_big, c->qp.rq_depth = PP_MAX_QUEUE_DEPTH + 1, "rq_depth")
 BAD(pool, (c->qp.sq_depth = 4096, c->qp.rq_depth = 4096, c->workload.size = 1u << 20), "GiB")
+BAD(alltoall_stream, c->workload.pattern = PP_PATTERN_ALLTOALL, "only for workload 'traffic'")
 #undef BAD
 
 static const struct bad_cfg bad_cfgs[] = {
@@ -557,6 +558,7 @@ static const struct bad_cfg bad_cfgs[] = {
     B(timeout, "timeout"),
     B(retry_cnt, "retry_cnt"),
     B(max_rd_atomic, "max_rd_atomic"),
+    B(alltoall_stream, "only for workload 'traffic'"),
     B(mtu1000, "mtu"),
     B(mtu0, "mtu"),
     B(mtu8192, "mtu"),
@@ -638,6 +640,11 @@ Test(engine, names_and_patterns)
   cr_assert_eq(pp_workload_source(&ring, 0, 3), 2);
   cr_assert_eq(pp_workload_source(&ring, 1, 3), 0);
   cr_assert_eq(pp_workload_dest(&ring, 0, 1), -1);
+  cr_assert_eq(pp_workload_source(&ring, 0, 1), -1, "one rank has no neighbour");
+  cr_assert_eq(pp_workload_source(&ring, 3, 3), -1, "no rank 3 of 3");
+  struct pp_workload all = {.pattern = PP_PATTERN_ALLTOALL};
+  cr_assert_eq(pp_workload_dest(&all, 0, 4), -1, "alltoall has no single destination");
+  cr_assert_eq(pp_workload_source(&all, 0, 4), -1, "nor a single source");
 }
 
 /* ================================================================ create / connect */
