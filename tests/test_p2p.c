@@ -164,16 +164,18 @@ static void log_post(int h, const struct pp_send_wr *wr)
 
 static struct pp_wc LAST_RECV_WC[MAXR]; /* each rank's last receive completion (settle) */
 
-/* The last receive posted to each host's SRQ: its wr_id, and how many were. */
+/* The last receive posted to each host's SRQ: its wr_id, its SRQ, and how many were. */
 static struct {
   unsigned n[MAXR];
   uint64_t last[MAXR];
+  uint32_t srq[MAXR]; /* the SRQ's number */
 } SRQ_POSTS;
 
 static int w_post_srq_recv(void *nic, uint32_t srq, const struct pp_recv_wr *wr)
 {
   int h = host_of(nic);
   SRQ_POSTS.n[h]++;
+  SRQ_POSTS.srq[h] = srq;
   SRQ_POSTS.last[h] = wr->wr_id;
   return simnic_ops.post_srq_recv(nic, srq, wr);
 }
@@ -2451,4 +2453,39 @@ Test(p2p, tags_past_32_bits_and_timers_never_armed_are_refused)
   cr_assert_eq(done(1, &r).tag, 5);
   cr_assert_eq(pp_engine_push_timer(C.e[0], now(), PP_TIMER_PROTO, 77), PP_OK);
   cr_assert_eq(pp_engine_on_timer(C.e[0], now()), PP_INVALID);
+}
+
+/* With p2p.srq: an SRQ_LIMIT_REACHED of another SRQ and a QP_LAST_WQE_REACHED of a QP that is
+ * not ours change nothing (no limit event counted, no peer failed, transfers go on); the one of
+ * rank 1's data QP to rank 0 fails that peer once (a receive from it fails, flushed), and the
+ * same event again is ignored. */
+Test(p2p, srq_async_events_of_other_queues_change_nothing)
+{
+  struct pp_engine_cfg cfg = base(2);
+  pp_p2p_params_of(&cfg)->srq = true;
+  up(&cfg, 0);
+  transfer_ok(100, 1);
+  uint32_t dqp = LAST_RECV_WC[1].qp_num; /* rank 1's data QP: its receives come from the SRQ */
+  cr_assert_neq(dqp, 0);
+  cr_assert_neq(SRQ_POSTS.srq[1], 0);
+  struct pp_async_event ev = {.type = PP_EVENT_SRQ_LIMIT_REACHED,
+                              .srq_num = SRQ_POSTS.srq[1] + 1};
+  cr_assert_eq(pp_engine_on_async(C.e[1], now(), &ev), PP_OK);
+  cr_assert_eq(pstats(1).srq_limit_events, 0, "another SRQ's limit");
+  ev = (struct pp_async_event){.type = PP_EVENT_QP_LAST_WQE_REACHED, .qp_num = dqp + 1000};
+  cr_assert_eq(pp_engine_on_async(C.e[1], now(), &ev), PP_OK);
+  transfer_ok(100, 2);
+  cr_assert_eq(pstats(1).failed, 0, "no peer failed");
+  uint8_t b[100];
+  pp_req r;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b, 100, 0, 3, 0, 0, &r), PP_OK);
+  ev.qp_num = dqp;
+  cr_assert_eq(pp_engine_on_async(C.e[1], now(), &ev), PP_OK);
+  run();
+  struct pp_p2p_status st = done(1, &r);
+  cr_assert_eq(st.error, PP_P2P_E_FAILED, "%s", pp_p2p_err_name(st.error));
+  cr_assert_eq(st.wc_status, PP_WC_WR_FLUSH_ERR);
+  cr_assert_eq(pp_engine_on_async(C.e[1], now(), &ev), PP_OK, "again: closed already");
+  cr_assert_eq(pstats(1).failed, 1);
+  cr_assert(pp_engine_done(C.e[1]));
 }
