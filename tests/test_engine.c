@@ -594,6 +594,26 @@ Test(engine, cfg_check_rejects_each_bad_field)
   }
 }
 
+/* A rank exchanges messages with at most PP_MAX_PEERS peers: adding one it has is a no-op,
+ * adding one past the bound is refused (PP_LIMIT) and changes nothing. */
+Test(engine, peers_are_added_once_and_bounded)
+{
+  struct pp_engine_cfg c = base_cfg();
+  c.nranks = PP_MAX_PEERS + 2;
+  struct pp_engine *e = create(c, &F0);
+  uint32_t n = pp_engine_npeers(e);
+  cr_assert_eq(n, 1, "a pair's sender: its receiver");
+  uint32_t first = pp_engine_peer(e, 0);
+  cr_assert_eq(pp_engine_add_peer(e, first), PP_OK);
+  cr_assert_eq(pp_engine_npeers(e), 1, "once");
+  for (uint32_t r = 2; pp_engine_npeers(e) < PP_MAX_PEERS; r++)
+    cr_assert_eq(pp_engine_add_peer(e, r), PP_OK, "peer %u", r);
+  cr_assert_eq(pp_engine_add_peer(e, PP_MAX_PEERS + 1), PP_LIMIT);
+  cr_assert_eq(pp_engine_npeers(e), PP_MAX_PEERS, "nothing added past the bound");
+  cr_assert_eq(pp_engine_add_peer(e, first), PP_OK, "one it has is still found");
+  pp_engine_destroy(e);
+}
+
 Test(engine, create_refuses_an_incomplete_ops_table)
 {
   struct pp_nic_ops ops = fake_ops;
