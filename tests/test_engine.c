@@ -535,6 +535,7 @@ BAD(sq_big, c->qp.sq_depth = PP_MAX_QUEUE_DEPTH + 1, "sq_depth")
 BAD(rq0, c->qp.rq_depth = 0, "rq_depth")
 BAD(rq_big, c->qp.rq_depth = PP_MAX_QUEUE_DEPTH + 1, "rq_depth")
 BAD(pool, (c->qp.sq_depth = 4096, c->qp.rq_depth = 4096, c->workload.size = 1u << 20), "GiB")
+BAD(alltoall_stream, c->workload.pattern = PP_PATTERN_ALLTOALL, "only for workload 'traffic'")
 #undef BAD
 
 static const struct bad_cfg bad_cfgs[] = {
@@ -557,6 +558,7 @@ static const struct bad_cfg bad_cfgs[] = {
     B(timeout, "timeout"),
     B(retry_cnt, "retry_cnt"),
     B(max_rd_atomic, "max_rd_atomic"),
+    B(alltoall_stream, "only for workload 'traffic'"),
     B(mtu1000, "mtu"),
     B(mtu0, "mtu"),
     B(mtu8192, "mtu"),
@@ -590,6 +592,26 @@ Test(engine, cfg_check_rejects_each_bad_field)
     cr_assert_null(e);
     cr_assert_eq(F0.ncalls, 0, "%s: %u backend calls", bad_cfgs[i].what, F0.ncalls);
   }
+}
+
+/* A rank exchanges messages with at most PP_MAX_PEERS peers: adding one it has is a no-op,
+ * adding one past the bound is refused (PP_LIMIT) and changes nothing. */
+Test(engine, peers_are_added_once_and_bounded)
+{
+  struct pp_engine_cfg c = base_cfg();
+  c.nranks = PP_MAX_PEERS + 2;
+  struct pp_engine *e = create(c, &F0);
+  uint32_t n = pp_engine_npeers(e);
+  cr_assert_eq(n, 1, "a pair's sender: its receiver");
+  uint32_t first = pp_engine_peer(e, 0);
+  cr_assert_eq(pp_engine_add_peer(e, first), PP_OK);
+  cr_assert_eq(pp_engine_npeers(e), 1, "once");
+  for (uint32_t r = 2; pp_engine_npeers(e) < PP_MAX_PEERS; r++)
+    cr_assert_eq(pp_engine_add_peer(e, r), PP_OK, "peer %u", r);
+  cr_assert_eq(pp_engine_add_peer(e, PP_MAX_PEERS + 1), PP_LIMIT);
+  cr_assert_eq(pp_engine_npeers(e), PP_MAX_PEERS, "nothing added past the bound");
+  cr_assert_eq(pp_engine_add_peer(e, first), PP_OK, "one it has is still found");
+  pp_engine_destroy(e);
 }
 
 Test(engine, create_refuses_an_incomplete_ops_table)
@@ -638,6 +660,11 @@ Test(engine, names_and_patterns)
   cr_assert_eq(pp_workload_source(&ring, 0, 3), 2);
   cr_assert_eq(pp_workload_source(&ring, 1, 3), 0);
   cr_assert_eq(pp_workload_dest(&ring, 0, 1), -1);
+  cr_assert_eq(pp_workload_source(&ring, 0, 1), -1, "one rank has no neighbour");
+  cr_assert_eq(pp_workload_source(&ring, 3, 3), -1, "no rank 3 of 3");
+  struct pp_workload all = {.pattern = PP_PATTERN_ALLTOALL};
+  cr_assert_eq(pp_workload_dest(&all, 0, 4), -1, "alltoall has no single destination");
+  cr_assert_eq(pp_workload_source(&all, 0, 4), -1, "nor a single source");
 }
 
 /* ================================================================ create / connect */

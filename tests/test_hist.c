@@ -164,6 +164,15 @@ Test(hist, valid_finds_what_does_not_add_up)
   pp_hist_reset(&H2);
   H2.bucket[3] = 1;
   cr_assert_not(pp_hist_valid(&H2), "an empty one with a sample");
+  H2 = H;
+  H2.bucket[pp_hist_index(9000)] = 1;
+  H2.count = 3;
+  cr_assert_not(pp_hist_valid(&H2), "a sample past max, max's bucket still there");
+  H2 = H;
+  H2.bucket[pp_hist_index(1000)] = UINT64_MAX;
+  H2.bucket[pp_hist_index(5000)] = 2;
+  H2.count = 1; /* what the sum wraps to */
+  cr_assert_not(pp_hist_valid(&H2), "buckets whose sum wraps");
 }
 
 Test(hist, sum_saturates)

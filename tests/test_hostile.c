@@ -840,6 +840,60 @@ Test(hostile_p2p, rput_cts_fragment_count_wrong)
   rput_send_bad_cts(PP_VF_NFRAG, nfrag_wrong);
 }
 
+static void flags_sync(struct whdr *h)
+{
+  h->flags = WF_SYNC; /* a flag no CTS has */
+}
+
+Test(hostile_p2p, rput_cts_unknown_flags)
+{
+  rput_send_bad_cts(PP_VF_FLAGS, flags_sync);
+}
+
+/* A first CTS the victim takes (fragment 0 is written), then one for fragment 1 that changes
+ * what the first said (mutate): the violation fails the peer, and nothing more is written. */
+static void rput_send_bad_second_cts(enum pp_violation_field f, void (*mutate)(struct whdr *))
+{
+  p2p_up_default();
+  pp_req s;
+  uint8_t *src;
+  struct whdr rts = rput_to_attacker(100000, &s, &src);
+  uint8_t *dst = S.abuf + (size_t)(NASLOT - 16) * ASLOT;
+  struct whdr h = cts(&rts, 0, 100000, dst);
+  forge_hdr(&h);
+  run();
+  expect_no_violation();
+  cr_assert_eq(count_posted(VICTIM, ATTACKER, PP_WR_RDMA_WRITE, -1), 1, "fragment 0 written");
+  h = cts(&rts, 1, 100000, dst);
+  mutate(&h);
+  forge_hdr(&h);
+  run();
+  expect_violation("CTS", f);
+  cr_assert_eq(count_posted(VICTIM, ATTACKER, PP_WR_RDMA_WRITE, -1), 1, "nothing more written");
+  cr_assert(all_bytes(dst + 16384, 16 * ASLOT - 16384, 0));
+  failed_with_peer(VICTIM, &s);
+  honest_goes_on();
+}
+
+static void len_other(struct whdr *h)
+{
+  h->len = 90000; /* not what the first CTS took (same fragment count) */
+}
+static void rreq_other(struct whdr *h)
+{
+  h->rreq = 0xdef; /* another receive than the first CTS's */
+}
+
+Test(hostile_p2p, rput_second_cts_with_another_length)
+{
+  rput_send_bad_second_cts(PP_VF_LEN, len_other);
+}
+
+Test(hostile_p2p, rput_second_cts_naming_another_receive)
+{
+  rput_send_bad_second_cts(PP_VF_HANDLE, rreq_other);
+}
+
 Test(hostile_p2p, rput_cts_duplicate)
 {
   p2p_up_default();
@@ -916,6 +970,35 @@ Test(hostile_p2p, rget_duplicate_fin)
   run();
   expect_violation("FIN", PP_VF_HANDLE);
   honest_goes_on();
+}
+
+/* A FIN at the RGET sender with flags a FIN cannot have (F_SYNC; F_FAILED without F_ABORT): the
+ * violation fails the peer and the send with it; its buffer is no longer readable. */
+static void rget_bad_fin_flags(uint8_t flags)
+{
+  p2p_up_default();
+  pp_req s;
+  uint8_t *src = guarded(20000, 0x61);
+  cr_assert_eq(pp_p2p_isend(S.e[VICTIM], now(), src, 20000, ATTACKER, 3, 0, 0, &s), PP_OK);
+  run();
+  struct whdr rts = sent(VICTIM, ATTACKER, T_RTS, 0);
+  struct whdr h = {.type = T_FIN, .flags = flags, .sreq = rts.sreq};
+  forge_hdr(&h);
+  run();
+  expect_violation("FIN", PP_VF_FLAGS);
+  failed_with_peer(VICTIM, &s);
+  cr_assert_eq(S.remote_live[VICTIM], 0, "the send buffer is no longer readable");
+  honest_goes_on();
+}
+
+Test(hostile_p2p, rget_fin_unknown_flags)
+{
+  rget_bad_fin_flags(WF_RGET | WF_SYNC);
+}
+
+Test(hostile_p2p, rget_fin_failed_without_abort)
+{
+  rget_bad_fin_flags(WF_RGET | 8 /* F_FAILED */);
 }
 
 Test(hostile_p2p, rget_fin_from_a_third_rank)
@@ -1142,6 +1225,11 @@ Test(hostile_p2p, rput_fin_before_any_write_out_of_order)
 Test(hostile_p2p, rput_fin_with_the_wrong_length)
 {
   rput_recv_bad_fin(PP_VF_FLEN, flen_short);
+}
+
+Test(hostile_p2p, rput_fin_unknown_flags)
+{
+  rput_recv_bad_fin(PP_VF_FLAGS, flags_sync);
 }
 
 Test(hostile_p2p, rput_fin_naming_another_senders_transfer)

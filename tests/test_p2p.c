@@ -15,6 +15,7 @@
 #include "prepost/app.h"
 #include "prepost/engine.h"
 #include "prepost/p2p.h"
+#include "prepost/hang.h" /* pp_engine_pending */
 #include "prepost/proto.h" /* pp_engine_push_timer: filling the timer queue */
 #include "app_log.h"
 #include "simnic_harness.h"
@@ -47,9 +48,31 @@ static int host_of(void *nic)
   return 0;
 }
 
+/* reg_mr refused as by a full MR table (PP_LIMIT): on host `host`, of registrations whose access
+ * includes `access` (0: any), after the first `skip` of them, the next `count`. Zeroed: none. */
+static struct {
+  int host;
+  unsigned access;
+  unsigned skip, count;
+  unsigned seen, refused;
+} NOREG;
+
+static bool noreg(int h, unsigned access)
+{
+  if (NOREG.count == 0 || h != NOREG.host || (access & NOREG.access) != NOREG.access)
+    return false;
+  if (NOREG.seen++ < NOREG.skip || NOREG.refused == NOREG.count)
+    return false;
+  NOREG.refused++;
+  return true;
+}
+
 static int w_reg_mr(void *nic, void *addr, size_t len, unsigned access, struct pp_mr *mr)
 {
-  int h = host_of(nic), s = simnic_ops.reg_mr(nic, addr, len, access, mr);
+  int h = host_of(nic);
+  if (noreg(h, access))
+    return PP_LIMIT;
+  int s = simnic_ops.reg_mr(nic, addr, len, access, mr);
   if (s == PP_OK) {
     REG.regs[h]++;
     if (access & (PP_ACCESS_REMOTE_WRITE | PP_ACCESS_REMOTE_READ)) {
@@ -139,6 +162,24 @@ static void log_post(int h, const struct pp_send_wr *wr)
   POSTS.wr[h][POSTS.n[h]++].at = now();
 }
 
+static struct pp_wc LAST_RECV_WC[MAXR]; /* each rank's last receive completion (settle) */
+
+/* The last receive posted to each host's SRQ: its wr_id, its SRQ, and how many were. */
+static struct {
+  unsigned n[MAXR];
+  uint64_t last[MAXR];
+  uint32_t srq[MAXR]; /* the SRQ's number */
+} SRQ_POSTS;
+
+static int w_post_srq_recv(void *nic, uint32_t srq, const struct pp_recv_wr *wr)
+{
+  int h = host_of(nic);
+  SRQ_POSTS.n[h]++;
+  SRQ_POSTS.srq[h] = srq;
+  SRQ_POSTS.last[h] = wr->wr_id;
+  return simnic_ops.post_srq_recv(nic, srq, wr);
+}
+
 static int w_post_send(void *nic, uint32_t qp, const struct pp_send_wr *wr)
 {
   int h = host_of(nic);
@@ -207,7 +248,8 @@ static enum pp_status reply_recv_done(struct pp_engine *e, uint64_t t, pp_req re
   return pp_p2p_isend(e, t, REPLY.buf, REPLY.len, 0, 9, 0, 0, &REPLY.req);
 }
 
-static void up(const struct pp_engine_cfg *cfg, double loss)
+/* up() in two steps: the engines created (create_all), then connected and started. */
+static void create_all(const struct pp_engine_cfg *cfg, double loss)
 {
   struct pp_nic_profile prof;
   pp_nic_profile_default(&prof);
@@ -218,6 +260,7 @@ static void up(const struct pp_engine_cfg *cfg, double loss)
   wops.reg_mr = w_reg_mr;
   wops.dereg_mr = w_dereg_mr;
   wops.post_send = w_post_send;
+  wops.post_srq_recv = w_post_srq_recv;
   C.n = cfg->nranks;
   C.h = h_create(C.n, &prof, loss, cfg->seed);
   char err[256] = "";
@@ -234,6 +277,10 @@ static void up(const struct pp_engine_cfg *cfg, double loss)
                                       &C.e[r]),
                  PP_OK);
   }
+}
+
+static void connect_and_start(void)
+{
   for (uint32_t r = 0; r < C.n; r++)
     for (uint32_t p = 0; p < C.n; p++) {
       struct pp_conn_info ci;
@@ -242,6 +289,12 @@ static void up(const struct pp_engine_cfg *cfg, double loss)
     }
   for (uint32_t r = 0; r < C.n; r++)
     cr_assert_eq(pp_engine_start(C.e[r], 0), PP_OK);
+}
+
+static void up(const struct pp_engine_cfg *cfg, double loss)
+{
+  create_all(cfg, loss);
+  connect_and_start();
 }
 
 static struct pp_scenario sc;
@@ -261,6 +314,9 @@ static void down(void)
   memset(&REPLY, 0, sizeof(REPLY));
   app_log_reset();
   memset(&REFUSE, 0, sizeof(REFUSE));
+  memset(&NOREG, 0, sizeof(NOREG));
+  memset(&SRQ_POSTS, 0, sizeof(SRQ_POSTS));
+  memset(LAST_RECV_WC, 0, sizeof(LAST_RECV_WC));
   max_mr = 4096;
 }
 
@@ -280,9 +336,12 @@ static void settle(void)
       struct pp_wc wc[16];
       simnic_set_now(h_nic(C.h, r), now());
       int k = h_poll(C.h, r, wc, 16);
-      for (int i = 0; i < k; i++)
+      for (int i = 0; i < k; i++) {
+        if (wc[i].opcode == PP_WC_OP_RECV)
+          LAST_RECV_WC[r] = wc[i];
         cr_assert_eq(pp_engine_on_wc(C.e[r], now(), &wc[i]), PP_OK, "rank %u wc %s", r,
                      pp_wc_status_name(wc[i].status));
+      }
       if (pp_engine_next_deadline(C.e[r]) <= now()) {
         cr_assert_eq(pp_engine_on_timer(C.e[r], now()), PP_OK);
         busy = true;
@@ -1087,10 +1146,15 @@ Test(p2p, a_dead_peer_fails_its_requests_and_nothing_else_hangs)
   cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 100, 1, 1, 0, 0, &s[2]), PP_OK);
   run();
   cr_assert_eq(done(0, &s[2]).error, PP_P2P_E_FAILED, "new sends to it fail at once");
+  cr_assert_eq(pp_p2p_issend(C.e[0], now(), a, 100, 1, 1, 0, 0, &s[2]), PP_OK);
+  run();
+  st = done(0, &s[2]);
+  cr_assert_eq(st.error, PP_P2P_E_FAILED, "synchronous ones too");
+  cr_assert_eq(st.wc_status, PP_WC_RETRY_EXC_ERR, "with the peer's failure");
   cr_assert_eq(pp_p2p_irecv(C.e[0], now(), x, 4, 1, 1, 0, 0, &r[1]), PP_OK);
   run();
   cr_assert_eq(done(0, &r[1]).error, PP_P2P_E_FAILED);
-  cr_assert_geq(pstats(0).failed, 4);
+  cr_assert_geq(pstats(0).failed, 5);
   cr_assert(pp_engine_done(C.e[0]), "nothing left to wait for: the dead channel's work flushed");
 }
 
@@ -1917,4 +1981,509 @@ Test(p2p, rget_fin_goes_when_nothing_answers)
   cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
   free(src);
   free(dst);
+}
+
+/* ================================================================ more refusals */
+
+/* Refuses (PP_LIMIT) the `count` registrations with `access` that host `host` asks for after
+ * its first `skip`. */
+static void refuse_regs(int host, unsigned access, unsigned skip, unsigned count)
+{
+  NOREG.host = host;
+  NOREG.access = access;
+  NOREG.skip = skip;
+  NOREG.count = count;
+}
+
+/* Rank 1 only receives, so the credits it owes go back in CREDIT messages; the NIC refuses the
+ * first one. Those credits are lost and rank 0 would wait for them for ever, so rank 1 fails
+ * its peer (flush_credit): the receives still posted fail with PP_P2P_E_FAILED, the refused
+ * CREDIT is not counted as sent, and nothing of rank 1's is left outstanding. */
+Test(p2p, a_refused_credit_message_fails_the_peer)
+{
+  struct pp_engine_cfg cfg = base(2);
+  enum { D = 4, N = 8 };
+  pp_p2p_params_of(&cfg)->credits = D;
+  pp_p2p_params_of(&cfg)->credit_threshold = 2;
+  up(&cfg, 0);
+  refuse_posts(1, PP_WR_SEND, 0, 1); /* rank 1's first SEND: its first CREDIT */
+  static uint8_t src[100], dst[N][100];
+  pp_req s[N], r[N];
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], 100, 0, i, 0, 0, &r[i]), PP_OK);
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, 100, 1, i, 0, 0, &s[i]), PP_OK);
+  run();
+  cr_assert_eq(REFUSE.refused, 1);
+  cr_assert_eq(pstats(1).credit_msgs, 0, "the refused CREDIT was not sent");
+  uint32_t ok = 0, failed = 0;
+  for (uint32_t i = 0; i < N; i++) {
+    struct pp_p2p_status st = done(1, &r[i]);
+    if (st.error == PP_P2P_E_OK) {
+      cr_assert_eq(failed, 0, "receive %u completed after one that failed", i);
+      ok++;
+      continue;
+    }
+    cr_assert_eq(st.error, PP_P2P_E_FAILED, "receive %u: %s", i, pp_p2p_err_name(st.error));
+    cr_assert_eq(st.wc_status, PP_WC_LOC_QP_OP_ERR, "receive %u: %s", i,
+                 pp_wc_status_name(st.wc_status));
+    failed++;
+  }
+  cr_assert_geq(ok, 2, "the messages consumed before the CREDIT was due were delivered");
+  cr_assert_leq(ok, D, "no message beyond the credits rank 0 held");
+  cr_assert_eq(pstats(1).failed, failed);
+  cr_assert(pp_engine_done(C.e[1]), "nothing of rank 1's outstanding");
+}
+
+/* The RGET receiver cannot register its buffer (the NIC's table is full) and holds no
+ * registration whose release it could wait for: the READ never goes, the receive fails with
+ * PP_P2P_E_NO_MR (rget_abort), the sender is told by its FIN (aborted) and fails the same way,
+ * its buffer no longer remotely readable; the next transfer goes through. */
+Test(p2p, an_rget_receiver_that_cannot_register_fails_both_sides_with_no_mr)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint32_t len = 64 << 10; /* RGET */
+  uint8_t *src = pattern(len, 1), *dst = calloc(1, len);
+  refuse_regs(1, PP_ACCESS_LOCAL_WRITE, 0, 1);
+  pp_req s, r;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  run();
+  cr_assert_eq(NOREG.refused, 1);
+  cr_assert_eq(READS.n[1], 0, "no READ was posted");
+  struct pp_p2p_status rs = done(1, &r), ss = done(0, &s);
+  cr_assert_eq(rs.error, PP_P2P_E_NO_MR, "%s", pp_p2p_err_name(rs.error));
+  cr_assert_eq(rs.proto, PP_P2P_RNDV_GET);
+  cr_assert_eq(ss.error, PP_P2P_E_NO_MR, "%s", pp_p2p_err_name(ss.error));
+  cr_assert_eq(REG.remote_max[0], 1);
+  cr_assert_eq(REG.remote_live[0], 0, "the sender's buffer is no longer remotely readable");
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]), "nothing left behind");
+  transfer_ok(len, 6);
+  free(src);
+  free(dst);
+}
+
+/* The RPUT sender cannot register the source of a fragment and holds no registration to wait
+ * for: that fragment and every later one go as a FIN without data (frag_reg), so the receiver
+ * fails with PP_P2P_E_NO_MR and so does the send; the fragments written before it arrived
+ * intact, every window the receiver opened is closed again, and the next transfer goes
+ * through. */
+Test(p2p, an_rput_sender_that_cannot_register_a_fragment_fails_both_sides_with_no_mr)
+{
+  struct pp_engine_cfg cfg = base(2);
+  pp_p2p_params_of(&cfg)->rget_limit = 0; /* RPUT */
+  pp_p2p_params_of(&cfg)->frag_size = 64 << 10;
+  pp_p2p_params_of(&cfg)->pipeline = 1;
+  up(&cfg, 0);
+  uint32_t len = 256 << 10; /* 4 fragments */
+  uint8_t *src = pattern(len, 2), *dst = calloc(1, len);
+  refuse_regs(0, 0, 1, 2); /* the second fragment's source, and again once the first's
+                              * cached registration was evicted to make room */
+  pp_req s, r;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, 0, 5, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  run();
+  cr_assert_eq(NOREG.refused, 2);
+  cr_assert_eq(pstats(0).rcache.evictions, 1, "the first fragment's registration made room");
+  struct pp_p2p_status ss = done(0, &s), rs = done(1, &r);
+  cr_assert_eq(ss.error, PP_P2P_E_NO_MR, "%s", pp_p2p_err_name(ss.error));
+  cr_assert_eq(ss.proto, PP_P2P_RNDV_PUT);
+  cr_assert_eq(rs.error, PP_P2P_E_NO_MR, "%s", pp_p2p_err_name(rs.error));
+  cr_assert_eq(pstats(0).fragments, 1, "only the fragment before the refused one was written");
+  cr_assert_eq(memcmp(src, dst, 64 << 10), 0, "and it arrived intact");
+  cr_assert_eq(REG.remote_live[1], 0, "every fragment window is closed again");
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]), "nothing left behind");
+  NOREG.count = 0;
+  transfer_ok(len, 6);
+  free(src);
+  free(dst);
+}
+
+/* Two RGETs to rank 1; the registration of the second's source is refused while the first's is
+ * held: the second does not fail (a release is to come, send_resources) but waits first in its
+ * line, and starts at a later event, when its registration succeeds. Both arrive intact. */
+Test(p2p, an_rget_source_that_cannot_register_waits_for_a_release_then_goes)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint32_t len = 64 << 10; /* RGET */
+  uint8_t *src[2] = {pattern(len, 1), pattern(len, 2)};
+  uint8_t *dst[2] = {calloc(1, len), calloc(1, len)};
+  refuse_regs(0, PP_ACCESS_REMOTE_READ, 1, 1);
+  pp_req s[2], r[2];
+  for (int i = 0; i < 2; i++)
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], len, 0, 5, 0, 0, &r[i]), PP_OK);
+  for (int i = 0; i < 2; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src[i], len, 1, 5, 0, 0, &s[i]), PP_OK);
+  cr_assert_eq(NOREG.refused, 1);
+  cr_assert_eq(find_post(0, 0, PP_WR_SEND, T_RTS), 0, "the first RTS went");
+  cr_assert_eq(find_post(0, 1, PP_WR_SEND, T_RTS), -1, "the second waits");
+  run();
+  for (int i = 0; i < 2; i++) {
+    struct pp_p2p_status ss = done(0, &s[i]), rs = done(1, &r[i]);
+    cr_assert_eq(ss.error, PP_P2P_E_OK, "send %d: %s", i, pp_p2p_err_name(ss.error));
+    cr_assert_eq(rs.error, PP_P2P_E_OK, "receive %d: %s", i, pp_p2p_err_name(rs.error));
+    cr_assert_eq(rs.proto, PP_P2P_RNDV_GET);
+    cr_assert_eq(memcmp(src[i], dst[i], len), 0, "message %d", i);
+    free(src[i]), free(dst[i]);
+  }
+  int second = find_post(0, 1, PP_WR_SEND, T_RTS);
+  cr_assert_gt(second, 0, "the second RTS went");
+  cr_assert_gt(POSTS.wr[0][second].at, POSTS.wr[0][0].at, "later, at a later event");
+  cr_assert_eq(REG.remote_live[0], 0, "both sources closed again");
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+}
+
+/* ================================================================ completions never posted */
+
+/* Work-request ids as the engine makes them (engine/proto/p2p/p2p_impl.h: WRID, kind in the top
+ * four bits, a generation, the index in the low 32). */
+enum { W_RECV = 1, W_TX = 2, W_READ = 4 };
+static uint64_t wrid(uint64_t kind, uint64_t gen, uint32_t idx)
+{
+  return kind << 60 | gen << 32 | idx;
+}
+
+/* Successful completions of work requests rank 0 never posted (a faulty or hostile NIC): a send
+ * buffer, a receive buffer or a request out of range, an unknown kind are rejected
+ * (PP_INVALID); a READ of a request slot whose generation is not the completion's is stale and
+ * ignored. None of them touches any state: the next transfers go through, and nothing is left
+ * behind. */
+Test(p2p, completions_never_posted_are_rejected_and_change_nothing)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  transfer_ok(100, 1);
+  struct pp_wc wc = {.status = PP_WC_SUCCESS}; /* (successful: its QP is not looked at) */
+  const struct {
+    uint64_t wr_id;
+    int opcode;
+    enum pp_status want;
+    const char *what;
+  } bad[] = {
+      {wrid(W_TX, 0, UINT32_MAX), PP_WC_OP_SEND, PP_INVALID, "a send buffer out of range"},
+      {wrid(W_RECV, 0, UINT32_MAX), PP_WC_OP_RECV, PP_INVALID, "a receive buffer out of range"},
+      {wrid(W_READ, 0, UINT32_MAX), PP_WC_OP_RDMA_READ, PP_INVALID, "a request out of range"},
+      {wrid(0, 0, 0), PP_WC_OP_SEND, PP_INVALID, "kind 0"},
+      {wrid(7, 0, 0), PP_WC_OP_SEND, PP_INVALID, "an unknown kind"},
+      {wrid(W_READ, 12345, 0), PP_WC_OP_RDMA_READ, PP_OK, "a READ of another generation"},
+  };
+  struct pp_p2p_stats before = pstats(0);
+  for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    wc.wr_id = bad[i].wr_id;
+    wc.opcode = (enum pp_wc_opcode)bad[i].opcode;
+    cr_assert_eq(pp_engine_on_wc(C.e[0], now(), &wc), bad[i].want, "%s", bad[i].what);
+  }
+  struct pp_p2p_stats after = pstats(0);
+  cr_assert_eq(after.failed, before.failed, "no request failed");
+  cr_assert_eq(after.received[PP_P2P_EAGER], before.received[PP_P2P_EAGER], "none was received");
+  cr_assert(pp_engine_done(C.e[0]), "nothing outstanding");
+  transfer_ok(100, 2);
+  transfer_ok(64 << 10, 3); /* an RGET: a READ of slot 0's generation completes as it should */
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+}
+
+/* The null request is complete and its status empty (MPI_STATUS of MPI_REQUEST_NULL), alone and
+ * within testall; irecv refuses a length past the largest message, clearing the handle. */
+Test(p2p, the_null_request_has_an_empty_status_and_oversized_receives_are_refused)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint8_t a[8];
+  pp_req r = 42;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), a, PP_MAX_MSG_SIZE + 1u, 0, 1, 0, 0, &r), PP_INVALID);
+  cr_assert_eq(r, PP_REQ_NULL, "a refused call leaves the null handle");
+  struct pp_p2p_status st;
+  memset(&st, 0xa5, sizeof(st));
+  cr_assert(pp_p2p_test(C.e[1], &r, &st));
+  struct pp_p2p_status zero;
+  memset(&zero, 0, sizeof(zero));
+  cr_assert_eq(memcmp(&st, &zero, sizeof(st)), 0, "the null request's status is empty");
+  uint32_t v = 7, w = 0;
+  pp_req rs[3] = {PP_REQ_NULL, PP_REQ_NULL, PP_REQ_NULL}, s;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), &w, 4, 0, 3, 0, 0, &rs[1]), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), &v, 4, 1, 3, 0, 0, &s), PP_OK);
+  run();
+  struct pp_p2p_status sts[3];
+  memset(sts, 0xa5, sizeof(sts));
+  cr_assert(pp_p2p_testall(C.e[1], 3, rs, sts), "the null entries do not hold testall back");
+  cr_assert_eq(memcmp(&sts[0], &zero, sizeof(zero)), 0);
+  cr_assert_eq(memcmp(&sts[2], &zero, sizeof(zero)), 0);
+  cr_assert_eq(sts[1].error, PP_P2P_E_OK);
+  cr_assert_eq(sts[1].len, 4);
+  cr_assert_eq(w, 7);
+  cr_assert_eq(rs[1], PP_REQ_NULL);
+  done(0, &s);
+}
+
+/* The receive completion of an unexpected message delivered a second time (a NIC that
+ * duplicates completions): its buffer is held, not posted, so the copy is rejected
+ * (PP_INVALID); the message is received once, intact, and nothing else arrives. */
+Test(p2p, a_duplicated_receive_completion_is_rejected_and_the_message_received_once)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  uint8_t *src = pattern(300, 4), dst[300] = {0}, more[300];
+  pp_req s, r, r2;
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, 300, 1, 3, 0, 0, &s), PP_OK);
+  run();
+  cr_assert_eq(pstats(1).unexpected, 1, "held: no receive matched it yet");
+  struct pp_wc dup = LAST_RECV_WC[1];
+  cr_assert_eq(dup.opcode, PP_WC_OP_RECV);
+  cr_assert_eq(pp_engine_on_wc(C.e[1], now(), &dup), PP_INVALID, "its buffer is not posted");
+  cr_assert_eq(pstats(1).unexpected, 1, "the copy is no second message");
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, 300, 0, 3, 0, 0, &r), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), more, 300, ANYS, ANYT, 0, 0, &r2), PP_OK);
+  run();
+  struct pp_p2p_status st = done(1, &r);
+  cr_assert_eq(st.error, PP_P2P_E_OK);
+  cr_assert_eq(st.len, 300);
+  cr_assert_eq(memcmp(src, dst, 300), 0);
+  not_done(1, &r2); /* nothing else arrived */
+  cr_assert_eq(pp_p2p_cancel(C.e[1], now(), r2), PP_OK);
+  run();
+  cr_assert_eq(done(1, &r2).error, PP_P2P_E_CANCELLED);
+  done(0, &s);
+  transfer_ok(300, 5);
+  free(src);
+}
+
+/* With p2p.srq: receive completions that name no buffer of the shared pool (past its end), or
+ * a posted pool buffer but a QP that is no data QP of this engine, are rejected (PP_INVALID)
+ * and take nothing: the buffer stays posted and the pool whole, the next messages arrive. */
+Test(p2p, srq_completions_naming_no_pool_buffer_or_qp_are_rejected)
+{
+  struct pp_engine_cfg cfg = base(2);
+  pp_p2p_params_of(&cfg)->srq = true;
+  up(&cfg, 0);
+  transfer_ok(100, 1);
+  cr_assert_gt(SRQ_POSTS.n[1], 0, "rank 1 posted its pool to its SRQ");
+  struct pp_wc wc = {.status = PP_WC_SUCCESS, .opcode = PP_WC_OP_RECV, .byte_len = 64};
+  wc.wr_id = wrid(W_RECV, 0, UINT32_MAX - 1);
+  wc.qp_num = LAST_RECV_WC[1].qp_num; /* a data QP of rank 1's */
+  cr_assert_neq(wc.qp_num, 0);
+  cr_assert_eq(pp_engine_on_wc(C.e[1], now(), &wc), PP_INVALID, "past the pool");
+  wc.wr_id = SRQ_POSTS.last[1]; /* posted, and still */
+  wc.qp_num = 0xdead;
+  cr_assert_eq(pp_engine_on_wc(C.e[1], now(), &wc), PP_INVALID, "no QP of ours");
+  struct pp_p2p_stats st = pstats(1);
+  cr_assert_eq(st.srq_overruns, 0);
+  cr_assert(pp_engine_done(C.e[1]));
+  for (uint32_t i = 0; i < 3 * st.srq_buffers; i++) /* every pool buffer in use again */
+    transfer_ok(100, 10 + i);
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+}
+
+/* An RGET's RTS waits unexpected at rank 1 while its sender fails there (rank 1's own send to
+ * it exceeds its retries); an ANY_SOURCE receive that then matches it (one naming the failed
+ * rank fails at once without matching) can never read: it fails with the peer's failure
+ * (p2p_rndv_start), no READ is posted. */
+Test(p2p, a_rendezvous_matched_after_its_sender_failed_fails_without_a_read)
+{
+  struct pp_engine_cfg cfg = base(2);
+  cfg.qp.timeout = 4;
+  cfg.qp.retry_cnt = 1;
+  up(&cfg, 0);
+  uint32_t len = 64 << 10; /* RGET */
+  uint8_t *src = pattern(len, 1), *dst = calloc(1, len), x[4] = {0};
+  pp_req s, r, s1;
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), src, len, 1, 5, 0, 0, &s), PP_OK);
+  run();
+  struct pp_p2p_status st;
+  cr_assert(pp_p2p_iprobe(C.e[1], 0, 5, 0, &st), "the RTS waits at rank 1");
+  cr_assert_eq(st.proto, PP_P2P_RNDV_GET);
+  C.h->drop = drop_everything;
+  cr_assert_eq(pp_p2p_isend(C.e[1], now(), x, 4, 0, 6, 0, 0, &s1), PP_OK);
+  run();
+  cr_assert_eq(done(1, &s1).wc_status, PP_WC_RETRY_EXC_ERR, "rank 1 lost its peer");
+  cr_assert(pp_p2p_iprobe(C.e[1], ANYS, 5, 0, NULL), "the RTS still waits");
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst, len, ANYS, 5, 0, 0, &r), PP_OK);
+  run();
+  cr_assert_not(pp_p2p_iprobe(C.e[1], ANYS, ANYT, 0, NULL), "the receive took it");
+  st = done(1, &r);
+  cr_assert_eq(st.error, PP_P2P_E_FAILED, "%s", pp_p2p_err_name(st.error));
+  cr_assert_eq(st.wc_status, PP_WC_RETRY_EXC_ERR, "the peer's failure, not a READ's");
+  cr_assert_eq(st.proto, PP_P2P_RNDV_GET);
+  cr_assert_eq(READS.n[1], 0, "no READ was posted");
+  cr_assert(pp_engine_done(C.e[1]));
+  free(src);
+  free(dst);
+}
+
+/* Three RGETs into rank 1; the registration of the second's buffer is refused while the first's
+ * is held: the second waits in the registration line, and the third, whose registration would
+ * succeed, waits behind it (its turn comes after the second's): the READs go and the receives
+ * complete in order, all intact. */
+Test(p2p, rget_receivers_register_in_line)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  enum { N = 3 };
+  uint32_t len = 64 << 10; /* RGET */
+  uint8_t *src[N], *dst[N];
+  pp_req s[N], r[N];
+  refuse_regs(1, PP_ACCESS_LOCAL_WRITE, 1, 1); /* the second receive's buffer, once */
+  for (uint32_t i = 0; i < N; i++) {
+    src[i] = pattern(len, i);
+    dst[i] = calloc(1, len);
+    cr_assert_eq(pp_p2p_irecv(C.e[1], now(), dst[i], len, 0, i, 0, 0, &r[i]), PP_OK);
+  }
+  for (uint32_t i = 0; i < N; i++)
+    cr_assert_eq(pp_p2p_isend(C.e[0], now(), src[i], len, 1, i, 0, 0, &s[i]), PP_OK);
+  run();
+  cr_assert_eq(NOREG.refused, 1);
+  const struct pp_recv_record *rec;
+  cr_assert_eq(pp_p2p_receives(C.e[1], &rec, NULL), N);
+  for (uint32_t i = 0; i < N; i++) {
+    cr_assert_eq(rec[i].tag, i, "completion %u was receive %u: overtaken", i, rec[i].tag);
+    cr_assert_eq(done(1, &r[i]).error, PP_P2P_E_OK, "receive %u", i);
+    cr_assert_eq(done(0, &s[i]).error, PP_P2P_E_OK, "send %u", i);
+    cr_assert_eq(memcmp(src[i], dst[i], len), 0, "message %u", i);
+    free(src[i]), free(dst[i]);
+  }
+  cr_assert_eq(READS.n[1], N);
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+}
+
+/* ================================================================ hang reports */
+
+/* The wait of rank `rank` whose text holds `what`; fails when there is none. */
+static struct pp_wait wait_with(uint32_t rank, const char *what)
+{
+  struct pp_wait w[16];
+  size_t n = pp_engine_pending(C.e[rank], w, 16);
+  for (size_t i = 0; i < n && i < 16; i++)
+    if (strstr(w[i].what, what))
+      return w[i];
+  cr_assert_fail("rank %u has no wait saying \"%s\" (%zu waits)", rank, what, n);
+  return w[0];
+}
+
+/* What the hang report of a rank that is not done says of requests stuck in the ways
+ * p2p_pending tells apart: a send that has credits but no send buffer (the one buffer is held
+ * by the send before it, whose completion never comes: the link is cut), and a receive of
+ * ANY_SOURCE, ANY_TAG. */
+Test(p2p, pending_names_a_send_without_a_buffer_and_a_wildcard_receive)
+{
+  struct pp_engine_cfg cfg = base(2);
+  pp_p2p_params_of(&cfg)->send_buffers = 1;
+  cfg.qp.timeout = 31; /* the cut link's retries outlast the test */
+  up(&cfg, 0);
+  C.h->drop = drop_everything;
+  uint8_t a[100] = {0}, b[100];
+  pp_req s[2], r;
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 100, 1, 7, 0, 0, &s[0]), PP_OK);
+  cr_assert_eq(pp_p2p_isend(C.e[0], now(), a, 100, 1, 8, 0, 0, &s[1]), PP_OK);
+  cr_assert_eq(pp_p2p_irecv(C.e[0], now(), b, 100, ANYS, ANYT, 0, 0, &r), PP_OK);
+  run_until(now() + 1000000);
+  not_done(0, &s[1]);
+  struct pp_wait w = wait_with(0, "send tag 8 (100 bytes) to rank 1 waits to start");
+  cr_assert_eq(w.kind, PP_WAIT_CREDITS);
+  cr_assert_eq(w.peer, 1);
+  cr_assert_eq(w.tag, 8);
+  cr_assert(strstr(w.what, "credits, send queue"), "%s", w.what);
+  w = wait_with(0, "send tag 7 to rank 1 waits for 1 send completions");
+  cr_assert_eq(w.kind, PP_WAIT_SEND_WC);
+  w = wait_with(0, "receive (ANY_SOURCE, ANY_TAG) never matched");
+  cr_assert_eq(w.kind, PP_WAIT_UNMATCHED);
+  cr_assert_eq(w.peer, PP_WAIT_NOPEER);
+  cr_assert_eq(w.tag, ANYT);
+}
+
+/* ================================================================ connection */
+
+/* A peer's connection information must name as many QPs as this engine opens to it (channels,
+ * twice that with p2p.srq): one that names fewer or more is refused (PP_INVALID), the engine
+ * stays unconnected and cannot start; there is no information for a rank that is no peer
+ * (itself). The right one then connects, and messages go through. */
+Test(p2p, connection_information_of_another_shape_is_refused)
+{
+  struct pp_engine_cfg cfg = base(2);
+  pp_p2p_params_of(&cfg)->channels = 2;
+  create_all(&cfg, 0);
+  struct pp_conn_info ci;
+  cr_assert_not(pp_engine_local_info(C.e[0], 0, &ci), "no information for itself");
+  cr_assert(pp_engine_local_info(C.e[1], 0, &ci));
+  cr_assert_eq(ci.nchannels, 2);
+  struct pp_conn_info bad = ci;
+  bad.nchannels = 1;
+  cr_assert_eq(pp_engine_connect(C.e[0], 0, 1, &bad), PP_INVALID, "one QP of two");
+  bad.nchannels = 4;
+  cr_assert_eq(pp_engine_connect(C.e[0], 0, 1, &bad), PP_INVALID, "four QPs of two");
+  cr_assert_eq(pp_engine_start(C.e[0], 0), PP_STATE, "not connected");
+  connect_and_start();
+  for (uint32_t i = 0; i < 4; i++)
+    transfer_ok(100, 1 + i);
+  cr_assert_eq(pstats(0).sent[PP_P2P_EAGER], 4);
+}
+
+/* ================================================================ what workloads and the engine hand in */
+
+/* The workloads' send and receive (pp_proto_ops) take a 64-bit tag: one the p2p tags cannot
+ * hold (ANY_TAG, or past 32 bits: it would be cut to another tag) is refused (PP_INVALID), and
+ * nothing is posted or matched; a protocol timer the protocol never armed is refused, not taken
+ * for its flush timer. */
+Test(p2p, tags_past_32_bits_and_timers_never_armed_are_refused)
+{
+  struct pp_engine_cfg cfg = base(2);
+  up(&cfg, 0);
+  const struct pp_proto_ops *ops = pp_proto_get(cfg.protocol)->ops;
+  uint8_t a[8] = {0};
+  const uint64_t bad[] = {PP_ANY_TAG, 1ull << 32 | 5};
+  for (unsigned i = 0; i < 2; i++) {
+    struct pp_msg m = {.peer = 1, .tag = bad[i], .buf = a, .len = 8};
+    cr_assert_eq(ops->send(C.e[0], now(), &m), PP_INVALID, "send, tag %llx",
+                 (unsigned long long)bad[i]);
+    m.peer = 0;
+    cr_assert_eq(ops->recv(C.e[1], now(), &m), PP_INVALID, "receive, tag %llx",
+                 (unsigned long long)bad[i]);
+  }
+  run();
+  cr_assert_eq(POSTS.n[0], 0, "nothing was sent");
+  cr_assert(pp_engine_done(C.e[0]) && pp_engine_done(C.e[1]));
+  pp_req r;
+  uint8_t b[8];
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b, 8, 0, 5, 0, 0, &r), PP_OK);
+  struct pp_msg m = {.peer = 1, .tag = 5, .buf = a, .len = 8};
+  cr_assert_eq(ops->send(C.e[0], now(), &m), PP_OK, "tag 5 itself goes");
+  run();
+  cr_assert_eq(done(1, &r).tag, 5);
+  cr_assert_eq(pp_engine_push_timer(C.e[0], now(), PP_TIMER_PROTO, 77), PP_OK);
+  cr_assert_eq(pp_engine_on_timer(C.e[0], now()), PP_INVALID);
+}
+
+/* With p2p.srq: an SRQ_LIMIT_REACHED of another SRQ and a QP_LAST_WQE_REACHED of a QP that is
+ * not ours change nothing (no limit event counted, no peer failed, transfers go on); the one of
+ * rank 1's data QP to rank 0 fails that peer once (a receive from it fails, flushed), and the
+ * same event again is ignored. */
+Test(p2p, srq_async_events_of_other_queues_change_nothing)
+{
+  struct pp_engine_cfg cfg = base(2);
+  pp_p2p_params_of(&cfg)->srq = true;
+  up(&cfg, 0);
+  transfer_ok(100, 1);
+  uint32_t dqp = LAST_RECV_WC[1].qp_num; /* rank 1's data QP: its receives come from the SRQ */
+  cr_assert_neq(dqp, 0);
+  cr_assert_neq(SRQ_POSTS.srq[1], 0);
+  struct pp_async_event ev = {.type = PP_EVENT_SRQ_LIMIT_REACHED,
+                              .srq_num = SRQ_POSTS.srq[1] + 1};
+  cr_assert_eq(pp_engine_on_async(C.e[1], now(), &ev), PP_OK);
+  cr_assert_eq(pstats(1).srq_limit_events, 0, "another SRQ's limit");
+  ev = (struct pp_async_event){.type = PP_EVENT_QP_LAST_WQE_REACHED, .qp_num = dqp + 1000};
+  cr_assert_eq(pp_engine_on_async(C.e[1], now(), &ev), PP_OK);
+  transfer_ok(100, 2);
+  cr_assert_eq(pstats(1).failed, 0, "no peer failed");
+  uint8_t b[100];
+  pp_req r;
+  cr_assert_eq(pp_p2p_irecv(C.e[1], now(), b, 100, 0, 3, 0, 0, &r), PP_OK);
+  ev.qp_num = dqp;
+  cr_assert_eq(pp_engine_on_async(C.e[1], now(), &ev), PP_OK);
+  run();
+  struct pp_p2p_status st = done(1, &r);
+  cr_assert_eq(st.error, PP_P2P_E_FAILED, "%s", pp_p2p_err_name(st.error));
+  cr_assert_eq(st.wc_status, PP_WC_WR_FLUSH_ERR);
+  cr_assert_eq(pp_engine_on_async(C.e[1], now(), &ev), PP_OK, "again: closed already");
+  cr_assert_eq(pstats(1).failed, 1);
+  cr_assert(pp_engine_done(C.e[1]));
 }

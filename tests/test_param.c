@@ -482,3 +482,89 @@ Test(param, numbers_keep_the_point_under_a_decimal_comma_locale)
   uselocale(was);
   freelocale(de);
 }
+
+/* The corners of the parsers, each refused with its reason and nothing stored: a point with no
+ * decimal after it, a negative fraction, more decimals than a minute's nanoseconds hold, a
+ * fraction whose bytes overflow before the bounds are checked, a rank set when the run has no
+ * ranks. */
+Test(param, parser_corners_say_why)
+{
+  uint64_t v = 77;
+  char why[160];
+  cr_assert_eq(dur("1.ms", &v), PP_PARSE, "a point needs a decimal");
+  cr_assert_eq(dur("-0.0ms", &v), PP_OK, "a negative zero is zero");
+  cr_assert_eq(v, 0);
+  v = 77;
+  cr_assert_eq(pp_parse_duration("-0.5ms", 6, 0, UINT64_MAX, &v, why, sizeof why), PP_INVALID);
+  cr_assert_str_eq(why, "must not be negative");
+  cr_assert_eq(dur("1.5min", &v), PP_OK);
+  cr_assert_eq(v, 90000000000ull);
+  v = 77;
+  cr_assert_eq(dur("1.0000000001min", &v), PP_PARSE, "finer than the nanosecond");
+  cr_assert_eq(pp_parse_size("0.999999999TiB", 14, 0, UINT64_MAX, &v, why, sizeof why),
+               PP_INVALID);
+  cr_assert(strstr(why, "must be a size"), "%s", why);
+  cr_assert_eq(v, 77, "nothing stored on error");
+  cr_assert_eq(pp_parse_ranks("1", 1, 0, &v, why, sizeof why), PP_INVALID);
+  cr_assert_str_eq(why, "must be a list of ranks, but there are none");
+  cr_assert_eq(v, 77);
+}
+
+/* A table entry with no key, an unknown kind, a width no integer has, or an enum without names
+ * is refused, with the entry's index and key; a value set through an unknown kind is refused. */
+Test(param, malformed_entries_are_named)
+{
+  char err[200];
+  struct pp_param t = PP_PARAM_UINT(struct toy, window, 1, 64, 4, "a");
+  cr_assert(pp_params_valid(&t, 1, sizeof(struct toy), err, sizeof err), "%s", err);
+  struct pp_param b = t;
+  b.key = NULL;
+  cr_assert(!pp_params_valid(&b, 1, sizeof(struct toy), err, sizeof err));
+  cr_assert_str_eq(err, "parameter 0 (?) has no key");
+  b = t;
+  b.kind = PP_PARAM_KIND_COUNT;
+  cr_assert(!pp_params_valid(&b, 1, sizeof(struct toy), err, sizeof err));
+  cr_assert_str_eq(err, "parameter 0 (window) has an unknown kind");
+  struct toy o = {.window = 9};
+  cr_assert_eq(pp_param_set(&b, &o, "5", 1, err, sizeof err), PP_INVALID);
+  cr_assert(strstr(err, "has an unknown kind"), "%s", err);
+  cr_assert_eq(o.window, 9, "nothing stored");
+  b = t;
+  b.width = 3;
+  cr_assert(!pp_params_valid(&b, 1, sizeof(struct toy), err, sizeof err));
+  cr_assert_str_eq(err, "parameter 0 (window) has a width other than 1, 2, 4 or 8 bytes");
+  b = t;
+  b.kind = PP_PARAM_ENUM;
+  b.min = 0, b.max = 1, b.def = 0;
+  cr_assert(!pp_params_valid(&b, 1, sizeof(struct toy), err, sizeof err));
+  cr_assert_str_eq(err, "parameter 0 (window) is an enum without names");
+}
+
+/* A 2-byte member: set within its bounds, refused past them (nothing written, its neighbours
+ * untouched), formatted back. */
+struct narrow {
+  uint8_t before;
+  uint16_t port;
+  uint8_t after;
+};
+
+Test(param, two_byte_members)
+{
+  const struct pp_param t[] = {PP_PARAM_UINT(struct narrow, port, 1, 65535, 80, "a port")};
+  char err[200], buf[32];
+  cr_assert(pp_params_valid(t, 1, sizeof(struct narrow), err, sizeof err), "%s", err);
+  struct narrow n;
+  memset(&n, 0xee, sizeof n);
+  pp_params_defaults(t, 1, &n);
+  cr_assert_eq(n.port, 80);
+  cr_assert_eq(pp_param_set(&t[0], &n, "65535", 5, err, sizeof err), PP_OK, "%s", err);
+  cr_assert_eq(n.port, 65535);
+  cr_assert_eq(pp_param_set(&t[0], &n, "65536", 5, err, sizeof err), PP_INVALID);
+  cr_assert_eq(n.port, 65535);
+  cr_assert_eq(n.before, 0xee);
+  cr_assert_eq(n.after, 0xee);
+  pp_param_format(&t[0], &n, buf, sizeof buf);
+  cr_assert_str_eq(buf, "65535");
+  n.port = 0; /* below its min: the table check says so */
+  cr_assert_eq(pp_params_check(t, 1, &n, err, sizeof err), PP_INVALID);
+}

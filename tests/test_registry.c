@@ -297,3 +297,137 @@ Test(registry, protocol_bugs_by_name)
   cr_assert_eq(pp_proto_bug_find("first-bug", &which), (int)PP_PROTO_BUG_SHIFT);
   cr_assert_eq(which, id);
 }
+
+/* What check_def refuses besides names, ABIs and sizes: no definition at all, a test bug with
+ * no doc or a bad name, a parameter count with no table. Nothing of them is registered. */
+Test(registry, def_validation_of_bugs_and_tables)
+{
+  cr_assert_eq(pp_proto_register(NULL, err, sizeof err), PP_INVALID);
+  cr_assert_str_eq(err, "no definition");
+  struct pp_proto_bug nodoc[] = {{"a-bug", NULL}}, badname[] = {{"A bug", "a doc"}};
+  struct pp_proto_def d = tdef("undocumented");
+  d.bugs = nodoc;
+  d.nbugs = 1;
+  cr_assert_eq(pp_proto_register(&d, err, sizeof err), PP_INVALID);
+  cr_assert(strstr(err, "test bug 0 needs a [a-z0-9-] name and a doc"), "%s", err);
+  d = tdef("badly-named-bug");
+  d.bugs = badname;
+  d.nbugs = 1;
+  cr_assert_eq(pp_proto_register(&d, err, sizeof err), PP_INVALID);
+  cr_assert(strstr(err, "test bug 0"), "%s", err);
+  d = tdef("no-bug-table");
+  d.nbugs = 1; /* and bugs NULL */
+  cr_assert_eq(pp_proto_register(&d, err, sizeof err), PP_INVALID);
+  cr_assert(strstr(err, "test bugs"), "%s", err);
+  d = tdef("no-table");
+  d.params = NULL; /* nparams 3 */
+  cr_assert_eq(pp_proto_register(&d, err, sizeof err), PP_INVALID);
+  cr_assert(strstr(err, "3 parameters but no table"), "%s", err);
+  static const char *const refused[] = {"undocumented", "badly-named-bug", "no-bug-table",
+                                         "no-table"};
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+    cr_assert_eq(pp_proto_id(refused[i]), -1, "%s registered", refused[i]);
+}
+
+/* The registry holds PP_MAX_PROTOCOLS: the next registration is refused with PP_LIMIT and a
+ * sentence that says so, and changes nothing. */
+Test(registry, a_full_registry_refuses_with_a_clear_error)
+{
+  static char names[PP_MAX_PROTOCOLS][16];
+  static struct pp_proto_def defs[PP_MAX_PROTOCOLS];
+  uint32_t n = pp_proto_count(), added = 0;
+  cr_assert_lt(n, PP_MAX_PROTOCOLS);
+  for (uint32_t i = 0; n + i < PP_MAX_PROTOCOLS; i++, added++) {
+    snprintf(names[i], sizeof names[i], "filler-%u", i);
+    defs[i] = tdef(names[i]);
+    cr_assert_eq(pp_proto_register(&defs[i], err, sizeof err), PP_OK, "%s", err);
+  }
+  cr_assert_eq(pp_proto_count(), PP_MAX_PROTOCOLS);
+  static struct pp_proto_def one;
+  one = tdef("one-too-many");
+  cr_assert_eq(pp_proto_register(&one, err, sizeof err), PP_LIMIT);
+  char want[96];
+  snprintf(want, sizeof want, "'one-too-many': the registry holds %u protocols already",
+           PP_MAX_PROTOCOLS);
+  cr_assert(strstr(err, want), "%s", err);
+  cr_assert_eq(pp_proto_count(), PP_MAX_PROTOCOLS, "nothing added");
+  cr_assert_eq(pp_proto_id("one-too-many"), -1);
+  cr_assert_eq(pp_proto_find(names[added - 1]), &defs[added - 1], "the last one that fit");
+}
+
+/* ------------------------------------------------------------------ workloads */
+
+extern const struct pp_workload_def pp_stream_def; /* engine/workload/stream.c */
+
+/* A workload of the test: the stream workload's ops and memory estimate under another name. */
+static struct pp_workload_def wdef(const char *name)
+{
+  return (struct pp_workload_def){.name = name, .desc = "test", .mem_need = pp_stream_def.mem_need,
+                                  .ops = &pp_stream_ops};
+}
+
+/* A workload registration is refused with a sentence when it has no name of [a-z0-9-], no ops
+ * table or memory estimate, an ops table with a slot missing, parameters past
+ * PP_WORKLOAD_PARAMS_MAX, or a name taken; none of them is registered. A good one gets the next
+ * kind and is found by name. */
+Test(registry, workload_registration_refusals)
+{
+  cr_assert_eq(pp_workload_register(NULL, err, sizeof err), PP_INVALID);
+  cr_assert(strstr(err, "a workload needs"), "%s", err);
+  struct pp_workload_def d = wdef("Bad_Name");
+  cr_assert_eq(pp_workload_register(&d, err, sizeof err), PP_INVALID);
+  d = wdef("no-mem");
+  d.mem_need = NULL;
+  cr_assert_eq(pp_workload_register(&d, err, sizeof err), PP_INVALID);
+  d = wdef("no-ops");
+  d.ops = NULL;
+  cr_assert_eq(pp_workload_register(&d, err, sizeof err), PP_INVALID);
+  static struct pp_app_ops holey;
+  holey = pp_stream_ops;
+  holey.done = NULL;
+  d = wdef("holey");
+  d.ops = &holey;
+  cr_assert_eq(pp_workload_register(&d, err, sizeof err), PP_INVALID);
+  cr_assert(strstr(err, "'holey': its ops table misses a slot"), "%s", err);
+  d = wdef("too-big");
+  d.params_size = PP_WORKLOAD_PARAMS_MAX + 8;
+  cr_assert_eq(pp_workload_register(&d, err, sizeof err), PP_INVALID);
+  cr_assert(strstr(err, "parameters of"), "%s", err);
+  d = wdef("stream");
+  cr_assert_eq(pp_workload_register(&d, err, sizeof err), PP_EXISTS);
+  cr_assert(strstr(err, "'stream' is registered already"), "%s", err);
+  static const char *const refused[] = {"Bad_Name", "no-mem", "no-ops", "holey", "too-big"};
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+    cr_assert_eq(pp_workload_from_name(refused[i]), -1, "%s registered", refused[i]);
+  uint32_t n = 0;
+  while (pp_workload_get(n))
+    n++;
+  static struct pp_workload_def good;
+  good = wdef("good");
+  cr_assert_eq(pp_workload_register(&good, err, sizeof err), PP_OK, "%s", err);
+  cr_assert_eq(pp_workload_from_name("good"), (int)n, "the next kind");
+  cr_assert_eq(pp_workload_get(n), &good);
+}
+
+/* The workload registry holds 16: the next one is refused with PP_LIMIT. */
+Test(registry, a_full_workload_registry_refuses_with_a_clear_error)
+{
+  static char names[16][16];
+  static struct pp_workload_def defs[16];
+  uint32_t n = 0;
+  while (pp_workload_get(n))
+    n++;
+  cr_assert_lt(n, 16);
+  for (uint32_t i = 0; n + i < 16; i++) {
+    snprintf(names[i], sizeof names[i], "filler-%u", i);
+    defs[i] = wdef(names[i]);
+    cr_assert_eq(pp_workload_register(&defs[i], err, sizeof err), PP_OK, "%s", err);
+  }
+  cr_assert_not_null(pp_workload_get(15));
+  static struct pp_workload_def one;
+  one = wdef("one-too-many");
+  cr_assert_eq(pp_workload_register(&one, err, sizeof err), PP_LIMIT);
+  cr_assert(strstr(err, "'one-too-many': the registry holds 16 workloads already"), "%s", err);
+  cr_assert_null(pp_workload_get(16), "nothing added");
+  cr_assert_eq(pp_workload_from_name("one-too-many"), -1);
+}
