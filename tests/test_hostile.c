@@ -767,6 +767,17 @@ static struct whdr rput_to_attacker(uint32_t len, pp_req *s, uint8_t **src)
   return m;
 }
 
+/* The victim sends 20000 bytes (0x61) to the attacker: an RGET, its RTS as sent. */
+static struct whdr rget_to_attacker(pp_req *s)
+{
+  uint8_t *src = guarded(20000, 0x61);
+  cr_assert_eq(pp_p2p_isend(S.e[VICTIM], now(), src, 20000, ATTACKER, 3, 0, 0, s), PP_OK);
+  run();
+  struct whdr m = sent(VICTIM, ATTACKER, T_RTS, 0);
+  cr_assert(m.flags & WF_RGET, "an RGET");
+  return m;
+}
+
 static struct whdr cts(const struct whdr *rts, uint32_t idx, uint32_t len, uint8_t *dst)
 {
   uint32_t frag = 16 << 10, off = idx * frag;
@@ -947,11 +958,7 @@ Test(hostile_p2p, rget_duplicate_fin)
 {
   p2p_up_default();
   pp_req s;
-  uint8_t *src = guarded(20000, 0x61);
-  cr_assert_eq(pp_p2p_isend(S.e[VICTIM], now(), src, 20000, ATTACKER, 3, 0, 0, &s), PP_OK);
-  run();
-  struct whdr rts = sent(VICTIM, ATTACKER, T_RTS, 0);
-  cr_assert(rts.flags & WF_RGET);
+  struct whdr rts = rget_to_attacker(&s);
   cr_assert_eq(S.remote_live[VICTIM], 1, "the send buffer is readable while it waits");
   struct whdr h = {.type = T_FIN, .flags = WF_RGET, .sreq = rts.sreq};
   forge_hdr(&h);
@@ -971,10 +978,7 @@ static void rget_bad_fin_flags(uint8_t flags)
 {
   p2p_up_default();
   pp_req s;
-  uint8_t *src = guarded(20000, 0x61);
-  cr_assert_eq(pp_p2p_isend(S.e[VICTIM], now(), src, 20000, ATTACKER, 3, 0, 0, &s), PP_OK);
-  run();
-  struct whdr rts = sent(VICTIM, ATTACKER, T_RTS, 0);
+  struct whdr rts = rget_to_attacker(&s);
   struct whdr h = {.type = T_FIN, .flags = flags, .sreq = rts.sreq};
   forge_hdr(&h);
   run();

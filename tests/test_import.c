@@ -569,6 +569,14 @@ static void write_pkts(const char *name, enum l2 l, bool ng, const struct hp *pk
   cr_assert_eq(fclose(f), 0);
 }
 
+/* pkts as an Ethernet/IPv4 pcap named `name`, imported. */
+static struct pp_import *import_pkts(const char *name, const struct hp *pkts, size_t npkts)
+{
+  write_pkts(name, L_ETH4, false, pkts, npkts);
+  return import_file(name);
+}
+#define IMPORT_PKTS(name, a) import_pkts(name, a, sizeof(a) / sizeof((a)[0]))
+
 static void write_capture(const char *name, enum l2 l, bool ng)
 {
   write_pkts(name, l, ng, conv + conv_from, NCONV - conv_from);
@@ -768,8 +776,7 @@ Test(import, retrans_read_retried_partially_is_no_mismatch)
       {0, 0x04, 202, 0, 0, 64, 0, 60002000},       /* SEND_ONLY */
       {1, 0x11, 202, 0x1f, 2, 0, 0, 60003000},     /* ACK */
   };
-  write_pkts("rd.pcap", L_ETH4, false, rd, sizeof(rd) / sizeof(rd[0]));
-  struct pp_import *m = import_file("rd.pcap");
+  struct pp_import *m = IMPORT_PKTS("rd.pcap", rd);
   const struct pp_imp_conn *c = &m->conns[0];
   cr_assert_eq(c->retrans_pkts, 2, "both READs are retries");
   cr_assert_eq(c->retrans_mismatch, 0);
@@ -791,8 +798,7 @@ Test(import, retrans_stale_slot_is_not_compared)
       {0, 0x04, far, 0, 0, 16, 0, 40001000},     /* a PSN never seen */
       {1, 0x11, later, 0x1f, 2, 0, 0, 40002000}, /* ACK */
   };
-  write_pkts("st.pcap", L_ETH4, false, st, sizeof(st) / sizeof(st[0]));
-  struct pp_import *m = import_file("st.pcap");
+  struct pp_import *m = IMPORT_PKTS("st.pcap", st);
   const struct pp_imp_conn *c = &m->conns[0];
   cr_assert_eq(c->retrans_pkts, 2);
   cr_assert_eq(c->psn_gaps, 1);
@@ -812,8 +818,7 @@ Test(import, retrans_gap_fill_leaves_a_later_psn)
       {0, 0x04, 101, 0, 0, 64, 0, 4000},        /* the go-back (the rest of it lost too) */
       {0, 0x04, 165, 0, 0, 32, 0, 5000},        /* 165 with 32 bytes */
   };
-  write_pkts("lf.pcap", L_ETH4, false, lf, sizeof(lf) / sizeof(lf[0]));
-  struct pp_import *m = import_file("lf.pcap");
+  struct pp_import *m = IMPORT_PKTS("lf.pcap", lf);
   const struct pp_imp_conn *c = &m->conns[0];
   cr_assert_eq(c->sent_cap, 64);
   cr_assert_eq(c->retrans_mismatch, 1);
@@ -828,8 +833,7 @@ Test(import, retrans_ring_grows_with_packets_not_psn_jumps)
   struct hp j[7];
   for (uint32_t i = 0, psn = 0; i < 7; psn += 64u << i, i++)
     j[i] = (struct hp){0, 0x04, psn, 0, 0, 64, 0, 1000 + 1000ull * i};
-  write_pkts("j.pcap", L_ETH4, false, j, 7);
-  struct pp_import *m = import_file("j.pcap");
+  struct pp_import *m = IMPORT_PKTS("j.pcap", j);
   cr_assert_eq(m->conns[0].psn_gaps, 6);
   cr_assert_eq(m->conns[0].sent_cap, 64);
   pp_import_free(m);
@@ -852,8 +856,7 @@ Test(import, retrans_of_a_gap_fill_is_compared_with_it)
       {0, 0x04, 101, 0, 0, 0, 0, 40000000},     /* after an ACK timeout, with 0 bytes */
       {1, 0x11, 102, 0x1f, 3, 0, 0, 40001000},  /* ACK */
   };
-  write_pkts("gf.pcap", L_ETH4, false, gf, sizeof(gf) / sizeof(gf[0]));
-  struct pp_import *m = import_file("gf.pcap");
+  struct pp_import *m = IMPORT_PKTS("gf.pcap", gf);
   const struct pp_imp_conn *c = &m->conns[0];
   cr_assert_eq(c->psn_gaps, 1);
   cr_assert_eq(c->retrans_mismatch, 1);

@@ -1479,13 +1479,20 @@ Test(p2p, a_refused_read_fails_both_sides_and_revokes_the_remote_access)
   free(dst);
 }
 
-Test(p2p, a_refused_write_fails_both_sides_and_every_fragment_window_closes)
+/* Two ranks whose sends over the eager limit are RPUTs of 64 KiB fragments, `pipeline` of them
+ * in flight. */
+static void rput_up(uint32_t pipeline)
 {
   struct pp_engine_cfg cfg = base(2);
   pp_p2p_params_of(&cfg)->rget_limit = 0; /* RPUT */
   pp_p2p_params_of(&cfg)->frag_size = 64 << 10;
-  pp_p2p_params_of(&cfg)->pipeline = 2;
+  pp_p2p_params_of(&cfg)->pipeline = pipeline;
   up(&cfg, 0);
+}
+
+Test(p2p, a_refused_write_fails_both_sides_and_every_fragment_window_closes)
+{
+  rput_up(2);
   uint32_t len = 512 << 10; /* 8 fragments */
   uint8_t *src = pattern(len, 2), *dst = calloc(1, len);
   refuse_posts(0, PP_WR_RDMA_WRITE, 2, 1); /* the third fragment's WRITE */
@@ -2071,11 +2078,7 @@ Test(p2p, an_rget_receiver_that_cannot_register_fails_both_sides_with_no_mr)
  * through. */
 Test(p2p, an_rput_sender_that_cannot_register_a_fragment_fails_both_sides_with_no_mr)
 {
-  struct pp_engine_cfg cfg = base(2);
-  pp_p2p_params_of(&cfg)->rget_limit = 0; /* RPUT */
-  pp_p2p_params_of(&cfg)->frag_size = 64 << 10;
-  pp_p2p_params_of(&cfg)->pipeline = 1;
-  up(&cfg, 0);
+  rput_up(1);
   uint32_t len = 256 << 10; /* 4 fragments */
   uint8_t *src = pattern(len, 2), *dst = calloc(1, len);
   refuse_regs(0, 0, 1, 2); /* the second fragment's source, and again once the first's
